@@ -1,0 +1,1 @@
+"""The rlmguide knowledge base: record schema, loader, validator and DuckDB store."""

@@ -1,0 +1,139 @@
+"""Read record files into validated models, collecting every problem instead of stopping."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import yaml
+from pydantic import ValidationError
+
+from kb.paths import PLURALS, RecordRoot, record_files
+from kb.schema import KINDS, Record
+
+KIND_OF_FOLDER = {plural: kind for kind, plural in PLURALS.items()}
+
+
+class RecordLoader(yaml.SafeLoader):
+    """YAML 1.2 booleans: only true/false, so `support: yes` stays the text "yes"."""
+
+
+RecordLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+RecordLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool",
+    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+    list("tTfF"),
+)
+
+
+def parse_yaml(text: str) -> object:
+    return yaml.load(text, Loader=RecordLoader)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding: which file, where inside it, and what is wrong."""
+
+    file: str
+    path: str
+    message: str
+    severity: str = "error"
+
+    def __str__(self) -> str:
+        where = f"{self.file}: {self.path}: " if self.path else f"{self.file}: "
+        return where + self.message
+
+
+@dataclass
+class Catalog:
+    """Every loaded record by kind and id, with the file each came from."""
+
+    records: dict[str, dict[str, Record]] = field(
+        default_factory=lambda: {kind: {} for kind in KINDS}
+    )
+    files: dict[tuple[str, str], str] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    broken: set[tuple[str, str]] = field(default_factory=set)
+    """(kind, file stem) of files that failed to load: references to them are not errors too."""
+
+    def of(self, kind: str) -> dict[str, Record]:
+        return self.records[kind]
+
+    def file_of(self, record: Record) -> str:
+        return self.files[(record.kind, record.id)]
+
+    def all(self) -> Iterable[Record]:
+        for by_id in self.records.values():
+            yield from by_id.values()
+
+
+def format_location(loc: tuple[int | str, ...]) -> str:
+    """Pydantic's location tuple as a field path: ('claims', 3, 'source') -> claims[3].source."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif not text:
+            text = part
+        elif not part.startswith(("function-", "lax-or", "union[")):
+            text += f".{part}"
+    return text
+
+
+def describe(error: dict) -> str:
+    message = error["msg"]
+    if error["type"] == "extra_forbidden":
+        message = "unknown field"
+    elif error["type"] == "missing":
+        message = "required field is missing"
+    return message.removeprefix("Value error, ")
+
+
+def load_catalog(roots: Iterable[RecordRoot]) -> Catalog:
+    catalog = Catalog()
+    for name, path in record_files(roots):
+        kind = KIND_OF_FOLDER.get(name.split("/")[0])
+        if kind is None:
+            folders = ", ".join(sorted(KIND_OF_FOLDER))
+            catalog.problems.append(Problem(name, "", f"unknown kind folder; use one of {folders}"))
+            continue
+        try:
+            data = parse_yaml(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"line {mark.line + 1}" if mark else ""
+            reason = getattr(exc, "problem", None) or str(exc)
+            catalog.problems.append(Problem(name, where, f"malformed YAML: {reason}"))
+            catalog.broken.add((kind, path.stem))
+            continue
+        except UnicodeDecodeError:
+            catalog.problems.append(Problem(name, "", "not UTF-8 text"))
+            continue
+        if not isinstance(data, dict):
+            catalog.problems.append(Problem(name, "", "a record must be a YAML mapping"))
+            continue
+        try:
+            record = KINDS[kind].model_validate(data)
+        except ValidationError as exc:
+            catalog.problems.extend(
+                Problem(name, format_location(error["loc"]), describe(error))
+                for error in exc.errors()
+            )
+            catalog.broken.add((kind, path.stem))
+            continue
+        if record.id != path.stem:
+            catalog.problems.append(
+                Problem(name, "id", f"id {record.id!r} differs from the file name {path.stem!r}")
+            )
+            continue
+        if record.id in catalog.records[kind]:
+            first = catalog.files[(kind, record.id)]
+            catalog.problems.append(Problem(name, "id", f"duplicate {kind} id (first in {first})"))
+            continue
+        catalog.records[kind][record.id] = record
+        catalog.files[(kind, record.id)] = name
+    return catalog

@@ -1,0 +1,6 @@
+-- title: How many claims each source backs
+-- Sources ranked by the number of framework claims that cite them.
+SELECT s.id, s.type, count(*) AS claims, min(c.verified) AS oldest_check
+FROM claims c JOIN sources s ON s.id = c.source_id
+GROUP BY ALL
+ORDER BY claims DESC, s.id

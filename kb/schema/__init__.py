@@ -1,0 +1,59 @@
+"""Pydantic models of every record kind and of the scenario file.
+
+Everything here is pure data description: no I/O. The cost core and the guideline engine
+import these models; nothing here imports them back.
+"""
+
+from kb.schema.records import (
+    KINDS,
+    Accelerator,
+    Algorithm,
+    Claim,
+    Component,
+    Framework,
+    Model,
+    Record,
+    Result,
+    Rule,
+    RuleExample,
+    Source,
+    Technique,
+)
+from kb.schema.scenario import (
+    Cluster,
+    Efficiency,
+    InlineAccelerator,
+    InlineModel,
+    Models,
+    Plan,
+    RolloutPlan,
+    Scenario,
+    TrainPlan,
+    Workload,
+)
+
+__all__ = [
+    "KINDS",
+    "Accelerator",
+    "Algorithm",
+    "Claim",
+    "Cluster",
+    "Component",
+    "Efficiency",
+    "Framework",
+    "InlineAccelerator",
+    "InlineModel",
+    "Model",
+    "Models",
+    "Plan",
+    "Record",
+    "Result",
+    "RolloutPlan",
+    "Rule",
+    "RuleExample",
+    "Scenario",
+    "Source",
+    "Technique",
+    "TrainPlan",
+    "Workload",
+]

@@ -1,0 +1,232 @@
+"""The record kinds of the knowledge base.
+
+Authored fields are plain model fields; derived figures (parameter counts, KV bytes, ridge
+points) are `computed_field`s, so they appear in dumps and tables but can never be typed
+into a YAML file (`extra="forbid"` rejects them).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from kb.schema.common import (
+    Date,
+    NonNegativeInt,
+    Positive,
+    PositiveInt,
+    Slug,
+    Strict,
+    Support,
+    Text,
+    Url,
+)
+from kb.schema.scenario import Scenario
+from kb.schema.specs import AcceleratorFigures, Architecture
+
+
+class Record(Strict):
+    """Every record has an id (its file name) and cites its sources by id."""
+
+    kind: ClassVar[str]
+    id: Slug
+
+    def cited_sources(self) -> list[str]:
+        """The sources this record cites itself (a framework's claims carry their own)."""
+        return list(getattr(self, "sources", []))
+
+
+class Source(Record):
+    """A paper, repository, documentation page, model configuration, datasheet or blog post."""
+
+    kind: ClassVar[str] = "source"
+    type: Literal["paper", "repository", "documentation", "model-config", "datasheet", "blog"]
+    title: Text
+    authors: list[Text] = []
+    year: Annotated[int, Field(ge=1990, le=2100)] | None = None
+    venue: Text | None = None
+    url: Url
+    accessed: Date | None = None
+
+    def cited_sources(self) -> list[str]:
+        return []
+
+
+class Technique(Record):
+    """A node of the taxonomy of parallelism, placement, execution and rollout techniques."""
+
+    kind: ClassVar[str] = "technique"
+    name: Text
+    parent: Slug | None = None
+    scope: Literal[
+        "intra-model", "inter-model", "execution", "rollout", "training", "weight-sync", "memory"
+    ]
+    aliases: list[Text] = []
+    description: Text
+    splits: Text | None = None
+    work_effect: Text | None = None
+    depth_effect: Text | None = None
+    memory_effect: Text | None = None
+    communication_effect: Text | None = None
+    tradeoffs: Text | None = None
+    sources: Annotated[list[Slug], Field(min_length=1)]
+
+
+class Algorithm(Record):
+    """An RL algorithm for LLM post-training and the models it needs."""
+
+    kind: ClassVar[str] = "algorithm"
+    name: Text
+    variant_of: Slug | None = None
+    needs_critic: bool
+    needs_reference: bool
+    reward: Literal["model", "verifier", "either"]
+    grouped: bool
+    typical_samples_per_prompt: PositiveInt | None = None
+    extra_generations_per_prompt: NonNegativeInt = 0
+    advantage: Text
+    kl: Text
+    off_policy: Text | None = None
+    description: Text
+    sources: Annotated[list[Slug], Field(min_length=1)]
+
+
+class Component(Record):
+    """A building block frameworks use: a training backend, rollout engine or orchestrator."""
+
+    kind: ClassVar[str] = "component"
+    name: Text
+    role: Literal["training-backend", "rollout-engine", "orchestration", "communication"]
+    url: Url | None = None
+    description: Text
+    sources: Annotated[list[Slug], Field(min_length=1)]
+
+
+class Claim(Strict):
+    """One cited fact: how far a framework supports a feature, checked on a date."""
+
+    feature: Slug
+    support: Support
+    note: Text | None = None
+    source: Slug
+    verified: Date
+    version: Text | None = None
+
+
+class Framework(Record):
+    """An RL-for-LLM system: an open-source library or a system described in a paper."""
+
+    kind: ClassVar[str] = "framework"
+    name: Text
+    type: Literal["library", "system"]
+    organisation: Text | None = None
+    repository: Url | None = None
+    paper: Slug | None = None
+    licence: Text | None = None
+    first_release: Text | None = None
+    description: Text
+    sources: Annotated[list[Slug], Field(min_length=1)]
+    claims: list[Claim] = []
+
+    def cited_sources(self) -> list[str]:
+        return [*self.sources, *([self.paper] if self.paper else [])]
+
+    @model_validator(mode="after")
+    def _one_claim_per_feature(self) -> Framework:
+        seen: set[str] = set()
+        for claim in self.claims:
+            if claim.feature in seen:
+                raise ValueError(f"feature {claim.feature!r} is claimed twice")
+            seen.add(claim.feature)
+        return self
+
+
+class Accelerator(Record, AcceleratorFigures):
+    """A GPU or accelerator with its dense datasheet figures (no sparsity)."""
+
+    kind: ClassVar[str] = "accelerator"
+    name: Text
+    vendor: Text
+    released: Annotated[int, Field(ge=2010, le=2100)] | None = None
+    notes: Text | None = None
+    sources: Annotated[list[Slug], Field(min_length=1)]
+
+
+class Model(Record, Architecture):
+    """A transformer's architecture numbers, copied from its published configuration."""
+
+    kind: ClassVar[str] = "model"
+    name: Text
+    family: Text
+    organisation: Text | None = None
+    released: Text | None = None
+    sources: Annotated[list[Slug], Field(min_length=1)]
+
+
+class RuleExample(Strict):
+    """A scenario on which a rule must fire (`fires: true`) or must stay silent."""
+
+    description: Text
+    fires: bool
+    scenario: Scenario
+
+
+class Rule(Record):
+    """A guideline: a condition over scenario and plan facts, and what follows when it holds."""
+
+    kind: ClassVar[str] = "rule"
+    title: Text
+    statement: Text
+    rationale: Text
+    condition: Text
+    effect: Literal["require", "prefer", "advise"]
+    message: Text | None = None
+    lifecycle: Literal["preview", "stable", "deprecated"] = "stable"
+    topic: Text | None = None
+    sources: Annotated[list[Slug], Field(min_length=1)]
+    examples: list[RuleExample] = []
+
+
+class Result(Record):
+    """A published measurement, with the setting that lets the cost core predict it."""
+
+    kind: ClassVar[str] = "result"
+    source: Slug
+    locator: Text
+    framework: Slug | None = None
+    description: Text
+    metric: Literal[
+        "step_seconds",
+        "rollout_seconds",
+        "preparation_seconds",
+        "training_seconds",
+        "weight_sync_seconds",
+        "tokens_per_second",
+        "speedup",
+    ]
+    value: Positive
+    unit: Text
+    baseline: Text | None = None
+    scenario: Scenario | None = None
+    notes: Text | None = None
+
+    def cited_sources(self) -> list[str]:
+        return [self.source]
+
+
+KINDS: dict[str, type[Record]] = {
+    cls.kind: cls
+    for cls in (
+        Source,
+        Technique,
+        Algorithm,
+        Component,
+        Framework,
+        Accelerator,
+        Model,
+        Result,
+        Rule,
+    )
+}
+"""Record kinds by name; the folder of a kind under `records/` is its plural."""

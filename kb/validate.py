@@ -1,0 +1,133 @@
+"""Cross-record checks: every reference resolves, every fact is cited, the taxonomy is a tree.
+
+Each check reads like one line of a checklist and adds `Problem`s; nothing stops early, so a
+contributor sees every error of a change at once.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable
+
+from kb.load import Catalog, Problem
+from kb.schema import Algorithm, Framework, Record, Result, Rule, Scenario, Technique
+
+FEATURE_KINDS = ("technique", "algorithm", "component")
+
+
+def suggest(name: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+
+
+class Checker:
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.problems: list[Problem] = []
+
+    def report(self, record: Record, path: str, message: str, severity: str = "error") -> None:
+        self.problems.append(Problem(self.catalog.file_of(record), path, message, severity))
+
+    def ref(self, record: Record, path: str, kind: str, value: str | None) -> None:
+        """`value` must be the id of a record of `kind`."""
+        if value is None or (kind, value) in self.catalog.broken:
+            return
+        known = self.catalog.of(kind)
+        if value not in known:
+            self.report(record, path, f"unknown {kind} {value!r}{suggest(value, known)}")
+
+    def sources(self, record: Record, path: str, ids: Iterable[str]) -> None:
+        for i, source in enumerate(ids):
+            self.ref(record, f"{path}[{i}]", "source", source)
+
+    def scenario(self, record: Record, path: str, scenario: Scenario) -> None:
+        cluster, models = scenario.cluster, scenario.models
+        if isinstance(cluster.accelerator, str):
+            self.ref(record, f"{path}.cluster.accelerator", "accelerator", cluster.accelerator)
+        for role in ("policy", "critic", "reward"):
+            value = getattr(models, role)
+            if isinstance(value, str) and value != "verifier":
+                self.ref(record, f"{path}.models.{role}", "model", value)
+        self.ref(record, f"{path}.workload.algorithm", "algorithm", scenario.workload.algorithm)
+
+
+def check_citations(c: Checker) -> None:
+    for kind in ("technique", "algorithm", "component", "framework", "accelerator", "model"):
+        for record in c.catalog.of(kind).values():
+            c.sources(record, "sources", record.sources)  # type: ignore[attr-defined]
+
+
+def check_frameworks(c: Checker) -> None:
+    features = {k: c.catalog.of(k) for k in FEATURE_KINDS}
+    every = [i for by_id in features.values() for i in by_id]
+    for fw in c.catalog.of("framework").values():
+        assert isinstance(fw, Framework)
+        c.ref(fw, "paper", "source", fw.paper)
+        for i, claim in enumerate(fw.claims):
+            broken = any((k, claim.feature) in c.catalog.broken for k in FEATURE_KINDS)
+            if not broken and not any(claim.feature in by_id for by_id in features.values()):
+                c.report(
+                    fw,
+                    f"claims[{i}].feature",
+                    f"unknown feature {claim.feature!r}: not a technique, algorithm or "
+                    f"component{suggest(claim.feature, every)}",
+                )
+            c.ref(fw, f"claims[{i}].source", "source", claim.source)
+
+
+def check_taxonomy(c: Checker) -> None:
+    techniques = c.catalog.of("technique")
+    for tech in techniques.values():
+        assert isinstance(tech, Technique)
+        c.ref(tech, "parent", "technique", tech.parent)
+    reported: set[str] = set()
+    for tech in techniques.values():
+        seen = [tech.id]
+        parent = tech.parent  # type: ignore[attr-defined]
+        while parent in techniques and parent not in reported:
+            if parent in seen:
+                cycle = [*seen[seen.index(parent) :], parent]
+                c.report(tech, "parent", "taxonomy cycle: " + " -> ".join(cycle))
+                reported.update(cycle)
+                break
+            seen.append(parent)
+            parent = techniques[parent].parent  # type: ignore[attr-defined]
+    for algorithm in c.catalog.of("algorithm").values():
+        assert isinstance(algorithm, Algorithm)
+        c.ref(algorithm, "variant_of", "algorithm", algorithm.variant_of)
+
+
+def check_results(c: Checker) -> None:
+    for result in c.catalog.of("result").values():
+        assert isinstance(result, Result)
+        c.ref(result, "source", "source", result.source)
+        c.ref(result, "framework", "framework", result.framework)
+        if result.scenario:
+            c.scenario(result, "scenario", result.scenario)
+        if result.metric == "speedup" and not result.baseline:
+            c.report(result, "baseline", "a speedup needs the baseline it is measured against")
+
+
+def check_rules(c: Checker) -> None:
+    for rule in c.catalog.of("rule").values():
+        assert isinstance(rule, Rule)
+        c.sources(rule, "sources", rule.sources)
+        for i, example in enumerate(rule.examples):
+            c.scenario(rule, f"examples[{i}].scenario", example.scenario)
+
+
+CHECKS: tuple[Callable[[Checker], None], ...] = (
+    check_citations,
+    check_frameworks,
+    check_taxonomy,
+    check_results,
+    check_rules,
+)
+
+
+def validate(catalog: Catalog) -> list[Problem]:
+    """Every problem of the catalog: those found while loading, then the cross-record ones."""
+    checker = Checker(catalog)
+    for check in CHECKS:
+        check(checker)
+    return [*catalog.problems, *checker.problems]

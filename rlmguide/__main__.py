@@ -1,0 +1,3 @@
+from rlmguide.cli import main
+
+main()

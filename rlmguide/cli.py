@@ -1,0 +1,393 @@
+"""The `rlmguide` command: parsing, formatting and errors over the kb, rules and cost packages.
+
+Heavy modules (pydantic, YAML, rich, numpy) are imported inside the commands that need them, so
+that a warm `rlmguide sql` costs little more than importing DuckDB.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kb.paths import DEFAULT_ROOTS, PLURALS, RecordRoot
+from rlmguide.formats import ROW_FORMATS, print_rows
+
+RULES_ROOT: RecordRoot = (Path(__file__).parent.parent / "rules" / "records", "rule")
+
+
+def record_roots() -> tuple[RecordRoot, ...]:
+    """The shipped records, or `$RLMGUIDE_RECORDS_DIR` (folders per kind, rules included)."""
+    if explicit := os.environ.get("RLMGUIDE_RECORDS_DIR"):
+        return ((Path(explicit), None),)
+    return (*DEFAULT_ROOTS, RULES_ROOT)
+
+
+LIST_SQL = {
+    "source": "SELECT id, type, year, title FROM sources ORDER BY id",
+    "technique": "SELECT id, name, parent, scope FROM techniques ORDER BY scope, parent, id",
+    "algorithm": (
+        "SELECT id, name, needs_critic, needs_reference, reward, grouped FROM algorithms "
+        "ORDER BY id"
+    ),
+    "component": "SELECT id, name, role FROM components ORDER BY role, id",
+    "framework": (
+        "SELECT f.id, f.name, f.type, f.organisation, f.licence, count(c.feature) AS claims "
+        "FROM frameworks f LEFT JOIN claims c ON c.framework_id = f.id "
+        "GROUP BY ALL ORDER BY f.id"
+    ),
+    "accelerator": (
+        "SELECT id, name, memory_gib, hbm_tbytes_per_s, bf16_dense_tflops, fp8_dense_tflops "
+        "FROM accelerators ORDER BY id"
+    ),
+    "model": (
+        "SELECT id, name, attention, round(params_total / 1e9, 2) AS params_b, "
+        "round(params_active / 1e9, 2) AS active_b, layers, hidden FROM models ORDER BY id"
+    ),
+    "result": "SELECT id, framework, metric, value, unit FROM results ORDER BY id",
+    "rule": "SELECT id, effect, title FROM rules ORDER BY id",
+}
+
+
+class Failure(click.ClickException):
+    """The request could not be met (exit 1): invalid records, no feasible plan."""
+
+    exit_code = 1
+
+
+class BadInput(click.ClickException):
+    """The input is wrong (exit 2): unknown id, impossible number, malformed file."""
+
+    exit_code = 2
+
+
+def suggestion(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    return f"; did you mean {', '.join(close)}?" if close else ""
+
+
+def format_option(choices: tuple[str, ...] = ROW_FORMATS) -> Callable[[Callable], Callable]:
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(choices),
+        default="table",
+        show_default=True,
+        help="Output format.",
+    )
+
+
+def param_option(func: Callable) -> Callable:
+    return click.option(
+        "-p",
+        "--param",
+        "params",
+        type=(str, str),
+        multiple=True,
+        metavar="NAME VALUE",
+        help="Named SQL parameter, referenced as $NAME in the query.",
+    )(func)
+
+
+def _number_or_text(value: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+def database() -> Path:
+    from kb.db import InvalidRecords, ensure_database
+
+    try:
+        return ensure_database(record_roots())
+    except InvalidRecords as exc:
+        shown = "\n".join(f"  {p}" for p in exc.problems[:10])
+        more = len(exc.problems) - 10
+        tail = f"\n  ... and {more} more" if more > 0 else ""
+        raise Failure(f"{exc}; run `rlmguide validate`:\n{shown}{tail}") from None
+
+
+@functools.cache
+def connection() -> Any:
+    from kb.db import connect_read_only
+
+    return connect_read_only(database())
+
+
+def fetch(sql: str, params: dict[str, Any] | list[Any] | None = None) -> tuple[list[str], list]:
+    cursor = connection().execute(sql, params)
+    return [d[0] for d in cursor.description], cursor.fetchall()
+
+
+def run_user_sql(sql: str, params: tuple[tuple[str, str], ...], fmt: str) -> None:
+    from kb.query import QueryError, run
+
+    try:
+        rows = run(connection(), sql, {k: _number_or_text(v) for k, v in params})
+    except QueryError as exc:
+        raise BadInput(str(exc)) from None
+    print_rows(rows.columns, rows.rows, fmt)
+
+
+def kind_of(name: str) -> str:
+    """A kind from its singular or plural name."""
+    for kind, plural in PLURALS.items():
+        if name in (kind, plural):
+            return kind
+    known = sorted(PLURALS.values())
+    raise BadInput(f"unknown kind {name!r}{suggestion(name, known)} (kinds: {', '.join(known)})")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="rlmguide")
+def cli() -> None:
+    """A cited knowledge base and guideline engine for RL post-training of LLMs."""
+
+
+@cli.command()
+@click.argument("query")
+@param_option
+@format_option()
+def sql(query: str, params: tuple[tuple[str, str], ...], fmt: str) -> None:
+    """Run one read-only SQL statement on the knowledge base (QUERY, or - for standard input).
+
+    Example: rlmguide sql "SELECT id, licence FROM frameworks" --format csv
+    """
+    if query == "-":
+        query = sys.stdin.read()
+    run_user_sql(query, params, fmt)
+
+
+@cli.command()
+@click.argument("name", required=False)
+@click.option("--list", "list_all", is_flag=True, help="List the canned queries.")
+@param_option
+@format_option()
+def query(name: str | None, list_all: bool, params: tuple[tuple[str, str], ...], fmt: str) -> None:
+    """Run a canned query by NAME (see --list)."""
+    from kb.query import canned_queries
+
+    queries = canned_queries()
+    if list_all or name is None:
+        rows = [(q.name, q.title, q.description) for q in queries.values()]
+        print_rows(["name", "title", "description"], rows, fmt)
+        return
+    if name not in queries:
+        raise BadInput(f"unknown query {name!r}{suggestion(name, list(queries))}")
+    run_user_sql(queries[name].sql, params, fmt)
+
+
+@cli.group()
+def db() -> None:
+    """The built DuckDB file."""
+
+
+@db.command("path")
+def db_path() -> None:
+    """Print the path of the database file (build it first if needed)."""
+    click.echo(str(database()))
+
+
+@db.command("export")
+@click.option(
+    "--parquet",
+    "parquet_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Folder to write one Parquet file per table and view into.",
+)
+def db_export(parquet_dir: Path) -> None:
+    """Export every table and view to Parquet files."""
+    import duckdb
+
+    parquet_dir.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(str(database()), read_only=True)
+    try:
+        names = [
+            r[0]
+            for r in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
+                "ORDER BY table_name"
+            ).fetchall()
+        ]
+        for name in names:
+            target = str(parquet_dir / f"{name}.parquet").replace("'", "''")
+            con.execute(f"COPY (SELECT * FROM {name}) TO '{target}' (FORMAT parquet)")
+    finally:
+        con.close()
+    click.echo(f"wrote {len(names)} Parquet files to {parquet_dir}")
+
+
+@cli.command("list")
+@click.argument("kind")
+@format_option()
+def list_records(kind: str, fmt: str) -> None:
+    """List the records of one KIND (frameworks, models, accelerators, ...)."""
+    columns, rows = fetch(LIST_SQL[kind_of(kind)])
+    print_rows(columns, rows, fmt)
+
+
+def _find(record_id: str, kind: str | None) -> tuple[str, dict[str, Any]]:
+    kinds = [kind_of(kind)] if kind else list(PLURALS)
+    for k in kinds:
+        columns, rows = fetch(f"SELECT * FROM {PLURALS[k]} WHERE id = ?", [record_id])
+        if rows:
+            return k, dict(zip(columns, rows[0], strict=True))
+    union = " UNION ALL ".join(f"SELECT id FROM {PLURALS[k]}" for k in kinds)
+    known = [r[0] for r in fetch(union)[1]]
+    what = kind or "record"
+    raise BadInput(f"unknown {what} {record_id!r}{suggestion(record_id, known)}")
+
+
+@cli.command()
+@click.argument("record_id", metavar="ID")
+@click.option("--kind", help="Look only among records of this kind.")
+@format_option(("table", "json", "markdown"))
+def show(record_id: str, kind: str | None, fmt: str) -> None:
+    """Show one record of any kind, with its sources (and claims, for a framework)."""
+    from rlmguide.formats import plain
+
+    found_kind, fields = _find(record_id, kind)
+    _, cites = fetch(
+        "SELECT s.id, s.title, s.url FROM citations c JOIN sources s ON s.id = c.source_id "
+        "WHERE c.record_kind = ? AND c.record_id = ? ORDER BY s.id",
+        [found_kind, record_id],
+    )
+    claims: list = []
+    if found_kind == "framework":
+        _, claims = fetch(
+            "SELECT feature, feature_kind, support, note, source_id, verified, version "
+            "FROM framework_matrix WHERE framework_id = ? ORDER BY feature_kind, feature",
+            [record_id],
+        )
+    for key in ("scenario",):
+        if isinstance(fields.get(key), str):
+            fields[key] = json.loads(fields[key])
+    if fmt == "json":
+        document = {
+            "kind": found_kind,
+            **{k: plain(v) for k, v in fields.items()},
+            "sources": [dict(zip(("id", "title", "url"), c, strict=True)) for c in cites],
+        }
+        if found_kind == "framework":
+            keys = ("feature", "feature_kind", "support", "note", "source", "verified", "version")
+            document["claims"] = [
+                {k: plain(v) for k, v in zip(keys, c, strict=True)} for c in claims
+            ]
+        click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+        return
+    pairs = [(k, v) for k, v in fields.items() if v is not None]
+    print_rows(["field", "value"], pairs, fmt, title=f"{found_kind} {record_id}")
+    if claims:
+        print_rows(
+            ["feature", "kind", "support", "note", "source", "verified", "version"],
+            claims,
+            fmt,
+            title="claims",
+        )
+    if cites:
+        print_rows(["source", "title", "url"], cites, fmt, title="sources")
+
+
+@cli.command()
+@click.argument("ids", nargs=-1, required=True, metavar="ID ID...")
+@format_option(("table", "json", "markdown"))
+def compare(ids: tuple[str, ...], fmt: str) -> None:
+    """Compare frameworks side by side: every feature claimed by any, each cell with its source."""
+    known = [r[0] for r in fetch("SELECT id FROM frameworks")[1]]
+    for fid in ids:
+        if fid not in known:
+            raise BadInput(f"unknown framework {fid!r}{suggestion(fid, known)}")
+    marks = ", ".join("?" for _ in ids)
+    _, rows = fetch(
+        "SELECT feature, feature_kind, framework_id, support, source_id, note "
+        f"FROM framework_matrix WHERE framework_id IN ({marks}) ORDER BY feature_kind, feature",
+        list(ids),
+    )
+    features: dict[str, dict[str, Any]] = {}
+    for feature, feature_kind, fid, support, source, note in rows:
+        entry = features.setdefault(
+            feature, {"feature": feature, "kind": feature_kind, "cells": dict.fromkeys(ids)}
+        )
+        entry["cells"][fid] = {"support": support, "source": source, "note": note}
+    if fmt == "json":
+        click.echo(
+            json.dumps({"frameworks": list(ids), "features": list(features.values())}, indent=2)
+        )
+        return
+
+    def show_cell(c: dict[str, Any] | None) -> str:
+        return "unknown" if c is None else f"{c['support']} ({c['source']})"
+
+    table = [
+        (f["feature"], f["kind"], *(show_cell(f["cells"][i]) for i in ids))
+        for f in features.values()
+    ]
+    print_rows(["feature", "kind", *ids], table, fmt, title="claims (support (source))")
+
+
+@cli.command()
+def validate() -> None:
+    """Check every record: schema, references, citations, taxonomy; exit 1 on any error."""
+    from kb.load import load_catalog
+    from kb.validate import validate as check
+
+    catalog = load_catalog(record_roots())
+    problems = check(catalog)
+    errors = [p for p in problems if p.severity == "error"]
+    for problem in problems:
+        click.echo(f"{problem.severity}: {problem}")
+    counts = ", ".join(f"{len(catalog.of(k))} {PLURALS[k]}" for k in PLURALS)
+    warnings = len(problems) - len(errors)
+    summary = f"{counts}: {len(errors)} error(s), {warnings} warning(s)"
+    if errors:
+        raise Failure(summary)
+    click.echo(summary)
+
+
+@cli.command()
+@click.argument("kind", required=False)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write one <kind>.schema.json per kind into this folder.",
+)
+def schema(kind: str | None, out: Path | None) -> None:
+    """Print the JSON schema of a record KIND (or of `scenario`), for editors and validators."""
+    from kb.schema import KINDS, Scenario
+
+    models: dict[str, Any] = {**KINDS, "scenario": Scenario}
+    if kind is not None and kind != "scenario":
+        kind = kind_of(kind)
+    chosen = {kind: models[kind]} if kind else models
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, model in chosen.items():
+            (out / f"{name}.schema.json").write_text(
+                json.dumps(model.model_json_schema(), indent=2) + "\n"
+            )
+        click.echo(f"wrote {len(chosen)} schema file(s) to {out}")
+        return
+    document = {n: m.model_json_schema() for n, m in chosen.items()}
+    click.echo(json.dumps(document[kind] if kind else document, indent=2))
+
+
+def main() -> None:
+    """Console entry point: click's own errors keep their exit codes; anything else is one line."""
+    try:
+        cli.main(prog_name="rlmguide")
+    except Exception as exc:  # the last line of defence: never show a traceback to users
+        if os.environ.get("RLMGUIDE_DEBUG"):
+            raise
+        click.echo(f"rlmguide: internal error: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(1)

@@ -1,0 +1,40 @@
+"""Shared fixtures: an isolated cache folder and copies of the fixture knowledge base."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+FIXTURE_KB = Path(__file__).parent / "fixtures" / "kb"
+REPO = Path(__file__).parent.parent
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Every test builds its databases in a private cache, never in the user's."""
+    cache = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("RLMGUIDE_CACHE_DIR", str(cache))
+    return cache
+
+
+@pytest.fixture
+def fixture_kb(tmp_path: Path) -> Path:
+    """A private, editable copy of the small fixture knowledge base."""
+    target = tmp_path / "kb"
+    shutil.copytree(FIXTURE_KB, target)
+    return target
+
+
+@pytest.fixture
+def use_fixture_kb(fixture_kb: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point the command line at the fixture knowledge base."""
+    monkeypatch.setenv("RLMGUIDE_RECORDS_DIR", str(fixture_kb))
+    from rlmguide import cli
+
+    cli.connection.cache_clear()
+    yield fixture_kb
+    cli.connection.cache_clear()

@@ -1,0 +1,126 @@
+"""Record models: derived figures checked by hand, and what the schema refuses."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from kb.load import parse_yaml
+from kb.schema import Accelerator, Framework, Model, Scenario, Source
+
+QWEN25_7B = dict(
+    id="qwen-7b",
+    name="Qwen2.5-7B",
+    family="qwen2.5",
+    layers=28,
+    hidden=3584,
+    heads=28,
+    kv_heads=4,
+    ffn=18944,
+    vocab=152064,
+    max_context_tokens=131072,
+    qkv_bias=True,
+    sources=["s"],
+)
+DEEPSEEK_V3 = dict(
+    id="dsv3",
+    name="DeepSeek-V3",
+    family="deepseek",
+    layers=61,
+    hidden=7168,
+    heads=128,
+    kv_heads=128,
+    ffn=18432,
+    vocab=129280,
+    max_context_tokens=163840,
+    sources=["s"],
+    mla=dict(
+        q_lora_rank=1536,
+        kv_lora_rank=512,
+        qk_nope_head_dim=128,
+        qk_rope_head_dim=64,
+        v_head_dim=128,
+    ),
+    moe=dict(experts=256, experts_per_token=8, shared_experts=1, expert_ffn=2048, dense_layers=3),
+)
+
+
+def test_dense_gqa_parameters_by_hand() -> None:
+    m = Model(**QWEN25_7B)
+    # per layer: q,k,v = 3584*128*(28+2*4) = 16,515,072; biases 128*36 = 4,608;
+    # o = 28*128*3584 = 12,845,056; norms 2*3584 = 7,168; ffn 3*3584*18944 = 203,685,888
+    per_layer = 16_515_072 + 4_608 + 12_845_056 + 7_168 + 203_685_888
+    embeddings = 2 * 152_064 * 3_584  # untied input and output embeddings
+    assert m.params_total == 28 * per_layer + embeddings + 3_584  # + final norm
+    assert m.params_total == 7_615_616_512  # the 7.61B Qwen reports
+    assert m.params_active == m.params_total
+    assert m.attention == "gqa"
+    assert m.kv_bytes_per_token == 2 * 4 * 128 * 28 * 2  # K and V, 4 heads of 128, bf16
+
+
+def test_mla_moe_parameters_match_deepseek_v3_report() -> None:
+    m = Model(**DEEPSEEK_V3)
+    assert m.attention == "mla"
+    assert m.params_total / 1e9 == pytest.approx(671, rel=0.005)  # 671B total
+    assert m.params_active / 1e9 == pytest.approx(37, rel=0.02)  # 37B activated
+    assert m.kv_bytes_per_token == (512 + 64) * 61 * 2  # latent + decoupled RoPE key, bf16
+
+
+def test_derived_fields_cannot_be_authored() -> None:
+    with pytest.raises(ValidationError, match="params_total"):
+        Model(**QWEN25_7B, params_total=7)
+
+
+def test_unknown_fields_and_bad_ids_are_refused() -> None:
+    base = dict(type="paper", title="t", url="https://example.org")
+    with pytest.raises(ValidationError):
+        Source(id="Bad_ID", **base)
+    with pytest.raises(ValidationError):
+        Source(id="ok", colour="red", **base)
+    Source(id="arxiv-2409.19256", **base)
+
+
+def test_kv_heads_must_divide_heads() -> None:
+    with pytest.raises(ValidationError, match="multiple of kv_heads"):
+        Model(**{**QWEN25_7B, "kv_heads": 5})
+
+
+def test_a_feature_is_claimed_once() -> None:
+    claim = dict(feature="grpo", support="yes", source="s", verified="2026-12-02")
+    with pytest.raises(ValidationError, match="claimed twice"):
+        Framework(
+            id="f", name="f", type="library", description="d", sources=["s"], claims=[claim, claim]
+        )
+
+
+def test_accelerator_ridge_point() -> None:
+    h100 = Accelerator(
+        id="h",
+        name="H100",
+        vendor="NVIDIA",
+        memory_gib=80,
+        hbm_tbytes_per_s=3.35,
+        bf16_dense_tflops=989,
+        sources=["s"],
+    )
+    assert h100.ridge_flop_per_byte == pytest.approx(295.2, abs=0.1)
+
+
+def test_yaml_yes_stays_text() -> None:
+    assert parse_yaml("support: yes\nflag: true") == {"support": "yes", "flag": True}
+
+
+def test_scenario_refuses_response_longer_than_its_maximum() -> None:
+    with pytest.raises(ValidationError, match="max_response_tokens"):
+        Scenario.model_validate(
+            {
+                "cluster": {"accelerator": "h100-sxm-80gb"},
+                "models": {"policy": "qwen2.5-7b"},
+                "workload": {
+                    "prompts_per_step": 8,
+                    "prompt_tokens": 10,
+                    "response_tokens": 100,
+                    "max_response_tokens": 50,
+                },
+            }
+        )

@@ -1,0 +1,124 @@
+"""The DuckDB store: tables, views, comments, caching by content and atomic builds."""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from kb.db import InvalidRecords, ensure_database
+from kb.paths import PLURALS
+
+
+def open_db(root: Path) -> duckdb.DuckDBPyConnection:
+    return duckdb.connect(str(ensure_database([(root, None)])), read_only=True)
+
+
+def test_every_kind_has_a_table_and_every_view_exists(fixture_kb: Path) -> None:
+    con = open_db(fixture_kb)
+    names = {
+        r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+    }
+    expected_views = {
+        "framework_matrix",
+        "technique_tree",
+        "algorithm_models",
+        "features",
+        "framework_components",
+    }
+    assert (
+        set(PLURALS.values()) | {"claims", "citations", "rule_examples"} | expected_views <= names
+    )
+    undocumented = con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE comment IS NULL OR comment = '' "
+        "UNION ALL SELECT view_name FROM duckdb_views() WHERE NOT internal AND "
+        "(comment IS NULL OR comment = '')"
+    ).fetchall()
+    assert undocumented == []
+
+
+def test_matrix_tree_and_algorithm_models(fixture_kb: Path) -> None:
+    con = open_db(fixture_kb)
+    matrix = con.execute(
+        "SELECT framework_id, feature, feature_kind, support, source_url FROM framework_matrix "
+        "ORDER BY framework_id, feature"
+    ).fetchall()
+    assert matrix == [
+        ("fw-one", "grpo", "algorithm", "yes", "https://example.org/repo-b"),
+        ("fw-one", "tensor-parallelism", "technique", "partial", "https://example.org/paper-a"),
+        ("fw-one", "vllm", "component", "yes", "https://example.org/repo-b"),
+        ("fw-two", "ppo", "algorithm", "yes", "https://example.org/paper-a"),
+    ]
+    tree = con.execute("SELECT id, depth, path FROM technique_tree ORDER BY depth").fetchall()
+    assert tree == [
+        ("parallelism", 0, "parallelism"),
+        ("tensor-parallelism", 1, "parallelism > tensor-parallelism"),
+    ]
+    roles = con.execute(
+        "SELECT role, need FROM algorithm_models WHERE algorithm_id = 'ppo' ORDER BY role"
+    ).fetchall()
+    assert roles == [
+        ("actor", "required"),
+        ("critic", "required"),
+        ("reference", "required"),
+        ("reward-model", "required"),
+    ]
+
+
+def test_derived_columns_are_stored(fixture_kb: Path) -> None:
+    con = open_db(fixture_kb)
+    assert con.execute(
+        "SELECT params_total, kv_bytes_per_token, attention FROM models"
+    ).fetchall() == [(7_615_616_512, 57_344, "gqa")]
+    (comment,) = con.execute(
+        "SELECT comment FROM duckdb_columns() WHERE table_name = 'models' "
+        "AND column_name = 'params_total'"
+    ).fetchone()
+    assert comment.startswith("derived")
+
+
+def test_framework_paper_is_a_citation(fixture_kb: Path) -> None:
+    con = open_db(fixture_kb)
+    cited = con.execute(
+        "SELECT source_id FROM citations WHERE record_id = 'fw-one' ORDER BY source_id"
+    ).fetchall()
+    assert cited == [("paper-a",), ("repo-b",)]
+
+
+def test_rebuilt_only_when_records_change(fixture_kb: Path) -> None:
+    first = ensure_database([(fixture_kb, None)])
+    assert ensure_database([(fixture_kb, None)]) == first
+    stamp = first.stat().st_mtime_ns
+    assert ensure_database([(fixture_kb, None)]).stat().st_mtime_ns == stamp
+    path = fixture_kb / "sources" / "repo-b.yaml"
+    path.write_text(path.read_text().replace("A fixture repository", "Renamed repository"))
+    second = ensure_database([(fixture_kb, None)])
+    assert second != first
+    con = duckdb.connect(str(second), read_only=True)
+    assert con.execute("SELECT title FROM sources WHERE id = 'repo-b'").fetchone() == (
+        "Renamed repository",
+    )
+    assert not list(second.parent.glob(".build-*")), "no temporary file is left behind"
+
+
+def test_invalid_records_build_nothing(fixture_kb: Path, isolated_cache: Path) -> None:
+    (fixture_kb / "sources" / "paper-a.yaml").write_text("id: paper-a\n")
+    with pytest.raises(InvalidRecords) as caught:
+        ensure_database([(fixture_kb, None)])
+    assert caught.value.problems
+    assert not list(isolated_cache.glob("*.duckdb"))
+
+
+def _build(root: str) -> str:
+    return str(ensure_database([(Path(root), None)]))
+
+
+def test_parallel_first_runs_agree_and_leave_a_valid_file(fixture_kb: Path) -> None:
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        paths = pool.map(_build, [str(fixture_kb)] * 8)
+    assert len(set(paths)) == 1
+    con = duckdb.connect(paths[0], read_only=True)
+    assert con.execute("SELECT count(*) FROM frameworks").fetchone() == (2,)
+    assert not list(Path(paths[0]).parent.glob(".build-*"))

@@ -1,0 +1,177 @@
+"""The validator: the fixture KB passes, and each check fails with its own message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kb.load import load_catalog
+from kb.validate import validate
+
+
+def problems(root: Path, *extra_roots: tuple[Path, str | None]) -> list[str]:
+    return [str(p) for p in validate(load_catalog([(root, None), *extra_roots]))]
+
+
+def edit(root: Path, name: str, old: str, new: str) -> None:
+    path = root / name
+    text = path.read_text()
+    assert old in text, f"fixture {name} no longer contains {old!r}"
+    path.write_text(text.replace(old, new))
+
+
+def test_fixture_kb_is_valid(fixture_kb: Path) -> None:
+    assert problems(fixture_kb) == []
+
+
+CASES = [
+    # (file, old text, new text, expected message)
+    (
+        "frameworks/fw-one.yaml",
+        "licence: Apache-2.0",
+        "licence: Apache-2.0\ncolour: red",
+        "frameworks/fw-one.yaml: colour: unknown field",
+    ),
+    (
+        "frameworks/fw-one.yaml",
+        "    source: repo-b\n    verified: 2026-12-02\n    version",
+        "    source: repo-c\n    verified: 2026-12-02\n    version",
+        "frameworks/fw-one.yaml: claims[0].source: unknown source 'repo-c' "
+        "(did you mean 'repo-b'?)",
+    ),
+    (
+        "frameworks/fw-one.yaml",
+        "feature: grpo",
+        "feature: grpoo",
+        "frameworks/fw-one.yaml: claims[0].feature: unknown feature 'grpoo'",
+    ),
+    (
+        "frameworks/fw-one.yaml",
+        "support: partial",
+        "support: maybe",
+        "frameworks/fw-one.yaml: claims[1].support: Input should be",
+    ),
+    (
+        "frameworks/fw-one.yaml",
+        "paper: paper-a",
+        "paper: paper-z",
+        "frameworks/fw-one.yaml: paper: unknown source 'paper-z'",
+    ),
+    (
+        "frameworks/fw-two.yaml",
+        "sources: [paper-a]",
+        "sources: []",
+        "frameworks/fw-two.yaml: sources: List should have at least 1 item",
+    ),
+    (
+        "techniques/tensor-parallelism.yaml",
+        "parent: parallelism",
+        "parent: paralelism",
+        "techniques/tensor-parallelism.yaml: parent: unknown technique 'paralelism'",
+    ),
+    (
+        "techniques/parallelism.yaml",
+        "scope: intra-model",
+        "scope: intra-model\nparent: tensor-parallelism",
+        "taxonomy cycle:",
+    ),
+    (
+        "results/fw-one-step.yaml",
+        "framework: fw-one",
+        "framework: fw-three",
+        "results/fw-one-step.yaml: framework: unknown framework 'fw-three'",
+    ),
+    (
+        "results/fw-one-step.yaml",
+        "accelerator: gpu-x",
+        "accelerator: gpu-y",
+        "results/fw-one-step.yaml: scenario.cluster.accelerator: unknown accelerator 'gpu-y'",
+    ),
+    (
+        "results/fw-one-step.yaml",
+        "policy: model-7b",
+        "policy: model-8b",
+        "results/fw-one-step.yaml: scenario.models.policy: unknown model 'model-8b'",
+    ),
+    (
+        "results/fw-one-step.yaml",
+        "metric: step_seconds",
+        "metric: speedup",
+        "results/fw-one-step.yaml: baseline: a speedup needs the baseline",
+    ),
+    (
+        "models/model-7b.yaml",
+        "kv_heads: 4",
+        "kv_heads: 5",
+        "models/model-7b.yaml: heads (28) is not a multiple of kv_heads (5)",
+    ),
+    (
+        "accelerators/gpu-x.yaml",
+        "sources: [paper-a]",
+        "sources: [nowhere]",
+        "accelerators/gpu-x.yaml: sources[0]: unknown source 'nowhere'",
+    ),
+    (
+        "models/model-7b.yaml",
+        "id: model-7b",
+        "id: model-8b",
+        "models/model-7b.yaml: id: id 'model-8b' differs from the file name 'model-7b'",
+    ),
+    (
+        "sources/paper-a.yaml",
+        "id: paper-a",
+        "id: Paper_A",
+        "sources/paper-a.yaml: id: String should match pattern",
+    ),
+    ("algorithms/grpo.yaml", "grouped: true", "grouped: [unclosed", "algorithms/grpo.yaml: line"),
+    (
+        "accelerators/gpu-x.yaml",
+        "memory_gib: 80",
+        "memory_gib: -80",
+        "accelerators/gpu-x.yaml: memory_gib: Input should be greater than 0",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "old", "new", "expected"), CASES, ids=[c[3][:50] for c in CASES])
+def test_each_check_reports_its_problem(
+    fixture_kb: Path, name: str, old: str, new: str, expected: str
+) -> None:
+    edit(fixture_kb, name, old, new)
+    found = problems(fixture_kb)
+    assert any(expected in p for p in found), found
+
+
+def test_malformed_yaml_names_file_and_line(fixture_kb: Path) -> None:
+    edit(fixture_kb, "algorithms/grpo.yaml", "grouped: true", "grouped: [unclosed")
+    (found,) = problems(fixture_kb)
+    assert found.startswith("algorithms/grpo.yaml: line ") and "malformed YAML" in found
+
+
+def test_a_record_must_be_a_mapping(fixture_kb: Path) -> None:
+    (fixture_kb / "sources" / "list.yaml").write_text("- 1\n- 2\n")
+    assert "sources/list.yaml: a record must be a YAML mapping" in problems(fixture_kb)
+
+
+def test_unknown_kind_folder(fixture_kb: Path) -> None:
+    (fixture_kb / "gadgets").mkdir()
+    (fixture_kb / "gadgets" / "x.yaml").write_text("id: x\n")
+    assert any(p.startswith("gadgets/x.yaml: unknown kind folder") for p in problems(fixture_kb))
+
+
+def test_duplicate_ids_across_roots(fixture_kb: Path, tmp_path: Path) -> None:
+    other = tmp_path / "more"
+    (other / "sources").mkdir(parents=True)
+    (other / "sources" / "paper-a.yaml").write_text(
+        (fixture_kb / "sources/paper-a.yaml").read_text()
+    )
+    found = problems(fixture_kb, (other, None))
+    assert any("duplicate source id" in p for p in found), found
+
+
+def test_all_problems_are_collected_at_once(fixture_kb: Path) -> None:
+    edit(fixture_kb, "frameworks/fw-one.yaml", "feature: grpo", "feature: nope")
+    edit(fixture_kb, "techniques/tensor-parallelism.yaml", "parent: parallelism", "parent: nope")
+    edit(fixture_kb, "models/model-7b.yaml", "layers: 28", "layers: zero")
+    assert len(problems(fixture_kb)) == 3
