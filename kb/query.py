@@ -27,7 +27,7 @@ class Rows:
 def run(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any] | None = None) -> Rows:
     """Run exactly one read-only statement on `con` (which must be opened read-only)."""
     try:
-        statements = duckdb.extract_statements(sql)
+        statements = con.extract_statements(sql)
     except duckdb.Error as exc:
         raise QueryError(_first_line(exc)) from None
     if len(statements) != 1:
