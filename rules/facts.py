@@ -1,0 +1,130 @@
+"""The named facts rule conditions may use: scenario facts (one value) and plan facts (arrays).
+
+A fact's name is its public contract: rule records use it, the site documents it, and a rule
+that names a fact not declared here is refused when it loads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rules.expr import Fact
+from rules.scenario import Resolved
+
+PLACEMENTS = ("colocated", "disaggregated")
+EXECUTIONS = ("sync", "one-step-off", "async", "partial-rollout")
+RECOMPUTE = ("none", "selective", "full")
+STAGES = ("rollout", "preparation", "training", "weight_sync")
+
+SCENARIO_FACTS = (
+    Fact("cluster.gpus", "number", "GPUs in the cluster"),
+    Fact("cluster.nodes", "number", "nodes in the cluster"),
+    Fact("cluster.gpus_per_node", "number", "GPUs per node"),
+    Fact("cluster.memory_gib", "number", "HBM per GPU in GiB"),
+    Fact("cluster.scale_up_domain", "number", "GPUs joined by the scale-up fabric (NVLink domain)"),
+    Fact("cluster.scale_out_gbps_per_gpu", "number", "network bandwidth per GPU in Gbit/s"),
+    Fact("model.params_b", "number", "policy parameters, billions"),
+    Fact("model.active_params_b", "number", "policy parameters active per token, billions"),
+    Fact("model.layers", "number", "policy layers"),
+    Fact("model.heads", "number", "policy attention heads"),
+    Fact("model.kv_heads", "number", "policy KV heads"),
+    Fact("model.is_moe", "bool", "the policy is a mixture of experts"),
+    Fact("model.experts", "number", "routed experts per MoE layer (0 for dense)"),
+    Fact("model.attention", "text", "attention kind", ("mha", "gqa", "mqa", "mla")),
+    Fact("model.kv_kib_per_token", "number", "bf16 KV cache per token, KiB"),
+    Fact("model.state_gib", "number", "weights, gradients and Adam states of the policy, GiB"),
+    Fact("workload.algorithm", "text", "algorithm id"),
+    Fact("workload.needs_critic", "bool", "the algorithm trains a value model"),
+    Fact("workload.needs_reference", "bool", "the algorithm needs reference log-probs"),
+    Fact("workload.reward_model", "bool", "responses are scored by a reward model on GPUs"),
+    Fact("workload.grouped", "bool", "the algorithm samples a group per prompt"),
+    Fact("workload.samples_per_prompt", "number", "responses per prompt (group size)"),
+    Fact("workload.prompts_per_step", "number", "prompts per RL step"),
+    Fact("workload.responses_per_step", "number", "responses per RL step"),
+    Fact("workload.prompt_tokens", "number", "mean prompt length"),
+    Fact("workload.response_tokens", "number", "mean response length"),
+    Fact("workload.max_response_tokens", "number", "longest response"),
+    Fact("workload.tail_ratio", "number", "longest over mean response length"),
+    Fact("workload.sequence_tokens", "number", "prompt plus longest response"),
+    Fact("workload.minibatches_per_step", "number", "optimizer steps per RL step"),
+)
+
+PLAN_FACTS = (
+    Fact("plan.placement", "text", "where rollout and training run", PLACEMENTS),
+    Fact("plan.execution", "text", "how rollout and training overlap", EXECUTIONS),
+    Fact("plan.max_staleness", "number", "policy versions a sample may lag (0 when sync)"),
+    Fact("plan.prefix_caching", "bool", "the rollout engine shares each prompt's prefill"),
+    *(
+        Fact(f"plan.rollout.{d}", "number", f"rollout {label}")
+        for d, label in (
+            ("gpus", "GPUs"),
+            ("tp", "tensor parallel degree"),
+            ("pp", "pipeline parallel degree"),
+            ("ep", "expert parallel degree"),
+            ("dp", "replicas"),
+        )
+    ),
+    *(
+        Fact(f"plan.train.{d}", "number", f"training {label}")
+        for d, label in (
+            ("gpus", "GPUs"),
+            ("tp", "tensor parallel degree"),
+            ("pp", "pipeline parallel degree"),
+            ("cp", "context parallel degree"),
+            ("ep", "expert parallel degree"),
+            ("dp", "data parallel degree"),
+            ("zero", "ZeRO stage"),
+        )
+    ),
+    Fact("plan.train.recompute", "text", "activation recomputation", RECOMPUTE),
+    Fact("plan.step_seconds", "number", "estimated seconds per RL step"),
+    Fact("plan.memory.rollout_gib", "number", "estimated memory per rollout GPU, GiB"),
+    Fact("plan.memory.train_gib", "number", "estimated memory per training GPU, GiB"),
+    *(Fact(f"plan.share.{s}", "number", f"fraction of the step spent in {s}") for s in STAGES),
+)
+
+FACTS = {fact.name: fact for fact in (*SCENARIO_FACTS, *PLAN_FACTS)}
+
+ADAM_MIXED_BYTES_PER_PARAM = 16
+"""bf16 weights and gradients plus fp32 master weights and two Adam moments (ZeRO, 1910.02054)."""
+
+
+def scenario_facts(resolved: Resolved) -> dict[str, Any]:
+    """The value of every scenario fact for one resolved scenario."""
+    s, policy = resolved.scenario, resolved.policy
+    acc, w = resolved.accelerator, s.workload
+    scale_out = s.cluster.scale_out_gbps_per_gpu or acc.scale_out_gbits_per_s or 0.0
+    return {
+        "cluster.gpus": s.cluster.gpus,
+        "cluster.nodes": s.cluster.nodes,
+        "cluster.gpus_per_node": s.cluster.gpus_per_node,
+        "cluster.memory_gib": acc.memory_gib,
+        "cluster.scale_up_domain": min(
+            acc.scale_up_domain_gpus or s.cluster.gpus_per_node, s.cluster.gpus_per_node
+        ),
+        "cluster.scale_out_gbps_per_gpu": scale_out,
+        "model.params_b": policy.params_total / 1e9,
+        "model.active_params_b": policy.params_active / 1e9,
+        "model.layers": policy.layers,
+        "model.heads": policy.heads,
+        "model.kv_heads": policy.kv_heads,
+        "model.is_moe": policy.moe is not None,
+        "model.experts": policy.moe.experts if policy.moe else 0,
+        "model.attention": policy.attention,
+        "model.kv_kib_per_token": policy.kv_bytes_per_token / 1024,
+        "model.state_gib": policy.params_total * ADAM_MIXED_BYTES_PER_PARAM / 2**30,
+        "workload.algorithm": resolved.algorithm.id,
+        "workload.needs_critic": resolved.algorithm.needs_critic,
+        "workload.needs_reference": resolved.algorithm.needs_reference,
+        "workload.reward_model": resolved.reward is not None,
+        "workload.grouped": resolved.algorithm.grouped,
+        "workload.samples_per_prompt": resolved.samples_per_prompt,
+        "workload.prompts_per_step": w.prompts_per_step,
+        "workload.responses_per_step": w.prompts_per_step * resolved.samples_per_prompt,
+        "workload.prompt_tokens": w.prompt_tokens,
+        "workload.response_tokens": w.response_tokens,
+        "workload.max_response_tokens": resolved.max_response_tokens,
+        "workload.tail_ratio": resolved.max_response_tokens / w.response_tokens,
+        "workload.sequence_tokens": w.prompt_tokens + resolved.max_response_tokens,
+        "workload.minibatches_per_step": w.minibatches_per_step,
+    }

@@ -1,0 +1,215 @@
+"""Read a scenario file and resolve its ids against the knowledge base.
+
+Everything a user can get wrong is reported as an `InputError` naming the field, never as a
+traceback: unknown ids (with the closest names), impossible numbers, a fixed plan that
+contradicts the cluster or the model.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from kb.load import describe, format_location, parse_yaml
+from kb.schema import (
+    AcceleratorFigures,
+    Algorithm,
+    Architecture,
+    InlineAccelerator,
+    InlineModel,
+    Record,
+    Scenario,
+)
+
+
+class InputError(ValueError):
+    """The scenario is wrong; the message names the field and why."""
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A scenario with every id replaced by its record and every default filled in."""
+
+    scenario: Scenario
+    accelerator_id: str
+    accelerator: AcceleratorFigures
+    policy_id: str
+    policy: Architecture
+    critic: Architecture | None
+    reward: Architecture | None
+    algorithm: Algorithm
+    samples_per_prompt: int
+    max_response_tokens: int
+
+    @property
+    def gpus(self) -> int:
+        return self.scenario.cluster.gpus
+
+
+def read_scenario(path: Path) -> Scenario:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        data = parse_yaml(text)
+    except Exception as exc:  # yaml.YAMLError and its marks
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise InputError(f"{path}:{where} malformed YAML: {getattr(exc, 'problem', exc)}") from None
+    return parse_scenario(data, str(path))
+
+
+def parse_scenario(data: Any, origin: str = "scenario") -> Scenario:
+    if not isinstance(data, dict):
+        raise InputError(f"{origin}: a scenario is a mapping with cluster, models and workload")
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        more = len(exc.errors()) - 1
+        tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+        raise InputError(
+            f"{origin}: {format_location(first['loc'])}: {describe(first)}{tail}"
+        ) from None
+
+
+def _lookup(records: Mapping[str, Record], value: str, field: str, kind: str) -> Record:
+    if value in records:
+        return records[value]
+    close = difflib.get_close_matches(value, list(records), n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else f"; see `rlmguide list {kind}s`"
+    raise InputError(f"{field}: unknown {kind} {value!r}{hint}")
+
+
+def _architecture(
+    value: str | InlineModel, models: Mapping[str, Record], field: str
+) -> Architecture:
+    if isinstance(value, InlineModel):
+        return value
+    return _lookup(models, value, field, "model")  # type: ignore[return-value]
+
+
+def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> Resolved:
+    """Replace ids by records and check what no single field can check alone."""
+    cluster, models, workload = scenario.cluster, scenario.models, scenario.workload
+    if isinstance(cluster.accelerator, InlineAccelerator):
+        accelerator_id, accelerator = "inline", cluster.accelerator
+    else:
+        accelerator_id = cluster.accelerator
+        accelerator = _lookup(
+            catalog["accelerator"], accelerator_id, "cluster.accelerator", "accelerator"
+        )  # type: ignore[assignment]
+    policy = _architecture(models.policy, catalog["model"], "models.policy")
+    policy_id = models.policy if isinstance(models.policy, str) else "inline"
+    algorithm: Algorithm = _lookup(
+        catalog["algorithm"], workload.algorithm, "workload.algorithm", "algorithm"
+    )  # type: ignore[assignment]
+    critic = None
+    if algorithm.needs_critic:
+        critic = (
+            policy
+            if models.critic is None
+            else _architecture(models.critic, catalog["model"], "models.critic")
+        )
+    elif models.critic is not None:
+        raise InputError(
+            f"models.critic: {algorithm.name} trains no critic; remove models.critic "
+            "or choose an algorithm with a value model (ppo, vapo)"
+        )
+    reward = None
+    if models.reward != "verifier":
+        reward = _architecture(models.reward, catalog["model"], "models.reward")
+    elif algorithm.reward == "model":
+        raise InputError(
+            f"models.reward: {algorithm.name} scores responses with a reward model; "
+            "give its id instead of 'verifier'"
+        )
+    samples = workload.samples_per_prompt or algorithm.typical_samples_per_prompt or 1
+    if algorithm.grouped and samples < 2:
+        raise InputError(
+            f"workload.samples_per_prompt: {algorithm.name} compares a group of "
+            "responses per prompt, so it needs at least 2"
+        )
+    longest = workload.max_response_tokens or workload.response_tokens
+    context = workload.prompt_tokens + longest
+    for role, arch in (("policy", policy), ("critic", critic), ("reward", reward)):
+        if arch is not None and context > arch.max_context_tokens:
+            raise InputError(
+                f"workload.max_response_tokens: prompt ({workload.prompt_tokens}) + longest "
+                f"response ({longest}) = {context} tokens exceeds the {role} model's context of "
+                f"{arch.max_context_tokens} tokens"
+            )
+    _check_fixed_plan(scenario, policy)
+    return Resolved(
+        scenario,
+        accelerator_id,
+        accelerator,
+        policy_id,
+        policy,
+        critic,
+        reward,
+        algorithm,
+        samples,
+        longest,
+    )
+
+
+def _check_fixed_plan(scenario: Scenario, policy: Architecture) -> None:
+    gpus = scenario.cluster.gpus
+    plan = scenario.plan
+    for pool_name, pool in (("rollout", plan.rollout), ("train", plan.train)):
+        pool_gpus = pool.gpus or gpus
+        if pool.gpus is not None and pool.gpus > gpus:
+            raise InputError(
+                f"plan.{pool_name}.gpus: {pool.gpus} exceeds the cluster's {gpus} GPUs"
+            )
+        for degree in ("tp", "pp", "cp", "ep"):
+            value = getattr(pool, degree, None)
+            if value is not None and value > pool_gpus:
+                raise InputError(
+                    f"plan.{pool_name}.{degree}: {value} exceeds the pool's {pool_gpus} GPUs"
+                )
+        tp, pp = pool.tp, pool.pp
+        if tp is not None and policy.heads % tp:
+            raise InputError(
+                f"plan.{pool_name}.tp: {tp} does not divide the policy's "
+                f"{policy.heads} attention heads"
+            )
+        if pp is not None and policy.layers % pp and pool_name == "train":
+            raise InputError(
+                f"plan.{pool_name}.pp: {pp} does not divide the policy's {policy.layers} layers"
+            )
+        ep = pool.ep
+        if ep is not None and ep > 1:
+            if policy.moe is None:
+                raise InputError(
+                    f"plan.{pool_name}.ep: the policy is dense; expert "
+                    "parallelism needs a mixture-of-experts model"
+                )
+            if policy.moe.experts % ep:
+                raise InputError(
+                    f"plan.{pool_name}.ep: {ep} does not divide the policy's "
+                    f"{policy.moe.experts} experts"
+                )
+    rollout, train = plan.rollout.gpus, plan.train.gpus
+    if plan.placement == "colocated" and rollout and train and rollout != train:
+        raise InputError(
+            f"plan: colocated pools share GPUs, but rollout.gpus ({rollout}) "
+            f"differs from train.gpus ({train})"
+        )
+    if plan.placement == "disaggregated" and rollout and train and rollout + train > gpus:
+        raise InputError(
+            f"plan: disaggregated pools need rollout.gpus + train.gpus "
+            f"({rollout} + {train}) <= the cluster's {gpus} GPUs"
+        )
+    if plan.max_staleness is not None and plan.execution in ("sync",):
+        raise InputError(
+            "plan.max_staleness: synchronous execution has no staleness; use "
+            "execution: async or one-step-off"
+        )
