@@ -31,11 +31,14 @@ from kb.schema.scenario import (
     TrainPlan,
     Workload,
 )
+from kb.schema.specs import AcceleratorFigures, Architecture, MixtureOfExperts, MultiHeadLatent
 
 __all__ = [
     "KINDS",
     "Accelerator",
+    "AcceleratorFigures",
     "Algorithm",
+    "Architecture",
     "Claim",
     "Cluster",
     "Component",
@@ -43,8 +46,10 @@ __all__ = [
     "Framework",
     "InlineAccelerator",
     "InlineModel",
+    "MixtureOfExperts",
     "Model",
     "Models",
+    "MultiHeadLatent",
     "Plan",
     "Record",
     "Result",
