@@ -32,6 +32,7 @@ SCENARIO_FACTS = (
     Fact("model.experts", "number", "routed experts per MoE layer (0 for dense)"),
     Fact("model.attention", "text", "attention kind", ("mha", "gqa", "mqa", "mla")),
     Fact("model.kv_kib_per_token", "number", "bf16 KV cache per token, KiB"),
+    Fact("model.weights_gib", "number", "bf16 weights of the policy, GiB"),
     Fact("model.state_gib", "number", "weights, gradients and Adam states of the policy, GiB"),
     Fact("workload.algorithm", "text", "algorithm id"),
     Fact("workload.needs_critic", "bool", "the algorithm trains a value model"),
@@ -85,6 +86,7 @@ PLAN_FACTS = (
 
 FACTS = {fact.name: fact for fact in (*SCENARIO_FACTS, *PLAN_FACTS)}
 
+BF16_BYTES = 2
 ADAM_MIXED_BYTES_PER_PARAM = 16
 """bf16 weights and gradients plus fp32 master weights and two Adam moments (ZeRO, 1910.02054)."""
 
@@ -112,6 +114,7 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
         "model.experts": policy.moe.experts if policy.moe else 0,
         "model.attention": policy.attention,
         "model.kv_kib_per_token": policy.kv_bytes_per_token / 1024,
+        "model.weights_gib": policy.params_total * BF16_BYTES / 2**30,
         "model.state_gib": policy.params_total * ADAM_MIXED_BYTES_PER_PARAM / 2**30,
         "workload.algorithm": resolved.algorithm.id,
         "workload.needs_critic": resolved.algorithm.needs_critic,

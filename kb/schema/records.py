@@ -165,7 +165,11 @@ class Model(Record, Architecture):
 
 
 class RuleExample(Strict):
-    """A scenario on which a rule must fire (`fires: true`) or must stay silent."""
+    """A scenario on which a rule must fire (`fires: true`) or must stay silent.
+
+    The rule fires on a scenario when it fires on at least one candidate plan of it; fix the
+    plan fields the condition reads to make the example precise.
+    """
 
     description: Text
     fires: bool
@@ -173,19 +177,31 @@ class RuleExample(Strict):
 
 
 class Rule(Record):
-    """A guideline: a condition over scenario and plan facts, and what follows when it holds."""
+    """A guideline: when it applies, what it asks of a plan, and what follows.
+
+    `applies` and `condition` are expressions over scenario and plan facts. A `require` rule
+    fires on a plan where it applies and the condition fails, and rejects it; a `prefer` rule
+    fires where both hold and ranks that plan first among near-equal ones; an `advise` rule
+    fires where both hold and adds its statement to the recommendation as a note.
+    """
 
     kind: ClassVar[str] = "rule"
     title: Text
     statement: Text
     rationale: Text
+    applies: Text = "true"
     condition: Text
     effect: Literal["require", "prefer", "advise"]
-    message: Text | None = None
     lifecycle: Literal["preview", "stable", "deprecated"] = "stable"
-    topic: Text | None = None
+    topic: Text
     sources: Annotated[list[Slug], Field(min_length=1)]
-    examples: list[RuleExample] = []
+    examples: Annotated[list[RuleExample], Field(min_length=2)]
+
+    @model_validator(mode="after")
+    def _both_kinds_of_example(self) -> Rule:
+        if {e.fires for e in self.examples} != {True, False}:
+            raise ValueError("a rule needs an example where it fires and one where it does not")
+        return self
 
 
 class Result(Record):
