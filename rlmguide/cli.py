@@ -336,6 +336,226 @@ def compare(ids: tuple[str, ...], fmt: str) -> None:
     print_rows(["feature", "kind", *ids], table, fmt, title="claims (support (source))")
 
 
+SCENARIO_FLAGS = {
+    "accelerator": "cluster.accelerator",
+    "nodes": "cluster.nodes",
+    "gpus_per_node": "cluster.gpus_per_node",
+    "policy": "models.policy",
+    "reward": "models.reward",
+    "algorithm": "workload.algorithm",
+    "prompts": "workload.prompts_per_step",
+    "samples": "workload.samples_per_prompt",
+    "prompt_tokens": "workload.prompt_tokens",
+    "response_tokens": "workload.response_tokens",
+    "max_response_tokens": "workload.max_response_tokens",
+    "placement": "plan.placement",
+    "execution": "plan.execution",
+}
+
+
+def scenario_options(func: Callable) -> Callable:
+    """The scenario file plus flags for its common fields and `--set PATH=VALUE` for any."""
+    for flag, path in reversed(SCENARIO_FLAGS.items()):
+        func = click.option(f"--{flag.replace('_', '-')}", flag, help=f"Set {path}.")(func)
+    func = click.option(
+        "--set",
+        "assignments",
+        multiple=True,
+        metavar="PATH=VALUE",
+        help="Set any scenario field by its dotted path, e.g. plan.train.tp=4.",
+    )(func)
+    return click.argument(
+        "scenario_file", required=False, type=click.Path(dir_okay=False, path_type=Path)
+    )(func)
+
+
+def load_scenario(path: Path | None, flags: dict[str, Any], assignments: tuple[str, ...]) -> Any:
+    """The scenario file (or an empty one) with flags and `--set` applied, resolved."""
+    import yaml
+
+    from kb.load import load_catalog
+    from rules.scenario import InputError, parse_scenario, resolve
+
+    data: dict[str, Any] = {}
+    if path is not None:
+        from kb.load import parse_yaml
+
+        try:
+            loaded = parse_yaml(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise BadInput(f"{path}: cannot read: {exc.strerror}") from None
+        except yaml.YAMLError as exc:
+            raise BadInput(f"{path}: malformed YAML: {getattr(exc, 'problem', exc)}") from None
+        if not isinstance(loaded, dict):
+            raise BadInput(f"{path}: a scenario is a mapping with cluster, models and workload")
+        data = loaded
+    pairs = [(SCENARIO_FLAGS[k], v) for k, v in flags.items() if v is not None]
+    for text in assignments:
+        key, sep, value = text.partition("=")
+        if not sep or not key:
+            raise BadInput(f"--set {text!r}: expected PATH=VALUE, e.g. plan.train.tp=4")
+        pairs.append((key.strip(), value.strip()))
+    for dotted, value in pairs:
+        node = data
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise BadInput(f"--set {dotted}: {part} is not a mapping")
+            node = child
+        node[leaf] = yaml.safe_load(value) if isinstance(value, str) else value
+    try:
+        scenario = parse_scenario(data, str(path) if path else "scenario")
+        catalog = load_catalog(record_roots())
+        return resolve(scenario, catalog.records), catalog
+    except InputError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def _recommender(resolved: Any, catalog: Any) -> Any:
+    from rules.engine import active, compile_rules
+    from rules.recommend import Recommender
+
+    rules, problems = compile_rules(catalog)
+    if problems:
+        raise Failure(f"invalid rule records; run `rlmguide validate`: {problems[0]}")
+    return Recommender(resolved, active(rules), catalog.of("framework").values())
+
+
+def _run(recommender: Any, top: int) -> dict[str, Any]:
+    from cost.plans import PlanError
+    from rules.recommend import NoFeasiblePlan, recommend
+
+    try:
+        return recommend(recommender, top)
+    except NoFeasiblePlan as exc:
+        raise Failure(f"no feasible plan: {exc}") from None
+    except PlanError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def emit_plans(result: dict[str, Any], fmt: str, plot: Path | None) -> None:
+    from rlmguide.report import print_report
+
+    if plot is not None:
+        from rlmguide.timeline import draw
+
+        draw(result["plans"], plot)
+    if fmt == "json":
+        click.echo(json.dumps(result, indent=2))
+    else:
+        print_report(result, fmt)
+
+
+PLOT_OPTION = click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also draw a timeline of one step per plan into FILE.svg or FILE.png.",
+)
+
+
+@cli.command()
+@scenario_options
+@click.option(
+    "--top",
+    default=3,
+    show_default=True,
+    type=click.IntRange(1, 100),
+    help="How many plans to show.",
+)
+@format_option(("table", "json", "markdown"))
+@PLOT_OPTION
+def recommend(
+    scenario_file: Path | None,
+    assignments: tuple[str, ...],
+    top: int,
+    fmt: str,
+    plot: Path | None,
+    **flags: Any,
+) -> None:
+    """Recommend placements, parallelism and execution modes for a scenario, best first.
+
+    Example: rlmguide recommend examples/grpo-qwen2.5-7b-8xh100.yaml --top 3
+    """
+    resolved, catalog = load_scenario(scenario_file, flags, assignments)
+    emit_plans(_run(_recommender(resolved, catalog), top), fmt, plot)
+
+
+ESTIMATE_REQUIRED = (
+    "placement",
+    "execution",
+    "rollout.tp",
+    "train.tp",
+    "train.zero",
+    "train.recompute",
+)
+
+
+@cli.command()
+@scenario_options
+@format_option(("table", "json", "markdown"))
+@PLOT_OPTION
+def estimate(
+    scenario_file: Path | None,
+    assignments: tuple[str, ...],
+    fmt: str,
+    plot: Path | None,
+    **flags: Any,
+) -> None:
+    """Cost exactly the plan the scenario fixes (placement, execution and both layouts)."""
+    resolved, catalog = load_scenario(scenario_file, flags, assignments)
+    plan = resolved.scenario.plan
+    missing = [f"plan.{name}" for name in ESTIMATE_REQUIRED if _get(plan, name) is None]
+    if plan.placement == "disaggregated":
+        missing += [f"plan.{p}.gpus" for p in ("rollout", "train") if getattr(plan, p).gpus is None]
+    if missing:
+        raise BadInput(
+            f"estimate needs a fixed plan; missing: {', '.join(missing)} "
+            "(or use `rlmguide recommend` to search)"
+        )
+    resolved = _fill_plan_defaults(resolved)
+    emit_plans(_run(_recommender(resolved, catalog), 1), fmt, plot)
+
+
+def _get(plan: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        plan = getattr(plan, part)
+    return plan
+
+
+def _fill_plan_defaults(resolved: Any) -> Any:
+    """Degrees left out of a fixed plan are 1; staleness 1; prefix caching on for groups."""
+    import dataclasses
+
+    s = resolved.scenario
+    plan = s.plan
+    gpus = s.cluster.gpus
+    rollout = plan.rollout.model_copy(
+        update={
+            k: v
+            for k, v in {
+                "gpus": plan.rollout.gpus or gpus,
+                "pp": plan.rollout.pp or 1,
+                "ep": plan.rollout.ep or 1,
+                "prefix_caching": plan.rollout.prefix_caching
+                if plan.rollout.prefix_caching is not None
+                else resolved.samples_per_prompt > 1,
+            }.items()
+        }
+    )
+    train = plan.train.model_copy(
+        update={
+            "gpus": plan.train.gpus or gpus,
+            "pp": plan.train.pp or 1,
+            "cp": plan.train.cp or 1,
+            "ep": plan.train.ep or 1,
+        }
+    )
+    staleness = plan.max_staleness or (1 if plan.execution != "sync" else None)
+    fixed = plan.model_copy(update={"rollout": rollout, "train": train, "max_staleness": staleness})
+    return dataclasses.replace(resolved, scenario=s.model_copy(update={"plan": fixed}))
+
+
 @cli.command()
 def validate() -> None:
     """Check every record: schema, references, citations, taxonomy; exit 1 on any error."""

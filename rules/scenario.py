@@ -145,7 +145,7 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
                 f"response ({longest}) = {context} tokens exceeds the {role} model's context of "
                 f"{arch.max_context_tokens} tokens"
             )
-    _check_fixed_plan(scenario, policy)
+    _check_fixed_plan(scenario)
     return Resolved(
         scenario,
         accelerator_id,
@@ -160,7 +160,8 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
     )
 
 
-def _check_fixed_plan(scenario: Scenario, policy: Architecture) -> None:
+def _check_fixed_plan(scenario: Scenario) -> None:
+    """What no rule can judge: fixed numbers that contradict the cluster or each other."""
     gpus = scenario.cluster.gpus
     plan = scenario.plan
     for pool_name, pool in (("rollout", plan.rollout), ("train", plan.train)):
@@ -175,28 +176,7 @@ def _check_fixed_plan(scenario: Scenario, policy: Architecture) -> None:
                 raise InputError(
                     f"plan.{pool_name}.{degree}: {value} exceeds the pool's {pool_gpus} GPUs"
                 )
-        tp, pp = pool.tp, pool.pp
-        if tp is not None and policy.heads % tp:
-            raise InputError(
-                f"plan.{pool_name}.tp: {tp} does not divide the policy's "
-                f"{policy.heads} attention heads"
-            )
-        if pp is not None and policy.layers % pp and pool_name == "train":
-            raise InputError(
-                f"plan.{pool_name}.pp: {pp} does not divide the policy's {policy.layers} layers"
-            )
-        ep = pool.ep
-        if ep is not None and ep > 1:
-            if policy.moe is None:
-                raise InputError(
-                    f"plan.{pool_name}.ep: the policy is dense; expert "
-                    "parallelism needs a mixture-of-experts model"
-                )
-            if policy.moe.experts % ep:
-                raise InputError(
-                    f"plan.{pool_name}.ep: {ep} does not divide the policy's "
-                    f"{policy.moe.experts} experts"
-                )
+
     rollout, train = plan.rollout.gpus, plan.train.gpus
     if plan.placement == "colocated" and rollout and train and rollout != train:
         raise InputError(

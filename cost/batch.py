@@ -1,0 +1,90 @@
+"""What one RL step processes: sequences generated and trained, their lengths, the algorithm's
+models. Scalars: the workload is the same for every plan of a table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kb.schema import Algorithm, Workload
+
+
+@dataclass(frozen=True, slots=True)
+class Needs:
+    """The models and passes an algorithm needs, as the cost core sees them."""
+
+    needs_critic: bool = False
+    needs_reference: bool = True
+    old_log_probs: bool = True
+    """Recompute the behaviour policy's log-probs with the trainer (verl and OpenRLHF do by
+    default) instead of trusting the rollout engine's."""
+    extra_generations_per_prompt: int = 0
+    """Responses generated but not trained on, such as ReMax's greedy baseline."""
+    samples_per_prompt: int | None = None
+    """The algorithm's typical group size, used when the workload leaves it out."""
+
+    @classmethod
+    def of(cls, algorithm: Algorithm) -> Needs:
+        return cls(
+            needs_critic=algorithm.needs_critic,
+            needs_reference=algorithm.needs_reference,
+            extra_generations_per_prompt=algorithm.extra_generations_per_prompt,
+            samples_per_prompt=algorithm.typical_samples_per_prompt,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    prompts: int
+    group: int
+    """Trained responses per prompt (the group size)."""
+    generated_per_prompt: int
+    """Responses generated per prompt: the group plus extra generations."""
+    prompt_tokens: float
+    response_tokens: float
+    """Mean response length."""
+    longest_response: float
+    """max_response_tokens: the rollout's depth. When the workload gives no maximum, every
+    response is taken to have the mean length (no spread is invented)."""
+    minibatches: int
+    epochs: int
+
+    @classmethod
+    def of(cls, workload: Workload, needs: Needs) -> Batch:
+        group = workload.samples_per_prompt or needs.samples_per_prompt or 1
+        longest = workload.max_response_tokens or workload.response_tokens
+        return cls(
+            prompts=workload.prompts_per_step,
+            group=group,
+            generated_per_prompt=group + needs.extra_generations_per_prompt,
+            prompt_tokens=float(workload.prompt_tokens),
+            response_tokens=float(workload.response_tokens),
+            longest_response=float(longest),
+            minibatches=workload.minibatches_per_step,
+            epochs=workload.epochs,
+        )
+
+    @property
+    def generated_sequences(self) -> int:
+        return self.prompts * self.generated_per_prompt
+
+    @property
+    def trained_sequences(self) -> int:
+        return self.prompts * self.group
+
+    @property
+    def sequence_tokens(self) -> float:
+        """Mean tokens of one trained sequence (prompt + response)."""
+        return self.prompt_tokens + self.response_tokens
+
+    @property
+    def longest_sequence_tokens(self) -> float:
+        return self.prompt_tokens + self.longest_response
+
+    @property
+    def trained_tokens(self) -> float:
+        """(prompt + response) tokens trained per step: the numerator of tokens_per_second."""
+        return self.trained_sequences * self.sequence_tokens
+
+    @property
+    def optimizer_steps(self) -> int:
+        return self.minibatches * self.epochs

@@ -1,0 +1,117 @@
+"""Achieved fractions of peak: named, bounded in (0, 1], defaulted from publications, overridable.
+
+The formulas divide work by `peak x factor`, never by a bare peak, and never carry a factor of
+their own: every derating of a datasheet figure in the cost core is one of the fields below.
+The names are the fields of `kb.schema.Efficiency`, so a scenario overrides any of them.
+Each default names the sources (knowledge-base source ids) it is taken from, so the knowledge
+base and the site can cite them; the lead calibrates them against published RL runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from kb.schema import Efficiency
+
+
+@dataclass(frozen=True, slots=True)
+class Default:
+    """A default efficiency, where it comes from, and the measurement behind it."""
+
+    value: float
+    sources: tuple[str, ...]
+    basis: str
+
+
+DEFAULTS: dict[str, Default] = {
+    # Prefill runs large GEMMs over thousands of tokens: close to the matmul ceiling. The
+    # maximum achievable bf16 matmul throughput on H100 SXM is ~80% of the 989 TFLOP/s peak
+    # (MAMF table, stas00/ml-engineering); attention, norms and sampling keep prefill below it.
+    "prefill_compute": Default(
+        0.60,
+        ("github-stas00-ml-engineering",),
+        "large-GEMM prefill below the ~80% maximum achievable matmul FLOP/s of H100",
+    ),
+    # Decode is a stream of weight and KV-cache reads; serving measurements put the achieved
+    # model bandwidth utilisation of small-batch decode at roughly 50-70% of HBM peak
+    # (Databricks/MosaicML inference engineering); PagedAttention keeps the KV reads paged but
+    # contiguous enough to stream (vLLM, arXiv 2309.06180).
+    "decode_hbm": Default(
+        0.60,
+        ("blog-databricks-llm-inference-performance-engineering", "arxiv-2309.06180"),
+        "model bandwidth utilisation of memory-bound decode, ~50-70% of HBM peak",
+    ),
+    # At large batch decode becomes compute-bound on skinny GEMMs (a few hundred rows) that
+    # reach a lower share of the matmul ceiling than prefill does.
+    "decode_compute": Default(
+        0.50,
+        ("github-stas00-ml-engineering",),
+        "skinny decode GEMMs below the ~80% maximum achievable matmul FLOP/s of H100",
+    ),
+    # Forward-only passes (log-probs, values, rewards) run in the training framework with the
+    # same kernels and micro-batches as the forward half of training.
+    "forward_compute": Default(
+        0.45,
+        ("arxiv-2407.21783", "arxiv-2104.04473"),
+        "as train_compute: the forward half of a training step",
+    ),
+    # End-to-end MFU of large training runs: 38-43% bf16 on 8K-16K H100 (Llama 3,
+    # arXiv 2407.21783) and 52% on 3072 A100 (Megatron-LM, arXiv 2104.04473). The cost core
+    # charges pipeline bubbles and exposed communication separately, so the kernel-level
+    # fraction is taken at the upper half of that range.
+    "train_compute": Default(
+        0.45,
+        ("arxiv-2407.21783", "arxiv-2104.04473"),
+        "MFU of Megatron-style training: 38-43% (Llama 3, H100) to 52% (Megatron-LM, A100)",
+    ),
+    # NCCL ring all-reduce on one 8x H200 NVSwitch node reaches 367.6 GB/s bus bandwidth
+    # with NVLink SHARP disabled: 82% of the 450 GB/s unidirectional NVLink 4 figure.
+    "scale_up_link": Default(
+        0.80,
+        ("github-stas00-ml-engineering",),
+        "NCCL ring all-reduce bus bandwidth, 82% of unidirectional NVLink 4 (8x H200)",
+    ),
+    # All-reduce over 4 nodes of 8x B200 reaches ~94% of the nodes' 400 Gbit/s-per-GPU NICs at
+    # 16 GiB payloads but ~65-70% at the 128-512 MiB of gradient buckets; 0.8 sits between.
+    "scale_out_link": Default(
+        0.80,
+        ("github-stas00-ml-engineering",),
+        "NCCL inter-node all-reduce: ~94% of NIC line rate at 16 GiB, ~70% at bucket sizes",
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class EfficiencyFactors:
+    """The resolved factors one evaluation uses (defaults with the scenario's overrides)."""
+
+    prefill_compute: float = DEFAULTS["prefill_compute"].value
+    decode_hbm: float = DEFAULTS["decode_hbm"].value
+    decode_compute: float = DEFAULTS["decode_compute"].value
+    forward_compute: float = DEFAULTS["forward_compute"].value
+    train_compute: float = DEFAULTS["train_compute"].value
+    scale_up_link: float = DEFAULTS["scale_up_link"].value
+    scale_out_link: float = DEFAULTS["scale_out_link"].value
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not 0.0 < value <= 1.0:
+                raise ValueError(f"efficiency {f.name} = {value} is outside (0, 1]")
+
+
+def resolve_efficiency(
+    overrides: Efficiency | EfficiencyFactors | None = None,
+) -> EfficiencyFactors:
+    """The defaults with every factor the scenario sets replaced by its value."""
+    if isinstance(overrides, EfficiencyFactors):
+        return overrides
+    if overrides is None:
+        return EfficiencyFactors()
+    given = {k: v for k, v in overrides.model_dump().items() if v is not None}
+    return EfficiencyFactors(**given)
+
+
+def default_sources() -> list[str]:
+    """Every source id the default factors cite, for the knowledge base to check."""
+    return sorted({s for d in DEFAULTS.values() for s in d.sources})

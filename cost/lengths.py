@@ -1,0 +1,78 @@
+"""The spread of response lengths and the grid over which the rollout's batch shrinks.
+
+Only the mean r and the maximum L of the response lengths are known. The cost core takes the
+one-parameter family whose survival (share of responses still generating after t tokens) is
+
+    S(t) = 1 - (t / L)^a,   a = r / (L - r),
+
+which has mean exactly r and maximum exactly L: a -> infinity is "every response has length L",
+small a is a long tail where few responses run to the cap (the straggler effect of reasoning RL).
+The decode steps [0, end] are cut into equal segments; on each the exact mean of S and the
+S-weighted mean position are used, so token counts integrate exactly (sum of widths x mean S
+over [0, L] is r) and the mean context of a decoded token is exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cost.arrays import FloatArray
+
+
+@dataclass(frozen=True, slots=True)
+class LengthGrid:
+    """Segments of decode steps [0, end]: widths, mean survival and mean position on each."""
+
+    widths: FloatArray
+    survival: FloatArray
+    position: FloatArray
+
+    @property
+    def end(self) -> float:
+        return float(self.widths.sum())
+
+    @property
+    def tokens_per_sequence(self) -> float:
+        """Mean tokens a sequence generates within [0, end] (r when end = L)."""
+        return float((self.widths * self.survival).sum())
+
+
+def shape_exponent(mean: float, longest: float) -> float:
+    """a of the survival S(t) = 1 - (t/L)^a, infinite when every response has length L."""
+    if not 0 < mean <= longest:
+        raise ValueError(f"mean response length {mean} must lie in (0, {longest}]")
+    return np.inf if mean >= longest else mean / (longest - mean)
+
+
+def _integral_of_power(t: FloatArray, longest: float, power: float) -> FloatArray:
+    """Integral from 0 to t of (x/L)^(power-1) dx = L/power * (t/L)^power."""
+    return longest / power * (t / longest) ** power
+
+
+def length_grid(mean: float, longest: float, end: float, segments: int) -> LengthGrid:
+    """The segments of [0, end] (end <= longest caps the rollout, as partial rollouts do)."""
+    end = min(end, longest)
+    edges = np.linspace(0.0, end, segments + 1)
+    t0, t1 = edges[:-1], edges[1:]
+    widths = t1 - t0
+    a = shape_exponent(mean, longest)
+    if np.isinf(a):
+        return LengthGrid(widths, np.ones(segments), (t0 + t1) / 2)
+    # On [t0, t1]: integral of S = (t1 - t0) - L/(a+1) [(t/L)^(a+1)],
+    # integral of t S = [t^2] / 2 - L^2/(a+2) [(t/L)^(a+2)].
+    area = widths - np.diff(_integral_of_power(edges, longest, a + 1))
+    moment = (t1**2 - t0**2) / 2 - longest * np.diff(_integral_of_power(edges, longest, a + 2))
+    survival = area / widths
+    position = np.where(area > 0, moment / np.where(area > 0, area, 1.0), (t0 + t1) / 2)
+    return LengthGrid(widths, survival, position)
+
+
+def mean_position(mean: float, longest: float) -> float:
+    """Mean position t of a decoded token over the whole distribution: E[l^2] / (2 E[l]).
+
+    With S(t) = 1 - (t/L)^a: (integral of t S) / (integral of S) = L (a + 1) / (2 (a + 2)).
+    """
+    a = shape_exponent(mean, longest)
+    return longest / 2 if np.isinf(a) else longest * (a + 1) / (2 * (a + 2))

@@ -1,0 +1,161 @@
+"""Memory per GPU: weights, gradients and optimizer states by ZeRO stage, activations by
+recompute mode, the rollout's KV cache, and what a colocated plan offloads to switch.
+
+Bytes per parameter of mixed-precision Adam are 2 (bf16 weights) + 2 (bf16 gradients) + 12
+(fp32 master, momentum, variance); ZeRO-1 shards the 12 over the data-parallel group, ZeRO-2
+also the gradients, ZeRO-3 also the weights (Rajbhandari et al., arXiv 1910.02054).
+Activations per layer follow Korthikanti et al. (arXiv 2205.05198) for s tokens, hidden h,
+a heads and tensor parallelism t with sequence parallelism: s h (34 + 5 a s / h) / t without
+recomputation, 34 s h / t with selective recomputation, 2 s h / t with full recomputation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cost.architecture import ModelFigures
+from cost.arrays import FloatArray, IntArray
+from cost.batch import Batch
+from cost.layouts import RolloutLayout, TrainLayout
+from cost.overheads import Overheads
+from cost.plans import RECOMPUTE_FULL, RECOMPUTE_NONE, RECOMPUTE_SELECTIVE
+from cost.units import BF16_BYTES, FP32_BYTES
+
+WEIGHT_BYTES = BF16_BYTES
+GRADIENT_BYTES = BF16_BYTES
+OPTIMIZER_BYTES = 3 * FP32_BYTES  # master copy, momentum, variance
+
+# Korthikanti et al. 2022, bytes per token and hidden unit of one layer.
+ACTIVATION_BYTES_STORED = 34.0
+ACTIVATION_BYTES_SCORES = 5.0  # times heads x sequence / hidden: the attention score matrices
+ACTIVATION_BYTES_CHECKPOINT = 2.0  # full recompute keeps only the layer input
+
+
+def zero_state_bytes(params: FloatArray, group: FloatArray, zero: IntArray) -> FloatArray:
+    """Bytes per GPU of weights + gradients + Adam states of `params` parameters held by each
+    rank of a group of `group` ranks, at ZeRO stage `zero` (0-3)."""
+    weights = np.where(zero >= 3, WEIGHT_BYTES / group, WEIGHT_BYTES)
+    grads = np.where(zero >= 2, GRADIENT_BYTES / group, GRADIENT_BYTES)
+    optimizer = np.where(zero >= 1, OPTIMIZER_BYTES / group, OPTIMIZER_BYTES)
+    return params * (weights + grads + optimizer)
+
+
+def model_parallel_params(fig: ModelFigures, layout: TrainLayout) -> tuple[FloatArray, FloatArray]:
+    """Dense and expert parameters of one tensor x pipeline (x expert) shard."""
+    dense = fig.dense_params / (layout.tp * layout.pp)
+    expert = fig.expert_params / (layout.ep * layout.tp * layout.pp)
+    return dense, expert
+
+
+def trained_state_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
+    """Weights, gradients and optimizer states of a trained model (actor, critic) per GPU."""
+    dense, expert = model_parallel_params(fig, layout)
+    return zero_state_bytes(dense, layout.shard_group, layout.zero) + zero_state_bytes(
+        expert, layout.expert_shard_group, layout.zero
+    )
+
+
+def frozen_weight_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
+    """bf16 weights of a model that is only run forward (reference, reward model); sharded
+    like the actor's weights when ZeRO-3 (FSDP) shards those."""
+    dense, expert = model_parallel_params(fig, layout)
+    zero3 = layout.zero >= 3
+    return WEIGHT_BYTES * (
+        dense / np.where(zero3, layout.shard_group, 1.0)
+        + expert / np.where(zero3, layout.expert_shard_group, 1.0)
+    )
+
+
+def zero3_gather_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
+    """The one layer ZeRO-3 gathers at a time: the part of it that is not this rank's shard."""
+    group = layout.shard_group
+    gathered = WEIGHT_BYTES * fig.layer_params / layout.tp * (1.0 - 1.0 / group)
+    return np.where(layout.zero >= 3, gathered, 0.0)
+
+
+def activation_bytes(
+    fig: ModelFigures,
+    layout: TrainLayout,
+    micro_tokens: FloatArray,
+    sequence_tokens: FloatArray | float,
+    in_flight: FloatArray,
+) -> FloatArray:
+    """Activations per GPU while training: the layers of one pipeline stage for the
+    micro-batches in flight (1F1B keeps min(pp, m) on the first stage), the layer being
+    recomputed under full recomputation, and the fp32 logits of one micro-batch.
+
+    `micro_tokens` are the tokens of one micro-batch, `sequence_tokens` the length of its
+    longest sequence (the attention-score term is quadratic in it); context parallelism
+    splits both, tensor parallelism with sequence parallelism divides everything."""
+    tokens = micro_tokens / layout.cp
+    sequence = sequence_tokens / layout.cp
+    h, tp = float(fig.hidden), layout.tp
+    full_layer = (
+        tokens * (ACTIVATION_BYTES_STORED * h + ACTIVATION_BYTES_SCORES * fig.heads * sequence) / tp
+    )
+    per_layer = np.select(
+        [layout.recompute == RECOMPUTE_NONE, layout.recompute == RECOMPUTE_SELECTIVE],
+        [full_layer, ACTIVATION_BYTES_STORED * h * tokens / tp],
+        ACTIVATION_BYTES_CHECKPOINT * h * tokens / tp,
+    )
+    stored = per_layer * (fig.layers / layout.pp) * in_flight
+    working = np.where(layout.recompute == RECOMPUTE_FULL, full_layer, 0.0)
+    logits = tokens * fig.vocab * FP32_BYTES / tp
+    return stored + working + logits
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutMemory:
+    """Per GPU of a rollout replica."""
+
+    weights: FloatArray
+    kv_per_sequence: FloatArray
+    """KV bytes reserved per concurrent sequence: its mean final length (prompt + response)."""
+    capacity: FloatArray
+    """Concurrent sequences per replica the free memory admits (continuous batching), capped
+    by the engine's max_num_seqs."""
+    minimum: FloatArray
+    """Weights + workspace + the KV of one longest sequence: less than this cannot run."""
+    workspace: float
+
+
+def rollout_weight_bytes(fig: ModelFigures, layout: RolloutLayout) -> FloatArray:
+    """Dense weights split over tp x pp; experts over pp x max(ep, tp) (with ep <= tp the
+    experts are tensor-sliced, beyond it whole experts are spread over ep ranks)."""
+    dense = fig.dense_params / (layout.tp * layout.pp)
+    expert = fig.expert_params / (layout.pp * np.maximum(layout.ep, layout.tp))
+    return WEIGHT_BYTES * (dense + expert)
+
+
+def rollout_memory(
+    fig: ModelFigures,
+    layout: RolloutLayout,
+    batch: Batch,
+    usable_bytes: float,
+    overheads: Overheads,
+    resident: FloatArray | float = 0.0,
+) -> RolloutMemory:
+    """KV capacity left next to the weights and whatever else stays `resident` (a colocated
+    trainer's state that was not offloaded)."""
+    weights = rollout_weight_bytes(fig, layout)
+    kv_token = fig.kv_bytes_per_token(layout.tp, layout.pp)
+    kv_sequence = kv_token * batch.sequence_tokens
+    free = usable_bytes - weights - overheads.rollout_workspace_bytes - resident
+    capacity = np.clip(np.floor(free / kv_sequence), 0.0, float(overheads.max_seqs_per_replica))
+    minimum = weights + overheads.rollout_workspace_bytes + kv_token * batch.longest_sequence_tokens
+    return RolloutMemory(weights, kv_sequence, capacity, minimum, overheads.rollout_workspace_bytes)
+
+
+def colocated_offload(
+    resident: FloatArray,
+    rollout_weights: FloatArray,
+    workspace: float,
+    wanted_kv: FloatArray,
+    usable_bytes: float,
+) -> FloatArray:
+    """Bytes of trainer state a colocated plan moves to host memory while it generates: just
+    enough for the rollout's useful batch (`wanted_kv`), never more than there is."""
+    excess = resident + rollout_weights + workspace + wanted_kv - usable_bytes
+    return np.clip(excess, 0.0, resident)

@@ -1,0 +1,173 @@
+"""One micro-batch through one pipeline stage of a training layout: forward only (log-probs,
+values, rewards) or forward and backward (training), with the traffic each issues.
+
+Per micro-batch and stage GPU: compute = FLOPs / (tp x cp x pp) at the achieved rate;
+Megatron tensor parallelism issues all-reduce-sized collectives per layer (2 forward,
+2 backward, 2 more when full recomputation repeats the forward), over the tensor group;
+context parallelism passes each rank's K/V chunk around the ring (cp - 1 hops per exchange;
+1 exchange forward, 2 backward); expert parallelism dispatches and combines top-k copies of
+each token (2 all-to-alls forward, 2 backward); pipeline stages send activations forward and
+gradients back. ZeRO-3 gathers each layer's weights before use (and reduce-scatters its
+gradients), which FSDP prefetches under the compute: that traffic overlaps, the rest adds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cost.architecture import ModelFigures
+from cost.arrays import FloatArray
+from cost.collectives import (
+    Fabric,
+    all_reduce_bytes,
+    gather_bytes,
+    group_link,
+    split_by_link,
+    transfer_seconds,
+)
+from cost.layouts import TrainLayout
+from cost.memory import model_parallel_params
+from cost.plans import RECOMPUTE_FULL, RECOMPUTE_SELECTIVE
+from cost.units import BF16_BYTES
+
+
+@dataclass(frozen=True, slots=True)
+class PassCounts:
+    """What one pass does per token and per layer, per plan (recompute changes it)."""
+
+    param_flops: FloatArray
+    """FLOPs per parameter per token: 2 forward, 6 for training, 8 with full recompute."""
+    attention: FloatArray
+    """Multiples of the forward attention FLOPs: 1 forward, 3 training (+1 recomputed under
+    selective or full recomputation)."""
+    tp_collectives: FloatArray
+    cp_exchanges: FloatArray
+    ep_all_to_alls: FloatArray
+    pp_sends: float
+    zero3_collectives: float
+    """All-gathers of weights plus reduce-scatters of gradients per layer."""
+    weight_reads: FloatArray
+    """Passes over the weights in HBM (forward, backward data, backward weights, recompute)."""
+
+
+def forward_counts(plans: int) -> PassCounts:
+    one = np.ones(plans)
+    return PassCounts(
+        param_flops=2.0 * one,
+        attention=one,
+        tp_collectives=2.0 * one,
+        cp_exchanges=one,
+        ep_all_to_alls=2.0 * one,
+        pp_sends=1.0,
+        zero3_collectives=1.0,
+        weight_reads=one,
+    )
+
+
+def training_counts(layout: TrainLayout) -> PassCounts:
+    full = layout.recompute == RECOMPUTE_FULL
+    recomputed_attention = full | (layout.recompute == RECOMPUTE_SELECTIVE)
+    return PassCounts(
+        param_flops=np.where(full, 8.0, 6.0),
+        attention=np.where(recomputed_attention, 4.0, 3.0),
+        tp_collectives=np.where(full, 6.0, 4.0),
+        cp_exchanges=np.where(full, 4.0, 3.0),
+        ep_all_to_alls=np.where(full, 6.0, 4.0),
+        pp_sends=2.0,
+        zero3_collectives=3.0,
+        weight_reads=np.where(full, 4.0, 3.0),
+    )
+
+
+def flops_per_token(fig: ModelFigures, counts: PassCounts, sequence_tokens: float) -> FloatArray:
+    """Parameter FLOPs plus causal attention at mean context sequence / 2."""
+    attention = fig.attention_flops_per_context * sequence_tokens / 2.0
+    return counts.param_flops * fig.params_active + counts.attention * attention
+
+
+@dataclass(frozen=True, slots=True)
+class MicroPass:
+    """One micro-batch on one stage GPU."""
+
+    seconds: FloatArray
+    compute: FloatArray
+    scale_up: FloatArray
+    scale_out: FloatArray
+    hbm_bytes: FloatArray
+    link_bytes: FloatArray
+
+
+def micro_pass(
+    fig: ModelFigures,
+    layout: TrainLayout,
+    fabric: Fabric,
+    flops_rate: float,
+    counts: PassCounts,
+    micro_tokens: FloatArray,
+    sequence_tokens: float,
+) -> MicroPass:
+    tp, cp, pp, ep, dp = layout.tp, layout.cp, layout.pp, layout.ep, layout.dp
+    tokens = micro_tokens / cp  # tokens on this GPU's context shard
+    layers = fig.layers / pp
+    compute = tokens * flops_per_token(fig, counts, sequence_tokens) / (tp * pp) / flops_rate
+
+    activation = tokens * fig.hidden * BF16_BYTES
+    tp_link = group_link(fabric, tp, 1.0)
+    tp_calls = counts.tp_collectives * layers
+    tp_sent = tp_calls * all_reduce_bytes(activation, tp_link)
+    parts = [(transfer_seconds(tp_sent, tp_link, tp_calls), tp_link)]
+    sent = np.where(tp_link.active(), tp_sent, 0.0)
+
+    cp_link = group_link(fabric, cp, tp)
+    cp_calls = counts.cp_exchanges * layers * (cp - 1.0)
+    cp_sent = cp_calls * tokens * fig.kv_width * BF16_BYTES / tp
+    parts.append((transfer_seconds(cp_sent, cp_link, cp_calls), cp_link))
+    sent = sent + cp_sent
+
+    if fig.is_moe:
+        ep_link = group_link(fabric, ep, tp)
+        ep_calls = counts.ep_all_to_alls * fig.sparse_layers / pp
+        # With sequence parallelism each tensor rank routes its 1/tp of the tokens.
+        ep_sent = ep_calls * gather_bytes(activation / tp * fig.experts_per_token, ep_link)
+        parts.append((transfer_seconds(ep_sent, ep_link, ep_calls), ep_link))
+        sent = sent + np.where(ep_link.active(), ep_sent, 0.0)
+
+    pp_link = group_link(fabric, np.where(pp > 1, 2.0, 1.0), tp * cp * dp)
+    pp_sent = counts.pp_sends * activation / tp
+    parts.append((transfer_seconds(pp_sent, pp_link, counts.pp_sends), pp_link))
+    sent = sent + np.where(pp_link.active(), pp_sent, 0.0)
+
+    dense, expert = model_parallel_params(fig, layout)
+    zero3 = layout.zero >= 3
+    shard_link = group_link(fabric, layout.shard_group, tp)
+    expert_link = group_link(fabric, layout.expert_shard_group, tp * ep)
+    z_calls = counts.zero3_collectives * layers
+    z_dense = counts.zero3_collectives * gather_bytes(BF16_BYTES * dense, shard_link)
+    z_expert = counts.zero3_collectives * gather_bytes(BF16_BYTES * expert, expert_link)
+    z_time = np.where(
+        zero3,
+        transfer_seconds(z_dense, shard_link, z_calls)
+        + transfer_seconds(z_expert, expert_link, z_calls),
+        0.0,
+    )
+    sent = sent + np.where(zero3, z_dense + z_expert, 0.0)
+
+    up = np.zeros_like(compute)
+    out = np.zeros_like(compute)
+    for seconds, link in parts:
+        u, o = split_by_link(seconds, link)
+        up, out = up + u, out + o
+    # The ZeRO-3 traffic hides under the compute; what sticks out is charged to its link.
+    exposed = np.maximum(z_time - compute, 0.0)
+    z_up, z_out = split_by_link(exposed, shard_link)
+    up, out = up + z_up, out + z_out
+    return MicroPass(
+        seconds=compute + up + out,
+        compute=compute,
+        scale_up=up,
+        scale_out=out,
+        hbm_bytes=counts.weight_reads * BF16_BYTES * (dense + expert),
+        link_bytes=sent,
+    )

@@ -1,0 +1,76 @@
+"""Fixed latencies and engine settings: the cost core's constants that are not efficiencies.
+
+Like the efficiency factors these are named, defaulted with a reason and overridable (pass an
+`Overheads` to `evaluate`); the formulas never hold a constant of their own. Latencies are
+seconds per operation, so "doubling every rate" also means halving these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from cost.units import GIB
+
+
+@dataclass(frozen=True, slots=True)
+class Overheads:
+    usable_memory_fraction: float = 0.9
+    """Share of HBM the engines may fill: vLLM's default `gpu_memory_utilization` (0.9,
+    github-vllm-project-vllm); the rest is CUDA context, NCCL buffers and fragmentation."""
+
+    rollout_workspace_bytes: float = 1.0 * GIB
+    """Activation workspace and CUDA graphs of the inference engine per GPU (vLLM profiles it
+    with `max_num_batched_tokens` = 8192, verl's default; about a GiB for 7-70B models)."""
+
+    max_seqs_per_replica: int = 1024
+    """Continuous-batching cap on concurrent sequences per engine: verl's rollout default
+    `max_num_seqs: 1024` (github-volcengine-verl)."""
+
+    decode_step_seconds: float = 5e-4
+    """Host-side cost of one decode step (scheduling, sampling, CUDA-graph launch) that no GPU
+    count removes: the floor of the per-token latency. A calibration knob."""
+
+    scale_up_latency_seconds: float = 10e-6
+    """Latency of one small collective inside the scale-up domain: a 32 KiB all-reduce on
+    8x H200 takes ~10-20 us through torch.distributed (github-stas00-ml-engineering)."""
+
+    scale_out_latency_seconds: float = 50e-6
+    """Latency of one small collective across nodes (4x8 B200: ~50-100 us for 32 KiB,
+    github-stas00-ml-engineering)."""
+
+    host_bytes_per_s: float = 50e9
+    """Achieved host<->GPU copy bandwidth for offloading (PCIe Gen5 x16: 64 GB/s per direction,
+    datasheet-nvidia-h100; ~80% achieved with pinned memory)."""
+
+    fallback_scale_out_gbits_per_s: float = 100.0
+    """Network per GPU when neither the accelerator record nor the scenario gives one."""
+
+    train_microbatch_tokens: float = 16384.0
+    """Token budget of one training micro-batch per GPU (dynamic batch size): verl's default
+    `ppo_max_token_len_per_gpu` (github-volcengine-verl). A sequence longer than the budget
+    is its own micro-batch."""
+
+    weight_sync_bucket_bytes: float = 512.0 * 2**20
+    """Weights move to the rollout engine in buckets of 512 MiB: verl's
+    `update_weights_bucket_megabytes` and slime's `--update-weight-buffer-size` defaults
+    (github-volcengine-verl, github-thudm-slime)."""
+
+    weight_sync_bucket_seconds: float = 5e-3
+    """Fixed cost per bucket (gather launch, IPC handle or broadcast set-up, engine
+    `load_weights`). A calibration knob."""
+
+    length_segments: int = 16
+    """Segments of the response-length grid over which the rollout's shrinking batch is
+    integrated (accuracy versus speed; 16 keeps the drain integral within a few percent)."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.usable_memory_fraction <= 1.0:
+            raise ValueError("usable_memory_fraction must lie in (0, 1]")
+        if self.max_seqs_per_replica < 1 or self.length_segments < 1:
+            raise ValueError("max_seqs_per_replica and length_segments must be positive")
+        for f in fields(self):
+            if getattr(self, f.name) < 0:
+                raise ValueError(f"overhead {f.name} is negative")
+
+
+DEFAULT_OVERHEADS = Overheads()

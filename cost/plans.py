@@ -1,0 +1,384 @@
+"""A table of candidate plans as arrays (one entry per plan), and the checks that make a plan
+a valid factorisation of its GPUs and of the model.
+
+The same table holds one plan (`estimate`) or hundreds of thousands (`recommend`'s search).
+Invalid plans raise `PlanError` naming the field, the reason and the offending rows; an
+enumerator that wants to filter instead asks `plan_problems` for the rows to drop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from cost.arrays import BoolArray, IntArray
+from kb.schema import Plan
+from kb.schema.specs import Architecture
+
+PLACEMENTS = ("colocated", "disaggregated")
+EXECUTIONS = ("sync", "one-step-off", "async", "partial-rollout")
+RECOMPUTE = ("none", "selective", "full")
+
+COLOCATED, DISAGGREGATED = 0, 1
+SYNC, ONE_STEP_OFF, ASYNC, PARTIAL_ROLLOUT = 0, 1, 2, 3
+RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL = 0, 1, 2
+
+
+class PlanError(ValueError):
+    """A plan that is not a valid layout: which field, why, and which rows of the table."""
+
+    def __init__(self, field: str, reason: str, rows: Sequence[int] = ()) -> None:
+        self.field = field
+        self.reason = reason
+        self.rows = tuple(int(r) for r in rows)
+        where = ""
+        if self.rows:
+            shown = ", ".join(str(r) for r in self.rows[:5])
+            where = f" (rows {shown}{', ...' if len(self.rows) > 5 else ''})"
+        super().__init__(f"plan.{field}: {reason}{where}")
+
+
+def _codes(name: str, values: npt.ArrayLike, names: tuple[str, ...]) -> IntArray:
+    array = np.asarray(values)
+    if array.dtype.kind in "USO":
+        lookup = {n: i for i, n in enumerate(names)}
+        bad = [i for i, v in enumerate(array.ravel()) if v not in lookup]
+        if bad:
+            raise PlanError(name, f"must be one of {', '.join(names)}", bad)
+        return np.array([lookup[v] for v in array.ravel()], dtype=np.int64)
+    codes = array.astype(np.int64)
+    bad = np.flatnonzero((codes < 0) | (codes >= len(names)))
+    if bad.size:
+        raise PlanError(name, f"code outside 0..{len(names) - 1}", bad)
+    return codes
+
+
+@dataclass(frozen=True, slots=True)
+class PlanTable:
+    """Struct of arrays: entry i of every field describes plan i. Build with `from_arrays`
+    or `from_plans`, which check the factorisations; dp follows from gpus and the other
+    degrees."""
+
+    placement: IntArray
+    execution: IntArray
+    staleness: IntArray
+    prefix_caching: BoolArray
+    rollout_gpus: IntArray
+    rollout_tp: IntArray
+    rollout_pp: IntArray
+    rollout_ep: IntArray
+    rollout_dp: IntArray
+    train_gpus: IntArray
+    train_tp: IntArray
+    train_pp: IntArray
+    train_cp: IntArray
+    train_ep: IntArray
+    train_dp: IntArray
+    train_zero: IntArray
+    train_recompute: IntArray
+
+    def __len__(self) -> int:
+        return int(self.placement.shape[0])
+
+    @classmethod
+    def from_arrays(
+        cls,
+        *,
+        placement: npt.ArrayLike,
+        execution: npt.ArrayLike,
+        rollout_gpus: npt.ArrayLike,
+        rollout_tp: npt.ArrayLike,
+        train_gpus: npt.ArrayLike,
+        train_tp: npt.ArrayLike,
+        train_zero: npt.ArrayLike,
+        train_recompute: npt.ArrayLike,
+        rollout_pp: npt.ArrayLike = 1,
+        rollout_ep: npt.ArrayLike = 1,
+        train_pp: npt.ArrayLike = 1,
+        train_cp: npt.ArrayLike = 1,
+        train_ep: npt.ArrayLike = 1,
+        staleness: npt.ArrayLike = 1,
+        prefix_caching: npt.ArrayLike = True,
+    ) -> PlanTable:
+        """Scalars broadcast against the arrays; categorical fields take names or codes."""
+        place = _codes("placement", np.atleast_1d(placement), PLACEMENTS)
+        n = place.shape[0]
+        ints: dict[str, IntArray] = {}
+        given = {
+            "rollout.gpus": rollout_gpus,
+            "rollout.tp": rollout_tp,
+            "rollout.pp": rollout_pp,
+            "rollout.ep": rollout_ep,
+            "train.gpus": train_gpus,
+            "train.tp": train_tp,
+            "train.pp": train_pp,
+            "train.cp": train_cp,
+            "train.ep": train_ep,
+            "max_staleness": staleness,
+        }
+        for name, value in given.items():
+            raw = np.asarray(value)
+            if raw.ndim and raw.shape[0] != n:
+                raise PlanError(name, f"has {raw.shape[0]} entries, placement has {n}")
+            array = np.broadcast_to(raw, (n,))
+            if array.dtype.kind == "f" and np.any(array != np.floor(array)):
+                raise PlanError(
+                    name, "must be a whole number", np.flatnonzero(array != np.floor(array))
+                )
+            array = array.astype(np.int64)
+            bad = np.flatnonzero(array < 1)
+            if bad.size:
+                raise PlanError(name, "must be a positive integer", bad)
+            ints[name] = np.ascontiguousarray(array)
+        zero = np.ascontiguousarray(np.broadcast_to(np.asarray(train_zero), (n,)).astype(np.int64))
+        bad = np.flatnonzero((zero < 0) | (zero > 3))
+        if bad.size:
+            raise PlanError("train.zero", "ZeRO stage must be 0, 1, 2 or 3", bad)
+        execution_codes = _codes(
+            "execution", np.broadcast_to(np.asarray(execution), (n,)), EXECUTIONS
+        )
+        recompute = _codes(
+            "train.recompute", np.broadcast_to(np.asarray(train_recompute), (n,)), RECOMPUTE
+        )
+        r_gpus, r_tp, r_pp = ints["rollout.gpus"], ints["rollout.tp"], ints["rollout.pp"]
+        t_gpus, t_tp, t_pp, t_cp = (
+            ints["train.gpus"],
+            ints["train.tp"],
+            ints["train.pp"],
+            ints["train.cp"],
+        )
+        bad = np.flatnonzero(r_gpus % (r_tp * r_pp))
+        if bad.size:
+            raise PlanError("rollout.gpus", "dp = gpus / (tp * pp) is not a whole number", bad)
+        bad = np.flatnonzero(t_gpus % (t_tp * t_pp * t_cp))
+        if bad.size:
+            raise PlanError("train.gpus", "dp = gpus / (tp * pp * cp) is not a whole number", bad)
+        return cls(
+            placement=place,
+            execution=execution_codes,
+            staleness=ints["max_staleness"],
+            prefix_caching=np.ascontiguousarray(
+                np.broadcast_to(np.asarray(prefix_caching, dtype=bool), (n,))
+            ),
+            rollout_gpus=r_gpus,
+            rollout_tp=r_tp,
+            rollout_pp=r_pp,
+            rollout_ep=ints["rollout.ep"],
+            rollout_dp=r_gpus // (r_tp * r_pp),
+            train_gpus=t_gpus,
+            train_tp=t_tp,
+            train_pp=t_pp,
+            train_cp=t_cp,
+            train_ep=ints["train.ep"],
+            train_dp=t_gpus // (t_tp * t_pp * t_cp),
+            train_zero=zero,
+            train_recompute=recompute,
+        )
+
+    @classmethod
+    def from_plans(cls, plans: Sequence[Plan]) -> PlanTable:
+        """Complete plans of the scenario schema. Unset pp, cp, ep default to 1, staleness to
+        1, prefix caching to on (vLLM and SGLang cache prefixes by default); a colocated plan
+        may give its GPUs once. Placement, execution, GPUs, tp, ZeRO stage and recompute are
+        required."""
+        if not plans:
+            raise PlanError("plan", "the table needs at least one plan")
+        columns: dict[str, list[Any]] = {
+            f.name: [] for f in fields(cls) if not f.name.endswith("_dp")
+        }
+        for i, plan in enumerate(plans):
+            r, t = plan.rollout, plan.train
+            gpus_r = r.gpus or (t.gpus if plan.placement == "colocated" else None)
+            gpus_t = t.gpus or (r.gpus if plan.placement == "colocated" else None)
+            required = {
+                "placement": plan.placement,
+                "execution": plan.execution,
+                "rollout.gpus": gpus_r,
+                "rollout.tp": r.tp,
+                "train.gpus": gpus_t,
+                "train.tp": t.tp,
+                "train.zero": t.zero,
+                "train.recompute": t.recompute,
+            }
+            for name, value in required.items():
+                if value is None:
+                    raise PlanError(name, "is required to evaluate a plan", [i])
+            row = {
+                "placement": plan.placement,
+                "execution": plan.execution,
+                "staleness": plan.max_staleness or 1,
+                "prefix_caching": True if r.prefix_caching is None else r.prefix_caching,
+                "rollout_gpus": gpus_r,
+                "rollout_tp": r.tp,
+                "rollout_pp": r.pp or 1,
+                "rollout_ep": r.ep or 1,
+                "train_gpus": gpus_t,
+                "train_tp": t.tp,
+                "train_pp": t.pp or 1,
+                "train_cp": t.cp or 1,
+                "train_ep": t.ep or 1,
+                "train_zero": t.zero,
+                "train_recompute": t.recompute,
+            }
+            for key, value in row.items():
+                columns[key].append(value)
+        return cls.from_arrays(**columns)
+
+    def take(self, rows: npt.ArrayLike) -> PlanTable:
+        """The sub-table of the given rows (indices or a boolean mask)."""
+        index = np.asarray(rows)
+        return PlanTable(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
+
+    def row(self, i: int) -> dict[str, Any]:
+        """Plan i with the key names of the JSON output (`rollout`/`train` with their dp)."""
+        return {
+            "placement": PLACEMENTS[int(self.placement[i])],
+            "execution": EXECUTIONS[int(self.execution[i])],
+            "max_staleness": int(self.staleness[i]),
+            "prefix_caching": bool(self.prefix_caching[i]),
+            "rollout": {
+                "gpus": int(self.rollout_gpus[i]),
+                "tp": int(self.rollout_tp[i]),
+                "pp": int(self.rollout_pp[i]),
+                "dp": int(self.rollout_dp[i]),
+                "ep": int(self.rollout_ep[i]),
+            },
+            "train": {
+                "gpus": int(self.train_gpus[i]),
+                "tp": int(self.train_tp[i]),
+                "pp": int(self.train_pp[i]),
+                "cp": int(self.train_cp[i]),
+                "dp": int(self.train_dp[i]),
+                "ep": int(self.train_ep[i]),
+                "zero": int(self.train_zero[i]),
+                "recompute": RECOMPUTE[int(self.train_recompute[i])],
+            },
+        }
+
+
+def _model_problems(
+    arch: Architecture,
+    role: str,
+    prefix: str,
+    tp: IntArray,
+    pp: IntArray,
+    ep: IntArray,
+    ep_pool: IntArray,
+    ep_pool_name: str,
+) -> list[PlanError]:
+    found: list[PlanError] = []
+
+    def check(bad: BoolArray, field: str, reason: str) -> None:
+        rows = np.flatnonzero(bad)
+        if rows.size:
+            found.append(PlanError(f"{prefix}.{field}", f"{reason} ({role})", rows))
+
+    check(arch.heads % tp != 0, "tp", f"attention heads ({arch.heads}) are not divisible by tp")
+    if not arch.mla:
+        # KV heads split over tp, or are replicated when tp exceeds them; both must be even.
+        uneven = np.where(tp <= arch.kv_heads, arch.kv_heads % tp, tp % arch.kv_heads) != 0
+        check(
+            uneven, "tp", f"kv heads ({arch.kv_heads}) neither split nor replicate evenly over tp"
+        )
+    check(arch.layers % pp != 0, "pp", f"layers ({arch.layers}) are not divisible by pp")
+    experts = arch.moe.experts if arch.moe else 1
+    if arch.moe:
+        check(experts % ep != 0, "ep", f"experts ({experts}) are not divisible by ep")
+    else:
+        check(ep != 1, "ep", "a dense model has no experts to split (ep must be 1)")
+    check(ep_pool % ep != 0, "ep", f"ep does not divide {ep_pool_name}")
+    return found
+
+
+def plan_problems(
+    table: PlanTable,
+    policy: Architecture,
+    critic: Architecture | None = None,
+    *,
+    cluster_gpus: int | None = None,
+) -> list[PlanError]:
+    """Every way the table's plans fail to lay out the models on the cluster (empty if none)."""
+    found = _model_problems(
+        policy,
+        "policy",
+        "rollout",
+        table.rollout_tp,
+        table.rollout_pp,
+        table.rollout_ep,
+        table.rollout_tp * table.rollout_dp,
+        "tp * dp",
+    )
+    for arch, role in ((policy, "policy"), (critic, "critic")):
+        if arch is not None:
+            found += _model_problems(
+                arch,
+                role,
+                "train",
+                table.train_tp,
+                table.train_pp,
+                table.train_ep,
+                table.train_dp * table.train_cp,
+                "dp * cp",
+            )
+    colocated = table.placement == COLOCATED
+    rows = np.flatnonzero(colocated & (table.rollout_gpus != table.train_gpus))
+    if rows.size:
+        found.append(
+            PlanError(
+                "train.gpus",
+                "colocated stages share GPUs: train.gpus must equal rollout.gpus",
+                rows,
+            )
+        )
+    rows = np.flatnonzero(colocated & np.isin(table.execution, (ONE_STEP_OFF, ASYNC)))
+    if rows.size:
+        found.append(
+            PlanError(
+                "execution", "overlapping rollout with training needs disaggregated pools", rows
+            )
+        )
+    if cluster_gpus is not None:
+        used = np.where(colocated, table.rollout_gpus, table.rollout_gpus + table.train_gpus)
+        rows = np.flatnonzero(used > cluster_gpus)
+        if rows.size:
+            found.append(
+                PlanError(
+                    "rollout.gpus", f"plan uses more than the cluster's {cluster_gpus} GPUs", rows
+                )
+            )
+    return found
+
+
+def valid_rows(
+    table: PlanTable,
+    policy: Architecture,
+    critic: Architecture | None = None,
+    *,
+    cluster_gpus: int | None = None,
+) -> BoolArray:
+    """Mask of the plans `plan_problems` finds nothing wrong with."""
+    ok = np.ones(len(table), dtype=bool)
+    for problem in plan_problems(table, policy, critic, cluster_gpus=cluster_gpus):
+        ok[list(problem.rows)] = False
+    return ok
+
+
+def check_plans(
+    table: PlanTable,
+    policy: Architecture,
+    critic: Architecture | None = None,
+    *,
+    cluster_gpus: int | None = None,
+) -> None:
+    """Raise the first `PlanError` of the table, if any."""
+    problems = plan_problems(table, policy, critic, cluster_gpus=cluster_gpus)
+    if problems:
+        raise problems[0]
+
+
+def plan_dicts(table: PlanTable) -> list[Mapping[str, Any]]:
+    return [table.row(i) for i in range(len(table))]

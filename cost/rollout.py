@@ -1,0 +1,329 @@
+"""Rollout (generation): prefill and continuous-batching decode on inference replicas.
+
+A decode step advances every active sequence of a replica by one token. Per pipeline stage it
+costs the roofline max(FLOPs / achieved FLOP/s, (weights + KV cache read) / achieved HBM rate)
+plus the tensor-parallel all-reduces (two per layer), the expert all-to-alls and the pipeline
+send; with pp stages the batch is cut into pp micro-batches, so the weights are read pp times
+per step and a lone sequence still crosses every stage in turn. A fixed host cost per step
+(scheduling, sampling) is added once.
+
+A replica holds n sequences and runs min(n, capacity) of them at once. While a queue is left the
+batch stays full: those tokens cost the full-batch time per token. The last full batch then
+drains: the batch shrinks along the response-length survival S(t) (cost.lengths) for the
+decode steps of the longest response, at the per-step latency of the shrinking batch, down to
+the lone longest sequence. That drain is the stage's depth; W/p is every token at the
+full-batch rate. Because a step's time per token falls as the batch grows and is convex in the
+context, T = prefill + (queued tokens at full rate) + drain satisfies max(W/p, D) <= T <= W/p + D.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cost.architecture import ModelFigures
+from cost.arrays import BoolArray, FloatArray
+from cost.batch import Batch
+from cost.collectives import (
+    Fabric,
+    all_reduce_bytes,
+    gather_bytes,
+    group_link,
+    split_by_link,
+    transfer_seconds,
+)
+from cost.efficiency import EfficiencyFactors
+from cost.hardware import Hardware
+from cost.layouts import RolloutLayout
+from cost.lengths import length_grid, mean_position
+from cost.overheads import Overheads
+from cost.stage import StageCost
+from cost.units import BF16_BYTES
+
+
+@dataclass(frozen=True, slots=True)
+class StepCost:
+    """One decode step of a replica, per GPU: time, its parts, and the bytes it moves."""
+
+    seconds: FloatArray
+    compute: FloatArray
+    hbm: FloatArray
+    scale_up: FloatArray
+    scale_out: FloatArray
+    hbm_bytes: FloatArray
+    link_bytes: FloatArray
+
+
+def _column(x: FloatArray) -> FloatArray:
+    return x[:, None]
+
+
+class DecodeModel:
+    """The per-plan constants of a decode step, as (plans, 1) columns so one step formula
+    serves one batch per plan and a whole grid of shrinking batches per plan.
+
+    Per pipeline stage a step costs max(compute, HBM) + communication, where compute and the
+    KV reads grow linearly with the micro-batch, the weight reads are fixed (for an MoE the
+    share of experts touched grows with the batch), and every collective costs its latency
+    plus bytes linear in the micro-batch: so communication is `fixed + slope x micro`.
+    """
+
+    def __init__(
+        self,
+        fig: ModelFigures,
+        layout: RolloutLayout,
+        hw: Hardware,
+        fabric: Fabric,
+        eff: EfficiencyFactors,
+        overheads: Overheads,
+    ) -> None:
+        self.fig = fig
+        tp, pp, ep = layout.tp, layout.pp, layout.ep
+        flops_rate = hw.flops * eff.decode_compute
+        hbm_rate = hw.hbm_bytes_per_s * eff.decode_hbm
+        self.pp = _column(pp)
+        self.step_overhead = overheads.decode_step_seconds
+        # Seconds per micro-batch token: 2 x active parameters of FLOPs, plus attention FLOPs
+        # and KV-cache bytes per token of context.
+        self.compute_fixed = _column(2.0 * fig.params_active / (tp * pp) / flops_rate)
+        self.compute_context = _column(fig.attention_flops_per_context / (tp * pp) / flops_rate)
+        self.kv_bytes = _column(fig.kv_bytes_per_token(tp, pp))
+        self.kv_context = self.kv_bytes / hbm_rate
+        self.dense_bytes = _column(BF16_BYTES * fig.dense_params / (tp * pp))
+        self.expert_bytes = _column(BF16_BYTES * fig.expert_params / (pp * np.maximum(ep, tp)))
+        self.dense_read = self.dense_bytes / hbm_rate
+        self.expert_read = self.expert_bytes / hbm_rate
+        # Replicas that share one set of experts when ep spans beyond a replica's tp ranks.
+        self.expert_sharing = _column(np.maximum(1.0, ep / tp))
+
+        token = fig.hidden * BF16_BYTES  # one token's activation
+        groups = [
+            # (link, collectives per step per stage, bytes each GPU sends per micro-batch token)
+            (group_link(fabric, tp, 1.0), 2.0 * fig.layers / pp, None),
+            (group_link(fabric, np.where(pp > 1, 2.0, 1.0), tp), np.ones_like(pp), token),
+        ]
+        tp_link = groups[0][0]
+        groups[0] = (
+            tp_link,
+            groups[0][1],
+            2.0 * fig.layers / pp * all_reduce_bytes(token, tp_link),
+        )
+        if fig.is_moe:
+            ep_link = group_link(fabric, ep, 1.0)
+            calls = 2.0 * fig.sparse_layers / pp  # dispatch and combine
+            sent = calls * gather_bytes(token * fig.experts_per_token, ep_link)
+            groups.append((ep_link, calls, sent))
+        n = tp.shape[0]
+        up_fixed, up_slope, out_fixed, out_slope, sent_slope = (np.zeros(n) for _ in range(5))
+        for link, calls, per_token in groups:
+            active = link.active()
+            fixed = np.where(active, calls * link.latency, 0.0)
+            slope = np.where(active, per_token / link.bytes_per_s, 0.0)
+            up_fixed += np.where(link.scale_out, 0.0, fixed)
+            up_slope += np.where(link.scale_out, 0.0, slope)
+            out_fixed += np.where(link.scale_out, fixed, 0.0)
+            out_slope += np.where(link.scale_out, slope, 0.0)
+            sent_slope += np.where(active, per_token, 0.0)
+        self.up_fixed, self.up_slope = _column(up_fixed), _column(up_slope)
+        self.out_fixed, self.out_slope = _column(out_fixed), _column(out_slope)
+        self.comm_fixed = self.up_fixed + self.out_fixed
+        self.comm_slope = self.up_slope + self.out_slope
+        self.sent_slope = _column(sent_slope)
+        self.tp_link = tp_link
+
+    def _micro(self, batch: FloatArray) -> FloatArray:
+        return np.maximum(batch / self.pp, 1.0)  # tokens per pipeline micro-batch
+
+    def _touched(self, micro: FloatArray) -> FloatArray | float:
+        if not self.fig.is_moe:
+            return 1.0
+        return self.fig.expert_read_fraction(micro * self.expert_sharing)
+
+    def _stage_seconds(self, micro: FloatArray, micro_context: FloatArray) -> FloatArray:
+        """One stage's share of a step, from the micro-batch and micro-batch x context."""
+        compute = micro * self.compute_fixed + micro_context * self.compute_context
+        hbm = self.dense_read + micro_context * self.kv_context
+        if self.fig.is_moe:
+            hbm = hbm + self.expert_read * self._touched(micro)
+        return np.maximum(compute, hbm) + self.comm_fixed + micro * self.comm_slope
+
+    def step_seconds(self, batch: FloatArray, context: FloatArray) -> FloatArray:
+        """Seconds of a decode step of `batch` sequences at mean context `context`."""
+        micro = self._micro(batch)
+        return self.pp * self._stage_seconds(micro, micro * context) + self.step_overhead
+
+    def step(self, batch: FloatArray, context: FloatArray) -> StepCost:
+        """The same step with its parts and the bytes it moves per GPU."""
+        micro = self._micro(batch)
+        compute = micro * (self.compute_fixed + self.compute_context * context)
+        touched = self._touched(micro)
+        hbm = self.dense_read + self.expert_read * touched + micro * context * self.kv_context
+        up = self.up_fixed + micro * self.up_slope
+        out = self.out_fixed + micro * self.out_slope
+        pp = self.pp
+        read = self.dense_bytes + self.expert_bytes * touched + micro * context * self.kv_bytes
+        return StepCost(
+            seconds=pp * (np.maximum(compute, hbm) + up + out) + self.step_overhead,
+            compute=pp * compute,
+            hbm=pp * hbm,
+            scale_up=pp * up,
+            scale_out=pp * out,
+            hbm_bytes=pp * read,
+            link_bytes=pp * micro * self.sent_slope,
+        )
+
+    def drain(
+        self, batch: FloatArray, context: FloatArray, widths: FloatArray
+    ) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Seconds, HBM bytes and link bytes per GPU of the steps of a length grid
+        (plans x segments, `widths` steps per segment), summed over the grid."""
+        micro = self._micro(batch)
+        micro_context = micro * context
+        pp = self.pp[:, 0]
+        steps = widths.sum(axis=1)
+        stage = np.einsum("ij,ij->i", widths, self._stage_seconds(micro, micro_context))
+        seconds = pp * stage + self.step_overhead * steps
+        kv = np.einsum("ij,ij->i", widths, micro_context)
+        read = self.dense_bytes[:, 0] * steps + self.kv_bytes[:, 0] * kv
+        if self.fig.is_moe:
+            touched = np.einsum("ij,ij->i", widths, self._touched(micro))
+            read = read + self.expert_bytes[:, 0] * touched
+        sent = self.sent_slope[:, 0] * np.einsum("ij,ij->i", widths, micro)
+        return seconds, pp * read, pp * sent
+
+    def prefill_token(self, prompt_tokens: float, flops_rate: float) -> PrefillToken:
+        """One prompt token of a large prefill on one pipeline stage: compute-bound (the
+        weights are read once per chunk of thousands of tokens, which is negligible) plus the
+        bandwidth term of the tensor-parallel all-reduces (their latency is amortised over
+        the chunk)."""
+        fig = self.fig
+        flops = 2.0 * fig.params_active + fig.attention_flops_per_context * prompt_tokens / 2.0
+        compute = flops / (self.pp[:, 0] * self.tp_link.size) / flops_rate
+        link = self.tp_link
+        sent = 2.0 * fig.layers / self.pp[:, 0] * all_reduce_bytes(fig.hidden * BF16_BYTES, link)
+        sent = np.where(link.active(), sent, 0.0)
+        comm = transfer_seconds(sent, link, 0.0)
+        up, out = split_by_link(comm, link)
+        return PrefillToken(compute + comm, compute, up, out, sent)
+
+
+@dataclass(frozen=True, slots=True)
+class PrefillToken:
+    seconds: FloatArray
+    compute: FloatArray
+    scale_up: FloatArray
+    scale_out: FloatArray
+    link_bytes: FloatArray
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutExtras:
+    sequences_per_replica: FloatArray
+    concurrency: FloatArray
+    """Sequences a replica decodes at once (min of its share and its KV capacity)."""
+    min_token_seconds: FloatArray
+    """Latency of one decode step of a lone sequence at the prompt's context: the plan's
+    minimum per-token latency."""
+    decode_cap_tokens: FloatArray
+    """Decode steps of the drain: max_response_tokens, or the partial-rollout cap."""
+
+
+def _grids(
+    batch: Batch, caps: FloatArray, segments: int
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Widths, survival and positions of the length grid per plan (plans x segments); plans
+    share a grid per distinct cap, so the closed forms run once per cap."""
+    unique, index = np.unique(caps, return_inverse=True)
+    grids = [
+        length_grid(batch.response_tokens, batch.longest_response, float(c), segments)
+        for c in unique
+    ]
+    widths = np.stack([g.widths for g in grids])[index]
+    survival = np.stack([g.survival for g in grids])[index]
+    position = np.stack([g.position for g in grids])[index]
+    return widths, survival, position
+
+
+def rollout_stage(
+    fig: ModelFigures,
+    layout: RolloutLayout,
+    batch: Batch,
+    capacity: FloatArray,
+    decode_caps: FloatArray,
+    prefix_caching: BoolArray,
+    hw: Hardware,
+    fabric: Fabric,
+    eff: EfficiencyFactors,
+    overheads: Overheads,
+) -> tuple[StageCost, RolloutExtras]:
+    model = DecodeModel(fig, layout, hw, fabric, eff, overheads)
+    prompt, mean, longest = batch.prompt_tokens, batch.response_tokens, batch.longest_response
+    n = np.ceil(batch.generated_sequences / layout.dp)
+    # A replica that cannot hold one sequence is infeasible (memory reports it); time it at 1.
+    full = np.minimum(n, np.maximum(capacity, 1.0))
+
+    widths, survival, position = _grids(batch, decode_caps, overheads.length_segments)
+    drain_batch = np.maximum(full[:, None] * survival, 1.0)
+    drain_seconds, drain_hbm, drain_sent = model.drain(drain_batch, prompt + position, widths)
+    drain_weights = widths * survival
+    tail_per_sequence = drain_weights.sum(axis=1)
+    mean_context = prompt + (drain_weights * position).sum(axis=1) / tail_per_sequence
+    at_full = model.step(full[:, None], mean_context[:, None])
+    per_token = at_full.seconds[:, 0] / full
+
+    decode_tokens = n * mean
+    queued_tokens = np.maximum(decode_tokens - full * tail_per_sequence, 0.0)
+    queued_steps = queued_tokens / full
+    full_steps = decode_tokens / full  # steps if every token ran at the full batch
+
+    # Prefill: one pass per prompt when the group shares its prompt's KV (prefix caching),
+    # at least one prompt per replica; q prompts cross a pipeline of pp stages in (q + pp - 1)
+    # prompt-stage times (the same bubble as training's).
+    prompts = np.where(prefix_caching, np.maximum(n / batch.generated_per_prompt, 1.0), n)
+    pf = model.prefill_token(prompt, hw.flops * eff.prefill_compute)
+    prompt_stage = prompt * pf.seconds
+    prefill_seconds = (prompts + layout.pp - 1.0) * prompt_stage
+    prefill_work = prompts * prompt_stage
+    prefill_depth = layout.pp * prompt_stage
+
+    seconds = prefill_seconds + queued_steps * per_token * full + drain_seconds
+    work = prefill_work + decode_tokens * per_token
+    depth = prefill_depth + drain_seconds
+
+    # Work in FLOPs does not depend on the layout: every generated token once, every prompt
+    # once (per group with prefix caching), attention at the distribution's mean context.
+    prefilled = batch.generated_sequences / batch.generated_per_prompt
+    prefilled = np.where(prefix_caching, prefilled, batch.generated_sequences)
+    params_flop, attention_flop = 2.0 * fig.params_active, fig.attention_flops_per_context
+    decode_context = prompt + mean_position(mean, longest)
+    decode_flop = batch.generated_sequences * mean * (params_flop + attention_flop * decode_context)
+    prefill_flop = prefilled * prompt * (params_flop + attention_flop * prompt / 2)
+
+    gpus = layout.gpus  # = replicas x tp x pp; traffic below is per GPU
+    prefill_tokens = prompts * prompt
+    hbm_bytes = queued_steps * at_full.hbm_bytes[:, 0] + drain_hbm
+    link_bytes = (
+        queued_steps * at_full.link_bytes[:, 0] + drain_sent + prefill_tokens * pf.link_bytes
+    )
+    stage = StageCost(
+        seconds=seconds,
+        work_seconds=work,
+        depth_seconds=depth,
+        work_flop=decode_flop + prefill_flop,
+        hbm_bytes=gpus * hbm_bytes,
+        link_bytes=gpus * link_bytes,
+        gpus=gpus,
+        compute_seconds=prefill_tokens * pf.compute + full_steps * at_full.compute[:, 0],
+        hbm_seconds=full_steps * at_full.hbm[:, 0],
+        scale_up_seconds=prefill_tokens * pf.scale_up + full_steps * at_full.scale_up[:, 0],
+        scale_out_seconds=prefill_tokens * pf.scale_out + full_steps * at_full.scale_out[:, 0],
+    )
+    lone = model.step_seconds(np.ones((len(n), 1)), np.full((len(n), 1), prompt))[:, 0]
+    extras = RolloutExtras(
+        sequences_per_replica=n,
+        concurrency=full,
+        min_token_seconds=lone,
+        decode_cap_tokens=decode_caps,
+    )
+    return stage, extras

@@ -1,0 +1,82 @@
+"""The cost of one stage over all plans, and the Brent bound that binds it.
+
+Every stage formula returns its work time W/p (the stage's work spread perfectly over its
+GPUs at the achieved rates), its depth D (the critical path no GPU count shortens) and its time
+T, built so that max(W/p, D) <= T <= W/p + D holds by construction. The bound is "depth" when D
+exceeds W/p, otherwise the resource that dominates W/p.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from cost.arrays import FloatArray, IntArray
+
+STAGES = ("rollout", "preparation", "training", "weight_sync", "switch")
+BOUNDS = ("compute", "memory-bandwidth", "scale-up", "scale-out", "depth")
+DEPTH = BOUNDS.index("depth")
+
+
+@dataclass(frozen=True, slots=True)
+class StageCost:
+    seconds: FloatArray
+    work_seconds: FloatArray
+    depth_seconds: FloatArray
+    work_flop: FloatArray
+    hbm_bytes: FloatArray
+    link_bytes: FloatArray
+    gpus: FloatArray
+    compute_seconds: FloatArray
+    """Parts of the work time attributed to each resource (they pick the bound)."""
+    hbm_seconds: FloatArray
+    scale_up_seconds: FloatArray
+    scale_out_seconds: FloatArray
+
+    @property
+    def lower_seconds(self) -> FloatArray:
+        return np.maximum(self.work_seconds, self.depth_seconds)
+
+    @property
+    def upper_seconds(self) -> FloatArray:
+        return self.work_seconds + self.depth_seconds
+
+    @property
+    def bound(self) -> IntArray:
+        """Index into BOUNDS per plan."""
+        resources = np.stack(
+            [self.compute_seconds, self.hbm_seconds, self.scale_up_seconds, self.scale_out_seconds]
+        )
+        return np.where(self.depth_seconds > self.work_seconds, DEPTH, np.argmax(resources, axis=0))
+
+    def __add__(self, other: StageCost) -> StageCost:
+        """Two parts run one after the other on the same GPUs (actor then critic): times,
+        work, depth and traffic add (a sum of Brent-bounded parts is Brent-bounded)."""
+        summed = {
+            f.name: getattr(self, f.name) + getattr(other, f.name)
+            for f in fields(self)
+            if f.name != "gpus"
+        }
+        return StageCost(gpus=np.maximum(self.gpus, other.gpus), **summed)
+
+    def take(self, rows: np.ndarray) -> StageCost:
+        return StageCost(**{f.name: getattr(self, f.name)[rows] for f in fields(self)})
+
+
+def idle_stage(n: int, gpus: FloatArray | None = None) -> StageCost:
+    """A stage that does not run (no critic, a verifier reward, no switch)."""
+    zero = np.zeros(n)
+    return StageCost(
+        seconds=zero,
+        work_seconds=zero,
+        depth_seconds=zero,
+        work_flop=zero,
+        hbm_bytes=zero,
+        link_bytes=zero,
+        gpus=zero if gpus is None else gpus,
+        compute_seconds=zero,
+        hbm_seconds=zero,
+        scale_up_seconds=zero,
+        scale_out_seconds=zero,
+    )

@@ -1,0 +1,172 @@
+"""Training: the actor (and the critic when the algorithm has one), minibatch by minibatch.
+
+Each RL step runs minibatches x epochs optimizer steps in a chain. One optimizer step pushes m
+micro-batches per data-parallel rank through a 1F1B pipeline of pp stages, (m + pp - 1)
+micro-batch times (the bubble is (pp - 1) / (m + pp - 1)), then reduces gradients over the
+data-parallel group (all-reduce, or reduce-scatter + all-gather under ZeRO-1/2; ZeRO-3 already
+reduce-scattered per micro-batch) and applies Adam. Work W/p is the busy part, m micro-batches
+plus the gradient sync and the update; depth is the pipeline's fill and drain, pp micro-batch
+times per optimizer step, chained over the optimizer steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cost.architecture import ModelFigures
+from cost.arrays import FloatArray
+from cost.batch import Batch
+from cost.collectives import Fabric, all_reduce_bytes, group_link, split_by_link, transfer_seconds
+from cost.efficiency import EfficiencyFactors
+from cost.hardware import Hardware
+from cost.layouts import TrainLayout
+from cost.memory import OPTIMIZER_BYTES, model_parallel_params
+from cost.model_pass import PassCounts, flops_per_token, micro_pass, training_counts
+from cost.overheads import Overheads
+from cost.stage import StageCost
+from cost.units import BF16_BYTES
+
+# Adam reads fp32 master, moments and the bf16 gradient and writes them back with the bf16
+# weight: 2 x (12 + 2) bytes per parameter of the optimizer's shard.
+ADAM_UPDATE_BYTES = 2 * (OPTIMIZER_BYTES + BF16_BYTES)
+
+
+@dataclass(frozen=True, slots=True)
+class MicroBatches:
+    """How a data-parallel rank cuts its sequences into micro-batches."""
+
+    count: FloatArray
+    tokens: FloatArray
+    """Mean tokens of one micro-batch (over the whole context-parallel group)."""
+    memory_tokens: FloatArray
+    """Tokens of the largest micro-batch: one holding the longest sequence."""
+
+
+def micro_batches(
+    sequences: float, layout: TrainLayout, batch: Batch, overheads: Overheads
+) -> MicroBatches:
+    """Pack `sequences` (split over dp ranks) into micro-batches of at most the per-GPU
+    token budget (x cp, since context parallelism splits each sequence); a sequence longer
+    than the budget is a micro-batch of its own."""
+    per_rank = np.ceil(sequences / layout.dp)
+    per_micro = np.maximum(
+        np.floor(overheads.train_microbatch_tokens * layout.cp / batch.sequence_tokens), 1.0
+    )
+    count = np.ceil(per_rank / per_micro)
+    tokens = per_rank * batch.sequence_tokens / count
+    largest = np.minimum(per_micro, per_rank) * batch.sequence_tokens
+    memory = np.maximum(largest, batch.longest_sequence_tokens)
+    return MicroBatches(count, tokens, memory)
+
+
+def pipeline_stage(
+    fig: ModelFigures,
+    layout: TrainLayout,
+    fabric: Fabric,
+    flops_rate: float,
+    counts: PassCounts,
+    micro: MicroBatches,
+    batch: Batch,
+    rounds: float,
+    per_round_seconds: FloatArray,
+    per_round_up: FloatArray,
+    per_round_out: FloatArray,
+    per_round_hbm_seconds: FloatArray,
+    per_round_hbm_bytes: FloatArray,
+    per_round_link_bytes: FloatArray,
+    work_flop: FloatArray,
+) -> StageCost:
+    """`rounds` pipeline flushes of `micro.count` micro-batches each, every round followed by
+    a fixed part (gradient sync and update, or nothing for forward passes)."""
+    mp = micro_pass(fig, layout, fabric, flops_rate, counts, micro.tokens, batch.sequence_tokens)
+    m, pp = micro.count, layout.pp
+    seconds = rounds * ((m + pp - 1.0) * mp.seconds + per_round_seconds)
+    work = rounds * (m * mp.seconds + per_round_seconds)
+    depth = rounds * pp * mp.seconds
+    gpus = layout.gpus
+    return StageCost(
+        seconds=seconds,
+        work_seconds=work,
+        depth_seconds=depth,
+        work_flop=work_flop,
+        hbm_bytes=gpus * rounds * (m * mp.hbm_bytes + per_round_hbm_bytes),
+        link_bytes=gpus * rounds * (m * mp.link_bytes + per_round_link_bytes),
+        gpus=gpus,
+        compute_seconds=rounds * m * mp.compute,
+        hbm_seconds=rounds * per_round_hbm_seconds,
+        scale_up_seconds=rounds * (m * mp.scale_up + per_round_up),
+        scale_out_seconds=rounds * (m * mp.scale_out + per_round_out),
+    )
+
+
+def train_model_stage(
+    fig: ModelFigures,
+    layout: TrainLayout,
+    batch: Batch,
+    hw: Hardware,
+    fabric: Fabric,
+    eff: EfficiencyFactors,
+    overheads: Overheads,
+) -> StageCost:
+    """Training one model (actor or critic) for one RL step."""
+    counts = training_counts(layout)
+    micro = micro_batches(batch.trained_sequences / batch.minibatches, layout, batch, overheads)
+    dense, expert = model_parallel_params(fig, layout)
+
+    # Gradient sync per optimizer step (ZeRO-3 did it per micro-batch).
+    shard_link = group_link(fabric, layout.shard_group, layout.tp)
+    expert_link = group_link(fabric, layout.expert_shard_group, layout.tp * layout.ep)
+    not_zero3 = layout.zero < 3
+    dense_sent = np.where(not_zero3, all_reduce_bytes(BF16_BYTES * dense, shard_link), 0.0)
+    expert_sent = np.where(not_zero3, all_reduce_bytes(BF16_BYTES * expert, expert_link), 0.0)
+    dense_time = np.where(not_zero3, transfer_seconds(dense_sent, shard_link), 0.0)
+    expert_time = np.where(not_zero3 & fig.is_moe, transfer_seconds(expert_sent, expert_link), 0.0)
+    d_up, d_out = split_by_link(dense_time, shard_link)
+    e_up, e_out = split_by_link(expert_time, expert_link)
+
+    sharded = layout.zero >= 1
+    optimizer_params = np.where(
+        sharded, dense / layout.shard_group + expert / layout.expert_shard_group, dense + expert
+    )
+    update_bytes = ADAM_UPDATE_BYTES * optimizer_params
+    # Adam is a streaming kernel: it reaches about the HBM share decode reaches.
+    update_time = update_bytes / (hw.hbm_bytes_per_s * eff.decode_hbm)
+
+    tokens = batch.trained_tokens * batch.epochs
+    return pipeline_stage(
+        fig,
+        layout,
+        fabric,
+        hw.flops * eff.train_compute,
+        counts,
+        micro,
+        batch,
+        rounds=float(batch.optimizer_steps),
+        per_round_seconds=dense_time + expert_time + update_time,
+        per_round_up=d_up + e_up,
+        per_round_out=d_out + e_out,
+        per_round_hbm_seconds=update_time,
+        per_round_hbm_bytes=update_bytes,
+        per_round_link_bytes=np.where(dense_time > 0, dense_sent, 0.0)
+        + np.where(expert_time > 0, expert_sent, 0.0),
+        work_flop=tokens * flops_per_token(fig, counts, batch.sequence_tokens),
+    )
+
+
+def training_stage(
+    actor: ModelFigures,
+    critic: ModelFigures | None,
+    layout: TrainLayout,
+    batch: Batch,
+    hw: Hardware,
+    fabric: Fabric,
+    eff: EfficiencyFactors,
+    overheads: Overheads,
+) -> StageCost:
+    """Actor, then critic on the same GPUs (verl and OpenRLHF train them in turn)."""
+    stage = train_model_stage(actor, layout, batch, hw, fabric, eff, overheads)
+    if critic is not None:
+        stage = stage + train_model_stage(critic, layout, batch, hw, fabric, eff, overheads)
+    return stage

@@ -1,0 +1,106 @@
+"""Weight sync: putting the trainer's new weights into the rollout engines, once per step.
+
+Colocated, the GPUs reshard in place: each GPU needs its rollout shard; what the training
+layout spreads over more ranks (a finer tp x pp, or ZeRO-3 over the data-parallel group) it
+gathers from its peers, over NVLink when they share the node. Disaggregated, the trainer's
+model-parallel group (gathering first under ZeRO-3) broadcasts over the network to every
+rollout replica: 2 x params bytes per receiving replica, pipelined, so the time is the larger
+of a sender's and a receiver's share at the per-GPU network rate. Either way the weights then
+go into the engine (an HBM copy) bucket by bucket, and each bucket has a fixed cost
+(Overheads.weight_sync_bucket_seconds): the buckets are the depth, the bytes the work.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cost.architecture import ModelFigures
+from cost.arrays import BoolArray, FloatArray
+from cost.collectives import Fabric, gather_bytes, group_link, split_by_link, transfer_seconds
+from cost.efficiency import EfficiencyFactors
+from cost.hardware import Hardware
+from cost.layouts import RolloutLayout, TrainLayout
+from cost.memory import rollout_weight_bytes
+from cost.overheads import Overheads
+from cost.stage import StageCost
+from cost.units import BF16_BYTES
+
+
+def weight_sync_stage(
+    fig: ModelFigures,
+    rollout: RolloutLayout,
+    train: TrainLayout,
+    colocated: BoolArray,
+    hw: Hardware,
+    fabric: Fabric,
+    eff: EfficiencyFactors,
+    overheads: Overheads,
+) -> StageCost:
+    model_bytes = BF16_BYTES * fig.params_total
+    shard = rollout_weight_bytes(fig, rollout)  # what each rollout GPU must end up holding
+    copy_bytes = 2.0 * shard  # read the gathered tensor, write the engine's copy
+    copy_time = copy_bytes / (hw.hbm_bytes_per_s * eff.decode_hbm)
+    buckets = np.ceil(model_bytes / overheads.weight_sync_bucket_bytes)
+    depth = np.full_like(shard, buckets * overheads.weight_sync_bucket_seconds)
+
+    # Colocated: gather from the ranks the training layout spreads this shard over.
+    zero3 = train.zero >= 3
+    spread = (
+        train.tp * train.pp * np.where(zero3, train.shard_group, 1.0) / (rollout.tp * rollout.pp)
+    )
+    spread = np.maximum(spread, 1.0)
+    peers = group_link(fabric, spread, np.where(zero3, train.tp, 1.0))
+    local_sent = gather_bytes(shard, peers)
+    local_time = transfer_seconds(local_sent, peers)
+    local_up, local_out = split_by_link(local_time, peers)
+
+    # Disaggregated: ZeRO-3 first regathers the trainer's model-parallel shard, then a
+    # pipelined broadcast over the network to every replica.
+    trainer_shard = model_bytes / (train.tp * train.pp)
+    regather_link = group_link(fabric, train.shard_group, train.tp)
+    regather_sent = np.where(zero3, gather_bytes(trainer_shard, regather_link), 0.0)
+    regather_time = np.where(zero3, transfer_seconds(regather_sent, regather_link), 0.0)
+    rg_up, rg_out = split_by_link(regather_time, regather_link)
+    broadcast_time = (
+        np.maximum(trainer_shard, shard) / fabric.scale_out_bytes_per_s + fabric.scale_out_latency
+    )
+    remote_time = regather_time + broadcast_time
+    remote_link_bytes = model_bytes * rollout.dp + train.gpus * regather_sent
+
+    transfer = np.where(colocated, local_time, remote_time)
+    return StageCost(
+        seconds=transfer + copy_time + depth,
+        work_seconds=transfer + copy_time,
+        depth_seconds=depth,
+        work_flop=np.zeros_like(shard),
+        hbm_bytes=rollout.gpus * copy_bytes,
+        link_bytes=np.where(colocated, rollout.gpus * local_sent, remote_link_bytes),
+        gpus=np.where(colocated, rollout.gpus, rollout.gpus + train.gpus),
+        compute_seconds=np.zeros_like(shard),
+        hbm_seconds=copy_time,
+        scale_up_seconds=np.where(colocated, local_up, rg_up),
+        scale_out_seconds=np.where(colocated, local_out, rg_out + broadcast_time),
+    )
+
+
+def switch_stage(
+    offload_bytes: FloatArray, colocated: BoolArray, gpus: FloatArray, overheads: Overheads
+) -> StageCost:
+    """Colocated only: trainer state moved to host memory for the rollout and back for
+    training, over the host link (reported as a memory-bandwidth bound)."""
+    moved = np.where(colocated, 2.0 * offload_bytes, 0.0)
+    seconds = moved / overheads.host_bytes_per_s
+    zero = np.zeros_like(seconds)
+    return StageCost(
+        seconds=seconds,
+        work_seconds=seconds,
+        depth_seconds=zero,
+        work_flop=zero,
+        hbm_bytes=gpus * moved,
+        link_bytes=zero,
+        gpus=np.where(colocated, gpus, 0.0),
+        compute_seconds=zero,
+        hbm_seconds=seconds,
+        scale_up_seconds=zero,
+        scale_out_seconds=zero,
+    )

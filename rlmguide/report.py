@@ -1,0 +1,99 @@
+"""The recommendation as a terminal report (rich) or Markdown: plans, stages, rules, notes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlmguide.formats import print_rows
+
+
+def layout(plan: dict[str, Any]) -> tuple[str, str]:
+    r, t = plan["rollout"], plan["train"]
+    rollout = f"{r['gpus']} GPUs: tp{r['tp']} pp{r['pp']} ep{r['ep']} x dp{r['dp']}"
+    train = (
+        f"{t['gpus']} GPUs: tp{t['tp']} pp{t['pp']} cp{t['cp']} ep{t['ep']} x dp{t['dp']}, "
+        f"ZeRO-{t['zero']}, recompute {t['recompute']}"
+    )
+    return rollout, train
+
+
+def print_report(result: dict[str, Any], fmt: str) -> None:
+    search = result["search"]
+    summary = (
+        f"{search['candidates']:,} candidate plans, {search['feasible']:,} feasible, "
+        f"searched in {search['seconds']:.2f} s"
+    )
+    rows = []
+    for plan in result["plans"]:
+        rollout, train = layout(plan)
+        staleness = f" (staleness {plan['max_staleness']})" if plan["max_staleness"] else ""
+        rows.append(
+            (
+                plan["rank"],
+                plan["placement"],
+                plan["execution"] + staleness,
+                rollout,
+                train,
+                f"{plan['step_seconds']:.1f}",
+                f"{plan['tokens_per_second']:,.0f}",
+                "{rollout:.0f} / {train:.0f}".format(**plan["memory_gib_per_gpu"]),
+                plan["bottleneck"],
+            )
+        )
+    print_rows(
+        [
+            "rank",
+            "placement",
+            "execution",
+            "rollout",
+            "train",
+            "step s",
+            "tokens/s",
+            "GiB/GPU r/t",
+            "bottleneck",
+        ],
+        rows,
+        fmt,
+        title=summary,
+    )
+    best = result["plans"][0]
+    total = sum(s["seconds"] for s in best["stages"]) or 1.0
+    stages = [
+        (
+            s["name"],
+            f"{s['seconds']:.2f}",
+            f"{100 * s['seconds'] / total:.0f}%",
+            f"{s['lower_seconds']:.2f}",
+            f"{s['upper_seconds']:.2f}",
+            f"{s['work_flop']:.3g}",
+            s["gpus"],
+            s["bound"],
+        )
+        for s in best["stages"]
+    ]
+    print_rows(
+        [
+            "stage",
+            "seconds",
+            "share",
+            "lower (max(W/p,D))",
+            "upper (W/p+D)",
+            "FLOP",
+            "GPUs",
+            "bound",
+        ],
+        stages,
+        fmt,
+        title="stages of plan 1",
+    )
+    if best["rules"]:
+        print_rows(
+            ["rule", "effect", "title", "sources"],
+            [(r["id"], r["effect"], r["title"], ", ".join(r["sources"])) for r in best["rules"]],
+            fmt,
+            title="guidelines behind plan 1",
+        )
+    notes = [("frameworks", ", ".join(best["frameworks"]) or "none in the KB claims all of it")]
+    notes += [("what would move it", n) for n in result["notes"]]
+    notes += [("rejected", f"{r['reason']}: {r['count']:,}") for r in result["rejected"]]
+    print_rows(["", "note"], notes, fmt, title="notes")

@@ -1,0 +1,69 @@
+"""A timeline of one RL step per plan: stages per GPU pool over time, drawn with matplotlib.
+
+Overlap and idle time are what the picture is for: colocated stages follow each other on one
+pool, disaggregated pools run side by side (overlapped when execution is not synchronous).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+COLOURS = {
+    "rollout": "#4c72b0",
+    "preparation": "#dd8452",
+    "training": "#55a868",
+    "weight_sync": "#c44e52",
+    "switch": "#8172b3",
+}
+
+
+def lanes(plan: Mapping[str, Any]) -> list[tuple[str, list[tuple[str, float, float]]]]:
+    """(pool label, [(stage, start, seconds)]) for one plan in steady state."""
+    seconds = {s["name"]: s["seconds"] for s in plan["stages"]}
+    order = ["rollout", "preparation", "training", "weight_sync", "switch"]
+    if plan["placement"] == "colocated":
+        t, bars = 0.0, []
+        for name in order:
+            if seconds.get(name):
+                bars.append((name, t, seconds[name]))
+                t += seconds[name]
+        return [(f"all {plan['train']['gpus']} GPUs", bars)]
+    overlapped = plan["execution"] != "sync"
+    rollout = [("rollout", 0.0, seconds["rollout"])]
+    start = 0.0 if overlapped else seconds["rollout"]
+    train_bars, t = [], start
+    for name in ("preparation", "training", "weight_sync"):
+        if seconds.get(name):
+            train_bars.append((name, t, seconds[name]))
+            t += seconds[name]
+    return [
+        (f"rollout pool, {plan['rollout']['gpus']} GPUs", rollout),
+        (f"training pool, {plan['train']['gpus']} GPUs", train_bars),
+    ]
+
+
+def draw(plans: Sequence[Mapping[str, Any]], path: Path) -> None:
+    """Write the timelines of `plans` (best first) to an SVG or PNG file."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [(plan, lane) for plan in plans for lane in lanes(plan)]
+    fig, ax = plt.subplots(figsize=(10, 0.6 * len(rows) + 1.5))
+    labels = []
+    for y, (plan, (label, bars)) in enumerate(rows):
+        labels.append(f"#{plan['rank']} {plan['placement']}/{plan['execution']}: {label}")
+        for name, start, width in bars:
+            ax.barh(y, width, left=start, color=COLOURS.get(name, "grey"), edgecolor="white")
+    ax.set_yticks(range(len(rows)), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds within one RL step (steady state)")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in COLOURS.values()]
+    ax.legend(handles, list(COLOURS), loc="lower right", fontsize="small", ncols=3)
+    ax.set_title("Stages per GPU pool over one step")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,121 @@
+"""Candidate plans: every pool split, per-pool layout and execution mode the scenario allows.
+
+Layouts are enumerated per pool first (rollout layouts for each rollout pool size, training
+layouts for each training pool size), so that rules and the cost core can judge and rank a
+pool's layouts once, however many splits and execution modes share that pool size.
+Whatever the scenario's `plan:` fixes is held fixed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from kb.schema import Plan
+from rules.scenario import Resolved
+
+MAX_STALENESS = (1, 2, 4)
+RECOMPUTE = ("none", "selective", "full")
+
+
+def powers_of_two(limit: int) -> list[int]:
+    return [1 << i for i in range(limit.bit_length()) if (1 << i) <= limit]
+
+
+@dataclass(frozen=True)
+class Split:
+    """How the cluster's GPUs are given to the rollout and training pools."""
+
+    placement: str
+    rollout_gpus: int
+    train_gpus: int
+
+
+def splits(resolved: Resolved) -> list[Split]:
+    """Colocated on all GPUs; disaggregated at every node split (or GPU split in one node)."""
+    cluster, plan = resolved.scenario.cluster, resolved.scenario.plan
+    gpus, per_node = cluster.gpus, cluster.gpus_per_node
+    found = [Split("colocated", gpus, gpus)]
+    unit = per_node if cluster.nodes > 1 else 1
+    found += [Split("disaggregated", g, gpus - g) for g in range(unit, gpus, unit)]
+    keep = []
+    for split in found:
+        if plan.placement and split.placement != plan.placement:
+            continue
+        if plan.rollout.gpus and split.rollout_gpus != plan.rollout.gpus:
+            continue
+        if plan.train.gpus and split.train_gpus != plan.train.gpus:
+            continue
+        keep.append(split)
+    return keep
+
+
+def executions(placement: str, plan: Plan) -> list[tuple[str, int]]:
+    """(execution, staleness) pairs: pools that share GPUs cannot overlap, only pause."""
+    if placement == "colocated":
+        options = [("sync", 0), ("partial-rollout", 1)]
+    else:
+        options = [("sync", 0), ("one-step-off", 1), ("partial-rollout", 1)]
+        options += [("async", k) for k in MAX_STALENESS]
+    if plan.execution:
+        options = [o for o in options if o[0] == plan.execution]
+    if plan.max_staleness:
+        options = [o for o in options if o[0] == "sync" or o[1] == plan.max_staleness]
+        if plan.execution in ("async", "one-step-off", "partial-rollout"):
+            options = [(plan.execution, plan.max_staleness)]
+    return options
+
+
+def _choices(fixed: int | None, options: list[int]) -> list[int]:
+    return [fixed] if fixed is not None else options
+
+
+def rollout_layouts(resolved: Resolved, gpus: int) -> dict[str, np.ndarray]:
+    """Every (tp, pp, ep) with a whole number of replicas on `gpus` GPUs."""
+    fixed = resolved.scenario.plan.rollout
+    moe = resolved.policy.moe
+    tps = _choices(fixed.tp, powers_of_two(min(gpus, 2 * resolved.scenario.cluster.gpus_per_node)))
+    pps = _choices(fixed.pp, [p for p in (1, 2, 4) if p <= gpus])
+    eps = _choices(fixed.ep, powers_of_two(min(gpus, moe.experts)) if moe else [1])
+    rows = [
+        (tp, pp, ep, gpus // (tp * pp))
+        for tp, pp, ep in itertools.product(tps, pps, eps)
+        if gpus % (tp * pp) == 0 and ep <= gpus and gpus % ep == 0
+    ]
+    return _columns(("tp", "pp", "ep", "dp"), rows, gpus)
+
+
+def train_layouts(resolved: Resolved, gpus: int) -> dict[str, np.ndarray]:
+    """Every (tp, pp, cp, ep, zero, recompute) that factorises `gpus` GPUs."""
+    fixed = resolved.scenario.plan.train
+    moe, layers = resolved.policy.moe, resolved.policy.layers
+    tps = _choices(fixed.tp, powers_of_two(min(gpus, 2 * resolved.scenario.cluster.gpus_per_node)))
+    pps = _choices(fixed.pp, [p for p in powers_of_two(min(gpus, 16)) if p <= layers])
+    cps = _choices(fixed.cp, powers_of_two(min(gpus, 8)))
+    eps = _choices(fixed.ep, powers_of_two(min(gpus, moe.experts)) if moe else [1])
+    zeros = _choices(fixed.zero, [0, 1, 2, 3])
+    recomputes = [fixed.recompute] if fixed.recompute else list(RECOMPUTE)
+    rows = []
+    for tp, pp, cp, ep in itertools.product(tps, pps, cps, eps):
+        if gpus % (tp * pp * cp):
+            continue
+        dp = gpus // (tp * pp * cp)
+        if (dp * cp) % ep:
+            continue
+        rows += [(tp, pp, cp, ep, dp, z, r) for z in zeros for r in recomputes]
+    return _columns(("tp", "pp", "cp", "ep", "dp", "zero", "recompute"), rows, gpus)
+
+
+def _columns(names: tuple[str, ...], rows: list[tuple], gpus: int) -> dict[str, np.ndarray]:
+    table = {name: np.array([r[i] for r in rows]) for i, name in enumerate(names)}
+    table["gpus"] = np.full(len(rows), gpus, dtype=np.int64)
+    return table
+
+
+def prefix_caching_options(resolved: Resolved) -> list[bool]:
+    fixed = resolved.scenario.plan.rollout.prefix_caching
+    if fixed is not None:
+        return [fixed]
+    return [True, False] if resolved.samples_per_prompt > 1 else [False]
