@@ -171,19 +171,30 @@ class Recommender:
 
     # -- pools -----------------------------------------------------------------------------
 
-    def _pool_shortlist(
-        self, pool: str, size: int, other: int, weight_per_row: int
-    ) -> tuple[dict[str, np.ndarray], int]:
-        """The fastest feasible layouts of one disaggregated pool of `size` GPUs."""
+    def _pool_shortlists(
+        self, pool: str, sizes: list[tuple[int, int]], weights: list[int]
+    ) -> tuple[dict[int, dict[str, np.ndarray]], dict[int, int]]:
+        """The fastest feasible layouts of a disaggregated pool, for every (size, other) pair
+        of `sizes`, costed in one call; `weights[k]` is how many candidate plans one layout
+        of pair k stands for (the other pool's layouts times the execution modes)."""
         r = self.resolved
         per_node = r.scenario.cluster.gpus_per_node
+        enumerate_layouts = rollout_layouts if pool == "rollout" else train_layouts
+        per_size = [enumerate_layouts(r, size) for size, _ in sizes]
+        counts = np.array([len(layouts["tp"]) for layouts in per_size])
+        out: dict[int, dict[str, np.ndarray]] = {}
+        feasible: dict[int, int] = {}
+        if not counts.sum():
+            return out, feasible
+        layouts = {k: np.concatenate([x[k] for x in per_size]) for k in per_size[0]}
+        group = np.repeat(np.arange(len(sizes)), counts)
+        other = np.array([o for _, o in sizes])[group]
+        n = len(group)
         if pool == "rollout":
-            layouts = rollout_layouts(r, size)
-            n = len(layouts["tp"])
             rows = dict(
                 placement=np.full(n, "disaggregated"),
                 execution="sync",
-                rollout_gpus=size,
+                rollout_gpus=layouts["gpus"],
                 rollout_tp=layouts["tp"],
                 rollout_pp=layouts["pp"],
                 rollout_ep=layouts["ep"],
@@ -193,14 +204,13 @@ class Recommender:
                 train_recompute="full",
             )
         else:
-            layouts = train_layouts(r, size)
-            n = len(layouts["tp"])
+            reference = np.array([_reference_rollout_tp(o, per_node) for _, o in sizes])[group]
             rows = dict(
                 placement=np.full(n, "disaggregated"),
                 execution="sync",
                 rollout_gpus=other,
-                rollout_tp=_reference_rollout_tp(other, per_node),
-                train_gpus=size,
+                rollout_tp=reference,
+                train_gpus=layouts["gpus"],
                 train_tp=layouts["tp"],
                 train_pp=layouts["pp"],
                 train_cp=layouts["cp"],
@@ -208,14 +218,13 @@ class Recommender:
                 train_zero=layouts["zero"],
                 train_recompute=layouts["recompute"],
             )
-        if n == 0:
-            return layouts, 0
         table = _table(rows)
-        weight = np.full(n, weight_per_row)
+        weight = np.asarray(weights)[group]
         alive = self._reject(self._env(table), n, pool, weight)
-        if not alive.any():
-            return {k: v[:0] for k, v in layouts.items()}, n
-        costs = _cost(r, table)
+        keep = np.flatnonzero(alive)
+        if not keep.size:
+            return out, feasible
+        costs = _cost(r, table.take(keep))
         if pool == "rollout":
             seconds = costs.stages["rollout"].seconds
             memory = costs.memory_rollout_gib
@@ -223,12 +232,15 @@ class Recommender:
             seconds = costs.stages["training"].seconds + costs.stages["preparation"].seconds
             memory = costs.memory_train_gib
         fits = memory <= self.usable_gib
-        overflow = alive & ~fits
-        self.search.rejected["memory"] += int(weight[overflow].sum())
-        self._note_overflow(memory[alive] - self.usable_gib, pool)
-        ok = np.flatnonzero(alive & fits)
-        best = ok[np.argsort(seconds[ok], kind="stable")[:SHORTLIST]]
-        return {k: v[best] for k, v in layouts.items()}, n
+        self.search.rejected["memory"] += int(weight[keep][~fits].sum())
+        self._note_overflow(memory - self.usable_gib, pool)
+        ok = keep[fits]
+        order = ok[np.lexsort((seconds[fits], group[ok]))]
+        for k, (size, _) in enumerate(sizes):
+            mine = order[group[order] == k]
+            feasible[size] = len(mine)
+            out[size] = {key: v[mine[:SHORTLIST]] for key, v in layouts.items()}
+        return out, feasible
 
     def _note_overflow(self, excess: np.ndarray, pool: str) -> None:
         if excess.size:
@@ -292,42 +304,51 @@ class Recommender:
             train_recompute=tr["recompute"],
         )
 
-    def _disaggregated_rows(self, split: Split) -> list[dict[str, Any]]:
+    def _disaggregated_rows(self, chosen: list[Split]) -> list[dict[str, Any]]:
         r = self.resolved
+        if not chosen:
+            return []
         modes = executions("disaggregated", r.scenario.plan)
         prefixes = prefix_caching_options(r)
         per_layout = len(modes) * len(prefixes)
-        n_train = len(train_layouts(r, split.train_gpus)["tp"])
-        n_roll = len(rollout_layouts(r, split.rollout_gpus)["tp"])
-        self.search.candidates += n_roll * n_train * per_layout
-        ro, _ = self._pool_shortlist(
-            "rollout", split.rollout_gpus, split.train_gpus, n_train * per_layout
+        n_train = [len(train_layouts(r, s.train_gpus)["tp"]) for s in chosen]
+        n_roll = [len(rollout_layouts(r, s.rollout_gpus)["tp"]) for s in chosen]
+        self.search.candidates += sum(a * b for a, b in zip(n_roll, n_train, strict=True)) * (
+            per_layout
         )
-        if not len(ro["tp"]):
-            return []
-        tr, _ = self._pool_shortlist(
-            "train", split.train_gpus, split.rollout_gpus, len(ro["tp"]) * per_layout
+        rollouts, feasible_rollouts = self._pool_shortlists(
+            "rollout",
+            [(s.rollout_gpus, s.train_gpus) for s in chosen],
+            [t * per_layout for t in n_train],
         )
-        nr, nt = len(ro["tp"]), len(tr["tp"])
-        # Layouts left out of the shortlists are feasible but slower: they stay counted as
-        # feasible candidates, never as rejections.
-        if not nt:
-            return []
-        ri, ti = np.meshgrid(np.arange(nr), np.arange(nt), indexing="ij")
-        ri, ti = ri.ravel(), ti.ravel()
-        return [
-            self._combine(
-                "disaggregated",
-                execution,
-                staleness,
-                prefix,
-                split,
-                {k: v[ri] for k, v in ro.items()},
-                {k: v[ti] for k, v in tr.items()},
-            )
-            for (execution, staleness) in modes
-            for prefix in prefixes
-        ]
+        # Training layouts of a split whose rollout pool has no feasible layout stand for no
+        # further candidates: they are already counted as rejected with the rollout pool.
+        trains, _ = self._pool_shortlists(
+            "train",
+            [(s.train_gpus, s.rollout_gpus) for s in chosen],
+            [feasible_rollouts.get(s.rollout_gpus, 0) * per_layout for s in chosen],
+        )
+        out = []
+        for split in chosen:
+            ro, tr = rollouts.get(split.rollout_gpus), trains.get(split.train_gpus)
+            if ro is None or tr is None or not len(ro["tp"]) or not len(tr["tp"]):
+                continue
+            ri, ti = np.meshgrid(np.arange(len(ro["tp"])), np.arange(len(tr["tp"])), indexing="ij")
+            ri, ti = ri.ravel(), ti.ravel()
+            out += [
+                self._combine(
+                    "disaggregated",
+                    execution,
+                    staleness,
+                    prefix,
+                    split,
+                    {k: v[ri] for k, v in ro.items()},
+                    {k: v[ti] for k, v in tr.items()},
+                )
+                for (execution, staleness) in modes
+                for prefix in prefixes
+            ]
+        return out
 
     # -- the whole search ------------------------------------------------------------------
 
@@ -336,13 +357,13 @@ class Recommender:
         n_scenario_rejects = self._scenario_rejection()
         rows: list[dict[str, Any]] = []
         colocated_rows = 0
-        for split in splits(self.resolved):
+        chosen = splits(self.resolved)
+        for split in chosen:
             if split.placement == "colocated":
                 produced = self._colocated_rows(split)
                 colocated_rows += sum(len(p["placement"]) for p in produced)
-            else:
-                produced = self._disaggregated_rows(split)
-            rows += produced
+                rows += produced
+        rows += self._disaggregated_rows([s for s in chosen if s.placement == "disaggregated"])
         self.search.candidates += colocated_rows
         if n_scenario_rejects is not None:
             self.search.rejected[n_scenario_rejects] += self.search.candidates - sum(
@@ -367,6 +388,9 @@ class Recommender:
             # Disaggregated rows were judged per pool already; colocated ones are judged here.
             alive &= self._reject(env, n, level, colocated.astype(int)) | ~colocated
         keep = np.flatnonzero(alive)
+        if not keep.size:
+            self.search.seconds = time.perf_counter() - start
+            raise NoFeasiblePlan(self._binding())
         table = table.take(keep)
         costs = _cost(self.resolved, table)
         env = self._env(table, costs)

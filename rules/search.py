@@ -18,6 +18,10 @@ from rules.scenario import Resolved
 
 MAX_STALENESS = (1, 2, 4)
 RECOMPUTE = ("none", "selective", "full")
+ZERO_STAGES = (1, 3)
+"""Searched ZeRO stages: 1 (sharded optimizer, Megatron's distributed optimizer) and 3 (FSDP).
+Stages 0 and 2 are costed when a scenario fixes them; in the cost model they trade the same
+traffic for more memory than stage 1, so the search leaves them out."""
 
 
 def powers_of_two(limit: int) -> list[int]:
@@ -95,7 +99,7 @@ def train_layouts(resolved: Resolved, gpus: int) -> dict[str, np.ndarray]:
     pps = _choices(fixed.pp, [p for p in powers_of_two(min(gpus, 16)) if p <= layers])
     cps = _choices(fixed.cp, powers_of_two(min(gpus, 8)))
     eps = _choices(fixed.ep, powers_of_two(min(gpus, moe.experts)) if moe else [1])
-    zeros = _choices(fixed.zero, [0, 1, 2, 3])
+    zeros = _choices(fixed.zero, list(ZERO_STAGES))
     recomputes = [fixed.recompute] if fixed.recompute else list(RECOMPUTE)
     rows = []
     for tp, pp, cp, ep in itertools.product(tps, pps, cps, eps):

@@ -1,0 +1,32 @@
+"""Does a rule fire on a scenario? The judge of every rule's example cases.
+
+A rule fires on a scenario when it fires on at least one candidate plan: a `require` rule
+when it rejects a candidate, a `prefer` or `advise` rule when a feasible plan satisfies it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kb.schema import Framework, Scenario
+from kb.schema.records import Record
+from rules.engine import CompiledRule
+from rules.recommend import NoFeasiblePlan, Recommender
+from rules.scenario import resolve
+
+
+def fires_on(
+    rule: CompiledRule,
+    scenario: Scenario,
+    catalog: dict[str, dict[str, Record]],
+    rules: list[CompiledRule],
+    frameworks: Iterable[Framework] = (),
+) -> bool:
+    recommender = Recommender(resolve(scenario, catalog), rules, frameworks)
+    try:
+        _, fired = recommender.run()
+    except NoFeasiblePlan:
+        return rule.record.effect == "require" and recommender.search.rejected[rule.id] > 0
+    if rule.record.effect == "require":
+        return recommender.search.rejected[rule.id] > 0
+    return bool(fired[rule.id].any())
