@@ -116,12 +116,43 @@ def check_rules(c: Checker) -> None:
             c.scenario(rule, f"examples[{i}].scenario", example.scenario)
 
 
+MIN_DIMENSIONS = 10
+
+
+def check_coverage(c: Checker) -> None:
+    """Warnings, not errors: thin frameworks, unclaimed techniques, uncited sources."""
+    from kb.coverage import framework_dimensions
+
+    for fid, dims in framework_dimensions(c.catalog).items():
+        if len(dims) < MIN_DIMENSIONS:
+            fw = c.catalog.of("framework")[fid]
+            c.report(
+                fw,
+                "claims",
+                f"only {len(dims)} of the comparison dimensions are known "
+                f"(at least {MIN_DIMENSIONS} wanted)",
+                "warning",
+            )
+    claimed = {cl.feature for fw in c.catalog.of("framework").values() for cl in fw.claims}  # type: ignore[attr-defined]
+    techniques = c.catalog.of("technique")
+    parents = {t.parent for t in techniques.values()}  # type: ignore[attr-defined]
+    for tech in techniques.values():
+        if tech.id not in claimed and tech.id not in parents:
+            c.report(tech, "", "no framework claims this technique", "warning")
+    cited = {s for r in c.catalog.all() for s in r.cited_sources()}
+    cited |= {cl.source for fw in c.catalog.of("framework").values() for cl in fw.claims}  # type: ignore[attr-defined]
+    for source in c.catalog.of("source").values():
+        if source.id not in cited:
+            c.report(source, "", "no record cites this source", "warning")
+
+
 CHECKS: tuple[Callable[[Checker], None], ...] = (
     check_citations,
     check_frameworks,
     check_taxonomy,
     check_results,
     check_rules,
+    check_coverage,
 )
 
 

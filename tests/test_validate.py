@@ -10,8 +10,11 @@ from kb.load import load_catalog
 from kb.validate import validate
 
 
-def problems(root: Path, *extra_roots: tuple[Path, str | None]) -> list[str]:
-    return [str(p) for p in validate(load_catalog([(root, None), *extra_roots]))]
+def problems(
+    root: Path, *extra_roots: tuple[Path, str | None], severity: str = "error"
+) -> list[str]:
+    found = validate(load_catalog([(root, None), *extra_roots]))
+    return [str(p) for p in found if p.severity == severity]
 
 
 def edit(root: Path, name: str, old: str, new: str) -> None:
@@ -175,3 +178,22 @@ def test_all_problems_are_collected_at_once(fixture_kb: Path) -> None:
     edit(fixture_kb, "techniques/tensor-parallelism.yaml", "parent: parallelism", "parent: nope")
     edit(fixture_kb, "models/model-7b.yaml", "layers: 28", "layers: zero")
     assert len(problems(fixture_kb)) == 3
+
+
+def test_coverage_warnings(fixture_kb: Path) -> None:
+    warnings = problems(fixture_kb, severity="warning")
+    assert any(
+        w.startswith("frameworks/fw-two.yaml: claims: only 1 of the comparison dimensions")
+        for w in warnings
+    ), warnings
+    (fixture_kb / "sources" / "lonely.yaml").write_text(
+        "id: lonely\ntype: blog\ntitle: Nobody cites me\nurl: https://example.org/l\n"
+    )
+    (fixture_kb / "techniques" / "orphan.yaml").write_text(
+        "id: orphan\nname: Orphan\nparent: parallelism\nscope: training\n"
+        "description: Claimed by nobody.\nsources: [paper-a]\n"
+    )
+    warnings = problems(fixture_kb, severity="warning")
+    assert "sources/lonely.yaml: no record cites this source" in warnings
+    assert "techniques/orphan.yaml: no framework claims this technique" in warnings
+    assert problems(fixture_kb) == []

@@ -1,0 +1,48 @@
+"""Knowledge-base statistics: records per kind, claims per framework, how many claims rest on a
+primary source, and how much of the framework x dimension matrix is known.
+
+Run: python bench/kb_stats.py
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from kb.coverage import DIMENSIONS, framework_dimensions
+from kb.load import load_catalog
+from kb.paths import DEFAULT_ROOTS, PLURALS
+from rlmguide.cli import RULES_ROOT
+
+PRIMARY = {"paper", "repository", "documentation", "model-config", "datasheet"}
+
+
+def main() -> None:
+    catalog = load_catalog([*DEFAULT_ROOTS, RULES_ROOT])
+    print("records per kind:")
+    for kind, plural in PLURALS.items():
+        print(f"  {plural:<13} {len(catalog.of(kind)):>5}")
+    frameworks = catalog.of("framework").values()
+    claims = [c for fw in frameworks for c in fw.claims]  # type: ignore[attr-defined]
+    sources = catalog.of("source")
+    primary = sum(1 for c in claims if sources[c.source].type in PRIMARY)  # type: ignore[attr-defined]
+    support = Counter(c.support for c in claims)
+    print(f"claims: {len(claims)} ({', '.join(f'{k} {v}' for k, v in support.most_common())})")
+    print(
+        f"claims citing a primary source (paper, repository, docs, config, datasheet): "
+        f"{primary}/{len(claims)} = {100 * primary / max(len(claims), 1):.1f}%"
+    )
+    per = sorted(((len(fw.claims), fw.id) for fw in frameworks), reverse=True)  # type: ignore[attr-defined]
+    print("claims per framework: " + ", ".join(f"{i} {n}" for n, i in per))
+    dims = framework_dimensions(catalog)
+    axes = (*DIMENSIONS, "licence")
+    known = sum(len(d) for d in dims.values())
+    print(
+        f"matrix: {len(dims)} frameworks x {len(axes)} dimensions; cells known "
+        f"{known}/{len(dims) * len(axes)} = {100 * known / (len(dims) * len(axes)):.1f}%"
+    )
+    thin = sorted(f for f, d in dims.items() if len(d) < 10)
+    print(f"frameworks with fewer than 10 dimensions known: {len(thin)} ({', '.join(thin)})")
+
+
+if __name__ == "__main__":
+    main()
