@@ -78,11 +78,6 @@ class ModelFigures:
         return self.params_total - self.expert_params
 
     @property
-    def layer_params(self) -> float:
-        """Mean weights of one layer: what ZeRO-3 gathers at a time."""
-        return (self.params_total - self.embedding_params) / self.layers
-
-    @property
     def attention_flops_per_context(self) -> float:
         """Forward attention FLOPs of one token per token of context, all layers.
 

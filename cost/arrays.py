@@ -15,8 +15,3 @@ BoolArray: TypeAlias = npt.NDArray[np.bool_]
 def floats(values: npt.ArrayLike) -> FloatArray:
     """A float64 copy-free view where possible; the formulas never mix integer arithmetic in."""
     return np.asarray(values, dtype=np.float64)
-
-
-def ceil_div(a: FloatArray, b: FloatArray | float) -> FloatArray:
-    """ceil(a / b) in floating point, for counts (sequences per replica, micro-batches)."""
-    return np.ceil(a / b)

@@ -60,9 +60,8 @@ class Link:
 
 def group_link(fabric: Fabric, size: FloatArray, stride: FloatArray) -> Link:
     size = np.asarray(size, dtype=np.float64)
-    stride = np.broadcast_to(np.asarray(stride, dtype=np.float64), size.shape)
     inside = size * stride <= fabric.domain_gpus
-    per_node = np.clip(np.floor(fabric.domain_gpus / stride), 1.0, size)
+    per_node = np.minimum(np.maximum(np.floor(fabric.domain_gpus / stride), 1.0), size)
     across = np.minimum(fabric.scale_up_bytes_per_s, per_node * fabric.scale_out_bytes_per_s)
     return Link(
         size=size,

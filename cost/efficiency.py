@@ -35,7 +35,8 @@ DEFAULTS: dict[str, Default] = {
     # Decode is a stream of weight and KV-cache reads; serving measurements put the achieved
     # model bandwidth utilisation of small-batch decode at roughly 50-70% of HBM peak
     # (Databricks/MosaicML inference engineering); PagedAttention keeps the KV reads paged but
-    # contiguous enough to stream (vLLM, arXiv 2309.06180).
+    # contiguous enough to stream (vLLM, arXiv 2309.06180). The cost core also uses it for
+    # the other streaming HBM kernels it charges: the Adam update and loading synced weights.
     "decode_hbm": Default(
         0.60,
         ("blog-databricks-llm-inference-performance-engineering", "arxiv-2309.06180"),

@@ -18,21 +18,14 @@ from cost.collectives import Fabric
 from cost.compose import compose_step
 from cost.efficiency import EfficiencyFactors, resolve_efficiency
 from cost.hardware import Hardware
-from cost.layouts import RolloutLayout, TrainLayout
-from cost.memory import (
-    activation_bytes,
-    colocated_offload,
-    frozen_weight_bytes,
-    rollout_memory,
-    trained_state_bytes,
-    zero3_gather_bytes,
-)
+from cost.layouts import RolloutLayout, TrainLayout, TrainLinks
+from cost.memory import colocated_offload, rollout_memory, training_memory
 from cost.overheads import DEFAULT_OVERHEADS, Overheads
 from cost.plans import COLOCATED, PARTIAL_ROLLOUT, PlanTable, check_plans
 from cost.preparation import preparation_stage
 from cost.rollout import rollout_stage
 from cost.stage import BOUNDS, STAGES, StageCost
-from cost.training import micro_batches, training_stage
+from cost.training import training_stage
 from cost.units import GIB
 from cost.weight_sync import switch_stage, weight_sync_stage
 from kb.schema import Efficiency, Workload
@@ -158,28 +151,16 @@ def evaluate(
     critic_fig = ModelFigures.of(critic_arch) if critic_arch is not None else None
     reward_fig = ModelFigures.of(reward) if reward is not None else None
     r_layout, t_layout = RolloutLayout.of(plans), TrainLayout.of(plans)
+    t_links = TrainLinks.of(fabric, t_layout)
     usable = hw.memory_bytes * overheads.usable_memory_fraction
     colocated = plans.placement == COLOCATED
 
-    # Memory of the training phase: trained models' states, frozen models' weights, the
-    # activations of whichever trained model is running, one ZeRO-3 gathered layer.
+    # Memory of the training phase (it also sizes the training micro-batches).
     trained = [actor] + ([critic_fig] if critic_fig else [])
     frozen = ([actor] if needs.needs_reference else []) + ([reward_fig] if reward_fig else [])
-    micro = micro_batches(batch.trained_sequences / batch.minibatches, t_layout, batch, overheads)
-    in_flight = np.minimum(t_layout.pp, micro.count)
-    states = sum((trained_state_bytes(f, t_layout) for f in trained), np.zeros(len(plans)))
-    states = states + sum((frozen_weight_bytes(f, t_layout) for f in frozen), np.zeros(len(plans)))
-    activations = np.max(
-        [
-            activation_bytes(
-                f, t_layout, micro.memory_tokens, batch.longest_sequence_tokens, in_flight
-            )
-            for f in trained
-        ],
-        axis=0,
-    )
-    gathered = np.max([zero3_gather_bytes(f, t_layout) for f in trained + frozen], axis=0)
-    train_memory = states + activations + gathered
+    train_mem = training_memory(trained, frozen, t_layout, batch, usable, overheads)
+    states, train_memory = train_mem.resident, train_mem.bytes
+    micro_tokens = np.maximum(train_mem.micro_tokens, batch.sequence_tokens)
 
     # Memory of the rollout phase; colocated, the trainer's state offloads just enough.
     alone = rollout_memory(actor, r_layout, batch, usable, overheads)
@@ -215,14 +196,16 @@ def evaluate(
         needs.needs_reference,
         needs.old_log_probs,
         t_layout,
+        t_links,
         batch,
         hw,
-        fabric,
         eff,
         overheads,
     )
-    training = training_stage(actor, critic_fig, t_layout, batch, hw, fabric, eff, overheads)
-    sync = weight_sync_stage(actor, r_layout, t_layout, colocated, hw, fabric, eff, overheads)
+    training = training_stage(actor, critic_fig, t_layout, t_links, batch, micro_tokens, hw, eff)
+    sync = weight_sync_stage(
+        actor, r_layout, t_layout, t_links, colocated, hw, fabric, eff, overheads
+    )
     switch = switch_stage(offload, colocated, r_layout.gpus, overheads)
     stages = {
         "rollout": rollout,
@@ -246,7 +229,9 @@ def evaluate(
     rollout_memory_bytes = (
         alone.weights + alone.workspace + extras.concurrency * alone.kv_per_sequence + resident
     )
-    overflow = np.maximum(np.maximum(train_memory - usable, alone.minimum - usable), 0.0)
+    overflow = np.maximum(train_memory - usable, alone.minimum - usable)
+    # A micro-batch sized to fill the memory exactly must not fail on a rounding error.
+    overflow = np.where(overflow > usable * 1e-9, overflow, 0.0)
     return CostTable(
         plans=plans,
         stages=stages,

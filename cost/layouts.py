@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from cost.arrays import FloatArray, IntArray, floats
+from cost.collectives import Fabric, Link, group_link
 from cost.plans import PlanTable
 
 
@@ -65,3 +68,30 @@ class TrainLayout:
     def expert_shard_group(self) -> FloatArray:
         """Ranks that hold the same experts (expert data parallelism)."""
         return self.dp * self.cp / self.ep
+
+
+@dataclass(frozen=True, slots=True)
+class TrainLinks:
+    """The process groups of a training layout and the link each uses (ranks innermost
+    first: tp, cp, dp, pp; experts over ep ranks strided by tp)."""
+
+    tp: Link
+    cp: Link
+    ep: Link
+    shard: Link
+    """dp x cp ranks holding the same dense weights: gradients and ZeRO shards."""
+    expert_shard: Link
+    pp: Link
+    """Neighbouring pipeline stages (a group of 2, or of 1 without pipelining)."""
+
+    @classmethod
+    def of(cls, fabric: Fabric, layout: TrainLayout) -> TrainLinks:
+        tp, cp, ep, dp, pp = layout.tp, layout.cp, layout.ep, layout.dp, layout.pp
+        return cls(
+            tp=group_link(fabric, tp, 1.0),
+            cp=group_link(fabric, cp, tp),
+            ep=group_link(fabric, ep, tp),
+            shard=group_link(fabric, layout.shard_group, tp),
+            expert_shard=group_link(fabric, layout.expert_shard_group, tp * ep),
+            pp=group_link(fabric, np.where(pp > 1, 2.0, 1.0), tp * cp * dp),
+        )

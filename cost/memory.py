@@ -69,9 +69,13 @@ def frozen_weight_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
 
 
 def zero3_gather_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
-    """The one layer ZeRO-3 gathers at a time: the part of it that is not this rank's shard."""
-    group = layout.shard_group
-    gathered = WEIGHT_BYTES * fig.layer_params / layout.tp * (1.0 - 1.0 / group)
+    """The one layer ZeRO-3 gathers at a time: the part of it that is not this rank's shard
+    (its dense weights over the shard group, its experts over the expert shard group)."""
+    dense = (fig.dense_params - fig.embedding_params) / fig.layers / layout.tp
+    expert = fig.expert_params / max(fig.sparse_layers, 1) / (layout.ep * layout.tp)
+    gathered = WEIGHT_BYTES * (
+        dense * (1.0 - 1.0 / layout.shard_group) + expert * (1.0 - 1.0 / layout.expert_shard_group)
+    )
     return np.where(layout.zero >= 3, gathered, 0.0)
 
 
@@ -88,7 +92,9 @@ def activation_bytes(
 
     `micro_tokens` are the tokens of one micro-batch, `sequence_tokens` the length of its
     longest sequence (the attention-score term is quadratic in it); context parallelism
-    splits both, tensor parallelism with sequence parallelism divides everything."""
+    splits both, tensor parallelism with sequence parallelism divides everything. The
+    5 a s / h score term is Korthikanti's for attention that stores its score matrices;
+    selective recomputation is what removes it (as fused attention kernels do)."""
     tokens = micro_tokens / layout.cp
     sequence = sequence_tokens / layout.cp
     h, tp = float(fig.hidden), layout.tp
@@ -101,9 +107,61 @@ def activation_bytes(
         ACTIVATION_BYTES_CHECKPOINT * h * tokens / tp,
     )
     stored = per_layer * (fig.layers / layout.pp) * in_flight
-    working = np.where(layout.recompute == RECOMPUTE_FULL, full_layer, 0.0)
+    # Full recomputation rebuilds one layer at a time in the backward pass, with fused
+    # (FlashAttention-style) attention that never stores the score matrices: 34 s h / t.
+    working = np.where(
+        layout.recompute == RECOMPUTE_FULL, ACTIVATION_BYTES_STORED * h * tokens / tp, 0.0
+    )
     logits = tokens * fig.vocab * FP32_BYTES / tp
     return stored + working + logits
+
+
+@dataclass(frozen=True, slots=True)
+class TrainMemory:
+    """Per GPU of the training phase."""
+
+    bytes: FloatArray
+    resident: FloatArray
+    """Model states that persist between steps (what a colocated plan may offload)."""
+    micro_tokens: FloatArray
+    """Token budget of one training micro-batch (over its context-parallel group): the
+    configured budget, or less when the activations of that many tokens do not fit."""
+
+
+def training_memory(
+    trained: list[ModelFigures],
+    frozen: list[ModelFigures],
+    layout: TrainLayout,
+    batch: Batch,
+    usable_bytes: float,
+    overheads: Overheads,
+) -> TrainMemory:
+    """Model states of the trained and frozen models, one ZeRO-3 gathered layer, and the
+    activations of whichever trained model is running.
+
+    Frameworks size micro-batches by tokens; when the configured budget's activations do
+    not fit next to the states, the budget shrinks to what fits (dynamic batch size), down to
+    the micro-batch that holds the longest sequence: a plan is infeasible only when even that
+    does not fit. Activations are linear in the micro-batch's tokens, so the largest budget
+    that fits is the room left over the activation bytes per token."""
+    n = layout.gpus.shape[0]
+    states = sum((trained_state_bytes(f, layout) for f in trained), np.zeros(n))
+    states = states + sum((frozen_weight_bytes(f, layout) for f in frozen), np.zeros(n))
+    gathered = np.max([zero3_gather_bytes(f, layout) for f in trained + frozen], axis=0)
+    per_rank = np.ceil(batch.trained_sequences / batch.minibatches / layout.dp)
+    # 1F1B holds up to pp micro-batches on the first stage (never more than there are).
+    in_flight = np.minimum(layout.pp, per_rank)
+    one = np.ones(n)
+    longest = batch.longest_sequence_tokens
+    per_token = np.max(
+        [activation_bytes(f, layout, one, longest, in_flight) for f in trained], axis=0
+    )
+    room = usable_bytes - states - gathered
+    budget = overheads.train_microbatch_tokens * layout.cp
+    chosen = np.minimum(budget, np.maximum(room / per_token, 0.0))
+    # The micro-batch that holds the longest sequence is at least that long.
+    tokens = np.maximum(np.minimum(chosen, per_rank * batch.sequence_tokens), longest)
+    return TrainMemory(states + gathered + per_token * tokens, states, chosen)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,15 +19,8 @@ import numpy as np
 
 from cost.architecture import ModelFigures
 from cost.arrays import FloatArray
-from cost.collectives import (
-    Fabric,
-    all_reduce_bytes,
-    gather_bytes,
-    group_link,
-    split_by_link,
-    transfer_seconds,
-)
-from cost.layouts import TrainLayout
+from cost.collectives import all_reduce_bytes, gather_bytes, split_by_link, transfer_seconds
+from cost.layouts import TrainLayout, TrainLinks
 from cost.memory import model_parallel_params
 from cost.plans import RECOMPUTE_FULL, RECOMPUTE_SELECTIVE
 from cost.units import BF16_BYTES
@@ -102,47 +95,46 @@ class MicroPass:
 def micro_pass(
     fig: ModelFigures,
     layout: TrainLayout,
-    fabric: Fabric,
+    links: TrainLinks,
     flops_rate: float,
     counts: PassCounts,
     micro_tokens: FloatArray,
     sequence_tokens: float,
 ) -> MicroPass:
-    tp, cp, pp, ep, dp = layout.tp, layout.cp, layout.pp, layout.ep, layout.dp
+    tp, cp, pp = layout.tp, layout.cp, layout.pp
     tokens = micro_tokens / cp  # tokens on this GPU's context shard
     layers = fig.layers / pp
     compute = tokens * flops_per_token(fig, counts, sequence_tokens) / (tp * pp) / flops_rate
 
     activation = tokens * fig.hidden * BF16_BYTES
-    tp_link = group_link(fabric, tp, 1.0)
+    tp_link = links.tp
     tp_calls = counts.tp_collectives * layers
     tp_sent = tp_calls * all_reduce_bytes(activation, tp_link)
     parts = [(transfer_seconds(tp_sent, tp_link, tp_calls), tp_link)]
     sent = np.where(tp_link.active(), tp_sent, 0.0)
 
-    cp_link = group_link(fabric, cp, tp)
+    cp_link = links.cp
     cp_calls = counts.cp_exchanges * layers * (cp - 1.0)
     cp_sent = cp_calls * tokens * fig.kv_width * BF16_BYTES / tp
     parts.append((transfer_seconds(cp_sent, cp_link, cp_calls), cp_link))
     sent = sent + cp_sent
 
     if fig.is_moe:
-        ep_link = group_link(fabric, ep, tp)
+        ep_link = links.ep
         ep_calls = counts.ep_all_to_alls * fig.sparse_layers / pp
         # With sequence parallelism each tensor rank routes its 1/tp of the tokens.
         ep_sent = ep_calls * gather_bytes(activation / tp * fig.experts_per_token, ep_link)
         parts.append((transfer_seconds(ep_sent, ep_link, ep_calls), ep_link))
         sent = sent + np.where(ep_link.active(), ep_sent, 0.0)
 
-    pp_link = group_link(fabric, np.where(pp > 1, 2.0, 1.0), tp * cp * dp)
+    pp_link = links.pp
     pp_sent = counts.pp_sends * activation / tp
     parts.append((transfer_seconds(pp_sent, pp_link, counts.pp_sends), pp_link))
     sent = sent + np.where(pp_link.active(), pp_sent, 0.0)
 
     dense, expert = model_parallel_params(fig, layout)
     zero3 = layout.zero >= 3
-    shard_link = group_link(fabric, layout.shard_group, tp)
-    expert_link = group_link(fabric, layout.expert_shard_group, tp * ep)
+    shard_link, expert_link = links.shard, links.expert_shard
     z_calls = counts.zero3_collectives * layers
     z_dense = counts.zero3_collectives * gather_bytes(BF16_BYTES * dense, shard_link)
     z_expert = counts.zero3_collectives * gather_bytes(BF16_BYTES * expert, expert_link)

@@ -8,7 +8,7 @@ enumerator that wants to filter instead asks `plan_problems` for the rows to dro
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -105,45 +105,45 @@ class PlanTable:
         prefix_caching: npt.ArrayLike = True,
     ) -> PlanTable:
         """Scalars broadcast against the arrays; categorical fields take names or codes."""
-        place = _codes("placement", np.atleast_1d(placement), PLACEMENTS)
-        n = place.shape[0]
+        counts = {
+            "placement": placement, "execution": execution, "rollout.gpus": rollout_gpus,
+            "rollout.tp": rollout_tp, "rollout.pp": rollout_pp, "rollout.ep": rollout_ep,
+            "train.gpus": train_gpus, "train.tp": train_tp, "train.pp": train_pp,
+            "train.cp": train_cp, "train.ep": train_ep, "train.zero": train_zero,
+            "train.recompute": train_recompute, "max_staleness": staleness,
+            "prefix_caching": prefix_caching,
+        }  # fmt: skip
+        sizes = {name: np.shape(v)[0] for name, v in counts.items() if np.ndim(v)}
+        n = max(sizes.values(), default=1)
+        for name, size in sizes.items():
+            if size != n:
+                raise PlanError(name, f"has {size} entries where other fields have {n}")
+
+        def column(value: npt.ArrayLike) -> npt.NDArray[Any]:
+            return np.broadcast_to(np.asarray(value), (n,))
+
         ints: dict[str, IntArray] = {}
-        given = {
-            "rollout.gpus": rollout_gpus,
-            "rollout.tp": rollout_tp,
-            "rollout.pp": rollout_pp,
-            "rollout.ep": rollout_ep,
-            "train.gpus": train_gpus,
-            "train.tp": train_tp,
-            "train.pp": train_pp,
-            "train.cp": train_cp,
-            "train.ep": train_ep,
-            "max_staleness": staleness,
-        }
-        for name, value in given.items():
-            raw = np.asarray(value)
-            if raw.ndim and raw.shape[0] != n:
-                raise PlanError(name, f"has {raw.shape[0]} entries, placement has {n}")
-            array = np.broadcast_to(raw, (n,))
-            if array.dtype.kind == "f" and np.any(array != np.floor(array)):
-                raise PlanError(
-                    name, "must be a whole number", np.flatnonzero(array != np.floor(array))
-                )
+        for name in ("rollout.gpus", "rollout.tp", "rollout.pp", "rollout.ep", "train.gpus",
+                     "train.tp", "train.pp", "train.cp", "train.ep", "max_staleness"):  # fmt: skip
+            array = column(counts[name])
+            if array.dtype.kind == "f":
+                fractional = np.flatnonzero(array != np.floor(array))
+                if fractional.size:
+                    raise PlanError(name, "must be a whole number", fractional)
+            if array.dtype.kind not in "iuf":
+                raise PlanError(name, "must be a positive integer")
             array = array.astype(np.int64)
             bad = np.flatnonzero(array < 1)
             if bad.size:
                 raise PlanError(name, "must be a positive integer", bad)
             ints[name] = np.ascontiguousarray(array)
-        zero = np.ascontiguousarray(np.broadcast_to(np.asarray(train_zero), (n,)).astype(np.int64))
+        zero = np.ascontiguousarray(column(train_zero).astype(np.int64))
         bad = np.flatnonzero((zero < 0) | (zero > 3))
         if bad.size:
             raise PlanError("train.zero", "ZeRO stage must be 0, 1, 2 or 3", bad)
-        execution_codes = _codes(
-            "execution", np.broadcast_to(np.asarray(execution), (n,)), EXECUTIONS
-        )
-        recompute = _codes(
-            "train.recompute", np.broadcast_to(np.asarray(train_recompute), (n,)), RECOMPUTE
-        )
+        place = _codes("placement", column(placement), PLACEMENTS)
+        execution_codes = _codes("execution", column(execution), EXECUTIONS)
+        recompute = _codes("train.recompute", column(train_recompute), RECOMPUTE)
         r_gpus, r_tp, r_pp = ints["rollout.gpus"], ints["rollout.tp"], ints["rollout.pp"]
         t_gpus, t_tp, t_pp, t_cp = (
             ints["train.gpus"],
@@ -161,9 +161,7 @@ class PlanTable:
             placement=place,
             execution=execution_codes,
             staleness=ints["max_staleness"],
-            prefix_caching=np.ascontiguousarray(
-                np.broadcast_to(np.asarray(prefix_caching, dtype=bool), (n,))
-            ),
+            prefix_caching=np.ascontiguousarray(column(prefix_caching).astype(bool)),
             rollout_gpus=r_gpus,
             rollout_tp=r_tp,
             rollout_pp=r_pp,
@@ -378,7 +376,3 @@ def check_plans(
     problems = plan_problems(table, policy, critic, cluster_gpus=cluster_gpus)
     if problems:
         raise problems[0]
-
-
-def plan_dicts(table: PlanTable) -> list[Mapping[str, Any]]:
-    return [table.row(i) for i in range(len(table))]

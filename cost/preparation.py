@@ -12,35 +12,36 @@ import numpy as np
 
 from cost.architecture import ModelFigures
 from cost.batch import Batch
-from cost.collectives import Fabric
 from cost.efficiency import EfficiencyFactors
 from cost.hardware import Hardware
-from cost.layouts import TrainLayout
+from cost.layouts import TrainLayout, TrainLinks
 from cost.model_pass import flops_per_token, forward_counts
 from cost.overheads import Overheads
 from cost.stage import StageCost, idle_stage
-from cost.training import micro_batches, pipeline_stage
+from cost.training import default_micro_tokens, micro_batches, pipeline_stage
 
 
 def forward_stage(
     fig: ModelFigures,
     sequences: float,
     layout: TrainLayout,
+    links: TrainLinks,
     batch: Batch,
     hw: Hardware,
-    fabric: Fabric,
     eff: EfficiencyFactors,
     overheads: Overheads,
 ) -> StageCost:
     """One model's forward pass over `sequences` sequences, all in one pipeline flush."""
     n = layout.gpus.shape[0]
     counts = forward_counts(n)
-    micro = micro_batches(sequences, layout, batch, overheads)
+    # Forward passes keep no activations: they run at the configured budget.
+    micro = micro_batches(sequences, layout, batch, default_micro_tokens(layout, overheads))
+    tokens = batch.sequence_tokens
     zero = np.zeros(n)
     return pipeline_stage(
         fig,
         layout,
-        fabric,
+        links,
         hw.flops * eff.forward_compute,
         counts,
         micro,
@@ -52,9 +53,7 @@ def forward_stage(
         per_round_hbm_seconds=zero,
         per_round_hbm_bytes=zero,
         per_round_link_bytes=zero,
-        work_flop=sequences
-        * batch.sequence_tokens
-        * flops_per_token(fig, counts, batch.sequence_tokens),
+        work_flop=sequences * tokens * flops_per_token(fig, counts, tokens),
     )
 
 
@@ -65,9 +64,9 @@ def preparation_stage(
     needs_reference: bool,
     old_log_probs: bool,
     layout: TrainLayout,
+    links: TrainLinks,
     batch: Batch,
     hw: Hardware,
-    fabric: Fabric,
     eff: EfficiencyFactors,
     overheads: Overheads,
 ) -> StageCost:
@@ -85,5 +84,5 @@ def preparation_stage(
         passes.append((reward, float(batch.generated_sequences)))
     stage = idle_stage(layout.gpus.shape[0], layout.gpus)
     for fig, sequences in passes:
-        stage = stage + forward_stage(fig, sequences, layout, batch, hw, fabric, eff, overheads)
+        stage = stage + forward_stage(fig, sequences, layout, links, batch, hw, eff, overheads)
     return stage

@@ -97,23 +97,21 @@ class DecodeModel:
         # Replicas that share one set of experts when ep spans beyond a replica's tp ranks.
         self.expert_sharing = _column(np.maximum(1.0, ep / tp))
 
+        # Collectives of one step on one stage: (link, calls, bytes sent per micro-batch token).
         token = fig.hidden * BF16_BYTES  # one token's activation
+        tp_link = group_link(fabric, tp, 1.0)
+        layers = fig.layers / pp
+        pp_link = group_link(fabric, np.where(pp > 1, 2.0, 1.0), tp)
         groups = [
-            # (link, collectives per step per stage, bytes each GPU sends per micro-batch token)
-            (group_link(fabric, tp, 1.0), 2.0 * fig.layers / pp, None),
-            (group_link(fabric, np.where(pp > 1, 2.0, 1.0), tp), np.ones_like(pp), token),
+            (tp_link, 2.0 * layers, 2.0 * layers * all_reduce_bytes(token, tp_link)),
+            (pp_link, np.ones_like(pp), np.full_like(pp, token)),
         ]
-        tp_link = groups[0][0]
-        groups[0] = (
-            tp_link,
-            groups[0][1],
-            2.0 * fig.layers / pp * all_reduce_bytes(token, tp_link),
-        )
         if fig.is_moe:
             ep_link = group_link(fabric, ep, 1.0)
             calls = 2.0 * fig.sparse_layers / pp  # dispatch and combine
-            sent = calls * gather_bytes(token * fig.experts_per_token, ep_link)
-            groups.append((ep_link, calls, sent))
+            groups.append(
+                (ep_link, calls, calls * gather_bytes(token * fig.experts_per_token, ep_link))
+            )
         n = tp.shape[0]
         up_fixed, up_slope, out_fixed, out_slope, sent_slope = (np.zeros(n) for _ in range(5))
         for link, calls, per_token in groups:

@@ -18,10 +18,10 @@ import numpy as np
 from cost.architecture import ModelFigures
 from cost.arrays import FloatArray
 from cost.batch import Batch
-from cost.collectives import Fabric, all_reduce_bytes, group_link, split_by_link, transfer_seconds
+from cost.collectives import all_reduce_bytes, split_by_link, transfer_seconds
 from cost.efficiency import EfficiencyFactors
 from cost.hardware import Hardware
-from cost.layouts import TrainLayout
+from cost.layouts import TrainLayout, TrainLinks
 from cost.memory import OPTIMIZER_BYTES, model_parallel_params
 from cost.model_pass import PassCounts, flops_per_token, micro_pass, training_counts
 from cost.overheads import Overheads
@@ -40,31 +40,29 @@ class MicroBatches:
     count: FloatArray
     tokens: FloatArray
     """Mean tokens of one micro-batch (over the whole context-parallel group)."""
-    memory_tokens: FloatArray
-    """Tokens of the largest micro-batch: one holding the longest sequence."""
+
+
+def default_micro_tokens(layout: TrainLayout, overheads: Overheads) -> FloatArray:
+    """The configured per-GPU budget over a context-parallel group (cp splits sequences)."""
+    return overheads.train_microbatch_tokens * layout.cp
 
 
 def micro_batches(
-    sequences: float, layout: TrainLayout, batch: Batch, overheads: Overheads
+    sequences: float, layout: TrainLayout, batch: Batch, budget_tokens: FloatArray
 ) -> MicroBatches:
-    """Pack `sequences` (split over dp ranks) into micro-batches of at most the per-GPU
-    token budget (x cp, since context parallelism splits each sequence); a sequence longer
-    than the budget is a micro-batch of its own."""
+    """Pack `sequences` (split over dp ranks) into micro-batches of `budget_tokens` tokens
+    (packing by tokens, so the mean count of sequences per micro-batch may be fractional);
+    a sequence longer than the budget is a micro-batch of its own."""
     per_rank = np.ceil(sequences / layout.dp)
-    per_micro = np.maximum(
-        np.floor(overheads.train_microbatch_tokens * layout.cp / batch.sequence_tokens), 1.0
-    )
+    per_micro = np.maximum(budget_tokens / batch.sequence_tokens, 1.0)
     count = np.ceil(per_rank / per_micro)
-    tokens = per_rank * batch.sequence_tokens / count
-    largest = np.minimum(per_micro, per_rank) * batch.sequence_tokens
-    memory = np.maximum(largest, batch.longest_sequence_tokens)
-    return MicroBatches(count, tokens, memory)
+    return MicroBatches(count, per_rank * batch.sequence_tokens / count)
 
 
 def pipeline_stage(
     fig: ModelFigures,
     layout: TrainLayout,
-    fabric: Fabric,
+    links: TrainLinks,
     flops_rate: float,
     counts: PassCounts,
     micro: MicroBatches,
@@ -80,7 +78,7 @@ def pipeline_stage(
 ) -> StageCost:
     """`rounds` pipeline flushes of `micro.count` micro-batches each, every round followed by
     a fixed part (gradient sync and update, or nothing for forward passes)."""
-    mp = micro_pass(fig, layout, fabric, flops_rate, counts, micro.tokens, batch.sequence_tokens)
+    mp = micro_pass(fig, layout, links, flops_rate, counts, micro.tokens, batch.sequence_tokens)
     m, pp = micro.count, layout.pp
     seconds = rounds * ((m + pp - 1.0) * mp.seconds + per_round_seconds)
     work = rounds * (m * mp.seconds + per_round_seconds)
@@ -104,20 +102,20 @@ def pipeline_stage(
 def train_model_stage(
     fig: ModelFigures,
     layout: TrainLayout,
+    links: TrainLinks,
     batch: Batch,
+    micro_tokens: FloatArray,
     hw: Hardware,
-    fabric: Fabric,
     eff: EfficiencyFactors,
-    overheads: Overheads,
 ) -> StageCost:
-    """Training one model (actor or critic) for one RL step."""
+    """Training one model (actor or critic) for one RL step, in micro-batches of
+    `micro_tokens` tokens (see memory.training_memory)."""
     counts = training_counts(layout)
-    micro = micro_batches(batch.trained_sequences / batch.minibatches, layout, batch, overheads)
+    micro = micro_batches(batch.trained_sequences / batch.minibatches, layout, batch, micro_tokens)
     dense, expert = model_parallel_params(fig, layout)
 
     # Gradient sync per optimizer step (ZeRO-3 did it per micro-batch).
-    shard_link = group_link(fabric, layout.shard_group, layout.tp)
-    expert_link = group_link(fabric, layout.expert_shard_group, layout.tp * layout.ep)
+    shard_link, expert_link = links.shard, links.expert_shard
     not_zero3 = layout.zero < 3
     dense_sent = np.where(not_zero3, all_reduce_bytes(BF16_BYTES * dense, shard_link), 0.0)
     expert_sent = np.where(not_zero3, all_reduce_bytes(BF16_BYTES * expert, expert_link), 0.0)
@@ -138,7 +136,7 @@ def train_model_stage(
     return pipeline_stage(
         fig,
         layout,
-        fabric,
+        links,
         hw.flops * eff.train_compute,
         counts,
         micro,
@@ -149,8 +147,7 @@ def train_model_stage(
         per_round_out=d_out + e_out,
         per_round_hbm_seconds=update_time,
         per_round_hbm_bytes=update_bytes,
-        per_round_link_bytes=np.where(dense_time > 0, dense_sent, 0.0)
-        + np.where(expert_time > 0, expert_sent, 0.0),
+        per_round_link_bytes=dense_sent + expert_sent,
         work_flop=tokens * flops_per_token(fig, counts, batch.sequence_tokens),
     )
 
@@ -159,14 +156,14 @@ def training_stage(
     actor: ModelFigures,
     critic: ModelFigures | None,
     layout: TrainLayout,
+    links: TrainLinks,
     batch: Batch,
+    micro_tokens: FloatArray,
     hw: Hardware,
-    fabric: Fabric,
     eff: EfficiencyFactors,
-    overheads: Overheads,
 ) -> StageCost:
     """Actor, then critic on the same GPUs (verl and OpenRLHF train them in turn)."""
-    stage = train_model_stage(actor, layout, batch, hw, fabric, eff, overheads)
+    stage = train_model_stage(actor, layout, links, batch, micro_tokens, hw, eff)
     if critic is not None:
-        stage = stage + train_model_stage(critic, layout, batch, hw, fabric, eff, overheads)
+        stage = stage + train_model_stage(critic, layout, links, batch, micro_tokens, hw, eff)
     return stage

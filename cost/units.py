@@ -13,10 +13,6 @@ BF16_BYTES = 2
 FP32_BYTES = 4
 """Bytes of one fp32 value: master weights, Adam moments and the logits of the loss."""
 
-ADAM_MIXED_PRECISION_BYTES = 16
-"""Bytes per parameter of mixed-precision Adam (ZeRO, arXiv 1910.02054): 2 bf16 weights +
-2 bf16 gradients + 12 optimizer state (fp32 master copy, momentum, variance)."""
-
 GIB = 2**30
 
 

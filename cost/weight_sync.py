@@ -19,7 +19,7 @@ from cost.arrays import BoolArray, FloatArray
 from cost.collectives import Fabric, gather_bytes, group_link, split_by_link, transfer_seconds
 from cost.efficiency import EfficiencyFactors
 from cost.hardware import Hardware
-from cost.layouts import RolloutLayout, TrainLayout
+from cost.layouts import RolloutLayout, TrainLayout, TrainLinks
 from cost.memory import rollout_weight_bytes
 from cost.overheads import Overheads
 from cost.stage import StageCost
@@ -30,6 +30,7 @@ def weight_sync_stage(
     fig: ModelFigures,
     rollout: RolloutLayout,
     train: TrainLayout,
+    train_links: TrainLinks,
     colocated: BoolArray,
     hw: Hardware,
     fabric: Fabric,
@@ -57,7 +58,7 @@ def weight_sync_stage(
     # Disaggregated: ZeRO-3 first regathers the trainer's model-parallel shard, then a
     # pipelined broadcast over the network to every replica.
     trainer_shard = model_bytes / (train.tp * train.pp)
-    regather_link = group_link(fabric, train.shard_group, train.tp)
+    regather_link = train_links.shard
     regather_sent = np.where(zero3, gather_bytes(trainer_shard, regather_link), 0.0)
     regather_time = np.where(zero3, transfer_seconds(regather_sent, regather_link), 0.0)
     rg_up, rg_out = split_by_link(regather_time, regather_link)

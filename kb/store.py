@@ -162,8 +162,11 @@ def _create(
             con.execute(f"COMMENT ON COLUMN {table}.{name} IS {_quote(description)}")
     batch = list(rows)
     if batch:
-        marks = ", ".join("?" for _ in cols)
-        con.executemany(f"INSERT INTO {table} VALUES ({marks})", batch)
+        # One statement per table, a list per column unnested side by side: executemany binds
+        # row by row and took 9 s of a 10 s build for ~1,700 rows; this takes milliseconds.
+        values = [list(column) for column in zip(*batch, strict=True)]
+        select = ", ".join(f"unnest(${i}::{kind}[])" for i, (_, kind, _) in enumerate(cols, 1))
+        con.execute(f"INSERT INTO {table} SELECT {select}", values)
 
 
 def populate(con: duckdb.DuckDBPyConnection, catalog: Catalog, digest: str) -> None:

@@ -556,6 +556,44 @@ def _fill_plan_defaults(resolved: Any) -> Any:
     return dataclasses.replace(resolved, scenario=s.model_copy(update={"plan": fixed}))
 
 
+@cli.group()
+def site() -> None:
+    """The static documentation site generated from the knowledge base."""
+
+
+@site.command("build")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Output folder (default: build/site).",
+)
+def site_build(out: Path | None) -> None:
+    """Build the site in strict mode: any warning or broken link fails the build."""
+    from rlmguide import sitebuild
+
+    try:
+        target = sitebuild.build(out) if out else sitebuild.build()
+    except Exception as exc:  # mkdocs reports strict-mode warnings as an Abort
+        raise Failure(f"site build failed: {exc}") from None
+    click.echo(f"site written to {target}")
+
+
+@site.command("serve")
+@click.option(
+    "--port",
+    default=8000,
+    show_default=True,
+    type=click.IntRange(1, 65535),
+    help="Port on 127.0.0.1.",
+)
+def site_serve(port: int) -> None:
+    """Serve the site locally with live rebuilds (127.0.0.1 only)."""
+    from rlmguide import sitebuild
+
+    sitebuild.serve(port)
+
+
 @cli.command()
 def validate() -> None:
     """Check every record: schema, references, citations, taxonomy; exit 1 on any error."""

@@ -1,13 +1,17 @@
-"""Small Markdown builders for the generated site: escaping, links, tables, numbers.
+"""Small builders for the generated pages: Markdown prose and lists, HTML tables, numbers.
 
 Record text is authored prose, not Markdown: it may contain `*`, `_`, `<` or `|` that would
-otherwise turn into emphasis, HTML or table cells, so every record value goes through `esc`.
+otherwise turn into emphasis, HTML or table cells, so every record value is escaped (`esc` for
+Markdown, `html` for HTML). Tables are emitted as HTML: Python-Markdown parses table cells about
+a millisecond per row, which made tables most of the build time; raw HTML passes through whole.
+Links inside HTML do not get MkDocs' link check, so `href` builds them from page paths and the
+site tests check every link of the built HTML.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import html
+import html as _html
 import posixpath
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -23,21 +27,24 @@ _MARKDOWN_SPECIALS = str.maketrans(
         "_": "\\_",
         "[": "\\[",
         "]": "\\]",
-        "|": "\\|",
         "<": "&lt;",
         ">": "&gt;",
     }
 )
 
 
+def oneline(text: object) -> str:
+    return " ".join(str(text).split())
+
+
 def esc(text: object) -> str:
     """Record text as one line of literal Markdown (whitespace collapsed, specials escaped)."""
-    return " ".join(str(text).split()).translate(_MARKDOWN_SPECIALS)
+    return oneline(text).translate(_MARKDOWN_SPECIALS)
 
 
-def attr(text: object) -> str:
-    """Text for an HTML attribute or a raw HTML cell (Markdown is not parsed there)."""
-    return html.escape(" ".join(str(text).split()), quote=True)
+def html(text: object) -> str:
+    """Record text as one line of HTML text, also safe inside a quoted attribute."""
+    return _html.escape(oneline(text), quote=True)
 
 
 def number(value: float) -> str:
@@ -57,8 +64,8 @@ def number(value: float) -> str:
     return f"{value:.4g}"
 
 
-def show(value: Any) -> str:
-    """Any record value as escaped Markdown; None is `unknown`."""
+def plain(value: Any) -> str:
+    """Any record value as plain text; None (and an empty list) is `unknown`."""
     if value is None:
         return UNKNOWN
     if isinstance(value, bool):
@@ -68,18 +75,49 @@ def show(value: Any) -> str:
     if isinstance(value, dt.date):
         return value.isoformat()
     if isinstance(value, list | tuple):
-        return ", ".join(show(v) for v in value) if value else UNKNOWN
-    return esc(value)
+        return ", ".join(plain(v) for v in value) if value else UNKNOWN
+    return oneline(value)
+
+
+def show(value: Any) -> str:
+    """A record value as escaped Markdown."""
+    return esc(plain(value))
+
+
+def cell(value: Any) -> str:
+    """A record value as escaped HTML."""
+    return html(plain(value))
+
+
+# --- links -----------------------------------------------------------------------------------
 
 
 def rel(src: str, dst: str) -> str:
-    """The relative link from page `src` to page `dst` (both paths inside the docs folder)."""
+    """The relative Markdown link from page `src` to page `dst` (paths in the docs folder)."""
     return posixpath.relpath(dst, posixpath.dirname(src) or ".")
 
 
 def link(src: str, dst: str, text: str) -> str:
-    """A Markdown link between two pages; `text` must already be escaped."""
+    """A Markdown link between two pages (checked by MkDocs); `text` must be escaped."""
     return f"[{text}]({rel(src, dst)})"
+
+
+def page_dir(path: str) -> str:
+    """The folder a page is served from (use_directory_urls): a/b.md -> a/b, a/index.md -> a."""
+    stem = posixpath.splitext(path)[0]
+    return posixpath.dirname(stem) if posixpath.basename(stem) == "index" else stem
+
+
+def href(src: str, dst: str) -> str:
+    """The relative URL from page `src` to page `dst` in the built site, for raw HTML."""
+    target = posixpath.relpath(page_dir(dst) or ".", page_dir(src) or ".")
+    return "./" if target == "." else target + "/"
+
+
+def anchor(address: str, text: str, title: str | None = None) -> str:
+    """An HTML link; `text` must be HTML already."""
+    tip = f' title="{html(title)}"' if title else ""
+    return f'<a href="{html(address)}"{tip}>{text}</a>'
 
 
 def url(address: str) -> str:
@@ -88,23 +126,39 @@ def url(address: str) -> str:
 
 
 def external(address: str, text: str) -> str:
+    """A Markdown link to another site; `text` must be escaped."""
     return f"[{text}]({url(address)})"
 
 
+# --- blocks ----------------------------------------------------------------------------------
+
+
 def code(text: str) -> str:
-    """Inline code; a double fence keeps backticks inside the text literal."""
+    """Inline Markdown code; a double fence keeps backticks inside the text literal."""
     return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    """A Markdown table from already-escaped cells (an empty cell would read as missing)."""
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(" --- " for _ in headers) + "|"]
-    lines += ["| " + " | ".join(cell or UNKNOWN for cell in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
+def html_code(text: str) -> str:
+    return f"<code>{_html.escape(text)}</code>"
+
+
+def table(
+    headers: Sequence[str], rows: Iterable[Sequence[str]], table_id: str | None = None
+) -> str:
+    """An HTML table of already-escaped cells; an empty cell reads `unknown`.
+
+    No class attribute: Material styles only class-less tables.
+    """
+    ident = f' id="{table_id}"' if table_id else ""
+    head = "".join(f"<th>{h}</th>" for h in headers)
+    body = "\n".join(
+        "<tr>" + "".join(f"<td>{c or UNKNOWN}</td>" for c in row) + "</tr>" for row in rows
+    )
+    return f"<table{ident}>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>\n"
 
 
 def fields(pairs: Iterable[tuple[str, str]]) -> str:
-    """A two-column table of a record's fields."""
+    """A two-column HTML table of a record's fields (values already HTML)."""
     return table(["Field", "Value"], pairs)
 
 

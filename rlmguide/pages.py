@@ -4,6 +4,9 @@
 turns its output into virtual pages, and the tests check it without building anything.
 `navigation` lays the pages out for MkDocs, `edit_paths` maps each record page to its YAML file
 for the "edit this page" button. Values nobody recorded read "unknown", never "no".
+
+Prose and lists are Markdown (MkDocs checks their links); tables are HTML built by
+`rlmguide.mdtext.table`, whose links come from `href` and are checked by the site tests.
 """
 
 from __future__ import annotations
@@ -36,20 +39,22 @@ from kb.schema import (
 )
 from rlmguide.mdtext import (
     UNKNOWN,
-    attr,
+    anchor,
     bullets,
+    cell,
     code,
     document,
     esc,
     external,
     fenced,
     fields,
+    href,
+    html,
+    html_code,
     link,
     number,
-    rel,
     show,
     table,
-    url,
 )
 from rules.engine import compile_rules
 from rules.facts import PLAN_FACTS, SCENARIO_FACTS
@@ -94,9 +99,19 @@ def by_title(records: Iterable[Record]) -> list[Any]:
     return sorted(records, key=lambda r: (title_of(r).lower(), r.id))
 
 
-def support_badge(support: str) -> str:
+def badge(support: str) -> str:
     """A support level as inline HTML, coloured by the site's stylesheet."""
     return f'<span class="support support-{support}">{support}</span>'
+
+
+def to_page(src: str, dst: str, text: str) -> str:
+    """An HTML link between two generated pages; `text` is plain and gets escaped."""
+    return anchor(href(src, dst), html(text))
+
+
+def outside(address: str, text: str | None = None) -> str:
+    """An HTML link to another site, showing the address unless told otherwise."""
+    return anchor(address, html(text or address))
 
 
 @dataclass(frozen=True)
@@ -110,7 +125,8 @@ class Index:
     cited_by: dict[str, list[tuple[str, str]]]
     """source id -> (page, label) of every record and claim citing it"""
     children: dict[str | None, list[Technique]]
-    fact_users: dict[str, list[Rule]]
+    fact_users: dict[str, list[str]]
+    """fact name -> ids of the rules whose expressions read it"""
 
     def of(self, kind: str) -> list[Any]:
         return by_title(self.catalog.of(kind).values())
@@ -121,20 +137,31 @@ class Index:
     def feature_kind(self, feature: str) -> str | None:
         return next((k for k in FEATURE_KINDS if feature in self.catalog.of(k)), None)
 
+    def record_link(self, src: str, kind: str, record_id: str) -> str:
+        """An HTML link to a record's page by its title, or the bare id if it is unknown."""
+        record = self.get(kind, record_id)
+        if record is None:
+            return html(record_id)
+        return to_page(src, page_of(kind, record_id), title_of(record))
+
     def feature_link(self, src: str, feature: str) -> str:
+        kind = self.feature_kind(feature)
+        return self.record_link(src, kind, feature) if kind else html(feature)
+
+    def feature_md(self, src: str, feature: str) -> str:
+        """A Markdown link to a feature's page, for prose."""
         kind = self.feature_kind(feature)
         if kind is None:
             return esc(feature)
         return link(src, page_of(kind, feature), esc(title_of(self.catalog.of(kind)[feature])))
 
     def source_link(self, src: str, source_id: str | None) -> str:
-        """The source's own page and, beside it, its address."""
+        """HTML: the source's page by id and, beside it, a link to its address."""
         source = self.get("source", source_id)
         if source is None:
-            return show(source_id)
-        return link(src, page_of("source", source.id), esc(source.id)) + " " + external(
-            source.url, "↗"
-        )
+            return cell(source_id)
+        own = to_page(src, page_of("source", source.id), source.id)
+        return f"{own} {anchor(source.url, '↗', source.url)}"
 
     def sources_list(self, src: str, ids: Iterable[str]) -> str:
         items = []
@@ -157,7 +184,7 @@ def build_index(catalog: Catalog) -> Index:
         for claim in fw.claims:
             claims[claim.feature][fw.id] = claim
             cited_by[claim.source].append(
-                (page_of("framework", fw.id), f"{fw.name} claim on {claim.feature}")
+                (page_of("framework", fw.id), f"{fw.name}: claim on {claim.feature}")
             )
     for record in catalog.all():
         for source in dict.fromkeys(record.cited_sources()):
@@ -169,35 +196,38 @@ def build_index(catalog: Catalog) -> Index:
         children[tech.parent].append(tech)
     for kids in children.values():
         kids.sort(key=lambda t: (t.name.lower(), t.id))
-    fact_users: dict[str, list[Rule]] = defaultdict(list)
+    fact_users: dict[str, list[str]] = defaultdict(list)
     for compiled in compile_rules(catalog)[0]:
         for name in sorted(compiled.applies.names | compiled.condition.names):
-            fact_users[name].append(compiled.record)
+            fact_users[name].append(compiled.id)
     return Index(catalog, frameworks, dict(claims), dict(cited_by), dict(children), fact_users)
 
 
 # --- shared blocks ---------------------------------------------------------------------------
 
 
-def support_table(ix: Index, src: str, feature: str) -> str:
-    """Every framework's claim on one feature; a framework with no claim reads "unknown"."""
-    rows = []
-    for fw in ix.frameworks:
-        claim = ix.claims.get(feature, {}).get(fw.id)
-        name = link(src, page_of("framework", fw.id), esc(fw.name))
-        if claim is None:
-            rows.append([name, support_badge(UNKNOWN), "no claim recorded", UNKNOWN, UNKNOWN])
-            continue
-        rows.append(
-            [
-                name,
-                support_badge(claim.support),
-                show(claim.note),
-                ix.source_link(src, claim.source),
-                show(claim.verified),
-            ]
-        )
-    return table(["Framework", "Support", "Note", "Source", "Verified"], rows)
+def support_block(ix: Index, src: str, feature: str) -> str:
+    """The frameworks claiming a feature, then those with no claim, which read "unknown"."""
+    mine = ix.claims.get(feature, {})
+    rows = [
+        [
+            ix.record_link(src, "framework", fw.id),
+            badge(claim.support),
+            cell(claim.note),
+            ix.source_link(src, claim.source),
+            cell(claim.verified),
+        ]
+        for fw in ix.frameworks
+        if (claim := mine.get(fw.id)) is not None
+    ]
+    claimed = table(["Framework", "Support", "Note", "Source", "Verified"], rows) if rows else ""
+    silent = [
+        link(src, page_of("framework", fw.id), esc(fw.name))
+        for fw in ix.frameworks
+        if fw.id not in mine
+    ]
+    unknown = f"Unknown (no claim recorded) for: {', '.join(silent)}." if silent else ""
+    return document("## Framework support", claimed or "No framework claims it yet.", unknown)
 
 
 def sources_section(ix: Index, src: str, ids: Iterable[str]) -> str:
@@ -241,11 +271,12 @@ def mermaid_tree(ix: Index, root: Technique) -> str:
         label = tech.name.replace('"', "#quot;")
         lines.append(f'    {ids[tech.id]}["{label}"]')
     for tech in nodes[1:]:
-        lines.append(f"    {ids[tech.parent]} --> {ids[tech.id]}")  # type: ignore[index]
+        lines.append(f"    {ids[str(tech.parent)]} --> {ids[tech.id]}")
     return fenced("mermaid", "\n".join(lines))
 
 
 def tree_list(ix: Index, src: str, root: Technique) -> str:
+    """The subtree as nested Markdown lists (Python-Markdown nests by four spaces)."""
     lines = [f"- {link(src, page_of('technique', root.id), esc(root.name))}"]
     for depth, tech in descendants(ix, root):
         item = link(src, page_of("technique", tech.id), esc(tech.name))
@@ -284,27 +315,26 @@ def technique_page(ix: Index, tech: Technique) -> str:
     kids = ix.children.get(tech.id, [])
     blocks = [
         f"# {esc(tech.name)}",
-        "Path: " + " › ".join(trail),
+        "Path: " + " / ".join(trail),
         fields(
             [
-                ("Id", code(tech.id)),
-                ("Scope", esc(tech.scope)),
-                ("Also known as", show(tech.aliases)),
+                ("Id", html_code(tech.id)),
+                ("Scope", html(tech.scope)),
+                ("Also known as", cell(tech.aliases)),
             ]
         ),
         esc(tech.description),
         "## What it splits or overlaps",
         show(tech.splits),
         "## Effects",
-        table(["On", "Effect"], [(name, show(value)) for name, value in effects]),
+        table(["On", "Effect"], [(name, cell(value)) for name, value in effects]),
         "## Trade-offs",
         show(tech.tradeoffs),
     ]
     if kids:
         items = [link(src, page_of("technique", k.id), esc(k.name)) for k in kids]
         blocks += ["## Refinements", bullets(items)]
-    blocks += ["## Framework support", support_table(ix, src, tech.id)]
-    blocks.append(sources_section(ix, src, tech.sources))
+    blocks += [support_block(ix, src, tech.id), sources_section(ix, src, tech.sources)]
     return document(*blocks)
 
 
@@ -322,35 +352,37 @@ def claims_table(ix: Index, src: str, claims: list[Claim]) -> str:
     rows = [
         [
             ix.feature_link(src, c.feature),
-            support_badge(c.support),
-            show(c.note),
+            badge(c.support),
+            cell(c.note),
             ix.source_link(src, c.source),
-            show(c.verified),
-            show(c.version),
+            cell(c.verified),
+            cell(c.version),
         ]
         for c in sorted(claims, key=lambda c: c.feature)
     ]
     return table(["Feature", "Support", "Note", "Source", "Verified", "Version"], rows)
 
 
+def framework_fields(ix: Index, src: str, fw: Framework) -> str:
+    return fields(
+        [
+            ("Id", html_code(fw.id)),
+            ("Type", html(fw.type)),
+            ("Organisation", cell(fw.organisation)),
+            ("Repository", outside(fw.repository) if fw.repository else UNKNOWN),
+            ("Paper", ix.source_link(src, fw.paper) if fw.paper else UNKNOWN),
+            ("Licence", cell(fw.licence)),
+            ("First release", cell(fw.first_release)),
+            ("Claims", number(len(fw.claims))),
+        ]
+    )
+
+
 def framework_page(ix: Index, fw: Framework) -> str:
     src = page_of("framework", fw.id)
-    paper = ix.source_link(src, fw.paper) if fw.paper else UNKNOWN
-    repo = external(fw.repository, esc(fw.repository)) if fw.repository else UNKNOWN
     blocks = [
         f"# {esc(fw.name)}",
-        fields(
-            [
-                ("Id", code(fw.id)),
-                ("Type", esc(fw.type)),
-                ("Organisation", show(fw.organisation)),
-                ("Repository", repo),
-                ("Paper", paper),
-                ("Licence", show(fw.licence)),
-                ("First release", show(fw.first_release)),
-                ("Claims", number(len(fw.claims))),
-            ]
-        ),
+        framework_fields(ix, src, fw),
         esc(fw.description),
         "## Claims",
         "Every claim names the source it was checked against and the date of the check; "
@@ -363,7 +395,7 @@ def framework_page(ix: Index, fw: Framework) -> str:
     claimed = {c.feature for c in fw.claims}
     missing = [f for k in FEATURE_KINDS for f in sorted(ix.catalog.of(k)) if f not in claimed]
     if missing:
-        names = ", ".join(ix.feature_link(src, f) for f in missing)
+        names = ", ".join(ix.feature_md(src, f) for f in missing)
         blocks += ["### Unknown", f"No claim is recorded for these features: {names}."]
     results = [r for r in ix.of("result") if r.framework == fw.id]
     if results:
@@ -385,39 +417,33 @@ def matrix_features(ix: Index) -> list[tuple[str, str, Record]]:
 
 
 def matrix_cell(ix: Index, feature: str, fw: Framework) -> str:
-    """One raw HTML cell: the support level linking to the claim's source, or unknown."""
+    """One cell: the support level linking to the claim's source, or unknown."""
     claim = ix.claims.get(feature, {}).get(fw.id)
     if claim is None:
         # data-sort "unknown" keeps these cells last in either sort direction (tables.js).
         return f'<td class="support-unknown" data-sort="{UNKNOWN}">{UNKNOWN}</td>'
     source = ix.get("source", claim.source)
-    tip = attr(f"{claim.note or claim.support} (source {claim.source}, checked {claim.verified})")
-    label = f'<span class="support support-{claim.support}">{claim.support}</span>'
-    body = f'<a href="{attr(url(source.url))}" title="{tip}">{label}</a>' if source else label
+    tip = f"{claim.note or claim.support} (source {claim.source}, checked {claim.verified})"
+    body = anchor(source.url, badge(claim.support), tip) if source else badge(claim.support)
     order = SUPPORT_ORDER[claim.support]
     return f'<td class="support-{claim.support}" data-sort="{order}">{body}</td>'
 
 
 def matrix_table(ix: Index) -> str:
-    """The frameworks x features table as HTML whose link cells are Markdown (md_in_html)."""
+    """The frameworks x features table, one row per claimed feature."""
     heads = "".join(
-        f'<th markdown="span">{link(MATRIX, page_of("framework", fw.id), esc(fw.name))}</th>'
-        for fw in ix.frameworks
+        f"<th>{ix.record_link(MATRIX, 'framework', fw.id)}</th>" for fw in ix.frameworks
     )
     rows = []
     for kind, category, record in matrix_features(ix):
-        name = link(MATRIX, page_of(kind, record.id), esc(title_of(record)))
+        name = to_page(MATRIX, page_of(kind, record.id), title_of(record))
         cells = "".join(matrix_cell(ix, record.id, fw) for fw in ix.frameworks)
-        rows.append(
-            f'<tr markdown="1"><td markdown="span">{name}</td>'
-            f"<td>{attr(kind)} · {attr(category)}</td>{cells}</tr>"
-        )
+        rows.append(f"<tr><td>{name}</td><td>{html(kind)} · {html(category)}</td>{cells}</tr>")
     return "\n".join(
         [
-            # No class: Material styles only class-less tables, and the id is enough for the JS.
-            '<table id="framework-matrix" markdown="1">',
-            f'<thead markdown="1"><tr markdown="1"><th>Feature</th><th>Kind</th>{heads}</tr></thead>',
-            '<tbody markdown="1">',
+            '<table id="framework-matrix">',
+            f"<thead><tr><th>Feature</th><th>Kind</th>{heads}</tr></thead>",
+            "<tbody>",
             *rows,
             "</tbody>",
             "</table>",
@@ -428,7 +454,7 @@ def matrix_table(ix: Index) -> str:
 def matrix_page(ix: Index) -> str:
     features = matrix_features(ix)
     unclaimed = [
-        ix.feature_link(MATRIX, r)
+        ix.feature_md(MATRIX, r)
         for k in FEATURE_KINDS
         for r in sorted(ix.catalog.of(k))
         if r not in ix.claims
@@ -455,11 +481,11 @@ def frameworks_index(ix: Index) -> str:
     src = index_of("framework")
     rows = [
         [
-            link(src, page_of("framework", fw.id), esc(fw.name)),
-            esc(fw.type),
-            show(fw.organisation),
-            show(fw.licence),
-            show(fw.first_release),
+            ix.record_link(src, "framework", fw.id),
+            html(fw.type),
+            cell(fw.organisation),
+            cell(fw.licence),
+            cell(fw.first_release),
             number(len(fw.claims)),
         ]
         for fw in ix.frameworks
@@ -481,15 +507,21 @@ def framework_pages(ix: Index) -> Pages:
     return pages
 
 
+def claimed_by(ix: Index, feature: str) -> str:
+    """How many frameworks claim a feature fully, as text for index tables."""
+    claims = ix.claims.get(feature, {})
+    full = sum(c.support == "yes" for c in claims.values())
+    return f"{full} yes of {len(claims)} claims"
+
+
 def component_page(ix: Index, comp: Component) -> str:
     src = page_of("component", comp.id)
-    home = external(comp.url, esc(comp.url)) if comp.url else UNKNOWN
+    home = outside(comp.url) if comp.url else UNKNOWN
     return document(
         f"# {esc(comp.name)}",
-        fields([("Id", code(comp.id)), ("Role", esc(comp.role)), ("Home", home)]),
+        fields([("Id", html_code(comp.id)), ("Role", html(comp.role)), ("Home", home)]),
         esc(comp.description),
-        "## Framework support",
-        support_table(ix, src, comp.id),
+        support_block(ix, src, comp.id),
         sources_section(ix, src, comp.sources),
     )
 
@@ -497,7 +529,7 @@ def component_page(ix: Index, comp: Component) -> str:
 def component_pages(ix: Index) -> Pages:
     src = index_of("component")
     rows = [
-        [link(src, page_of("component", c.id), esc(c.name)), esc(c.role), claimed_by(ix, c.id)]
+        [ix.record_link(src, "component", c.id), html(c.role), claimed_by(ix, c.id)]
         for c in sorted(ix.of("component"), key=lambda c: (c.role, c.name.lower()))
     ]
     pages = {
@@ -511,13 +543,6 @@ def component_pages(ix: Index) -> Pages:
     for comp in ix.of("component"):
         pages[page_of("component", comp.id)] = component_page(ix, comp)
     return pages
-
-
-def claimed_by(ix: Index, feature: str) -> str:
-    """How many frameworks claim a feature fully, as text for index tables."""
-    claims = ix.claims.get(feature, {})
-    full = sum(c.support == "yes" for c in claims.values())
-    return f"{full} yes of {len(claims)} claims"
 
 
 # --- algorithms ------------------------------------------------------------------------------
@@ -534,30 +559,32 @@ def step_models(alg: Algorithm) -> tuple[list[str], list[str]]:
     return trained, forward
 
 
-def algorithm_page(ix: Index, alg: Algorithm) -> str:
-    src = page_of("algorithm", alg.id)
+def algorithm_fields(ix: Index, src: str, alg: Algorithm) -> str:
     trained, forward = step_models(alg)
     parent = ix.get("algorithm", alg.variant_of)
+    return fields(
+        [
+            ("Id", html_code(alg.id)),
+            (
+                "Variant of",
+                ix.record_link(src, "algorithm", parent.id) if parent else "none (a base one)",
+            ),
+            ("Trained models", html(", ".join(trained))),
+            ("Forward-only models", html(", ".join(forward)) if forward else "none"),
+            ("Reward", html(alg.reward)),
+            ("Samples a group per prompt", cell(alg.grouped)),
+            ("Typical samples per prompt", cell(alg.typical_samples_per_prompt)),
+            ("Extra generations per prompt", cell(alg.extra_generations_per_prompt)),
+        ]
+    )
+
+
+def algorithm_page(ix: Index, alg: Algorithm) -> str:
+    src = page_of("algorithm", alg.id)
     variants = [a for a in ix.of("algorithm") if a.variant_of == alg.id]
     blocks = [
         f"# {esc(alg.name)}",
-        fields(
-            [
-                ("Id", code(alg.id)),
-                (
-                    "Variant of",
-                    link(src, page_of("algorithm", parent.id), esc(parent.name))
-                    if parent
-                    else "none (a base algorithm)",
-                ),
-                ("Trained models", esc(", ".join(trained))),
-                ("Forward-only models", esc(", ".join(forward)) if forward else "none"),
-                ("Reward", esc(alg.reward)),
-                ("Samples a group per prompt", show(alg.grouped)),
-                ("Typical samples per prompt", show(alg.typical_samples_per_prompt)),
-                ("Extra generations per prompt", show(alg.extra_generations_per_prompt)),
-            ]
-        ),
+        algorithm_fields(ix, src, alg),
         esc(alg.description),
         "## Advantage",
         esc(alg.advantage),
@@ -569,8 +596,7 @@ def algorithm_page(ix: Index, alg: Algorithm) -> str:
     if variants:
         items = [link(src, page_of("algorithm", a.id), esc(a.name)) for a in variants]
         blocks += ["## Variants", bullets(items)]
-    blocks += ["## Framework support", support_table(ix, src, alg.id)]
-    blocks.append(sources_section(ix, src, alg.sources))
+    blocks += [support_block(ix, src, alg.id), sources_section(ix, src, alg.sources)]
     return document(*blocks)
 
 
@@ -581,35 +607,33 @@ def algorithms_index(ix: Index) -> str:
         trained, forward = step_models(alg)
         rows.append(
             [
-                link(src, page_of("algorithm", alg.id), esc(alg.name)),
-                esc(", ".join(trained)),
-                esc(", ".join(forward)) if forward else "none",
-                esc(alg.reward),
-                show(alg.grouped),
-                show(alg.typical_samples_per_prompt),
-                show(alg.extra_generations_per_prompt),
+                ix.record_link(src, "algorithm", alg.id),
+                html(", ".join(trained)),
+                html(", ".join(forward)) if forward else "none",
+                html(alg.reward),
+                cell(alg.grouped),
+                cell(alg.typical_samples_per_prompt),
+                cell(alg.extra_generations_per_prompt),
                 claimed_by(ix, alg.id),
             ]
         )
+    headers = [
+        "Algorithm",
+        "Trained",
+        "Forward only",
+        "Reward",
+        "Grouped",
+        "Samples per prompt",
+        "Extra generations",
+        "Frameworks",
+    ]
     return document(
         "# Algorithms",
         "What a step of each algorithm runs besides generation. Every trained model costs a "
         "forward and backward pass and holds weights, gradients and optimizer state; every "
         "forward-only model costs one forward pass over every response; a grouped algorithm "
         "multiplies rollout work by its group size, and extra generations add rollouts on top.",
-        table(
-            [
-                "Algorithm",
-                "Trained",
-                "Forward only",
-                "Reward",
-                "Grouped",
-                "Samples per prompt",
-                "Extra generations",
-                "Frameworks",
-            ],
-            rows,
-        ),
+        table(headers, rows),
     )
 
 
@@ -630,38 +654,49 @@ EFFECTS = {
 }
 
 
+def rule_fields(ix: Index, rule: Rule) -> str:
+    used = sorted(n for n, users in ix.fact_users.items() if rule.id in users)
+    return fields(
+        [
+            ("Id", html_code(rule.id)),
+            ("Topic", html(rule.topic)),
+            ("Effect", f"{html(rule.effect)}: {EFFECTS[rule.effect]}"),
+            ("Lifecycle", html(rule.lifecycle)),
+            ("Applies when", html_code(rule.applies)),
+            ("Condition", html_code(rule.condition)),
+            ("Facts read", ", ".join(html_code(n) for n in used) if used else "none"),
+        ]
+    )
+
+
+def rule_examples(rule: Rule) -> list[str]:
+    blocks = [
+        "## Examples",
+        "Each example is a test: the rule must fire where it says so and stay silent elsewhere.",
+    ]
+    for example in rule.examples:
+        verdict = "fires" if example.fires else "stays silent"
+        blocks += [
+            f"### {esc(example.description)}",
+            f"The rule {verdict}.",
+            scenario_yaml(example.scenario),
+        ]
+    return blocks
+
+
 def rule_page(ix: Index, rule: Rule) -> str:
     src = page_of("rule", rule.id)
-    used = sorted(n for n, users in ix.fact_users.items() if rule in users)
-    blocks = [
+    kind = "warning" if rule.effect == "require" else "tip"
+    return document(
         f"# {esc(rule.title)}",
-        f"!!! {'warning' if rule.effect == 'require' else 'tip'} \"{rule.effect}\"\n\n"
-        f"    {esc(rule.statement)}",
-        fields(
-            [
-                ("Id", code(rule.id)),
-                ("Topic", esc(rule.topic)),
-                ("Effect", f"{esc(rule.effect)}: {EFFECTS[rule.effect]}"),
-                ("Lifecycle", esc(rule.lifecycle)),
-                ("Applies when", code(rule.applies)),
-                ("Condition", code(rule.condition)),
-                ("Facts read", ", ".join(code(n) for n in used) if used else "none"),
-            ]
-        ),
+        f'!!! {kind} "{rule.effect}"\n\n    {esc(rule.statement)}',
+        rule_fields(ix, rule),
         "## Why",
         esc(rule.rationale),
         f"The facts are described on the {link(src, FACTS_PAGE, 'facts page')}.",
         sources_section(ix, src, rule.sources),
-        "## Examples",
-        "Each example is a test: the rule must fire on the first kind and stay silent on the "
-        "second.",
-    ]
-    for example in rule.examples:
-        verdict = "fires" if example.fires else "stays silent"
-        blocks += [f"### {esc(example.description)}", f"The rule {verdict}.", scenario_yaml(
-            example.scenario
-        )]
-    return document(*blocks)
+        *rule_examples(rule),
+    )
 
 
 def rules_index(ix: Index) -> str:
@@ -674,11 +709,11 @@ def rules_index(ix: Index) -> str:
         "The rules the recommender applies to candidate plans. Each is a record with a "
         "condition over named facts of the scenario and the plan "
         f"(see the {link(src, FACTS_PAGE, 'facts')}), an effect, a rationale and sources.",
-        table(["Effect", "Meaning"], [(e, esc(m)) for e, m in EFFECTS.items()]),
+        table(["Effect", "Meaning"], [(e, html(m)) for e, m in EFFECTS.items()]),
     ]
     for topic in sorted(topics):
         rows = [
-            [link(src, page_of("rule", r.id), esc(r.title)), esc(r.effect), esc(r.lifecycle)]
+            [ix.record_link(src, "rule", r.id), html(r.effect), html(r.lifecycle)]
             for r in topics[topic]
         ]
         blocks += [f"## {esc(topic.capitalize())}", table(["Rule", "Effect", "Lifecycle"], rows)]
@@ -686,17 +721,17 @@ def rules_index(ix: Index) -> str:
 
 
 def facts_page(ix: Index) -> str:
+    def users(name: str) -> list[str]:
+        return ix.fact_users.get(name, [])
+
     def rows(facts: Iterable[Any]) -> list[list[str]]:
         return [
             [
-                code(f.name),
+                html_code(f.name),
                 f.type,
-                ", ".join(code(v) for v in f.values) if f.values else "any",
-                esc(f.description),
-                ", ".join(
-                    link(FACTS_PAGE, page_of("rule", r.id), esc(r.id))
-                    for r in ix.fact_users.get(f.name, [])
-                )
+                ", ".join(html_code(v) for v in f.values) if f.values else "any",
+                html(f.description),
+                ", ".join(to_page(FACTS_PAGE, page_of("rule", r), r) for r in users(f.name))
                 or "none yet",
             ]
             for f in facts
@@ -727,24 +762,23 @@ def rule_pages(ix: Index) -> Pages:
 
 def accelerator_page(ix: Index, acc: Accelerator) -> str:
     src = page_of("accelerator", acc.id)
+    figures = [
+        ("Id", html_code(acc.id)),
+        ("Vendor", html(acc.vendor)),
+        ("Released", cell(acc.released)),
+        ("Memory (GiB)", cell(acc.memory_gib)),
+        ("HBM bandwidth (TB/s)", cell(acc.hbm_tbytes_per_s)),
+        ("Dense bf16 (TFLOP/s)", cell(acc.bf16_dense_tflops)),
+        ("Dense fp8 (TFLOP/s)", cell(acc.fp8_dense_tflops)),
+        ("Scale-up bandwidth (GB/s)", cell(acc.scale_up_gbytes_per_s)),
+        ("Scale-up domain (GPUs)", cell(acc.scale_up_domain_gpus)),
+        ("Scale-out per GPU (Gbit/s)", cell(acc.scale_out_gbits_per_s)),
+        ("TDP (W)", cell(acc.tdp_watts)),
+        ("Ridge point (FLOP/byte, derived)", number(acc.ridge_flop_per_byte)),
+    ]
     return document(
         f"# {esc(acc.name)}",
-        fields(
-            [
-                ("Id", code(acc.id)),
-                ("Vendor", esc(acc.vendor)),
-                ("Released", show(acc.released)),
-                ("Memory (GiB)", show(acc.memory_gib)),
-                ("HBM bandwidth (TB/s)", show(acc.hbm_tbytes_per_s)),
-                ("Dense bf16 (TFLOP/s)", show(acc.bf16_dense_tflops)),
-                ("Dense fp8 (TFLOP/s)", show(acc.fp8_dense_tflops)),
-                ("Scale-up bandwidth (GB/s)", show(acc.scale_up_gbytes_per_s)),
-                ("Scale-up domain (GPUs)", show(acc.scale_up_domain_gpus)),
-                ("Scale-out per GPU (Gbit/s)", show(acc.scale_out_gbits_per_s)),
-                ("TDP (W)", show(acc.tdp_watts)),
-                ("Ridge point (FLOP/byte, derived)", number(acc.ridge_flop_per_byte)),
-            ]
-        ),
+        fields(figures),
         "The ridge point is dense bf16 FLOP/s over HBM bandwidth: a kernel doing fewer FLOPs per "
         "byte it reads (token-by-token decoding, for one) is bound by memory bandwidth, not "
         "compute.",
@@ -757,16 +791,16 @@ def accelerators_index(ix: Index) -> str:
     src = index_of("accelerator")
     rows = [
         [
-            link(src, page_of("accelerator", a.id), esc(a.name)),
-            esc(a.vendor),
-            show(a.memory_gib),
-            show(a.hbm_tbytes_per_s),
-            show(a.bf16_dense_tflops),
-            show(a.fp8_dense_tflops),
+            ix.record_link(src, "accelerator", a.id),
+            html(a.vendor),
+            cell(a.memory_gib),
+            cell(a.hbm_tbytes_per_s),
+            cell(a.bf16_dense_tflops),
+            cell(a.fp8_dense_tflops),
             number(a.ridge_flop_per_byte),
-            show(a.scale_up_gbytes_per_s),
-            show(a.scale_up_domain_gpus),
-            show(a.scale_out_gbits_per_s),
+            cell(a.scale_up_gbytes_per_s),
+            cell(a.scale_up_domain_gpus),
+            cell(a.scale_out_gbits_per_s),
         ]
         for a in ix.of("accelerator")
     ]
@@ -794,86 +828,91 @@ def model_figures(model: Model) -> list[tuple[str, str]]:
     """Figures derived from the architecture: parameters, weight bytes and KV-cache bytes."""
     kv = model.kv_bytes_per_token
     return [
-        ("Parameters, total (derived)", f"{number(model.params_total / 1e9)} B"),
-        ("Parameters, active per token (derived)", f"{number(model.params_active / 1e9)} B"),
-        ("Embedding parameters (derived)", f"{number(model.embedding_params / 1e9)} B"),
-        ("bf16 weights (derived)", f"{number(model.params_total * 2 / 2**30)} GiB"),
-        ("KV cache per token, bf16 (derived)", f"{number(kv)} bytes ({number(kv / 1024)} KiB)"),
+        ("Parameters, total", f"{number(model.params_total / 1e9)} B"),
+        ("Parameters, active per token", f"{number(model.params_active / 1e9)} B"),
+        ("Embedding parameters", f"{number(model.embedding_params / 1e9)} B"),
+        ("bf16 weights", f"{number(model.params_total * 2 / 2**30)} GiB"),
+        ("KV cache per token, bf16", f"{number(kv)} bytes ({number(kv / 1024)} KiB)"),
         (
-            "KV cache of one full-context sequence (derived)",
+            "KV cache of one full-context sequence",
             f"{number(kv * model.max_context_tokens / 2**30)} GiB",
         ),
     ]
 
 
-def model_page(ix: Index, model: Model) -> str:
-    src = page_of("model", model.id)
-    arch = [
-        ("Id", code(model.id)),
-        ("Family", esc(model.family)),
-        ("Organisation", show(model.organisation)),
-        ("Released", show(model.released)),
-        ("Attention", esc(model.attention)),
-        ("Layers", show(model.layers)),
-        ("Hidden size", show(model.hidden)),
-        ("Attention heads", show(model.heads)),
-        ("KV heads", show(model.kv_heads)),
-        ("Head dimension", show(model.attention_head_dim)),
-        ("FFN width", f"{show(model.ffn)} ({esc(model.ffn_kind)})"),
-        ("Vocabulary", show(model.vocab)),
-        ("Context (tokens)", show(model.max_context_tokens)),
-        ("Tied embeddings", show(model.tied_embeddings)),
-        ("QKV bias", show(model.qkv_bias)),
+def model_architecture(model: Model) -> list[tuple[str, str]]:
+    return [
+        ("Id", html_code(model.id)),
+        ("Family", html(model.family)),
+        ("Organisation", cell(model.organisation)),
+        ("Released", cell(model.released)),
+        ("Attention", html(model.attention)),
+        ("Layers", cell(model.layers)),
+        ("Hidden size", cell(model.hidden)),
+        ("Attention heads", cell(model.heads)),
+        ("KV heads", cell(model.kv_heads)),
+        ("Head dimension", cell(model.attention_head_dim)),
+        ("FFN width", f"{cell(model.ffn)} ({html(model.ffn_kind)})"),
+        ("Vocabulary", cell(model.vocab)),
+        ("Context (tokens)", cell(model.max_context_tokens)),
+        ("Tied embeddings", cell(model.tied_embeddings)),
+        ("QKV bias", cell(model.qkv_bias)),
     ]
-    blocks = [f"# {esc(model.name)}", fields(arch), "## Derived figures", fields(
-        model_figures(model)
-    )]
+
+
+def model_extras(model: Model) -> list[str]:
+    """The mixture-of-experts and latent-attention numbers, for models that have them."""
+    blocks = []
     if model.moe:
         moe = model.moe
-        blocks += [
-            "## Mixture of experts",
-            fields(
-                [
-                    ("Routed experts", show(moe.experts)),
-                    ("Experts per token", show(moe.experts_per_token)),
-                    ("Shared experts", show(moe.shared_experts)),
-                    ("Expert FFN width", show(moe.expert_ffn)),
-                    ("Leading dense layers", show(moe.dense_layers)),
-                ]
-            ),
+        rows = [
+            ("Routed experts", cell(moe.experts)),
+            ("Experts per token", cell(moe.experts_per_token)),
+            ("Shared experts", cell(moe.shared_experts)),
+            ("Expert FFN width", cell(moe.expert_ffn)),
+            ("Leading dense layers", cell(moe.dense_layers)),
         ]
+        blocks += ["## Mixture of experts", fields(rows)]
     if model.mla:
         mla = model.mla
-        blocks += [
-            "## Multi-head latent attention",
-            fields(
-                [
-                    ("Query LoRA rank", show(mla.q_lora_rank)),
-                    ("KV LoRA rank", show(mla.kv_lora_rank)),
-                    ("QK no-RoPE head dim", show(mla.qk_nope_head_dim)),
-                    ("QK RoPE head dim", show(mla.qk_rope_head_dim)),
-                    ("V head dim", show(mla.v_head_dim)),
-                ]
-            ),
+        rows = [
+            ("Query LoRA rank", cell(mla.q_lora_rank)),
+            ("KV LoRA rank", cell(mla.kv_lora_rank)),
+            ("QK no-RoPE head dim", cell(mla.qk_nope_head_dim)),
+            ("QK RoPE head dim", cell(mla.qk_rope_head_dim)),
+            ("V head dim", cell(mla.v_head_dim)),
         ]
-    blocks.append(sources_section(ix, src, model.sources))
-    return document(*blocks)
+        blocks += ["## Multi-head latent attention", fields(rows)]
+    return blocks
+
+
+def model_page(ix: Index, model: Model) -> str:
+    src = page_of("model", model.id)
+    return document(
+        f"# {esc(model.name)}",
+        fields(model_architecture(model)),
+        "## Derived figures",
+        "Computed from the architecture above, never typed in; the KV cache assumes bf16.",
+        fields(model_figures(model)),
+        *model_extras(model),
+        sources_section(ix, src, model.sources),
+    )
 
 
 def models_index(ix: Index) -> str:
     src = index_of("model")
     rows = [
         [
-            link(src, page_of("model", m.id), esc(m.name)),
-            esc(m.attention),
+            ix.record_link(src, "model", m.id),
+            html(m.attention),
             number(m.params_total / 1e9),
             number(m.params_active / 1e9),
-            show(m.layers),
-            show(m.hidden),
+            cell(m.layers),
+            cell(m.hidden),
             f"{m.heads}/{m.kv_heads}",
-            show(m.moe.experts if m.moe else None) if m.moe else "dense",
+            cell(m.moe.experts) if m.moe else "dense",
             number(m.kv_bytes_per_token / 1024),
-            show(m.max_context_tokens),
+            cell(m.max_context_tokens),
         ]
         for m in sorted(ix.of("model"), key=lambda m: (m.params_total, m.id))
     ]
@@ -911,21 +950,18 @@ def catalog_pages(ix: Index) -> Pages:
 
 def result_page(ix: Index, result: Result) -> str:
     src = page_of("result", result.id)
-    fw = ix.get("framework", result.framework)
+    framework = ix.record_link(src, "framework", result.framework) if result.framework else None
     blocks = [
         f"# {esc(result.id)}",
         esc(result.description),
         fields(
             [
                 ("Source", ix.source_link(src, result.source)),
-                ("Where in the source", esc(result.locator)),
-                (
-                    "Framework",
-                    link(src, page_of("framework", fw.id), esc(fw.name)) if fw else UNKNOWN,
-                ),
-                ("Metric", code(result.metric)),
-                ("Value", f"{number(result.value)} {esc(result.unit)}"),
-                ("Baseline", show(result.baseline)),
+                ("Where in the source", html(result.locator)),
+                ("Framework", framework or UNKNOWN),
+                ("Metric", html_code(result.metric)),
+                ("Value", f"{number(result.value)} {html(result.unit)}"),
+                ("Baseline", cell(result.baseline)),
             ]
         ),
         f"## Notes\n\n{show(result.notes)}",
@@ -943,12 +979,12 @@ def results_index(ix: Index) -> str:
     src = index_of("result")
     rows = [
         [
-            link(src, page_of("result", r.id), esc(r.id)),
+            to_page(src, page_of("result", r.id), r.id),
             ix.source_link(src, r.source),
-            show(r.framework),
-            code(r.metric),
+            ix.record_link(src, "framework", r.framework) if r.framework else UNKNOWN,
+            html_code(r.metric),
             number(r.value),
-            esc(r.unit),
+            html(r.unit),
         ]
         for r in ix.of("result")
     ]
@@ -975,13 +1011,13 @@ def source_page(ix: Index, source: Source) -> str:
         f"# {esc(source.title)}",
         fields(
             [
-                ("Id", code(source.id)),
-                ("Type", esc(source.type)),
-                ("Authors", show(source.authors)),
-                ("Year", show(source.year)),
-                ("Venue", show(source.venue)),
-                ("Address", external(source.url, esc(source.url))),
-                ("Accessed", show(source.accessed)),
+                ("Id", html_code(source.id)),
+                ("Type", html(source.type)),
+                ("Authors", cell(source.authors)),
+                ("Year", cell(source.year)),
+                ("Venue", cell(source.venue)),
+                ("Address", outside(source.url)),
+                ("Accessed", cell(source.accessed)),
             ]
         ),
         "## Cited by",
@@ -993,10 +1029,10 @@ def sources_index(ix: Index) -> str:
     src = index_of("source")
     rows = [
         [
-            link(src, page_of("source", s.id), esc(s.id)),
-            esc(s.type),
-            show(s.year),
-            esc(s.title),
+            to_page(src, page_of("source", s.id), s.id),
+            html(s.type),
+            cell(s.year),
+            html(s.title),
             number(len(set(ix.cited_by.get(s.id, [])))),
         ]
         for s in sorted(ix.catalog.of("source").values(), key=lambda s: s.id)
@@ -1017,13 +1053,6 @@ def source_pages(ix: Index) -> Pages:
 
 
 # --- SQL reference ---------------------------------------------------------------------------
-
-
-def value_cell(value: Any) -> str:
-    """A database value for a Markdown cell: NULL reads `unknown`."""
-    if isinstance(value, float):
-        return number(value)
-    return show(value)
 
 
 def relations(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str | None]]:
@@ -1070,7 +1099,10 @@ def sql_reference(con: duckdb.DuckDBPyConnection) -> str:
             if relation_kind != kind:
                 continue
             # A column without a comment gets a blank cell: "unknown" would suggest a NULL.
-            rows = [(code(c), code(t), esc(note) or " ") for c, t, note in columns.get(name, [])]
+            rows = [
+                (html_code(c), html_code(t), html(note) or "&nbsp;")
+                for c, t, note in columns.get(name, [])
+            ]
             blocks += [
                 f"### {name}",
                 esc(comment) if comment else "",
@@ -1095,13 +1127,14 @@ def query_output(con: duckdb.DuckDBPyConnection, sql: str) -> str:
     except QueryError as exc:
         return f"This query needs parameters to run: {esc(exc)}."
     shown = rows.rows[:QUERY_ROW_LIMIT]
-    cells = [[value_cell(v) for v in row] for row in shown]
+    # Database NULLs read "unknown", like missing record fields.
+    cells = [[cell(v) for v in row] for row in shown]
     note = ""
     if len(rows.rows) > len(shown):
         note = f"First {len(shown)} of {len(rows.rows)} rows."
     given = " ".join(f"-p {k} {v}" for k, v in params.items())
     intro = f"Output with {code(given)}:" if given else "Output:"
-    return document(intro, table([code(c) for c in rows.columns], cells), note)
+    return document(intro, table([html_code(c) for c in rows.columns], cells), note)
 
 
 def sql_queries(con: duckdb.DuckDBPyConnection) -> str:
@@ -1114,7 +1147,7 @@ def sql_queries(con: duckdb.DuckDBPyConnection) -> str:
         blocks += [
             f"## {esc(query.title)}",
             esc(query.description) if query.description else "",
-            f"{code('rlmguide query ' + query.name)}",
+            code(f"rlmguide query {query.name}"),
             fenced("sql", query.sql),
             query_output(con, query.sql),
         ]
@@ -1190,6 +1223,18 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 """Top-level sections of the navigation and the page folders each holds, in order."""
 
+SOURCE_GROUPS = {
+    "paper": "Papers",
+    "repository": "Repositories",
+    "documentation": "Documentation",
+    "model-config": "Model configurations",
+    "datasheet": "Datasheets",
+    "blog": "Blog posts",
+}
+
+PINNED = (MATRIX, FACTS_PAGE)
+"""Overview pages listed right after their folder's index, before the record pages."""
+
 NavItem = str | dict[str, Any]
 
 
@@ -1201,8 +1246,8 @@ def page_title(markdown: str, path: str) -> str:
     return posixpath.splitext(posixpath.basename(path))[0]
 
 
-PINNED = (MATRIX, FACTS_PAGE)
-"""Overview pages listed right after their folder's index, before the record pages."""
+def titled(pages: Mapping[str, str], paths: Iterable[str]) -> list[NavItem]:
+    return [{page_title(pages[p], p): p} for p in paths]
 
 
 def folder_entries(folder: str, pages: Mapping[str, str], placed: set[str]) -> list[NavItem]:
@@ -1211,29 +1256,72 @@ def folder_entries(folder: str, pages: Mapping[str, str], placed: set[str]) -> l
     names = [p for p in pages if posixpath.dirname(p) == folder and p not in placed]
     names.sort(key=lambda p: (p != index, p not in PINNED, page_title(pages[p], p).lower(), p))
     placed.update(names)
-    return [p if p == index else {page_title(pages[p], p): p} for p in names]
+    return [p if p == index else titled(pages, [p])[0] for p in names]
 
 
 def taxonomy_entries(catalog: Catalog, pages: Mapping[str, str], placed: set[str]) -> list[Any]:
     """The taxonomy index, then one subsection per root holding its subtree in tree order."""
-    ix_children: dict[str | None, list[Technique]] = defaultdict(list)
+    kids: dict[str | None, list[Technique]] = defaultdict(list)
     for tech in catalog.of("technique").values():
         assert isinstance(tech, Technique)
-        ix_children[tech.parent].append(tech)
+        kids[tech.parent].append(tech)
+
+    def ordered(parent: str | None) -> list[Technique]:
+        return sorted(kids.get(parent, []), key=lambda t: (t.name.lower(), t.id))
 
     def walk(parent: str) -> list[Technique]:
-        kids = sorted(ix_children.get(parent, []), key=lambda t: (t.name.lower(), t.id))
-        return [t for kid in kids for t in (kid, *walk(kid.id))]
+        return [t for kid in ordered(parent) for t in (kid, *walk(kid.id))]
 
     entries: list[NavItem] = [TAXONOMY] if TAXONOMY in pages else []
     placed.add(TAXONOMY)
-    for root in sorted(ix_children.get(None, []), key=lambda t: (t.name.lower(), t.id)):
-        items = [{"Overview": page_of("technique", root.id)}]
-        items += [{t.name: page_of("technique", t.id)} for t in walk(root.id)]
-        items = [i for i in items if next(iter(i.values())) in pages]
-        placed.update(next(iter(i.values())) for i in items)
-        entries.append({root.name: items})
+    for root in ordered(None):
+        paths = [page_of("technique", t.id) for t in (root, *walk(root.id))]
+        paths = [p for p in paths if p in pages]
+        placed.update(paths)
+        items = titled(pages, paths)
+        if items:
+            items[0] = {"Overview": paths[0]}
+            entries.append({root.name: items})
     return entries
+
+
+def source_entries(catalog: Catalog, pages: Mapping[str, str], placed: set[str]) -> list[Any]:
+    """The sources index, then one subsection per source type.
+
+    Grouping keeps each section small, and with `navigation.prune` a page renders only its own
+    section: one flat list of 200+ sources rendered on each of them made the build quadratic.
+    """
+    index = index_of("source")
+    entries: list[NavItem] = [index] if index in pages else []
+    placed.add(index)
+    for kind, title in SOURCE_GROUPS.items():
+        paths = [
+            page_of("source", s.id)
+            for s in catalog.of("source").values()
+            if getattr(s, "type", None) == kind
+        ]
+        paths = sorted((p for p in paths if p in pages), key=lambda p: page_title(pages[p], p))
+        placed.update(paths)
+        if paths:
+            entries.append({title: titled(pages, paths)})
+    return entries
+
+
+def section_entries(
+    folder: str, catalog: Catalog, pages: Mapping[str, str], placed: set[str]
+) -> list[Any]:
+    """The nav entries of one page folder (special layouts first, then whatever is left)."""
+    entries: list[Any] = []
+    if folder == "techniques":
+        entries += taxonomy_entries(catalog, pages, placed)
+    elif folder == "sources":
+        entries += source_entries(catalog, pages, placed)
+    elif folder == "sql":
+        entries.append({"Querying the knowledge base": SQL_HOWTO})
+    rest = folder_entries(folder, pages, placed)
+    if folder == "components" and rest:
+        return [{"Components": rest}]
+    return entries + rest
 
 
 def navigation(catalog: Catalog, pages: Mapping[str, str]) -> list[NavItem]:
@@ -1241,16 +1329,7 @@ def navigation(catalog: Catalog, pages: Mapping[str, str]) -> list[NavItem]:
     placed: set[str] = set()
     nav: list[NavItem] = [{"Home": HOME}]
     for title, folders in SECTIONS:
-        entries: list[Any] = []
-        for folder in folders:
-            if folder == "techniques":
-                entries += taxonomy_entries(catalog, pages, placed)
-            elif folder == "sql":
-                entries += [{"Querying the knowledge base": SQL_HOWTO}]
-            if folder == "components" and any(posixpath.dirname(p) == folder for p in pages):
-                entries.append({"Components": folder_entries(folder, pages, placed)})
-            else:
-                entries += folder_entries(folder, pages, placed)
+        entries = [e for f in folders for e in section_entries(f, catalog, pages, placed)]
         if entries:
             nav.append({title: entries})
     for folder in sorted({posixpath.dirname(p) for p in pages if p not in placed}):

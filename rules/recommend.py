@@ -126,8 +126,11 @@ class Recommender:
         resolved: Resolved,
         rules: list[CompiledRule],
         frameworks: Iterable[Framework],
+        *,
+        enforce_memory: bool = True,
     ) -> None:
         self.resolved = resolved
+        self.enforce_memory = enforce_memory
         self.rules = rules
         self.frameworks = list(frameworks)
         self.facts = scenario_facts(resolved)
@@ -231,7 +234,7 @@ class Recommender:
         else:
             seconds = costs.stages["training"].seconds + costs.stages["preparation"].seconds
             memory = costs.memory_train_gib
-        fits = memory <= self.usable_gib
+        fits = (memory <= self.usable_gib) | (not self.enforce_memory)
         self.search.rejected["memory"] += int(weight[keep][~fits].sum())
         self._note_overflow(memory - self.usable_gib, pool)
         ok = keep[fits]
@@ -243,6 +246,7 @@ class Recommender:
         return out, feasible
 
     def _note_overflow(self, excess: np.ndarray, pool: str) -> None:
+        excess = excess[excess > 0]
         if excess.size:
             least = float(excess.min())
             current = self._least_overflow.get(pool)
@@ -396,7 +400,7 @@ class Recommender:
         env = self._env(table, costs)
         n = len(table)
         alive = self._reject(env, n, "plan", np.ones(n, dtype=int))
-        fits = costs.feasible
+        fits = costs.feasible | (not self.enforce_memory)
         colocated = table.placement == PLACEMENTS.index("colocated")
         self.search.rejected["memory"] += int((alive & ~fits & colocated).sum())
         # A disaggregated combination of two fitting pools can still overflow (weight-sync
@@ -437,8 +441,8 @@ class Recommender:
                 f"no plan fits in memory: the closest layout needs {over:.1f} GiB more per GPU "
                 f"than the {self.usable_gib:.1f} GiB usable; the policy's weights, gradients and "
                 f"Adam states alone need {state:,.0f} GiB, the cluster offers {r.gpus} x "
-                f"{self.usable_gib:.1f} = {capacity:,.0f} GiB; smallest cluster that could hold "
-                f"them: {smallest} GPUs"
+                f"{self.usable_gib:.1f} = {capacity:,.0f} GiB; a cluster needs at least "
+                f"{smallest} GPUs to hold them (smallest cluster)"
             )
         rule = next(x for x in self.rules if x.id == reason)
         return (

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from site_support import SITE_BUILD, BuiltSite, build_site
 
 FIXTURE_KB = Path(__file__).parent / "fixtures" / "kb"
 REPO = Path(__file__).parent.parent
@@ -38,3 +39,9 @@ def use_fixture_kb(fixture_kb: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     cli.connection.cache_clear()
     yield fixture_kb
     cli.connection.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
+    """The real site, built once per test session in strict mode (shared by the site tests)."""
+    return build_site(SITE_BUILD / "site", tmp_path_factory.mktemp("site-cache"))

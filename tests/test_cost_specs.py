@@ -105,7 +105,9 @@ def random_plans(seed: int, arch: Architecture, n: int, max_dp: int = 8) -> Plan
     dps = [d for d in (1, 2, 4, 8, 16) if d <= max_dp]
     while len(cols["placement"]) < n:
         r_tp, r_pp, r_dp = (int(rng.choice(x)) for x in (tps, pps, dps))
-        r_ep = int(rng.choice([e for e in (1, 2, 4, 8) if experts % e == 0 and (r_tp * r_dp) % e == 0]))
+        r_ep = int(
+            rng.choice([e for e in (1, 2, 4, 8) if experts % e == 0 and (r_tp * r_dp) % e == 0])
+        )
         r_ep = r_ep if arch.moe else 1
         colocated = bool(rng.integers(2))
         t_tp, t_pp, t_cp = int(rng.choice(tps)), int(rng.choice(pps)), int(rng.choice([1, 2]))
@@ -173,9 +175,9 @@ def test_model_figures_split_dense_and_expert_weights() -> None:
     # attention FLOPs per token per context token: 2 * 28 layers * 28 heads * (128 + 128)
     assert dense.attention_flops_per_context == 2 * 28 * 28 * 256 == 401_408
     moe = ModelFigures.of(QWEN3_30B_A3B)
-    # routed experts: 48 layers * 128 experts * 3 * 2048 * 768 = 29,796,335,616 weights
-    assert moe.expert_params == 48 * 128 * 3 * 2048 * 768 == 29_796_335_616
-    assert moe.dense_params == QWEN3_30B_A3B.params_total - 29_796_335_616
+    # routed experts: 48 layers * 128 experts * 3 * 2048 * 768 = 28,991,029,248 weights
+    assert moe.expert_params == 48 * 128 * 3 * 2048 * 768 == 28_991_029_248
+    assert moe.dense_params == QWEN3_30B_A3B.params_total - 28_991_029_248
     # a batch of 1 token reads top-8 of 128 experts: 1 - (1 - 8/128) = 1/16 of them
     assert moe.expert_read_fraction(np.array([1.0]))[0] == pytest.approx(8 / 128)
     assert moe.expert_read_fraction(np.array([10_000.0]))[0] == pytest.approx(1.0)
@@ -183,7 +185,15 @@ def test_model_figures_split_dense_and_expert_weights() -> None:
 
 def test_cost_imports_kb_schema_only() -> None:
     """The cost core does no I/O: no click, DuckDB, YAML, MkDocs, kb loader/store or rules."""
-    allowed_roots = {"__future__", "collections", "dataclasses", "functools", "typing", "numpy", "cost"}
+    allowed_roots = {
+        "__future__",
+        "collections",
+        "dataclasses",
+        "functools",
+        "typing",
+        "numpy",
+        "cost",
+    }
     for path in sorted((Path(__file__).parent.parent / "cost").glob("*.py")):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
@@ -193,5 +203,9 @@ def test_cost_imports_kb_schema_only() -> None:
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module]
             for name in names:
-                ok = name.split(".")[0] in allowed_roots or name == "kb.schema" or name.startswith("kb.schema.")
+                ok = (
+                    name.split(".")[0] in allowed_roots
+                    or name == "kb.schema"
+                    or name.startswith("kb.schema.")
+                )
                 assert ok, f"{path.name} imports {name}"

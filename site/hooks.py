@@ -1,0 +1,51 @@
+"""MkDocs hook: add the pages generated from the knowledge base as in-memory files.
+
+Nothing is written into `docs/`: each generated page becomes a virtual `File`, its "edit this
+page" link points at the record's YAML file, and the generated navigation replaces `nav`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File, Files
+
+REPO = Path(__file__).resolve().parent.parent
+log = logging.getLogger("mkdocs.hooks.rlmguide")
+
+
+def _sitebuild() -> ModuleType:
+    """rlmguide.sitebuild, also when MkDocs runs from a checkout without rlmguide installed."""
+    try:
+        from rlmguide import sitebuild
+    except ModuleNotFoundError:
+        sys.path.insert(0, str(REPO))
+        from rlmguide import sitebuild
+    return sitebuild
+
+
+def on_files(files: Files, config: MkDocsConfig) -> Files:
+    sitebuild = _sitebuild()
+    try:
+        site = sitebuild.generated_site()
+    except sitebuild.SiteError as exc:
+        raise PluginError(str(exc)) from None
+    docs = Path(config.docs_dir).resolve().relative_to(REPO).as_posix()
+    for file in files:
+        if file.is_documentation_page():
+            file.edit_uri = f"{docs}/{file.src_uri}"
+    for path, text in site.pages.items():
+        if files.get_file_from_path(path) is not None:
+            raise PluginError(f"{path} is both hand-written in {docs}/ and generated")
+        page = File.generated(config, path, content=text)
+        # Index and overview pages have no single record behind them: no edit button.
+        page.edit_uri = site.edit_paths.get(path)
+        files.append(page)
+    config["nav"] = site.nav
+    log.info("rlmguide: generated %d pages from the knowledge base", len(site.pages))
+    return files

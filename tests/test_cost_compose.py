@@ -1,0 +1,107 @@
+"""Composition by placement and execution mode; seq and par are associative."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cost.compose import Span, compose_step, par, seq, streamed_rollout
+from cost.plans import ASYNC, COLOCATED, DISAGGREGATED, ONE_STEP_OFF, PARTIAL_ROLLOUT, SYNC
+from cost.stage import StageCost
+
+
+def stage(seconds: float, work: float, depth: float) -> StageCost:
+    def a(x: float) -> np.ndarray:
+        return np.array([x])
+
+    zero = a(0.0)
+    return StageCost(
+        seconds=a(seconds), work_seconds=a(work), depth_seconds=a(depth), work_flop=zero,
+        hbm_bytes=zero, link_bytes=zero, gpus=a(8.0), compute_seconds=a(work), hbm_seconds=zero,
+        scale_up_seconds=zero, scale_out_seconds=zero,
+    )  # fmt: skip
+
+
+# rollout 100 s (work 60, depth 50), preparation 20, training 50, sync 5, switch 3
+ROLLOUT, PREP, TRAIN, SYNC_STAGE, SWITCH = (
+    stage(100, 60, 50), stage(20, 20, 1), stage(50, 48, 4), stage(5, 2, 3), stage(3, 3, 0),
+)  # fmt: skip
+
+
+def step(placement: int, execution: int, staleness: int = 1) -> float:
+    timing = compose_step(
+        np.array([placement]), np.array([execution]), np.array([staleness]),
+        ROLLOUT, PREP, TRAIN, SYNC_STAGE, SWITCH,
+    )  # fmt: skip
+    return float(timing.step.seconds[0])
+
+
+def test_colocated_stages_add_up_with_the_switch() -> None:
+    assert step(COLOCATED, SYNC) == 100 + 20 + 50 + 5 + 3
+    assert step(COLOCATED, PARTIAL_ROLLOUT) == 178
+
+
+def test_disaggregated_sync_takes_turns_and_reports_idle_time() -> None:
+    assert step(DISAGGREGATED, SYNC) == 100 + 20 + 50 + 5
+    timing = compose_step(
+        np.array([DISAGGREGATED]), np.array([SYNC]), np.array([1]),
+        ROLLOUT, PREP, TRAIN, SYNC_STAGE, SWITCH,
+    )  # fmt: skip
+    assert timing.rollout_idle[0] == 175 - 105  # waits for preparation and training
+    assert timing.train_idle[0] == 175 - 75  # waits for the rollout
+
+
+def test_one_step_off_overlaps_the_pools_and_exposes_the_sync() -> None:
+    assert step(DISAGGREGATED, ONE_STEP_OFF) == max(100, 20 + 50) + 5
+
+
+def test_async_amortises_the_rollout_tail_over_the_staleness() -> None:
+    # streamed rollout: max(W/p, T - D + D/k) = max(60, 100 - 50 + 50/2) = 75 at k = 2
+    assert step(DISAGGREGATED, ASYNC, 2) == max(75, 70) + 5
+    # k = 1 is one-step-off; a large k never goes below the work W/p = 60
+    assert step(DISAGGREGATED, ASYNC, 1) == step(DISAGGREGATED, ONE_STEP_OFF)
+    streamed = streamed_rollout(ROLLOUT, np.array([16.0]))
+    assert streamed.seconds[0] == 70 - 70 + 60  # max(60, 50 + 3.125)
+    assert streamed.lower[0] <= streamed.seconds[0] <= streamed.upper[0]
+
+
+def test_composed_step_keeps_brent_bounds() -> None:
+    for placement, execution in [
+        (COLOCATED, SYNC),
+        (DISAGGREGATED, SYNC),
+        (DISAGGREGATED, ONE_STEP_OFF),
+        (DISAGGREGATED, ASYNC),
+    ]:
+        timing = compose_step(
+            np.array([placement]), np.array([execution]), np.array([2]),
+            ROLLOUT, PREP, TRAIN, SYNC_STAGE, SWITCH,
+        )  # fmt: skip
+        s = timing.step
+        assert s.lower[0] <= s.seconds[0] <= s.upper[0]
+
+
+def span(a: float, b: float, c: float) -> Span:
+    """A span whose lower bound, time and upper bound are ordered."""
+    return Span(np.array([min(a, b)]), np.array([min(a, b) * 0.5]), np.array([max(a, b) + c]))
+
+
+spans = st.builds(span, st.floats(0, 1e6), st.floats(0, 1e6), st.floats(0, 1e6))
+
+
+def same(x: Span, y: Span) -> None:
+    for field in ("seconds", "lower", "upper"):
+        assert getattr(x, field)[0] == pytest.approx(getattr(y, field)[0], rel=1e-12, abs=1e-9)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(a=spans, b=spans, c=spans)
+def test_seq_and_par_are_associative(a: Span, b: Span, c: Span) -> None:
+    same(seq(seq(a, b), c), seq(a, seq(b, c)))
+    same(par(par(a, b), c), par(a, par(b, c)))
+    same(seq(a, b, c), seq(a, seq(b, c)))
+    same(par(a, b), par(b, a))
+    for composed in (seq(a, b, c), par(a, b, c), seq(par(a, b), c)):
+        assert composed.lower[0] <= composed.seconds[0] * (1 + 1e-12)
+        assert composed.seconds[0] <= composed.upper[0] * (1 + 1e-12)

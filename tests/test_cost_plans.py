@@ -1,0 +1,115 @@
+"""Plan tables: construction from arrays or scenario plans, and typed factorisation errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_cost_specs import DEEPSEEK_V3, LLAMA31_70B, QWEN3_30B_A3B, QWEN25_7B, one_plan
+
+from cost import PlanError, PlanTable, check_plans, plan_problems, valid_rows
+from kb.schema import Plan
+
+
+def test_dp_follows_from_gpus_and_the_other_degrees() -> None:
+    t = one_plan(rollout_gpus=32, rollout_tp=4, rollout_pp=2, train_gpus=32, train_tp=2,
+                 train_pp=2, train_cp=2)  # fmt: skip
+    assert t.rollout_dp[0] == 4  # 32 / (4 * 2)
+    assert t.train_dp[0] == 4  # 32 / (2 * 2 * 2)
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "reason"),
+    [
+        (dict(rollout_gpus=12, rollout_tp=8, train_gpus=12), "rollout.gpus", "not a whole number"),
+        (dict(train_tp=2, train_pp=2, train_cp=3), "train.gpus", "not a whole number"),
+        (dict(train_zero=4), "train.zero", "ZeRO stage"),
+        (dict(rollout_tp=0), "rollout.tp", "positive"),
+        (dict(execution="eventually"), "execution", "must be one of"),
+        (dict(train_recompute="sometimes"), "train.recompute", "must be one of"),
+        (dict(rollout_tp=[1, 2], train_tp=[1, 1, 1]), "rollout.tp", "entries"),
+    ],
+)
+def test_invalid_tables_raise_plan_errors(
+    fields: dict[str, object], field: str, reason: str
+) -> None:
+    with pytest.raises(PlanError) as caught:
+        one_plan(**fields)
+    assert caught.value.field == field
+    assert reason in caught.value.reason
+
+
+@pytest.mark.parametrize(
+    ("arch", "fields", "field", "reason"),
+    [
+        (QWEN25_7B, dict(rollout_gpus=24, rollout_tp=3, train_gpus=24), "rollout.tp", "heads"),
+        (QWEN25_7B, dict(train_pp=8), "train.pp", "layers"),
+        (QWEN25_7B, dict(rollout_ep=2), "rollout.ep", "dense model"),
+        (QWEN3_30B_A3B, dict(train_ep=3, rollout_gpus=24, train_gpus=24), "train.ep", "experts"),
+        (QWEN3_30B_A3B, dict(train_tp=8, train_ep=2), "train.ep", "dp * cp"),
+        (DEEPSEEK_V3, dict(rollout_pp=2, rollout_gpus=8, train_gpus=8), "rollout.pp", "layers"),
+        (QWEN25_7B, dict(train_gpus=16), "train.gpus", "colocated"),
+        (QWEN25_7B, dict(execution="async"), "execution", "disaggregated"),
+    ],
+)
+def test_layout_problems_name_field_reason_and_rows(
+    arch: object, fields: dict[str, object], field: str, reason: str
+) -> None:
+    table = one_plan(**fields)
+    problems = plan_problems(table, arch)  # type: ignore[arg-type]
+    assert problems, "expected a problem"
+    first = problems[0]
+    assert first.field == field and reason in first.reason and first.rows == (0,)
+    with pytest.raises(PlanError, match=f"plan.{field}"):
+        check_plans(table, arch)  # type: ignore[arg-type]
+
+
+def test_kv_heads_must_split_or_replicate_evenly() -> None:
+    # Llama-3.1-70B has 8 KV heads: tp 4 splits them, tp 16 replicates them (one per rank)
+    table = one_plan(rollout_gpus=16, rollout_tp=16, train_gpus=16, train_tp=4)
+    assert not plan_problems(table, LLAMA31_70B)
+    # 12 heads, 4 KV heads, tp 6: heads split but 4 KV heads neither split nor replicate
+    toy = QWEN25_7B.model_copy(update={"heads": 12, "hidden": 1536})
+    [problem] = plan_problems(one_plan(rollout_gpus=6, rollout_tp=6, train_gpus=6), toy)
+    assert problem.field == "rollout.tp" and "kv heads" in problem.reason
+
+
+def test_cluster_size_is_checked_when_known() -> None:
+    table = one_plan(placement="disaggregated", rollout_gpus=32, train_gpus=8)
+    assert plan_problems(table, QWEN25_7B) == []
+    [problem] = plan_problems(table, QWEN25_7B, cluster_gpus=32)
+    assert problem.field == "rollout.gpus" and "32 GPUs" in problem.reason
+
+
+def test_valid_rows_masks_bad_plans_for_enumerators() -> None:
+    table = PlanTable.from_arrays(
+        placement="colocated", execution="sync", rollout_gpus=8, rollout_tp=[1, 2, 4, 8],
+        train_gpus=8, train_tp=1, train_pp=[1, 1, 8, 1], train_zero=1, train_recompute="full",
+    )  # fmt: skip
+    # row 2: 28 layers over pp 8; row 3: 28 heads over tp 8
+    assert valid_rows(table, QWEN25_7B).tolist() == [True, True, False, False]
+    assert len(table.take(valid_rows(table, QWEN25_7B))) == 2
+
+
+def test_from_plans_fills_neutral_defaults_and_requires_the_rest() -> None:
+    plan = Plan(
+        placement="colocated", execution="sync",
+        rollout={"gpus": 16, "tp": 2}, train={"tp": 4, "zero": 3, "recompute": "selective"},
+    )  # fmt: skip
+    table = PlanTable.from_plans([plan])
+    row = table.row(0)
+    assert row["rollout"] == {"gpus": 16, "tp": 2, "pp": 1, "dp": 8, "ep": 1}
+    assert row["train"] == {"gpus": 16, "tp": 4, "pp": 1, "cp": 1, "dp": 4, "ep": 1, "zero": 3,
+                            "recompute": "selective"}  # fmt: skip
+    assert row["prefix_caching"] is True and row["max_staleness"] == 1
+    with pytest.raises(PlanError, match=r"train\.zero"):
+        PlanTable.from_plans([Plan(placement="colocated", execution="sync",
+                                   rollout={"gpus": 8, "tp": 1}, train={"tp": 1})])  # fmt: skip
+    with pytest.raises(PlanError):
+        PlanTable.from_plans([])
+
+
+def test_categorical_codes_and_names_are_interchangeable() -> None:
+    by_name = one_plan(placement="disaggregated", execution="one-step-off", train_recompute="none")
+    by_code = one_plan(placement=1, execution=1, train_recompute=0)
+    for field in ("placement", "execution", "train_recompute"):
+        assert np.array_equal(getattr(by_name, field), getattr(by_code, field))

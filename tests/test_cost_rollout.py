@@ -1,0 +1,151 @@
+"""Rollout: the decode-step roofline, prefill FLOPs, the length grid, continuous batching."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_cost_specs import H100, QWEN3_30B_A3B, QWEN7B_PARAMS, QWEN25_7B, one_plan, workload
+
+from cost import evaluate
+from cost.architecture import ModelFigures
+from cost.collectives import Fabric
+from cost.efficiency import EfficiencyFactors
+from cost.hardware import Hardware
+from cost.layouts import RolloutLayout
+from cost.lengths import length_grid, mean_position, shape_exponent
+from cost.overheads import DEFAULT_OVERHEADS
+from cost.rollout import DecodeModel
+
+P = float(QWEN7B_PARAMS)
+EFF = EfficiencyFactors()
+HW = Hardware.of(H100, 8, DEFAULT_OVERHEADS)
+FABRIC = Fabric.of(HW, EFF, DEFAULT_OVERHEADS)
+COMPUTE = 989e12 * 0.5  # decode_compute default
+HBM = 3.35e12 * 0.6  # decode_hbm default
+NVLINK = 450e9 * 0.8  # one direction of 900 GB/s, scale_up_link default
+
+
+def decode_model(arch=QWEN25_7B, **plan: object) -> DecodeModel:  # type: ignore[no-untyped-def]
+    layout = RolloutLayout.of(one_plan(**plan))
+    return DecodeModel(ModelFigures.of(arch), layout, HW, FABRIC, EFF, DEFAULT_OVERHEADS)
+
+
+def test_decode_step_of_a_lone_sequence_is_memory_bound_by_hand() -> None:
+    # Qwen2.5-7B, tp 1, batch 1 at context 1024:
+    #   compute = (2 * 7,615,616,512 + 401,408 * 1024) / (989e12 * 0.5) = 31.6 us
+    #   HBM     = (2 * 7,615,616,512 + 1024 * 57,344) / (3.35e12 * 0.6) = 7.607 ms
+    #   step    = 7.607 ms + 0.5 ms host overhead = 8.107 ms
+    step = decode_model().step(np.array([[1.0]]), np.array([[1024.0]]))
+    hbm = (2 * P + 1024 * 57_344) / HBM
+    assert step.compute[0, 0] == pytest.approx((2 * P + 401_408 * 1024) / COMPUTE)
+    assert step.hbm[0, 0] == pytest.approx(hbm)
+    assert step.seconds[0, 0] == pytest.approx(hbm + 5e-4)
+    assert step.seconds[0, 0] == pytest.approx(8.1069e-3, rel=1e-4)
+
+
+def test_decode_step_with_tensor_parallel_all_reduces_by_hand() -> None:
+    # tp 2, batch 256 at context 3072, per GPU:
+    #   compute = 256 * (P + 200,704 * 3072) / 4.945e14                      = 4.26 ms
+    #   HBM     = (2P / 2 + 256 * 3072 * 28,672) / 2.01e12                   = 15.0 ms
+    #   TP      = 2 all-reduces x 28 layers of 256 x 3584 x 2 B = 1,835,008 B:
+    #             56 * (10 us + 2 * (1/2) * 1,835,008 / 360e9)               = 0.845 ms
+    step = decode_model(rollout_tp=2).step(np.array([[256.0]]), np.array([[3072.0]]))
+    compute = 256 * (P + 200_704 * 3072) / COMPUTE
+    hbm = (P + 256 * 3072 * 28_672) / HBM
+    tp = 56 * (10e-6 + 1_835_008 / NVLINK)
+    assert step.compute[0, 0] == pytest.approx(compute)
+    assert step.hbm[0, 0] == pytest.approx(hbm)
+    assert step.scale_up[0, 0] == pytest.approx(tp)
+    assert step.seconds[0, 0] == pytest.approx(max(compute, hbm) + tp + 5e-4)
+    assert tp == pytest.approx(8.4544e-4, rel=1e-4)
+
+
+def test_decode_turns_compute_bound_at_large_batch() -> None:
+    # At 1024 sequences of short context the FLOPs (2P per token) outgrow the weight reads:
+    # ridge = 989e12*0.5 / (3.35e12*0.6) = 246 FLOP/byte, i.e. ~246 tokens per step.
+    step = decode_model().step(np.array([[1024.0]]), np.array([[16.0]]))
+    assert step.compute[0, 0] > step.hbm[0, 0]
+
+
+def test_pipeline_reads_weights_once_per_micro_batch() -> None:
+    flat = decode_model().step(np.array([[1.0]]), np.array([[0.0]]))
+    staged = decode_model(rollout_pp=4).step(np.array([[1.0]]), np.array([[0.0]]))
+    # a lone token still crosses 4 stages of 1/4 of the weights: the same bytes, plus sends
+    assert staged.hbm[0, 0] == pytest.approx(flat.hbm[0, 0])
+    assert staged.seconds[0, 0] > flat.seconds[0, 0]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    b1=st.floats(1, 2048),
+    b2=st.floats(1, 2048),
+    context=st.floats(1, 32768),
+    tp=st.sampled_from([1, 2, 4, 8]),
+    pp=st.sampled_from([1, 2, 4]),
+    moe=st.booleans(),
+)
+def test_step_time_grows_and_time_per_token_falls_with_batch(
+    b1: float, b2: float, context: float, tp: int, pp: int, moe: bool
+) -> None:
+    """The two properties the rollout's Brent bounds rest on."""
+    small, large = sorted((b1, b2))
+    arch = QWEN3_30B_A3B if moe else QWEN25_7B
+    model = decode_model(arch, rollout_gpus=tp * pp, rollout_tp=tp, rollout_pp=pp,
+                         train_gpus=tp * pp, rollout_ep=tp if moe else 1)  # fmt: skip
+    c = np.array([[context]])
+    t_small = model.step_seconds(np.array([[small]]), c)[0, 0]
+    t_large = model.step_seconds(np.array([[large]]), c)[0, 0]
+    assert t_small <= t_large * (1 + 1e-12)
+    assert t_large / large <= t_small / small * (1 + 1e-12)
+
+
+def test_length_grid_integrates_tokens_exactly() -> None:
+    # S(t) = 1 - (t/L)^a with a = r / (L - r) = 4096 / 12288 = 1/3: mean exactly r
+    assert shape_exponent(4096, 16384) == pytest.approx(1 / 3)
+    grid = length_grid(4096, 16384, 16384, 16)
+    assert grid.end == 16384
+    assert grid.tokens_per_sequence == pytest.approx(4096, rel=1e-12)
+    # mean position of a decoded token: L (a+1) / (2 (a+2)) = 16384 * (4/3) / (14/3) = 4681.14
+    centroid = (grid.widths * grid.survival * grid.position).sum() / grid.tokens_per_sequence
+    assert centroid == pytest.approx(mean_position(4096, 16384), rel=1e-12)
+    assert mean_position(4096, 16384) == pytest.approx(16384 * 4 / 14)
+    # all responses at the cap: S = 1 everywhere
+    same = length_grid(4096, 4096, 4096, 8)
+    assert np.all(same.survival == 1) and same.tokens_per_sequence == 4096
+    # a partial-rollout cap keeps only the first part of the distribution
+    assert length_grid(4096, 16384, 8192, 16).tokens_per_sequence < 4096
+
+
+def test_rollout_flops_by_hand() -> None:
+    # No spread (max = mean = 4096): decode attention at mean context 1024 + 2048.
+    #   decode  = 8192 sequences * 4096 tokens * (2P + 401,408 * 3072)
+    #   prefill = 512 prompts (group of 16 shares its prompt) * 1024 * (2P + 401,408 * 512)
+    wl = workload(max_response_tokens=4096)
+    decode = 8192 * 4096 * (2 * P + 401_408 * 3072)
+    prefill = 1024 * (2 * P + 401_408 * 512)
+    shared = evaluate(H100, QWEN25_7B, wl, one_plan(prefix_caching=True))
+    assert shared.stages["rollout"].work_flop[0] == pytest.approx(decode + 512 * prefill)
+    alone = evaluate(H100, QWEN25_7B, wl, one_plan(prefix_caching=False))
+    assert alone.stages["rollout"].work_flop[0] == pytest.approx(decode + 8192 * prefill)
+
+
+def test_continuous_batching_is_limited_by_free_memory() -> None:
+    # one H100 holds 207 sequences of 5120 tokens next to the 7B weights (test_cost_memory);
+    # 8192 sequences on 8 replicas = 1024 per replica > 207: a queue forms.
+    r = evaluate(H100, QWEN25_7B, workload(), one_plan(placement="disaggregated", rollout_gpus=8,
+                                                       train_gpus=8))  # fmt: skip
+    assert r.rollout_concurrency[0] == 207
+    rollout = r.stages["rollout"]
+    assert rollout.seconds[0] > rollout.depth_seconds[0]  # queued tokens before the drain
+
+
+def test_partial_rollout_caps_the_decode_depth() -> None:
+    # staleness 1: cap = ceil(16384 / 2) = 8192 decode steps; the tail carries over
+    sync = evaluate(H100, QWEN25_7B, workload(), one_plan())
+    part = evaluate(H100, QWEN25_7B, workload(), one_plan(execution="partial-rollout"))
+    assert part.stages["rollout"].depth_seconds[0] < sync.stages["rollout"].depth_seconds[0]
+    assert part.stages["rollout"].seconds[0] < sync.stages["rollout"].seconds[0]
+    # the same tokens are generated either way
+    assert part.stages["rollout"].work_flop[0] == sync.stages["rollout"].work_flop[0]

@@ -1,0 +1,144 @@
+"""Training and preparation: FLOPs, the pipeline bubble, collectives, micro-batching."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_cost_specs import H100, QWEN7B_PARAMS, QWEN25_7B, one_plan, workload
+
+from cost import Needs, evaluate
+from cost.batch import Batch
+from cost.collectives import Fabric, all_reduce_bytes, gather_bytes, group_link, transfer_seconds
+from cost.efficiency import EfficiencyFactors
+from cost.hardware import Hardware
+from cost.layouts import TrainLayout
+from cost.overheads import DEFAULT_OVERHEADS
+from cost.training import default_micro_tokens, micro_batches
+
+P = float(QWEN7B_PARAMS)
+EFF = EfficiencyFactors()
+FABRIC = Fabric.of(Hardware.of(H100, 8, DEFAULT_OVERHEADS), EFF, DEFAULT_OVERHEADS)
+ATTENTION = 401_408  # forward attention FLOPs per token per context token (Qwen2.5-7B)
+
+
+def test_ring_all_reduce_time_by_hand() -> None:
+    # 8 GPUs of a node over NVLink: 2 (n-1)/n * bytes / bw + latency
+    #   = 2 * 7/8 * 1 GiB / (450e9 * 0.8) + 10 us = 1.75 * 1,073,741,824 / 3.6e11 + 1e-5
+    #   = 5.2296 ms
+    link = group_link(FABRIC, np.array([8.0]), 1.0)
+    sent = all_reduce_bytes(np.array([2.0**30]), link)
+    assert sent[0] == 1.75 * 2**30
+    seconds = transfer_seconds(sent, link)[0]
+    assert seconds == pytest.approx(1.75 * 2**30 / 3.6e11 + 1e-5)
+    assert seconds == pytest.approx(5.2296e-3, rel=1e-4)
+
+
+def test_groups_across_nodes_use_the_network() -> None:
+    # 16 ranks with stride 1 on 8-GPU nodes: 8 members per node, 8 NICs of 50 GB/s * 0.8
+    # stream 320 GB/s (below the 360 GB/s of NVLink); stride 8 (a DP group under tp 8): 1 NIC.
+    wide = group_link(FABRIC, np.array([16.0]), 1.0)
+    assert wide.scale_out[0] and wide.bytes_per_s[0] == pytest.approx(8 * 40e9)
+    strided = group_link(FABRIC, np.array([16.0]), 8.0)
+    assert strided.bytes_per_s[0] == pytest.approx(40e9)
+    inside = group_link(FABRIC, np.array([4.0]), 2.0)
+    assert not inside.scale_out[0] and inside.bytes_per_s[0] == pytest.approx(3.6e11)
+    # all-gather of a 1 GiB buffer over 4 ranks sends 3/4 of it
+    assert gather_bytes(np.array([2.0**30]), inside)[0] == 0.75 * 2**30
+
+
+def test_training_flops_are_six_params_per_token_plus_attention() -> None:
+    # 512 prompts x 16 x (1024 + 4096) tokens = 41,943,040 tokens, one epoch;
+    # selective recompute repeats the attention core: (6P + 4 * 401,408 * 5120 / 2) per token
+    wl = workload()
+    tokens = 512 * 16 * 5120
+    for recompute, per_token in [
+        ("none", 6 * P + 3 * ATTENTION * 2560),
+        ("selective", 6 * P + 4 * ATTENTION * 2560),
+        ("full", 8 * P + 4 * ATTENTION * 2560),  # full recompute: one more forward
+    ]:
+        r = evaluate(H100, QWEN25_7B, wl, one_plan(train_recompute=recompute))
+        assert r.stages["training"].work_flop[0] == pytest.approx(tokens * per_token)
+    two_epochs = evaluate(H100, QWEN25_7B, workload(epochs=2), one_plan(train_recompute="none"))
+    assert two_epochs.stages["training"].work_flop[0] == pytest.approx(
+        2 * tokens * (6 * P + 3 * ATTENTION * 2560)
+    )
+
+
+def test_micro_batches_pack_to_the_token_budget() -> None:
+    # 64 prompts x 8 = 512 sequences of 1024 + 1024 tokens, 1 minibatch, dp 8:
+    # 64 per rank, floor(16384 / 2048) = 8 per micro-batch -> 8 micro-batches of 16,384 tokens
+    wl = workload(prompts_per_step=64, samples_per_prompt=8, response_tokens=1024,
+                  max_response_tokens=1024, minibatches_per_step=1)  # fmt: skip
+    batch = Batch.of(wl, Needs())
+    layout = TrainLayout.of(one_plan(rollout_gpus=32, train_gpus=32, train_pp=4))
+    micro = micro_batches(512.0, layout, batch, default_micro_tokens(layout, DEFAULT_OVERHEADS))
+    assert micro.count[0] == 8 and micro.tokens[0] == 16384
+
+
+def test_pipeline_bubble_by_hand() -> None:
+    # pp 4, m = 8 micro-batches (above): one optimizer step takes (m + pp - 1) = 11 micro-batch
+    # times, of which pp - 1 = 3 are the bubble: (p - 1) / (m + p - 1) = 3 / 11.
+    wl = workload(prompts_per_step=64, samples_per_prompt=8, response_tokens=1024,
+                  max_response_tokens=1024, minibatches_per_step=1)  # fmt: skip
+    plan = one_plan(
+        placement="disaggregated", rollout_gpus=8, train_gpus=32, train_pp=4, train_zero=1
+    )
+    training = evaluate(H100, QWEN25_7B, wl, plan).stages["training"]
+    micro = training.depth_seconds[0] / 4  # depth = pp micro-batch times per optimizer step
+    bubble = training.seconds[0] - training.work_seconds[0]
+    assert bubble == pytest.approx(3 * micro)
+    busy = training.seconds[0] - (training.work_seconds[0] - 8 * micro)  # without the sync
+    assert bubble / busy == pytest.approx(3 / 11)
+
+
+def test_training_chains_optimizer_steps() -> None:
+    # depth is the pipeline fill per optimizer step, chained: 4 minibatches x 2 epochs = 8
+    one = evaluate(H100, QWEN25_7B, workload(minibatches_per_step=1), one_plan(train_pp=2))
+    eight = evaluate(
+        H100, QWEN25_7B, workload(minibatches_per_step=4, epochs=2), one_plan(train_pp=2)
+    )
+    ratio = eight.stages["training"].depth_seconds[0] / one.stages["training"].depth_seconds[0]
+    # micro-batches keep their token budget (fewer of them per step), so each optimizer step
+    # has the same fill and drain: 8 steps, 8 times the depth (up to the rounding of m)
+    assert ratio == pytest.approx(8, rel=0.01)
+
+
+def test_ppo_trains_a_critic_and_prepares_values() -> None:
+    grpo = evaluate(H100, QWEN25_7B, workload(), one_plan(), needs=Needs())
+    ppo = evaluate(H100, QWEN25_7B, workload(), one_plan(), needs=Needs(needs_critic=True))
+    # the critic (same architecture) doubles training and adds a third forward pass
+    assert ppo.stages["training"].work_flop[0] == pytest.approx(
+        2 * grpo.stages["training"].work_flop[0]
+    )
+    assert ppo.stages["preparation"].work_flop[0] == pytest.approx(
+        1.5 * grpo.stages["preparation"].work_flop[0]
+    )
+    assert ppo.memory_train_gib[0] > grpo.memory_train_gib[0]
+
+
+def test_preparation_forward_flops_by_hand() -> None:
+    # reference + old log-probs: 2 forwards of (2P + 401,408 * 5120 / 2) per token over
+    # 41,943,040 tokens; a reward model adds its own forward over every generated sequence
+    tokens = 512 * 16 * 5120
+    forward = 2 * P + ATTENTION * 2560
+    r = evaluate(H100, QWEN25_7B, workload(), one_plan())
+    assert r.stages["preparation"].work_flop[0] == pytest.approx(2 * tokens * forward)
+    verifier = evaluate(
+        H100,
+        QWEN25_7B,
+        workload(),
+        one_plan(),
+        needs=Needs(needs_reference=False, old_log_probs=False),
+    )
+    assert verifier.stages["preparation"].seconds[0] == 0
+    rm = evaluate(H100, QWEN25_7B, workload(), one_plan(), reward=QWEN25_7B)
+    assert rm.stages["preparation"].work_flop[0] == pytest.approx(3 * tokens * forward)
+
+
+def test_zero3_adds_all_gathers_that_hide_under_compute() -> None:
+    # DDP (ZeRO-0) sends its gradients once per optimizer step; ZeRO-3 gathers weights per
+    # micro-batch, 1.5x the traffic of an all-reduce per micro-batch, mostly under the compute
+    zero0 = evaluate(H100, QWEN25_7B, workload(), one_plan(train_zero=0, train_recompute="full"))
+    zero3 = evaluate(H100, QWEN25_7B, workload(), one_plan(train_zero=3, train_recompute="full"))
+    assert zero3.stages["training"].link_bytes[0] > zero0.stages["training"].link_bytes[0]
+    assert zero3.stages["training"].bound[0] == 0  # compute

@@ -1,0 +1,58 @@
+"""Weight sync: in-place resharding when colocated, a network broadcast when disaggregated."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from test_cost_specs import H100, QWEN7B_PARAMS, QWEN25_7B, one_plan, workload
+
+from cost import evaluate
+
+P = float(QWEN7B_PARAMS)
+BUCKETS = math.ceil(2 * P / 2**29)  # 15,231,233,024 bytes in 512 MiB buckets: 29
+COPY = 3.35e12 * 0.6  # the engine load is an HBM copy at the decode_hbm share
+
+
+def test_bucket_count_by_hand() -> None:
+    assert BUCKETS == 29  # 15,231,233,024 / 536,870,912 = 28.4
+
+
+def test_disaggregated_broadcast_by_hand() -> None:
+    # Trainer tp 1 (ZeRO-1) sends its full 2P = 15.2 GB shard; each rollout GPU (tp 2) takes
+    # P = 7.6 GB. Pipelined broadcast at one NIC: 400 Gbit/s * 0.8 = 40 GB/s:
+    #   max(2P, P) / 40e9 + 50 us = 0.3808 s; load: 2 * P / 2.01e12 = 7.58 ms;
+    #   buckets: 29 * 5 ms = 0.145 s (the depth).
+    plan = one_plan(
+        placement="disaggregated", rollout_gpus=16, rollout_tp=2, train_gpus=16, train_zero=1
+    )
+    sync = evaluate(H100, QWEN25_7B, workload(), plan).stages["weight_sync"]
+    transfer = 2 * P / 40e9 + 50e-6
+    load = 2 * P / COPY
+    assert sync.depth_seconds[0] == pytest.approx(BUCKETS * 5e-3)
+    assert sync.work_seconds[0] == pytest.approx(transfer + load)
+    assert sync.seconds[0] == pytest.approx(transfer + load + BUCKETS * 5e-3)
+    # bytes = 2 x params per receiving replica: 8 replicas of tp 2
+    assert sync.link_bytes[0] == pytest.approx(8 * 2 * P)
+    assert sync.gpus[0] == 32
+    assert sync.bound[0] == 3  # scale-out
+
+
+def test_colocated_same_layout_moves_nothing_over_links() -> None:
+    # train tp 2, ZeRO-1 (weights replicated over dp) and rollout tp 2: each GPU already holds
+    # its rollout shard; only the engine load (an HBM copy) and the buckets remain.
+    plan = one_plan(rollout_tp=2, train_tp=2, train_zero=1)
+    sync = evaluate(H100, QWEN25_7B, workload(), plan).stages["weight_sync"]
+    assert sync.link_bytes[0] == 0
+    # each GPU reads and writes its P-byte shard (2P / 2): 2 * P / 2.01e12 = 7.58 ms
+    assert sync.seconds[0] == pytest.approx(2 * P / COPY + BUCKETS * 5e-3)
+
+
+def test_colocated_zero3_gathers_the_rollout_shard_over_nvlink() -> None:
+    # ZeRO-3 over 8 GPUs, rollout tp 1: every GPU gathers 7/8 of 2P from its node's peers:
+    # 7/8 * 15,231,233,024 / 360e9 + 10 us = 37.0 ms
+    sync = evaluate(H100, QWEN25_7B, workload(), one_plan(train_zero=3)).stages["weight_sync"]
+    gather = 7 / 8 * 2 * P / 3.6e11 + 10e-6
+    assert sync.work_seconds[0] == pytest.approx(gather + 2 * 2 * P / COPY)
+    assert sync.link_bytes[0] == pytest.approx(8 * 7 / 8 * 2 * P)
+    assert sync.scale_up_seconds[0] == pytest.approx(gather)

@@ -1,0 +1,267 @@
+"""`recommend` and `estimate` end to end: the JSON contract, explanations and bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import REPO
+from rlmguide.cli import cli
+
+SMALL = str(REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml")
+PLAN_KEYS = {
+    "rank",
+    "placement",
+    "execution",
+    "rollout",
+    "train",
+    "step_seconds",
+    "tokens_per_second",
+    "stages",
+    "memory_gib_per_gpu",
+    "bottleneck",
+    "rules",
+    "frameworks",
+}
+STAGE_KEYS = {
+    "name",
+    "seconds",
+    "lower_seconds",
+    "upper_seconds",
+    "work_flop",
+    "hbm_bytes",
+    "link_bytes",
+    "depth_seconds",
+    "gpus",
+    "bound",
+}
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+@pytest.fixture(scope="module")
+def small() -> dict:
+    code, out = invoke("recommend", SMALL, "--format", "json", "--top", "3")
+    assert code == 0, out
+    return json.loads(out)
+
+
+def test_json_contract(small: dict) -> None:
+    assert set(small) >= {"scenario", "search", "rejected", "plans"}
+    assert small["search"]["candidates"] >= small["search"]["feasible"] > 0
+    assert [p["rank"] for p in small["plans"]] == [1, 2, 3]
+    for plan in small["plans"]:
+        assert PLAN_KEYS <= set(plan)
+        assert set(plan["rollout"]) >= {"gpus", "tp", "pp", "dp", "ep"}
+        assert set(plan["train"]) >= {"gpus", "tp", "pp", "cp", "dp", "ep", "zero", "recompute"}
+        for stage in plan["stages"]:
+            assert STAGE_KEYS <= set(stage)
+            assert stage["lower_seconds"] <= stage["seconds"] * (1 + 1e-9) + 1e-12
+            assert stage["seconds"] <= stage["upper_seconds"] * (1 + 1e-9) + 1e-12
+        r, t = plan["rollout"], plan["train"]
+        assert r["gpus"] == r["tp"] * r["pp"] * r["dp"]
+        assert t["gpus"] == t["tp"] * t["pp"] * t["cp"] * t["dp"]
+    assert small["scenario"]["workload"]["samples_per_prompt"] == 8
+    assert all(r["count"] > 0 for r in small["rejected"])
+
+
+def test_plans_cite_rules_and_frameworks(small: dict) -> None:
+    best = small["plans"][0]
+    assert best["rules"] and all(r["sources"] for r in best["rules"])
+    assert {"verifier-on-cpu", "prefix-caching-for-groups"} <= {r["id"] for r in best["rules"]}
+    assert best["frameworks"], "some framework in the KB claims every feature of the plan"
+    assert small["notes"] and "of the stage time" in small["notes"][0]
+
+
+def test_table_markdown_and_plot(tmp_path: Path) -> None:
+    code, out = invoke(
+        "recommend", SMALL, "--format", "markdown", "--plot", str(tmp_path / "t.svg")
+    )
+    assert code == 0
+    assert "| rank | placement |" in out and "guidelines behind plan 1" not in out.split("|")[0]
+    assert (tmp_path / "t.svg").read_text().lstrip().startswith("<?xml")
+    code, out = invoke("recommend", SMALL)
+    assert code == 0 and "stages of plan 1" in out
+
+
+def test_fixed_plan_fields_are_held(small: dict) -> None:
+    code, out = invoke(
+        "recommend",
+        SMALL,
+        "--format",
+        "json",
+        "--placement",
+        "disaggregated",
+        "--set",
+        "plan.train.tp=2",
+    )
+    assert code == 0, out
+    plans = json.loads(out)["plans"]
+    assert all(p["placement"] == "disaggregated" and p["train"]["tp"] == 2 for p in plans)
+
+
+def test_estimate_costs_exactly_the_fixed_plan() -> None:
+    code, out = invoke(
+        "estimate",
+        SMALL,
+        "--format",
+        "json",
+        "--placement",
+        "colocated",
+        "--execution",
+        "sync",
+        "--set",
+        "plan.rollout.tp=2",
+        "--set",
+        "plan.train.tp=1",
+        "--set",
+        "plan.train.zero=3",
+        "--set",
+        "plan.train.recompute=selective",
+    )
+    assert code == 0, out
+    result = json.loads(out)
+    (plan,) = result["plans"]
+    assert (plan["placement"], plan["execution"]) == ("colocated", "sync")
+    assert plan["rollout"]["dp"] == 4 and plan["train"]["dp"] == 8
+    assert result["search"]["candidates"] == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (("estimate", SMALL), 2, "missing: plan.placement"),
+        (("recommend", SMALL, "--policy", "qwen2.5-7"), 2, "unknown model 'qwen2.5-7'; did you"),
+        (("recommend", SMALL, "--accelerator", "h100"), 2, "unknown accelerator 'h100'"),
+        (("recommend", SMALL, "--algorithm", "grpoo"), 2, "did you mean grpo"),
+        (
+            ("recommend", SMALL, "--set", "workload.prompts_per_step=0"),
+            2,
+            "workload.prompts_per_step: Input should be greater than 0",
+        ),
+        (
+            ("recommend", SMALL, "--max-response-tokens", "200000"),
+            2,
+            "exceeds the policy model's context of 131072 tokens",
+        ),
+        (("recommend", SMALL, "--set", "plan.train.tp=16"), 2, "plan.train.tp: 16 exceeds"),
+        (
+            (
+                "recommend",
+                SMALL,
+                "--set",
+                "plan.placement=colocated",
+                "--set",
+                "plan.rollout.gpus=4",
+                "--set",
+                "plan.train.gpus=8",
+            ),
+            2,
+            "colocated pools share GPUs",
+        ),
+        (("recommend", SMALL, "--set", "plan.execution=warp"), 2, "plan.execution"),
+        (("recommend", SMALL, "--set", "cluster=8"), 2, "cluster"),
+        (("recommend", SMALL, "--set", "nonsense"), 2, "expected PATH=VALUE"),
+        (("recommend", "no-such-file.yaml"), 2, "cannot read"),
+        (("recommend", SMALL, "--policy", "deepseek-v3"), 1, "smallest cluster"),
+        (("recommend", SMALL, "--set", "plan.rollout.tp=8"), 1, "rollout-tp-divides-heads"),
+    ],
+)
+def test_bad_input_and_infeasible_scenarios(args: tuple[str, ...], code: int, message: str) -> None:
+    got, out = invoke(*args)
+    assert got == code, out
+    assert message in out
+    assert "Traceback" not in out
+
+
+def test_subprocess_exit_codes() -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "rlmguide", *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
+
+    ok = run("recommend", SMALL, "--format", "json", "--top", "1")
+    assert ok.returncode == 0, ok.stderr
+    assert len(json.loads(ok.stdout)["plans"]) == 1
+    infeasible = run("recommend", SMALL, "--policy", "llama-3.1-405b")
+    assert infeasible.returncode == 1
+    assert infeasible.stderr.startswith("Error: no feasible plan")
+
+
+SCENARIO = st.fixed_dictionaries(
+    {
+        "accelerator": st.sampled_from(
+            ["h100-sxm-80gb", "a100-sxm-40gb", "mi300x-192gb", "h20-96gb"]
+        ),
+        "nodes": st.integers(-1, 3),
+        "gpus_per_node": st.sampled_from([1, 2, 4, 8]),
+        "policy": st.sampled_from(
+            ["qwen2.5-0.5b", "qwen2.5-7b", "qwen3-30b-a3b", "llama-3.1-70b", "no-such-model"]
+        ),
+        "algorithm": st.sampled_from(["grpo", "ppo", "rloo", "dapo", "remax"]),
+        "reward": st.sampled_from(["verifier", "qwen2.5-0.5b"]),
+        "prompts": st.integers(-2, 512),
+        "samples": st.integers(0, 16),
+        "prompt_tokens": st.integers(1, 4096),
+        "response_tokens": st.integers(1, 8192),
+        "max_ratio": st.floats(0.5, 8),
+        "placement": st.sampled_from([None, "colocated", "disaggregated"]),
+    }
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SCENARIO)
+def test_random_scenarios_never_crash(case: dict) -> None:
+    args = [
+        "recommend",
+        "--format",
+        "json",
+        "--top",
+        "1",
+        "--set",
+        f"cluster.accelerator={case['accelerator']}",
+        "--set",
+        f"cluster.nodes={case['nodes']}",
+        "--set",
+        f"cluster.gpus_per_node={case['gpus_per_node']}",
+        "--set",
+        f"models.policy={case['policy']}",
+        "--set",
+        f"models.reward={case['reward']}",
+        "--set",
+        f"workload.algorithm={case['algorithm']}",
+        "--set",
+        f"workload.prompts_per_step={case['prompts']}",
+        "--set",
+        f"workload.samples_per_prompt={case['samples']}",
+        "--set",
+        f"workload.prompt_tokens={case['prompt_tokens']}",
+        "--set",
+        f"workload.response_tokens={case['response_tokens']}",
+        "--set",
+        f"workload.max_response_tokens={int(case['response_tokens'] * case['max_ratio'])}",
+    ]
+    if case["placement"]:
+        args += ["--set", f"plan.placement={case['placement']}"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code in (0, 1, 2), result.output
+    if result.exit_code:
+        assert result.output.startswith("Error: ") and "Traceback" not in result.output
+    else:
+        assert json.loads(result.output)["plans"]
