@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import REPO
 from rlmguide.cli import cli
 
 SMALL = str(REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml")
@@ -61,11 +61,11 @@ def test_json_contract(small: dict) -> None:
     assert small["search"]["candidates"] >= small["search"]["feasible"] > 0
     assert [p["rank"] for p in small["plans"]] == [1, 2, 3]
     for plan in small["plans"]:
-        assert PLAN_KEYS <= set(plan)
+        assert set(plan) >= PLAN_KEYS
         assert set(plan["rollout"]) >= {"gpus", "tp", "pp", "dp", "ep"}
         assert set(plan["train"]) >= {"gpus", "tp", "pp", "cp", "dp", "ep", "zero", "recompute"}
         for stage in plan["stages"]:
-            assert STAGE_KEYS <= set(stage)
+            assert set(stage) >= STAGE_KEYS
             assert stage["lower_seconds"] <= stage["seconds"] * (1 + 1e-9) + 1e-12
             assert stage["seconds"] <= stage["upper_seconds"] * (1 + 1e-9) + 1e-12
         r, t = plan["rollout"], plan["train"]

@@ -22,7 +22,7 @@ def shipped() -> tuple[Catalog, list[CompiledRule]]:
 
 
 def cases() -> list[tuple[str, int]]:
-    catalog, rules = shipped()
+    _catalog, rules = shipped()
     return [(r.id, i) for r in rules for i in range(len(r.record.examples))]
 
 
