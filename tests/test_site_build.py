@@ -1,0 +1,57 @@
+"""The real site, built once in strict mode: no warnings, a page per record, no broken link."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+from site_support import REPO, BuiltSite, broken_links
+
+from kb.paths import PLURALS
+
+
+def test_strict_build_logs_no_warning(built_site: BuiltSite) -> None:
+    assert built_site.warnings == []
+    assert (built_site.root / "index.html").is_file()
+
+
+def test_every_record_has_a_built_page(built_site: BuiltSite) -> None:
+    missing = []
+    for plural in PLURALS.values():
+        folder = REPO / ("rules/records" if plural == "rules" else f"kb/records/{plural}")
+        for record in sorted(folder.glob("*.yaml")):
+            if not (built_site.root / plural / record.stem / "index.html").is_file():
+                missing.append(f"{plural}/{record.stem}")
+    assert not missing, missing[:20]
+    for page in ("frameworks/matrix", "techniques", "rules/facts", "sql/reference", "sql"):
+        assert (built_site.root / page / "index.html").is_file(), page
+
+
+def test_internal_links_of_the_built_html_resolve(built_site: BuiltSite) -> None:
+    broken = broken_links(built_site.root)
+    assert not broken, broken[:20]
+
+
+def test_record_pages_edit_their_yaml_file(built_site: BuiltSite) -> None:
+    verl = (built_site.root / "frameworks" / "verl" / "index.html").read_text()
+    assert "https://github.com/rlmguide/rlmguide/edit/main/kb/records/frameworks/verl.yaml" in verl
+    rule = next((REPO / "rules" / "records").glob("*.yaml")).stem
+    page = (built_site.root / "rules" / rule / "index.html").read_text()
+    assert f"/edit/main/rules/records/{rule}.yaml" in page
+    home = (built_site.root / "index.html").read_text()
+    assert "/edit/main/site/docs/index.md" in home
+
+
+def test_search_index_covers_the_frameworks(built_site: BuiltSite) -> None:
+    index = json.loads((built_site.root / "search" / "search_index.json").read_text())
+    locations = {doc["location"] for doc in index["docs"]}
+    assert "frameworks/verl/" in locations
+    assert "frameworks/matrix/" in locations
+
+
+def test_site_dir_is_outside_the_site_folder() -> None:
+    config = yaml.load((REPO / "site" / "mkdocs.yml").read_text(), Loader=yaml.Loader)
+    target = (REPO / "site" / config["site_dir"]).resolve()
+    assert not target.is_relative_to((REPO / "site").resolve())
+    assert config["strict"] is True
+    assert set(config["validation"]["links"].values()) == {"warn"}

@@ -1,0 +1,357 @@
+"""The page generator as a pure function: which pages it makes and what they say.
+
+Most checks run on the small fixture knowledge base (plus one rule written here), where every
+expected cell is known; a few run on the shipped records to catch what only real data has.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from conftest import REPO
+
+from kb.db import connect_read_only, ensure_database
+from kb.load import Catalog, load_catalog
+from kb.paths import PLURALS, RecordRoot
+from kb.validate import validate
+from rlmguide import pages as site
+from rlmguide.mdtext import html, page_dir
+
+RULE = """\
+id: colocate-small
+title: Colocate on one node
+topic: placement
+effect: prefer
+statement: On one node, prefer rollout and training on the same GPUs.
+rationale: Nothing idles and the weights move in memory.
+applies: cluster.gpus <= 8
+condition: plan.placement == 'colocated'
+sources: [paper-a]
+examples:
+  - description: one node of 8
+    fires: true
+    scenario:
+      cluster: {accelerator: gpu-x, nodes: 1, gpus_per_node: 8}
+      models: {policy: model-7b}
+      workload: {algorithm: grpo, prompts_per_step: 8, prompt_tokens: 64, response_tokens: 64}
+  - description: four nodes
+    fires: false
+    scenario:
+      cluster: {accelerator: gpu-x, nodes: 4, gpus_per_node: 8}
+      models: {policy: model-7b}
+      workload: {algorithm: grpo, prompts_per_step: 8, prompt_tokens: 64, response_tokens: 64}
+"""
+
+
+def load(roots: tuple[RecordRoot, ...]) -> tuple[Catalog, duckdb.DuckDBPyConnection]:
+    catalog = load_catalog(roots)
+    errors = [p for p in validate(catalog) if p.severity == "error"]
+    assert not errors, errors
+    return catalog, connect_read_only(ensure_database(roots))
+
+
+@pytest.fixture
+def small(fixture_kb: Path) -> Iterator[tuple[Catalog, dict[str, str]]]:
+    """The fixture KB with one rule, and its generated pages."""
+    (fixture_kb / "rules").mkdir()
+    (fixture_kb / "rules" / "colocate-small.yaml").write_text(RULE)
+    catalog, con = load(((fixture_kb, None),))
+    try:
+        yield catalog, site.generate(catalog, con)
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Catalog, dict[str, str]]]:
+    """The shipped records and their generated pages (built once for this module)."""
+    from rlmguide.cli import record_roots
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RLMGUIDE_CACHE_DIR", str(tmp_path_factory.mktemp("pages-cache")))
+        patch.delenv("RLMGUIDE_RECORDS_DIR", raising=False)
+        catalog, con = load(record_roots())
+        try:
+            yield catalog, site.generate(catalog, con, extra=site.cost_pages(catalog))
+        finally:
+            con.close()
+
+
+def record_pages(catalog: Catalog) -> set[str]:
+    return {site.page_of(r.kind, r.id) for r in catalog.all()}
+
+
+def nav_paths(nav: Any) -> list[str]:
+    """Every page path a MkDocs nav names, in order (duplicates kept)."""
+    if isinstance(nav, str):
+        return [nav]
+    if isinstance(nav, dict):
+        return [p for value in nav.values() for p in nav_paths(value)]
+    return [p for item in nav for p in nav_paths(item)]
+
+
+def row_of(page: str, first_cell_text: str) -> str:
+    """The HTML table row whose first cell shows `first_cell_text`."""
+    for row in re.findall(r"<tr>.*?</tr>", page):
+        first = re.sub(r"<[^>]+>", "", row.split("</td>")[0])
+        if first == first_cell_text:
+            return row
+    raise AssertionError(f"no row for {first_cell_text!r}")
+
+
+# --- the page set ----------------------------------------------------------------------------
+
+
+def test_one_page_per_record_and_rule(small: tuple[Catalog, dict[str, str]]) -> None:
+    catalog, pages = small
+    expected = record_pages(catalog)
+    assert "rules/colocate-small.md" in expected
+    assert expected <= set(pages)
+    overviews = {site.index_of(k) for k in PLURALS} | {
+        site.MATRIX,
+        site.FACTS_PAGE,
+        site.SQL_REFERENCE,
+        site.SQL_QUERIES,
+    }
+    assert set(pages) == expected | overviews
+
+
+def test_real_records_each_get_a_page(real: tuple[Catalog, dict[str, str]]) -> None:
+    catalog, pages = real
+    assert record_pages(catalog) <= set(pages)
+    for kind in PLURALS:
+        assert len([p for p in pages if p.startswith(f"{PLURALS[kind]}/")]) >= len(catalog.of(kind))
+
+
+def test_nav_names_every_page_exactly_once(real: tuple[Catalog, dict[str, str]]) -> None:
+    catalog, pages = real
+    listed = nav_paths(site.navigation(catalog, pages))
+    assert len(listed) == len(set(listed)), "a page is listed twice"
+    assert set(listed) == set(pages) | set(site.HAND_WRITTEN)
+    assert listed[0] == site.HOME
+
+
+def test_extra_pages_join_the_site_and_the_nav(small: tuple[Catalog, dict[str, str]]) -> None:
+    catalog, pages = small
+    more = {"plots/index.md": "# Plots\n", "results/calibration.md": "# Calibration\n"}
+    merged = {**pages, **more}
+    listed = nav_paths(site.navigation(catalog, merged))
+    assert {"plots/index.md", "results/calibration.md"} <= set(listed)
+    with pytest.raises(ValueError, match="generated twice"):
+        site.merge(dict(pages), {site.MATRIX: "# again\n"})
+    with pytest.raises(ValueError, match="generated twice"):
+        site.merge({}, {site.HOME: "# home\n"})
+
+
+def test_generation_is_deterministic(
+    small: tuple[Catalog, dict[str, str]], fixture_kb: Path
+) -> None:
+    catalog, pages = small
+    before = sorted(p.relative_to(fixture_kb) for p in fixture_kb.rglob("*"))
+    _, con = load(((fixture_kb, None),))
+    try:
+        again = site.generate(catalog, con)
+    finally:
+        con.close()
+    assert again == pages
+    assert sorted(p.relative_to(fixture_kb) for p in fixture_kb.rglob("*")) == before
+
+
+# --- the matrix ------------------------------------------------------------------------------
+
+
+def test_matrix_cells_link_sources_and_say_unknown(small: tuple[Catalog, dict[str, str]]) -> None:
+    _, pages = small
+    matrix = pages[site.MATRIX]
+    grpo = row_of(matrix, "GRPO")
+    cells = re.findall(r"<td class=\"support-(\w+)\"[^>]*>(.*?)</td>", grpo)
+    # Columns are frameworks by name: Framework One claims GRPO, Framework Two does not.
+    assert [c[0] for c in cells] == ["yes", "unknown"]
+    assert 'href="https://example.org/repo-b"' in cells[0][1]
+    assert cells[1][1] == "unknown"
+    ppo = row_of(matrix, "PPO")
+    assert re.findall(r"<td class=\"support-(\w+)\"", ppo) == ["unknown", "yes"]
+    assert ">no<" not in matrix  # no claim says no, and missing ones must not either
+    assert 'class="table-filter"' in matrix and 'id="framework-matrix"' in matrix
+
+
+def test_matrix_has_a_row_per_claimed_feature(real: tuple[Catalog, dict[str, str]]) -> None:
+    catalog, pages = real
+    claimed = {c.feature for fw in catalog.of("framework").values() for c in fw.claims}
+    body = pages[site.MATRIX].split("<tbody>")[1]
+    assert body.count("<tr>") == len(claimed)
+    claims = sum(len(fw.claims) for fw in catalog.of("framework").values())
+    cells = len(claimed) * len(catalog.of("framework"))
+    assert body.count('class="support-unknown"') == cells - claims
+
+
+# --- record pages ----------------------------------------------------------------------------
+
+
+def test_framework_page_shows_every_claim(real: tuple[Catalog, dict[str, str]]) -> None:
+    catalog, pages = real
+    verl = catalog.of("framework")["verl"]
+    page = pages["frameworks/verl.md"]
+    for claim in verl.claims:
+        source = catalog.of("source")[claim.source]
+        assert f'href="{html(source.url)}"' in page
+        assert claim.verified.isoformat() in page
+        assert f"sources/{claim.source}/" in page
+    assert page.count("<tr>") >= len(verl.claims)
+
+
+def test_missing_values_read_unknown(small: tuple[Catalog, dict[str, str]]) -> None:
+    _, pages = small
+    tensor = pages["techniques/tensor-parallelism.md"]
+    assert "<tr><td>Work</td><td>unknown</td></tr>" in tensor
+    assert "<tr><td>Memory</td><td>weights per GPU divided by tp</td></tr>" in tensor
+    assert "Unknown (no claim recorded) for: [Framework Two]" in tensor
+    two = pages["frameworks/fw-two.md"]
+    assert "<tr><td>Licence</td><td>unknown</td></tr>" in two
+    assert "<tr><td>Year</td><td>unknown</td></tr>" in pages["sources/repo-b.md"]
+
+
+def test_technique_page_sections(small: tuple[Catalog, dict[str, str]]) -> None:
+    _, pages = small
+    page = pages["techniques/tensor-parallelism.md"]
+    for heading in ("## What it splits or overlaps", "## Effects", "## Trade-offs"):
+        assert heading in page
+    assert "## Framework support" in page and "partial" in page
+    assert "[A fixture paper](../sources/paper-a.md)" in page
+    taxonomy = pages[site.TAXONOMY]
+    assert "```mermaid\ngraph LR" in taxonomy and '["Tensor parallelism"]' in taxonomy
+
+
+def test_rule_page_and_guidelines_index(small: tuple[Catalog, dict[str, str]]) -> None:
+    _, pages = small
+    page = pages["rules/colocate-small.md"]
+    assert "On one node, prefer rollout and training on the same GPUs." in page
+    assert "<code>cluster.gpus &lt;= 8</code>" in page
+    assert "<code>plan.placement == &#x27;colocated&#x27;</code>" in page
+    assert "### one node of 8" in page and "The rule fires." in page
+    assert "### four nodes" in page and "The rule stays silent." in page
+    assert "accelerator: gpu-x" in page
+    assert "colocate-small/" in pages[site.index_of("rule")]
+    facts = pages[site.FACTS_PAGE]
+    assert "<code>cluster.gpus</code>" in row_of(facts, "cluster.gpus")
+    assert "colocate-small" in row_of(facts, "plan.placement")
+
+
+def test_algorithms_table_lists_the_models_each_needs(
+    small: tuple[Catalog, dict[str, str]],
+) -> None:
+    _, pages = small
+    table = pages[site.index_of("algorithm")]
+    assert "<td>actor, critic</td><td>reference, reward model</td>" in row_of(table, "PPO")
+    assert "<td>actor</td><td>reference, reward model (or a verifier)</td>" in row_of(table, "GRPO")
+
+
+def test_catalog_tables_have_derived_figures(real: tuple[Catalog, dict[str, str]]) -> None:
+    catalog, pages = real
+    h100 = catalog.of("accelerator")["h100-sxm-80gb"]
+    assert f"<td>{h100.ridge_flop_per_byte:.4g}</td>" in pages[site.index_of("accelerator")]
+    model = catalog.of("model")["deepseek-v3"]
+    row = row_of(pages[site.index_of("model")], model.name)
+    assert f"<td>{model.kv_bytes_per_token / 1024:.4g}</td>" in row
+    assert "KV cache per token, bf16" in pages["models/deepseek-v3.md"]
+
+
+def test_record_text_is_escaped(fixture_kb: Path) -> None:
+    technique = fixture_kb / "techniques" / "parallelism.yaml"
+    technique.write_text(
+        technique.read_text().replace(
+            "Root of the fixture taxonomy.", "Uses a*b and x_y < z | w [sic]."
+        )
+    )
+    catalog, con = load(((fixture_kb, None),))
+    try:
+        page = site.generate(catalog, con)["techniques/parallelism.md"]
+    finally:
+        con.close()
+    assert r"Uses a\*b and x\_y &lt; z | w \[sic\]." in page
+
+
+# --- SQL pages -------------------------------------------------------------------------------
+
+
+def test_sql_reference_documents_every_table_and_view(
+    small: tuple[Catalog, dict[str, str]], fixture_kb: Path
+) -> None:
+    _, pages = small
+    reference = pages[site.SQL_REFERENCE]
+    _, con = load(((fixture_kb, None),))
+    try:
+        names = con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE NOT internal "
+            "AND database_name = current_database() UNION ALL "
+            "SELECT view_name FROM duckdb_views() WHERE NOT internal "
+            "AND database_name = current_database()"
+        ).fetchall()
+        columns = con.execute(
+            "SELECT table_name, column_name, data_type FROM duckdb_columns() "
+            "WHERE database_name = current_database() AND schema_name = 'main'"
+        ).fetchall()
+    finally:
+        con.close()
+    for (name,) in names:
+        assert f"\n### {name}\n" in reference
+    for _, column, data_type in columns:
+        assert f"<tr><td><code>{column}</code></td><td><code>{data_type}</code></td>" in reference
+    assert "derived: Arithmetic intensity" in reference  # comments come from the database
+
+
+def test_canned_queries_show_their_output(small: tuple[Catalog, dict[str, str]]) -> None:
+    from kb.query import canned_queries
+
+    _, pages = small
+    page = pages[site.SQL_QUERIES]
+    for query in canned_queries().values():
+        assert f"`rlmguide query {query.name}`" in page
+    assert "Output with `-p feature asynchronous-execution`:" in page
+    assert "needs parameters" not in page
+    assert "<td>fw-one</td>" in page  # frameworks appear in the matrix query's output
+
+
+# --- links -----------------------------------------------------------------------------------
+
+MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)\)")
+HTML_LINK = re.compile(r'href="([^"]+)"')
+
+
+def resolve(page: str, target: str, markdown: bool) -> str:
+    """The page folder a link names: Markdown links name files, HTML links served folders."""
+    base = posixpath.dirname(page) if markdown else page_dir(page)
+    joined = posixpath.normpath(posixpath.join(base, target.split("#")[0]))
+    if markdown:
+        return page_dir(joined)
+    return "" if joined == "." else joined
+
+
+def test_every_internal_link_names_a_page(real: tuple[Catalog, dict[str, str]]) -> None:
+    _, pages = real
+    known = {page_dir(p) for p in (*pages, *site.HAND_WRITTEN)}
+    broken = []
+    for path, text in pages.items():
+        for markdown, pattern in ((True, MARKDOWN_LINK), (False, HTML_LINK)):
+            for target in pattern.findall(text):
+                if target.startswith(("http://", "https://")):
+                    continue
+                if resolve(path, target, markdown) not in known:
+                    broken.append(f"{path}: {target}")
+    assert not broken, broken[:20]
+
+
+def test_edit_paths_name_record_files(real: tuple[Catalog, dict[str, str]]) -> None:
+    catalog, pages = real
+    paths = site.edit_paths(catalog)
+    assert set(paths) == record_pages(catalog)
+    assert paths["frameworks/verl.md"] == "kb/records/frameworks/verl.yaml"
+    for page, file in paths.items():
+        assert page in pages
+        assert (REPO / file).is_file(), file
