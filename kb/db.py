@@ -11,7 +11,7 @@ from pathlib import Path
 
 import duckdb
 
-from kb.paths import RecordRoot, cache_dir, content_hash
+from kb.paths import RecordRoot, cache_dir, fast_content_hash
 
 KEEP_OLD_FILES = 3
 
@@ -26,7 +26,7 @@ class InvalidRecords(Exception):
 
 def ensure_database(roots: Sequence[RecordRoot]) -> Path:
     """The path of a database matching the records under `roots`, built if missing."""
-    digest = content_hash(roots)
+    digest = fast_content_hash(roots)
     target = cache_dir() / f"kb-{digest}.duckdb"
     if target.exists():
         return target

@@ -60,6 +60,42 @@ def content_hash(roots: Iterable[RecordRoot]) -> str:
     return digest.hexdigest()
 
 
+def stat_signature(roots: Iterable[RecordRoot]) -> str:
+    """A digest of every record file's name, size and modification time (no file is read)."""
+    digest = hashlib.blake2b(digest_size=12)
+    for name, path in record_files(roots):
+        info = path.stat()
+        digest.update(f"{name}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
+    for path in CODE_FILES:
+        info = path.stat()
+        digest.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
+    return digest.hexdigest()
+
+
+def fast_content_hash(roots: Iterable[RecordRoot]) -> str:
+    """`content_hash`, remembered per stat signature so a warm start reads no record file.
+
+    A file edited without changing its size and modification time would be missed, as in
+    git's index; any ordinary edit changes the modification time.
+    """
+    roots = list(roots)
+    signature = stat_signature(roots)
+    memo = cache_dir() / "signatures" / signature
+    try:
+        return memo.read_text(encoding="ascii").strip()
+    except OSError:
+        pass
+    digest = content_hash(roots)
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        temp = memo.with_suffix(f".{os.getpid()}.tmp")
+        temp.write_text(digest, encoding="ascii")
+        os.replace(temp, memo)
+    except OSError:
+        pass  # a read-only cache only costs the re-hash
+    return digest
+
+
 def cache_dir() -> Path:
     """`$RLMGUIDE_CACHE_DIR`, else `$XDG_CACHE_HOME/rlmguide`, else `~/.cache/rlmguide`."""
     if explicit := os.environ.get("RLMGUIDE_CACHE_DIR"):

@@ -142,24 +142,32 @@ def html_code(text: str) -> str:
     return f"<code>{_html.escape(text)}</code>"
 
 
+def _rows(rows: Iterable[Sequence[str]]) -> str:
+    return "\n".join(
+        "<tr>" + "".join(f"<td>{c or UNKNOWN}</td>" for c in row) + "</tr>" for row in rows
+    )
+
+
 def table(
     headers: Sequence[str], rows: Iterable[Sequence[str]], table_id: str | None = None
 ) -> str:
     """An HTML table of already-escaped cells; an empty cell reads `unknown`.
 
-    No class attribute: Material styles only class-less tables.
+    No class attribute: Material styles only class-less tables. tables.js makes the columns
+    sortable.
     """
     ident = f' id="{table_id}"' if table_id else ""
     head = "".join(f"<th>{h}</th>" for h in headers)
-    body = "\n".join(
-        "<tr>" + "".join(f"<td>{c or UNKNOWN}</td>" for c in row) + "</tr>" for row in rows
-    )
+    body = _rows(rows)
     return f"<table{ident}>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>\n"
 
 
 def fields(pairs: Iterable[tuple[str, str]]) -> str:
-    """A two-column HTML table of a record's fields (values already HTML)."""
-    return table(["Field", "Value"], pairs)
+    """A record's fields as a two-column HTML table (values already HTML).
+
+    No heading row: "Field / Value" says nothing, and without one tables.js leaves it unsorted.
+    """
+    return f"<table>\n<tbody>\n{_rows(pairs)}\n</tbody>\n</table>\n"
 
 
 def fenced(language: str, text: str) -> str:

@@ -460,6 +460,8 @@ def matrix_page(ix: Index) -> str:
         if r not in ix.claims
     ]
     blocks = [
+        # The matrix needs the page's full width: no navigation or table of contents beside it.
+        "---\nhide:\n  - navigation\n  - toc\n---",
         "# Comparison matrix",
         f"{len(ix.frameworks)} frameworks against the {len(features)} features at least one "
         "of them claims. Each cell links to the source the claim was checked against (hover for "
@@ -1197,15 +1199,11 @@ def generate(
 
 
 def cost_pages(catalog: Catalog) -> Pages:
-    """LEAD: the place for pages from the cost core; it returns none yet.
+    """Pages from the cost core: the calibration table and the plots (rlmguide.cost_pages)."""
+    from rlmguide import cost_pages as computed
+    from rlmguide.cli import record_roots
 
-    Add here the plots (matplotlib SVG as text, e.g. `plots/step-time.svg`, embedded from
-    `plots/index.md`) and the calibration table (`results/calibration.md`: each result beside
-    the cost core's prediction and the error). `navigation` files new `.md` pages under the
-    section of their folder and gives a new folder its own section, so nothing else changes.
-    """
-    del catalog  # used once the cost core is wired in
-    return {}
+    return computed.cost_pages(catalog, record_roots())
 
 
 # --- navigation and edit links ---------------------------------------------------------------
@@ -1327,6 +1325,7 @@ def section_entries(
 def navigation(catalog: Catalog, pages: Mapping[str, str]) -> list[NavItem]:
     """The MkDocs `nav`: every generated page and the hand-written ones, each exactly once."""
     placed: set[str] = set()
+    pages = {path: text for path, text in pages.items() if path.endswith(".md")}
     nav: list[NavItem] = [{"Home": HOME}]
     for title, folders in SECTIONS:
         entries = [e for f in folders for e in section_entries(f, catalog, pages, placed)]

@@ -68,6 +68,12 @@ def build(out_dir: Path = DEFAULT_OUT) -> Path:
 
 def serve(port: int = 8000) -> None:
     """Serve the site on 127.0.0.1:`port`, rebuilding when pages or records change."""
+    import logging
+
     from mkdocs.commands.serve import serve as mkdocs_serve
 
+    log = logging.getLogger("mkdocs")
+    if not log.handlers:  # say where the site is served and when it rebuilds
+        log.addHandler(logging.StreamHandler())
+        log.setLevel(logging.INFO)
     mkdocs_serve(config_file=str(CONFIG_FILE), dev_addr=f"127.0.0.1:{port}", strict=True)

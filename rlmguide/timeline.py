@@ -44,15 +44,11 @@ def lanes(plan: Mapping[str, Any]) -> list[tuple[str, list[tuple[str, float, flo
     ]
 
 
-def draw(plans: Sequence[Mapping[str, Any]], path: Path) -> None:
-    """Write the timelines of `plans` (best first) to an SVG or PNG file."""
-    import matplotlib
-
-    matplotlib.use("Agg")
+def draw_axes(ax: Any, plans: Sequence[Mapping[str, Any]]) -> None:
+    """Draw the timelines of `plans` (best first) on a matplotlib axes."""
     import matplotlib.pyplot as plt
 
     rows = [(plan, lane) for plan in plans for lane in lanes(plan)]
-    fig, ax = plt.subplots(figsize=(10, 0.6 * len(rows) + 1.5))
     labels = []
     for y, (plan, (label, bars)) in enumerate(rows):
         labels.append(f"#{plan['rank']} {plan['placement']}/{plan['execution']}: {label}")
@@ -64,6 +60,18 @@ def draw(plans: Sequence[Mapping[str, Any]], path: Path) -> None:
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in COLOURS.values()]
     ax.legend(handles, list(COLOURS), loc="lower right", fontsize="small", ncols=3)
     ax.set_title("Stages per GPU pool over one step")
+
+
+def draw(plans: Sequence[Mapping[str, Any]], path: Path) -> None:
+    """Write the timelines of `plans` (best first) to an SVG or PNG file."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lanes_count = sum(len(lanes(plan)) for plan in plans)
+    fig, ax = plt.subplots(figsize=(10, 0.6 * lanes_count + 1.5))
+    draw_axes(ax, plans)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -12,12 +12,23 @@ FIXTURE_KB = Path(__file__).parent / "fixtures" / "kb"
 REPO = Path(__file__).parent.parent
 
 
+@pytest.fixture(scope="session")
+def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
 @pytest.fixture(autouse=True)
-def isolated_cache(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> Path:
-    """Every test builds its databases in a private cache, never in the user's."""
-    cache = tmp_path_factory.mktemp("cache")
+def isolated_cache(session_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Tests build databases in a cache of the test session, never in the user's; files are
+    named by content, so sharing it across tests only saves rebuilding the same thing."""
+    monkeypatch.setenv("RLMGUIDE_CACHE_DIR", str(session_cache))
+    return session_cache
+
+
+@pytest.fixture
+def empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache folder of this test alone, for tests that look at what gets written."""
+    cache = tmp_path / "cache"
     monkeypatch.setenv("RLMGUIDE_CACHE_DIR", str(cache))
     return cache
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-import yaml
 from site_support import REPO, BuiltSite, broken_links
 
 from kb.paths import PLURALS
@@ -50,8 +50,24 @@ def test_search_index_covers_the_frameworks(built_site: BuiltSite) -> None:
 
 
 def test_site_dir_is_outside_the_site_folder() -> None:
-    config = yaml.load((REPO / "site" / "mkdocs.yml").read_text(), Loader=yaml.Loader)
+    from mkdocs.utils.yaml import yaml_load
+
+    config = yaml_load((REPO / "site" / "mkdocs.yml").read_text())
     target = (REPO / "site" / config["site_dir"]).resolve()
     assert not target.is_relative_to((REPO / "site").resolve())
     assert config["strict"] is True
     assert set(config["validation"]["links"].values()) == {"warn"}
+
+
+def test_link_check_finds_broken_links_and_anchors(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "index.html").write_text('<h2 id="here">x</h2><a href="../">home</a>')
+    (tmp_path / "index.html").write_text(
+        '<a href="a/">ok</a> <a href="a/#here">ok</a> <a href="https://x.org/">out</a>'
+        ' <a href="b/">missing</a> <a href="a/#gone">no anchor</a> <a href="#top">self</a>'
+    )
+    assert broken_links(tmp_path) == [
+        "index.html: #top (no such anchor)",
+        "index.html: a/#gone (no such anchor)",
+        "index.html: b/",
+    ]

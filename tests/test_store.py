@@ -103,12 +103,12 @@ def test_rebuilt_only_when_records_change(fixture_kb: Path) -> None:
     assert not list(second.parent.glob(".build-*")), "no temporary file is left behind"
 
 
-def test_invalid_records_build_nothing(fixture_kb: Path, isolated_cache: Path) -> None:
+def test_invalid_records_build_nothing(fixture_kb: Path, empty_cache: Path) -> None:
     (fixture_kb / "sources" / "paper-a.yaml").write_text("id: paper-a\n")
     with pytest.raises(InvalidRecords) as caught:
         ensure_database([(fixture_kb, None)])
     assert caught.value.problems
-    assert not list(isolated_cache.glob("*.duckdb"))
+    assert not list(empty_cache.glob("*.duckdb"))
 
 
 def _build(root: str) -> str:

@@ -1,0 +1,211 @@
+"""Site pages computed by the cost core: the calibration table and the plots.
+
+They take seconds to compute (each is a search), so the pages are cached by the content of
+the records and of the cost and rules code; a rebuild with nothing changed reuses them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from kb.load import Catalog
+from kb.paths import cache_dir, fast_content_hash
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+PLOT_EXAMPLES = (
+    "grpo-qwen2.5-7b-8xh100.yaml",
+    "grpo-qwen2.5-32b-64xh100.yaml",
+    "ppo-llama-3.1-70b-1024xh100.yaml",
+)
+SWEEP_NODES = (1, 2, 4, 8, 16)
+SWEEP_BASE = "grpo-qwen2.5-32b-64xh100.yaml"
+
+
+def _code_digest() -> str:
+    digest = hashlib.blake2b(digest_size=12)
+    for folder in ("cost", "rules"):
+        for path in sorted((REPO / folder).rglob("*")):
+            if path.is_file() and path.suffix in (".py", ".yaml"):
+                digest.update(path.read_bytes())
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        digest.update(path.read_bytes())
+    digest.update(Path(__file__).read_bytes())
+    return digest.hexdigest()
+
+
+def cost_pages(catalog: Catalog, roots: Any) -> dict[str, str]:
+    key = f"{fast_content_hash(roots)}-{_code_digest()}"
+    memo = cache_dir() / f"cost-pages-{key}.json"
+    if memo.exists():
+        return json.loads(memo.read_text(encoding="utf-8"))
+    pages = {"results/calibration.md": calibration_page(catalog), **plot_pages(catalog)}
+    memo.parent.mkdir(parents=True, exist_ok=True)
+    memo.write_text(json.dumps(pages), encoding="utf-8")
+    return pages
+
+
+def calibration_page(catalog: Catalog) -> str:
+    from rules.fidelity import calibration, median_abs_log_error
+
+    comparisons = calibration(catalog.records)
+    scored = [c for c in comparisons if c.ratio]
+    beyond = sum(1 for c in scored if max(c.ratio, 1 / c.ratio) > 3)
+    lines = [
+        "# Calibration: the cost core against published measurements",
+        "",
+        "Each published measurement with a recorded setting is predicted by the cost core: "
+        "the setting fixes what the publication reports, the rest of the plan is searched, "
+        "and the fastest plan's figure is compared with the reported one. Guidelines are not "
+        "applied and memory is not enforced here, since the publication shows the run "
+        "happened.",
+        "",
+        f"**{len(scored)} of {len(comparisons)}** cases predicted; median absolute error "
+        f"**{median_abs_log_error(scored):.2f}x**; cases beyond 3x: **{beyond}**. A ratio "
+        "above 1 means the model is pessimistic.",
+        "",
+        "| result | metric | reported | predicted | predicted / reported | note |",
+        "| --- | --- | ---: | ---: | ---: | --- |",
+    ]
+    for c in comparisons:
+        r = c.result
+        predicted = f"{c.predicted:,.1f}" if c.predicted is not None else "unknown"
+        ratio = f"{c.ratio:.2f}" if c.ratio else "unknown"
+        note = c.problem or (
+            f"memory model says +{c.overflow_gib:.0f} GiB per GPU" if c.overflow_gib > 0 else ""
+        )
+        note = note.replace("|", "\\|")
+        lines.append(
+            f"| [{r.id}]({r.id}.md) | {r.metric} | {r.value:,.1f} {r.unit} | {predicted} | "
+            f"{ratio} | {note} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _svg(fig: Any) -> str:
+    import matplotlib.pyplot as plt
+
+    out = io.StringIO()
+    fig.savefig(out, format="svg")
+    plt.close(fig)
+    return out.getvalue()
+
+
+def _search(catalog: Catalog, scenario: Any, top: int = 50) -> dict[str, Any] | None:
+    from rules.engine import active, compile_rules
+    from rules.recommend import NoFeasiblePlan, Recommender, recommend
+    from rules.scenario import resolve
+
+    rules = active(compile_rules(catalog)[0])
+    try:
+        recommender = Recommender(
+            resolve(scenario, catalog.records), rules, catalog.of("framework").values()
+        )
+        return recommend(recommender, top)
+    except NoFeasiblePlan:
+        return None
+
+
+def plot_pages(catalog: Catalog) -> dict[str, str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from kb.schema import Scenario
+    from rlmguide.timeline import COLOURS, draw_axes
+    from rules.scenario import read_scenario
+
+    base = read_scenario(EXAMPLES / SWEEP_BASE)
+    best: dict[tuple[str, str], list[float]] = {}
+    for nodes in SWEEP_NODES:
+        data = base.model_dump(exclude_unset=True)
+        data["cluster"]["nodes"] = nodes
+        result = _search(catalog, Scenario.model_validate(data), top=500)
+        for plan in result["plans"] if result else []:
+            key = (plan["placement"], plan["execution"])
+            series = best.setdefault(key, [math.nan] * len(SWEEP_NODES))
+            i = SWEEP_NODES.index(nodes)
+            if math.isnan(series[i]) or plan["step_seconds"] < series[i]:
+                series[i] = plan["step_seconds"]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    gpus = [n * base.cluster.gpus_per_node for n in SWEEP_NODES]
+    for (placement, execution), series in sorted(best.items()):
+        ax.plot(gpus, series, marker="o", label=f"{placement} / {execution}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("GPUs (H100)")
+    ax.set_ylabel("seconds per RL step (best plan)")
+    ax.set_title("Qwen2.5-32B GRPO: step time by cluster size, placement and execution")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    sweep = _svg(fig)
+
+    results = {
+        name: _search(catalog, read_scenario(EXAMPLES / name), top=3) for name in PLOT_EXAMPLES
+    }
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    labels = []
+    for y, (name, result) in enumerate(results.items()):
+        if not result:
+            continue
+        plan = result["plans"][0]
+        left = 0.0
+        for stage in plan["stages"]:
+            ax.barh(
+                y,
+                stage["seconds"],
+                left=left,
+                color=COLOURS.get(stage["name"], "grey"),
+                label=stage["name"] if y == 0 else None,
+            )
+            left += stage["seconds"]
+        labels.append(name.removesuffix(".yaml"))
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_xlabel("seconds per stage, best plan (summed; overlapped stages count fully)")
+    ax.legend(fontsize="small", ncols=5, loc="lower right")
+    fig.tight_layout()
+    stages = _svg(fig)
+
+    small = results[PLOT_EXAMPLES[0]]
+    fig, ax = plt.subplots(figsize=(9, 3.5))
+    if small:
+        draw_axes(ax, small["plans"])
+    fig.tight_layout()
+    timeline = _svg(fig)
+    index = "\n".join(
+        [
+            "# Plots from the cost core",
+            "",
+            "Computed when the site is built, from the bundled example scenarios in `examples/`.",
+            "",
+            "## Step time by cluster size",
+            "",
+            "The best plan of each placement and execution mode for "
+            f"`{SWEEP_BASE}` on {', '.join(str(g) for g in gpus)} GPUs.",
+            "",
+            "![Step time by cluster size, per placement and execution mode](step-time.svg)",
+            "",
+            "## Stage breakdown of the recommended plans",
+            "",
+            "![Stage breakdown of the best plan of each example](stages.svg)",
+            "",
+            "## One step of the top plans on one node",
+            "",
+            "Stages per GPU pool over one steady-state step; overlap and idle time are visible.",
+            "",
+            "![Timeline of one step of the top plans](timeline.svg)",
+            "",
+        ]
+    )
+    return {
+        "plots/index.md": index,
+        "plots/step-time.svg": sweep,
+        "plots/stages.svg": stages,
+        "plots/timeline.svg": timeline,
+    }
