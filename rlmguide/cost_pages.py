@@ -44,7 +44,11 @@ def cost_pages(catalog: Catalog, roots: Any) -> dict[str, str]:
     memo = cache_dir() / f"cost-pages-{key}.json"
     if memo.exists():
         return json.loads(memo.read_text(encoding="utf-8"))
-    pages = {"results/calibration.md": calibration_page(catalog), **plot_pages(catalog)}
+    pages = {
+        "results/calibration.md": calibration_page(catalog),
+        "recommendation.md": recommendation_page(catalog),
+        **plot_pages(catalog),
+    }
     memo.parent.mkdir(parents=True, exist_ok=True)
     memo.write_text(json.dumps(pages), encoding="utf-8")
     return pages
@@ -85,6 +89,41 @@ def calibration_page(catalog: Catalog) -> str:
             f"{ratio} | {note} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def recommendation_page(catalog: Catalog) -> str:
+    """`rlmguide recommend` on the bundled one-node example, as its Markdown report."""
+    import contextlib
+
+    from rlmguide.report import print_report
+    from rules.scenario import read_scenario
+
+    name = PLOT_EXAMPLES[0]
+    result = _search(catalog, read_scenario(EXAMPLES / name), top=3)
+    out = io.StringIO()
+    if result:
+        with contextlib.redirect_stdout(out):
+            print_report(result, "markdown")
+    scenario = (EXAMPLES / name).read_text(encoding="utf-8")
+    return "\n".join(
+        [
+            "# A worked recommendation",
+            "",
+            f"The scenario `examples/{name}`:",
+            "",
+            "```yaml",
+            scenario.rstrip(),
+            "```",
+            "",
+            f"`rlmguide recommend examples/{name} --format markdown` prints:",
+            "",
+            out.getvalue() or "No feasible plan.",
+            "",
+            "Every guideline links to its page under [Guidelines](rules/index.md); the stage "
+            "table gives the Brent bounds max(W/p, D) <= T <= W/p + D of each stage.",
+            "",
+        ]
+    )
 
 
 def _svg(fig: Any) -> str:

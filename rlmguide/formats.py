@@ -67,7 +67,9 @@ def print_rows(
     elif fmt == "csv":
         print(to_csv(columns, rows), end="")
     elif fmt == "markdown":
-        print(to_markdown(columns, rows), end="")
+        if title:
+            print(f"**{title}**\n")
+        print(to_markdown(columns, rows), end="\n" if title else "")
     else:
         from rich.console import Console
         from rich.table import Table

@@ -146,3 +146,22 @@ def test_framework_page_shows_its_sources(tab: Any, site_url: str) -> None:
     assert source_pages.first.is_visible()
     edit = tab.locator("a.md-content__button[href*='/edit/']")
     assert "kb/records/frameworks/verl.yaml" in (edit.first.get_attribute("href") or "")
+
+
+def test_plots_are_visible(tab: Any, site_url: str) -> None:
+    tab.goto(site_url + "plots/")
+    images = tab.locator("article img[src$='.svg']")
+    assert images.count() == 3
+    for i in range(3):
+        image = images.nth(i)
+        image.scroll_into_view_if_needed()
+        assert image.is_visible()
+        # a loaded SVG has a natural size; a broken one has none
+        assert tab.evaluate("(img) => img.naturalWidth", image.element_handle()) > 100
+
+
+def test_calibration_table_lists_predictions(tab: Any, site_url: str) -> None:
+    tab.goto(site_url + "results/calibration/")
+    rows = tab.locator("article table tbody tr")
+    assert rows.count() >= 20
+    assert "median absolute error" in tab.locator("article").inner_text()
