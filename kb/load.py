@@ -98,10 +98,14 @@ def describe(error: dict) -> str:
     return message.removeprefix("Value error, ")
 
 
-def load_catalog(roots: Iterable[RecordRoot]) -> Catalog:
+def load_catalog(roots: Iterable[RecordRoot], kinds: Iterable[str] | None = None) -> Catalog:
+    """Every record under `roots` (or only those of `kinds`, for callers that need a few)."""
     catalog = Catalog()
+    wanted = set(kinds) if kinds is not None else None
     for name, path in record_files(roots):
         kind = KIND_OF_FOLDER.get(name.split("/")[0])
+        if wanted is not None and kind not in wanted:
+            continue
         if kind is None:
             folders = ", ".join(sorted(KIND_OF_FOLDER))
             catalog.problems.append(Problem(name, "", f"unknown kind folder; use one of {folders}"))

@@ -336,6 +336,7 @@ def compare(ids: tuple[str, ...], fmt: str) -> None:
     print_rows(["feature", "kind", *ids], table, fmt, title="claims (support (source))")
 
 
+SCENARIO_KINDS = ("accelerator", "model", "algorithm", "framework", "rule")
 SCENARIO_FLAGS = {
     "accelerator": "cluster.accelerator",
     "nodes": "cluster.nodes",
@@ -406,7 +407,8 @@ def load_scenario(path: Path | None, flags: dict[str, Any], assignments: tuple[s
         node[leaf] = yaml.safe_load(value) if isinstance(value, str) else value
     try:
         scenario = parse_scenario(data, str(path) if path else "scenario")
-        catalog = load_catalog(record_roots())
+        # a recommendation reads only the kinds it resolves, ranks with and cites
+        catalog = load_catalog(record_roots(), SCENARIO_KINDS)
         return resolve(scenario, catalog.records), catalog
     except InputError as exc:
         raise BadInput(str(exc)) from None
