@@ -113,6 +113,16 @@ def _table(rows: Mapping[str, Any]) -> PlanTable:
     return PlanTable.from_arrays(**rows)
 
 
+ROLLOUT_COLUMNS = ("gpus", "tp", "pp", "ep")
+TRAIN_COLUMNS = ("gpus", "tp", "pp", "cp", "ep", "zero", "recompute")
+
+
+def pool_columns(pool: str, layout: Mapping[str, Any]) -> dict[str, Any]:
+    """A pool's layout columns as `PlanTable.from_arrays` keywords (`train_tp=...`)."""
+    names = ROLLOUT_COLUMNS if pool == "rollout" else TRAIN_COLUMNS
+    return {f"{pool}_{name}": layout[name] for name in names}
+
+
 def _reference_rollout_tp(gpus: int, per_node: int) -> int:
     tp = 1
     while tp * 2 <= min(gpus, per_node) and gpus % (tp * 2) == 0:
@@ -194,33 +204,21 @@ class Recommender:
         other = np.array([o for _, o in sizes])[group]
         n = len(group)
         if pool == "rollout":
-            rows = dict(
-                placement=np.full(n, "disaggregated"),
-                execution="sync",
-                rollout_gpus=layouts["gpus"],
-                rollout_tp=layouts["tp"],
-                rollout_pp=layouts["pp"],
-                rollout_ep=layouts["ep"],
-                train_gpus=other,
-                train_tp=1,
-                train_zero=3,
-                train_recompute="full",
-            )
+            reference = {
+                "gpus": other,
+                "tp": 1,
+                "pp": 1,
+                "cp": 1,
+                "ep": 1,
+                "zero": 3,
+                "recompute": "full",
+            }
+            rows = {**pool_columns("rollout", layouts), **pool_columns("train", reference)}
         else:
-            reference = np.array([_reference_rollout_tp(o, per_node) for _, o in sizes])[group]
-            rows = dict(
-                placement=np.full(n, "disaggregated"),
-                execution="sync",
-                rollout_gpus=other,
-                rollout_tp=reference,
-                train_gpus=layouts["gpus"],
-                train_tp=layouts["tp"],
-                train_pp=layouts["pp"],
-                train_cp=layouts["cp"],
-                train_ep=layouts["ep"],
-                train_zero=layouts["zero"],
-                train_recompute=layouts["recompute"],
-            )
+            tps = np.array([_reference_rollout_tp(o, per_node) for _, o in sizes])[group]
+            reference = {"gpus": other, "tp": tps, "pp": 1, "ep": 1}
+            rows = {**pool_columns("rollout", reference), **pool_columns("train", layouts)}
+        rows.update(placement=np.full(n, "disaggregated"), execution="sync")
         table = _table(rows)
         weight = np.asarray(weights)[group]
         alive = self._reject(self._env(table), n, pool, weight)
@@ -273,7 +271,6 @@ class Recommender:
                     execution,
                     staleness,
                     prefix,
-                    split,
                     {k: v[ri] for k, v in ro.items()},
                     {k: v[ti] for k, v in tr.items()},
                 )
@@ -286,7 +283,6 @@ class Recommender:
         execution: str,
         staleness: int,
         prefix: bool,
-        split: Split,
         ro: Mapping[str, np.ndarray],
         tr: Mapping[str, np.ndarray],
     ) -> dict[str, Any]:
@@ -295,17 +291,8 @@ class Recommender:
             execution=execution,
             staleness=max(staleness, 1),
             prefix_caching=prefix,
-            rollout_gpus=split.rollout_gpus,
-            rollout_tp=ro["tp"],
-            rollout_pp=ro["pp"],
-            rollout_ep=ro["ep"],
-            train_gpus=split.train_gpus,
-            train_tp=tr["tp"],
-            train_pp=tr["pp"],
-            train_cp=tr["cp"],
-            train_ep=tr["ep"],
-            train_zero=tr["zero"],
-            train_recompute=tr["recompute"],
+            **pool_columns("rollout", ro),
+            **pool_columns("train", tr),
         )
 
     def _disaggregated_rows(self, chosen: list[Split]) -> list[dict[str, Any]]:
@@ -345,7 +332,6 @@ class Recommender:
                     execution,
                     staleness,
                     prefix,
-                    split,
                     {k: v[ri] for k, v in ro.items()},
                     {k: v[ti] for k, v in tr.items()},
                 )
