@@ -375,21 +375,12 @@ def load_scenario(path: Path | None, flags: dict[str, Any], assignments: tuple[s
     import yaml
 
     from kb.load import load_catalog
-    from rules.scenario import InputError, parse_scenario, resolve
+    from rules.scenario import InputError, parse_scenario, read_mapping, resolve
 
-    data: dict[str, Any] = {}
-    if path is not None:
-        from kb.load import parse_yaml
-
-        try:
-            loaded = parse_yaml(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise BadInput(f"{path}: cannot read: {exc.strerror}") from None
-        except yaml.YAMLError as exc:
-            raise BadInput(f"{path}: malformed YAML: {getattr(exc, 'problem', exc)}") from None
-        if not isinstance(loaded, dict):
-            raise BadInput(f"{path}: a scenario is a mapping with cluster, models and workload")
-        data = loaded
+    try:
+        data = read_mapping(path) if path is not None else {}
+    except InputError as exc:
+        raise BadInput(str(exc)) from None
     pairs = [(SCENARIO_FLAGS[k], v) for k, v in flags.items() if v is not None]
     for text in assignments:
         key, sep, value = text.partition("=")

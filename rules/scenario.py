@@ -51,7 +51,8 @@ class Resolved:
         return self.scenario.cluster.gpus
 
 
-def read_scenario(path: Path) -> Scenario:
+def read_mapping(path: Path) -> dict[str, Any]:
+    """The YAML mapping in a scenario file, or an `InputError` saying why there is none."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -62,7 +63,13 @@ def read_scenario(path: Path) -> Scenario:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
         raise InputError(f"{path}:{where} malformed YAML: {getattr(exc, 'problem', exc)}") from None
-    return parse_scenario(data, str(path))
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: a scenario is a mapping with cluster, models and workload")
+    return data
+
+
+def read_scenario(path: Path) -> Scenario:
+    return parse_scenario(read_mapping(path), str(path))
 
 
 def parse_scenario(data: Any, origin: str = "scenario") -> Scenario:
