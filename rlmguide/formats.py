@@ -79,4 +79,8 @@ def print_rows(
             table.add_column(name, overflow="fold")
         for row in rows:
             table.add_row(*(cell(v) if v is not None else "[dim]null[/dim]" for v in row))
-        Console().print(table)
+        console = Console()
+        if not console.is_terminal:
+            # piped output has no width to fit; rich's 80-column default would fold every cell
+            console = Console(width=160)
+        console.print(table)
