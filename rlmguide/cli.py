@@ -523,17 +523,13 @@ def _fill_plan_defaults(resolved: Any) -> Any:
     s = resolved.scenario
     plan = s.plan
     gpus = s.cluster.gpus
+    prefix = plan.rollout.prefix_caching
     rollout = plan.rollout.model_copy(
         update={
-            k: v
-            for k, v in {
-                "gpus": plan.rollout.gpus or gpus,
-                "pp": plan.rollout.pp or 1,
-                "ep": plan.rollout.ep or 1,
-                "prefix_caching": plan.rollout.prefix_caching
-                if plan.rollout.prefix_caching is not None
-                else resolved.samples_per_prompt > 1,
-            }.items()
+            "gpus": plan.rollout.gpus or gpus,
+            "pp": plan.rollout.pp or 1,
+            "ep": plan.rollout.ep or 1,
+            "prefix_caching": resolved.samples_per_prompt > 1 if prefix is None else prefix,
         }
     )
     train = plan.train.model_copy(

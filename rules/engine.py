@@ -13,9 +13,6 @@ from kb.schema import Rule
 from rules.expr import Condition, ConditionError
 from rules.facts import FACTS, SCENARIO_FACTS
 
-COSTED = ("plan.step_seconds", "plan.memory.", "plan.share.")
-"""Fact prefixes known only after the cost core has run."""
-
 SCENARIO_NAMES = {fact.name for fact in SCENARIO_FACTS}
 
 
@@ -28,11 +25,6 @@ class CompiledRule:
     @property
     def id(self) -> str:
         return self.record.id
-
-    @property
-    def needs_cost(self) -> bool:
-        names = self.applies.names | self.condition.names
-        return any(name.startswith(COSTED) for name in names)
 
     @property
     def scenario_only(self) -> bool:

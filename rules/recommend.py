@@ -344,7 +344,7 @@ class Recommender:
 
     def run(self) -> tuple[CostTable, dict[str, np.ndarray]]:
         start = time.perf_counter()
-        n_scenario_rejects = self._scenario_rejection()
+        vetoing_rule = self._scenario_rejection()
         rows: list[dict[str, Any]] = []
         colocated_rows = 0
         chosen = splits(self.resolved)
@@ -355,8 +355,8 @@ class Recommender:
                 rows += produced
         rows += self._disaggregated_rows([s for s in chosen if s.placement == "disaggregated"])
         self.search.candidates += colocated_rows
-        if n_scenario_rejects is not None:
-            self.search.rejected[n_scenario_rejects] += self.search.candidates - sum(
+        if vetoing_rule is not None:
+            self.search.rejected[vetoing_rule] += self.search.candidates - sum(
                 self.search.rejected.values()
             )
             rows = []
