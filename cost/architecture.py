@@ -94,18 +94,27 @@ class ModelFigures:
             return self.heads * (self.attention_qk_dim + self.attention_v_dim)
         return 2 * self.kv_heads * self.head_dim
 
+    def stage_share(self, pp: FloatArray) -> FloatArray:
+        """Share of the layers on the fullest of pp pipeline stages: ceil(layers / pp) / layers.
+
+        Stages need not be even (Megatron's first/last-stage layer counts, vLLM's partition),
+        but the fullest stage sets the pace and the memory peak, so 61 layers over 16 stages
+        cost like 4 layers per stage, not 3.8. Equals 1 / pp when pp divides the layers.
+        """
+        return np.ceil(self.layers / pp) / self.layers
+
     def kv_bytes_per_token(self, tp: FloatArray, pp: FloatArray) -> FloatArray:
         """KV-cache bytes of one token on one GPU of a tensor x pipeline parallel replica.
 
         MHA/GQA split KV heads over tensor parallelism; beyond kv_heads ranks each rank keeps a
         replica of one head. MLA caches one latent (+ RoPE key) per token that every tensor
-        rank keeps whole. Pipeline parallelism splits the layers.
+        rank keeps whole. Pipeline parallelism splits the layers; the fullest stage counts.
         """
         if self.mla_latent:
             per_layer = np.full_like(tp, float(self.mla_latent))
         else:
             per_layer = 2.0 * np.ceil(self.kv_heads / tp) * self.head_dim
-        return per_layer * BF16_BYTES * self.layers / pp
+        return per_layer * BF16_BYTES * self.layers * self.stage_share(pp)
 
     def expert_read_fraction(self, tokens: FloatArray) -> FloatArray:
         """Expected share of a GPU's routed experts that `tokens` routed tokens touch.

@@ -34,14 +34,16 @@ class RolloutLayout:
 
 @dataclass(frozen=True, slots=True)
 class TrainLayout:
-    """Megatron order, innermost first: tp, cp, dp, pp; ep is carved out of dp x cp with the
-    experts' own tensor parallelism equal to tp; ZeRO shards over dp x cp."""
+    """Megatron order, innermost first: tp, cp, dp, pp; ZeRO shards over dp x cp. Expert
+    layers fold the same tp x cp x dp ranks into etp x ep x expert-dp (MoE parallel folding);
+    etp = tp is the classic layout, where ep is carved out of dp x cp."""
 
     gpus: FloatArray
     tp: FloatArray
     pp: FloatArray
     cp: FloatArray
     ep: FloatArray
+    etp: FloatArray
     dp: FloatArray
     zero: IntArray
     recompute: IntArray
@@ -54,6 +56,7 @@ class TrainLayout:
             pp=floats(table.train_pp),
             cp=floats(table.train_cp),
             ep=floats(table.train_ep),
+            etp=floats(table.train_etp),
             dp=floats(table.train_dp),
             zero=table.train_zero,
             recompute=table.train_recompute,
@@ -67,13 +70,13 @@ class TrainLayout:
     @property
     def expert_shard_group(self) -> FloatArray:
         """Ranks that hold the same experts (expert data parallelism)."""
-        return self.dp * self.cp / self.ep
+        return self.dp * self.cp * self.tp / (self.ep * self.etp)
 
 
 @dataclass(frozen=True, slots=True)
 class TrainLinks:
     """The process groups of a training layout and the link each uses (ranks innermost
-    first: tp, cp, dp, pp; experts over ep ranks strided by tp)."""
+    first: tp, cp, dp, pp; experts over ep ranks strided by etp)."""
 
     tp: Link
     cp: Link
@@ -90,8 +93,8 @@ class TrainLinks:
         return cls(
             tp=group_link(fabric, tp, 1.0),
             cp=group_link(fabric, cp, tp),
-            ep=group_link(fabric, ep, tp),
+            ep=group_link(fabric, ep, layout.etp),
             shard=group_link(fabric, layout.shard_group, tp),
-            expert_shard=group_link(fabric, layout.expert_shard_group, tp * ep),
+            expert_shard=group_link(fabric, layout.expert_shard_group, layout.etp * ep),
             pp=group_link(fabric, np.where(pp > 1, 2.0, 1.0), tp * cp * dp),
         )

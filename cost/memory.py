@@ -44,8 +44,9 @@ def zero_state_bytes(params: FloatArray, group: FloatArray, zero: IntArray) -> F
 
 def model_parallel_params(fig: ModelFigures, layout: TrainLayout) -> tuple[FloatArray, FloatArray]:
     """Dense and expert parameters of one tensor x pipeline (x expert) shard."""
-    dense = fig.dense_params / (layout.tp * layout.pp)
-    expert = fig.expert_params / (layout.ep * layout.tp * layout.pp)
+    share = fig.stage_share(layout.pp)
+    dense = fig.dense_params * share / layout.tp
+    expert = fig.expert_params * share / (layout.ep * layout.etp)
     return dense, expert
 
 
@@ -72,7 +73,7 @@ def zero3_gather_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
     """The one layer ZeRO-3 gathers at a time: the part of it that is not this rank's shard
     (its dense weights over the shard group, its experts over the expert shard group)."""
     dense = (fig.dense_params - fig.embedding_params) / fig.layers / layout.tp
-    expert = fig.expert_params / max(fig.sparse_layers, 1) / (layout.ep * layout.tp)
+    expert = fig.expert_params / max(fig.sparse_layers, 1) / (layout.ep * layout.etp)
     gathered = WEIGHT_BYTES * (
         dense * (1.0 - 1.0 / layout.shard_group) + expert * (1.0 - 1.0 / layout.expert_shard_group)
     )
@@ -106,7 +107,7 @@ def activation_bytes(
         [full_layer, ACTIVATION_BYTES_STORED * h * tokens / tp],
         ACTIVATION_BYTES_CHECKPOINT * h * tokens / tp,
     )
-    stored = per_layer * (fig.layers / layout.pp) * in_flight
+    stored = per_layer * (fig.layers * fig.stage_share(layout.pp)) * in_flight
     # Full recomputation rebuilds one layer at a time in the backward pass, with fused
     # (FlashAttention-style) attention that never stores the score matrices: 34 s h / t.
     working = np.where(
@@ -182,8 +183,9 @@ class RolloutMemory:
 def rollout_weight_bytes(fig: ModelFigures, layout: RolloutLayout) -> FloatArray:
     """Dense weights split over tp x pp; experts over pp x max(ep, tp) (with ep <= tp the
     experts are tensor-sliced, beyond it whole experts are spread over ep ranks)."""
-    dense = fig.dense_params / (layout.tp * layout.pp)
-    expert = fig.expert_params / (layout.pp * np.maximum(layout.ep, layout.tp))
+    share = fig.stage_share(layout.pp)
+    dense = fig.dense_params * share / layout.tp
+    expert = fig.expert_params * share / np.maximum(layout.ep, layout.tp)
     return WEIGHT_BYTES * (dense + expert)
 
 

@@ -1,7 +1,8 @@
 """One micro-batch through one pipeline stage of a training layout: forward only (log-probs,
 values, rewards) or forward and backward (training), with the traffic each issues.
 
-Per micro-batch and stage GPU: compute = FLOPs / (tp x cp x pp) at the achieved rate;
+Per micro-batch and stage GPU: compute = FLOPs / (tp x cp) times the fullest stage's share
+of the layers (1 / pp when pp divides them), at the achieved rate;
 Megatron tensor parallelism issues all-reduce-sized collectives per layer (2 forward,
 2 backward, 2 more when full recomputation repeats the forward), over the tensor group;
 context parallelism passes each rank's K/V chunk around the ring (cp - 1 hops per exchange;
@@ -103,8 +104,9 @@ def micro_pass(
 ) -> MicroPass:
     tp, cp, pp = layout.tp, layout.cp, layout.pp
     tokens = micro_tokens / cp  # tokens on this GPU's context shard
-    layers = fig.layers / pp
-    compute = tokens * flops_per_token(fig, counts, sequence_tokens) / (tp * pp) / flops_rate
+    share = fig.stage_share(pp)
+    layers = fig.layers * share
+    compute = tokens * flops_per_token(fig, counts, sequence_tokens) * share / tp / flops_rate
 
     activation = tokens * fig.hidden * BF16_BYTES
     tp_link = links.tp
@@ -121,7 +123,7 @@ def micro_pass(
 
     if fig.is_moe:
         ep_link = links.ep
-        ep_calls = counts.ep_all_to_alls * fig.sparse_layers / pp
+        ep_calls = counts.ep_all_to_alls * fig.sparse_layers * share
         # With sequence parallelism each tensor rank routes its 1/tp of the tokens.
         ep_sent = ep_calls * gather_bytes(activation / tp * fig.experts_per_token, ep_link)
         parts.append((transfer_seconds(ep_sent, ep_link, ep_calls), ep_link))

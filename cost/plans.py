@@ -77,6 +77,8 @@ class PlanTable:
     train_pp: IntArray
     train_cp: IntArray
     train_ep: IntArray
+    train_etp: IntArray
+    """Tensor parallelism inside each expert; experts fold over tp x cp x dp / etp ranks."""
     train_dp: IntArray
     train_zero: IntArray
     train_recompute: IntArray
@@ -101,15 +103,18 @@ class PlanTable:
         train_pp: npt.ArrayLike = 1,
         train_cp: npt.ArrayLike = 1,
         train_ep: npt.ArrayLike = 1,
+        train_etp: npt.ArrayLike | None = None,
         staleness: npt.ArrayLike = 1,
         prefix_caching: npt.ArrayLike = True,
     ) -> PlanTable:
-        """Scalars broadcast against the arrays; categorical fields take names or codes."""
+        """Scalars broadcast against the arrays; categorical fields take names or codes.
+        Expert tensor parallelism defaults to the dense layers' tp."""
         counts = {
             "placement": placement, "execution": execution, "rollout.gpus": rollout_gpus,
             "rollout.tp": rollout_tp, "rollout.pp": rollout_pp, "rollout.ep": rollout_ep,
             "train.gpus": train_gpus, "train.tp": train_tp, "train.pp": train_pp,
-            "train.cp": train_cp, "train.ep": train_ep, "train.zero": train_zero,
+            "train.cp": train_cp, "train.ep": train_ep,
+            "train.etp": train_tp if train_etp is None else train_etp, "train.zero": train_zero,
             "train.recompute": train_recompute, "max_staleness": staleness,
             "prefix_caching": prefix_caching,
         }  # fmt: skip
@@ -124,7 +129,8 @@ class PlanTable:
 
         ints: dict[str, IntArray] = {}
         for name in ("rollout.gpus", "rollout.tp", "rollout.pp", "rollout.ep", "train.gpus",
-                     "train.tp", "train.pp", "train.cp", "train.ep", "max_staleness"):  # fmt: skip
+                     "train.tp", "train.pp", "train.cp", "train.ep", "train.etp",
+                     "max_staleness"):  # fmt: skip
             array = column(counts[name])
             if array.dtype.kind == "f":
                 fractional = np.flatnonzero(array != np.floor(array))
@@ -157,6 +163,9 @@ class PlanTable:
         bad = np.flatnonzero(t_gpus % (t_tp * t_pp * t_cp))
         if bad.size:
             raise PlanError("train.gpus", "dp = gpus / (tp * pp * cp) is not a whole number", bad)
+        bad = np.flatnonzero(t_tp % ints["train.etp"])
+        if bad.size:
+            raise PlanError("train.etp", "expert tensor parallelism must divide tp", bad)
         return cls(
             placement=place,
             execution=execution_codes,
@@ -172,6 +181,7 @@ class PlanTable:
             train_pp=t_pp,
             train_cp=t_cp,
             train_ep=ints["train.ep"],
+            train_etp=ints["train.etp"],
             train_dp=t_gpus // (t_tp * t_pp * t_cp),
             train_zero=zero,
             train_recompute=recompute,
@@ -219,6 +229,7 @@ class PlanTable:
                 "train_pp": t.pp or 1,
                 "train_cp": t.cp or 1,
                 "train_ep": t.ep or 1,
+                "train_etp": t.etp or t.tp,
                 "train_zero": t.zero,
                 "train_recompute": t.recompute,
             }
@@ -252,6 +263,7 @@ class PlanTable:
                 "cp": int(self.train_cp[i]),
                 "dp": int(self.train_dp[i]),
                 "ep": int(self.train_ep[i]),
+                "etp": int(self.train_etp[i]),
                 "zero": int(self.train_zero[i]),
                 "recompute": RECOMPUTE[int(self.train_recompute[i])],
             },
@@ -282,7 +294,7 @@ def _model_problems(
         check(
             uneven, "tp", f"kv heads ({arch.kv_heads}) neither split nor replicate evenly over tp"
         )
-    check(arch.layers % pp != 0, "pp", f"layers ({arch.layers}) are not divisible by pp")
+    check(pp > arch.layers, "pp", f"more pipeline stages than layers ({arch.layers})")
     experts = arch.moe.experts if arch.moe else 1
     if arch.moe:
         check(experts % ep != 0, "ep", f"experts ({experts}) are not divisible by ep")
@@ -319,8 +331,8 @@ def plan_problems(
                 table.train_tp,
                 table.train_pp,
                 table.train_ep,
-                table.train_dp * table.train_cp,
-                "dp * cp",
+                table.train_dp * table.train_cp * table.train_tp // table.train_etp,
+                "dp * cp * tp / etp",
             )
     colocated = table.placement == COLOCATED
     rows = np.flatnonzero(colocated & (table.rollout_gpus != table.train_gpus))

@@ -86,12 +86,13 @@ class DecodeModel:
         self.step_overhead = overheads.decode_step_seconds
         # Seconds per micro-batch token: 2 x active parameters of FLOPs, plus attention FLOPs
         # and KV-cache bytes per token of context.
-        self.compute_fixed = _column(2.0 * fig.params_active / (tp * pp) / flops_rate)
-        self.compute_context = _column(fig.attention_flops_per_context / (tp * pp) / flops_rate)
+        share = fig.stage_share(pp)
+        self.compute_fixed = _column(2.0 * fig.params_active * share / tp / flops_rate)
+        self.compute_context = _column(fig.attention_flops_per_context * share / tp / flops_rate)
         self.kv_bytes = _column(fig.kv_bytes_per_token(tp, pp))
         self.kv_context = self.kv_bytes / hbm_rate
-        self.dense_bytes = _column(BF16_BYTES * fig.dense_params / (tp * pp))
-        self.expert_bytes = _column(BF16_BYTES * fig.expert_params / (pp * np.maximum(ep, tp)))
+        self.dense_bytes = _column(BF16_BYTES * fig.dense_params * share / tp)
+        self.expert_bytes = _column(BF16_BYTES * fig.expert_params * share / np.maximum(ep, tp))
         self.dense_read = self.dense_bytes / hbm_rate
         self.expert_read = self.expert_bytes / hbm_rate
         # Replicas that share one set of experts when ep spans beyond a replica's tp ranks.
@@ -100,7 +101,7 @@ class DecodeModel:
         # Collectives of one step on one stage: (link, calls, bytes sent per micro-batch token).
         token = fig.hidden * BF16_BYTES  # one token's activation
         tp_link = group_link(fabric, tp, 1.0)
-        layers = fig.layers / pp
+        layers = fig.layers * share
         pp_link = group_link(fabric, np.where(pp > 1, 2.0, 1.0), tp)
         groups = [
             (tp_link, 2.0 * layers, 2.0 * layers * all_reduce_bytes(token, tp_link)),
@@ -108,7 +109,7 @@ class DecodeModel:
         ]
         if fig.is_moe:
             ep_link = group_link(fabric, ep, 1.0)
-            calls = 2.0 * fig.sparse_layers / pp  # dispatch and combine
+            calls = 2.0 * fig.sparse_layers * share  # dispatch and combine
             groups.append(
                 (ep_link, calls, calls * gather_bytes(token * fig.experts_per_token, ep_link))
             )
@@ -197,9 +198,10 @@ class DecodeModel:
         the chunk)."""
         fig = self.fig
         flops = 2.0 * fig.params_active + fig.attention_flops_per_context * prompt_tokens / 2.0
-        compute = flops / (self.pp[:, 0] * self.tp_link.size) / flops_rate
+        share = fig.stage_share(self.pp[:, 0])
+        compute = flops * share / self.tp_link.size / flops_rate
         link = self.tp_link
-        sent = 2.0 * fig.layers / self.pp[:, 0] * all_reduce_bytes(fig.hidden * BF16_BYTES, link)
+        sent = 2.0 * fig.layers * share * all_reduce_bytes(fig.hidden * BF16_BYTES, link)
         sent = np.where(link.active(), sent, 0.0)
         comm = transfer_seconds(sent, link, 0.0)
         up, out = split_by_link(comm, link)

@@ -57,7 +57,7 @@ def weight_sync_stage(
 
     # Disaggregated: ZeRO-3 first regathers the trainer's model-parallel shard, then a
     # pipelined broadcast over the network to every replica.
-    trainer_shard = model_bytes / (train.tp * train.pp)
+    trainer_shard = model_bytes * fig.stage_share(train.pp) / train.tp
     regather_link = train_links.shard
     regather_sent = np.where(zero3, gather_bytes(trainer_shard, regather_link), 0.0)
     regather_time = np.where(zero3, transfer_seconds(regather_sent, regather_link), 0.0)

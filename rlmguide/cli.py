@@ -538,6 +538,7 @@ def _fill_plan_defaults(resolved: Any) -> Any:
             "pp": plan.train.pp or 1,
             "cp": plan.train.cp or 1,
             "ep": plan.train.ep or 1,
+            "etp": plan.train.etp or plan.train.tp,
         }
     )
     staleness = plan.max_staleness or (1 if plan.execution != "sync" else None)

@@ -73,6 +73,7 @@ PLAN_FACTS = (
             ("pp", "pipeline parallel degree"),
             ("cp", "context parallel degree"),
             ("ep", "expert parallel degree"),
+            ("etp", "expert tensor parallel degree"),
             ("dp", "data parallel degree"),
             ("zero", "ZeRO stage"),
         )

@@ -95,7 +95,7 @@ def plan_facts(table: PlanTable, costs: CostTable | None = None) -> dict[str, An
         "plan.train.recompute": np.asarray(RECOMPUTE)[table.train_recompute],
     }
     for pool in ("rollout", "train"):
-        for degree in ("gpus", "tp", "pp", "ep", "dp", "cp", "zero"):
+        for degree in ("gpus", "tp", "pp", "ep", "etp", "dp", "cp", "zero"):
             column = getattr(table, f"{pool}_{degree}", None)
             if column is not None:
                 facts[f"plan.{pool}.{degree}"] = column
@@ -114,7 +114,7 @@ def _table(rows: Mapping[str, Any]) -> PlanTable:
 
 
 ROLLOUT_COLUMNS = ("gpus", "tp", "pp", "ep")
-TRAIN_COLUMNS = ("gpus", "tp", "pp", "cp", "ep", "zero", "recompute")
+TRAIN_COLUMNS = ("gpus", "tp", "pp", "cp", "ep", "etp", "zero", "recompute")
 
 
 def pool_columns(pool: str, layout: Mapping[str, Any]) -> dict[str, Any]:
@@ -210,6 +210,7 @@ class Recommender:
                 "pp": 1,
                 "cp": 1,
                 "ep": 1,
+                "etp": 1,
                 "zero": 3,
                 "recompute": "full",
             }

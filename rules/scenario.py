@@ -177,7 +177,7 @@ def _check_fixed_plan(scenario: Scenario) -> None:
             raise InputError(
                 f"plan.{pool_name}.gpus: {pool.gpus} exceeds the cluster's {gpus} GPUs"
             )
-        for degree in ("tp", "pp", "cp", "ep"):
+        for degree in ("tp", "pp", "cp", "ep", "etp"):
             value = getattr(pool, degree, None)
             if value is not None and value > pool_gpus:
                 raise InputError(

@@ -92,7 +92,12 @@ def rollout_layouts(resolved: Resolved, gpus: int) -> dict[str, np.ndarray]:
 
 
 def train_layouts(resolved: Resolved, gpus: int) -> dict[str, np.ndarray]:
-    """Every (tp, pp, cp, ep, zero, recompute) that factorises `gpus` GPUs."""
+    """Every (tp, pp, cp, ep, etp, zero, recompute) that factorises `gpus` GPUs.
+
+    An MoE's experts either keep the dense layers' tensor parallelism (etp = tp, ep out of
+    dp x cp) or are folded whole over the tensor ranks too (etp = 1, ep out of tp x cp x dp),
+    the two layouts Megatron-Core's MoE parallel folding is used with.
+    """
     fixed = resolved.scenario.plan.train
     moe, layers = resolved.policy.moe, resolved.policy.layers
     tps = _choices(fixed.tp, powers_of_two(min(gpus, 2 * resolved.scenario.cluster.gpus_per_node)))
@@ -106,10 +111,12 @@ def train_layouts(resolved: Resolved, gpus: int) -> dict[str, np.ndarray]:
         if gpus % (tp * pp * cp):
             continue
         dp = gpus // (tp * pp * cp)
-        if (dp * cp) % ep:
-            continue
-        rows += [(tp, pp, cp, ep, dp, z, r) for z in zeros for r in recomputes]
-    return _columns(("tp", "pp", "cp", "ep", "dp", "zero", "recompute"), rows, gpus)
+        etps = [fixed.etp] if fixed.etp else sorted({tp, 1}) if moe and ep > 1 else [tp]
+        for etp in etps:
+            if tp % etp or (dp * cp * tp // etp) % ep:
+                continue
+            rows += [(tp, pp, cp, ep, etp, dp, z, r) for z in zeros for r in recomputes]
+    return _columns(("tp", "pp", "cp", "ep", "etp", "dp", "zero", "recompute"), rows, gpus)
 
 
 def _columns(names: tuple[str, ...], rows: list[tuple], gpus: int) -> dict[str, np.ndarray]:

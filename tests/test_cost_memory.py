@@ -224,3 +224,39 @@ def test_rollout_minimum_memory_never_rises_with_tp_or_pp(tp: int, pp: int, dp: 
 
     assert minimum(2 * tp, pp) <= minimum(tp, pp)
     assert minimum(tp, 2 * pp) <= minimum(tp, pp)
+
+
+@pytest.mark.parametrize(
+    ("layers", "pp", "share"),
+    [(28, 4, 7 / 28), (61, 2, 31 / 61), (61, 16, 4 / 61), (61, 61, 1 / 61), (80, 3, 27 / 80)],
+)
+def test_fullest_pipeline_stage_share_by_hand(layers: int, pp: int, share: float) -> None:
+    fig = ModelFigures.of(QWEN25_7B.model_copy(update={"layers": layers}))
+    assert fig.stage_share(np.array([float(pp)]))[0] == pytest.approx(share, rel=1e-12)
+
+
+def test_uneven_stages_hold_the_fullest_stages_weights() -> None:
+    # Qwen2.5-7B's 28 layers over pp 3 (10 + 9 + 9): the state on a GPU is that of 10 layers'
+    # share, more than a third of the model; over pp 4 (7 each) exactly a quarter.
+    fig = ModelFigures.of(QWEN25_7B)
+    even = trained_state_bytes(fig, train_layout(train_pp=4, train_zero=0))[0]
+    assert even == pytest.approx(16 * P / 4, rel=1e-12)
+    uneven = trained_state_bytes(
+        fig, train_layout(train_pp=3, train_zero=0, rollout_gpus=6, train_gpus=6)
+    )[0]
+    assert uneven == pytest.approx(16 * P * 10 / 28, rel=1e-12)
+
+
+def test_folded_experts_split_over_tensor_ranks_too() -> None:
+    # Qwen3-30B-A3B on 8 GPUs, tp 2, dp 4: with etp = tp = 2 experts shard over ep x etp
+    # and ep must divide dp = 4; folding (etp 1) lets ep 8 span the tensor ranks, each GPU
+    # keeping 1/8 of the experts whole with no expert-data-parallel peer to shard ZeRO over.
+    fig = ModelFigures.of(QWEN3_30B_A3B)
+    classic = train_layout(train_tp=2, train_ep=4, train_zero=1)
+    assert classic.expert_shard_group[0] == 1.0  # dp * cp * tp / (ep * etp) = 4 * 2 / 8
+    folded = train_layout(train_tp=2, train_ep=8, train_etp=1, train_zero=1)
+    assert folded.expert_shard_group[0] == 1.0  # 4 * 2 / (8 * 1)
+    dense = fig.dense_params / 2
+    expected = 16 * fig.expert_params / 8 + 4 * dense + 12 * dense / 4
+    for layout in (classic, folded):
+        assert trained_state_bytes(fig, layout)[0] == pytest.approx(expected, rel=1e-12)

@@ -42,11 +42,10 @@ def test_invalid_tables_raise_plan_errors(
     ("arch", "fields", "field", "reason"),
     [
         (QWEN25_7B, dict(rollout_gpus=24, rollout_tp=3, train_gpus=24), "rollout.tp", "heads"),
-        (QWEN25_7B, dict(train_pp=8), "train.pp", "layers"),
+        (QWEN25_7B, dict(rollout_gpus=32, train_gpus=32, train_pp=32), "train.pp", "layers"),
         (QWEN25_7B, dict(rollout_ep=2), "rollout.ep", "dense model"),
         (QWEN3_30B_A3B, dict(train_ep=3, rollout_gpus=24, train_gpus=24), "train.ep", "experts"),
         (QWEN3_30B_A3B, dict(train_tp=8, train_ep=2), "train.ep", "dp * cp"),
-        (DEEPSEEK_V3, dict(rollout_pp=2, rollout_gpus=8, train_gpus=8), "rollout.pp", "layers"),
         (QWEN25_7B, dict(train_gpus=16), "train.gpus", "colocated"),
         (QWEN25_7B, dict(execution="async"), "execution", "disaggregated"),
     ],
@@ -83,9 +82,9 @@ def test_cluster_size_is_checked_when_known() -> None:
 def test_valid_rows_masks_bad_plans_for_enumerators() -> None:
     table = PlanTable.from_arrays(
         placement="colocated", execution="sync", rollout_gpus=8, rollout_tp=[1, 2, 4, 8],
-        train_gpus=8, train_tp=1, train_pp=[1, 1, 8, 1], train_zero=1, train_recompute="full",
+        train_gpus=8, train_tp=1, train_ep=[1, 1, 2, 1], train_zero=1, train_recompute="full",
     )  # fmt: skip
-    # row 2: 28 layers over pp 8; row 3: 28 heads over tp 8
+    # row 2: a dense model has no experts for ep 2; row 3: 28 heads over tp 8
     assert valid_rows(table, QWEN25_7B).tolist() == [True, True, False, False]
     assert len(table.take(valid_rows(table, QWEN25_7B))) == 2
 
@@ -98,7 +97,7 @@ def test_from_plans_fills_neutral_defaults_and_requires_the_rest() -> None:
     table = PlanTable.from_plans([plan])
     row = table.row(0)
     assert row["rollout"] == {"gpus": 16, "tp": 2, "pp": 1, "dp": 8, "ep": 1}
-    assert row["train"] == {"gpus": 16, "tp": 4, "pp": 1, "cp": 1, "dp": 4, "ep": 1, "zero": 3,
+    assert row["train"] == {"gpus": 16, "tp": 4, "pp": 1, "cp": 1, "dp": 4, "ep": 1, "etp": 4, "zero": 3,
                             "recompute": "selective"}  # fmt: skip
     assert row["prefix_caching"] is True and row["max_staleness"] == 1
     with pytest.raises(PlanError, match=r"train\.zero"):
@@ -113,3 +112,21 @@ def test_categorical_codes_and_names_are_interchangeable() -> None:
     by_code = one_plan(placement=1, execution=1, train_recompute=0)
     for field in ("placement", "execution", "train_recompute"):
         assert np.array_equal(getattr(by_name, field), getattr(by_code, field))
+
+
+def test_uneven_pipeline_stages_are_valid_plans() -> None:
+    # DeepSeek-V3's 61 layers split over 2 (31 + 30) or 16 stages, as Megatron's first/last
+    # stage layer counts allow; only more stages than layers is an error.
+    for pp in (2, 16):
+        table = one_plan(rollout_pp=pp, rollout_gpus=16, train_pp=pp, train_gpus=16)
+        assert plan_problems(table, DEEPSEEK_V3) == []
+
+
+def test_expert_tensor_parallelism_defaults_to_tp_and_folds_experts() -> None:
+    table = one_plan(train_tp=2, train_ep=[2, 8, 8], train_etp=[2, 2, 1])
+    assert table.train_etp.tolist() == [2, 2, 1]
+    assert one_plan(train_tp=4).train_etp.tolist() == [4]
+    # ep 8 needs dp * cp * tp / etp = 4 * 2 / etp ranks: only the folded row (etp 1) fits.
+    assert valid_rows(table, QWEN3_30B_A3B).tolist() == [True, False, True]
+    with pytest.raises(PlanError, match="divide tp"):
+        one_plan(train_tp=4, train_etp=3)

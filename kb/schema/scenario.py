@@ -78,6 +78,8 @@ class TrainPlan(Strict):
     pp: PositiveInt | None = None
     cp: PositiveInt | None = None
     ep: PositiveInt | None = None
+    etp: PositiveInt | None = None
+    """Expert tensor parallelism (Megatron's expert_tensor_parallel_size); unset means tp."""
     zero: Annotated[int, Field(ge=0, le=3)] | None = None
     recompute: Recompute | None = None
 
