@@ -178,8 +178,8 @@ def test_row_has_the_design_json_keys() -> None:
         assert {"placement", "execution", "rollout", "train", "step_seconds", "tokens_per_second",
                 "stages", "memory_gib_per_gpu", "bottleneck"} <= row.keys()  # fmt: skip
         assert set(row["rollout"]) == {"gpus", "tp", "pp", "dp", "ep"}
-        assert set(row["train"]) == {"gpus", "tp", "pp", "cp", "dp", "ep", "etp", "zero",
-                                    "recompute"}
+        train_keys = {"gpus", "tp", "pp", "cp", "dp", "ep", "etp", "zero", "recompute"}
+        assert set(row["train"]) == train_keys
         assert set(row["memory_gib_per_gpu"]) == {"rollout", "train"}
         names = [s["name"] for s in row["stages"]]
         assert names[:4] == ["rollout", "preparation", "training", "weight_sync"]
