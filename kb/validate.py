@@ -21,8 +21,9 @@ def suggest(name: str, known: Iterable[str]) -> str:
 
 
 class Checker:
-    def __init__(self, catalog: Catalog) -> None:
+    def __init__(self, catalog: Catalog, cited_by_code: Iterable[str] = ()) -> None:
         self.catalog = catalog
+        self.cited_by_code = frozenset(cited_by_code)
         self.problems: list[Problem] = []
 
     def report(self, record: Record, path: str, message: str, severity: str = "error") -> None:
@@ -141,6 +142,7 @@ def check_coverage(c: Checker) -> None:
             c.report(tech, "", "no framework claims this technique", "warning")
     cited = {s for r in c.catalog.all() for s in r.cited_sources()}
     cited |= {cl.source for fw in c.catalog.of("framework").values() for cl in fw.claims}  # type: ignore[attr-defined]
+    cited |= c.cited_by_code
     for source in c.catalog.of("source").values():
         if source.id not in cited:
             c.report(source, "", "no record cites this source", "warning")
@@ -156,9 +158,19 @@ CHECKS: tuple[Callable[[Checker], None], ...] = (
 )
 
 
-def validate(catalog: Catalog) -> list[Problem]:
-    """Every problem of the catalog: those found while loading, then the cross-record ones."""
-    checker = Checker(catalog)
+def validate(catalog: Catalog, cited_by_code: Iterable[str] = ()) -> list[Problem]:
+    """Every problem of the catalog: those found while loading, then the cross-record ones.
+
+    `cited_by_code` are source ids that code outside the knowledge base cites (the cost core's
+    efficiency defaults): they count as cited, and each must name a source record.
+    """
+    checker = Checker(catalog, cited_by_code)
     for check in CHECKS:
         check(checker)
-    return [*catalog.problems, *checker.problems]
+    known = catalog.of("source")
+    missing = [
+        Problem("(code)", "", f"cites unknown source {s!r}{suggest(s, known)}", "error")
+        for s in sorted(checker.cited_by_code)
+        if s not in known
+    ]
+    return [*catalog.problems, *checker.problems, *missing]

@@ -587,12 +587,13 @@ def site_serve(port: int) -> None:
 @cli.command()
 def validate() -> None:
     """Check every record: schema, references, citations, taxonomy; exit 1 on any error."""
+    from cost.efficiency import default_sources
     from kb.load import load_catalog
     from kb.validate import validate as check
     from rules.engine import compile_rules
 
     catalog = load_catalog(record_roots())
-    problems = check(catalog) + compile_rules(catalog)[1]
+    problems = check(catalog, default_sources()) + compile_rules(catalog)[1]
     errors = [p for p in problems if p.severity == "error"]
     for problem in problems:
         click.echo(f"{problem.severity}: {problem}")

@@ -33,6 +33,7 @@ class GeneratedSite:
 
 def generated_site() -> GeneratedSite:
     """Every generated page, the navigation and the edit links, from the current records."""
+    from cost.efficiency import default_sources
     from kb.db import connect_read_only, ensure_database
     from kb.load import load_catalog
     from kb.validate import validate
@@ -42,7 +43,7 @@ def generated_site() -> GeneratedSite:
 
     roots = record_roots()
     catalog = load_catalog(roots)
-    problems = [*validate(catalog), *compile_rules(catalog)[1]]
+    problems = [*validate(catalog, default_sources()), *compile_rules(catalog)[1]]
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         shown = "; ".join(str(p) for p in errors[:SHOWN_PROBLEMS])

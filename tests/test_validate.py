@@ -197,3 +197,8 @@ def test_coverage_warnings(fixture_kb: Path) -> None:
     assert "sources/lonely.yaml: no record cites this source" in warnings
     assert "techniques/orphan.yaml: no framework claims this technique" in warnings
     assert problems(fixture_kb) == []
+    # A source the cost core cites counts as cited; a cited id with no record is an error.
+    found = validate(load_catalog([(fixture_kb, None)]), ["lonely", "lonley"])
+    shown = [str(p) for p in found]
+    assert "sources/lonely.yaml: no record cites this source" not in shown
+    assert "(code): cites unknown source 'lonley' (did you mean 'lonely'?)" in shown
