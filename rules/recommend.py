@@ -423,14 +423,26 @@ class Recommender:
             state = self.facts["model.state_gib"]
             capacity = r.gpus * self.usable_gib
             smallest = math.ceil(state / self.usable_gib)
-            over = min(self._least_overflow.values()) if self._least_overflow else float("nan")
-            return (
-                f"no plan fits in memory: the closest layout needs {over:.1f} GiB more per GPU "
-                f"than the {self.usable_gib:.1f} GiB usable; the policy's weights, gradients and "
-                f"Adam states alone need {state:,.0f} GiB, the cluster offers {r.gpus} x "
-                f"{self.usable_gib:.1f} = {capacity:,.0f} GiB; a cluster needs at least "
-                f"{smallest} GPUs to hold them (smallest cluster)"
-            )
+            if self._least_overflow:
+                over = min(self._least_overflow.values())
+                closest = f"the closest layout needs {over:.1f} GiB more per GPU than"
+            else:
+                closest = "every layout needs more than"
+            states = f"the policy's weights, gradients and Adam states alone need {state:,.0f} GiB"
+            offered = f"{r.gpus} x {self.usable_gib:.1f} = {capacity:,.0f} GiB"
+            if state > capacity:
+                why = (
+                    f"{states}, the cluster offers {offered}; a cluster needs at least "
+                    f"{smallest} GPUs to hold them (smallest cluster)"
+                )
+            else:
+                why = (
+                    f"{states}, which fit the cluster's {offered} in total, so the per-GPU peak "
+                    "binds (activations, KV cache, or both stages' state when colocated); ZeRO "
+                    "sharding, finer model parallelism, full recomputation or shorter sequences "
+                    "lower it"
+                )
+            return f"no plan fits in memory: {closest} the {self.usable_gib:.1f} GiB usable; {why}"
         rule = next(x for x in self.rules if x.id == reason)
         return (
             f"rule {reason} ({rule.record.title}) rejects {count} of "

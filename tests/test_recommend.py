@@ -174,6 +174,22 @@ def test_estimate_costs_exactly_the_fixed_plan() -> None:
         (("recommend", SMALL, "--set", "nonsense"), 2, "expected PATH=VALUE"),
         (("recommend", "no-such-file.yaml"), 2, "cannot read"),
         (("recommend", SMALL, "--policy", "deepseek-v3"), 1, "smallest cluster"),
+        (
+            (
+                "recommend",
+                SMALL,
+                "--policy",
+                "qwen2.5-32b",
+                "--set",
+                "plan.train.zero=0",
+                "--set",
+                "plan.train.tp=1",
+                "--set",
+                "plan.train.pp=1",
+            ),
+            1,
+            "which fit the cluster's 8 x 72.0 = 576 GiB in total, so the per-GPU peak binds",
+        ),
         (("recommend", SMALL, "--set", "plan.rollout.tp=8"), 1, "rollout-tp-divides-heads"),
     ],
 )
