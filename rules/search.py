@@ -94,9 +94,9 @@ def rollout_layouts(resolved: Resolved, gpus: int) -> dict[str, np.ndarray]:
 def train_layouts(resolved: Resolved, gpus: int) -> dict[str, np.ndarray]:
     """Every (tp, pp, cp, ep, etp, zero, recompute) that factorises `gpus` GPUs.
 
-    An MoE's experts either keep the dense layers' tensor parallelism (etp = tp, ep out of
-    dp x cp) or are folded whole over the tensor ranks too (etp = 1, ep out of tp x cp x dp),
-    the two layouts Megatron-Core's MoE parallel folding is used with.
+    An MoE's experts keep the dense layers' tensor parallelism (etp = tp, ep out of dp x cp)
+    or, for an ep larger than that allows, are folded whole over the tensor ranks too (etp = 1,
+    ep out of tp x cp x dp), as Megatron-Core's MoE parallel folding lays them out.
     """
     fixed = resolved.scenario.plan.train
     moe, layers = resolved.policy.moe, resolved.policy.layers
@@ -111,11 +111,12 @@ def train_layouts(resolved: Resolved, gpus: int) -> dict[str, np.ndarray]:
         if gpus % (tp * pp * cp):
             continue
         dp = gpus // (tp * pp * cp)
-        etps = [fixed.etp] if fixed.etp else sorted({tp, 1}) if moe and ep > 1 else [tp]
-        for etp in etps:
-            if tp % etp or (dp * cp * tp // etp) % ep:
-                continue
-            rows += [(tp, pp, cp, ep, etp, dp, z, r) for z in zeros for r in recomputes]
+        # At an ep the classic layout can host, folding only adds expert memory per GPU in
+        # this model, so it is tried just where it is what makes the ep fit.
+        etp = fixed.etp or (1 if moe and (dp * cp) % ep else tp)
+        if tp % etp or (dp * cp * tp // etp) % ep:
+            continue
+        rows += [(tp, pp, cp, ep, etp, dp, z, r) for z in zeros for r in recomputes]
     return _columns(("tp", "pp", "cp", "ep", "etp", "dp", "zero", "recompute"), rows, gpus)
 
 

@@ -281,3 +281,21 @@ def test_random_scenarios_never_crash(case: dict) -> None:
         assert result.output.startswith("Error: ") and "Traceback" not in result.output
     else:
         assert json.loads(result.output)["plans"]
+
+
+def test_moe_training_layouts_fold_experts_only_where_ep_needs_it() -> None:
+    from kb.load import load_catalog
+    from rlmguide.cli import record_roots
+    from rules.scenario import read_scenario, resolve
+    from rules.search import train_layouts
+
+    catalog = load_catalog(record_roots(), kinds={"accelerator", "model", "algorithm"})
+    scenario = read_scenario(REPO / "examples" / "grpo-deepseek-v3-4096xh800.yaml")
+    layouts = train_layouts(resolve(scenario, catalog.records), 96)
+    tp, ep, etp, dp, cp = (layouts[k] for k in ("tp", "ep", "etp", "dp", "cp"))
+    folded = etp == 1
+    assert folded.any() and (etp[~folded] == tp[~folded]).all()
+    # Folded rows host an ep that dp x cp cannot; classic rows host one it can.
+    assert ((dp * cp)[folded & (tp > 1)] % ep[folded & (tp > 1)] != 0).all()
+    assert ((dp * cp)[~folded] % ep[~folded] == 0).all()
+    assert ((dp * cp * tp // etp) % ep == 0).all()
