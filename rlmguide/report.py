@@ -10,9 +10,11 @@ from rlmguide.formats import print_rows
 def layout(plan: dict[str, Any]) -> tuple[str, str]:
     r, t = plan["rollout"], plan["train"]
     rollout = f"{r['gpus']} GPUs: tp{r['tp']} pp{r['pp']} ep{r['ep']} x dp{r['dp']}"
+    # Expert tensor parallelism is shown only where experts are folded (etp differs from tp).
+    folded = f" etp{t['etp']}" if t.get("etp", t["tp"]) != t["tp"] else ""
     train = (
-        f"{t['gpus']} GPUs: tp{t['tp']} pp{t['pp']} cp{t['cp']} ep{t['ep']} x dp{t['dp']}, "
-        f"ZeRO-{t['zero']}, recompute {t['recompute']}"
+        f"{t['gpus']} GPUs: tp{t['tp']} pp{t['pp']} cp{t['cp']} ep{t['ep']}{folded} "
+        f"x dp{t['dp']}, ZeRO-{t['zero']}, recompute {t['recompute']}"
     )
     return rollout, train
 

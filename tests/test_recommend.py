@@ -299,3 +299,13 @@ def test_moe_training_layouts_fold_experts_only_where_ep_needs_it() -> None:
     assert ((dp * cp)[folded & (tp > 1)] % ep[folded & (tp > 1)] != 0).all()
     assert ((dp * cp)[~folded] % ep[~folded] == 0).all()
     assert ((dp * cp * tp // etp) % ep == 0).all()
+
+
+def test_report_names_expert_tensor_parallelism_only_when_folded() -> None:
+    from rlmguide.report import layout
+
+    rollout = {"gpus": 8, "tp": 8, "pp": 1, "ep": 1, "dp": 1}
+    train = {"gpus": 96, "tp": 8, "pp": 12, "cp": 1, "ep": 8, "dp": 1, "zero": 1,
+             "recompute": "full"}  # fmt: skip
+    assert "ep8 x dp1" in layout({"rollout": rollout, "train": {**train, "etp": 8}})[1]
+    assert "ep8 etp1 x dp1" in layout({"rollout": rollout, "train": {**train, "etp": 1}})[1]
