@@ -129,6 +129,16 @@ class TrainMemory:
     configured budget, or less when the activations of that many tokens do not fit."""
 
 
+def default_micro_tokens(layout: TrainLayout, batch: Batch, overheads: Overheads) -> FloatArray:
+    """The configured per-GPU budget over a context-parallel group (cp splits sequences).
+
+    A pipeline's bubble is (pp - 1) / (m + pp - 1) for m micro-batches, so pipelined layouts
+    cut micro-batches down to one sequence, as Megatron's micro_batch_size 1 does.
+    """
+    budget = overheads.train_microbatch_tokens * layout.cp
+    return np.where(layout.pp > 1, np.minimum(budget, batch.sequence_tokens), budget)
+
+
 def training_memory(
     trained: list[ModelFigures],
     frozen: list[ModelFigures],
@@ -158,7 +168,7 @@ def training_memory(
         [activation_bytes(f, layout, one, longest, in_flight) for f in trained], axis=0
     )
     room = usable_bytes - states - gathered
-    budget = overheads.train_microbatch_tokens * layout.cp
+    budget = default_micro_tokens(layout, batch, overheads)
     chosen = np.minimum(budget, np.maximum(room / per_token, 0.0))
     # The micro-batch that holds the longest sequence is at least that long.
     tokens = np.maximum(np.minimum(chosen, per_rank * batch.sequence_tokens), longest)

@@ -26,9 +26,11 @@ class Overheads:
     """Continuous-batching cap on concurrent sequences per engine: verl's rollout default
     `max_num_seqs: 1024` (github-volcengine-verl)."""
 
-    decode_step_seconds: float = 5e-4
+    decode_step_seconds: float = 4e-3
     """Host-side cost of one decode step (scheduling, sampling, CUDA-graph launch) that no GPU
-    count removes: the floor of the per-token latency. A calibration knob."""
+    count removes: the floor of the per-token latency. A calibration knob, fitted rather than
+    measured: a grid of 0.5-8 ms against the published RL runs with settings (bench/fidelity.py)
+    put the median error at 1.57x for 0.5 ms and 1.30-1.34x for 4-6 ms."""
 
     scale_up_latency_seconds: float = 10e-6
     """Latency of one small collective inside the scale-up domain: a 32 KiB all-reduce on
@@ -55,9 +57,11 @@ class Overheads:
     `update_weights_bucket_megabytes` and slime's `--update-weight-buffer-size` defaults
     (github-volcengine-verl, github-thudm-slime)."""
 
-    weight_sync_bucket_seconds: float = 5e-3
+    weight_sync_bucket_seconds: float = 20e-3
     """Fixed cost per bucket (gather launch, IPC handle or broadcast set-up, engine
-    `load_weights`). A calibration knob."""
+    `load_weights`). A calibration knob fitted with decode_step_seconds on the same grid
+    (5-40 ms); 40 ms fits verl's unbucketed sync better but doubles NeMo-RL's one-step-off
+    DeepSeek-V3 step, so 20 ms sits between the frameworks' implementations."""
 
     length_segments: int = 16
     """Segments of the response-length grid over which the rollout's shrinking batch is

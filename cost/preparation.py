@@ -15,10 +15,11 @@ from cost.batch import Batch
 from cost.efficiency import EfficiencyFactors
 from cost.hardware import Hardware
 from cost.layouts import TrainLayout, TrainLinks
+from cost.memory import default_micro_tokens
 from cost.model_pass import flops_per_token, forward_counts
 from cost.overheads import Overheads
 from cost.stage import StageCost, idle_stage
-from cost.training import default_micro_tokens, micro_batches, pipeline_stage
+from cost.training import micro_batches, pipeline_stage
 
 
 def forward_stage(
@@ -35,7 +36,7 @@ def forward_stage(
     n = layout.gpus.shape[0]
     counts = forward_counts(n)
     # Forward passes keep no activations: they run at the configured budget.
-    micro = micro_batches(sequences, layout, batch, default_micro_tokens(layout, overheads))
+    micro = micro_batches(sequences, layout, batch, default_micro_tokens(layout, batch, overheads))
     tokens = batch.sequence_tokens
     zero = np.zeros(n)
     return pipeline_stage(

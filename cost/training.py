@@ -24,7 +24,6 @@ from cost.hardware import Hardware
 from cost.layouts import TrainLayout, TrainLinks
 from cost.memory import OPTIMIZER_BYTES, model_parallel_params
 from cost.model_pass import PassCounts, flops_per_token, micro_pass, training_counts
-from cost.overheads import Overheads
 from cost.stage import StageCost
 from cost.units import BF16_BYTES
 
@@ -40,11 +39,6 @@ class MicroBatches:
     count: FloatArray
     tokens: FloatArray
     """Mean tokens of one micro-batch (over the whole context-parallel group)."""
-
-
-def default_micro_tokens(layout: TrainLayout, overheads: Overheads) -> FloatArray:
-    """The configured per-GPU budget over a context-parallel group (cp splits sequences)."""
-    return overheads.train_microbatch_tokens * layout.cp
 
 
 def micro_batches(

@@ -162,14 +162,15 @@ def validate(catalog: Catalog, cited_by_code: Iterable[str] = ()) -> list[Proble
     """Every problem of the catalog: those found while loading, then the cross-record ones.
 
     `cited_by_code` are source ids that code outside the knowledge base cites (the cost core's
-    efficiency defaults): they count as cited, and each must name a source record.
+    efficiency defaults): they count as cited, and one that names no source record is warned
+    about (a warning, not an error, so a knowledge base of other records still validates).
     """
     checker = Checker(catalog, cited_by_code)
     for check in CHECKS:
         check(checker)
     known = catalog.of("source")
     missing = [
-        Problem("(code)", "", f"cites unknown source {s!r}{suggest(s, known)}", "error")
+        Problem("(code)", "", f"cites unknown source {s!r}{suggest(s, known)}", "warning")
         for s in sorted(checker.cited_by_code)
         if s not in known
     ]

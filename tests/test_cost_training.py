@@ -12,8 +12,9 @@ from cost.collectives import Fabric, all_reduce_bytes, gather_bytes, group_link,
 from cost.efficiency import EfficiencyFactors
 from cost.hardware import Hardware
 from cost.layouts import TrainLayout
+from cost.memory import default_micro_tokens
 from cost.overheads import DEFAULT_OVERHEADS
-from cost.training import default_micro_tokens, micro_batches
+from cost.training import micro_batches
 
 P = float(QWEN7B_PARAMS)
 EFF = EfficiencyFactors()
@@ -70,14 +71,20 @@ def test_micro_batches_pack_to_the_token_budget() -> None:
     wl = workload(prompts_per_step=64, samples_per_prompt=8, response_tokens=1024,
                   max_response_tokens=1024, minibatches_per_step=1)  # fmt: skip
     batch = Batch.of(wl, Needs())
-    layout = TrainLayout.of(one_plan(rollout_gpus=32, train_gpus=32, train_pp=4))
-    micro = micro_batches(512.0, layout, batch, default_micro_tokens(layout, DEFAULT_OVERHEADS))
+    layout = TrainLayout.of(one_plan(rollout_gpus=8, train_gpus=8))
+    budget = default_micro_tokens(layout, batch, DEFAULT_OVERHEADS)
+    micro = micro_batches(512.0, layout, batch, budget)
     assert micro.count[0] == 8 and micro.tokens[0] == 16384
+    # Pipelined (pp 4 on 32 GPUs, dp 8 again): one sequence per micro-batch, 64 of them.
+    layout = TrainLayout.of(one_plan(rollout_gpus=32, train_gpus=32, train_pp=4))
+    budget = default_micro_tokens(layout, batch, DEFAULT_OVERHEADS)
+    micro = micro_batches(512.0, layout, batch, budget)
+    assert micro.count[0] == 64 and micro.tokens[0] == 2048
 
 
 def test_pipeline_bubble_by_hand() -> None:
-    # pp 4, m = 8 micro-batches (above): one optimizer step takes (m + pp - 1) = 11 micro-batch
-    # times, of which pp - 1 = 3 are the bubble: (p - 1) / (m + p - 1) = 3 / 11.
+    # pp 4, m = 64 one-sequence micro-batches (above): one optimizer step takes (m + pp - 1) = 67
+    # micro-batch times, of which pp - 1 = 3 are the bubble: (p - 1) / (m + p - 1) = 3 / 67.
     wl = workload(prompts_per_step=64, samples_per_prompt=8, response_tokens=1024,
                   max_response_tokens=1024, minibatches_per_step=1)  # fmt: skip
     plan = one_plan(
@@ -87,8 +94,8 @@ def test_pipeline_bubble_by_hand() -> None:
     micro = training.depth_seconds[0] / 4  # depth = pp micro-batch times per optimizer step
     bubble = training.seconds[0] - training.work_seconds[0]
     assert bubble == pytest.approx(3 * micro)
-    busy = training.seconds[0] - (training.work_seconds[0] - 8 * micro)  # without the sync
-    assert bubble / busy == pytest.approx(3 / 11)
+    busy = training.seconds[0] - (training.work_seconds[0] - 64 * micro)  # without the sync
+    assert bubble / busy == pytest.approx(3 / 67)
 
 
 def test_training_chains_optimizer_steps() -> None:
