@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import pickle
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import pydantic
 import yaml
 from pydantic import ValidationError
 
-from kb.paths import PLURALS, RecordRoot, record_files
+from kb.paths import PLURALS, RecordRoot, cache_dir, fast_content_hash, record_files
 from kb.schema import KINDS, Record
 
 KIND_OF_FOLDER = {plural: kind for kind, plural in PLURALS.items()}
@@ -99,7 +104,43 @@ def describe(error: dict) -> str:
 
 
 def load_catalog(roots: Iterable[RecordRoot], kinds: Iterable[str] | None = None) -> Catalog:
-    """Every record under `roots` (or only those of `kinds`, for callers that need a few)."""
+    """Every record under `roots` (or only those of `kinds`, for callers that need a few).
+
+    The validated catalog is kept in the cache, named by a digest of the record files, the
+    schema, this loader and pydantic's version, so a warm start parses no YAML; any edit of
+    a record or of the code that reads it names another file.
+    """
+    roots = list(roots)
+    wanted = sorted(set(kinds)) if kinds is not None else None
+    cached = _cache_file(roots, wanted)
+    try:
+        with cached.open("rb") as handle:
+            catalog = pickle.load(handle)
+        if isinstance(catalog, Catalog):
+            return catalog
+    except Exception:  # any unreadable or stale cache file means: parse again
+        pass
+    catalog = _parse_catalog(roots, wanted)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        temp = cached.with_suffix(f".{os.getpid()}.tmp")
+        temp.write_bytes(pickle.dumps(catalog, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(temp, cached)
+    except OSError:
+        pass  # a read-only cache only costs the parse
+    return catalog
+
+
+def _cache_file(roots: list[RecordRoot], kinds: list[str] | None) -> Path:
+    digest = hashlib.blake2b(digest_size=12)
+    digest.update(fast_content_hash(roots).encode())
+    digest.update(repr((kinds, [(str(r), k) for r, k in roots])).encode())
+    digest.update(Path(__file__).read_bytes())
+    digest.update(pydantic.VERSION.encode())
+    return cache_dir() / "catalogs" / f"{digest.hexdigest()}.pickle"
+
+
+def _parse_catalog(roots: list[RecordRoot], kinds: list[str] | None) -> Catalog:
     catalog = Catalog()
     wanted = set(kinds) if kinds is not None else None
     for name, path in record_files(roots):

@@ -202,3 +202,18 @@ def test_coverage_warnings(fixture_kb: Path) -> None:
     shown = [str(p) for p in found]
     assert "sources/lonely.yaml: no record cites this source" not in shown
     assert "(code): cites unknown source 'lonley' (did you mean 'lonely'?)" in shown
+
+
+def test_catalog_cache_is_reused_until_a_record_changes(
+    fixture_kb: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RLMGUIDE_CACHE_DIR", str(tmp_path / "cache"))
+    first = load_catalog([(fixture_kb, None)])
+    [cached] = (tmp_path / "cache" / "catalogs").glob("*.pickle")
+    again = load_catalog([(fixture_kb, None)])
+    assert again is not first and again.records == first.records
+    cached.write_bytes(b"not a pickle")  # a damaged cache file is parsed around, not trusted
+    assert load_catalog([(fixture_kb, None)]).records == first.records
+    edit(fixture_kb, "frameworks/fw-one.yaml", "licence: Apache-2.0", "licence: MIT")
+    edited = load_catalog([(fixture_kb, None)])
+    assert edited.of("framework")["fw-one"].licence == "MIT"  # type: ignore[attr-defined]
