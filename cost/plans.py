@@ -45,11 +45,16 @@ class PlanError(ValueError):
 def _codes(name: str, values: npt.ArrayLike, names: tuple[str, ...]) -> IntArray:
     array = np.asarray(values)
     if array.dtype.kind in "USO":
+        # Names are looked up once per distinct value: tables of millions of plans repeat
+        # a handful of them.
+        distinct, inverse = np.unique(array.ravel(), return_inverse=True)
         lookup = {n: i for i, n in enumerate(names)}
-        bad = [i for i, v in enumerate(array.ravel()) if v not in lookup]
-        if bad:
+        unknown = [k for k, v in enumerate(distinct) if v not in lookup]
+        if unknown:
+            bad = np.flatnonzero(np.isin(inverse, unknown))
             raise PlanError(name, f"must be one of {', '.join(names)}", bad)
-        return np.array([lookup[v] for v in array.ravel()], dtype=np.int64)
+        codes_of = np.array([lookup[v] for v in distinct], dtype=np.int64)
+        return codes_of[inverse].reshape(array.shape)
     codes = array.astype(np.int64)
     bad = np.flatnonzero((codes < 0) | (codes >= len(names)))
     if bad.size:
@@ -147,9 +152,12 @@ class PlanTable:
         bad = np.flatnonzero((zero < 0) | (zero > 3))
         if bad.size:
             raise PlanError("train.zero", "ZeRO stage must be 0, 1, 2 or 3", bad)
-        place = _codes("placement", column(placement), PLACEMENTS)
-        execution_codes = _codes("execution", column(execution), EXECUTIONS)
-        recompute = _codes("train.recompute", column(train_recompute), RECOMPUTE)
+        # Categorical fields are coded before broadcasting, so a scalar name is looked up once.
+        place = np.ascontiguousarray(column(_codes("placement", placement, PLACEMENTS)))
+        execution_codes = np.ascontiguousarray(column(_codes("execution", execution, EXECUTIONS)))
+        recompute = np.ascontiguousarray(
+            column(_codes("train.recompute", train_recompute, RECOMPUTE))
+        )
         r_gpus, r_tp, r_pp = ints["rollout.gpus"], ints["rollout.tp"], ints["rollout.pp"]
         t_gpus, t_tp, t_pp, t_cp = (
             ints["train.gpus"],

@@ -504,7 +504,15 @@ def _move_notes(costs: CostTable, order: np.ndarray, best: int) -> list[str]:
     ]
     step = row["step_seconds"]
     seen = {(row["placement"], row["execution"])}
-    for i in order:
+    # The first row of each (placement, execution) pair in rank order, found without
+    # visiting the millions of rows that may lie between them.
+    pair = costs.plans.placement[order] * len(EXECUTIONS) + costs.plans.execution[order]
+    firsts = []
+    for code in range(len(PLACEMENTS) * len(EXECUTIONS)):
+        hit = pair == code
+        if hit.any():
+            firsts.append(int(hit.argmax()))
+    for i in order[sorted(firsts)]:
         other = costs.plans.row(int(i))
         key = (other["placement"], other["execution"])
         if key in seen:
