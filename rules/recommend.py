@@ -109,6 +109,15 @@ def plan_facts(table: PlanTable, costs: CostTable | None = None) -> dict[str, An
     return facts
 
 
+def _stack(values: list[Any], lengths: list[int]) -> np.ndarray:
+    """One column from blocks of rows, each block an array or one value for all its rows."""
+    if not any(np.ndim(v) for v in values):
+        return np.repeat(np.asarray(values), lengths)  # one call instead of one per block
+    return np.concatenate(
+        [np.broadcast_to(np.asarray(v), (n,)) for v, n in zip(values, lengths, strict=True)]
+    )
+
+
 def _table(rows: Mapping[str, Any]) -> PlanTable:
     return PlanTable.from_arrays(**rows)
 
@@ -364,12 +373,8 @@ class Recommender:
         if not rows:
             self.search.seconds = time.perf_counter() - start
             raise NoFeasiblePlan(self._binding())
-        merged = {
-            k: np.concatenate(
-                [np.broadcast_to(np.asarray(p[k]), (len(p["placement"]),)) for p in rows]
-            )
-            for k in rows[0]
-        }
+        lengths = [len(p["placement"]) for p in rows]
+        merged = {k: _stack([p[k] for p in rows], lengths) for k in rows[0]}
         table = _table(merged)
         n = len(table)
         colocated = table.placement == PLACEMENTS.index("colocated")

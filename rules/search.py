@@ -121,7 +121,8 @@ def train_layouts(resolved: Resolved, gpus: int) -> dict[str, np.ndarray]:
 
 
 def _columns(names: tuple[str, ...], rows: list[tuple], gpus: int) -> dict[str, np.ndarray]:
-    table = {name: np.array([r[i] for r in rows]) for i, name in enumerate(names)}
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(names)
+    table = {name: np.array(column) for name, column in zip(names, columns, strict=True)}
     table["gpus"] = np.full(len(rows), gpus, dtype=np.int64)
     return table
 

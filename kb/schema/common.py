@@ -25,4 +25,6 @@ Date = dt.date
 class Strict(BaseModel):
     """Base of every authored structure: unknown keys are errors and values never change."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, str_strip_whitespace=True, defer_build=True
+    )
