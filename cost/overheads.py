@@ -78,3 +78,7 @@ class Overheads:
 
 
 DEFAULT_OVERHEADS = Overheads()
+
+FITTED = ("decode_step_seconds", "weight_sync_bucket_seconds")
+"""The constants chosen by fitting the calibration table (bench/fidelity.py), not read from a
+publication: the site shows them beside the table they were fitted to."""

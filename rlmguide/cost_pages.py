@@ -88,7 +88,37 @@ def calibration_page(catalog: Catalog) -> str:
             f"| [{r.id}]({r.id}.md) | {r.metric} | {r.value:,.1f} {r.unit} | {predicted} | "
             f"{ratio} | {note} |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *_constants_section()]) + "\n"
+
+
+def _constants_section() -> list[str]:
+    """The achieved fractions of peak with their sources, and the constants fitted to the
+    table above, so a reader sees which numbers are read and which are tuned."""
+    from cost.efficiency import DEFAULTS
+    from cost.overheads import DEFAULT_OVERHEADS, FITTED
+
+    lines = [
+        "",
+        "## The model's constants",
+        "",
+        "Achieved fractions of peak, each from a publication (a scenario's `efficiency` block "
+        "overrides any of them):",
+        "",
+        "| factor | default | basis | sources |",
+        "| --- | ---: | --- | --- |",
+    ]
+    for name, default in DEFAULTS.items():
+        cited = ", ".join(f"[{s}](../sources/{s}.md)" for s in default.sources)
+        lines.append(f"| `{name}` | {default.value:.2f} | {default.basis} | {cited} |")
+    lines += [
+        "",
+        "Fitted to the table above rather than read from a publication:",
+        "",
+        "| constant | value |",
+        "| --- | ---: |",
+        *(f"| `{name}` | {getattr(DEFAULT_OVERHEADS, name):g} s |" for name in FITTED),
+    ]
+    return lines
 
 
 def recommendation_page(catalog: Catalog) -> str:

@@ -71,3 +71,15 @@ def test_link_check_finds_broken_links_and_anchors(tmp_path: Path) -> None:
         "index.html: a/#gone (no such anchor)",
         "index.html: b/",
     ]
+
+
+def test_calibration_page_shows_read_and_fitted_constants(built_site: BuiltSite) -> None:
+    from cost.efficiency import DEFAULTS
+    from cost.overheads import FITTED
+
+    html = (built_site.root / "results" / "calibration" / "index.html").read_text()
+    assert "The model" in html and "Fitted to the table above" in html
+    for name in (*DEFAULTS, *FITTED):
+        assert f"<code>{name}</code>" in html, name
+    for source in {s for d in DEFAULTS.values() for s in d.sources}:
+        assert f'href="../../sources/{source}/"' in html, source
