@@ -8,6 +8,7 @@ contradicts the cluster or the model.
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,6 +168,39 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
     )
 
 
+def _check_fixed_layouts(scenario: Scenario) -> None:
+    """Fixed degrees that cannot factorise their pool, named before any search runs."""
+    plan, gpus = scenario.plan, scenario.cluster.gpus
+    train = plan.train
+    if train.etp and train.tp and train.tp % train.etp:
+        raise InputError(
+            f"plan.train.etp: {train.etp} must divide plan.train.tp ({train.tp}); the experts' "
+            "tensor group is carved out of the dense layers' one"
+        )
+    for name, pool, degrees in (
+        ("rollout", plan.rollout, ("tp", "pp")),
+        ("train", train, ("tp", "pp", "cp")),
+    ):
+        size = pool.gpus or (gpus if plan.placement == "colocated" else None)
+        values = [getattr(pool, d) for d in degrees]
+        if size is None or any(v is None for v in values):
+            continue
+        product = math.prod(values)
+        if size % product:
+            shown = " x ".join(degrees)
+            raise InputError(
+                f"plan.{name}: {shown} = {product} does not divide the pool's {size} GPUs"
+            )
+        if name == "train" and train.ep:
+            tp, _, cp = values
+            host = size // product * cp * tp // (train.etp or tp)
+            if host % train.ep:
+                raise InputError(
+                    f"plan.train.ep: {train.ep} does not divide dp x cp x tp / etp = {host}; "
+                    "etp: 1 folds the experts over the tensor ranks too"
+                )
+
+
 def _check_fixed_plan(scenario: Scenario) -> None:
     """What no rule can judge: fixed numbers that contradict the cluster or each other."""
     gpus = scenario.cluster.gpus
@@ -184,6 +218,7 @@ def _check_fixed_plan(scenario: Scenario) -> None:
                     f"plan.{pool_name}.{degree}: {value} exceeds the pool's {pool_gpus} GPUs"
                 )
 
+    _check_fixed_layouts(scenario)
     rollout, train = plan.rollout.gpus, plan.train.gpus
     if plan.placement == "colocated" and rollout and train and rollout != train:
         raise InputError(
