@@ -15,6 +15,7 @@ from typing import Any
 
 from kb.load import Catalog
 from kb.paths import cache_dir, fast_content_hash
+from rlmguide.pages import CALIBRATION_PAGE
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
@@ -45,7 +46,7 @@ def cost_pages(catalog: Catalog, roots: Any) -> dict[str, str]:
     if memo.exists():
         return json.loads(memo.read_text(encoding="utf-8"))
     pages = {
-        "results/calibration.md": calibration_page(catalog),
+        CALIBRATION_PAGE: calibration_page(catalog),
         "recommendation.md": recommendation_page(catalog),
         **plot_pages(catalog),
     }

@@ -1231,6 +1231,8 @@ SOURCE_GROUPS = {
 }
 
 PINNED = (MATRIX, FACTS_PAGE)
+CALIBRATION_PAGE = "results/calibration.md"
+"""Written by the cost pages (rlmguide.cost_pages); listed right after the results index."""
 """Overview pages listed right after their folder's index, before the record pages."""
 
 NavItem = str | dict[str, Any]
@@ -1305,6 +1307,30 @@ def source_entries(catalog: Catalog, pages: Mapping[str, str], placed: set[str])
     return entries
 
 
+def result_entries(catalog: Catalog, pages: Mapping[str, str], placed: set[str]) -> list[Any]:
+    """The results index and calibration, then one subsection per framework measured (and one
+    for measurements of no framework), for the same reason sources are grouped by type."""
+    entries: list[Any] = []
+    index = index_of("result")
+    if index in pages:
+        entries.append(index)
+    if CALIBRATION_PAGE in pages:
+        entries += titled(pages, [CALIBRATION_PAGE])
+    placed.update((index, CALIBRATION_PAGE))
+    groups: dict[str, list[str]] = defaultdict(list)
+    for result in catalog.of("result").values():
+        path = page_of("result", result.id)
+        if path in pages and path not in placed:
+            framework = getattr(result, "framework", None)
+            fw = catalog.of("framework").get(framework) if framework else None
+            groups[getattr(fw, "name", None) or framework or "No single framework"].append(path)
+    for title in sorted(groups, key=lambda t: (t == "No single framework", t.lower())):
+        paths = sorted(groups[title], key=lambda p: page_title(pages[p], p).lower())
+        placed.update(paths)
+        entries.append({title: titled(pages, paths)})
+    return entries
+
+
 def section_entries(
     folder: str, catalog: Catalog, pages: Mapping[str, str], placed: set[str]
 ) -> list[Any]:
@@ -1314,6 +1340,8 @@ def section_entries(
         entries += taxonomy_entries(catalog, pages, placed)
     elif folder == "sources":
         entries += source_entries(catalog, pages, placed)
+    elif folder == "results":
+        entries += result_entries(catalog, pages, placed)
     elif folder == "sql":
         entries.append({"Querying the knowledge base": SQL_HOWTO})
     rest = folder_entries(folder, pages, placed)

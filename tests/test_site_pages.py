@@ -355,3 +355,15 @@ def test_edit_paths_name_record_files(real: tuple[Catalog, dict[str, str]]) -> N
     for page, file in paths.items():
         assert page in pages
         assert (REPO / file).is_file(), file
+
+
+def test_results_nav_groups_measurements_by_framework(real: tuple[Catalog, dict[str, str]]) -> None:
+    catalog, pages = real
+    merged = {**pages, "results/calibration.md": "# Calibration\n"}
+    [results] = [e["Results"] for e in site.navigation(catalog, merged) if "Results" in e]
+    assert results[0] == "results/index.md"
+    assert results[1] == {"Calibration": "results/calibration.md"}
+    groups = {title: entries for e in results[2:] for title, entries in e.items()}
+    verl = {path for entry in groups["verl"] for path in entry.values()}
+    assert "results/verl-dpsk-deepseek-v3-96gpu-step.md" in verl
+    assert max(len(entries) for entries in groups.values()) < len(catalog.of("result")) / 2
