@@ -26,5 +26,9 @@ class Strict(BaseModel):
     """Base of every authored structure: unknown keys are errors and values never change."""
 
     model_config = ConfigDict(
-        extra="forbid", frozen=True, str_strip_whitespace=True, defer_build=True
+        extra="forbid",
+        frozen=True,
+        str_strip_whitespace=True,
+        defer_build=True,
+        use_attribute_docstrings=True,
     )
