@@ -119,6 +119,12 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         catalog["algorithm"], workload.algorithm, "workload.algorithm", "algorithm"
     )  # type: ignore[assignment]
     critic = None
+    if not algorithm.online:
+        raise InputError(
+            f"workload.algorithm: {algorithm.name} is offline (it trains on a fixed dataset and "
+            "generates nothing), so there is no rollout to lay out; choose an online algorithm "
+            "such as online-dpo or grpo"
+        )
     if algorithm.needs_critic:
         critic = (
             policy

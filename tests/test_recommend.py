@@ -171,6 +171,11 @@ def test_estimate_costs_exactly_the_fixed_plan() -> None:
         ),
         (("recommend", SMALL, "--set", "plan.execution=warp"), 2, "plan.execution"),
         (
+            ("recommend", SMALL, "--set", "workload.algorithm=dpo"),
+            2,
+            "workload.algorithm: DPO (Direct Preference Optimization, offline) is offline",
+        ),
+        (
             ("recommend", SMALL, "--set", "plan.train.tp=4", "--set", "plan.train.etp=3"),
             2,
             "plan.train.etp: 3 must divide plan.train.tp (4)",

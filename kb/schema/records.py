@@ -88,6 +88,9 @@ class Algorithm(Record):
     advantage: Text
     kl: Text
     off_policy: Text | None = None
+    online: bool = True
+    """False for offline methods (DPO) that train on a fixed dataset and never sample: there is
+    no rollout to lay out, so recommend and estimate refuse them."""
     description: Text
     sources: Annotated[list[Slug], Field(min_length=1)]
 
