@@ -199,7 +199,8 @@ def _check_fixed_layouts(scenario: Scenario) -> None:
             )
         if name == "train" and train.ep:
             tp, _, cp = values
-            host = size // product * cp * tp // (train.etp or tp)
+            # Unset, etp is searched, and etp 1 gives the experts the most ranks to span.
+            host = size // product * cp * tp // (train.etp or 1)
             if host % train.ep:
                 raise InputError(
                     f"plan.train.ep: {train.ep} does not divide dp x cp x tp / etp = {host}; "

@@ -212,6 +212,8 @@ def test_estimate_costs_exactly_the_fixed_plan() -> None:
                 "plan.train.cp=1",
                 "--set",
                 "plan.train.ep=8",
+                "--set",
+                "plan.train.etp=2",
             ),
             2,
             "plan.train.ep: 8 does not divide dp x cp x tp / etp = 4",
@@ -355,3 +357,15 @@ def test_report_names_expert_tensor_parallelism_only_when_folded() -> None:
              "recompute": "full"}  # fmt: skip
     assert "ep8 x dp1" in layout({"rollout": rollout, "train": {**train, "etp": 8}})[1]
     assert "ep8 etp1 x dp1" in layout({"rollout": rollout, "train": {**train, "etp": 1}})[1]
+
+
+def test_unset_etp_lets_the_search_fold_experts_for_a_fixed_ep() -> None:
+    # tp 2 on 8 GPUs leaves dp 4: ep 8 fits only with the experts folded over tp (etp 1).
+    code, out = invoke(
+        "recommend", SMALL, "--policy", "qwen3-30b-a3b", "--set", "plan.placement=colocated",
+        "--set", "plan.train.tp=2", "--set", "plan.train.pp=1", "--set", "plan.train.cp=1",
+        "--set", "plan.train.ep=8", "--format", "json", "--top", "1",
+    )  # fmt: skip
+    assert code == 0, out
+    train = json.loads(out)["plans"][0]["train"]
+    assert (train["tp"], train["ep"], train["etp"]) == (2, 8, 1)
