@@ -44,6 +44,14 @@ STAGE_KEYS = {
 }
 
 
+def sets(*assignments: str) -> list[str]:
+    """`--set` options for the given PATH=VALUE assignments."""
+    return [arg for assignment in assignments for arg in ("--set", assignment)]
+
+
+COLOCATED_TP2 = sets("plan.placement=colocated", "plan.train.tp=2", "plan.train.pp=1")
+
+
 def invoke(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
     return result.exit_code, result.output
@@ -181,18 +189,7 @@ def test_estimate_costs_exactly_the_fixed_plan() -> None:
             "plan.train.etp: 3 must divide plan.train.tp (4)",
         ),
         (
-            (
-                "recommend",
-                SMALL,
-                "--set",
-                "plan.placement=colocated",
-                "--set",
-                "plan.train.tp=2",
-                "--set",
-                "plan.train.pp=1",
-                "--set",
-                "plan.train.cp=3",
-            ),
+            ("recommend", SMALL, *COLOCATED_TP2, *sets("plan.train.cp=3")),
             2,
             "plan.train: tp x pp x cp = 6 does not divide the pool's 8 GPUs",
         ),
@@ -202,18 +199,8 @@ def test_estimate_costs_exactly_the_fixed_plan() -> None:
                 SMALL,
                 "--policy",
                 "qwen3-30b-a3b",
-                "--set",
-                "plan.placement=colocated",
-                "--set",
-                "plan.train.tp=2",
-                "--set",
-                "plan.train.pp=1",
-                "--set",
-                "plan.train.cp=1",
-                "--set",
-                "plan.train.ep=8",
-                "--set",
-                "plan.train.etp=2",
+                *COLOCATED_TP2,
+                *sets("plan.train.cp=1", "plan.train.ep=8", "plan.train.etp=2"),
             ),
             2,
             "plan.train.ep: 8 does not divide dp x cp x tp / etp = 4",
@@ -362,9 +349,8 @@ def test_report_names_expert_tensor_parallelism_only_when_folded() -> None:
 def test_unset_etp_lets_the_search_fold_experts_for_a_fixed_ep() -> None:
     # tp 2 on 8 GPUs leaves dp 4: ep 8 fits only with the experts folded over tp (etp 1).
     code, out = invoke(
-        "recommend", SMALL, "--policy", "qwen3-30b-a3b", "--set", "plan.placement=colocated",
-        "--set", "plan.train.tp=2", "--set", "plan.train.pp=1", "--set", "plan.train.cp=1",
-        "--set", "plan.train.ep=8", "--format", "json", "--top", "1",
+        "recommend", SMALL, "--policy", "qwen3-30b-a3b", *COLOCATED_TP2,
+        *sets("plan.train.cp=1", "plan.train.ep=8"), "--format", "json", "--top", "1",
     )  # fmt: skip
     assert code == 0, out
     train = json.loads(out)["plans"][0]["train"]
