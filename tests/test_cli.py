@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-from conftest import REPO
+from conftest import REPO, run_cli
 
 from rlmguide.cli import cli
 
@@ -169,26 +168,14 @@ def test_every_command_is_in_the_readme() -> None:
         assert f"rlmguide {' '.join(path)}" in readme, path
 
 
-def run_process(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ}
-    return subprocess.run(
-        [sys.executable, "-m", "rlmguide", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-
-
 def test_real_subprocess_success_and_exit_codes() -> None:
-    ok = run_process("sql", "SELECT count(*) AS n FROM frameworks", "--format", "json")
+    ok = run_cli("sql", "SELECT count(*) AS n FROM frameworks", "--format", "json")
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout) == [{"n": 2}]
-    bad = run_process("show", "nothing-like-this")
+    bad = run_cli("show", "nothing-like-this")
     assert bad.returncode == 2
     assert bad.stderr.startswith("Error: unknown record") and "Traceback" not in bad.stderr
-    usage = run_process("frobnicate")
+    usage = run_cli("frobnicate")
     assert usage.returncode == 2 and "No such command" in usage.stderr
 
 

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import REPO
+from conftest import REPO, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -236,19 +234,10 @@ def test_bad_input_and_infeasible_scenarios(args: tuple[str, ...], code: int, me
 
 
 def test_subprocess_exit_codes() -> None:
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "rlmguide", *args],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=300,
-        )
-
-    ok = run("recommend", SMALL, "--format", "json", "--top", "1")
+    ok = run_cli("recommend", SMALL, "--format", "json", "--top", "1", timeout=300)
     assert ok.returncode == 0, ok.stderr
     assert len(json.loads(ok.stdout)["plans"]) == 1
-    infeasible = run("recommend", SMALL, "--policy", "llama-3.1-405b")
+    infeasible = run_cli("recommend", SMALL, "--policy", "llama-3.1-405b", timeout=300)
     assert infeasible.returncode == 1
     assert infeasible.stderr.startswith("Error: no feasible plan")
 
