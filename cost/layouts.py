@@ -8,7 +8,7 @@ import numpy as np
 
 from cost.arrays import FloatArray, IntArray, floats
 from cost.collectives import Fabric, Link, group_link
-from cost.plans import PlanTable
+from cost.plans import PlanTable, expert_ranks
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +70,7 @@ class TrainLayout:
     @property
     def expert_shard_group(self) -> FloatArray:
         """Ranks that hold the same experts (expert data parallelism)."""
-        return self.dp * self.cp * self.tp / (self.ep * self.etp)
+        return expert_ranks(self.dp, self.cp, self.tp, self.etp) / self.ep
 
 
 @dataclass(frozen=True, slots=True)

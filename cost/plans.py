@@ -278,6 +278,12 @@ class PlanTable:
         }
 
 
+def expert_ranks(dp: Any, cp: Any, tp: Any, etp: Any) -> Any:
+    """Ranks of one pipeline stage that its experts spread over, as ep x expert-dp: the
+    tp x cp x dp ranks folded by the experts' own tensor parallelism (etp divides tp)."""
+    return dp * cp * (tp // etp)
+
+
 def _model_problems(
     arch: Architecture,
     role: str,
@@ -339,7 +345,7 @@ def plan_problems(
                 table.train_tp,
                 table.train_pp,
                 table.train_ep,
-                table.train_dp * table.train_cp * table.train_tp // table.train_etp,
+                expert_ranks(table.train_dp, table.train_cp, table.train_tp, table.train_etp),
                 "dp * cp * tp / etp",
             )
     colocated = table.placement == COLOCATED

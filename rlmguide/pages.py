@@ -1231,9 +1231,10 @@ SOURCE_GROUPS = {
 }
 
 PINNED = (MATRIX, FACTS_PAGE)
+"""Overview pages listed right after their folder's index, before the record pages."""
+
 CALIBRATION_PAGE = "results/calibration.md"
 """Written by the cost pages (rlmguide.cost_pages); listed right after the results index."""
-"""Overview pages listed right after their folder's index, before the record pages."""
 
 NavItem = str | dict[str, Any]
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from cost.plans import expert_ranks
 from kb.load import describe, format_location, parse_yaml
 from kb.schema import (
     AcceleratorFigures,
@@ -200,7 +201,7 @@ def _check_fixed_layouts(scenario: Scenario) -> None:
         if name == "train" and train.ep:
             tp, _, cp = values
             # Unset, etp is searched, and etp 1 gives the experts the most ranks to span.
-            host = size // product * cp * tp // (train.etp or 1)
+            host = expert_ranks(size // product, cp, tp, train.etp or 1)
             if host % train.ep:
                 raise InputError(
                     f"plan.train.ep: {train.ep} does not divide dp x cp x tp / etp = {host}; "

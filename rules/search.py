@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cost.plans import expert_ranks
 from kb.schema import Plan
 from rules.scenario import Resolved
 
@@ -114,7 +115,7 @@ def train_layouts(resolved: Resolved, gpus: int) -> dict[str, np.ndarray]:
         # At an ep the classic layout can host, folding only adds expert memory per GPU in
         # this model, so it is tried just where it is what makes the ep fit.
         etp = fixed.etp or (1 if moe and (dp * cp) % ep else tp)
-        if tp % etp or (dp * cp * tp // etp) % ep:
+        if tp % etp or expert_ranks(dp, cp, tp, etp) % ep:
             continue
         rows += [(tp, pp, cp, ep, etp, dp, z, r) for z in zeros for r in recomputes]
     return _columns(("tp", "pp", "cp", "ep", "etp", "dp", "zero", "recompute"), rows, gpus)
