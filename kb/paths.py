@@ -27,6 +27,7 @@ PLURALS = {
     "model": "models",
     "result": "results",
     "rule": "rules",
+    "deployment": "deployments",
 }
 """Record kind -> its folder under a records root and its table in the database."""
 

@@ -10,7 +10,16 @@ import difflib
 from collections.abc import Callable, Iterable
 
 from kb.load import Catalog, Problem
-from kb.schema import Algorithm, Framework, Record, Result, Rule, Scenario, Technique
+from kb.schema import (
+    Algorithm,
+    Deployment,
+    Framework,
+    Record,
+    Result,
+    Rule,
+    Scenario,
+    Technique,
+)
 
 FEATURE_KINDS = ("technique", "algorithm", "component")
 
@@ -109,6 +118,15 @@ def check_results(c: Checker) -> None:
             c.report(result, "baseline", "a speedup needs the baseline it is measured against")
 
 
+def check_deployments(c: Checker) -> None:
+    for deployment in c.catalog.of("deployment").values():
+        assert isinstance(deployment, Deployment)
+        c.ref(deployment, "source", "source", deployment.source)
+        c.ref(deployment, "framework", "framework", deployment.framework)
+        c.ref(deployment, "step_source", "source", deployment.step_source)
+        c.scenario(deployment, "scenario", deployment.scenario)
+
+
 def check_rules(c: Checker) -> None:
     for rule in c.catalog.of("rule").values():
         assert isinstance(rule, Rule)
@@ -153,6 +171,7 @@ CHECKS: tuple[Callable[[Checker], None], ...] = (
     check_frameworks,
     check_taxonomy,
     check_results,
+    check_deployments,
     check_rules,
     check_coverage,
 )

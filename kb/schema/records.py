@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StringConstraints, model_validator
 
 from kb.schema.common import (
     Date,
@@ -234,6 +234,44 @@ class Result(Record):
         return [self.source]
 
 
+class Deployment(Record):
+    """A published launch configuration: an expert's plan as a framework's authors ran it.
+
+    The scenario states the cluster, models, workload and the complete plan in scenario terms,
+    read from the file at the pinned commit; values the file leaves to the framework's
+    defaults are filled with those defaults and listed in `defaults`."""
+
+    kind: ClassVar[str] = "deployment"
+    name: Text
+    framework: Slug
+    source: Slug
+    """The repository (or documentation) source the file belongs to."""
+    file: Text
+    """Path of the launch script, recipe or config inside the repository."""
+    commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")]
+    url: Url
+    verified: Date
+    description: Text
+    scenario: Scenario
+    defaults: list[Text] = []
+    """Plan and workload values the file does not set, filled from the framework's defaults
+    (each says which default and where it is read)."""
+    step_seconds: Positive | None = None
+    """A published step time for exactly this configuration, if any."""
+    step_source: Slug | None = None
+    step_locator: Text | None = None
+    notes: Text | None = None
+
+    def cited_sources(self) -> list[str]:
+        return [self.source, *([self.step_source] if self.step_source else [])]
+
+    @model_validator(mode="after")
+    def _step_has_source(self) -> Deployment:
+        if self.step_seconds is not None and self.step_source is None:
+            raise ValueError("step_seconds needs step_source (where the time is published)")
+        return self
+
+
 KINDS: dict[str, type[Record]] = {
     cls.kind: cls
     for cls in (
@@ -246,6 +284,7 @@ KINDS: dict[str, type[Record]] = {
         Model,
         Result,
         Rule,
+        Deployment,
     )
 }
 """Record kinds by name; the folder of a kind under `records/` is its plural."""

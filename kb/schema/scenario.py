@@ -12,7 +12,9 @@ from kb.schema.specs import AcceleratorFigures, Architecture
 Placement = Literal["colocated", "disaggregated"]
 Execution = Literal["sync", "one-step-off", "async", "partial-rollout"]
 Recompute = Literal["none", "selective", "full"]
+Precision = Literal["bf16", "fp8"]
 Fraction = Annotated[float, Field(gt=0, le=1)]
+Share = Annotated[float, Field(ge=0, le=1)]
 
 
 class InlineAccelerator(AcceleratorFigures):
@@ -28,20 +30,46 @@ class InlineModel(Architecture):
 
 
 class Cluster(Strict):
+    """Nodes (a host: its memory, NICs and PCIe) and the scale-up domain (the GPUs one NVLink
+    fabric joins) are separate: an HGX board is a node of 8 and a domain of 8, a GB200 NVL72
+    rack is 18 nodes (trays) of 4 GPUs and one domain of 72."""
+
     accelerator: Slug | InlineAccelerator
     nodes: PositiveInt = 1
     gpus_per_node: PositiveInt = 8
     scale_out_gbps_per_gpu: Positive | None = None
+    scale_up_domain_gpus: PositiveInt | None = None
+    """GPUs joined by one scale-up fabric; unset, the node (or the accelerator's own domain
+    when that is smaller, as for PCIe cards)."""
+    host_memory_gib_per_node: Positive | None = None
+    """Host (CPU) memory of one node; unset, the accelerator's reference system's."""
+    host_link_gbytes_per_s: Positive | None = None
+    """Host-to-GPU copy bandwidth per GPU, one direction (PCIe Gen4 x16 32, Gen5 x16 64,
+    NVLink-C2C on Grace parts more); unset, the accelerator record's."""
 
     @property
     def gpus(self) -> int:
         return self.nodes * self.gpus_per_node
+
+    @model_validator(mode="after")
+    def _domain_tiles_nodes(self) -> Cluster:
+        domain, node = self.scale_up_domain_gpus, self.gpus_per_node
+        if domain is not None and domain % node and node % domain:
+            raise ValueError(
+                f"scale_up_domain_gpus ({domain}) must be a multiple of gpus_per_node ({node}) "
+                "(NVLink racks of several nodes) or divide it (PCIe cards joined in pairs)"
+            )
+        return self
 
 
 class Models(Strict):
     policy: Slug | InlineModel
     critic: Slug | InlineModel | None = None
     reward: Literal["verifier"] | Slug | InlineModel = "verifier"
+    context_tokens: PositiveInt | None = None
+    """The context the run configures, when a recipe overrides the model's
+    (max_position_embeddings or RoPE scaling): beyond the model record's limit it is advice
+    with a note, not an error."""
 
 
 class Workload(Strict):
@@ -67,9 +95,39 @@ class Workload(Strict):
 class RolloutPlan(Strict):
     gpus: PositiveInt | None = None
     tp: PositiveInt | None = None
+    """GPUs of one inference engine's tensor group (vLLM/SGLang tensor_parallel_size); it may
+    span nodes, at the cost of per-decode-step collectives over the network."""
     pp: PositiveInt | None = None
     ep: PositiveInt | None = None
+    attention_dp: PositiveInt | None = None
+    """SGLang's DP attention: the engine's tp GPUs run attention as attention_dp data-parallel
+    groups of tp / attention_dp (each with its own sequences and KV cache) while the experts
+    stay spread over ep; unset means 1."""
     prefix_caching: bool | None = None
+    precision: Precision | None = None
+    """Weights and matmuls of the rollout engine: bf16, or fp8 quantised during weight sync
+    (NeMo-RL, slime); unset means bf16. Never searched: it changes the sampled policy."""
+
+
+class Offload(Strict):
+    """Where model state lives off the GPU, as frameworks offer it; fields left out are off."""
+
+    phase: bool = False
+    """Phase offload: the trained models' weights, gradients and optimizer states are parked
+    in host memory outside the phase that uses them and reloaded before it (verl's
+    param_offload, grad_offload, optimizer_offload). Adam still runs on the GPU, so the
+    training peak is unchanged; the rollout and assessment peaks drop."""
+    optimizer: Share = 0.0
+    """Share of the Adam states and step held and run on the CPU (DeepSpeed adam_offload = 1;
+    Megatron optimizer_cpu_offload with optimizer_offload_fraction): the fp32 master weights
+    and moments leave the GPU, gradients go down and updated weights come back every step."""
+    params: bool = False
+    """Streamed parameters: weights and gradients live on the host and stream to the GPU
+    layer by layer (FSDP2 offload_policy, ZeRO-3 offload_param); needs zero 3 and implies a
+    CPU optimizer."""
+    frozen: bool = False
+    """The reference and reward models' weights are parked on the host while training and
+    loaded for the assessment (verl always does this for the reference)."""
 
 
 class TrainPlan(Strict):
@@ -77,11 +135,45 @@ class TrainPlan(Strict):
     tp: PositiveInt | None = None
     pp: PositiveInt | None = None
     cp: PositiveInt | None = None
+    """Context parallelism: each sequence is split over cp ranks (Megatron context_parallel,
+    verl/OpenRLHF ring attention, DeepSpeed-Ulysses sequence parallelism alike); the
+    sequence parallelism that accompanies tensor parallelism is implied by tp, not a degree."""
     ep: PositiveInt | None = None
     etp: PositiveInt | None = None
     """Expert tensor parallelism (Megatron's expert_tensor_parallel_size); unset means tp."""
     zero: Annotated[int, Field(ge=0, le=3)] | None = None
+    """What is sharded over the data-parallel ranks: 0 nothing (DDP); 1 the optimizer states
+    (DeepSpeed ZeRO-1, Megatron's distributed optimizer, whose gradients stay whole); 2 also
+    the gradients (ZeRO-2, FSDP SHARD_GRAD_OP); 3 also the weights (ZeRO-3, FSDP FULL_SHARD,
+    FSDP2)."""
     recompute: Recompute | None = None
+    """Activation checkpointing: none (every activation kept, attention by FlashAttention-style
+    kernels that store no score matrix, as every framework runs it), selective (Megatron's
+    core-attention recompute) or full (each layer's input only)."""
+    precision: Precision | None = None
+    """Matmul precision of training: bf16, or fp8 (Transformer Engine) with bf16 weights and
+    fp32 master copies kept; unset means bf16. Never searched."""
+    lora_rank: PositiveInt | None = None
+    """Train LoRA adapters of this rank instead of every weight: the base stays frozen (and is
+    the reference model), gradients and Adam states exist for the adapters only, and weight
+    sync moves the adapters. Unset is full fine-tuning. Never searched."""
+    offload: Offload | None = None
+    """Unset, the search tries none and, where no layout fits without it, phase offload of
+    state and frozen models and a CPU optimizer."""
+
+
+class ModelPools(Strict):
+    """GPUs of a model's own pool, as OpenRLHF places critic, reference and reward model
+    (--critic_num_gpus_per_node and the like); a model without one shares the actor's
+    training pool. The pools reuse the training layout's tp, pp, cp and ZeRO stage."""
+
+    critic: PositiveInt | None = None
+    reference: PositiveInt | None = None
+    reward: PositiveInt | None = None
+
+    @property
+    def total(self) -> int:
+        return (self.critic or 0) + (self.reference or 0) + (self.reward or 0)
 
 
 class Plan(Strict):
@@ -92,6 +184,7 @@ class Plan(Strict):
     max_staleness: Annotated[int, Field(ge=1, le=16)] | None = None
     rollout: RolloutPlan = RolloutPlan()
     train: TrainPlan = TrainPlan()
+    pools: ModelPools = ModelPools()
 
 
 class Efficiency(Strict):

@@ -29,6 +29,12 @@ class AcceleratorFigures(Strict):
         None, description="typical network bandwidth per GPU in a reference system"
     )
     tdp_watts: Positive | None = None
+    host_link_gbytes_per_s: Positive | None = Field(
+        None, description="host-to-GPU copy bandwidth per GPU, one direction (PCIe, NVLink-C2C)"
+    )
+    host_memory_gib_per_gpu: Positive | None = Field(
+        None, description="host memory of the reference system divided by its GPUs"
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
