@@ -36,6 +36,12 @@ class ModelFigures:
     """Elements cached per token and layer by multi-head latent attention (0 if not MLA)."""
     attention_qk_dim: int
     attention_v_dim: int
+    attention_params: float
+    """Attention projections of all layers (what DP attention replicates)."""
+    lora_width: float
+    """Sum of input and output widths of the linear layers LoRA adapts (attention projections,
+    dense and shared-expert MLPs; routed experts are left alone), over all layers: a rank-r
+    adapter set has r x lora_width parameters."""
 
     @classmethod
     def of(cls, arch: Architecture) -> ModelFigures:
@@ -49,6 +55,12 @@ class ModelFigures:
         else:
             qk = v = arch.attention_head_dim
             latent = 0
+        h, d = arch.hidden, arch.attention_head_dim
+        attention_io = (h + arch.heads * qk) + 2 * (h + arch.kv_heads * d) + (arch.heads * v + h)
+        mlp_io = 3.0 * (h + arch.ffn)
+        shared_io = 3.0 * (h + moe.expert_ffn) * moe.shared_experts if moe else 0.0
+        dense_layers = arch.dense_layer_count
+        lora_width = arch.layers * attention_io + dense_layers * mlp_io + sparse * shared_io
         return cls(
             layers=arch.layers,
             hidden=arch.hidden,
@@ -66,11 +78,17 @@ class ModelFigures:
             mla_latent=latent,
             attention_qk_dim=qk,
             attention_v_dim=v,
+            attention_params=float(arch.layers * arch.attention_params),
+            lora_width=float(lora_width),
         )
 
     @property
     def is_moe(self) -> bool:
         return self.expert_params > 0
+
+    def lora_params(self, rank: FloatArray) -> FloatArray:
+        """Adapter parameters of rank `rank` (0 where the plan trains every weight)."""
+        return rank * self.lora_width
 
     @property
     def dense_params(self) -> float:

@@ -2,8 +2,9 @@
 
 Ranks are laid out innermost-first (tensor, then context, data, pipeline for training; tensor,
 pipeline, replicas for rollout), so a group is described by its size and its stride. A group
-whose span fits in one node talks over the scale-up fabric. A group that spans nodes talks over
-the network, and NCCL runs one ring per NIC, so with k members per node it streams at up to
+whose span fits in one scale-up domain (a node, or an NVL72 rack of trays) talks over the
+scale-up fabric. A group that spans domains talks over the network, and NCCL runs one ring
+per NIC, so with k members per node it streams at up to
 k NICs' worth (bounded by the scale-up rate inside the node): 4 nodes of 8 GPUs all-reduce at
 ~8x the per-GPU line rate (github-stas00-ml-engineering).
 
@@ -33,6 +34,7 @@ class Fabric:
     scale_up_latency: float
     scale_out_latency: float
     domain_gpus: int
+    node_gpus: int
 
     @classmethod
     def of(cls, hw: Hardware, eff: EfficiencyFactors, overheads: Overheads) -> Fabric:
@@ -42,6 +44,7 @@ class Fabric:
             scale_up_latency=overheads.scale_up_latency_seconds,
             scale_out_latency=overheads.scale_out_latency_seconds,
             domain_gpus=hw.domain_gpus,
+            node_gpus=hw.node_gpus,
         )
 
 
@@ -61,7 +64,8 @@ class Link:
 def group_link(fabric: Fabric, size: FloatArray, stride: FloatArray) -> Link:
     size = np.asarray(size, dtype=np.float64)
     inside = size * stride <= fabric.domain_gpus
-    per_node = np.minimum(np.maximum(np.floor(fabric.domain_gpus / stride), 1.0), size)
+    # Across domains, the group's members in one node stream over that node's NICs.
+    per_node = np.minimum(np.maximum(np.floor(fabric.node_gpus / stride), 1.0), size)
     across = np.minimum(fabric.scale_up_bytes_per_s, per_node * fabric.scale_out_bytes_per_s)
     return Link(
         size=size,

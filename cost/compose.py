@@ -5,8 +5,9 @@ A `Span` carries a time with its Brent bounds. `seq` (one after the other) adds 
 associative and commutative, so compositions can be written in any grouping, and a composed
 span keeps lower <= seconds <= upper.
 
-- colocated (sync, partial-rollout): every stage on the same GPUs, one after another, plus
-  the switch (offload and reload of trainer state);
+- colocated (sync, partial-rollout): every stage on the same GPUs, one after another;
+- in every placement the switch (offload traffic: state parked on the host and reloaded,
+  frozen models loaded for the assessment) belongs to the trainer's side;
 - disaggregated sync (and partial-rollout): the pools take turns; each idles while the other
   works;
 - one-step-off: the rollout of step i+1 runs while step i trains; the step is the slower pool,
@@ -97,7 +98,8 @@ def compose_step(
 ) -> StepTime:
     r, p, t, s, w = (Span.of(x) for x in (rollout, preparation, training, weight_sync, switch))
     streamed = streamed_rollout(rollout, staleness.astype(np.float64))
-    trainer = seq(p, t)
+    # Offload traffic (parking state, loading frozen models) is the trainer's, in any placement.
+    trainer = seq(p, t, w)
     in_turn = seq(r, trainer, s)
     one_step_off = seq(par(r, trainer), s)
     streaming = seq(par(streamed, trainer), s)
@@ -106,7 +108,7 @@ def compose_step(
         execution == ONE_STEP_OFF, one_step_off, where(is_async, streaming, in_turn)
     )
     is_colocated = placement == COLOCATED
-    step = where(is_colocated, seq(in_turn, w), disaggregated)
+    step = where(is_colocated, in_turn, disaggregated)
     rollout_busy = np.where(is_async, streamed.seconds, rollout.seconds) + weight_sync.seconds
     train_busy = trainer.seconds + weight_sync.seconds
     return StepTime(

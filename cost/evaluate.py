@@ -12,17 +12,17 @@ from typing import Any
 import numpy as np
 
 from cost.architecture import ModelFigures
-from cost.arrays import BoolArray, FloatArray, IntArray
+from cost.arrays import BoolArray, FloatArray, IntArray, floats
 from cost.batch import Batch, Needs
 from cost.collectives import Fabric
-from cost.compose import compose_step
+from cost.compose import StepTime, compose_step
 from cost.efficiency import EfficiencyFactors, resolve_efficiency
 from cost.hardware import Hardware
 from cost.layouts import RolloutLayout, TrainLayout, TrainLinks
-from cost.memory import colocated_offload, rollout_memory, training_memory
+from cost.memory import Placed, TrainMemory, rollout_memory, training_memory
 from cost.overheads import DEFAULT_OVERHEADS, Overheads
 from cost.plans import COLOCATED, PARTIAL_ROLLOUT, PlanTable, check_plans
-from cost.preparation import preparation_stage
+from cost.preparation import OwnPool, preparation_stage
 from cost.rollout import rollout_stage
 from cost.stage import BOUNDS, STAGES, StageCost
 from cost.training import training_stage
@@ -49,13 +49,18 @@ class CostTable:
     overflow_gib: FloatArray
     """How far the tighter phase exceeds the usable memory per GPU (0 when it fits)."""
     offload_gib: FloatArray
-    """Trainer state a colocated plan parks in host memory during the rollout."""
+    """Host memory per training GPU holding offloaded state at its peak."""
     bottleneck: IntArray
     """Index into STAGES of the longest stage."""
     rollout_concurrency: FloatArray
     rollout_min_token_seconds: FloatArray
     rollout_idle_seconds: FloatArray
     train_idle_seconds: FloatArray
+    memory_terms_gib: dict[str, dict[str, FloatArray]]
+    """Per pool (rollout, training, and critic / reference / reward on their own pools) the
+    terms of its peak per GPU; `host` holds the offloaded state per node."""
+    pool_overflow_gib: dict[str, FloatArray]
+    """Per pool, how far its peak exceeds the usable memory (negative: room left)."""
 
     def __len__(self) -> int:
         return len(self.plans)
@@ -66,6 +71,10 @@ class CostTable:
             value = getattr(self, f.name)
             if f.name == "stages":
                 values[f.name] = {k: v.take(rows) for k, v in value.items()}
+            elif f.name == "memory_terms_gib":
+                values[f.name] = {p: {k: v[rows] for k, v in t.items()} for p, t in value.items()}
+            elif f.name == "pool_overflow_gib":
+                values[f.name] = {k: v[rows] for k, v in value.items()}
             else:
                 values[f.name] = value.take(rows) if f.name == "plans" else value[rows]
         return CostTable(**values)
@@ -89,8 +98,8 @@ class CostTable:
     def row(self, i: int) -> dict[str, Any]:
         """Plan i as the JSON of `recommend`/`estimate` (DESIGN.md) without rank, rules and
         frameworks, which the guideline engine adds; extra keys carry the feasibility."""
-        colocated = int(self.plans.placement[i]) == COLOCATED
-        names = [n for n in STAGES if n != "switch" or colocated]
+        moved = float(self.stages["switch"].seconds[i]) > 0.0
+        names = [n for n in STAGES if n != "switch" or moved]
         return {
             **self.plans.row(i),
             "step_seconds": float(self.step_seconds[i]),
@@ -111,7 +120,22 @@ class CostTable:
                 "rollout": float(self.rollout_idle_seconds[i]),
                 "train": float(self.train_idle_seconds[i]),
             },
+            "memory_breakdown_gib": {
+                pool: {k: float(v[i]) for k, v in terms.items()}
+                for pool, terms in self.memory_terms_gib.items()
+            },
+            "pool_overflow_gib": {k: float(v[i]) for k, v in self.pool_overflow_gib.items()},
         }
+
+
+def _own_pool(
+    fabric: Fabric, layout: TrainLayout, gpus: IntArray
+) -> tuple[TrainLayout, TrainLinks, BoolArray]:
+    """A model's own pool with the training layout's degrees (the actor's pool where the
+    plan gives the model none, so the arrays stay well defined)."""
+    apart = gpus > 0
+    own = layout.with_gpus(np.where(apart, floats(gpus), layout.gpus))
+    return own, TrainLinks.of(fabric, own), apart
 
 
 def evaluate(
@@ -126,6 +150,9 @@ def evaluate(
     gpus_per_node: int = 8,
     nodes: int | None = None,
     scale_out_gbps_per_gpu: float | None = None,
+    domain_gpus: int | None = None,
+    host_link_gbytes_per_s: float | None = None,
+    host_memory_gib_per_node: float | None = None,
     efficiency: Efficiency | EfficiencyFactors | None = None,
     overheads: Overheads = DEFAULT_OVERHEADS,
     check: bool = True,
@@ -134,8 +161,9 @@ def evaluate(
 
     `critic` defaults to the policy's architecture when `needs` asks for a critic; `reward`
     is the reward model's architecture, or None for a rule-based verifier. `nodes` (if given)
-    bounds the GPUs a plan may use. With `check` the table's factorisations are validated
-    first and the first problem raised as a `PlanError`.
+    bounds the GPUs a plan may use; `domain_gpus` is the scale-up domain (default: the node).
+    With `check` the table's factorisations are validated first and the first problem raised
+    as a `PlanError`.
     """
     needs = needs or Needs()
     eff = resolve_efficiency(efficiency)
@@ -144,7 +172,15 @@ def evaluate(
         cluster = nodes * gpus_per_node if nodes is not None else None
         check_plans(plans, policy, critic_arch, cluster_gpus=cluster)
 
-    hw = Hardware.of(accelerator, gpus_per_node, overheads, scale_out_gbps_per_gpu)
+    hw = Hardware.of(
+        accelerator,
+        gpus_per_node,
+        overheads,
+        scale_out_gbps_per_gpu,
+        domain_gpus=domain_gpus,
+        host_link_gbytes_per_s=host_link_gbytes_per_s,
+        host_memory_gib_per_node=host_memory_gib_per_node,
+    )
     fabric = Fabric.of(hw, eff, overheads)
     batch = Batch.of(workload, needs)
     actor = ModelFigures.of(policy)
@@ -154,22 +190,41 @@ def evaluate(
     t_links = TrainLinks.of(fabric, t_layout)
     usable = hw.memory_bytes * overheads.usable_memory_fraction
     colocated = plans.placement == COLOCATED
+    n = len(plans)
+    everywhere = np.ones(n, dtype=bool)
 
-    # Memory of the training phase (it also sizes the training micro-batches).
-    trained = [actor] + ([critic_fig] if critic_fig else [])
-    frozen = ([actor] if needs.needs_reference else []) + ([reward_fig] if reward_fig else [])
+    # Models on their own pools (OpenRLHF's critic, reference and reward GPUs).
+    c_layout, c_links, critic_apart = _own_pool(fabric, t_layout, plans.critic_gpus)
+    ref_layout, ref_links, ref_apart = _own_pool(fabric, t_layout, plans.reference_gpus)
+    rm_layout, rm_links, rm_apart = _own_pool(fabric, t_layout, plans.reward_gpus)
+    # With LoRA the reference is the frozen base inside the actor: no second copy.
+    separate_reference = needs.needs_reference & ~t_layout.lora
+
+    # Memory of the actor's training pool (it also sizes the training micro-batches).
+    trained: list[Placed] = [(actor, everywhere)]
+    frozen: list[Placed] = [(actor, separate_reference & ~ref_apart)]
+    if critic_fig is not None:
+        trained.append((critic_fig, ~critic_apart))
+    if reward_fig is not None:
+        frozen.append((reward_fig, ~rm_apart))
     train_mem = training_memory(trained, frozen, t_layout, batch, usable, overheads)
-    states, train_memory = train_mem.resident, train_mem.bytes
     micro_tokens = np.maximum(train_mem.micro_tokens, batch.sequence_tokens)
+    own_memory: dict[str, TrainMemory] = {}
+    if critic_fig is not None and critic_apart.any():
+        own_memory["critic"] = training_memory(
+            [(critic_fig, critic_apart)], [], c_layout, batch, usable, overheads
+        )
+    if ref_apart.any():
+        own_memory["reference"] = training_memory(
+            [], [(actor, ref_apart & separate_reference)], ref_layout, batch, usable, overheads
+        )
+    if reward_fig is not None and rm_apart.any():
+        own_memory["reward"] = training_memory(
+            [], [(reward_fig, rm_apart)], rm_layout, batch, usable, overheads
+        )
 
-    # Memory of the rollout phase; colocated, the trainer's state offloads just enough.
-    alone = rollout_memory(actor, r_layout, batch, usable, overheads)
-    per_replica = np.ceil(batch.generated_sequences / r_layout.dp)
-    wanted = np.minimum(per_replica, overheads.max_seqs_per_replica) * alone.kv_per_sequence
-    offload = np.where(
-        colocated, colocated_offload(states, alone.weights, alone.workspace, wanted, usable), 0.0
-    )
-    resident = np.where(colocated, states - offload, 0.0)
+    # Memory of the rollout phase; colocated, whatever the trainer did not park stays.
+    resident = np.where(colocated, train_mem.resident, 0.0)
     shared = rollout_memory(actor, r_layout, batch, usable, overheads, resident=resident)
 
     caps = np.where(
@@ -189,6 +244,11 @@ def evaluate(
         eff,
         overheads,
     )
+    pools = {
+        "reference": OwnPool(ref_layout, ref_links, ref_apart),
+        "reward": OwnPool(rm_layout, rm_links, rm_apart),
+        "critic": OwnPool(c_layout, c_links, critic_apart),
+    }
     preparation = preparation_stage(
         actor,
         critic_fig,
@@ -201,12 +261,30 @@ def evaluate(
         hw,
         eff,
         overheads,
+        pools,
     )
-    training = training_stage(actor, critic_fig, t_layout, t_links, batch, micro_tokens, hw, eff)
+    critic_tokens = (
+        np.maximum(own_memory["critic"].micro_tokens, batch.sequence_tokens)
+        if "critic" in own_memory
+        else micro_tokens
+    )
+    training = training_stage(
+        actor,
+        critic_fig,
+        t_layout,
+        t_links,
+        batch,
+        micro_tokens,
+        hw,
+        eff,
+        overheads,
+        critic_pool=(c_layout, c_links, critic_tokens),
+        critic_apart=critic_apart,
+    )
     sync = weight_sync_stage(
         actor, r_layout, t_layout, t_links, colocated, hw, fabric, eff, overheads
     )
-    switch = switch_stage(offload, colocated, r_layout.gpus, overheads)
+    switch = switch_stage(train_mem.switch, t_layout.gpus, hw)
     stages = {
         "rollout": rollout,
         "preparation": preparation,
@@ -226,12 +304,31 @@ def evaluate(
     )
     step = timing.step.seconds
 
-    rollout_memory_bytes = (
-        alone.weights + alone.workspace + extras.concurrency * alone.kv_per_sequence + resident
-    )
-    overflow = np.maximum(train_memory - usable, alone.minimum - usable)
+    # Peaks per pool: the rollout must hold at least one longest sequence beside what stays.
+    kv_used = np.maximum(extras.concurrency, 1.0) * shared.kv_per_sequence
+    rollout_terms = {
+        "weights": shared.weights,
+        "kv_cache": np.maximum(kv_used, shared.minimum - shared.weights - shared.workspace),
+        "workspace": np.full(n, shared.workspace),
+        "trainer_state": resident,
+    }
+    rollout_peak = shared.minimum + resident
+    peaks = {"rollout": rollout_peak, "training": train_mem.bytes}
+    terms = {"rollout": rollout_terms, "training": train_mem.terms}
+    for role, memory in own_memory.items():
+        peaks[role] = memory.bytes
+        terms[role] = memory.terms
+    overflows = {pool: peak - usable for pool, peak in peaks.items()}
+    # Each pool fills its own nodes: the fullest pool's GPUs set a node's host memory.
+    host_node = np.max([m.host for m in (train_mem, *own_memory.values())], axis=0) * hw.node_gpus
+    if hw.host_memory_bytes is not None:
+        host_room = hw.host_memory_bytes * overheads.host_memory_usable_fraction
+        overflows["host"] = host_node - host_room
+    terms["host"] = {"offloaded_state_per_node": host_node}
+    overflow = np.max(np.stack(list(overflows.values())), axis=0)
     # A micro-batch sized to fill the memory exactly must not fail on a rounding error.
     overflow = np.where(overflow > usable * 1e-9, overflow, 0.0)
+    rollout_memory_bytes = shared.weights + shared.workspace + kv_used + resident
     return CostTable(
         plans=plans,
         stages=stages,
@@ -240,13 +337,33 @@ def evaluate(
         step_upper_seconds=timing.step.upper,
         tokens_per_second=batch.trained_tokens / step,
         memory_rollout_gib=rollout_memory_bytes / GIB,
-        memory_train_gib=train_memory / GIB,
+        memory_train_gib=train_mem.bytes / GIB,
         feasible=overflow <= 0.0,
         overflow_gib=overflow / GIB,
-        offload_gib=offload / GIB,
-        bottleneck=np.argmax(np.stack([stages[n].seconds for n in STAGES]), axis=0),
+        offload_gib=train_mem.host / GIB,
+        bottleneck=bottleneck(stages, colocated, timing),
         rollout_concurrency=extras.concurrency,
         rollout_min_token_seconds=extras.min_token_seconds,
         rollout_idle_seconds=timing.rollout_idle,
         train_idle_seconds=timing.train_idle,
+        memory_terms_gib={p: {k: v / GIB for k, v in t.items()} for p, t in terms.items()},
+        pool_overflow_gib={p: v / GIB for p, v in overflows.items()},
     )
+
+
+TRAINER_STAGES = ("preparation", "training", "switch")
+
+
+def bottleneck(stages: dict[str, StageCost], colocated: BoolArray, timing: StepTime) -> IntArray:
+    """Index into STAGES of the stage that sets the step: the longest one, except that in
+    disaggregated plans a pool that waits for the other cannot be the bottleneck (the rollout
+    idles: the trainer's longest stage binds; the trainer idles: the rollout binds)."""
+    seconds = np.stack([stages[name].seconds for name in STAGES])
+    rollout_waits = ~colocated & (timing.rollout_idle > timing.train_idle)
+    trainer_waits = ~colocated & (timing.train_idle > timing.rollout_idle)
+    for k, name in enumerate(STAGES):
+        if name == "rollout":
+            seconds[k] = np.where(rollout_waits, -1.0, seconds[k])
+        elif name in TRAINER_STAGES:
+            seconds[k] = np.where(trainer_waits, -1.0, seconds[k])
+    return np.argmax(seconds, axis=0)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from cost.arrays import BoolArray, FloatArray
 from cost.overheads import Overheads
 from cost.units import gbits_per_s, gbytes_per_s, gib_to_bytes, tbytes_per_s, tflops
 from kb.schema.specs import AcceleratorFigures
@@ -16,6 +19,9 @@ class Hardware:
     memory_bytes: float
     flops: float
     """Dense bf16 FLOP/s (sparsity-doubled figures are never used)."""
+    fp8_flops: float
+    """Dense fp8 FLOP/s; the bf16 rate where the part has no fp8 figure (the scenario is
+    refused before that can matter)."""
     hbm_bytes_per_s: float
     scale_up_bytes_per_s: float
     """One direction of the GPU's scale-up links (NVLink): half the datasheet's aggregate
@@ -23,7 +29,18 @@ class Hardware:
     scale_out_bytes_per_s: float
     """The GPU's network line rate (one NIC per GPU, as in DGX/HGX systems)."""
     domain_gpus: int
-    """GPUs that share the scale-up fabric: a node. Describe an NVL72 rack as a node of 72."""
+    """GPUs that share the scale-up fabric: the node (an HGX board), or a rack of several
+    nodes (GB200 NVL72: 18 trays of 4)."""
+    node_gpus: int
+    """GPUs of one host: they share its NICs, host memory and PCIe or C2C links."""
+    host_bytes_per_s: float
+    """Achieved host<->GPU copy rate per GPU, one direction (offload traffic)."""
+    host_memory_bytes: float | None
+    """Host memory of one node, or None where no figure is known (then it is not checked)."""
+
+    def matmul_rate(self, fp8: BoolArray) -> FloatArray:
+        """Peak FLOP/s per plan: fp8 where the plan runs its matmuls in fp8."""
+        return np.where(fp8, self.fp8_flops, self.flops)
 
     @classmethod
     def of(
@@ -32,7 +49,14 @@ class Hardware:
         gpus_per_node: int,
         overheads: Overheads,
         scale_out_gbits_per_s: float | None = None,
+        *,
+        domain_gpus: int | None = None,
+        host_link_gbytes_per_s: float | None = None,
+        host_memory_gib_per_node: float | None = None,
     ) -> Hardware:
+        """Unset, the scale-up domain is the node; the host link and host memory come from
+        the accelerator record (its reference system), else the overheads' fallback link
+        rate and no host-memory figure."""
         if accelerator.scale_up_gbytes_per_s is not None:
             scale_up = gbytes_per_s(accelerator.scale_up_gbytes_per_s) / 2
         else:
@@ -43,11 +67,26 @@ class Hardware:
             or accelerator.scale_out_gbits_per_s
             or overheads.fallback_scale_out_gbits_per_s
         )
+        link = host_link_gbytes_per_s or accelerator.host_link_gbytes_per_s
+        host_rate = (
+            gbytes_per_s(link) * overheads.host_link_efficiency
+            if link
+            else overheads.host_bytes_per_s
+        )
+        host_memory = host_memory_gib_per_node or (
+            accelerator.host_memory_gib_per_gpu * gpus_per_node
+            if accelerator.host_memory_gib_per_gpu
+            else None
+        )
         return cls(
             memory_bytes=gib_to_bytes(accelerator.memory_gib),
             flops=tflops(accelerator.bf16_dense_tflops),
+            fp8_flops=tflops(accelerator.fp8_dense_tflops or accelerator.bf16_dense_tflops),
             hbm_bytes_per_s=tbytes_per_s(accelerator.hbm_tbytes_per_s),
             scale_up_bytes_per_s=scale_up,
             scale_out_bytes_per_s=gbits_per_s(network),
-            domain_gpus=gpus_per_node,
+            domain_gpus=domain_gpus or gpus_per_node,
+            node_gpus=gpus_per_node,
+            host_bytes_per_s=host_rate,
+            host_memory_bytes=gib_to_bytes(host_memory) if host_memory else None,
         )

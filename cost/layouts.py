@@ -2,24 +2,30 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from cost.arrays import FloatArray, IntArray, floats
+from cost.arrays import BoolArray, FloatArray, IntArray, floats
 from cost.collectives import Fabric, Link, group_link
 from cost.plans import PlanTable, expert_ranks
+from cost.units import BF16_BYTES, FP8_BYTES
 
 
 @dataclass(frozen=True, slots=True)
 class RolloutLayout:
-    """Inference replicas of tp x pp GPUs; dp replicas; experts over ep ranks."""
+    """Inference replicas of tp x pp GPUs; dp replicas; experts over ep ranks; attention in
+    attention_dp groups of tp / attention_dp ranks (SGLang DP attention)."""
 
     gpus: FloatArray
     tp: FloatArray
     pp: FloatArray
     ep: FloatArray
     dp: FloatArray
+    attention_dp: FloatArray
+    fp8: BoolArray
+    weight_bytes: FloatArray
+    """Bytes per weight in the engine: 2 in bf16, 1 in fp8."""
 
     @classmethod
     def of(cls, table: PlanTable) -> RolloutLayout:
@@ -29,7 +35,15 @@ class RolloutLayout:
             pp=floats(table.rollout_pp),
             ep=floats(table.rollout_ep),
             dp=floats(table.rollout_dp),
+            attention_dp=floats(table.rollout_attention_dp),
+            fp8=table.rollout_fp8,
+            weight_bytes=np.where(table.rollout_fp8, FP8_BYTES, BF16_BYTES).astype(np.float64),
         )
+
+    @property
+    def attention_tp(self) -> FloatArray:
+        """Ranks one sequence's attention (and KV cache) is split over."""
+        return self.tp / self.attention_dp
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +61,12 @@ class TrainLayout:
     dp: FloatArray
     zero: IntArray
     recompute: IntArray
+    fp8: BoolArray
+    lora_rank: FloatArray
+    offload_phase: BoolArray
+    offload_optimizer: FloatArray
+    offload_params: BoolArray
+    offload_frozen: BoolArray
 
     @classmethod
     def of(cls, table: PlanTable) -> TrainLayout:
@@ -60,7 +80,23 @@ class TrainLayout:
             dp=floats(table.train_dp),
             zero=table.train_zero,
             recompute=table.train_recompute,
+            fp8=table.train_fp8,
+            lora_rank=floats(table.train_lora_rank),
+            offload_phase=table.offload_phase,
+            offload_optimizer=table.offload_optimizer,
+            offload_params=table.offload_params,
+            offload_frozen=table.offload_frozen,
         )
+
+    def with_gpus(self, gpus: FloatArray) -> TrainLayout:
+        """The same layout on a pool of `gpus` GPUs (a model's own pool): data parallelism
+        takes what tp x pp x cp leaves, at least one rank."""
+        dp = np.maximum(np.floor(gpus / (self.tp * self.pp * self.cp)), 1.0)
+        return replace(self, gpus=gpus, dp=dp)
+
+    @property
+    def lora(self) -> BoolArray:
+        return self.lora_rank > 0
 
     @property
     def shard_group(self) -> FloatArray:

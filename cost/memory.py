@@ -4,9 +4,12 @@ recompute mode, the rollout's KV cache, and what a colocated plan offloads to sw
 Bytes per parameter of mixed-precision Adam are 2 (bf16 weights) + 2 (bf16 gradients) + 12
 (fp32 master, momentum, variance); ZeRO-1 shards the 12 over the data-parallel group, ZeRO-2
 also the gradients, ZeRO-3 also the weights (Rajbhandari et al., arXiv 1910.02054).
-Activations per layer follow Korthikanti et al. (arXiv 2205.05198) for s tokens, hidden h,
-a heads and tensor parallelism t with sequence parallelism: s h (34 + 5 a s / h) / t without
-recomputation, 34 s h / t with selective recomputation, 2 s h / t with full recomputation.
+Activations per layer follow Korthikanti et al. (arXiv 2205.05198) for s tokens, hidden h and
+tensor parallelism t with sequence parallelism: 34 s h / t with FlashAttention-style attention
+(no stored score matrices, with or without selective recomputation), 2 s h / t with full
+recomputation. Offload (phase, CPU optimizer, streamed parameters, parked frozen models) moves
+terms to the host as the frameworks do it; LoRA keeps gradients and Adam states for the
+adapters only.
 """
 
 from __future__ import annotations
@@ -16,11 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from cost.architecture import ModelFigures
-from cost.arrays import FloatArray, IntArray
+from cost.arrays import BoolArray, FloatArray
 from cost.batch import Batch
 from cost.layouts import RolloutLayout, TrainLayout
 from cost.overheads import Overheads
-from cost.plans import RECOMPUTE_FULL, RECOMPUTE_NONE, RECOMPUTE_SELECTIVE
+from cost.plans import RECOMPUTE_FULL
 from cost.units import BF16_BYTES, FP32_BYTES
 
 WEIGHT_BYTES = BF16_BYTES
@@ -29,17 +32,20 @@ OPTIMIZER_BYTES = 3 * FP32_BYTES  # master copy, momentum, variance
 
 # Korthikanti et al. 2022, bytes per token and hidden unit of one layer.
 ACTIVATION_BYTES_STORED = 34.0
-ACTIVATION_BYTES_SCORES = 5.0  # times heads x sequence / hidden: the attention score matrices
 ACTIVATION_BYTES_CHECKPOINT = 2.0  # full recompute keeps only the layer input
 
 
-def zero_state_bytes(params: FloatArray, group: FloatArray, zero: IntArray) -> FloatArray:
-    """Bytes per GPU of weights + gradients + Adam states of `params` parameters held by each
-    rank of a group of `group` ranks, at ZeRO stage `zero` (0-3)."""
-    weights = np.where(zero >= 3, WEIGHT_BYTES / group, WEIGHT_BYTES)
-    grads = np.where(zero >= 2, GRADIENT_BYTES / group, GRADIENT_BYTES)
-    optimizer = np.where(zero >= 1, OPTIMIZER_BYTES / group, OPTIMIZER_BYTES)
-    return params * (weights + grads + optimizer)
+@dataclass(frozen=True, slots=True)
+class ModelState:
+    """Bytes per GPU of one trained model's persistent state, on the GPU."""
+
+    weights: FloatArray
+    gradients: FloatArray
+    optimizer: FloatArray
+
+    @property
+    def total(self) -> FloatArray:
+        return self.weights + self.gradients + self.optimizer
 
 
 def model_parallel_params(fig: ModelFigures, layout: TrainLayout) -> tuple[FloatArray, FloatArray]:
@@ -50,33 +56,69 @@ def model_parallel_params(fig: ModelFigures, layout: TrainLayout) -> tuple[Float
     return dense, expert
 
 
-def trained_state_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
-    """Weights, gradients and optimizer states of a trained model (actor, critic) per GPU."""
+def trainable_params(fig: ModelFigures, layout: TrainLayout) -> tuple[FloatArray, FloatArray]:
+    """Dense and expert parameters of a shard that get gradients and Adam states: all of
+    them, or only the LoRA adapters (which sit on the dense layers)."""
     dense, expert = model_parallel_params(fig, layout)
-    return zero_state_bytes(dense, layout.shard_group, layout.zero) + zero_state_bytes(
-        expert, layout.expert_shard_group, layout.zero
+    adapters = fig.lora_params(layout.lora_rank) * fig.stage_share(layout.pp) / layout.tp
+    return np.where(layout.lora, adapters, dense), np.where(layout.lora, 0.0, expert)
+
+
+def _sharded(
+    dense: FloatArray, expert: FloatArray, layout: TrainLayout, from_stage: int
+) -> FloatArray:
+    """Parameters one rank keeps when ZeRO shards them from stage `from_stage` on."""
+    split = layout.zero >= from_stage
+    return np.where(
+        split, dense / layout.shard_group + expert / layout.expert_shard_group, dense + expert
     )
+
+
+def trained_state(fig: ModelFigures, layout: TrainLayout) -> ModelState:
+    """Weights, gradients and Adam states of a trained model (actor, critic) on one GPU.
+
+    ZeRO-1 shards the optimizer states, ZeRO-2 also the gradients, ZeRO-3 also the weights.
+    A CPU optimizer keeps its share of the Adam states on the host; streamed parameters keep
+    weights, gradients and Adam states there (only gathered layers visit the GPU)."""
+    dense, expert = model_parallel_params(fig, layout)
+    t_dense, t_expert = trainable_params(fig, layout)
+    adapters = np.where(layout.lora, t_dense, 0.0)
+    weights = WEIGHT_BYTES * (_sharded(dense, expert, layout, 3) + adapters)
+    gradients = GRADIENT_BYTES * _sharded(t_dense, t_expert, layout, 2)
+    optimizer = OPTIMIZER_BYTES * _sharded(t_dense, t_expert, layout, 1)
+    optimizer = optimizer * (1.0 - layout.offload_optimizer)
+    on_gpu = ~layout.offload_params
+    return ModelState(weights * on_gpu, gradients * on_gpu, optimizer * on_gpu)
+
+
+def host_state_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
+    """Host memory per GPU of a trained model's offloaded state: the CPU optimizer's fp32
+    master weights, moments and gradients (16 bytes per parameter of its share), or all of
+    it when parameters stream (plus their bf16 copy)."""
+    t_dense, t_expert = trainable_params(fig, layout)
+    trainable = _sharded(t_dense, t_expert, layout, 1)
+    cpu_adam = (OPTIMIZER_BYTES + FP32_BYTES) * trainable
+    streamed = np.where(layout.offload_params, 1.0, layout.offload_optimizer)
+    weights = np.where(layout.offload_params, WEIGHT_BYTES * trainable, 0.0)
+    return streamed * cpu_adam + weights
 
 
 def frozen_weight_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
     """bf16 weights of a model that is only run forward (reference, reward model); sharded
     like the actor's weights when ZeRO-3 (FSDP) shards those."""
     dense, expert = model_parallel_params(fig, layout)
-    zero3 = layout.zero >= 3
-    return WEIGHT_BYTES * (
-        dense / np.where(zero3, layout.shard_group, 1.0)
-        + expert / np.where(zero3, layout.expert_shard_group, 1.0)
-    )
+    return WEIGHT_BYTES * _sharded(dense, expert, layout, 3)
 
 
 def zero3_gather_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
     """The one layer ZeRO-3 gathers at a time: the part of it that is not this rank's shard
-    (its dense weights over the shard group, its experts over the expert shard group)."""
+    (its dense weights over the shard group, its experts over the expert shard group).
+    Streamed parameters arrive whole from the host, so the full layer counts."""
     dense = (fig.dense_params - fig.embedding_params) / fig.layers / layout.tp
     expert = fig.expert_params / max(fig.sparse_layers, 1) / (layout.ep * layout.etp)
-    gathered = WEIGHT_BYTES * (
-        dense * (1.0 - 1.0 / layout.shard_group) + expert * (1.0 - 1.0 / layout.expert_shard_group)
-    )
+    kept_dense = np.where(layout.offload_params, 0.0, 1.0 / layout.shard_group)
+    kept_expert = np.where(layout.offload_params, 0.0, 1.0 / layout.expert_shard_group)
+    gathered = WEIGHT_BYTES * (dense * (1.0 - kept_dense) + expert * (1.0 - kept_expert))
     return np.where(layout.zero >= 3, gathered, 0.0)
 
 
@@ -84,49 +126,68 @@ def activation_bytes(
     fig: ModelFigures,
     layout: TrainLayout,
     micro_tokens: FloatArray,
-    sequence_tokens: FloatArray | float,
     in_flight: FloatArray,
 ) -> FloatArray:
     """Activations per GPU while training: the layers of one pipeline stage for the
     micro-batches in flight (1F1B keeps min(pp, m) on the first stage), the layer being
     recomputed under full recomputation, and the fp32 logits of one micro-batch.
 
-    `micro_tokens` are the tokens of one micro-batch, `sequence_tokens` the length of its
-    longest sequence (the attention-score term is quadratic in it); context parallelism
-    splits both, tensor parallelism with sequence parallelism divides everything. The
-    5 a s / h score term is Korthikanti's for attention that stores its score matrices;
-    selective recomputation is what removes it (as fused attention kernels do)."""
+    `micro_tokens` are the tokens of one micro-batch; context parallelism splits them, tensor
+    parallelism with sequence parallelism divides everything. Attention runs in fused
+    (FlashAttention-style) kernels that never store the score matrices, as every framework
+    runs it, so without recomputation a layer keeps Korthikanti's 34 s h / t bytes; selective
+    recomputation of the core attention keeps the same (the scores were never stored), and
+    full recomputation keeps only each layer's input, 2 s h / t, and rebuilds one layer at a
+    time in the backward pass."""
     tokens = micro_tokens / layout.cp
-    sequence = sequence_tokens / layout.cp
     h, tp = float(fig.hidden), layout.tp
-    full_layer = (
-        tokens * (ACTIVATION_BYTES_STORED * h + ACTIVATION_BYTES_SCORES * fig.heads * sequence) / tp
+    stored = ACTIVATION_BYTES_STORED * h * tokens / tp
+    per_layer = np.where(
+        layout.recompute == RECOMPUTE_FULL, ACTIVATION_BYTES_CHECKPOINT * h * tokens / tp, stored
     )
-    per_layer = np.select(
-        [layout.recompute == RECOMPUTE_NONE, layout.recompute == RECOMPUTE_SELECTIVE],
-        [full_layer, ACTIVATION_BYTES_STORED * h * tokens / tp],
-        ACTIVATION_BYTES_CHECKPOINT * h * tokens / tp,
-    )
-    stored = per_layer * (fig.layers * fig.stage_share(layout.pp)) * in_flight
-    # Full recomputation rebuilds one layer at a time in the backward pass, with fused
-    # (FlashAttention-style) attention that never stores the score matrices: 34 s h / t.
-    working = np.where(
-        layout.recompute == RECOMPUTE_FULL, ACTIVATION_BYTES_STORED * h * tokens / tp, 0.0
-    )
+    kept = per_layer * (fig.layers * fig.stage_share(layout.pp)) * in_flight
+    working = np.where(layout.recompute == RECOMPUTE_FULL, stored, 0.0)
     logits = tokens * fig.vocab * FP32_BYTES / tp
-    return stored + working + logits
+    return kept + working + logits
+
+
+def forward_activation_bytes(
+    fig: ModelFigures, layout: TrainLayout, micro_tokens: FloatArray
+) -> FloatArray:
+    """A forward-only pass (log-probs, values, rewards) keeps one layer's activations and the
+    fp32 logits of its micro-batch."""
+    tokens = micro_tokens / layout.cp
+    layer = ACTIVATION_BYTES_STORED * fig.hidden * tokens / layout.tp
+    return layer + tokens * fig.vocab * FP32_BYTES / layout.tp
 
 
 @dataclass(frozen=True, slots=True)
 class TrainMemory:
-    """Per GPU of the training phase."""
+    """Per GPU of a training pool: the terms of its peak phase and what each phase needs."""
 
-    bytes: FloatArray
+    terms: dict[str, FloatArray]
+    """Bytes by term (weights, gradients, optimizer, frozen_models, zero3_gather,
+    activations) in the phase with the higher peak."""
+    training: FloatArray
+    assessment: FloatArray
     resident: FloatArray
-    """Model states that persist between steps (what a colocated plan may offload)."""
+    """State that stays on the GPU while a colocated rollout runs (not phase-offloaded)."""
+    host: FloatArray
+    """Host memory per GPU holding offloaded state at its peak."""
+    switch: FloatArray
+    """Bytes per GPU moved between host and GPU per step by phase offload and by loading
+    the parked frozen models."""
     micro_tokens: FloatArray
     """Token budget of one training micro-batch (over its context-parallel group): the
     configured budget, or less when the activations of that many tokens do not fit."""
+
+    @property
+    def bytes(self) -> FloatArray:
+        return np.maximum(self.training, self.assessment)
+
+
+def _largest(arrays: list[FloatArray], n: int) -> FloatArray:
+    return np.max(arrays, axis=0) if arrays else np.zeros(n)
 
 
 def default_micro_tokens(layout: TrainLayout, batch: Batch, overheads: Overheads) -> FloatArray:
@@ -139,16 +200,20 @@ def default_micro_tokens(layout: TrainLayout, batch: Batch, overheads: Overheads
     return np.where(layout.pp > 1, np.minimum(budget, batch.sequence_tokens), budget)
 
 
+Placed = tuple[ModelFigures, BoolArray]
+"""A model and the plans whose pool holds it."""
+
+
 def training_memory(
-    trained: list[ModelFigures],
-    frozen: list[ModelFigures],
+    trained: list[Placed],
+    frozen: list[Placed],
     layout: TrainLayout,
     batch: Batch,
     usable_bytes: float,
     overheads: Overheads,
 ) -> TrainMemory:
-    """Model states of the trained and frozen models, one ZeRO-3 gathered layer, and the
-    activations of whichever trained model is running.
+    """The training and assessment phases of a pool holding the `trained` models (actor,
+    critic) and the `frozen` ones (reference, reward model), each where its mask holds.
 
     Frameworks size micro-batches by tokens; when the configured budget's activations do
     not fit next to the states, the budget shrinks to what fits (dynamic batch size), down to
@@ -156,23 +221,66 @@ def training_memory(
     does not fit. Activations are linear in the micro-batch's tokens, so the largest budget
     that fits is the room left over the activation bytes per token."""
     n = layout.gpus.shape[0]
-    states = sum((trained_state_bytes(f, layout) for f in trained), np.zeros(n))
-    states = states + sum((frozen_weight_bytes(f, layout) for f in frozen), np.zeros(n))
-    gathered = np.max([zero3_gather_bytes(f, layout) for f in trained + frozen], axis=0)
+    zero = np.zeros(n)
+    states = [(trained_state(f, layout), m) for f, m in trained]
+    weights = sum((s.weights * m for s, m in states), zero)
+    gradients = sum((s.gradients * m for s, m in states), zero)
+    optimizer = sum((s.optimizer * m for s, m in states), zero)
+    parked = sum((frozen_weight_bytes(f, layout) * m for f, m in frozen), zero)
+    models = trained + frozen
+    gathered = _largest([zero3_gather_bytes(f, layout) * m for f, m in models], n)
+    frozen_in_training = np.where(layout.offload_frozen, 0.0, parked)
+    fixed = weights + gradients + optimizer + frozen_in_training + gathered
+
+    budget = default_micro_tokens(layout, batch, overheads)
     per_rank = np.ceil(batch.trained_sequences / batch.minibatches / layout.dp)
     # 1F1B holds up to pp micro-batches on the first stage (never more than there are).
     in_flight = np.minimum(layout.pp, per_rank)
     one = np.ones(n)
-    longest = batch.longest_sequence_tokens
-    per_token = np.max(
-        [activation_bytes(f, layout, one, longest, in_flight) for f in trained], axis=0
+    per_token = _largest([activation_bytes(f, layout, one, in_flight) * m for f, m in trained], n)
+    room = usable_bytes - fixed
+    chosen = np.where(
+        per_token > 0,
+        np.minimum(budget, np.maximum(room / np.maximum(per_token, 1e-30), 0.0)),
+        budget,
     )
-    room = usable_bytes - states - gathered
-    budget = default_micro_tokens(layout, batch, overheads)
-    chosen = np.minimum(budget, np.maximum(room / per_token, 0.0))
     # The micro-batch that holds the longest sequence is at least that long.
+    longest = batch.longest_sequence_tokens
     tokens = np.maximum(np.minimum(chosen, per_rank * batch.sequence_tokens), longest)
-    return TrainMemory(states + gathered + per_token * tokens, states, chosen)
+    activations = per_token * tokens
+    forward = _largest([forward_activation_bytes(f, layout, budget) * m for f, m in models], n)
+    kept = np.where(layout.offload_phase, 0.0, gradients + optimizer)
+    assessment = weights + kept + parked + gathered + forward
+    training = fixed + activations
+    phase_terms = {
+        "weights": weights,
+        "gradients": gradients,
+        "optimizer": optimizer,
+        "frozen_models": frozen_in_training,
+        "zero3_gather": gathered,
+        "activations": activations,
+    }
+    assess_terms = {
+        "weights": weights,
+        "gradients": np.where(layout.offload_phase, 0.0, gradients),
+        "optimizer": np.where(layout.offload_phase, 0.0, optimizer),
+        "frozen_models": parked,
+        "zero3_gather": gathered,
+        "activations": forward,
+    }
+    in_training = training >= assessment
+    terms = {k: np.where(in_training, v, assess_terms[k]) for k, v in phase_terms.items()}
+    on_gpu = weights + gradients + optimizer
+    phase = layout.offload_phase
+    resident = np.where(phase, 0.0, on_gpu) + np.where(phase | layout.offload_frozen, 0.0, parked)
+    host = sum((host_state_bytes(f, layout) * m for f, m in trained), zero)
+    host = (
+        host + np.where(phase, on_gpu, 0.0) + np.where(phase | layout.offload_frozen, parked, 0.0)
+    )
+    switch = np.where(phase, 2.0 * on_gpu, 0.0) + np.where(
+        phase | layout.offload_frozen, parked, 0.0
+    )
+    return TrainMemory(terms, training, assessment, resident, host, switch, chosen)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,11 +300,21 @@ class RolloutMemory:
 
 def rollout_weight_bytes(fig: ModelFigures, layout: RolloutLayout) -> FloatArray:
     """Dense weights split over tp x pp; experts over pp x max(ep, tp) (with ep <= tp the
-    experts are tensor-sliced, beyond it whole experts are spread over ep ranks)."""
+    experts are tensor-sliced, beyond it whole experts are spread over ep ranks); attention
+    projections over the attention group only (DP attention replicates them); one byte per
+    weight in fp8."""
     share = fig.stage_share(layout.pp)
-    dense = fig.dense_params * share / layout.tp
+    attention = fig.attention_params * share / layout.attention_tp
+    dense = (fig.dense_params - fig.attention_params) * share / layout.tp
     expert = fig.expert_params * share / np.maximum(layout.ep, layout.tp)
-    return WEIGHT_BYTES * (dense + expert)
+    return layout.weight_bytes * (attention + dense + expert)
+
+
+def rollout_kv_bytes_per_token(fig: ModelFigures, layout: RolloutLayout) -> FloatArray:
+    """KV bytes per GPU for one token of one of the replica's sequences, averaged over the
+    replica: DP attention keeps each sequence on one attention group of tp / attention_dp
+    ranks, so a replica's KV spreads over its attention_dp groups."""
+    return fig.kv_bytes_per_token(layout.attention_tp, layout.pp) / layout.attention_dp
 
 
 def rollout_memory(
@@ -210,22 +328,11 @@ def rollout_memory(
     """KV capacity left next to the weights and whatever else stays `resident` (a colocated
     trainer's state that was not offloaded)."""
     weights = rollout_weight_bytes(fig, layout)
-    kv_token = fig.kv_bytes_per_token(layout.tp, layout.pp)
+    kv_token = rollout_kv_bytes_per_token(fig, layout)
     kv_sequence = kv_token * batch.sequence_tokens
     free = usable_bytes - weights - overheads.rollout_workspace_bytes - resident
     capacity = np.clip(np.floor(free / kv_sequence), 0.0, float(overheads.max_seqs_per_replica))
-    minimum = weights + overheads.rollout_workspace_bytes + kv_token * batch.longest_sequence_tokens
+    # The longest sequence lives on one attention group whole.
+    longest_kv = kv_token * layout.attention_dp * batch.longest_sequence_tokens
+    minimum = weights + overheads.rollout_workspace_bytes + longest_kv
     return RolloutMemory(weights, kv_sequence, capacity, minimum, overheads.rollout_workspace_bytes)
-
-
-def colocated_offload(
-    resident: FloatArray,
-    rollout_weights: FloatArray,
-    workspace: float,
-    wanted_kv: FloatArray,
-    usable_bytes: float,
-) -> FloatArray:
-    """Bytes of trainer state a colocated plan moves to host memory while it generates: just
-    enough for the rollout's useful batch (`wanted_kv`), never more than there is."""
-    excess = resident + rollout_weights + workspace + wanted_kv - usable_bytes
-    return np.clip(excess, 0.0, resident)

@@ -61,17 +61,20 @@ def forward_counts(plans: int) -> PassCounts:
 
 
 def training_counts(layout: TrainLayout) -> PassCounts:
+    """LoRA skips the weight-gradient GEMMs of the frozen base: 2 FLOPs per parameter and
+    token fewer, and one pass over the weights fewer."""
     full = layout.recompute == RECOMPUTE_FULL
     recomputed_attention = full | (layout.recompute == RECOMPUTE_SELECTIVE)
+    lora = np.where(layout.lora, 1.0, 0.0)
     return PassCounts(
-        param_flops=np.where(full, 8.0, 6.0),
+        param_flops=np.where(full, 8.0, 6.0) - 2.0 * lora,
         attention=np.where(recomputed_attention, 4.0, 3.0),
         tp_collectives=np.where(full, 6.0, 4.0),
         cp_exchanges=np.where(full, 4.0, 3.0),
         ep_all_to_alls=np.where(full, 6.0, 4.0),
         pp_sends=2.0,
         zero3_collectives=3.0,
-        weight_reads=np.where(full, 4.0, 3.0),
+        weight_reads=np.where(full, 4.0, 3.0) - lora,
     )
 
 
@@ -97,7 +100,7 @@ def micro_pass(
     fig: ModelFigures,
     layout: TrainLayout,
     links: TrainLinks,
-    flops_rate: float,
+    flops_rate: FloatArray | float,
     counts: PassCounts,
     micro_tokens: FloatArray,
     sequence_tokens: float,

@@ -41,8 +41,23 @@ class Overheads:
     github-stas00-ml-engineering)."""
 
     host_bytes_per_s: float = 50e9
-    """Achieved host<->GPU copy bandwidth for offloading (PCIe Gen5 x16: 64 GB/s per direction,
-    datasheet-nvidia-h100; ~80% achieved with pinned memory)."""
+    """Achieved host<->GPU copy bandwidth for offloading where neither the cluster nor the
+    accelerator record gives the link (PCIe Gen5 x16: 64 GB/s per direction,
+    datasheet-nvidia-h100, at host_link_efficiency)."""
+
+    host_link_efficiency: float = 0.8
+    """Share of the host link's line rate that pinned-memory copies reach (an assumption, as
+    for the other link efficiencies: protocol overhead of PCIe is about a fifth)."""
+
+    host_memory_usable_fraction: float = 0.8
+    """Share of a node's host memory that offloaded state may take; the rest holds the OS, the
+    framework's processes, Ray's object store and the data loader (an assumption)."""
+
+    cpu_adam_bytes_per_s_per_node: float = 200e9
+    """Host memory traffic a node's CPU Adam step sustains: DeepSpeed's vectorised CPU Adam
+    streams fp32 master weights, moments and gradients (about 28 bytes read and written per
+    parameter). Two server sockets of 8 DDR5 channels peak near 600 GB/s; a third of it is
+    assumed, not measured here, and can be overridden."""
 
     fallback_scale_out_gbits_per_s: float = 100.0
     """Network per GPU when neither the accelerator record nor the scenario gives one."""

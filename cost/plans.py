@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from cost.arrays import BoolArray, IntArray
-from kb.schema import Plan
+from cost.arrays import BoolArray, FloatArray, IntArray
+from kb.schema import Offload, Plan
 from kb.schema.specs import Architecture
 
 PLACEMENTS = ("colocated", "disaggregated")
@@ -26,6 +26,7 @@ RECOMPUTE = ("none", "selective", "full")
 COLOCATED, DISAGGREGATED = 0, 1
 SYNC, ONE_STEP_OFF, ASYNC, PARTIAL_ROLLOUT = 0, 1, 2, 3
 RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL = 0, 1, 2
+ZERO_MEANS_OFF = frozenset({"train.lora_rank", "pools.critic", "pools.reference", "pools.reward"})
 
 
 class PlanError(ValueError):
@@ -87,6 +88,21 @@ class PlanTable:
     train_dp: IntArray
     train_zero: IntArray
     train_recompute: IntArray
+    rollout_attention_dp: IntArray
+    """Data-parallel attention groups inside one engine (SGLang DP attention); 1 = none."""
+    rollout_fp8: BoolArray
+    train_fp8: BoolArray
+    train_lora_rank: IntArray
+    """LoRA adapter rank; 0 trains every weight."""
+    offload_phase: BoolArray
+    offload_optimizer: FloatArray
+    """Share of the Adam states and step on the CPU."""
+    offload_params: BoolArray
+    offload_frozen: BoolArray
+    critic_gpus: IntArray
+    """GPUs of the critic's own pool; 0 = it shares the actor's training pool."""
+    reference_gpus: IntArray
+    reward_gpus: IntArray
 
     def __len__(self) -> int:
         return int(self.placement.shape[0])
@@ -111,6 +127,17 @@ class PlanTable:
         train_etp: npt.ArrayLike | None = None,
         staleness: npt.ArrayLike = 1,
         prefix_caching: npt.ArrayLike = True,
+        rollout_attention_dp: npt.ArrayLike = 1,
+        rollout_fp8: npt.ArrayLike = False,
+        train_fp8: npt.ArrayLike = False,
+        train_lora_rank: npt.ArrayLike = 0,
+        offload_phase: npt.ArrayLike = False,
+        offload_optimizer: npt.ArrayLike = 0.0,
+        offload_params: npt.ArrayLike = False,
+        offload_frozen: npt.ArrayLike = False,
+        critic_gpus: npt.ArrayLike = 0,
+        reference_gpus: npt.ArrayLike = 0,
+        reward_gpus: npt.ArrayLike = 0,
     ) -> PlanTable:
         """Scalars broadcast against the arrays; categorical fields take names or codes.
         Expert tensor parallelism defaults to the dense layers' tp."""
@@ -121,7 +148,12 @@ class PlanTable:
             "train.cp": train_cp, "train.ep": train_ep,
             "train.etp": train_tp if train_etp is None else train_etp, "train.zero": train_zero,
             "train.recompute": train_recompute, "max_staleness": staleness,
-            "prefix_caching": prefix_caching,
+            "prefix_caching": prefix_caching, "rollout.attention_dp": rollout_attention_dp,
+            "rollout.precision": rollout_fp8, "train.precision": train_fp8,
+            "train.lora_rank": train_lora_rank, "train.offload.phase": offload_phase,
+            "train.offload.optimizer": offload_optimizer, "train.offload.params": offload_params,
+            "train.offload.frozen": offload_frozen, "pools.critic": critic_gpus,
+            "pools.reference": reference_gpus, "pools.reward": reward_gpus,
         }  # fmt: skip
         sizes = {name: np.shape(v)[0] for name, v in counts.items() if np.ndim(v)}
         n = max(sizes.values(), default=1)
@@ -135,7 +167,8 @@ class PlanTable:
         ints: dict[str, IntArray] = {}
         for name in ("rollout.gpus", "rollout.tp", "rollout.pp", "rollout.ep", "train.gpus",
                      "train.tp", "train.pp", "train.cp", "train.ep", "train.etp",
-                     "max_staleness"):  # fmt: skip
+                     "max_staleness", "rollout.attention_dp", "train.lora_rank", "pools.critic",
+                     "pools.reference", "pools.reward"):  # fmt: skip
             array = column(counts[name])
             if array.dtype.kind == "f":
                 fractional = np.flatnonzero(array != np.floor(array))
@@ -144,10 +177,22 @@ class PlanTable:
             if array.dtype.kind not in "iuf":
                 raise PlanError(name, "must be a positive integer")
             array = array.astype(np.int64)
-            bad = np.flatnonzero(array < 1)
+            # Rank 0 and pool size 0 mean "off"; every other count is at least 1.
+            off = name in ZERO_MEANS_OFF
+            bad = np.flatnonzero(array < (0 if off else 1))
             if bad.size:
-                raise PlanError(name, "must be a positive integer", bad)
+                what = "a non-negative integer (0 is off)" if off else "a positive integer"
+                raise PlanError(name, f"must be {what}", bad)
             ints[name] = np.ascontiguousarray(array)
+        share = np.ascontiguousarray(column(offload_optimizer).astype(np.float64))
+        bad = np.flatnonzero(~((share >= 0.0) & (share <= 1.0)))
+        if bad.size:
+            raise PlanError("train.offload.optimizer", "must be a share between 0 and 1", bad)
+        flags = {
+            name: np.ascontiguousarray(column(counts[name]).astype(bool))
+            for name in ("rollout.precision", "train.precision", "train.offload.phase",
+                         "train.offload.params", "train.offload.frozen")
+        }  # fmt: skip
         zero = np.ascontiguousarray(column(train_zero).astype(np.int64))
         bad = np.flatnonzero((zero < 0) | (zero > 3))
         if bad.size:
@@ -174,6 +219,11 @@ class PlanTable:
         bad = np.flatnonzero(t_tp % ints["train.etp"])
         if bad.size:
             raise PlanError("train.etp", "expert tensor parallelism must divide tp", bad)
+        bad = np.flatnonzero(r_tp % ints["rollout.attention_dp"])
+        if bad.size:
+            raise PlanError(
+                "rollout.attention_dp", "attention data-parallel groups must divide tp", bad
+            )
         return cls(
             placement=place,
             execution=execution_codes,
@@ -193,21 +243,34 @@ class PlanTable:
             train_dp=t_gpus // (t_tp * t_pp * t_cp),
             train_zero=zero,
             train_recompute=recompute,
+            rollout_attention_dp=ints["rollout.attention_dp"],
+            rollout_fp8=flags["rollout.precision"],
+            train_fp8=flags["train.precision"],
+            train_lora_rank=ints["train.lora_rank"],
+            offload_phase=flags["train.offload.phase"],
+            offload_optimizer=share,
+            offload_params=flags["train.offload.params"],
+            offload_frozen=flags["train.offload.frozen"],
+            critic_gpus=ints["pools.critic"],
+            reference_gpus=ints["pools.reference"],
+            reward_gpus=ints["pools.reward"],
         )
 
     @classmethod
     def from_plans(cls, plans: Sequence[Plan]) -> PlanTable:
         """Complete plans of the scenario schema. Unset pp, cp, ep default to 1, staleness to
-        1, prefix caching to on (vLLM and SGLang cache prefixes by default); a colocated plan
-        may give its GPUs once. Placement, execution, GPUs, tp, ZeRO stage and recompute are
+        1, prefix caching to on (vLLM and SGLang cache prefixes by default), precision to bf16,
+        offload to none, LoRA to off and the models to the actor's pool; a colocated plan may
+        give its GPUs once. Placement, execution, GPUs, tp, ZeRO stage and recompute are
         required."""
         if not plans:
             raise PlanError("plan", "the table needs at least one plan")
         columns: dict[str, list[Any]] = {
-            f.name: [] for f in fields(cls) if not f.name.endswith("_dp")
+            f.name: [] for f in fields(cls) if f.name not in ("rollout_dp", "train_dp")
         }
         for i, plan in enumerate(plans):
             r, t = plan.rollout, plan.train
+            offload = t.offload or Offload()
             gpus_r = r.gpus or (t.gpus if plan.placement == "colocated" else None)
             gpus_t = t.gpus or (r.gpus if plan.placement == "colocated" else None)
             required = {
@@ -240,6 +303,17 @@ class PlanTable:
                 "train_etp": t.etp or t.tp,
                 "train_zero": t.zero,
                 "train_recompute": t.recompute,
+                "rollout_attention_dp": r.attention_dp or 1,
+                "rollout_fp8": r.precision == "fp8",
+                "train_fp8": t.precision == "fp8",
+                "train_lora_rank": t.lora_rank or 0,
+                "offload_phase": offload.phase,
+                "offload_optimizer": offload.optimizer,
+                "offload_params": offload.params,
+                "offload_frozen": offload.frozen,
+                "critic_gpus": plan.pools.critic or 0,
+                "reference_gpus": plan.pools.reference or 0,
+                "reward_gpus": plan.pools.reward or 0,
             }
             for key, value in row.items():
                 columns[key].append(value)
@@ -263,6 +337,8 @@ class PlanTable:
                 "pp": int(self.rollout_pp[i]),
                 "dp": int(self.rollout_dp[i]),
                 "ep": int(self.rollout_ep[i]),
+                "attention_dp": int(self.rollout_attention_dp[i]),
+                "precision": "fp8" if self.rollout_fp8[i] else "bf16",
             },
             "train": {
                 "gpus": int(self.train_gpus[i]),
@@ -274,8 +350,28 @@ class PlanTable:
                 "etp": int(self.train_etp[i]),
                 "zero": int(self.train_zero[i]),
                 "recompute": RECOMPUTE[int(self.train_recompute[i])],
+                "precision": "fp8" if self.train_fp8[i] else "bf16",
+                "lora_rank": int(self.train_lora_rank[i]) or None,
+                "offload": {
+                    "phase": bool(self.offload_phase[i]),
+                    "optimizer": float(self.offload_optimizer[i]),
+                    "params": bool(self.offload_params[i]),
+                    "frozen": bool(self.offload_frozen[i]),
+                },
+            },
+            "pools": {
+                "critic": int(self.critic_gpus[i]) or None,
+                "reference": int(self.reference_gpus[i]) or None,
+                "reward": int(self.reward_gpus[i]) or None,
             },
         }
+
+
+def used_gpus(table: PlanTable) -> IntArray:
+    """GPUs a plan occupies: the shared pool or both pools, plus any model's own pool."""
+    colocated = table.placement == COLOCATED
+    pools = table.rollout_gpus + np.where(colocated, 0, table.train_gpus)
+    return pools + table.critic_gpus + table.reference_gpus + table.reward_gpus
 
 
 def expert_ranks(dp: Any, cp: Any, tp: Any, etp: Any) -> Any:
@@ -365,9 +461,17 @@ def plan_problems(
                 "execution", "overlapping rollout with training needs disaggregated pools", rows
             )
         )
+    rows = np.flatnonzero(table.offload_params & (table.train_zero < 3))
+    if rows.size:
+        found.append(
+            PlanError(
+                "train.offload.params",
+                "streaming parameters from the host needs them sharded: zero must be 3",
+                rows,
+            )
+        )
     if cluster_gpus is not None:
-        used = np.where(colocated, table.rollout_gpus, table.rollout_gpus + table.train_gpus)
-        rows = np.flatnonzero(used > cluster_gpus)
+        rows = np.flatnonzero(used_gpus(table) > cluster_gpus)
         if rows.size:
             found.append(
                 PlanError(

@@ -8,9 +8,12 @@ micro-batches per data-parallel rank. A rule-based verifier runs on CPUs and cos
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from cost.architecture import ModelFigures
+from cost.arrays import BoolArray
 from cost.batch import Batch
 from cost.efficiency import EfficiencyFactors
 from cost.hardware import Hardware
@@ -18,7 +21,7 @@ from cost.layouts import TrainLayout, TrainLinks
 from cost.memory import default_micro_tokens
 from cost.model_pass import flops_per_token, forward_counts
 from cost.overheads import Overheads
-from cost.stage import StageCost, idle_stage
+from cost.stage import StageCost, choose, idle_stage
 from cost.training import micro_batches, pipeline_stage
 
 
@@ -58,6 +61,15 @@ def forward_stage(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class OwnPool:
+    """A model's own pool (OpenRLHF's critic, reference or reward GPUs) and which plans use it."""
+
+    layout: TrainLayout
+    links: TrainLinks
+    apart: BoolArray
+
+
 def preparation_stage(
     policy: ModelFigures,
     critic: ModelFigures | None,
@@ -70,20 +82,35 @@ def preparation_stage(
     hw: Hardware,
     eff: EfficiencyFactors,
     overheads: Overheads,
+    pools: dict[str, OwnPool] | None = None,
 ) -> StageCost:
-    """The passes run one after another on the training GPUs."""
+    """The passes run one after another on the training GPUs; a model on its own pool runs
+    its pass there, beside the others, and the slowest pool sets the stage's time. With LoRA
+    the reference is the base model inside the actor: its pass still runs (adapters off)."""
     trained = float(batch.trained_sequences)
-    passes: list[tuple[ModelFigures, float]] = []
+    passes: list[tuple[str, ModelFigures, float]] = []
     if needs_reference:
-        passes.append((policy, trained))
+        passes.append(("reference", policy, trained))
     if old_log_probs:
-        passes.append((policy, trained))
+        passes.append(("actor", policy, trained))
     if critic is not None:
-        passes.append((critic, trained))
+        passes.append(("critic", critic, trained))
     if reward is not None:
         # The reward model also scores responses that are generated but not trained on.
-        passes.append((reward, float(batch.generated_sequences)))
-    stage = idle_stage(layout.gpus.shape[0], layout.gpus)
-    for fig, sequences in passes:
-        stage = stage + forward_stage(fig, sequences, layout, links, batch, hw, eff, overheads)
-    return stage
+        passes.append(("reward", reward, float(batch.generated_sequences)))
+    n = layout.gpus.shape[0]
+    pools = pools or {}
+    shared = idle_stage(n, layout.gpus)
+    apart: list[StageCost] = []
+    for role, fig, sequences in passes:
+        here = forward_stage(fig, sequences, layout, links, batch, hw, eff, overheads)
+        own = pools.get(role)
+        if own is None:
+            shared = shared + here
+            continue
+        there = forward_stage(fig, sequences, own.layout, own.links, batch, hw, eff, overheads)
+        shared = shared + choose(own.apart, idle_stage(n), here)
+        apart.append(choose(own.apart, there, idle_stage(n)))
+    for stage in apart:
+        shared = shared.beside(stage)
+    return shared

@@ -37,6 +37,7 @@ from cost.efficiency import EfficiencyFactors
 from cost.hardware import Hardware
 from cost.layouts import RolloutLayout
 from cost.lengths import length_grid, mean_position
+from cost.memory import rollout_kv_bytes_per_token
 from cost.overheads import Overheads
 from cost.stage import StageCost
 from cost.units import BF16_BYTES
@@ -80,7 +81,7 @@ class DecodeModel:
     ) -> None:
         self.fig = fig
         tp, pp, ep = layout.tp, layout.pp, layout.ep
-        flops_rate = hw.flops * eff.decode_compute
+        flops_rate = hw.matmul_rate(layout.fp8) * eff.decode_compute
         hbm_rate = hw.hbm_bytes_per_s * eff.decode_hbm
         self.pp = _column(pp)
         self.step_overhead = overheads.decode_step_seconds
@@ -89,10 +90,13 @@ class DecodeModel:
         share = fig.stage_share(pp)
         self.compute_fixed = _column(2.0 * fig.params_active * share / tp / flops_rate)
         self.compute_context = _column(fig.attention_flops_per_context * share / tp / flops_rate)
-        self.kv_bytes = _column(fig.kv_bytes_per_token(tp, pp))
+        self.kv_bytes = _column(rollout_kv_bytes_per_token(fig, layout))
         self.kv_context = self.kv_bytes / hbm_rate
-        self.dense_bytes = _column(BF16_BYTES * fig.dense_params * share / tp)
-        self.expert_bytes = _column(BF16_BYTES * fig.expert_params * share / np.maximum(ep, tp))
+        wb = layout.weight_bytes
+        attention = fig.attention_params / layout.attention_tp
+        dense = attention + (fig.dense_params - fig.attention_params) / tp
+        self.dense_bytes = _column(wb * dense * share)
+        self.expert_bytes = _column(wb * fig.expert_params * share / np.maximum(ep, tp))
         self.dense_read = self.dense_bytes / hbm_rate
         self.expert_read = self.expert_bytes / hbm_rate
         # Replicas that share one set of experts when ep spans beyond a replica's tp ranks.
@@ -191,7 +195,7 @@ class DecodeModel:
         sent = self.sent_slope[:, 0] * np.einsum("ij,ij->i", widths, micro)
         return seconds, pp * read, pp * sent
 
-    def prefill_token(self, prompt_tokens: float, flops_rate: float) -> PrefillToken:
+    def prefill_token(self, prompt_tokens: float, flops_rate: FloatArray | float) -> PrefillToken:
         """One prompt token of a large prefill on one pipeline stage: compute-bound (the
         weights are read once per chunk of thousands of tokens, which is negligible) plus the
         bandwidth term of the tensor-parallel all-reduces (their latency is amortised over
@@ -281,7 +285,7 @@ def rollout_stage(
     # at least one prompt per replica; q prompts cross a pipeline of pp stages in (q + pp - 1)
     # prompt-stage times (the same bubble as training's).
     prompts = np.where(prefix_caching, np.maximum(n / batch.generated_per_prompt, 1.0), n)
-    pf = model.prefill_token(prompt, hw.flops * eff.prefill_compute)
+    pf = model.prefill_token(prompt, hw.matmul_rate(layout.fp8) * eff.prefill_compute)
     prompt_stage = prompt * pf.seconds
     prefill_seconds = (prompts + layout.pp - 1.0) * prompt_stage
     prefill_work = prompts * prompt_stage

@@ -60,8 +60,30 @@ class StageCost:
         }
         return StageCost(gpus=np.maximum(self.gpus, other.gpus), **summed)
 
+    def beside(self, other: StageCost) -> StageCost:
+        """Two parts run at once on different GPUs (a model on its own pool): the slower
+        sets the time, depth and work time; FLOPs, traffic and GPUs add up."""
+        slower = self.seconds >= other.seconds
+        values = {}
+        for f in fields(self):
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            if f.name in ("work_flop", "hbm_bytes", "link_bytes", "gpus"):
+                values[f.name] = a + b
+            elif f.name in ("seconds", "work_seconds", "depth_seconds"):
+                values[f.name] = np.maximum(a, b)
+            else:
+                values[f.name] = np.where(slower, a, b)
+        return StageCost(**values)
+
     def take(self, rows: np.ndarray) -> StageCost:
         return StageCost(**{f.name: getattr(self, f.name)[rows] for f in fields(self)})
+
+
+def choose(condition: np.ndarray, a: StageCost, b: StageCost) -> StageCost:
+    """Per plan, stage `a` where the condition holds, else `b`."""
+    return StageCost(
+        **{f.name: np.where(condition, getattr(a, f.name), getattr(b, f.name)) for f in fields(a)}
+    )
 
 
 def idle_stage(n: int, gpus: FloatArray | None = None) -> StageCost:

@@ -16,20 +16,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from cost.architecture import ModelFigures
-from cost.arrays import FloatArray
+from cost.arrays import BoolArray, FloatArray
 from cost.batch import Batch
 from cost.collectives import all_reduce_bytes, split_by_link, transfer_seconds
 from cost.efficiency import EfficiencyFactors
 from cost.hardware import Hardware
 from cost.layouts import TrainLayout, TrainLinks
-from cost.memory import OPTIMIZER_BYTES, model_parallel_params
+from cost.memory import OPTIMIZER_BYTES, trainable_params
 from cost.model_pass import PassCounts, flops_per_token, micro_pass, training_counts
-from cost.stage import StageCost
+from cost.overheads import Overheads
+from cost.stage import StageCost, choose
 from cost.units import BF16_BYTES
 
 # Adam reads fp32 master, moments and the bf16 gradient and writes them back with the bf16
 # weight: 2 x (12 + 2) bytes per parameter of the optimizer's shard.
 ADAM_UPDATE_BYTES = 2 * (OPTIMIZER_BYTES + BF16_BYTES)
+# CPU Adam reads fp32 master, moments and gradient and writes master and moments: 16 + 12.
+CPU_ADAM_BYTES = 28
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +60,7 @@ def pipeline_stage(
     fig: ModelFigures,
     layout: TrainLayout,
     links: TrainLinks,
-    flops_rate: float,
+    flops_rate: FloatArray | float,
     counts: PassCounts,
     micro: MicroBatches,
     batch: Batch,
@@ -101,12 +104,13 @@ def train_model_stage(
     micro_tokens: FloatArray,
     hw: Hardware,
     eff: EfficiencyFactors,
+    overheads: Overheads,
 ) -> StageCost:
     """Training one model (actor or critic) for one RL step, in micro-batches of
     `micro_tokens` tokens (see memory.training_memory)."""
     counts = training_counts(layout)
     micro = micro_batches(batch.trained_sequences / batch.minibatches, layout, batch, micro_tokens)
-    dense, expert = model_parallel_params(fig, layout)
+    dense, expert = trainable_params(fig, layout)
 
     # Gradient sync per optimizer step (ZeRO-3 did it per micro-batch).
     shard_link, expert_link = links.shard, links.expert_shard
@@ -122,24 +126,39 @@ def train_model_stage(
     optimizer_params = np.where(
         sharded, dense / layout.shard_group + expert / layout.expert_shard_group, dense + expert
     )
-    update_bytes = ADAM_UPDATE_BYTES * optimizer_params
+    on_cpu = np.where(layout.offload_params, 1.0, layout.offload_optimizer)
+    update_bytes = ADAM_UPDATE_BYTES * optimizer_params * (1.0 - on_cpu)
     # Adam is a streaming kernel: it reaches about the HBM share decode reaches.
     update_time = update_bytes / (hw.hbm_bytes_per_s * eff.decode_hbm)
+    # A CPU optimizer's share: gradients down, the step in host memory (the node's CPUs serve
+    # all its GPUs), updated bf16 weights back up. Not overlapped with the GPU work.
+    cpu_params = on_cpu * optimizer_params
+    host_copy = 2.0 * BF16_BYTES * cpu_params / hw.host_bytes_per_s
+    cpu_step = CPU_ADAM_BYTES * cpu_params * hw.node_gpus / overheads.cpu_adam_bytes_per_s_per_node
+    # Streamed parameters: every pass over a micro-batch uploads the rank's weight shard.
+    shard_weights = BF16_BYTES * optimizer_params
+    streamed = np.where(
+        layout.offload_params,
+        micro.count * counts.weight_reads * shard_weights / hw.host_bytes_per_s,
+        0.0,
+    )
+    offload_time = host_copy + cpu_step + streamed
 
     tokens = batch.trained_tokens * batch.epochs
     return pipeline_stage(
         fig,
         layout,
         links,
-        hw.flops * eff.train_compute,
+        hw.matmul_rate(layout.fp8) * eff.train_compute,
         counts,
         micro,
         batch,
         rounds=float(batch.optimizer_steps),
-        per_round_seconds=dense_time + expert_time + update_time,
+        per_round_seconds=dense_time + expert_time + update_time + offload_time,
         per_round_up=d_up + e_up,
         per_round_out=d_out + e_out,
-        per_round_hbm_seconds=update_time,
+        # Host traffic and the CPU step are memory-bound work of the host.
+        per_round_hbm_seconds=update_time + offload_time,
         per_round_hbm_bytes=update_bytes,
         per_round_link_bytes=dense_sent + expert_sent,
         work_flop=tokens * flops_per_token(fig, counts, batch.sequence_tokens),
@@ -155,9 +174,19 @@ def training_stage(
     micro_tokens: FloatArray,
     hw: Hardware,
     eff: EfficiencyFactors,
+    overheads: Overheads,
+    critic_pool: tuple[TrainLayout, TrainLinks, FloatArray] | None = None,
+    critic_apart: BoolArray | None = None,
 ) -> StageCost:
-    """Actor, then critic on the same GPUs (verl and OpenRLHF train them in turn)."""
-    stage = train_model_stage(actor, layout, links, batch, micro_tokens, hw, eff)
-    if critic is not None:
-        stage = stage + train_model_stage(critic, layout, links, batch, micro_tokens, hw, eff)
-    return stage
+    """Actor, then critic on the same GPUs (verl and OpenRLHF train them in turn); a critic
+    on its own pool (`critic_apart`) trains beside the actor, and the slower one sets the
+    stage's time."""
+    stage = train_model_stage(actor, layout, links, batch, micro_tokens, hw, eff, overheads)
+    if critic is None:
+        return stage
+    shared = train_model_stage(critic, layout, links, batch, micro_tokens, hw, eff, overheads)
+    if critic_pool is None or critic_apart is None:
+        return stage + shared
+    own_layout, own_links, own_tokens = critic_pool
+    apart = train_model_stage(critic, own_layout, own_links, batch, own_tokens, hw, eff, overheads)
+    return choose(critic_apart, stage.beside(apart), stage + shared)

@@ -10,6 +10,9 @@ from __future__ import annotations
 BF16_BYTES = 2
 """Bytes of one bf16 value: weights, gradients, activations and KV cache are stored in bf16."""
 
+FP8_BYTES = 1
+"""Bytes of one fp8 value: the weights of an fp8-quantised rollout engine."""
+
 FP32_BYTES = 4
 """Bytes of one fp32 value: master weights, Adam moments and the logits of the loss."""
 

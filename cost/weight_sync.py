@@ -37,12 +37,17 @@ def weight_sync_stage(
     eff: EfficiencyFactors,
     overheads: Overheads,
 ) -> StageCost:
-    model_bytes = BF16_BYTES * fig.params_total
-    shard = rollout_weight_bytes(fig, rollout)  # what each rollout GPU must end up holding
-    copy_bytes = 2.0 * shard  # read the gathered tensor, write the engine's copy
+    # LoRA moves only the adapters; an fp8 engine receives bf16 and quantises as it loads.
+    adapters = BF16_BYTES * fig.lora_params(train.lora_rank)
+    model_bytes = np.where(train.lora, adapters, BF16_BYTES * fig.params_total)
+    held = rollout_weight_bytes(fig, rollout)  # the engine's copy, in its precision
+    received = held * BF16_BYTES / rollout.weight_bytes
+    shard = np.where(train.lora, adapters * fig.stage_share(rollout.pp) / rollout.tp, received)
+    # Read the gathered tensor, write the engine's copy.
+    copy_bytes = shard + np.where(train.lora, shard, held)
     copy_time = copy_bytes / (hw.hbm_bytes_per_s * eff.decode_hbm)
     buckets = np.ceil(model_bytes / overheads.weight_sync_bucket_bytes)
-    depth = np.full_like(shard, buckets * overheads.weight_sync_bucket_seconds)
+    depth = buckets * overheads.weight_sync_bucket_seconds
 
     # Colocated: gather from the ranks the training layout spreads this shard over.
     zero3 = train.zero >= 3
@@ -84,22 +89,20 @@ def weight_sync_stage(
     )
 
 
-def switch_stage(
-    offload_bytes: FloatArray, colocated: BoolArray, gpus: FloatArray, overheads: Overheads
-) -> StageCost:
-    """Colocated only: trainer state moved to host memory for the rollout and back for
-    training, over the host link (reported as a memory-bandwidth bound)."""
-    moved = np.where(colocated, 2.0 * offload_bytes, 0.0)
-    seconds = moved / overheads.host_bytes_per_s
+def switch_stage(moved_bytes: FloatArray, gpus: FloatArray, hw: Hardware) -> StageCost:
+    """Offload traffic between phases: phase-offloaded state parked on the host and brought
+    back, frozen models loaded for the assessment, over each GPU's host link (reported as a
+    memory-bandwidth bound)."""
+    seconds = moved_bytes / hw.host_bytes_per_s
     zero = np.zeros_like(seconds)
     return StageCost(
         seconds=seconds,
         work_seconds=seconds,
         depth_seconds=zero,
         work_flop=zero,
-        hbm_bytes=gpus * moved,
+        hbm_bytes=gpus * moved_bytes,
         link_bytes=zero,
-        gpus=np.where(colocated, gpus, 0.0),
+        gpus=np.where(moved_bytes > 0, gpus, 0.0),
         compute_seconds=zero,
         hbm_seconds=seconds,
         scale_up_seconds=zero,

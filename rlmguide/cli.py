@@ -53,6 +53,12 @@ LIST_SQL = {
     ),
     "result": "SELECT id, framework, metric, value, unit FROM results ORDER BY id",
     "rule": "SELECT id, effect, title FROM rules ORDER BY id",
+    "deployment": (
+        "SELECT id, framework, json_extract_string(scenario, '$.cluster.accelerator') AS "
+        "accelerator, json_extract(scenario, '$.cluster.nodes')::INT * "
+        "json_extract(scenario, '$.cluster.gpus_per_node')::INT AS gpus, step_seconds "
+        "FROM deployments ORDER BY id"
+    ),
 }
 
 
@@ -355,7 +361,8 @@ SCENARIO_FLAGS = {
 
 
 def scenario_options(func: Callable) -> Callable:
-    """The scenario file plus flags for its common fields and `--set PATH=VALUE` for any."""
+    """The scenario file (or a published deployment) plus flags for its common fields and
+    `--set PATH=VALUE` for any."""
     for flag, path in reversed(SCENARIO_FLAGS.items()):
         func = click.option(f"--{flag.replace('_', '-')}", flag, help=f"Set {path}.")(func)
     func = click.option(
@@ -365,20 +372,55 @@ def scenario_options(func: Callable) -> Callable:
         metavar="PATH=VALUE",
         help="Set any scenario field by its dotted path, e.g. plan.train.tp=4.",
     )(func)
+    func = click.option(
+        "--deployment",
+        "deployment",
+        metavar="ID",
+        help="Start from a published deployment record instead of a scenario file.",
+    )(func)
     return click.argument(
         "scenario_file", required=False, type=click.Path(dir_okay=False, path_type=Path)
     )(func)
 
 
-def load_scenario(path: Path | None, flags: dict[str, Any], assignments: tuple[str, ...]) -> Any:
-    """The scenario file (or an empty one) with flags and `--set` applied, resolved."""
+def deployment_scenario(record_id: str, keep_plan: bool) -> dict[str, Any]:
+    """A deployment record's scenario as a mapping (without its plan for a new search)."""
+    from kb.load import load_catalog
+
+    deployments = load_catalog(record_roots(), ("deployment",)).of("deployment")
+    if record_id not in deployments:
+        raise BadInput(
+            f"--deployment: unknown deployment {record_id!r}"
+            + suggestion(record_id, sorted(deployments))
+            + "; see `rlmguide list deployments`"
+        )
+    data = deployments[record_id].scenario.model_dump(mode="json", exclude_unset=True)
+    if not keep_plan:
+        data.pop("plan", None)
+    return data
+
+
+def load_scenario(
+    path: Path | None,
+    flags: dict[str, Any],
+    assignments: tuple[str, ...],
+    deployment: str | None = None,
+    keep_plan: bool = True,
+) -> Any:
+    """The scenario file, a deployment's scenario (or an empty one) with flags and `--set`
+    applied, resolved."""
     import yaml
 
     from kb.load import load_catalog
     from rules.scenario import InputError, parse_scenario, read_mapping, resolve
 
+    if path is not None and deployment is not None:
+        raise BadInput("give a scenario file or --deployment, not both")
     try:
-        data = read_mapping(path) if path is not None else {}
+        if deployment is not None:
+            data = deployment_scenario(deployment, keep_plan)
+        else:
+            data = read_mapping(path) if path is not None else {}
     except InputError as exc:
         raise BadInput(str(exc)) from None
     pairs = [(SCENARIO_FLAGS[k], v) for k, v in flags.items() if v is not None]
@@ -397,7 +439,8 @@ def load_scenario(path: Path | None, flags: dict[str, Any], assignments: tuple[s
             node = child
         node[leaf] = yaml.safe_load(value) if isinstance(value, str) else value
     try:
-        scenario = parse_scenario(data, str(path) if path else "scenario")
+        origin = str(path) if path else (f"deployment {deployment}" if deployment else "scenario")
+        scenario = parse_scenario(data, origin)
         # a recommendation reads only the kinds it resolves, ranks with and cites
         catalog = load_catalog(record_roots(), SCENARIO_KINDS)
         return resolve(scenario, catalog.records), catalog
@@ -405,14 +448,16 @@ def load_scenario(path: Path | None, flags: dict[str, Any], assignments: tuple[s
         raise BadInput(str(exc)) from None
 
 
-def _recommender(resolved: Any, catalog: Any) -> Any:
+def _recommender(resolved: Any, catalog: Any, *, enforce_memory: bool = True) -> Any:
     from rules.engine import active, compile_rules
     from rules.recommend import Recommender
 
     rules, problems = compile_rules(catalog)
     if problems:
         raise Failure(f"invalid rule records; run `rlmguide validate`: {problems[0]}")
-    return Recommender(resolved, active(rules), catalog.of("framework").values())
+    return Recommender(
+        resolved, active(rules), catalog.of("framework").values(), enforce_memory=enforce_memory
+    )
 
 
 def _run(recommender: Any, top: int) -> dict[str, Any]:
@@ -461,6 +506,7 @@ PLOT_OPTION = click.option(
 def recommend(
     scenario_file: Path | None,
     assignments: tuple[str, ...],
+    deployment: str | None,
     top: int,
     fmt: str,
     plot: Path | None,
@@ -468,9 +514,13 @@ def recommend(
 ) -> None:
     """Recommend placements, parallelism and execution modes for a scenario, best first.
 
+    With --deployment ID, plan the cluster, models and workload of a published deployment.
+
     Example: rlmguide recommend examples/grpo-qwen2.5-7b-8xh100.yaml --top 3
     """
-    resolved, catalog = load_scenario(scenario_file, flags, assignments)
+    resolved, catalog = load_scenario(
+        scenario_file, flags, assignments, deployment, keep_plan=False
+    )
     emit_plans(_run(_recommender(resolved, catalog), top), fmt, plot)
 
 
@@ -491,12 +541,19 @@ ESTIMATE_REQUIRED = (
 def estimate(
     scenario_file: Path | None,
     assignments: tuple[str, ...],
+    deployment: str | None,
     fmt: str,
     plot: Path | None,
     **flags: Any,
 ) -> None:
-    """Cost exactly the plan the scenario fixes (placement, execution and both layouts)."""
-    resolved, catalog = load_scenario(scenario_file, flags, assignments)
+    """Cost exactly the plan the scenario fixes (placement, execution and both layouts).
+
+    With --deployment ID, cost a published deployment as written (`--set` tries a variation).
+    A plan that does not fit is still broken down, then reported as a failure (exit 1).
+    """
+    from rules.recommend import memory_shortfall
+
+    resolved, catalog = load_scenario(scenario_file, flags, assignments, deployment)
     plan = resolved.scenario.plan
     missing = [f"plan.{name}" for name in ESTIMATE_REQUIRED if _get(plan, name) is None]
     if plan.placement == "disaggregated":
@@ -506,8 +563,14 @@ def estimate(
             f"estimate needs a fixed plan; missing: {', '.join(missing)} "
             "(or use `rlmguide recommend` to search)"
         )
-    resolved = _fill_plan_defaults(resolved)
-    emit_plans(_run(_recommender(resolved, catalog), 1), fmt, plot)
+    resolved, chosen = _fill_plan_defaults(resolved)
+    recommender = _recommender(resolved, catalog, enforce_memory=False)
+    result = _run(recommender, 1)
+    result["chosen"] = chosen
+    emit_plans(result, fmt, plot)
+    (plan,) = result["plans"]
+    if not plan["feasible"]:
+        raise Failure(f"the plan does not fit: {memory_shortfall(plan, recommender.usable_gib)}")
 
 
 def _get(plan: Any, dotted: str) -> Any:
@@ -516,34 +579,52 @@ def _get(plan: Any, dotted: str) -> Any:
     return plan
 
 
-def _fill_plan_defaults(resolved: Any) -> Any:
-    """Degrees left out of a fixed plan are 1; staleness 1; prefix caching on for groups."""
+def _fill_plan_defaults(resolved: Any) -> tuple[Any, list[str]]:
+    """Degrees left out of a fixed plan are 1; staleness 1; prefix caching on for groups; no
+    offload. Returns the resolved scenario and the fields it chose, each as `path=value`."""
     import dataclasses
+
+    from kb.schema import Offload
 
     s = resolved.scenario
     plan = s.plan
-    gpus = s.cluster.gpus
-    prefix = plan.rollout.prefix_caching
-    rollout = plan.rollout.model_copy(
+    gpus = s.cluster.gpus - plan.pools.total
+    chosen: list[str] = []
+
+    def pick(pool: str, given: Any, name: str, value: Any) -> Any:
+        if given is not None:
+            return given
+        chosen.append(f"plan.{pool}.{name}={value}")
+        return value
+
+    r, t = plan.rollout, plan.train
+    group = resolved.samples_per_prompt > 1
+    rollout = r.model_copy(
         update={
-            "gpus": plan.rollout.gpus or gpus,
-            "pp": plan.rollout.pp or 1,
-            "ep": plan.rollout.ep or 1,
-            "prefix_caching": resolved.samples_per_prompt > 1 if prefix is None else prefix,
+            "gpus": pick("rollout", r.gpus, "gpus", gpus),
+            "pp": pick("rollout", r.pp, "pp", 1),
+            "ep": pick("rollout", r.ep, "ep", 1),
+            "prefix_caching": pick("rollout", r.prefix_caching, "prefix_caching", group),
         }
     )
-    train = plan.train.model_copy(
+    train = t.model_copy(
         update={
-            "gpus": plan.train.gpus or gpus,
-            "pp": plan.train.pp or 1,
-            "cp": plan.train.cp or 1,
-            "ep": plan.train.ep or 1,
-            "etp": plan.train.etp or plan.train.tp,
+            "gpus": pick("train", t.gpus, "gpus", gpus),
+            "pp": pick("train", t.pp, "pp", 1),
+            "cp": pick("train", t.cp, "cp", 1),
+            "ep": pick("train", t.ep, "ep", 1),
+            "etp": pick("train", t.etp, "etp", t.tp),
+            "offload": pick("train", t.offload, "offload", Offload()),
         }
     )
-    staleness = plan.max_staleness or (1 if plan.execution != "sync" else None)
+    chosen = [c.replace("offload=phase=False optimizer=0.0 params=False frozen=False",
+                        "offload=none") for c in chosen]  # fmt: skip
+    staleness = plan.max_staleness
+    if staleness is None and plan.execution != "sync":
+        staleness = 1
+        chosen.append("plan.max_staleness=1")
     fixed = plan.model_copy(update={"rollout": rollout, "train": train, "max_staleness": staleness})
-    return dataclasses.replace(resolved, scenario=s.model_copy(update={"plan": fixed}))
+    return dataclasses.replace(resolved, scenario=s.model_copy(update={"plan": fixed})), chosen
 
 
 @cli.group()

@@ -79,6 +79,18 @@ PLAN_FACTS = (
         )
     ),
     Fact("plan.train.recompute", "text", "activation recomputation", RECOMPUTE),
+    Fact("plan.rollout.attention_dp", "number", "DP-attention groups per rollout engine"),
+    Fact("plan.rollout.fp8", "bool", "the rollout engine runs fp8 weights"),
+    Fact("plan.train.fp8", "bool", "training matmuls run in fp8"),
+    Fact("plan.train.lora_rank", "number", "LoRA adapter rank (0: every weight trained)"),
+    Fact("plan.train.offload_phase", "bool", "trained state parked on the host between phases"),
+    Fact("plan.train.offload_optimizer", "number", "share of Adam on the CPU"),
+    Fact("plan.train.offload_params", "bool", "parameters streamed from the host per layer"),
+    Fact("plan.train.offload_frozen", "bool", "reference / reward weights parked while training"),
+    *(
+        Fact(f"plan.pools.{m}", "number", f"GPUs of the {m} model's own pool (0: shared)")
+        for m in ("critic", "reference", "reward")
+    ),
     Fact("plan.step_seconds", "number", "estimated seconds per RL step"),
     Fact("plan.memory.rollout_gib", "number", "estimated memory per rollout GPU, GiB"),
     Fact("plan.memory.train_gib", "number", "estimated memory per training GPU, GiB"),
@@ -102,9 +114,7 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
         "cluster.nodes": s.cluster.nodes,
         "cluster.gpus_per_node": s.cluster.gpus_per_node,
         "cluster.memory_gib": acc.memory_gib,
-        "cluster.scale_up_domain": min(
-            acc.scale_up_domain_gpus or s.cluster.gpus_per_node, s.cluster.gpus_per_node
-        ),
+        "cluster.scale_up_domain": resolved.domain_gpus,
         "cluster.scale_out_gbps_per_gpu": scale_out,
         "model.params_b": policy.params_total / 1e9,
         "model.active_params_b": policy.params_active / 1e9,

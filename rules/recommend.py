@@ -25,8 +25,12 @@ from rules.engine import CompiledRule
 from rules.facts import STAGES, scenario_facts
 from rules.scenario import Resolved
 from rules.search import (
+    HEAVY_OFFLOADS,
+    NO_OFFLOAD,
+    PHASE_OFFLOAD,
     Split,
     executions,
+    offload_options,
     prefix_caching_options,
     rollout_layouts,
     splits,
@@ -77,10 +81,9 @@ def _cost(resolved: Resolved, table: PlanTable) -> CostTable:
         needs=Needs.of(resolved.algorithm),
         critic=resolved.critic,
         reward=resolved.reward,
-        gpus_per_node=s.cluster.gpus_per_node,
-        scale_out_gbps_per_gpu=s.cluster.scale_out_gbps_per_gpu,
         efficiency=s.efficiency,
         check=False,
+        **resolved.cost_options(),
     )
 
 
@@ -95,10 +98,17 @@ def plan_facts(table: PlanTable, costs: CostTable | None = None) -> dict[str, An
         "plan.train.recompute": np.asarray(RECOMPUTE)[table.train_recompute],
     }
     for pool in ("rollout", "train"):
-        for degree in ("gpus", "tp", "pp", "ep", "etp", "dp", "cp", "zero"):
+        for degree in ("gpus", "tp", "pp", "ep", "etp", "dp", "cp", "zero", "attention_dp"):
             column = getattr(table, f"{pool}_{degree}", None)
             if column is not None:
                 facts[f"plan.{pool}.{degree}"] = column
+    facts["plan.rollout.fp8"] = table.rollout_fp8
+    facts["plan.train.fp8"] = table.train_fp8
+    facts["plan.train.lora_rank"] = table.train_lora_rank
+    for kind in ("phase", "optimizer", "params", "frozen"):
+        facts[f"plan.train.offload_{kind}"] = getattr(table, f"offload_{kind}")
+    for model in ("critic", "reference", "reward"):
+        facts[f"plan.pools.{model}"] = getattr(table, f"{model}_gpus")
     if costs is not None:
         facts["plan.step_seconds"] = costs.step_seconds
         facts["plan.memory.rollout_gib"] = costs.memory_rollout_gib
@@ -118,18 +128,36 @@ def _stack(values: list[Any], lengths: list[int]) -> np.ndarray:
     )
 
 
-def _table(rows: Mapping[str, Any]) -> PlanTable:
-    return PlanTable.from_arrays(**rows)
-
-
-ROLLOUT_COLUMNS = ("gpus", "tp", "pp", "ep")
-TRAIN_COLUMNS = ("gpus", "tp", "pp", "cp", "ep", "etp", "zero", "recompute")
+ROLLOUT_COLUMNS = ("gpus", "tp", "pp", "ep", "attention_dp")
+TRAIN_COLUMNS = (
+    "gpus", "tp", "pp", "cp", "ep", "etp", "zero", "recompute",
+    "offload_phase", "offload_optimizer", "offload_params", "offload_frozen",
+)  # fmt: skip
 
 
 def pool_columns(pool: str, layout: Mapping[str, Any]) -> dict[str, Any]:
-    """A pool's layout columns as `PlanTable.from_arrays` keywords (`train_tp=...`)."""
+    """A pool's layout columns as `PlanTable.from_arrays` keywords (`train_tp=...`; the
+    offload columns keep their own names); columns a layout lacks keep their defaults."""
     names = ROLLOUT_COLUMNS if pool == "rollout" else TRAIN_COLUMNS
-    return {f"{pool}_{name}": layout[name] for name in names}
+    return {
+        name if name.startswith("offload_") else f"{pool}_{name}": layout[name]
+        for name in names
+        if name in layout
+    }
+
+
+def fixed_columns(resolved: Resolved) -> dict[str, Any]:
+    """Plan fields the search never varies (precision, LoRA, models' own pools): the run's
+    decisions, as the scenario gives them."""
+    plan = resolved.scenario.plan
+    return {
+        "rollout_fp8": plan.rollout.precision == "fp8",
+        "train_fp8": plan.train.precision == "fp8",
+        "train_lora_rank": plan.train.lora_rank or 0,
+        "critic_gpus": plan.pools.critic or 0,
+        "reference_gpus": plan.pools.reference or 0,
+        "reward_gpus": plan.pools.reward or 0,
+    }
 
 
 def _reference_rollout_tp(gpus: int, per_node: int) -> int:
@@ -155,7 +183,12 @@ class Recommender:
         self.facts = scenario_facts(resolved)
         self.usable_gib = resolved.accelerator.memory_gib * DEFAULT_OVERHEADS.usable_memory_fraction
         self.search = Search()
-        self._least_overflow: dict[str, float] = {}
+        self.fixed = fixed_columns(resolved)
+        self.colocated_offloads = offload_options(resolved, (NO_OFFLOAD, PHASE_OFFLOAD))
+        self.train_offloads = offload_options(resolved, (NO_OFFLOAD,))
+        self.offload_fallback = False
+        """Set when no plan fitted without a CPU optimizer or streamed parameters."""
+        self._tightest: tuple[float, dict[str, Any]] | None = None
         self.level: dict[str, str] = {}
         for rule in rules:
             used = rule.applies.names | rule.condition.names
@@ -201,8 +234,10 @@ class Recommender:
         of pair k stands for (the other pool's layouts times the execution modes)."""
         r = self.resolved
         per_node = r.scenario.cluster.gpus_per_node
-        enumerate_layouts = rollout_layouts if pool == "rollout" else train_layouts
-        per_size = [enumerate_layouts(r, size) for size, _ in sizes]
+        if pool == "rollout":
+            per_size = [rollout_layouts(r, size) for size, _ in sizes]
+        else:
+            per_size = [train_layouts(r, size, self.train_offloads) for size, _ in sizes]
         counts = np.array([len(layouts["tp"]) for layouts in per_size])
         out: dict[int, dict[str, np.ndarray]] = {}
         feasible: dict[int, int] = {}
@@ -229,22 +264,27 @@ class Recommender:
             reference = {"gpus": other, "tp": tps, "pp": 1, "ep": 1}
             rows = {**pool_columns("rollout", reference), **pool_columns("train", layouts)}
         rows.update(placement=np.full(n, "disaggregated"), execution="sync")
-        table = _table(rows)
+        table = PlanTable.from_arrays(**rows, **self.fixed)
         weight = np.asarray(weights)[group]
         alive = self._reject(self._env(table), n, pool, weight)
         keep = np.flatnonzero(alive)
         if not keep.size:
             return out, feasible
         costs = _cost(r, table.take(keep))
+        overflows = costs.pool_overflow_gib
         if pool == "rollout":
             seconds = costs.stages["rollout"].seconds
-            memory = costs.memory_rollout_gib
+            excess = overflows["rollout"]
         else:
-            seconds = costs.stages["training"].seconds + costs.stages["preparation"].seconds
-            memory = costs.memory_train_gib
-        fits = (memory <= self.usable_gib) | (not self.enforce_memory)
+            seconds = (
+                costs.stages["training"].seconds
+                + costs.stages["preparation"].seconds
+                + costs.stages["switch"].seconds
+            )
+            excess = np.max([v for k, v in overflows.items() if k != "rollout"], axis=0)
+        fits = (excess <= 0.0) | (not self.enforce_memory)
         self.search.rejected["memory"] += int(weight[keep][~fits].sum())
-        self._note_overflow(memory - self.usable_gib, pool)
+        self._note_closest(costs, ~fits, excess)
         ok = keep[fits]
         order = ok[np.lexsort((seconds[fits], group[ok]))]
         for k, (size, _) in enumerate(sizes):
@@ -253,19 +293,21 @@ class Recommender:
             out[size] = {key: v[mine[:SHORTLIST]] for key, v in layouts.items()}
         return out, feasible
 
-    def _note_overflow(self, excess: np.ndarray, pool: str) -> None:
-        excess = excess[excess > 0]
-        if excess.size:
-            least = float(excess.min())
-            current = self._least_overflow.get(pool)
-            if current is None or least < current:
-                self._least_overflow[pool] = least
+    def _note_closest(self, costs: CostTable, failing: np.ndarray, excess: np.ndarray) -> None:
+        """Keep the plan that misses the memory by the least, to explain a failed search."""
+        rows = np.flatnonzero(failing)
+        if not rows.size:
+            return
+        i = int(rows[np.argmin(excess[rows])])
+        if self._tightest is None or float(excess[i]) < self._tightest[0]:
+            self._tightest = (float(excess[i]), costs.row(i))
 
     # -- candidates ------------------------------------------------------------------------
 
     def _colocated_rows(self, split: Split) -> list[dict[str, Any]]:
         r = self.resolved
-        ro, tr = rollout_layouts(r, split.rollout_gpus), train_layouts(r, split.train_gpus)
+        ro = rollout_layouts(r, split.rollout_gpus)
+        tr = train_layouts(r, split.train_gpus, self.colocated_offloads)
         modes = executions("colocated", r.scenario.plan)
         prefixes = prefix_caching_options(r)
         nr, nt = len(ro["tp"]), len(tr["tp"])
@@ -312,7 +354,7 @@ class Recommender:
         modes = executions("disaggregated", r.scenario.plan)
         prefixes = prefix_caching_options(r)
         per_layout = len(modes) * len(prefixes)
-        n_train = [len(train_layouts(r, s.train_gpus)["tp"]) for s in chosen]
+        n_train = [len(train_layouts(r, s.train_gpus, self.train_offloads)["tp"]) for s in chosen]
         n_roll = [len(rollout_layouts(r, s.rollout_gpus)["tp"]) for s in chosen]
         self.search.candidates += sum(a * b for a, b in zip(n_roll, n_train, strict=True)) * (
             per_layout
@@ -353,6 +395,22 @@ class Recommender:
     # -- the whole search ------------------------------------------------------------------
 
     def run(self) -> tuple[CostTable, dict[str, np.ndarray]]:
+        """Search without heavy offload; where memory rejects every plan and the scenario
+        leaves offload open, search again with a CPU optimizer or streamed parameters."""
+        try:
+            return self._run_round()
+        except NoFeasiblePlan:
+            memory_bound = self.search.rejected.most_common(1)[:1] == [
+                ("memory", self.search.rejected["memory"])
+            ]
+            if not memory_bound or self.resolved.scenario.plan.train.offload is not None:
+                raise
+        self.offload_fallback = True
+        self.colocated_offloads = HEAVY_OFFLOADS
+        self.train_offloads = tuple(o.model_copy(update={"phase": False}) for o in HEAVY_OFFLOADS)
+        return self._run_round()
+
+    def _run_round(self) -> tuple[CostTable, dict[str, np.ndarray]]:
         start = time.perf_counter()
         vetoing_rule = self._scenario_rejection()
         rows: list[dict[str, Any]] = []
@@ -375,7 +433,7 @@ class Recommender:
             raise NoFeasiblePlan(self._binding())
         lengths = [len(p["placement"]) for p in rows]
         merged = {k: _stack([p[k] for p in rows], lengths) for k in rows[0]}
-        table = _table(merged)
+        table = PlanTable.from_arrays(**merged, **self.fixed)
         n = len(table)
         colocated = table.placement == PLACEMENTS.index("colocated")
         env = self._env(table)
@@ -397,7 +455,7 @@ class Recommender:
         self.search.rejected["memory"] += int((alive & ~fits & colocated).sum())
         # A disaggregated combination of two fitting pools can still overflow (weight-sync
         # buffers); it is rejected too but was never counted as a candidate of its own.
-        self._note_overflow(costs.overflow_gib[alive & ~fits], "plan")
+        self._note_closest(costs, alive & ~fits, costs.overflow_gib)
         ok = np.flatnonzero(alive & fits)
         self.search.seconds = time.perf_counter() - start
         if not ok.size:
@@ -420,38 +478,62 @@ class Recommender:
         return None
 
     def _binding(self) -> str:
-        r = self.resolved
         if not self.search.rejected:
-            return "no candidate plan fits the fixed plan fields of the scenario"
+            return self._fixed_fields_binding()
         reason, count = self.search.rejected.most_common(1)[0]
         if reason == "memory":
-            state = self.facts["model.state_gib"]
-            capacity = r.gpus * self.usable_gib
-            smallest = math.ceil(state / self.usable_gib)
-            if self._least_overflow:
-                over = min(self._least_overflow.values())
-                closest = f"the closest layout needs {over:.1f} GiB more per GPU than"
-            else:
-                closest = "every layout needs more than"
-            states = f"the policy's weights, gradients and Adam states alone need {state:,.0f} GiB"
-            offered = f"{r.gpus} x {self.usable_gib:.1f} = {capacity:,.0f} GiB"
-            if state > capacity:
-                why = (
-                    f"{states}, the cluster offers {offered}; a cluster needs at least "
-                    f"{smallest} GPUs to hold them (smallest cluster)"
-                )
-            else:
-                why = (
-                    f"{states}, which fit the cluster's {offered} in total, so the per-GPU peak "
-                    "binds (activations, KV cache, or both stages' state when colocated); ZeRO "
-                    "sharding, finer model parallelism, full recomputation or shorter sequences "
-                    "lower it"
-                )
-            return f"no plan fits in memory: {closest} the {self.usable_gib:.1f} GiB usable; {why}"
+            return self._memory_binding()
         rule = next(x for x in self.rules if x.id == reason)
         return (
             f"rule {reason} ({rule.record.title}) rejects {count} of "
             f"{self.search.candidates} candidates: {rule.record.statement}"
+        )
+
+    def _fixed_fields_binding(self) -> str:
+        """No candidate at all: name the fixed field that no pool size can host."""
+        plan = self.resolved.scenario.plan
+        chosen = splits(self.resolved)
+        for pool, fixed, degrees in (
+            ("rollout", plan.rollout, ("tp", "pp")),
+            ("train", plan.train, ("tp", "pp", "cp")),
+        ):
+            given = {d: getattr(fixed, d) for d in degrees if getattr(fixed, d)}
+            if not given:
+                continue
+            product = math.prod(given.values())
+            sizes = sorted({getattr(s, f"{pool}_gpus") for s in chosen})
+            if sizes and all(size % product for size in sizes):
+                named = " x ".join(f"plan.{pool}.{d}={v}" for d, v in given.items())
+                shown = ", ".join(str(x) for x in sizes[:8]) + (", ..." if len(sizes) > 8 else "")
+                return (
+                    f"{named} does not divide the {pool} GPUs of any placement this cluster "
+                    f"allows ({shown})"
+                )
+        if not chosen:
+            return (
+                "no split of the cluster matches the fixed placement and pool sizes "
+                "(plan.placement, plan.rollout.gpus, plan.train.gpus)"
+            )
+        return "no candidate plan fits the fixed plan fields of the scenario"
+
+    def _memory_binding(self) -> str:
+        r = self.resolved
+        state = self.facts["model.state_gib"]
+        capacity = r.gpus * self.usable_gib
+        head = "no plan fits in memory"
+        if state > capacity:
+            smallest = math.ceil(state / self.usable_gib)
+            head += (
+                f": the policy's weights, gradients and Adam states alone need {state:,.0f} GiB "
+                f"and the cluster's GPUs hold {r.gpus} x {self.usable_gib:.1f} = "
+                f"{capacity:,.0f} GiB; without offload a cluster needs at least {smallest} GPUs"
+            )
+        if self._tightest is None:
+            return head
+        _, plan = self._tightest
+        tried = " (a CPU optimizer and streamed parameters were tried too)"
+        return f"{head}; closest plan: {memory_shortfall(plan, self.usable_gib)}" + (
+            tried if self.offload_fallback else ""
         )
 
     # -- output ----------------------------------------------------------------------------
@@ -483,6 +565,66 @@ class Recommender:
             if all(group & claimed for group in needed):
                 supported.append(fw.id)
         return sorted(supported)
+
+
+TERM_NAMES = {
+    "weights": "weights",
+    "gradients": "gradients",
+    "optimizer": "Adam states",
+    "frozen_models": "reference/reward weights",
+    "zero3_gather": "ZeRO-3 gathered layer",
+    "activations": "activations",
+    "kv_cache": "KV cache of the longest sequence",
+    "workspace": "engine workspace",
+    "trainer_state": "trainer state kept during rollout",
+    "offloaded_state_per_node": "offloaded state",
+}
+
+REMEDIES = {
+    "optimizer": "a CPU optimizer (plan.train.offload.optimizer: 1), ZeRO-1 or more data "
+    "parallelism, or more GPUs",
+    "gradients": "ZeRO-2/3 or more GPUs",
+    "weights": "more tensor/pipeline/expert parallelism, ZeRO-3, streamed parameters "
+    "(plan.train.offload.params) or more GPUs",
+    "frozen_models": "parking them while training (plan.train.offload.frozen) or a pool of "
+    "their own (plan.pools)",
+    "activations": "full recomputation, context parallelism or shorter sequences",
+    "kv_cache": "more rollout tensor parallelism, DP attention or a shorter max_response_tokens",
+    "trainer_state": "phase offload (plan.train.offload.phase)",
+    "zero3_gather": "more tensor parallelism",
+    "workspace": "a larger rollout tensor group",
+    "offloaded_state_per_node": "less offload, more nodes or a node with more host memory "
+    "(cluster.host_memory_gib_per_node)",
+}
+
+
+def memory_shortfall(plan: Mapping[str, Any], usable_gib: float) -> str:
+    """Which pool of a costed plan overflows, by how much, its largest term, and what would
+    make it fit: the sentence a memory failure ends with."""
+    over = plan["pool_overflow_gib"]
+    pool = max(over, key=lambda k: over[k])
+    terms = plan["memory_breakdown_gib"][pool]
+    term = max(terms, key=lambda k: terms[k])
+    listed = ", ".join(f"{TERM_NAMES[k]} {v:.1f}" for k, v in terms.items() if v >= 0.05)
+    where = "per node of host memory" if pool == "host" else "per GPU"
+    limit = "" if pool == "host" else f" (usable {usable_gib:.1f} GiB)"
+    return (
+        f"{_describe(plan)} overflows the {pool} pool by {over[pool]:.1f} GiB {where}{limit}; "
+        f"GiB there: {listed}; largest: {TERM_NAMES[term]}; it would fit with "
+        f"{REMEDIES[term]}"
+    )
+
+
+def _describe(plan: Mapping[str, Any]) -> str:
+    ro, tr = plan["rollout"], plan["train"]
+    offload = [k for k, v in tr["offload"].items() if v]
+    rollout = f"rollout {ro['gpus']} GPUs tp {ro['tp']} pp {ro['pp']} ep {ro['ep']}"
+    train = (
+        f"train {tr['gpus']} GPUs tp {tr['tp']} pp {tr['pp']} cp {tr['cp']} ep {tr['ep']} "
+        f"zero {tr['zero']} recompute {tr['recompute']}"
+    )
+    shown = f" offload {'+'.join(offload)}" if offload else ""
+    return f"{plan['placement']} {plan['execution']}, {rollout}, {train}{shown}"
 
 
 def rank(

@@ -28,6 +28,9 @@ from kb.schema import (
     Scenario,
 )
 
+RACK_SCALE = 8
+"""Scale-up domains larger than an 8-GPU board span several nodes (NVL72 racks of trays)."""
+
 
 class InputError(ValueError):
     """The scenario is wrong; the message names the field and why."""
@@ -47,10 +50,37 @@ class Resolved:
     algorithm: Algorithm
     samples_per_prompt: int
     max_response_tokens: int
+    notes: tuple[str, ...] = ()
+    """What resolution accepted with a caveat (a context beyond the model's record)."""
 
     @property
     def gpus(self) -> int:
         return self.scenario.cluster.gpus
+
+    @property
+    def domain_gpus(self) -> int:
+        """The scale-up domain: as given; else the accelerator's own when that is rack-scale
+        (NVL72: 72 GPUs over trays of 4) or smaller than the node; else the node."""
+        cluster = self.scenario.cluster
+        if cluster.scale_up_domain_gpus:
+            return cluster.scale_up_domain_gpus
+        own, node = self.accelerator.scale_up_domain_gpus, cluster.gpus_per_node
+        if own and own < node:
+            return own
+        if own and own > RACK_SCALE and own % node == 0:
+            return min(own, cluster.gpus)
+        return node
+
+    def cost_options(self) -> dict[str, Any]:
+        """The cluster keywords of `cost.evaluate`."""
+        cluster = self.scenario.cluster
+        return {
+            "gpus_per_node": cluster.gpus_per_node,
+            "scale_out_gbps_per_gpu": cluster.scale_out_gbps_per_gpu,
+            "domain_gpus": self.domain_gpus,
+            "host_link_gbytes_per_s": cluster.host_link_gbytes_per_s,
+            "host_memory_gib_per_node": cluster.host_memory_gib_per_node,
+        }
 
 
 def read_mapping(path: Path) -> dict[str, Any]:
@@ -153,13 +183,41 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         )
     longest = workload.max_response_tokens or workload.response_tokens
     context = workload.prompt_tokens + longest
+    notes: list[str] = []
+    configured = models.context_tokens
     for role, arch in (("policy", policy), ("critic", critic), ("reward", reward)):
-        if arch is not None and context > arch.max_context_tokens:
+        if arch is None or context <= arch.max_context_tokens:
+            continue
+        if configured is None:
             raise InputError(
                 f"workload.max_response_tokens: prompt ({workload.prompt_tokens}) + longest "
                 f"response ({longest}) = {context} tokens exceeds the {role} model's context of "
-                f"{arch.max_context_tokens} tokens"
+                f"{arch.max_context_tokens} tokens; if the run extends it (RoPE scaling or an "
+                "overridden max_position_embeddings, as some recipes do), set "
+                "models.context_tokens"
             )
+        notes.append(
+            f"the {role} model's record gives a context of {arch.max_context_tokens} tokens; "
+            f"the run configures {configured} (models.context_tokens), so sequences of "
+            f"{context} tokens are costed as given: quality beyond the trained context is the "
+            "run's own risk"
+        )
+    if configured is not None and context > configured:
+        raise InputError(
+            f"workload.max_response_tokens: prompt + longest response = {context} tokens "
+            f"exceeds models.context_tokens ({configured})"
+        )
+    fp8 = scenario.plan.rollout.precision == "fp8" or scenario.plan.train.precision == "fp8"
+    if fp8 and not accelerator.fp8_dense_tflops:
+        raise InputError(
+            f"plan: fp8 precision needs fp8 matmuls, and {accelerator_id} has no fp8 figure; "
+            "use bf16"
+        )
+    if scenario.plan.train.lora_rank and policy.moe:
+        notes.append(
+            "LoRA adapters are costed on the attention and dense MLP layers; routed experts "
+            "stay frozen"
+        )
     _check_fixed_plan(scenario)
     return Resolved(
         scenario,
@@ -172,12 +230,14 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         algorithm,
         samples,
         longest,
+        tuple(notes),
     )
 
 
 def _check_fixed_layouts(scenario: Scenario) -> None:
     """Fixed degrees that cannot factorise their pool, named before any search runs."""
-    plan, gpus = scenario.plan, scenario.cluster.gpus
+    plan = scenario.plan
+    gpus = scenario.cluster.gpus - plan.pools.total
     train = plan.train
     if train.etp and train.tp and train.tp % train.etp:
         raise InputError(
@@ -211,13 +271,20 @@ def _check_fixed_layouts(scenario: Scenario) -> None:
 
 def _check_fixed_plan(scenario: Scenario) -> None:
     """What no rule can judge: fixed numbers that contradict the cluster or each other."""
-    gpus = scenario.cluster.gpus
     plan = scenario.plan
+    # Models on their own pools take their GPUs first; rollout and training share the rest.
+    gpus = scenario.cluster.gpus - plan.pools.total
+    if gpus < 1:
+        raise InputError(
+            f"plan.pools: the critic, reference and reward pools take {plan.pools.total} of "
+            f"the cluster's {scenario.cluster.gpus} GPUs, leaving none for rollout and training"
+        )
     for pool_name, pool in (("rollout", plan.rollout), ("train", plan.train)):
         pool_gpus = pool.gpus or gpus
         if pool.gpus is not None and pool.gpus > gpus:
             raise InputError(
-                f"plan.{pool_name}.gpus: {pool.gpus} exceeds the cluster's {gpus} GPUs"
+                f"plan.{pool_name}.gpus: {pool.gpus} exceeds the {gpus} GPUs "
+                + ("left beside the models' own pools" if plan.pools.total else "of the cluster")
             )
         for degree in ("tp", "pp", "cp", "ep", "etp"):
             value = getattr(pool, degree, None)
@@ -236,7 +303,20 @@ def _check_fixed_plan(scenario: Scenario) -> None:
     if plan.placement == "disaggregated" and rollout and train and rollout + train > gpus:
         raise InputError(
             f"plan: disaggregated pools need rollout.gpus + train.gpus "
-            f"({rollout} + {train}) <= the cluster's {gpus} GPUs"
+            f"({rollout} + {train}) <= the {gpus} GPUs "
+            + ("left beside the models' own pools" if plan.pools.total else "of the cluster")
+        )
+    attention_dp, rollout_tp = plan.rollout.attention_dp, plan.rollout.tp
+    if attention_dp and rollout_tp and rollout_tp % attention_dp:
+        raise InputError(
+            f"plan.rollout.attention_dp: {attention_dp} does not divide plan.rollout.tp "
+            f"({rollout_tp}); each attention group takes tp / attention_dp of the engine's GPUs"
+        )
+    offload = plan.train.offload
+    if offload and offload.params and plan.train.zero is not None and plan.train.zero < 3:
+        raise InputError(
+            f"plan.train.offload.params: streaming parameters from the host needs them "
+            f"sharded (zero 3), but plan.train.zero is {plan.train.zero}"
         )
     if plan.max_staleness is not None and plan.execution in ("sync",):
         raise InputError(

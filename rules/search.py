@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cost.plans import expert_ranks
-from kb.schema import Plan
+from kb.schema import Offload, Plan
 from rules.scenario import Resolved
 
 MAX_STALENESS = (1, 2, 4)
@@ -39,12 +39,18 @@ class Split:
 
 
 def splits(resolved: Resolved) -> list[Split]:
-    """Colocated on all GPUs; disaggregated at every node split (or GPU split in one node)."""
+    """Colocated on all GPUs; disaggregated at every node split (or GPU split in one node),
+    and at any split the plan fixes (verl's 4 rollout : 12 training GPUs over two nodes).
+    GPUs given to models' own pools are set aside first."""
     cluster, plan = resolved.scenario.cluster, resolved.scenario.plan
-    gpus, per_node = cluster.gpus, cluster.gpus_per_node
+    gpus, per_node = cluster.gpus - plan.pools.total, cluster.gpus_per_node
     found = [Split("colocated", gpus, gpus)]
     unit = per_node if cluster.nodes > 1 else 1
-    found += [Split("disaggregated", g, gpus - g) for g in range(unit, gpus, unit)]
+    sizes = set(range(unit, gpus, unit))
+    fixed = plan.rollout.gpus or (gpus - plan.train.gpus if plan.train.gpus else None)
+    if fixed and 0 < fixed < gpus:
+        sizes.add(fixed)
+    found += [Split("disaggregated", g, gpus - g) for g in sorted(sizes)]
     keep = []
     for split in found:
         if plan.placement and split.placement != plan.placement:
@@ -84,16 +90,36 @@ def rollout_layouts(resolved: Resolved, gpus: int) -> dict[str, np.ndarray]:
     tps = _choices(fixed.tp, powers_of_two(min(gpus, 2 * resolved.scenario.cluster.gpus_per_node)))
     pps = _choices(fixed.pp, [p for p in (1, 2, 4) if p <= gpus])
     eps = _choices(fixed.ep, powers_of_two(min(gpus, moe.experts)) if moe else [1])
+    attention_dp = fixed.attention_dp or 1
     rows = [
-        (tp, pp, ep, gpus // (tp * pp))
+        (tp, pp, ep, gpus // (tp * pp), attention_dp)
         for tp, pp, ep in itertools.product(tps, pps, eps)
-        if gpus % (tp * pp) == 0 and ep <= gpus and gpus % ep == 0
+        if gpus % (tp * pp) == 0 and ep <= gpus and gpus % ep == 0 and tp % attention_dp == 0
     ]
-    return _columns(("tp", "pp", "ep", "dp"), rows, gpus)
+    return _columns(("tp", "pp", "ep", "dp", "attention_dp"), rows, gpus)
 
 
-def train_layouts(resolved: Resolved, gpus: int) -> dict[str, np.ndarray]:
-    """Every (tp, pp, cp, ep, etp, zero, recompute) that factorises `gpus` GPUs.
+NO_OFFLOAD = Offload()
+PHASE_OFFLOAD = Offload(phase=True, frozen=True)
+"""What verl's colocated recipes do: trained state parked during the rollout, the reference
+parked while training."""
+HEAVY_OFFLOADS = (
+    Offload(phase=True, optimizer=1.0, frozen=True),
+    Offload(phase=True, params=True, frozen=True),
+)
+"""Tried only where nothing fits without them: a CPU optimizer (DeepSpeed adam_offload,
+Megatron optimizer_cpu_offload) and streamed parameters (FSDP2 offload_policy)."""
+
+
+def offload_options(resolved: Resolved, choices: tuple[Offload, ...]) -> tuple[Offload, ...]:
+    fixed = resolved.scenario.plan.train.offload
+    return (fixed,) if fixed is not None else choices
+
+
+def train_layouts(
+    resolved: Resolved, gpus: int, offloads: tuple[Offload, ...] = (NO_OFFLOAD,)
+) -> dict[str, np.ndarray]:
+    """Every (tp, pp, cp, ep, etp, zero, recompute, offload) that factorises `gpus` GPUs.
 
     An MoE's experts keep the dense layers' tensor parallelism (etp = tp, ep out of dp x cp)
     or, for an ep larger than that allows, are folded whole over the tensor ranks too (etp = 1,
@@ -117,8 +143,20 @@ def train_layouts(resolved: Resolved, gpus: int) -> dict[str, np.ndarray]:
         etp = fixed.etp or (1 if moe and (dp * cp) % ep else tp)
         if tp % etp or expert_ranks(dp, cp, tp, etp) % ep:
             continue
-        rows += [(tp, pp, cp, ep, etp, dp, z, r) for z in zeros for r in recomputes]
-    return _columns(("tp", "pp", "cp", "ep", "etp", "dp", "zero", "recompute"), rows, gpus)
+        rows += [
+            (tp, pp, cp, ep, etp, dp, z, r, o.phase, o.optimizer, o.params, o.frozen)
+            for z in zeros
+            for r in recomputes
+            for o in offloads
+            if z == 3 or not o.params  # streaming needs ZeRO-3 shards
+        ]
+    return _columns(TRAIN_LAYOUT_COLUMNS, rows, gpus)
+
+
+TRAIN_LAYOUT_COLUMNS = (
+    "tp", "pp", "cp", "ep", "etp", "dp", "zero", "recompute",
+    "offload_phase", "offload_optimizer", "offload_params", "offload_frozen",
+)  # fmt: skip
 
 
 def _columns(names: tuple[str, ...], rows: list[tuple], gpus: int) -> dict[str, np.ndarray]:

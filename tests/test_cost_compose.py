@@ -44,22 +44,23 @@ def test_colocated_stages_add_up_with_the_switch() -> None:
 
 
 def test_disaggregated_sync_takes_turns_and_reports_idle_time() -> None:
-    assert step(DISAGGREGATED, SYNC) == 100 + 20 + 50 + 5
+    # The switch (offload traffic) is the trainer's in any placement.
+    assert step(DISAGGREGATED, SYNC) == 100 + 20 + 50 + 3 + 5
     timing = compose_step(
         np.array([DISAGGREGATED]), np.array([SYNC]), np.array([1]),
         ROLLOUT, PREP, TRAIN, SYNC_STAGE, SWITCH,
     )  # fmt: skip
-    assert timing.rollout_idle[0] == 175 - 105  # waits for preparation and training
-    assert timing.train_idle[0] == 175 - 75  # waits for the rollout
+    assert timing.rollout_idle[0] == 178 - 105  # waits for the trainer
+    assert timing.train_idle[0] == 178 - 78  # waits for the rollout
 
 
 def test_one_step_off_overlaps_the_pools_and_exposes_the_sync() -> None:
-    assert step(DISAGGREGATED, ONE_STEP_OFF) == max(100, 20 + 50) + 5
+    assert step(DISAGGREGATED, ONE_STEP_OFF) == max(100, 20 + 50 + 3) + 5
 
 
 def test_async_amortises_the_rollout_tail_over_the_staleness() -> None:
     # streamed rollout: max(W/p, T - D + D/k) = max(60, 100 - 50 + 50/2) = 75 at k = 2
-    assert step(DISAGGREGATED, ASYNC, 2) == max(75, 70) + 5
+    assert step(DISAGGREGATED, ASYNC, 2) == max(75, 73) + 5
     # k = 1 is one-step-off; a large k never goes below the work W/p = 60
     assert step(DISAGGREGATED, ASYNC, 1) == step(DISAGGREGATED, ONE_STEP_OFF)
     streamed = streamed_rollout(ROLLOUT, np.array([16.0]))

@@ -177,8 +177,9 @@ def test_row_has_the_design_json_keys() -> None:
         row = json.loads(json.dumps(r.row(i)))
         assert {"placement", "execution", "rollout", "train", "step_seconds", "tokens_per_second",
                 "stages", "memory_gib_per_gpu", "bottleneck"} <= row.keys()  # fmt: skip
-        assert set(row["rollout"]) == {"gpus", "tp", "pp", "dp", "ep"}
-        train_keys = {"gpus", "tp", "pp", "cp", "dp", "ep", "etp", "zero", "recompute"}
+        assert set(row["rollout"]) == {"gpus", "tp", "pp", "dp", "ep", "attention_dp", "precision"}
+        train_keys = {"gpus", "tp", "pp", "cp", "dp", "ep", "etp", "zero", "recompute",
+                      "precision", "lora_rank", "offload"}  # fmt: skip
         assert set(row["train"]) == train_keys
         assert set(row["memory_gib_per_gpu"]) == {"rollout", "train"}
         names = [s["name"] for s in row["stages"]]

@@ -1,4 +1,4 @@
-"""Memory per GPU: ZeRO stages, Korthikanti activations, KV capacity, colocated offload."""
+"""Memory per GPU: ZeRO stages, Korthikanti activations, KV capacity, offload, LoRA."""
 
 from __future__ import annotations
 
@@ -22,11 +22,10 @@ from cost.batch import Batch, Needs
 from cost.layouts import RolloutLayout, TrainLayout
 from cost.memory import (
     activation_bytes,
-    colocated_offload,
+    host_state_bytes,
     rollout_memory,
-    trained_state_bytes,
+    trained_state,
     training_memory,
-    zero_state_bytes,
 )
 from cost.overheads import DEFAULT_OVERHEADS
 from cost.plans import PlanTable
@@ -51,18 +50,15 @@ def train_layout(**fields: object) -> TrainLayout:
 def test_zero_stage_memory_by_hand(zero: int, expected: float) -> None:
     # Qwen2.5-7B, tp = pp = 1, ZeRO over dp = 8
     layout = train_layout(train_zero=zero)
-    got = trained_state_bytes(ModelFigures.of(QWEN25_7B), layout)[0]
+    got = trained_state(ModelFigures.of(QWEN25_7B), layout).total[0]
     assert got == pytest.approx(expected, rel=1e-12)
-    assert zero_state_bytes(np.array([P]), np.array([8.0]), np.array([zero]))[0] == pytest.approx(
-        expected
-    )
 
 
 def test_zero_shards_over_dp_times_cp_and_model_parallel_splits_first() -> None:
     # tp 2, cp 2 on 8 GPUs: dp 2, ZeRO-1 group dp * cp = 4; shard P / 2:
     # 4 * P/2 + 12 * P/2 / 4 = 2 P + 1.5 P = 3.5 P
     layout = train_layout(train_tp=2, train_cp=2, train_zero=1)
-    got = trained_state_bytes(ModelFigures.of(QWEN25_7B), layout)[0]
+    got = trained_state(ModelFigures.of(QWEN25_7B), layout).total[0]
     assert got == pytest.approx(3.5 * P, rel=1e-12)
 
 
@@ -73,15 +69,15 @@ def test_expert_states_shard_over_expert_data_parallel_group() -> None:
     layout = train_layout(train_ep=8, train_zero=1)
     expert = fig.expert_params / 8
     expected = 16 * expert + 4 * fig.dense_params + 12 * fig.dense_params / 8
-    assert trained_state_bytes(fig, layout)[0] == pytest.approx(expected, rel=1e-12)
+    assert trained_state(fig, layout).total[0] == pytest.approx(expected, rel=1e-12)
 
 
 @pytest.mark.parametrize(
     ("recompute", "per_layer"),
     [
-        # s = 4096 tokens, h = 3584, a = 28: s h (34 + 5 a s / h) = 4096 * 3584 * (34 + 160)
-        ("none", 4096 * 3584 * 194),  # 2,847,932,416 bytes
-        ("selective", 34 * 4096 * 3584),  # 499,122,176 bytes
+        # s = 4096 tokens, h = 3584, FlashAttention stores no score matrix: 34 s h either way
+        ("none", 34 * 4096 * 3584),  # 499,122,176 bytes
+        ("selective", 34 * 4096 * 3584),
         ("full", 2 * 4096 * 3584),  # 29,360,128 bytes
     ],
 )
@@ -92,7 +88,7 @@ def test_korthikanti_activations_by_hand(recompute: str, per_layer: int) -> None
     working = 34 * 4096 * 3584 if recompute == "full" else 0
     for tp in (1, 4):
         layout = train_layout(train_tp=tp, train_recompute=recompute)
-        got = activation_bytes(fig, layout, np.array([4096.0]), 4096.0, np.array([1.0]))[0]
+        got = activation_bytes(fig, layout, np.array([4096.0]), np.array([1.0]))[0]
         # sequence parallelism divides everything by tp; 28 layers, one micro-batch in flight
         assert got == pytest.approx((28 * per_layer + working + logits) / tp, rel=1e-12)
 
@@ -100,10 +96,10 @@ def test_korthikanti_activations_by_hand(recompute: str, per_layer: int) -> None
 def test_pipeline_keeps_pp_micro_batches_of_its_layers_in_flight() -> None:
     fig = ModelFigures.of(QWEN25_7B)
     flat = activation_bytes(
-        fig, train_layout(train_recompute="selective"), np.array([4096.0]), 4096.0, np.array([1.0])
+        fig, train_layout(train_recompute="selective"), np.array([4096.0]), np.array([1.0])
     )
     layout = train_layout(train_pp=4, train_recompute="selective")
-    staged = activation_bytes(fig, layout, np.array([4096.0]), 4096.0, np.array([4.0]))
+    staged = activation_bytes(fig, layout, np.array([4096.0]), np.array([4.0]))
     # 1F1B: 7 layers x 4 micro-batches on the first stage = 28 layers' worth, as without pp
     assert staged[0] == pytest.approx(flat[0], rel=1e-12)
 
@@ -124,21 +120,56 @@ def test_rollout_kv_capacity_by_hand() -> None:
     assert mem.minimum[0] == 2 * QWEN7B_PARAMS + GIB + 17408 * 57_344
 
 
-def test_colocated_offload_is_just_enough() -> None:
-    usable = np.array([70.0])
-    # 30 resident + 20 weights + 5 workspace + 25 wanted KV = 80: offload 10 of the 30
-    assert (
-        colocated_offload(np.array([30.0]), np.array([20.0]), 5.0, np.array([25.0]), usable)[0]
-        == 10
-    )
-    # everything fits: nothing moves; never more than there is
-    assert (
-        colocated_offload(np.array([10.0]), np.array([20.0]), 5.0, np.array([5.0]), usable)[0] == 0
-    )
-    assert (
-        colocated_offload(np.array([30.0]), np.array([60.0]), 5.0, np.array([25.0]), usable)[0]
-        == 30
-    )
+def test_offload_moves_the_terms_frameworks_move() -> None:
+    # Qwen2.5-7B on 8 GPUs, ZeRO-1, tp 1: on the GPU 2P weights + 2P gradients + 12P/8 Adam.
+    fig = ModelFigures.of(QWEN25_7B)
+    plain = trained_state(fig, train_layout(train_zero=1))
+    assert plain.optimizer[0] == pytest.approx(1.5 * P)
+    # A CPU optimizer for 60% keeps 40% of the Adam states (0.6 P) on the GPU; the host holds
+    # 60% of the fp32 master, moments and gradient: 0.6 x 16 P / 8 = 1.2 P.
+    cpu = train_layout(train_zero=1, offload_optimizer=0.6)
+    assert trained_state(fig, cpu).optimizer[0] == pytest.approx(0.6 * P)
+    assert trained_state(fig, cpu).weights[0] == plain.weights[0]
+    assert host_state_bytes(fig, cpu)[0] == pytest.approx(1.2 * P)
+    # Streamed parameters (ZeRO-3): nothing persists on the GPU; the host holds 18 P / 8.
+    streamed = train_layout(train_zero=3, offload_params=True)
+    assert trained_state(fig, streamed).total[0] == 0
+    assert host_state_bytes(fig, streamed)[0] == pytest.approx(18 * P / 8)
+
+
+def test_phase_offload_lowers_rollout_and_assessment_not_training() -> None:
+    wl = workload(prompts_per_step=128, samples_per_prompt=8, prompt_tokens=512,
+                  response_tokens=2048, max_response_tokens=8192)  # fmt: skip
+    batch, fig = Batch.of(wl, Needs()), ModelFigures.of(QWEN25_7B)
+    usable = 0.9 * 80 * GIB
+    yes = np.array([True])
+
+    def memory(**fields: object):  # type: ignore[no-untyped-def]
+        layout = train_layout(train_zero=1, train_recompute="full", **fields)
+        return training_memory([(fig, yes)], [(fig, yes)], layout, batch, usable, DEFAULT_OVERHEADS)
+
+    plain, phase = memory(), memory(offload_phase=True, offload_frozen=True)
+    assert phase.training[0] == pytest.approx(plain.training[0] - 2 * P)  # reference parked
+    # Kept during the rollout: 2P + 2P + 1.5P trained state and the 2P reference; none parked.
+    assert plain.resident[0] == pytest.approx(7.5 * P)
+    assert phase.resident[0] == 0
+    # Each step moves the trained state out and back and loads the reference once.
+    assert phase.switch[0] == pytest.approx(2 * 5.5 * P + 2 * P)
+    assert phase.assessment[0] < plain.assessment[0]
+
+
+def test_lora_trains_adapters_only() -> None:
+    # Rank 16 on Qwen2.5-7B: the adapters of every attention and MLP projection, per layer
+    # (3584 + 3584) + 2 (3584 + 512) + (3584 + 3584) + 3 (3584 + 18944) = 90,112 widths,
+    # x 28 layers x 16 = 40,370,176 parameters.
+    fig = ModelFigures.of(QWEN25_7B)
+    assert fig.lora_width == 28 * 90_112
+    layout = train_layout(train_zero=0, train_lora_rank=16)
+    state = trained_state(fig, layout)
+    adapters = 16 * 28 * 90_112
+    assert state.weights[0] == pytest.approx(2 * (P + adapters))
+    assert state.gradients[0] == pytest.approx(2 * adapters)
+    assert state.optimizer[0] == pytest.approx(12 * adapters)
 
 
 def test_micro_batches_shrink_to_fit_before_a_plan_is_infeasible() -> None:
@@ -153,7 +184,8 @@ def test_micro_batches_shrink_to_fit_before_a_plan_is_infeasible() -> None:
     batch = Batch.of(wl, Needs())
     fig = ModelFigures.of(QWEN25_7B)
     usable = 0.9 * 80 * GIB
-    mem = training_memory([fig], [fig], layout, batch, usable, DEFAULT_OVERHEADS)
+    yes = np.array([True])
+    mem = training_memory([(fig, yes)], [(fig, yes)], layout, batch, usable, DEFAULT_OVERHEADS)
     states = 16 * P / 8 + 2 * P / 8
     gathered = 2 * (P - 2 * 152_064 * 3584) / 28 * 7 / 8  # one layer's bf16 weights, 7/8 remote
     per_token = 34 * 3584 * 28 + 152_064 * 4
@@ -162,7 +194,9 @@ def test_micro_batches_shrink_to_fit_before_a_plan_is_infeasible() -> None:
     assert 14_800 < mem.micro_tokens[0] < 14_900
     assert mem.bytes[0] == pytest.approx(usable)
     # full recompute keeps 2 bytes per layer and token: the whole budget fits
-    full = training_memory([fig], [fig], train_layout(), batch, usable, DEFAULT_OVERHEADS)
+    full = training_memory(
+        [(fig, yes)], [(fig, yes)], train_layout(), batch, usable, DEFAULT_OVERHEADS
+    )
     assert full.micro_tokens[0] == 16_384 and full.bytes[0] < usable
     r = evaluate(H100, QWEN25_7B, wl, one_plan(rollout_tp=2, train_recompute="selective"))
     assert r.feasible[0]
@@ -239,11 +273,11 @@ def test_uneven_stages_hold_the_fullest_stages_weights() -> None:
     # Qwen2.5-7B's 28 layers over pp 3 (10 + 9 + 9): the state on a GPU is that of 10 layers'
     # share, more than a third of the model; over pp 4 (7 each) exactly a quarter.
     fig = ModelFigures.of(QWEN25_7B)
-    even = trained_state_bytes(fig, train_layout(train_pp=4, train_zero=0))[0]
+    even = trained_state(fig, train_layout(train_pp=4, train_zero=0)).total[0]
     assert even == pytest.approx(16 * P / 4, rel=1e-12)
-    uneven = trained_state_bytes(
+    uneven = trained_state(
         fig, train_layout(train_pp=3, train_zero=0, rollout_gpus=6, train_gpus=6)
-    )[0]
+    ).total[0]
     assert uneven == pytest.approx(16 * P * 10 / 28, rel=1e-12)
 
 
@@ -259,4 +293,4 @@ def test_folded_experts_split_over_tensor_ranks_too() -> None:
     dense = fig.dense_params / 2
     expected = 16 * fig.expert_params / 8 + 4 * dense + 12 * dense / 4
     for layout in (classic, folded):
-        assert trained_state_bytes(fig, layout)[0] == pytest.approx(expected, rel=1e-12)
+        assert trained_state(fig, layout).total[0] == pytest.approx(expected, rel=1e-12)
