@@ -552,6 +552,7 @@ def estimate(
     A plan that does not fit is still broken down, then reported as a failure (exit 1).
     """
     from rules.recommend import memory_shortfall
+    from rules.scenario import fill_plan_defaults
 
     resolved, catalog = load_scenario(scenario_file, flags, assignments, deployment)
     plan = resolved.scenario.plan
@@ -563,7 +564,7 @@ def estimate(
             f"estimate needs a fixed plan; missing: {', '.join(missing)} "
             "(or use `rlmguide recommend` to search)"
         )
-    resolved, chosen = _fill_plan_defaults(resolved)
+    resolved, chosen = fill_plan_defaults(resolved)
     recommender = _recommender(resolved, catalog, enforce_memory=False)
     result = _run(recommender, 1)
     result["chosen"] = chosen
@@ -577,54 +578,6 @@ def _get(plan: Any, dotted: str) -> Any:
     for part in dotted.split("."):
         plan = getattr(plan, part)
     return plan
-
-
-def _fill_plan_defaults(resolved: Any) -> tuple[Any, list[str]]:
-    """Degrees left out of a fixed plan are 1; staleness 1; prefix caching on for groups; no
-    offload. Returns the resolved scenario and the fields it chose, each as `path=value`."""
-    import dataclasses
-
-    from kb.schema import Offload
-
-    s = resolved.scenario
-    plan = s.plan
-    gpus = s.cluster.gpus - plan.pools.total
-    chosen: list[str] = []
-
-    def pick(pool: str, given: Any, name: str, value: Any) -> Any:
-        if given is not None:
-            return given
-        chosen.append(f"plan.{pool}.{name}={value}")
-        return value
-
-    r, t = plan.rollout, plan.train
-    group = resolved.samples_per_prompt > 1
-    rollout = r.model_copy(
-        update={
-            "gpus": pick("rollout", r.gpus, "gpus", gpus),
-            "pp": pick("rollout", r.pp, "pp", 1),
-            "ep": pick("rollout", r.ep, "ep", 1),
-            "prefix_caching": pick("rollout", r.prefix_caching, "prefix_caching", group),
-        }
-    )
-    train = t.model_copy(
-        update={
-            "gpus": pick("train", t.gpus, "gpus", gpus),
-            "pp": pick("train", t.pp, "pp", 1),
-            "cp": pick("train", t.cp, "cp", 1),
-            "ep": pick("train", t.ep, "ep", 1),
-            "etp": pick("train", t.etp, "etp", t.tp),
-            "offload": pick("train", t.offload, "offload", Offload()),
-        }
-    )
-    chosen = [c.replace("offload=phase=False optimizer=0.0 params=False frozen=False",
-                        "offload=none") for c in chosen]  # fmt: skip
-    staleness = plan.max_staleness
-    if staleness is None and plan.execution != "sync":
-        staleness = 1
-        chosen.append("plan.max_staleness=1")
-    fixed = plan.model_copy(update={"rollout": rollout, "train": train, "max_staleness": staleness})
-    return dataclasses.replace(resolved, scenario=s.model_copy(update={"plan": fixed})), chosen
 
 
 @cli.group()

@@ -66,7 +66,8 @@ def calibration_page(catalog: Catalog) -> str:
         "",
         "Each published measurement with a recorded setting is predicted by the cost core: "
         "the setting fixes what the publication reports, the rest of the plan is searched, "
-        "and the fastest plan's figure is compared with the reported one. Guidelines are not "
+        "and the fastest plan's figure is compared with the reported one; a published "
+        "deployment with a step time is costed as written. Guidelines are not "
         "applied and memory is not enforced here, since the publication shows the run "
         "happened.",
         "",
@@ -85,8 +86,9 @@ def calibration_page(catalog: Catalog) -> str:
             f"memory model says +{c.overflow_gib:.0f} GiB per GPU" if c.overflow_gib > 0 else ""
         )
         note = note.replace("|", "\\|")
+        page = f"{r.id}.md" if r.kind == "result" else f"../deployments/{r.id}.md"
         lines.append(
-            f"| [{r.id}]({r.id}.md) | {r.metric} | {r.value:,.1f} {r.unit} | {predicted} | "
+            f"| [{r.id}]({page}) | {r.metric} | {r.value:,.1f} {r.unit} | {predicted} | "
             f"{ratio} | {note} |"
         )
     return "\n".join([*lines, *_constants_section()]) + "\n"

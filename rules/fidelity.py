@@ -1,9 +1,13 @@
 """Calibration: the cost core's prediction for each published measurement with a setting.
 
 A result's scenario fixes what the publication reports; the rest of the plan is searched and
-the fastest plan's figure for the result's metric is the prediction. Guidelines are not
-applied and memory is not enforced: a published run is evidence that its layout ran, and the
-question here is only how well the time is predicted (memory overflow is reported beside it).
+the fastest plan's figure for the result's metric is the prediction. A deployment with a
+published step time is costed as written (its plan is complete). Guidelines are not applied
+and memory is not enforced: a published run is evidence that its layout ran, and the question
+here is only how well the time is predicted (memory overflow is reported beside it).
+
+`leave_one_out` judges the fitted constants honestly: each case is predicted with the grid
+point that fits all the other cases best, never with one chosen with it in view.
 """
 
 from __future__ import annotations
@@ -12,10 +16,11 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kb.schema import Result
+from cost.overheads import DEFAULT_OVERHEADS, Overheads
+from kb.schema import Deployment, Result, Scenario
 from kb.schema.records import Record
 from rules.recommend import NoFeasiblePlan, Recommender, recommend
-from rules.scenario import InputError, resolve
+from rules.scenario import InputError, fill_plan_defaults, resolve
 
 STAGE_OF_METRIC = {
     "rollout_seconds": "rollout",
@@ -27,8 +32,23 @@ MEASURABLE = {"step_seconds", "tokens_per_second", *STAGE_OF_METRIC}
 
 
 @dataclass(frozen=True)
+class Case:
+    """A published figure with the setting to predict it from."""
+
+    id: str
+    kind: str
+    """The record kind the figure comes from: result or deployment."""
+    metric: str
+    value: float
+    unit: str
+    scenario: Scenario
+    complete: bool
+    """The scenario fixes the whole plan (a deployment): cost it as written."""
+
+
+@dataclass(frozen=True)
 class Comparison:
-    result: Result
+    result: Case
     predicted: float | None
     problem: str | None = None
     overflow_gib: float = 0.0
@@ -38,11 +58,30 @@ class Comparison:
         return None if self.predicted is None else self.predicted / self.result.value
 
 
-def predict(result: Result, catalog: dict[str, dict[str, Record]]) -> Comparison:
-    if result.scenario is None:
-        return Comparison(result, None, "no setting recorded")
+def cases(catalog: dict[str, dict[str, Record]]) -> list[Case]:
+    """Every result with a setting and a time metric, and every deployment with a published
+    step time, by id."""
+    found = [
+        Case(r.id, "result", r.metric, r.value, r.unit, r.scenario, False)
+        for r in catalog["result"].values()
+        if isinstance(r, Result) and r.scenario is not None and r.metric in MEASURABLE
+    ]
+    found += [
+        Case(d.id, "deployment", "step_seconds", d.step_seconds, "s", d.scenario, True)
+        for d in catalog.get("deployment", {}).values()
+        if isinstance(d, Deployment) and d.step_seconds is not None
+    ]
+    return sorted(found, key=lambda c: c.id)
+
+
+def predict(
+    result: Case, catalog: dict[str, dict[str, Record]], overheads: Overheads = DEFAULT_OVERHEADS
+) -> Comparison:
     try:
-        recommender = Recommender(resolve(result.scenario, catalog), [], [], enforce_memory=False)
+        resolved = resolve(result.scenario, catalog)
+        if result.complete:
+            resolved, _ = fill_plan_defaults(resolved)
+        recommender = Recommender(resolved, [], [], enforce_memory=False, overheads=overheads)
         plan = recommend(recommender, 1)["plans"][0]
     except (NoFeasiblePlan, InputError) as exc:
         return Comparison(result, None, str(exc).splitlines()[0])
@@ -57,13 +96,26 @@ def predict(result: Result, catalog: dict[str, dict[str, Record]]) -> Comparison
     return Comparison(result, value, overflow_gib=overflow)
 
 
-def calibration(catalog: dict[str, dict[str, Record]]) -> list[Comparison]:
-    results = [
-        r
-        for r in catalog["result"].values()
-        if isinstance(r, Result) and r.scenario is not None and r.metric in MEASURABLE
-    ]
-    return [predict(r, catalog) for r in sorted(results, key=lambda r: r.id)]
+def calibration(
+    catalog: dict[str, dict[str, Record]], overheads: Overheads = DEFAULT_OVERHEADS
+) -> list[Comparison]:
+    return [predict(c, catalog, overheads) for c in cases(catalog)]
+
+
+def leave_one_out(
+    grid: list[Overheads], table: list[list[Comparison]]
+) -> tuple[list[Comparison], list[int]]:
+    """`table[g][i]` is case i predicted at grid point g. Each case is predicted at the grid
+    point with the lowest median error over the other cases; returns those comparisons and
+    the grid index chosen for each."""
+    chosen: list[int] = []
+    out: list[Comparison] = []
+    for i in range(len(table[0])):
+        scores = [median_abs_log_error(c for k, c in enumerate(row) if k != i) for row in table]
+        best = min(range(len(grid)), key=lambda g: scores[g])
+        chosen.append(best)
+        out.append(table[best][i])
+    return out, chosen
 
 
 def median_abs_log_error(comparisons: Iterable[Comparison]) -> float:

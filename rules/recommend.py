@@ -18,7 +18,7 @@ import numpy as np
 
 from cost.batch import Needs
 from cost.evaluate import CostTable, evaluate
-from cost.overheads import DEFAULT_OVERHEADS
+from cost.overheads import DEFAULT_OVERHEADS, Overheads
 from cost.plans import EXECUTIONS, PLACEMENTS, RECOMPUTE, PlanTable
 from kb.schema import Framework
 from rules.engine import CompiledRule
@@ -65,7 +65,9 @@ class Search:
         return self.candidates - sum(self.rejected.values())
 
 
-def _cost(resolved: Resolved, table: PlanTable) -> CostTable:
+def _cost(
+    resolved: Resolved, table: PlanTable, overheads: Overheads = DEFAULT_OVERHEADS
+) -> CostTable:
     s = resolved.scenario
     workload = s.workload.model_copy(
         update={
@@ -82,6 +84,7 @@ def _cost(resolved: Resolved, table: PlanTable) -> CostTable:
         critic=resolved.critic,
         reward=resolved.reward,
         efficiency=s.efficiency,
+        overheads=overheads,
         check=False,
         **resolved.cost_options(),
     )
@@ -175,13 +178,15 @@ class Recommender:
         frameworks: Iterable[Framework],
         *,
         enforce_memory: bool = True,
+        overheads: Overheads = DEFAULT_OVERHEADS,
     ) -> None:
         self.resolved = resolved
         self.enforce_memory = enforce_memory
+        self.overheads = overheads
         self.rules = rules
         self.frameworks = list(frameworks)
         self.facts = scenario_facts(resolved)
-        self.usable_gib = resolved.accelerator.memory_gib * DEFAULT_OVERHEADS.usable_memory_fraction
+        self.usable_gib = resolved.accelerator.memory_gib * overheads.usable_memory_fraction
         self.search = Search()
         self.fixed = fixed_columns(resolved)
         self.colocated_offloads = offload_options(resolved, (NO_OFFLOAD, PHASE_OFFLOAD))
@@ -270,7 +275,7 @@ class Recommender:
         keep = np.flatnonzero(alive)
         if not keep.size:
             return out, feasible
-        costs = _cost(r, table.take(keep))
+        costs = _cost(r, table.take(keep), self.overheads)
         overflows = costs.pool_overflow_gib
         if pool == "rollout":
             seconds = costs.stages["rollout"].seconds
@@ -397,6 +402,7 @@ class Recommender:
     def run(self) -> tuple[CostTable, dict[str, np.ndarray]]:
         """Search without heavy offload; where memory rejects every plan and the scenario
         leaves offload open, search again with a CPU optimizer or streamed parameters."""
+        self._start = time.perf_counter()
         try:
             return self._run_round()
         except NoFeasiblePlan:
@@ -411,7 +417,7 @@ class Recommender:
         return self._run_round()
 
     def _run_round(self) -> tuple[CostTable, dict[str, np.ndarray]]:
-        start = time.perf_counter()
+        start = self._start
         vetoing_rule = self._scenario_rejection()
         rows: list[dict[str, Any]] = []
         colocated_rows = 0
@@ -446,7 +452,7 @@ class Recommender:
             self.search.seconds = time.perf_counter() - start
             raise NoFeasiblePlan(self._binding())
         table = table.take(keep)
-        costs = _cost(self.resolved, table)
+        costs = _cost(self.resolved, table, self.overheads)
         env = self._env(table, costs)
         n = len(table)
         alive = self._reject(env, n, "plan", np.ones(n, dtype=int))
@@ -478,9 +484,10 @@ class Recommender:
         return None
 
     def _binding(self) -> str:
-        if not self.search.rejected:
+        rejected = +self.search.rejected  # drops reasons that rejected nothing
+        if not rejected:
             return self._fixed_fields_binding()
-        reason, count = self.search.rejected.most_common(1)[0]
+        reason, count = rejected.most_common(1)[0]
         if reason == "memory":
             return self._memory_binding()
         rule = next(x for x in self.rules if x.id == reason)
@@ -707,7 +714,7 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
             "feasible": search.feasible,
             "seconds": round(search.seconds, 4),
         },
-        "rejected": [{"reason": k, "count": v} for k, v in search.rejected.most_common()],
+        "rejected": [{"reason": k, "count": v} for k, v in (+search.rejected).most_common()],
         "plans": plans,
         "notes": _move_notes(costs, order, int(order[0])),
     }

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from kb.schema import (
     Architecture,
     InlineAccelerator,
     InlineModel,
+    Offload,
     Record,
     Scenario,
 )
@@ -323,3 +324,47 @@ def _check_fixed_plan(scenario: Scenario) -> None:
             "plan.max_staleness: synchronous execution has no staleness; use "
             "execution: async or one-step-off"
         )
+
+
+def fill_plan_defaults(resolved: Resolved) -> tuple[Resolved, list[str]]:
+    """Degrees left out of a fixed plan are 1; staleness 1; prefix caching on for groups; no
+    offload. Returns the resolved scenario and the fields it chose, each as `path=value`."""
+    s = resolved.scenario
+    plan = s.plan
+    gpus = s.cluster.gpus - plan.pools.total
+    chosen: list[str] = []
+
+    def pick(pool: str, given: Any, name: str, value: Any) -> Any:
+        if given is not None:
+            return given
+        chosen.append(f"plan.{pool}.{name}={value}")
+        return value
+
+    r, t = plan.rollout, plan.train
+    group = resolved.samples_per_prompt > 1
+    rollout = r.model_copy(
+        update={
+            "gpus": pick("rollout", r.gpus, "gpus", gpus),
+            "pp": pick("rollout", r.pp, "pp", 1),
+            "ep": pick("rollout", r.ep, "ep", 1),
+            "prefix_caching": pick("rollout", r.prefix_caching, "prefix_caching", group),
+        }
+    )
+    train = t.model_copy(
+        update={
+            "gpus": pick("train", t.gpus, "gpus", gpus),
+            "pp": pick("train", t.pp, "pp", 1),
+            "cp": pick("train", t.cp, "cp", 1),
+            "ep": pick("train", t.ep, "ep", 1),
+            "etp": pick("train", t.etp, "etp", t.tp),
+            "offload": pick("train", t.offload, "offload", Offload()),
+        }
+    )
+    chosen = [c.replace("offload=phase=False optimizer=0.0 params=False frozen=False",
+                        "offload=none") for c in chosen]  # fmt: skip
+    staleness = plan.max_staleness
+    if staleness is None and plan.execution != "sync":
+        staleness = 1
+        chosen.append("plan.max_staleness=1")
+    fixed = plan.model_copy(update={"rollout": rollout, "train": train, "max_staleness": staleness})
+    return replace(resolved, scenario=s.model_copy(update={"plan": fixed})), chosen

@@ -1,0 +1,178 @@
+"""Published deployments: every one is costed as written, the offload recipes need their
+offload, and every failure names the pool, the term or the field that binds."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from conftest import REPO, run_cli
+from test_cost_specs import H100, QWEN25_7B, workload
+
+from cost import evaluate
+from cost.plans import PlanTable
+from cost.stage import STAGES
+from kb.load import load_catalog
+from kb.paths import DEFAULT_ROOTS
+from kb.schema import Deployment
+from rlmguide.cli import cli
+
+DEPLOYMENTS: dict[str, Deployment] = load_catalog(DEFAULT_ROOTS, ("deployment",)).of(  # type: ignore[assignment]
+    "deployment"
+)
+SMALL = str(REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml")
+
+
+def estimate(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["estimate", *args], catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def test_the_deployments_span_the_field() -> None:
+    records = list(DEPLOYMENTS.values())
+    assert len(records) >= 20
+    assert len({d.framework for d in records}) >= 5
+    policies = {d.scenario.models.policy for d in records}
+    assert {"deepseek-r1", "deepseek-v3", "qwen3-235b-a22b"} <= policies  # MoE at scale
+    assert any(d.scenario.workload.algorithm == "ppo" for d in records)  # with a critic
+    assert any(d.scenario.plan.pools.total for d in records)  # OpenRLHF's own pools
+    assert any((d.scenario.plan.rollout.tp or 0) >= 16 for d in records)
+
+
+@pytest.mark.parametrize("record_id", sorted(DEPLOYMENTS))
+def test_every_deployment_is_costed_as_written(record_id: str) -> None:
+    code, out = estimate("--deployment", record_id, "--format", "json")
+    assert code == 0, out
+    (plan,) = json.loads(out)["plans"]
+    assert plan["feasible"] and plan["step_seconds"] > 0
+
+
+HEAVY_OFFLOAD = sorted(
+    d.id
+    for d in DEPLOYMENTS.values()
+    if d.scenario.plan.train.offload
+    and (d.scenario.plan.train.offload.optimizer or d.scenario.plan.train.offload.params)
+    # slime's Qwen3-235B trainer shards its Adam states over 64 GPUs: the memory model finds
+    # room for them on the GPUs, so its CPU optimizer is a choice, not a necessity, here.
+    and d.id != "slime-qwen3-235b-a22b-gspo-128xh100"
+)
+
+
+@pytest.mark.parametrize("record_id", HEAVY_OFFLOAD)
+def test_offload_recipes_do_not_fit_without_their_offload(record_id: str) -> None:
+    code, out = estimate("--deployment", record_id, "--set", "plan.train.offload={}")
+    assert code == 1
+    assert "the plan does not fit" in out and "overflows the" in out
+    assert "largest:" in out and "it would fit with" in out
+
+
+def test_named_offload_recipes_are_among_the_controls() -> None:
+    assert {
+        "verl-qwen3-235b-a22b-grpo-megatron-32xh20",
+        "openrlhf-llama-3-70b-ppo-32xa100",
+        "slime-deepseek-r1-grpo-128xh100",
+    } <= set(HEAVY_OFFLOAD)
+
+
+def test_infeasible_estimate_prints_its_breakdown_and_names_pool_and_term() -> None:
+    done = run_cli(
+        "estimate", "--deployment", "openrlhf-llama-3-70b-ppo-32xa100",
+        "--set", "plan.train.offload={}", "--format", "json",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    (plan,) = json.loads(done.stdout)["plans"]
+    assert plan["feasible"] is False
+    assert plan["pool_overflow_gib"]["training"] > 0
+    assert plan["memory_breakdown_gib"]["training"]["optimizer"] > 50
+    assert "overflows the training pool by" in done.stderr
+    assert "largest: Adam states" in done.stderr
+    assert "plan.train.offload.optimizer" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_deployment_as_written_from_a_real_process() -> None:
+    done = run_cli("estimate", "--deployment", "verl-qwen3-235b-a22b-grpo-megatron-32xh20")
+    assert done.returncode == 0, done.stderr
+    assert "stages of plan 1" in done.stdout
+
+
+def test_estimate_says_which_fields_it_chose() -> None:
+    code, out = estimate(
+        SMALL, "--format", "json", "--placement", "colocated", "--execution", "sync",
+        "--set", "plan.rollout.tp=2", "--set", "plan.train.tp=1", "--set", "plan.train.zero=3",
+        "--set", "plan.train.recompute=full",
+    )  # fmt: skip
+    assert code == 0, out
+    chosen = json.loads(out)["chosen"]
+    assert "plan.train.offload=none" in chosen and "plan.rollout.prefix_caching=True" in chosen
+    assert not any(c.startswith("plan.rollout.tp") for c in chosen)
+
+
+def test_unknown_deployment_suggests_the_closest() -> None:
+    done = run_cli("estimate", "--deployment", "verl-qwen3-235b-grpo")
+    assert done.returncode == 2
+    assert "unknown deployment" in done.stderr and "did you mean" in done.stderr
+
+
+def test_a_fixed_degree_no_pool_can_host_is_named() -> None:
+    # Two nodes: pools come in whole nodes (8 or 16 GPUs); rollout tp 3 divides none of them.
+    done = run_cli("recommend", SMALL, "--nodes", "2", "--set", "plan.rollout.tp=3")
+    assert done.returncode == 1
+    assert "plan.rollout.tp=3 does not divide the rollout GPUs" in done.stderr
+
+
+def test_recommend_memory_failure_names_pool_and_term() -> None:
+    done = run_cli("recommend", SMALL, "--policy", "deepseek-v3")
+    assert done.returncode == 1
+    assert "no plan fits in memory" in done.stderr
+    assert "overflows the" in done.stderr and "largest:" in done.stderr
+
+
+def test_recommend_plans_the_cluster_of_a_deployment() -> None:
+    done = run_cli(
+        "recommend", "--deployment", "openrlhf-llama-3-70b-ppo-32xa100", "--format", "json",
+        "--top", "1",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (plan,) = json.loads(done.stdout)["plans"]
+    assert plan["feasible"] and plan["train"]["gpus"] <= 32
+
+
+def test_a_split_inside_a_node_can_be_fixed() -> None:
+    # verl's one-step-off recipe: 4 rollout and 12 training GPUs over two nodes of eight.
+    record = DEPLOYMENTS["verl-qwen2.5-math-7b-dapo-one-step-off-16xh20"]
+    assert (record.scenario.plan.rollout.gpus, record.scenario.plan.train.gpus) == (4, 12)
+    code, out = estimate("--deployment", record.id, "--format", "json")
+    assert code == 0, out
+
+
+def test_recompute_none_means_flash_attention_activations() -> None:
+    # Qwen2.5-7B, 8 GPUs, ZeRO-3, no checkpointing, a longest sequence of 9,216 tokens:
+    # 34 h = 121,856 bytes per token and layer x 28 + fp32 logits 608,256 = 4.0 MB per token,
+    # 37 GB beside 17 GB of states fits 72 GiB; the eager-attention score matrices
+    # (5 a s / h = 360 more per token and layer) never enter, as no framework stores them.
+    table = PlanTable.from_arrays(
+        placement="colocated", execution="sync", rollout_gpus=8, rollout_tp=2, train_gpus=8,
+        train_tp=1, train_zero=3, train_recompute="none",
+    )  # fmt: skip
+    wl = workload(prompt_tokens=1024, response_tokens=4096, max_response_tokens=8192)
+    assert evaluate(H100, QWEN25_7B, wl, table).feasible[0]
+
+
+def test_bottleneck_is_never_the_pool_that_waits() -> None:
+    tables = PlanTable.from_arrays(
+        placement="disaggregated", execution=np.array(["sync", "one-step-off", "async"]),
+        rollout_gpus=np.array([1, 4, 7]), rollout_tp=1, train_gpus=np.array([7, 4, 1]),
+        train_tp=1, train_zero=3, train_recompute="full",
+    )  # fmt: skip
+    costs = evaluate(H100, QWEN25_7B, workload(), tables)
+    for i in range(len(tables)):
+        row = costs.row(i)
+        waits = row["idle_seconds"]
+        if waits["rollout"] > waits["train"]:
+            assert row["bottleneck"] != "rollout"
+        if waits["train"] > waits["rollout"]:
+            assert row["bottleneck"] == "rollout"
+        assert row["bottleneck"] in STAGES
