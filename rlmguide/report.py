@@ -88,6 +88,18 @@ def print_report(result: dict[str, Any], fmt: str) -> None:
         fmt,
         title="stages of plan 1",
     )
+    memory = [
+        (pool, term, f"{gib:.1f}")
+        for pool, terms in best["memory_breakdown_gib"].items()
+        for term, gib in terms.items()
+        if gib >= 0.05
+    ]
+    print_rows(
+        ["pool", "term", "GiB"],
+        memory,
+        fmt,
+        title="memory of plan 1 at each pool's peak (per GPU; host: per node)",
+    )
     if best["rules"]:
         print_rows(
             ["rule", "effect", "title", "sources"],
@@ -98,4 +110,6 @@ def print_report(result: dict[str, Any], fmt: str) -> None:
     notes = [("frameworks", ", ".join(best["frameworks"]) or "none in the KB claims all of it")]
     notes += [("what would move it", n) for n in result["notes"]]
     notes += [("rejected", f"{r['reason']}: {r['count']:,}") for r in result["rejected"]]
+    notes += [("chosen by estimate", c) for c in result.get("chosen", [])]
+    notes += [("scenario", n) for n in result.get("resolution_notes", [])]
     print_rows(["", "note"], notes, fmt, title="notes")

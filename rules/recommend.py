@@ -717,6 +717,12 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
         "rejected": [{"reason": k, "count": v} for k, v in (+search.rejected).most_common()],
         "plans": plans,
         "notes": _move_notes(costs, order, int(order[0])),
+        "resolution_notes": list(resolved.notes)
+        + (
+            ["no plan fitted without a CPU optimizer or streamed parameters, so they were searched"]
+            if recommender.offload_fallback
+            else []
+        ),
     }
 
 

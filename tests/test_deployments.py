@@ -176,3 +176,42 @@ def test_bottleneck_is_never_the_pool_that_waits() -> None:
         if waits["train"] > waits["rollout"]:
             assert row["bottleneck"] == "rollout"
         assert row["bottleneck"] in STAGES
+
+
+def _domain(cluster: dict[str, object]) -> int:
+    from kb.schema import Scenario
+    from rules.scenario import resolve
+
+    catalog = load_catalog(DEFAULT_ROOTS, ("accelerator", "model", "algorithm")).records
+    scenario = Scenario.model_validate(
+        {
+            "cluster": cluster,
+            "models": {"policy": "qwen2.5-7b"},
+            "workload": {"prompts_per_step": 8, "prompt_tokens": 64, "response_tokens": 64},
+        }
+    )
+    return resolve(scenario, catalog).domain_gpus
+
+
+def test_a_rack_is_one_scale_up_domain_of_several_nodes() -> None:
+    # GB200 NVL72: 18 trays (nodes) of 4 GPUs share one NVLink domain of 72.
+    assert _domain({"accelerator": "gb200-186gb", "nodes": 18, "gpus_per_node": 4}) == 72
+    assert _domain({"accelerator": "gb200-186gb", "nodes": 4, "gpus_per_node": 4}) == 16
+    assert _domain({"accelerator": "h100-sxm-80gb", "nodes": 4, "gpus_per_node": 8}) == 8
+    given = {"accelerator": "h100-sxm-80gb", "nodes": 4, "gpus_per_node": 8}
+    assert _domain({**given, "scale_up_domain_gpus": 16}) == 16
+
+
+def test_tensor_groups_inside_a_rack_stay_on_nvlink() -> None:
+    from cost.collectives import Fabric, group_link
+    from cost.efficiency import resolve_efficiency
+    from cost.hardware import Hardware
+    from cost.overheads import DEFAULT_OVERHEADS
+
+    def link(domain: int) -> bool:
+        hw = Hardware.of(H100, 4, DEFAULT_OVERHEADS, domain_gpus=domain)
+        fabric = Fabric.of(hw, resolve_efficiency(None), DEFAULT_OVERHEADS)
+        return bool(group_link(fabric, np.array([8.0]), np.array([1.0])).scale_out[0])
+
+    assert link(4)  # an 8-GPU group over two 4-GPU nodes without a shared fabric
+    assert not link(72)  # the same group inside an NVL72 rack
