@@ -28,6 +28,7 @@ PLURALS = {
     "result": "results",
     "rule": "rules",
     "deployment": "deployments",
+    "constraint": "constraints",
 }
 """Record kind -> its folder under a records root and its table in the database."""
 

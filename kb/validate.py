@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from kb.load import Catalog, Problem
 from kb.schema import (
     Algorithm,
+    Constraint,
     Deployment,
     Framework,
     Record,
@@ -127,6 +128,15 @@ def check_deployments(c: Checker) -> None:
         c.scenario(deployment, "scenario", deployment.scenario)
 
 
+def check_constraints(c: Checker) -> None:
+    """References only: the conditions are checked by the guideline engine that runs them."""
+    for constraint in c.catalog.of("constraint").values():
+        assert isinstance(constraint, Constraint)
+        c.ref(constraint, "source", "source", constraint.source)
+        c.ref(constraint, "framework", "framework", constraint.framework)
+        c.ref(constraint, "component", "component", constraint.component)
+
+
 def check_rules(c: Checker) -> None:
     for rule in c.catalog.of("rule").values():
         assert isinstance(rule, Rule)
@@ -172,6 +182,7 @@ CHECKS: tuple[Callable[[Checker], None], ...] = (
     check_taxonomy,
     check_results,
     check_deployments,
+    check_constraints,
     check_rules,
     check_coverage,
 )

@@ -272,6 +272,37 @@ class Deployment(Record):
         return self
 
 
+class Constraint(Record):
+    """What a framework refuses, read from the code path that refuses it at a pinned commit.
+
+    `condition` is what a plan must satisfy for the framework to run it, in the rules'
+    expression language over plan and scenario facts; `applies` narrows when it holds. With
+    `component` set it binds only the framework's runs on that training backend or rollout
+    engine (megatron-lm, pytorch-fsdp, deepspeed, vllm, sglang): a plan is runnable by a
+    framework when, for some pair of its backend and engine, every constraint that binds
+    that pair holds."""
+
+    kind: ClassVar[str] = "constraint"
+    framework: Slug
+    component: Slug | None = None
+    title: Text
+    statement: Text
+    """What the code does, in one or two sentences of our own."""
+    applies: Text = "true"
+    condition: Text
+    source: Slug
+    file: Text
+    """The file that accepts or refuses the value."""
+    lines: Text | None = None
+    """Where in the file (for example `L210-L218`, or the function name)."""
+    commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")]
+    url: Url
+    verified: Date
+
+    def cited_sources(self) -> list[str]:
+        return [self.source]
+
+
 KINDS: dict[str, type[Record]] = {
     cls.kind: cls
     for cls in (
@@ -285,6 +316,7 @@ KINDS: dict[str, type[Record]] = {
         Result,
         Rule,
         Deployment,
+        Constraint,
     )
 }
 """Record kinds by name; the folder of a kind under `records/` is its plural."""
