@@ -16,8 +16,7 @@ from pathlib import Path
 from kb.load import load_catalog
 from kb.paths import DEFAULT_ROOTS
 from rlmguide.cli import RULES_ROOT
-from rules.engine import active, compile_rules
-from rules.recommend import Recommender, recommend
+from rules.recommend import recommend, recommender_for
 from rules.scenario import read_scenario, resolve
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -31,8 +30,6 @@ CASES = (
 
 def main() -> None:
     catalog = load_catalog([*DEFAULT_ROOTS, RULES_ROOT])
-    rules = active(compile_rules(catalog)[0])
-    frameworks = list(catalog.of("framework").values())
     print(
         f"{'case':<32} {'candidates':>13} {'feasible':>12} {'search s':>9} "
         f"{'cand/s':>11} {'end to end s':>13}"
@@ -46,7 +43,7 @@ def main() -> None:
     for label, name in CASES:
         resolved = resolve(read_scenario(EXAMPLES / name), catalog.records)
         start = time.perf_counter()
-        result = recommend(Recommender(resolved, rules, frameworks), 3)
+        result = recommend(recommender_for(resolved, catalog), 3)
         search = time.perf_counter() - start
         start = time.perf_counter()
         subprocess.run([*command, str(EXAMPLES / name)], env=env, check=True,

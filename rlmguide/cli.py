@@ -342,7 +342,9 @@ def compare(ids: tuple[str, ...], fmt: str) -> None:
     print_rows(["feature", "kind", *ids], table, fmt, title="claims (support (source))")
 
 
-SCENARIO_KINDS = ("accelerator", "model", "algorithm", "framework", "rule")
+SCENARIO_KINDS = (
+    "accelerator", "model", "algorithm", "framework", "rule", "constraint", "component",
+)  # fmt: skip
 SCENARIO_FLAGS = {
     "accelerator": "cluster.accelerator",
     "nodes": "cluster.nodes",
@@ -448,16 +450,17 @@ def load_scenario(
         raise BadInput(str(exc)) from None
 
 
-def _recommender(resolved: Any, catalog: Any, *, enforce_memory: bool = True) -> Any:
-    from rules.engine import active, compile_rules
-    from rules.recommend import Recommender
+def _recommender(resolved: Any, catalog: Any, **options: Any) -> Any:
+    from rules.recommend import InvalidRecords, NoFeasiblePlan, recommender_for
 
-    rules, problems = compile_rules(catalog)
-    if problems:
-        raise Failure(f"invalid rule records; run `rlmguide validate`: {problems[0]}")
-    return Recommender(
-        resolved, active(rules), catalog.of("framework").values(), enforce_memory=enforce_memory
-    )
+    try:
+        return recommender_for(resolved, catalog, **options)
+    except InvalidRecords as exc:
+        raise Failure(
+            f"invalid rule or constraint records; run `rlmguide validate`: {exc}"
+        ) from None
+    except NoFeasiblePlan as exc:
+        raise Failure(f"no feasible plan: {exc}") from None
 
 
 def _run(recommender: Any, top: int) -> dict[str, Any]:
@@ -565,7 +568,7 @@ def estimate(
             "(or use `rlmguide recommend` to search)"
         )
     resolved, chosen = fill_plan_defaults(resolved)
-    recommender = _recommender(resolved, catalog, enforce_memory=False)
+    recommender = _recommender(resolved, catalog, enforce_memory=False, filter_frameworks=False)
     result = _run(recommender, 1)
     result["chosen"] = chosen
     emit_plans(result, fmt, plot)
@@ -625,9 +628,11 @@ def validate() -> None:
     from kb.load import load_catalog
     from kb.validate import validate as check
     from rules.engine import compile_rules
+    from rules.frameworks import compile_constraints
 
     catalog = load_catalog(record_roots())
     problems = check(catalog, default_sources()) + compile_rules(catalog)[1]
+    problems += compile_constraints(catalog)[1]
     errors = [p for p in problems if p.severity == "error"]
     for problem in problems:
         click.echo(f"{problem.severity}: {problem}")

@@ -169,16 +169,11 @@ def _svg(fig: Any) -> str:
 
 
 def _search(catalog: Catalog, scenario: Any, top: int = 50) -> dict[str, Any] | None:
-    from rules.engine import active, compile_rules
-    from rules.recommend import NoFeasiblePlan, Recommender, recommend
+    from rules.recommend import NoFeasiblePlan, recommend, recommender_for
     from rules.scenario import resolve
 
-    rules = active(compile_rules(catalog)[0])
     try:
-        recommender = Recommender(
-            resolve(scenario, catalog.records), rules, catalog.of("framework").values()
-        )
-        return recommend(recommender, top)
+        return recommend(recommender_for(resolve(scenario, catalog.records), catalog), top)
     except NoFeasiblePlan:
         return None
 

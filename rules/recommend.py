@@ -20,9 +20,12 @@ from cost.batch import Needs
 from cost.evaluate import CostTable, evaluate
 from cost.overheads import DEFAULT_OVERHEADS, Overheads
 from cost.plans import EXECUTIONS, PLACEMENTS, RECOMPUTE, PlanTable
+from kb.load import Catalog
 from kb.schema import Framework
 from rules.engine import CompiledRule
 from rules.facts import STAGES, scenario_facts
+from rules.frameworks import CompiledConstraint, compile_constraints, supports
+from rules.ranking import TIE_FRACTION, complexity, rank
 from rules.scenario import Resolved
 from rules.search import (
     HEAVY_OFFLOADS,
@@ -37,17 +40,32 @@ from rules.search import (
     train_layouts,
 )
 
-PREFER_WEIGHT = 0.02
-"""Each preferred property a plan has is worth 2% of step time when ranking near-equal plans."""
 SHORTLIST = 4
 """Layouts kept per disaggregated pool size for composition."""
 
-EXECUTION_FEATURE = {
-    "sync": "synchronous-execution",
-    "one-step-off": "one-step-off-policy",
-    "async": "asynchronous-execution",
-    "partial-rollout": "partial-rollout",
-}
+
+class InvalidRecords(Exception):
+    """Rule or constraint records that do not compile; `rlmguide validate` lists them all."""
+
+
+def recommender_for(resolved: Resolved, catalog: Catalog, **options: Any) -> Recommender:
+    """A recommender with the catalog's active rules, frameworks, constraints and components
+    (the catalog must hold those kinds)."""
+    from rules.engine import active, compile_rules
+
+    rules, problems = compile_rules(catalog)
+    constraints, more = compile_constraints(catalog)
+    if problems or more:
+        raise InvalidRecords(str((problems + more)[0]))
+    components = {c.id: c.role for c in catalog.of("component").values()}  # type: ignore[attr-defined]
+    return Recommender(
+        resolved,
+        active(rules),
+        catalog.of("framework").values(),  # type: ignore[arg-type]
+        constraints=constraints,
+        components=components,
+        **options,
+    )
 
 
 class NoFeasiblePlan(Exception):
@@ -179,12 +197,32 @@ class Recommender:
         *,
         enforce_memory: bool = True,
         overheads: Overheads = DEFAULT_OVERHEADS,
+        constraints: Iterable[CompiledConstraint] = (),
+        components: Mapping[str, str] | None = None,
+        only: str | None = None,
+        filter_frameworks: bool = True,
     ) -> None:
+        """`frameworks` with their `constraints` decide which plans can run (none given: every
+        plan is judged on physics alone, as calibration does); `only` keeps one framework.
+        Without `filter_frameworks` (estimate) the plans are only labelled with them."""
         self.resolved = resolved
         self.enforce_memory = enforce_memory
         self.overheads = overheads
         self.rules = rules
         self.frameworks = list(frameworks)
+        self.supports = supports(
+            self.frameworks, constraints, components or {}, resolved.algorithm.id
+        )
+        if only is not None:
+            self.supports = [x for x in self.supports if x.id == only]
+            if not self.supports:
+                raise NoFeasiblePlan(
+                    f"framework {only} does not claim {resolved.algorithm.name}, so it runs no "
+                    "plan of this scenario"
+                )
+        self.only = only
+        self.filter_frameworks = filter_frameworks
+        self.framework_masks: dict[str, np.ndarray] = {}
         self.facts = scenario_facts(resolved)
         self.usable_gib = resolved.accelerator.memory_gib * overheads.usable_memory_fraction
         self.search = Search()
@@ -224,7 +262,35 @@ class Recommender:
             if hit.any():
                 self.search.rejected[rule.id] += int(weight[hit].sum())
                 alive &= ~hit
+        if self.frameworks and self.filter_frameworks:
+            alive &= self._runnable(env, size, level, weight, alive)
         return alive
+
+    def _runnable(
+        self, env: Mapping[str, Any], size: int, level: str, weight: np.ndarray, alive: np.ndarray
+    ) -> np.ndarray:
+        """Rows some framework can run, judged on `level`'s facts; the others are counted
+        against the first constraint that refuses them (one framework) or as refused by every
+        framework."""
+        some = np.zeros(size, dtype=bool)
+        first_fail: list[tuple[str, np.ndarray]] = []
+        for support in self.supports:
+            ok, fails = support.runnable(env, size, level)
+            some |= ok
+            if self.only:
+                first_fail = list(fails.items())
+        refused = alive & ~some
+        if refused.any():
+            left = refused.copy()
+            for cid, failing in first_fail:
+                hit = left & failing
+                if hit.any():
+                    self.search.rejected[f"constraint {cid}"] += int(weight[hit].sum())
+                    left &= ~hit
+            if left.any():
+                reason = f"{self.only}'s claims" if self.only else "no framework runs it"
+                self.search.rejected[reason] += int(weight[left].sum())
+        return some
 
     def _env(self, table: PlanTable, costs: CostTable | None = None) -> dict[str, Any]:
         return {**self.facts, **plan_facts(table, costs)}
@@ -313,7 +379,7 @@ class Recommender:
         r = self.resolved
         ro = rollout_layouts(r, split.rollout_gpus)
         tr = train_layouts(r, split.train_gpus, self.colocated_offloads)
-        modes = executions("colocated", r.scenario.plan)
+        modes = executions("colocated", r.scenario.plan, r.max_staleness)
         prefixes = prefix_caching_options(r)
         nr, nt = len(ro["tp"]), len(tr["tp"])
         if not nr or not nt or not modes:
@@ -356,7 +422,7 @@ class Recommender:
         r = self.resolved
         if not chosen:
             return []
-        modes = executions("disaggregated", r.scenario.plan)
+        modes = executions("disaggregated", r.scenario.plan, r.max_staleness)
         prefixes = prefix_caching_options(r)
         per_layout = len(modes) * len(prefixes)
         n_train = [len(train_layouts(r, s.train_gpus, self.train_offloads)["tp"]) for s in chosen]
@@ -467,6 +533,9 @@ class Recommender:
         if not ok.size:
             raise NoFeasiblePlan(self._binding())
         costs = costs.take(ok)
+        if self.frameworks:
+            env = self._env(costs.plans, costs)
+            self.framework_masks = {x.id: x.runnable(env, len(ok))[0] for x in self.supports}
         fired = {
             rule.id: rule.fires({**self.facts, **plan_facts(costs.plans, costs)}, len(ok))
             for rule in self.rules
@@ -490,6 +559,20 @@ class Recommender:
         reason, count = rejected.most_common(1)[0]
         if reason == "memory":
             return self._memory_binding()
+        if reason.startswith("constraint "):
+            record = next(c.record for x in self.supports for c in x.constraints
+                          if f"constraint {c.id}" == reason)  # fmt: skip
+            return (
+                f"{record.framework} refuses {count} of {self.search.candidates} candidates by "
+                f"{reason} ({record.title}): {record.statement} ({record.file} at "
+                f"{record.commit[:10]})"
+            )
+        if reason not in {r.id for r in self.rules}:
+            return (
+                f"{reason}: {count} of {self.search.candidates} candidates need what no "
+                "framework in the knowledge base claims or allows (its placement, execution "
+                "mode or parallelism); see `rlmguide compare` for the frameworks' claims"
+            )
         rule = next(x for x in self.rules if x.id == reason)
         return (
             f"rule {reason} ({rule.record.title}) rejects {count} of "
@@ -545,33 +628,9 @@ class Recommender:
 
     # -- output ----------------------------------------------------------------------------
 
-    def frameworks_for(self, plan: Mapping[str, Any]) -> list[str]:
-        needed: list[set[str]] = [
-            {self.resolved.algorithm.id},
-            {f"{plan['placement']}-placement"},
-            {EXECUTION_FEATURE[plan["execution"]]},
-        ]
-        train, rollout = plan["train"], plan["rollout"]
-        for key, feature in (
-            ("tp", "tensor-parallelism"),
-            ("pp", "pipeline-parallelism"),
-            ("cp", "context-parallelism"),
-            ("ep", "expert-parallelism"),
-        ):
-            if train[key] > 1:
-                needed.append({feature})
-        if rollout["tp"] > 1:
-            needed.append({"rollout-tensor-parallelism"})
-        if rollout["ep"] > 1:
-            needed.append({"rollout-expert-parallelism"})
-        if train["zero"] == 3:
-            needed.append({"zero-3", "fsdp"})
-        supported = []
-        for fw in self.frameworks:
-            claimed = {c.feature for c in fw.claims if c.support in ("yes", "partial")}
-            if all(group & claimed for group in needed):
-                supported.append(fw.id)
-        return sorted(supported)
+    def frameworks_for(self, row: int) -> list[str]:
+        """The frameworks whose claims and constraints allow row `row` of the result."""
+        return sorted(fid for fid, mask in self.framework_masks.items() if mask[row])
 
 
 TERM_NAMES = {
@@ -634,16 +693,6 @@ def _describe(plan: Mapping[str, Any]) -> str:
     return f"{plan['placement']} {plan['execution']}, {rollout}, {train}{shown}"
 
 
-def rank(
-    costs: CostTable, fired: Mapping[str, np.ndarray], rules: list[CompiledRule]
-) -> np.ndarray:
-    """Row order, best first: step time discounted by the prefer rules each plan satisfies."""
-    prefers = [fired[r.id] for r in rules if r.record.effect == "prefer"]
-    count = np.sum(prefers, axis=0) if prefers else np.zeros(len(costs))
-    key = costs.step_seconds / (1.0 + PREFER_WEIGHT * count)
-    return np.lexsort((costs.step_seconds, key))
-
-
 def _move_notes(costs: CostTable, order: np.ndarray, best: int) -> list[str]:
     """What would change the answer: the bottleneck's share, and the best plan of each other
     placement and execution mode with its difference."""
@@ -682,14 +731,15 @@ def _move_notes(costs: CostTable, order: np.ndarray, best: int) -> list[str]:
 
 
 def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
-    """Run the search and shape the result as DESIGN.md's JSON."""
+    """Run the search and shape the result as DESIGN.md's JSON: plans by predicted step time,
+    ties toward the simpler plan, each distinct (see rules.ranking)."""
     resolved = recommender.resolved
     costs, fired = recommender.run()
-    order = rank(costs, fired, recommender.rules)
+    per_node = resolved.scenario.cluster.gpus_per_node
+    ranked = rank(costs, top, per_node)
     by_id = {r.id: r for r in recommender.rules}
     plans = []
-    for position, i in enumerate(order[:top], start=1):
-        i = int(i)
+    for position, i in enumerate(ranked.rows, start=1):
         plan = costs.row(i)
         if plan["execution"] == "sync":
             plan["max_staleness"] = 0
@@ -704,8 +754,11 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
             for rid, hits in fired.items()
             if hits[i] and by_id[rid].record.effect != "require"
         ]
-        plan["frameworks"] = recommender.frameworks_for(plan)
+        plan["frameworks"] = recommender.frameworks_for(i)
+        plan["tie"] = _tie(costs, i, ranked.fastest[position - 1])
+        plan["also_as"] = _folded(costs, ranked.folded[position - 1])
         plans.append({"rank": position, **plan})
+    time_order = np.argsort(costs.step_seconds, kind="stable")
     search = recommender.search
     return {
         "scenario": normalised(resolved),
@@ -716,13 +769,61 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
         },
         "rejected": [{"reason": k, "count": v} for k, v in (+search.rejected).most_common()],
         "plans": plans,
-        "notes": _move_notes(costs, order, int(order[0])),
+        "departure": _departure(costs, ranked.rows[0], per_node),
+        "notes": _move_notes(costs, time_order, ranked.rows[0]),
         "resolution_notes": list(resolved.notes)
         + (
             ["no plan fitted without a CPU optimizer or streamed parameters, so they were searched"]
             if recommender.offload_fallback
             else []
         ),
+    }
+
+
+def _tie(costs: CostTable, row: int, fastest: int) -> dict[str, Any] | None:
+    """Where a faster plan was passed over as a tie, which one and by how much."""
+    if row == fastest:
+        return None
+    mine, best = float(costs.step_seconds[row]), float(costs.step_seconds[fastest])
+    return {
+        "faster_plan": _describe(costs.row(fastest)),
+        "faster_by_percent": round(100 * (mine - best) / mine, 1),
+        "why": f"within the {100 * TIE_FRACTION:.0f}% tie, the simpler plan comes first",
+    }
+
+
+def _folded(costs: CostTable, rows: list[int]) -> dict[str, Any]:
+    """The staleness and prefix-caching variants one plan stands for, with their times."""
+    plans = costs.plans
+    stale = sorted(
+        {0 if int(plans.execution[k]) == EXECUTIONS.index("sync") else int(plans.staleness[k])
+         for k in rows}
+    )  # fmt: skip
+    return {
+        "max_staleness": stale,
+        "prefix_caching": sorted({bool(plans.prefix_caching[k]) for k in rows}),
+        "step_seconds": [
+            round(float(costs.step_seconds[rows].min()), 2),
+            round(float(costs.step_seconds[rows].max()), 2),
+        ],
+    }
+
+
+def _departure(costs: CostTable, top: int, per_node: int) -> dict[str, Any] | None:
+    """How far the top plan departs from the simplest feasible plan, and what it gains."""
+    score = complexity(costs.plans, per_node)
+    simplest_score = score.min()
+    candidates = np.flatnonzero(score == simplest_score)
+    simplest = int(candidates[np.argmin(costs.step_seconds[candidates])])
+    if score[top] == simplest_score:
+        return None
+    gain = 1.0 - float(costs.step_seconds[top]) / float(costs.step_seconds[simplest])
+    return {
+        "simplest_plan": _describe(costs.row(simplest)),
+        "simplest_step_seconds": round(float(costs.step_seconds[simplest]), 2),
+        "gain_percent": round(100 * gain, 1),
+        "why": f"the top plan predicts {100 * gain:.0f}% less step time than the simplest plan, "
+        f"beyond the {100 * TIE_FRACTION:.0f}% tie",
     }
 
 

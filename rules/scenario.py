@@ -52,6 +52,8 @@ class Resolved:
     samples_per_prompt: int
     max_response_tokens: int
     notes: tuple[str, ...] = ()
+    max_staleness: int = 1
+    """The off-policy lag the plans may have (workload, else algorithm, else 1)."""
     """What resolution accepted with a caveat (a context beyond the model's record)."""
 
     @property
@@ -219,6 +221,29 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             "LoRA adapters are costed on the attention and dense MLP layers; routed experts "
             "stay frozen"
         )
+    tolerance = workload.max_staleness
+    if tolerance is None:
+        tolerance = algorithm.max_staleness
+    if tolerance is None and scenario.plan.max_staleness:
+        tolerance = scenario.plan.max_staleness  # the plan states what the run accepts
+    if tolerance is None:
+        tolerance = 1
+        notes.append(
+            f"{algorithm.name}'s record states no off-policy tolerance; plans may lag one "
+            "policy version (one-step-off, partial rollouts); set workload.max_staleness: 0 "
+            "for strictly on-policy plans or k for asynchronous ones up to k"
+        )
+    fixed = scenario.plan
+    if fixed.max_staleness and fixed.max_staleness > tolerance:
+        raise InputError(
+            f"plan.max_staleness: {fixed.max_staleness} exceeds the {tolerance} the workload "
+            "tolerates (workload.max_staleness)"
+        )
+    if tolerance == 0 and fixed.execution not in (None, "sync"):
+        raise InputError(
+            f"plan.execution: {fixed.execution} trains on samples of an older policy, and the "
+            "workload is strictly on-policy (workload.max_staleness: 0)"
+        )
     _check_fixed_plan(scenario)
     return Resolved(
         scenario,
@@ -232,6 +257,7 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         samples,
         longest,
         tuple(notes),
+        tolerance,
     )
 
 

@@ -63,13 +63,15 @@ def splits(resolved: Resolved) -> list[Split]:
     return keep
 
 
-def executions(placement: str, plan: Plan) -> list[tuple[str, int]]:
-    """(execution, staleness) pairs: pools that share GPUs cannot overlap, only pause."""
+def executions(placement: str, plan: Plan, tolerance: int = 1) -> list[tuple[str, int]]:
+    """(execution, staleness) pairs: pools that share GPUs cannot overlap, only pause; no
+    plan lags more than the workload's `tolerance` policy versions."""
     if placement == "colocated":
         options = [("sync", 0), ("partial-rollout", 1)]
     else:
         options = [("sync", 0), ("one-step-off", 1), ("partial-rollout", 1)]
         options += [("async", k) for k in MAX_STALENESS]
+    options = [o for o in options if o[1] <= tolerance]
     if plan.execution:
         options = [o for o in options if o[0] == plan.execution]
     if plan.max_staleness:

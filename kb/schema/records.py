@@ -88,6 +88,8 @@ class Algorithm(Record):
     advantage: Text
     kl: Text
     off_policy: Text | None = None
+    max_staleness: NonNegativeInt | None = None
+    """Policy versions of lag the algorithm is designed to tolerate, where its source says."""
     online: bool = True
     """False for offline methods (DPO) that train on a fixed dataset and never sample: there is
     no rollout to lay out, so recommend and estimate refuse them."""

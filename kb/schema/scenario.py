@@ -81,6 +81,11 @@ class Workload(Strict):
     max_response_tokens: PositiveInt | None = None
     minibatches_per_step: PositiveInt = 1
     epochs: PositiveInt = 1
+    max_staleness: Annotated[int, Field(ge=0, le=16)] | None = None
+    """Policy versions a trained sample may lag behind the trainer: 0 is strictly on-policy
+    (only synchronous plans), k admits one-step-off and partial rollouts (k >= 1) and
+    asynchronous plans up to staleness k. Whether the algorithm tolerates off-policy data is
+    the run's decision; unset, the algorithm record's tolerance, else 1 (with a note)."""
 
     @model_validator(mode="after")
     def _lengths(self) -> Workload:

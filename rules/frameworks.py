@@ -1,0 +1,172 @@
+"""Which frameworks can run a plan: their claims (what they support) and their constraints
+(what their code refuses), evaluated over a whole table of candidate plans at once.
+
+A framework offers pairs of a training backend and a rollout engine (the components it
+claims). A plan is runnable by the framework when its claims cover what the plan uses and,
+for some pair, every constraint bound to the framework or to a component of the pair holds.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kb.load import Catalog, Problem
+from kb.schema import Constraint, Framework
+from rules.expr import Condition, ConditionError
+from rules.facts import FACTS
+
+EXECUTION_FEATURE = {
+    "sync": "synchronous-execution",
+    "one-step-off": "one-step-off-policy",
+    "async": "asynchronous-execution",
+    "partial-rollout": "partial-rollout",
+}
+"""The technique a framework must claim to run each execution mode."""
+
+POOL_FEATURES = {
+    "rollout": (
+        ("plan.rollout.tp", "rollout-tensor-parallelism"),
+        ("plan.rollout.ep", "rollout-expert-parallelism"),
+    ),
+    "train": (
+        ("plan.train.tp", "tensor-parallelism"),
+        ("plan.train.pp", "pipeline-parallelism"),
+        ("plan.train.cp", "context-parallelism"),
+        ("plan.train.ep", "expert-parallelism"),
+    ),
+}
+"""A degree above 1 needs the framework to claim the technique."""
+
+
+@dataclass(frozen=True)
+class CompiledConstraint:
+    record: Constraint
+    applies: Condition
+    condition: Condition
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self.applies.names | self.condition.names)
+
+    def holds(self, env: Mapping[str, Any], size: int) -> np.ndarray:
+        """Where the plan satisfies the constraint (it holds trivially where it does not apply)."""
+        applies = np.broadcast_to(self.applies.evaluate(env), (size,))
+        holds = np.broadcast_to(self.condition.evaluate(env), (size,))
+        return ~applies | holds
+
+
+def compile_constraints(catalog: Catalog) -> tuple[list[CompiledConstraint], list[Problem]]:
+    compiled: list[CompiledConstraint] = []
+    problems: list[Problem] = []
+    for record in sorted(catalog.of("constraint").values(), key=lambda r: r.id):
+        assert isinstance(record, Constraint)
+        try:
+            applies = Condition(record.applies, FACTS)
+            condition = Condition(record.condition, FACTS)
+        except ConditionError as exc:
+            problems.append(Problem(catalog.file_of(record), "condition", str(exc)))
+            continue
+        compiled.append(CompiledConstraint(record, applies, condition))
+    return compiled, problems
+
+
+def pool_of(names: Iterable[str]) -> str:
+    """The narrowest level a set of facts can be judged at: one pool, or the whole plan."""
+    pools = {n.split(".")[1] for n in names if n.startswith(("plan.rollout.", "plan.train."))}
+    plan_wide = any(
+        n.startswith("plan.") and not n.startswith(("plan.rollout.", "plan.train.")) for n in names
+    )
+    if plan_wide or len(pools) > 1:
+        return "plan"
+    return pools.pop() if pools else "scenario"
+
+
+@dataclass(frozen=True)
+class Support:
+    """One framework as the planner sees it."""
+
+    framework: Framework
+    claimed: frozenset[str]
+    pairs: tuple[tuple[str | None, str | None], ...]
+    """(training backend, rollout engine) pairs it offers."""
+    constraints: tuple[CompiledConstraint, ...]
+
+    @property
+    def id(self) -> str:
+        return self.framework.id
+
+    def claims_allow(self, env: Mapping[str, Any], size: int, level: str) -> np.ndarray:
+        """Where its claims cover what the plans use, judged on the facts of `level`."""
+        ok = np.ones(size, dtype=bool)
+        pools = ("rollout", "train") if level == "plan" else (level,)
+        for pool in pools:
+            if pool not in POOL_FEATURES:
+                continue
+            for fact, feature in POOL_FEATURES[pool]:
+                if feature not in self.claimed and fact in env:
+                    ok &= np.broadcast_to(np.asarray(env[fact]) <= 1, (size,))
+            sharded = {"zero-3", "fsdp"} & self.claimed
+            if pool == "train" and "plan.train.zero" in env and not sharded:
+                ok &= np.broadcast_to(np.asarray(env["plan.train.zero"]) < 3, (size,))
+        if level == "plan":
+            placement = np.broadcast_to(np.asarray(env["plan.placement"]), (size,))
+            execution = np.broadcast_to(np.asarray(env["plan.execution"]), (size,))
+            for name in ("colocated", "disaggregated"):
+                if f"{name}-placement" not in self.claimed:
+                    ok &= placement != name
+            for mode, feature in EXECUTION_FEATURE.items():
+                if feature not in self.claimed:
+                    ok &= execution != mode
+        return ok
+
+    def runnable(
+        self, env: Mapping[str, Any], size: int, level: str = "plan"
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Where the framework can run the plans, judged on the facts of `level` (a pool, or
+        the whole plan), and where each of its constraints fails."""
+        judged = [
+            c
+            for c in self.constraints
+            if level == "plan" or pool_of(c.names) in (level, "scenario")
+        ]
+        fails = {c.id: ~c.holds(env, size) for c in judged}
+        some_pair = np.zeros(size, dtype=bool)
+        for backend, engine in self.pairs:
+            ok = np.ones(size, dtype=bool)
+            for c in judged:
+                if c.record.component in (None, backend, engine):
+                    ok &= ~fails[c.id]
+            some_pair |= ok
+        return some_pair & self.claims_allow(env, size, level), fails
+
+
+def supports(
+    frameworks: Iterable[Framework],
+    constraints: Iterable[CompiledConstraint],
+    components: Mapping[str, str],
+    algorithm: str,
+) -> list[Support]:
+    """The frameworks that claim the algorithm, each with its pairs and constraints.
+    `components` maps a component id to its role."""
+    by_framework: dict[str, list[CompiledConstraint]] = {}
+    for c in constraints:
+        by_framework.setdefault(c.record.framework, []).append(c)
+    found = []
+    for fw in sorted(frameworks, key=lambda f: f.id):
+        claimed = frozenset(c.feature for c in fw.claims if c.support in ("yes", "partial"))
+        if algorithm not in claimed:
+            continue
+        backends = sorted(f for f in claimed if components.get(f) == "training-backend")
+        engines = sorted(f for f in claimed if components.get(f) == "rollout-engine")
+        pairs = tuple(itertools.product(backends or [None], engines or [None]))
+        found.append(Support(fw, claimed, pairs, tuple(by_framework.get(fw.id, ()))))
+    return found

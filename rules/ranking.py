@@ -1,0 +1,105 @@
+"""Ranking: by predicted step time, ties broken toward the simpler plan, distinct plans only.
+
+Two plans on the same cluster share most of the model's error (the same efficiencies, the same
+decode floor), so what decides between them is their paired difference, not their absolute
+bands. A difference below `TIE_FRACTION` of the faster plan's step time is a tie, and a tie
+goes to the simpler plan: synchronous before one-step-off before partial rollouts before
+asynchronous, less staleness, one pool before two, whole-node and power-of-two splits, no
+offload before phase offload before a CPU optimizer, no rollout pipeline before one.
+Rows that differ only in staleness or prefix caching are one plan for the reader: the best
+row stands for them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cost.evaluate import CostTable
+from cost.plans import ASYNC, COLOCATED, ONE_STEP_OFF, PARTIAL_ROLLOUT, SYNC, PlanTable
+
+TIE_FRACTION = 0.05
+"""Paired differences below 5% of the step are ties. An assumption of this planner, not a
+measured figure: the calibration's absolute error is larger (bench/fidelity.py), but it moves
+plans of one cluster together."""
+
+EXECUTION_ORDER = {SYNC: 0, ONE_STEP_OFF: 1, PARTIAL_ROLLOUT: 2, ASYNC: 3}
+
+
+def complexity(table: PlanTable, gpus_per_node: int) -> np.ndarray:
+    """A score per plan, lower is simpler, built from the tie-break order (most significant
+    first): execution mode, staleness, pools, split shape, offload, rollout pipeline."""
+    execution = np.zeros(len(table), dtype=np.int64)
+    for code, order in EXECUTION_ORDER.items():
+        execution[table.execution == code] = order
+    staleness = np.where(table.execution == SYNC, 0, np.minimum(table.staleness, 15))
+    pools = (table.placement != COLOCATED).astype(np.int64)
+    pools += (table.critic_gpus > 0) + (table.reference_gpus > 0) + (table.reward_gpus > 0)
+    rollout = table.rollout_gpus
+    odd_split = (table.placement != COLOCATED) & (
+        (rollout % gpus_per_node != 0) | (rollout & (rollout - 1) != 0)
+    )
+    offload = np.where(
+        table.offload_params | (table.offload_optimizer > 0), 2, table.offload_phase.astype(int)
+    )
+    parts = (execution, staleness, np.minimum(pools, 3), odd_split, offload, table.rollout_pp > 1)
+    score = np.zeros(len(table), dtype=np.int64)
+    for part, width in zip(parts, (4, 16, 4, 2, 3, 2), strict=True):
+        score = score * width + np.asarray(part, dtype=np.int64)
+    return score
+
+
+FOLDED = ("staleness", "prefix_caching")
+"""Plan fields a reader does not tell apart: rows differing only there are one plan."""
+
+
+def same_plan(table: PlanTable, row: int) -> np.ndarray:
+    """Rows that differ from `row` only in staleness or prefix caching."""
+    same = np.ones(len(table), dtype=bool)
+    for name in table.__dataclass_fields__:
+        if name not in FOLDED:
+            column = getattr(table, name)
+            same &= column == column[row]
+    return same
+
+
+@dataclass(frozen=True)
+class Ranked:
+    rows: list[int]
+    """Chosen rows, best first."""
+    fastest: list[int]
+    """For each chosen row, the fastest row it was chosen over as the simpler of a tie (itself
+    where it is the fastest)."""
+    folded: list[list[int]]
+    """For each chosen row, the rows of the same plan it stands for."""
+
+
+def rank(costs: CostTable, top: int, gpus_per_node: int) -> Ranked:
+    """The `top` distinct plans: repeatedly, among the plans within the tie of the fastest one
+    left, the simplest (then the fastest of those)."""
+    seconds = costs.step_seconds
+    order = np.argsort(seconds, kind="stable")
+    sorted_seconds = seconds[order]
+    score = complexity(costs.plans, gpus_per_node)[order]
+    position = np.empty(len(order), dtype=np.int64)
+    position[order] = np.arange(len(order))
+    gone = np.zeros(len(order), dtype=bool)
+    rows: list[int] = []
+    fastest: list[int] = []
+    folded: list[list[int]] = []
+    while len(rows) < top and not gone.all():
+        first = int(np.argmin(gone))  # the fastest plan left
+        end = int(
+            np.searchsorted(sorted_seconds, sorted_seconds[first] * (1 + TIE_FRACTION), "right")
+        )
+        window = np.flatnonzero(~gone[first:end]) + first
+        pick = int(window[np.lexsort((sorted_seconds[window], score[window]))[0]])
+        row = int(order[pick])
+        same = position[same_plan(costs.plans, row)]
+        same = same[~gone[same]]
+        rows.append(row)
+        fastest.append(int(order[first]))
+        folded.append(sorted(int(order[k]) for k in same))
+        gone[same] = True
+    return Ranked(rows, fastest, folded)
