@@ -504,6 +504,12 @@ PLOT_OPTION = click.option(
     type=click.IntRange(1, 100),
     help="How many plans to show.",
 )
+@click.option(
+    "--framework",
+    "framework",
+    metavar="ID",
+    help="Only plans this framework can run; says which of its constraints removed how many.",
+)
 @format_option(("table", "json", "markdown"))
 @PLOT_OPTION
 def recommend(
@@ -511,6 +517,7 @@ def recommend(
     assignments: tuple[str, ...],
     deployment: str | None,
     top: int,
+    framework: str | None,
     fmt: str,
     plot: Path | None,
     **flags: Any,
@@ -524,7 +531,13 @@ def recommend(
     resolved, catalog = load_scenario(
         scenario_file, flags, assignments, deployment, keep_plan=False
     )
-    emit_plans(_run(_recommender(resolved, catalog), top), fmt, plot)
+    if framework is not None:
+        known = sorted(catalog.of("framework"))
+        if framework not in known:
+            raise BadInput(
+                f"--framework: unknown framework {framework!r}" + suggestion(framework, known)
+            )
+    emit_plans(_run(_recommender(resolved, catalog, only=framework), top), fmt, plot)
 
 
 ESTIMATE_REQUIRED = (

@@ -9,14 +9,40 @@ from rlmguide.formats import print_rows
 
 def layout(plan: dict[str, Any]) -> tuple[str, str]:
     r, t = plan["rollout"], plan["train"]
-    rollout = f"{r['gpus']} GPUs: tp{r['tp']} pp{r['pp']} ep{r['ep']} x dp{r['dp']}"
+    attention = f" adp{r['attention_dp']}" if r.get("attention_dp", 1) > 1 else ""
+    fp8 = " fp8" if r.get("precision") == "fp8" else ""
+    rollout = f"{r['gpus']} GPUs: tp{r['tp']} pp{r['pp']} ep{r['ep']}{attention} x dp{r['dp']}{fp8}"
     # Expert tensor parallelism is shown only where experts are folded (etp differs from tp).
     folded = f" etp{t['etp']}" if t.get("etp", t["tp"]) != t["tp"] else ""
+    offload = [k for k, v in t.get("offload", {}).items() if v]
+    extras = "".join(
+        [
+            f", offload {'+'.join(offload)}" if offload else "",
+            ", fp8" if t.get("precision") == "fp8" else "",
+            f", LoRA r{t['lora_rank']}" if t.get("lora_rank") else "",
+        ]
+    )
     train = (
         f"{t['gpus']} GPUs: tp{t['tp']} pp{t['pp']} cp{t['cp']} ep{t['ep']}{folded} "
-        f"x dp{t['dp']}, ZeRO-{t['zero']}, recompute {t['recompute']}"
+        f"x dp{t['dp']}, ZeRO-{t['zero']}, recompute {t['recompute']}{extras}"
     )
+    pools = {k: v for k, v in plan.get("pools", {}).items() if v}
+    if pools:
+        train += "; own pools " + ", ".join(f"{k} {v}" for k, v in pools.items())
     return rollout, train
+
+
+def _variants(plan: dict[str, Any]) -> str:
+    """The staleness / prefix-caching variants a row stands for, and a tie it won."""
+    also = plan.get("also_as") or {}
+    parts = []
+    if len(also.get("max_staleness", [])) > 1:
+        parts.append("staleness " + "/".join(str(k) for k in also["max_staleness"]))
+    if len(also.get("prefix_caching", [])) > 1:
+        parts.append("prefix caching on/off")
+    if plan.get("tie"):
+        parts.append(f"tie: simpler than a plan {plan['tie']['faster_by_percent']}% faster")
+    return "; ".join(parts)
 
 
 def print_report(result: dict[str, Any], fmt: str) -> None:
@@ -40,6 +66,7 @@ def print_report(result: dict[str, Any], fmt: str) -> None:
                 f"{plan['tokens_per_second']:,.0f}",
                 "{rollout:.0f} / {train:.0f}".format(**plan["memory_gib_per_gpu"]),
                 plan["bottleneck"],
+                _variants(plan),
             )
         )
     print_rows(
@@ -53,6 +80,7 @@ def print_report(result: dict[str, Any], fmt: str) -> None:
             "tokens/s",
             "GiB/GPU r/t",
             "bottleneck",
+            "also / tie",
         ],
         rows,
         fmt,
@@ -108,6 +136,12 @@ def print_report(result: dict[str, Any], fmt: str) -> None:
             title="guidelines behind plan 1",
         )
     notes = [("frameworks", ", ".join(best["frameworks"]) or "none in the KB claims all of it")]
+    departure = result.get("departure")
+    if departure:
+        notes.append(
+            ("departure", f"{departure['why']} ({departure['simplest_plan']}: "
+                          f"{departure['simplest_step_seconds']:.1f} s)")
+        )  # fmt: skip
     notes += [("what would move it", n) for n in result["notes"]]
     notes += [("rejected", f"{r['reason']}: {r['count']:,}") for r in result["rejected"]]
     notes += [("chosen by estimate", c) for c in result.get("chosen", [])]

@@ -40,7 +40,9 @@ POOL_FEATURES = {
         ("plan.train.ep", "expert-parallelism"),
     ),
 }
-"""A degree above 1 needs the framework to claim the technique."""
+"""A degree above 1 is refused by a framework whose claim on the technique says `no`; a
+technique it makes no claim on is unknown, not refused (code is the authority: constraints
+record what it refuses)."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,8 @@ class Support:
 
     framework: Framework
     claimed: frozenset[str]
+    refused: frozenset[str]
+    """Features the framework's claims say it does not support."""
     pairs: tuple[tuple[str | None, str | None], ...]
     """(training backend, rollout engine) pairs it offers."""
     constraints: tuple[CompiledConstraint, ...]
@@ -105,17 +109,18 @@ class Support:
         return self.framework.id
 
     def claims_allow(self, env: Mapping[str, Any], size: int, level: str) -> np.ndarray:
-        """Where its claims cover what the plans use, judged on the facts of `level`."""
+        """Where its claims allow what the plans use, judged on the facts of `level`: the
+        placement and execution mode must be claimed, a parallelism must not be denied."""
         ok = np.ones(size, dtype=bool)
         pools = ("rollout", "train") if level == "plan" else (level,)
         for pool in pools:
             if pool not in POOL_FEATURES:
                 continue
             for fact, feature in POOL_FEATURES[pool]:
-                if feature not in self.claimed and fact in env:
+                if feature in self.refused and fact in env:
                     ok &= np.broadcast_to(np.asarray(env[fact]) <= 1, (size,))
-            sharded = {"zero-3", "fsdp"} & self.claimed
-            if pool == "train" and "plan.train.zero" in env and not sharded:
+            sharded_refused = {"zero-3", "fsdp"} <= self.refused
+            if pool == "train" and "plan.train.zero" in env and sharded_refused:
                 ok &= np.broadcast_to(np.asarray(env["plan.train.zero"]) < 3, (size,))
         if level == "plan":
             placement = np.broadcast_to(np.asarray(env["plan.placement"]), (size,))
@@ -163,10 +168,11 @@ def supports(
     found = []
     for fw in sorted(frameworks, key=lambda f: f.id):
         claimed = frozenset(c.feature for c in fw.claims if c.support in ("yes", "partial"))
+        refused = frozenset(c.feature for c in fw.claims if c.support == "no")
         if algorithm not in claimed:
             continue
         backends = sorted(f for f in claimed if components.get(f) == "training-backend")
         engines = sorted(f for f in claimed if components.get(f) == "rollout-engine")
         pairs = tuple(itertools.product(backends or [None], engines or [None]))
-        found.append(Support(fw, claimed, pairs, tuple(by_framework.get(fw.id, ()))))
+        found.append(Support(fw, claimed, refused, pairs, tuple(by_framework.get(fw.id, ()))))
     return found

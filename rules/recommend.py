@@ -472,9 +472,8 @@ class Recommender:
         try:
             return self._run_round()
         except NoFeasiblePlan:
-            memory_bound = self.search.rejected.most_common(1)[:1] == [
-                ("memory", self.search.rejected["memory"])
-            ]
+            # Memory turned some plans away: heavier offload may let them run.
+            memory_bound = self.search.rejected["memory"] > 0
             if not memory_bound or self.resolved.scenario.plan.train.offload is not None:
                 raise
         self.offload_fallback = True

@@ -1,0 +1,95 @@
+"""The planner against the experts: for every published deployment, the top plan that its own
+framework can run, beside the expert's plan costed as written.
+
+Agreement is counted on placement, execution, rollout TP (within 2x) and training family
+(data-parallel sharded: ZeRO-3/FSDP without model parallelism; model-parallel: otherwise); a
+departure from the expert's placement or execution is justified when the top plan predicts a
+gain of at least 10% over the expert's plan, or is a tie broken toward the simpler plan.
+
+Run: python bench/bench_experts.py [ID ...]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from kb.load import load_catalog
+from kb.paths import DEFAULT_ROOTS
+from rlmguide.cli import RULES_ROOT
+from rules.recommend import NoFeasiblePlan, recommend, recommender_for
+from rules.scenario import fill_plan_defaults, resolve
+
+JUSTIFIED_GAIN = 0.10
+
+
+def family(train: dict[str, Any]) -> str:
+    model_parallel = train["tp"] * train["pp"] > 1 or (train["ep"] > 1 and train["zero"] < 3)
+    return "model-parallel" if model_parallel else "dp-sharded"
+
+
+def main() -> None:
+    catalog = load_catalog([*DEFAULT_ROOTS, RULES_ROOT])
+    wanted = set(sys.argv[1:])
+    deployments = [
+        d for d in sorted(catalog.of("deployment").values(), key=lambda d: d.id)
+        if not wanted or d.id in wanted
+    ]  # fmt: skip
+    counts = {"placement": 0, "execution": 0, "rollout tp": 0, "train family": 0, "justified": 0}
+    departures = 0
+    print(
+        f"{'deployment':<58} {'expert':<34} {'planner':<34} {'expert s':>9} {'top s':>9} "
+        f"{'gain':>6} {'search s':>8}"
+    )
+    for d in deployments:
+        scenario = d.scenario.model_copy(update={"plan": type(d.scenario.plan)()})
+        resolved = resolve(scenario, catalog.records)
+        fixed, _ = fill_plan_defaults(resolve(d.scenario, catalog.records))
+        expert = recommend(
+            recommender_for(fixed, catalog, enforce_memory=False, filter_frameworks=False), 1
+        )["plans"][0]
+        start = time.perf_counter()
+        try:
+            top = recommend(recommender_for(resolved, catalog, only=d.framework), 1)["plans"][0]
+        except NoFeasiblePlan as exc:
+            print(f"{d.id:<58} no plan of {d.framework}: {str(exc)[:100]}")
+            continue
+        seconds = time.perf_counter() - start
+        agree = {
+            "placement": top["placement"] == expert["placement"],
+            "execution": top["execution"] == expert["execution"],
+            "rollout tp": 0.5 <= top["rollout"]["tp"] / expert["rollout"]["tp"] <= 2,
+            "train family": family(top["train"]) == family(expert["train"]),
+        }
+        gain = 1.0 - top["step_seconds"] / expert["step_seconds"]
+        departs = not (agree["placement"] and agree["execution"])
+        if departs:
+            departures += 1
+            if gain >= JUSTIFIED_GAIN or top.get("tie"):
+                counts["justified"] += 1
+        for key, same in agree.items():
+            counts[key] += same
+
+        def shown(p: dict[str, Any]) -> str:
+            return (
+                f"{p['placement'][:5]} {p['execution'][:8]} r-tp{p['rollout']['tp']} "
+                f"{family(p['train'])[:5]}"
+            )
+
+        print(
+            f"{d.id:<58} {shown(expert):<34} {shown(top):<34} {expert['step_seconds']:>9.1f} "
+            f"{top['step_seconds']:>9.1f} {100 * gain:>5.0f}% {seconds:>8.2f}"
+        )
+    n = len(deployments)
+    print()
+    for key in ("placement", "execution", "rollout tp", "train family"):
+        print(f"agree on {key}: {counts[key]} of {n} ({100 * counts[key] / n:.0f}%)")
+    print(
+        f"departures from the expert's placement or execution: {departures}, of which "
+        f"{counts['justified']} predict >= {100 * JUSTIFIED_GAIN:.0f}% gain or are ties"
+    )
+
+
+if __name__ == "__main__":
+    main()
