@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from cost.architecture import ModelFigures
-from cost.arrays import BoolArray, FloatArray, IntArray, floats
+from cost.arrays import BoolArray, FloatArray, IntArray, floats, unique_rows
 from cost.batch import Batch, Needs
 from cost.collectives import Fabric
 from cost.compose import StepTime, compose_step
@@ -128,6 +128,117 @@ class CostTable:
         }
 
 
+TRAIN_COLUMNS = (
+    "train_gpus", "train_tp", "train_pp", "train_cp", "train_ep", "train_etp", "train_zero",
+    "train_recompute", "train_fp8", "train_lora_rank", "offload_phase", "offload_optimizer",
+    "offload_params", "offload_frozen", "critic_gpus", "reference_gpus", "reward_gpus",
+)  # fmt: skip
+"""The plan fields the trainer's side (memory, assessment, training, offload) depends on."""
+ROLLOUT_COLUMNS = (
+    "rollout_gpus", "rollout_tp", "rollout_pp", "rollout_ep", "rollout_attention_dp",
+    "rollout_fp8",
+)  # fmt: skip
+SYNC_COLUMNS = ("train_gpus", "train_tp", "train_pp", "train_cp", "train_zero", "train_lora_rank")
+"""With the rollout layout and the placement, what weight sync depends on."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrainerSide:
+    memory: TrainMemory
+    own_memory: dict[str, TrainMemory]
+    preparation: StageCost
+    training: StageCost
+    switch: StageCost
+
+
+def _trainer_side(
+    plans: PlanTable,
+    actor: ModelFigures,
+    critic_fig: ModelFigures | None,
+    reward_fig: ModelFigures | None,
+    needs: Needs,
+    batch: Batch,
+    hw: Hardware,
+    fabric: Fabric,
+    eff: EfficiencyFactors,
+    overheads: Overheads,
+    usable: float,
+) -> TrainerSide:
+    """Memory, assessment, training and offload traffic of the training pool (and of the
+    models' own pools), for plans that differ in their training layout."""
+    t_layout = TrainLayout.of(plans)
+    t_links = TrainLinks.of(fabric, t_layout)
+    everywhere = np.ones(len(plans), dtype=bool)
+    # Models on their own pools (OpenRLHF's critic, reference and reward GPUs).
+    c_layout, c_links, critic_apart = _own_pool(fabric, t_layout, plans.critic_gpus)
+    ref_layout, ref_links, ref_apart = _own_pool(fabric, t_layout, plans.reference_gpus)
+    rm_layout, rm_links, rm_apart = _own_pool(fabric, t_layout, plans.reward_gpus)
+    # With LoRA the reference is the frozen base inside the actor: no second copy.
+    separate_reference = needs.needs_reference & ~t_layout.lora
+
+    # Memory of the actor's training pool (it also sizes the training micro-batches).
+    trained: list[Placed] = [(actor, everywhere)]
+    frozen: list[Placed] = [(actor, separate_reference & ~ref_apart)]
+    if critic_fig is not None:
+        trained.append((critic_fig, ~critic_apart))
+    if reward_fig is not None:
+        frozen.append((reward_fig, ~rm_apart))
+    train_mem = training_memory(trained, frozen, t_layout, batch, usable, overheads)
+    micro_tokens = np.maximum(train_mem.micro_tokens, batch.sequence_tokens)
+    own_memory: dict[str, TrainMemory] = {}
+    if critic_fig is not None and critic_apart.any():
+        own_memory["critic"] = training_memory(
+            [(critic_fig, critic_apart)], [], c_layout, batch, usable, overheads
+        )
+    if ref_apart.any():
+        own_memory["reference"] = training_memory(
+            [], [(actor, ref_apart & separate_reference)], ref_layout, batch, usable, overheads
+        )
+    if reward_fig is not None and rm_apart.any():
+        own_memory["reward"] = training_memory(
+            [], [(reward_fig, rm_apart)], rm_layout, batch, usable, overheads
+        )
+    pools = {
+        "reference": OwnPool(ref_layout, ref_links, ref_apart),
+        "reward": OwnPool(rm_layout, rm_links, rm_apart),
+        "critic": OwnPool(c_layout, c_links, critic_apart),
+    }
+    preparation = preparation_stage(
+        actor,
+        critic_fig,
+        reward_fig,
+        needs.needs_reference,
+        needs.old_log_probs,
+        t_layout,
+        t_links,
+        batch,
+        hw,
+        eff,
+        overheads,
+        pools,
+    )
+    critic_tokens = (
+        np.maximum(own_memory["critic"].micro_tokens, batch.sequence_tokens)
+        if "critic" in own_memory
+        else micro_tokens
+    )
+    training = training_stage(
+        actor,
+        critic_fig,
+        t_layout,
+        t_links,
+        batch,
+        micro_tokens,
+        hw,
+        eff,
+        overheads,
+        critic_pool=(c_layout, c_links, critic_tokens),
+        critic_apart=critic_apart,
+    )
+    switch = switch_stage(train_mem.switch, t_layout.gpus, hw)
+    return TrainerSide(train_mem, own_memory, preparation, training, switch)
+
+
 def _own_pool(
     fabric: Fabric, layout: TrainLayout, gpus: IntArray
 ) -> tuple[TrainLayout, TrainLinks, BoolArray]:
@@ -186,105 +297,62 @@ def evaluate(
     actor = ModelFigures.of(policy)
     critic_fig = ModelFigures.of(critic_arch) if critic_arch is not None else None
     reward_fig = ModelFigures.of(reward) if reward is not None else None
-    r_layout, t_layout = RolloutLayout.of(plans), TrainLayout.of(plans)
-    t_links = TrainLinks.of(fabric, t_layout)
     usable = hw.memory_bytes * overheads.usable_memory_fraction
     colocated = plans.placement == COLOCATED
     n = len(plans)
-    everywhere = np.ones(n, dtype=bool)
 
-    # Models on their own pools (OpenRLHF's critic, reference and reward GPUs).
-    c_layout, c_links, critic_apart = _own_pool(fabric, t_layout, plans.critic_gpus)
-    ref_layout, ref_links, ref_apart = _own_pool(fabric, t_layout, plans.reference_gpus)
-    rm_layout, rm_links, rm_apart = _own_pool(fabric, t_layout, plans.reward_gpus)
-    # With LoRA the reference is the frozen base inside the actor: no second copy.
-    separate_reference = needs.needs_reference & ~t_layout.lora
-
-    # Memory of the actor's training pool (it also sizes the training micro-batches).
-    trained: list[Placed] = [(actor, everywhere)]
-    frozen: list[Placed] = [(actor, separate_reference & ~ref_apart)]
-    if critic_fig is not None:
-        trained.append((critic_fig, ~critic_apart))
-    if reward_fig is not None:
-        frozen.append((reward_fig, ~rm_apart))
-    train_mem = training_memory(trained, frozen, t_layout, batch, usable, overheads)
-    micro_tokens = np.maximum(train_mem.micro_tokens, batch.sequence_tokens)
-    own_memory: dict[str, TrainMemory] = {}
-    if critic_fig is not None and critic_apart.any():
-        own_memory["critic"] = training_memory(
-            [(critic_fig, critic_apart)], [], c_layout, batch, usable, overheads
-        )
-    if ref_apart.any():
-        own_memory["reference"] = training_memory(
-            [], [(actor, ref_apart & separate_reference)], ref_layout, batch, usable, overheads
-        )
-    if reward_fig is not None and rm_apart.any():
-        own_memory["reward"] = training_memory(
-            [], [(reward_fig, rm_apart)], rm_layout, batch, usable, overheads
-        )
+    # The trainer's side depends on the training layout alone: cost each distinct one once.
+    first, spread = unique_rows(*(getattr(plans, name) for name in TRAIN_COLUMNS))
+    side = _trainer_side(
+        plans.take(first), actor, critic_fig, reward_fig, needs, batch, hw, fabric, eff,
+        overheads, usable,
+    )  # fmt: skip
+    train_mem = side.memory.take(spread)
+    own_memory = {role: m.take(spread) for role, m in side.own_memory.items()}
+    preparation, training = side.preparation.take(spread), side.training.take(spread)
+    switch = side.switch.take(spread)
 
     # Memory of the rollout phase; colocated, whatever the trainer did not park stays.
+    r_layout = RolloutLayout.of(plans)
     resident = np.where(colocated, train_mem.resident, 0.0)
     shared = rollout_memory(actor, r_layout, batch, usable, overheads, resident=resident)
-
     caps = np.where(
         plans.execution == PARTIAL_ROLLOUT,
         np.ceil(batch.longest_response / (plans.staleness + 1.0)),
         batch.longest_response,
     )
-    rollout, extras = rollout_stage(
+    # The rollout depends on its layout, its KV capacity, its cap and prefix caching.
+    rollout_keys = [getattr(plans, name) for name in ROLLOUT_COLUMNS]
+    first, spread = unique_rows(*rollout_keys, shared.capacity, caps, plans.prefix_caching)
+    unique_rollout, unique_extras = rollout_stage(
         actor,
-        r_layout,
+        RolloutLayout.of(plans.take(first)),
         batch,
-        shared.capacity,
-        caps,
-        plans.prefix_caching,
+        shared.capacity[first],
+        caps[first],
+        plans.prefix_caching[first],
         hw,
         fabric,
         eff,
         overheads,
     )
-    pools = {
-        "reference": OwnPool(ref_layout, ref_links, ref_apart),
-        "reward": OwnPool(rm_layout, rm_links, rm_apart),
-        "critic": OwnPool(c_layout, c_links, critic_apart),
-    }
-    preparation = preparation_stage(
-        actor,
-        critic_fig,
-        reward_fig,
-        needs.needs_reference,
-        needs.old_log_probs,
-        t_layout,
-        t_links,
-        batch,
-        hw,
-        eff,
-        overheads,
-        pools,
-    )
-    critic_tokens = (
-        np.maximum(own_memory["critic"].micro_tokens, batch.sequence_tokens)
-        if "critic" in own_memory
-        else micro_tokens
-    )
-    training = training_stage(
-        actor,
-        critic_fig,
-        t_layout,
-        t_links,
-        batch,
-        micro_tokens,
-        hw,
-        eff,
-        overheads,
-        critic_pool=(c_layout, c_links, critic_tokens),
-        critic_apart=critic_apart,
-    )
+    rollout, extras = unique_rollout.take(spread), unique_extras.take(spread)
+
+    sync_keys = [getattr(plans, name) for name in SYNC_COLUMNS]
+    first, spread = unique_rows(*rollout_keys, *sync_keys, colocated)
+    sub = plans.take(first)
+    sub_train = TrainLayout.of(sub)
     sync = weight_sync_stage(
-        actor, r_layout, t_layout, t_links, colocated, hw, fabric, eff, overheads
-    )
-    switch = switch_stage(train_mem.switch, t_layout.gpus, hw)
+        actor,
+        RolloutLayout.of(sub),
+        sub_train,
+        TrainLinks.of(fabric, sub_train),
+        colocated[first],
+        hw,
+        fabric,
+        eff,
+        overheads,
+    ).take(spread)
     stages = {
         "rollout": rollout,
         "preparation": preparation,

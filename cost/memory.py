@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cost.architecture import ModelFigures
-from cost.arrays import BoolArray, FloatArray
+from cost.arrays import BoolArray, FloatArray, IntArray
 from cost.batch import Batch
 from cost.layouts import RolloutLayout, TrainLayout
 from cost.overheads import Overheads
@@ -184,6 +184,17 @@ class TrainMemory:
     @property
     def bytes(self) -> FloatArray:
         return np.maximum(self.training, self.assessment)
+
+    def take(self, rows: IntArray) -> TrainMemory:
+        return TrainMemory(
+            {k: v[rows] for k, v in self.terms.items()},
+            self.training[rows],
+            self.assessment[rows],
+            self.resident[rows],
+            self.host[rows],
+            self.switch[rows],
+            self.micro_tokens[rows],
+        )
 
 
 def _largest(arrays: list[FloatArray], n: int) -> FloatArray:

@@ -232,6 +232,14 @@ class RolloutExtras:
     decode_cap_tokens: FloatArray
     """Decode steps of the drain: max_response_tokens, or the partial-rollout cap."""
 
+    def take(self, rows: np.ndarray) -> RolloutExtras:
+        return RolloutExtras(
+            self.sequences_per_replica[rows],
+            self.concurrency[rows],
+            self.min_token_seconds[rows],
+            self.decode_cap_tokens[rows],
+        )
+
 
 def _grids(
     batch: Batch, caps: FloatArray, segments: int

@@ -21,7 +21,7 @@ from cost.evaluate import CostTable, evaluate
 from cost.overheads import DEFAULT_OVERHEADS, Overheads
 from cost.plans import EXECUTIONS, PLACEMENTS, RECOMPUTE, PlanTable
 from kb.load import Catalog
-from kb.schema import Framework
+from kb.schema import Framework, Offload
 from rules.engine import CompiledRule
 from rules.facts import STAGES, scenario_facts
 from rules.frameworks import CompiledConstraint, compile_constraints, supports
@@ -29,6 +29,7 @@ from rules.ranking import TIE_FRACTION, complexity, rank
 from rules.scenario import Resolved
 from rules.search import (
     HEAVY_OFFLOADS,
+    MAX_SPLITS,
     NO_OFFLOAD,
     PHASE_OFFLOAD,
     Split,
@@ -36,6 +37,7 @@ from rules.search import (
     offload_options,
     prefix_caching_options,
     rollout_layouts,
+    split_unit,
     splits,
     train_layouts,
 )
@@ -201,6 +203,7 @@ class Recommender:
         components: Mapping[str, str] | None = None,
         only: str | None = None,
         filter_frameworks: bool = True,
+        exhaustive: bool = False,
     ) -> None:
         """`frameworks` with their `constraints` decide which plans can run (none given: every
         plan is judged on physics alone, as calibration does); `only` keeps one framework.
@@ -222,6 +225,9 @@ class Recommender:
                 )
         self.only = only
         self.filter_frameworks = filter_frameworks
+        self.exhaustive = exhaustive
+        """Pair every layout (tests compare the pruned search against it)."""
+        self._layouts: dict[tuple[str, int, tuple[Offload, ...]], dict[str, np.ndarray]] = {}
         self.framework_masks: dict[str, np.ndarray] = {}
         self.facts = scenario_facts(resolved)
         self.usable_gib = resolved.accelerator.memory_gib * overheads.usable_memory_fraction
@@ -295,6 +301,18 @@ class Recommender:
     def _env(self, table: PlanTable, costs: CostTable | None = None) -> dict[str, Any]:
         return {**self.facts, **plan_facts(table, costs)}
 
+    def layouts(
+        self, pool: str, gpus: int, offloads: tuple[Offload, ...] = ()
+    ) -> dict[str, np.ndarray]:
+        """A pool's layouts on `gpus` GPUs, enumerated once per search."""
+        key = (pool, gpus, offloads)
+        if key not in self._layouts:
+            r = self.resolved
+            self._layouts[key] = (
+                rollout_layouts(r, gpus) if pool == "rollout" else train_layouts(r, gpus, offloads)
+            )
+        return self._layouts[key]
+
     # -- pools -----------------------------------------------------------------------------
 
     def _pool_shortlists(
@@ -305,10 +323,7 @@ class Recommender:
         of pair k stands for (the other pool's layouts times the execution modes)."""
         r = self.resolved
         per_node = r.scenario.cluster.gpus_per_node
-        if pool == "rollout":
-            per_size = [rollout_layouts(r, size) for size, _ in sizes]
-        else:
-            per_size = [train_layouts(r, size, self.train_offloads) for size, _ in sizes]
+        per_size = [self.layouts(pool, size, self.train_offloads) for size, _ in sizes]
         counts = np.array([len(layouts["tp"]) for layouts in per_size])
         out: dict[int, dict[str, np.ndarray]] = {}
         feasible: dict[int, int] = {}
@@ -361,7 +376,8 @@ class Recommender:
         for k, (size, _) in enumerate(sizes):
             mine = order[group[order] == k]
             feasible[size] = len(mine)
-            out[size] = {key: v[mine[:SHORTLIST]] for key, v in layouts.items()}
+            kept = mine if self.exhaustive else mine[:SHORTLIST]
+            out[size] = {key: v[kept] for key, v in layouts.items()}
         return out, feasible
 
     def _note_closest(self, costs: CostTable, failing: np.ndarray, excess: np.ndarray) -> None:
@@ -376,13 +392,21 @@ class Recommender:
     # -- candidates ------------------------------------------------------------------------
 
     def _colocated_rows(self, split: Split) -> list[dict[str, Any]]:
+        """Every rollout layout with every training layout that is not dominated (see
+        `_train_frontier`), in every execution mode and prefix-caching choice."""
         r = self.resolved
-        ro = rollout_layouts(r, split.rollout_gpus)
-        tr = train_layouts(r, split.train_gpus, self.colocated_offloads)
+        ro = self.layouts("rollout", split.rollout_gpus)
+        tr = self.layouts("train", split.train_gpus, self.colocated_offloads)
         modes = executions("colocated", r.scenario.plan, r.max_staleness)
         prefixes = prefix_caching_options(r)
         nr, nt = len(ro["tp"]), len(tr["tp"])
         if not nr or not nt or not modes:
+            return []
+        per_layout = len(modes) * len(prefixes)
+        self.search.candidates += nr * nt * per_layout
+        tr = self._train_frontier(split, tr, nr * per_layout)
+        nt = len(tr["tp"])
+        if not nt:
             return []
         ri, ti = np.meshgrid(np.arange(nr), np.arange(nt), indexing="ij")
         ri, ti = ri.ravel(), ti.ravel()
@@ -399,6 +423,48 @@ class Recommender:
                 )
             )
         return out
+
+    def _train_frontier(
+        self, split: Split, tr: dict[str, np.ndarray], weight: int
+    ) -> dict[str, np.ndarray]:
+        """The colocated training layouts worth pairing with rollout layouts: those that pass
+        the training pool's rules and constraints and fit, and among layouts that sync weights
+        alike (same tp, pp, cp, ZeRO stage), only those no other beats on both the trainer's
+        time and the state it keeps on the GPUs during the rollout (less state leaves more KV
+        cache). `weight` is how many candidates one layout stands for."""
+        r = self.resolved
+        n = len(tr["tp"])
+        reference_tp = _reference_rollout_tp(split.rollout_gpus, r.scenario.cluster.gpus_per_node)
+        rows = {
+            **pool_columns("rollout", {"gpus": split.rollout_gpus, "tp": reference_tp}),
+            **pool_columns("train", tr),
+        }
+        rows.update(placement=np.full(n, "colocated"), execution="sync")
+        table = PlanTable.from_arrays(**rows, **self.fixed)
+        alive = self._reject(self._env(table), n, "train", np.full(n, weight))
+        keep = np.flatnonzero(alive)
+        if not keep.size:
+            return {k: v[keep] for k, v in tr.items()}
+        costs = _cost(r, table.take(keep), self.overheads)
+        trainer = sum(costs.stages[s].seconds for s in ("preparation", "training", "switch"))
+        resident = costs.memory_terms_gib["rollout"]["trainer_state"]
+        excess = np.max([v for k, v in costs.pool_overflow_gib.items() if k != "rollout"], axis=0)
+        fits = (excess <= 0.0) | (not self.enforce_memory)
+        self.search.rejected["memory"] += int((~fits).sum()) * weight
+        self._note_closest(costs, ~fits, excess)
+        if self.exhaustive:
+            return {k: v[keep[fits]] for k, v in tr.items()}
+        frontier = []
+        ok = np.flatnonzero(fits)
+        groups = np.stack([tr[k][keep[ok]] for k in ("tp", "pp", "cp", "zero")], axis=1)
+        for group in np.unique(groups, axis=0):
+            mine = ok[np.all(groups == group, axis=1)]
+            least = np.inf
+            for i in mine[np.lexsort((resident[mine], trainer[mine]))]:
+                if resident[i] < least:
+                    frontier.append(keep[i])
+                    least = resident[i]
+        return {k: v[np.sort(np.asarray(frontier, dtype=np.int64))] for k, v in tr.items()}
 
     @staticmethod
     def _combine(
@@ -425,8 +491,10 @@ class Recommender:
         modes = executions("disaggregated", r.scenario.plan, r.max_staleness)
         prefixes = prefix_caching_options(r)
         per_layout = len(modes) * len(prefixes)
-        n_train = [len(train_layouts(r, s.train_gpus, self.train_offloads)["tp"]) for s in chosen]
-        n_roll = [len(rollout_layouts(r, s.rollout_gpus)["tp"]) for s in chosen]
+        n_train = [
+            len(self.layouts("train", s.train_gpus, self.train_offloads)["tp"]) for s in chosen
+        ]
+        n_roll = [len(self.layouts("rollout", s.rollout_gpus)["tp"]) for s in chosen]
         self.search.candidates += sum(a * b for a, b in zip(n_roll, n_train, strict=True)) * (
             per_layout
         )
@@ -485,15 +553,11 @@ class Recommender:
         start = self._start
         vetoing_rule = self._scenario_rejection()
         rows: list[dict[str, Any]] = []
-        colocated_rows = 0
         chosen = splits(self.resolved)
         for split in chosen:
             if split.placement == "colocated":
-                produced = self._colocated_rows(split)
-                colocated_rows += sum(len(p["placement"]) for p in produced)
-                rows += produced
+                rows += self._colocated_rows(split)
         rows += self._disaggregated_rows([s for s in chosen if s.placement == "disaggregated"])
-        self.search.candidates += colocated_rows
         if vetoing_rule is not None:
             self.search.rejected[vetoing_rule] += self.search.candidates - sum(
                 self.search.rejected.values()
@@ -765,6 +829,8 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
             "candidates": search.candidates,
             "feasible": search.feasible,
             "seconds": round(search.seconds, 4),
+            "split_every_gpus": split_unit(resolved),
+            "exhaustive": recommender.exhaustive,
         },
         "rejected": [{"reason": k, "count": v} for k, v in (+search.rejected).most_common()],
         "plans": plans,
@@ -775,8 +841,20 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
             ["no plan fitted without a CPU optimizer or streamed parameters, so they were searched"]
             if recommender.offload_fallback
             else []
-        ),
+        )
+        + _grid_notes(resolved),
     }
+
+
+def _grid_notes(resolved: Resolved) -> list[str]:
+    unit, per_node = split_unit(resolved), resolved.scenario.cluster.gpus_per_node
+    if unit <= per_node:
+        return []
+    return [
+        f"disaggregated splits were searched every {unit} GPUs ({unit // per_node} nodes), "
+        f"not every node, to keep the search within {MAX_SPLITS} splits; fix plan.rollout.gpus "
+        "to cost another split"
+    ]
 
 
 def _tie(costs: CostTable, row: int, fastest: int) -> dict[str, Any] | None:

@@ -38,14 +38,29 @@ class Split:
     train_gpus: int
 
 
+MAX_SPLITS = 64
+"""Disaggregated splits searched at most; beyond, splits step by several nodes (said in the
+output)."""
+
+
+def split_unit(resolved: Resolved) -> int:
+    """GPUs between two searched splits: one GPU inside a node, a node across nodes, and on
+    clusters of more than MAX_SPLITS nodes as many nodes as keep MAX_SPLITS splits."""
+    cluster = resolved.scenario.cluster
+    if cluster.nodes == 1:
+        return 1
+    nodes = (cluster.gpus - resolved.scenario.plan.pools.total) // cluster.gpus_per_node
+    return cluster.gpus_per_node * max(1, -(-nodes // MAX_SPLITS))
+
+
 def splits(resolved: Resolved) -> list[Split]:
     """Colocated on all GPUs; disaggregated at every node split (or GPU split in one node),
     and at any split the plan fixes (verl's 4 rollout : 12 training GPUs over two nodes).
     GPUs given to models' own pools are set aside first."""
     cluster, plan = resolved.scenario.cluster, resolved.scenario.plan
-    gpus, per_node = cluster.gpus - plan.pools.total, cluster.gpus_per_node
+    gpus = cluster.gpus - plan.pools.total
     found = [Split("colocated", gpus, gpus)]
-    unit = per_node if cluster.nodes > 1 else 1
+    unit = split_unit(resolved)
     sizes = set(range(unit, gpus, unit))
     fixed = plan.rollout.gpus or (gpus - plan.train.gpus if plan.train.gpus else None)
     if fixed and 0 < fixed < gpus:
