@@ -1,0 +1,128 @@
+"""Plans experts would run: framework-true candidates, step-time ranking with ties broken toward
+the simpler plan, distinct rows, the off-policy tolerance, and a pruned search that finds the
+exhaustive search's best plan."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from conftest import REPO
+
+from kb.load import load_catalog
+from kb.paths import DEFAULT_ROOTS
+from rlmguide.cli import RULES_ROOT, cli
+from rules.ranking import TIE_FRACTION, complexity
+from rules.recommend import recommend, recommender_for
+from rules.scenario import read_scenario, resolve
+
+CATALOG = load_catalog([*DEFAULT_ROOTS, RULES_ROOT])
+EXAMPLES = REPO / "examples"
+SMALL = str(EXAMPLES / "grpo-qwen2.5-7b-8xh100.yaml")
+
+
+def run(*args: str) -> tuple[int, dict | str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    if result.exit_code:
+        return result.exit_code, result.output
+    return 0, json.loads(result.output)
+
+
+def search(path: str, top: int = 5, **options: object) -> dict:
+    resolved = resolve(read_scenario(EXAMPLES / path), CATALOG.records)
+    return recommend(recommender_for(resolved, CATALOG, **options), top)
+
+
+def test_every_top_plan_names_a_framework_that_can_run_it() -> None:
+    for path in ("grpo-qwen2.5-7b-8xh100.yaml", "grpo-qwen2.5-32b-64xh100.yaml"):
+        for plan in search(path)["plans"]:
+            assert plan["frameworks"], plan
+
+
+def test_one_framework_and_the_constraints_that_removed_candidates() -> None:
+    code, result = run("recommend", SMALL, "--framework", "verl", "--format", "json")
+    assert code == 0, result
+    assert all(p["frameworks"] == ["verl"] for p in result["plans"])
+    assert all(p["rollout"]["pp"] == 1 for p in result["plans"])  # verl refuses rollout PP
+    reasons = {r["reason"] for r in result["rejected"]}
+    assert "constraint verl-rollout-no-pipeline-parallelism" in reasons
+
+
+def test_plans_are_distinct_and_ordered_by_step_time_up_to_the_tie() -> None:
+    plans = search("grpo-qwen2.5-7b-8xh100.yaml", top=8)["plans"]
+    keys = [
+        json.dumps({k: p[k] for k in ("placement", "execution", "rollout", "train", "pools")})
+        for p in plans
+    ]
+    assert len(set(keys)) == len(keys)
+    best = plans[0]["step_seconds"]
+    for earlier, later in itertools.pairwise(plans):
+        # A later row is never faster than an earlier one by more than the tie.
+        assert later["step_seconds"] >= earlier["step_seconds"] * (1 - TIE_FRACTION) - 1e-9
+    assert all(p["step_seconds"] >= best * (1 - TIE_FRACTION) for p in plans)
+    folded = plans[0]["also_as"]
+    assert folded["step_seconds"][0] == pytest.approx(plans[0]["step_seconds"], abs=0.01)
+
+
+def test_a_tie_goes_to_the_simpler_plan() -> None:
+    result = search("grpo-qwen2.5-32b-64xh100.yaml", top=5)
+    plans = result["plans"]
+    for plan in plans:
+        if plan["tie"]:
+            assert 0 < plan["tie"]["faster_by_percent"] <= 100 * TIE_FRACTION
+    departure = result["departure"]
+    if departure is not None:
+        assert departure["gain_percent"] > 100 * TIE_FRACTION
+
+
+def test_complexity_orders_execution_modes_as_the_issue_asks() -> None:
+    from cost.plans import PlanTable
+
+    table = PlanTable.from_arrays(
+        placement=np.array(["colocated", "disaggregated", "disaggregated", "disaggregated"]),
+        execution=np.array(["sync", "one-step-off", "partial-rollout", "async"]),
+        rollout_gpus=np.array([8, 4, 4, 4]), rollout_tp=1, train_gpus=np.array([8, 4, 4, 4]),
+        train_tp=1, train_zero=3, train_recompute="none",
+    )  # fmt: skip
+    scores = complexity(table, 8)
+    assert list(scores) == sorted(scores) and len(set(scores)) == 4
+
+
+def test_strictly_on_policy_workloads_get_only_synchronous_plans() -> None:
+    code, result = run(
+        "recommend", SMALL, "--set", "workload.max_staleness=0", "--format", "json", "--top", "5"
+    )
+    assert code == 0, result
+    assert {p["execution"] for p in result["plans"]} == {"sync"}
+    code, result = run(
+        "recommend", SMALL, "--set", "workload.max_staleness=4", "--format", "json", "--top", "1"
+    )
+    assert code == 0
+    assert result["plans"][0]["max_staleness"] <= 4
+
+
+def test_a_fixed_plan_beyond_the_tolerance_is_refused() -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["recommend", SMALL, "--set", "workload.max_staleness=0", "--set", "plan.execution=async"],
+    )
+    assert result.exit_code == 2
+    assert "strictly on-policy" in result.output
+
+
+@pytest.mark.parametrize("path", ["grpo-qwen2.5-7b-8xh100.yaml", "grpo-qwen2.5-32b-64xh100.yaml"])
+def test_pruned_search_finds_the_exhaustive_best_plan(path: str) -> None:
+    pruned = search(path, top=1)["plans"][0]
+    exhaustive = search(path, top=1, exhaustive=True)["plans"][0]
+    assert pruned["step_seconds"] == pytest.approx(exhaustive["step_seconds"], rel=1e-9)
+    fields = ("placement", "execution", "rollout", "train")
+    assert {k: pruned[k] for k in fields} == {k: exhaustive[k] for k in fields}
+
+
+def test_coarse_split_grid_is_said() -> None:
+    result = search("grpo-deepseek-v3-4096xh800.yaml", top=1)
+    assert result["search"]["split_every_gpus"] > 8
+    assert any("splits were searched every" in n for n in result["resolution_notes"])
