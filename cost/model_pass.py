@@ -104,6 +104,7 @@ def micro_pass(
     counts: PassCounts,
     micro_tokens: FloatArray,
     sequence_tokens: float,
+    expert_loop_seconds: float = 0.0,
 ) -> MicroPass:
     tp, cp, pp = layout.tp, layout.cp, layout.pp
     tokens = micro_tokens / cp  # tokens on this GPU's context shard
@@ -139,6 +140,13 @@ def micro_pass(
 
     dense, expert = model_parallel_params(fig, layout)
     zero3 = layout.zero >= 3
+    # Without expert parallelism, an FSDP/ZeRO-3 backend runs the model's own expert loop.
+    passes = counts.ep_all_to_alls / 2.0
+    loop = np.where(
+        zero3 & (layout.ep == 1) & fig.is_moe,
+        passes * fig.sparse_layers * share * fig.experts * expert_loop_seconds,
+        0.0,
+    )
     shard_link, expert_link = links.shard, links.expert_shard
     z_calls = counts.zero3_collectives * layers
     z_dense = counts.zero3_collectives * gather_bytes(BF16_BYTES * dense, shard_link)
@@ -161,8 +169,8 @@ def micro_pass(
     z_up, z_out = split_by_link(exposed, shard_link)
     up, out = up + z_up, out + z_out
     return MicroPass(
-        seconds=compute + up + out,
-        compute=compute,
+        seconds=compute + loop + up + out,
+        compute=compute + loop,
         scale_up=up,
         scale_out=out,
         hbm_bytes=counts.weight_reads * BF16_BYTES * (dense + expert),

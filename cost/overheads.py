@@ -78,6 +78,13 @@ class Overheads:
     (5-40 ms); 40 ms fits verl's unbucketed sync better but doubles NeMo-RL's one-step-off
     DeepSeek-V3 step, so 20 ms sits between the frameworks' implementations."""
 
+    expert_loop_seconds: float = 20e-6
+    """Host time per expert, layer and pass when a mixture of experts trains without expert
+    parallelism under ZeRO-3/FSDP: the Hugging Face model code those backends run loops over
+    the experts in Python (select the expert's tokens, three small GEMMs, scatter back), a few
+    kernel launches of ~5 us each per expert. An assumption, not a measurement; Megatron's
+    grouped GEMM does not pay it."""
+
     length_segments: int = 16
     """Segments of the response-length grid over which the rollout's shrinking batch is
     integrated (accuracy versus speed; 16 keeps the drain integral within a few percent)."""

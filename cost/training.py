@@ -72,10 +72,20 @@ def pipeline_stage(
     per_round_hbm_bytes: FloatArray,
     per_round_link_bytes: FloatArray,
     work_flop: FloatArray,
+    expert_loop_seconds: float = 0.0,
 ) -> StageCost:
     """`rounds` pipeline flushes of `micro.count` micro-batches each, every round followed by
     a fixed part (gradient sync and update, or nothing for forward passes)."""
-    mp = micro_pass(fig, layout, links, flops_rate, counts, micro.tokens, batch.sequence_tokens)
+    mp = micro_pass(
+        fig,
+        layout,
+        links,
+        flops_rate,
+        counts,
+        micro.tokens,
+        batch.sequence_tokens,
+        expert_loop_seconds,
+    )
     m, pp = micro.count, layout.pp
     seconds = rounds * ((m + pp - 1.0) * mp.seconds + per_round_seconds)
     work = rounds * (m * mp.seconds + per_round_seconds)
@@ -162,6 +172,7 @@ def train_model_stage(
         per_round_hbm_bytes=update_bytes,
         per_round_link_bytes=dense_sent + expert_sent,
         work_flop=tokens * flops_per_token(fig, counts, batch.sequence_tokens),
+        expert_loop_seconds=overheads.expert_loop_seconds,
     )
 
 

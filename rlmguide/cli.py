@@ -463,12 +463,26 @@ def _recommender(resolved: Any, catalog: Any, **options: Any) -> Any:
         raise Failure(f"no feasible plan: {exc}") from None
 
 
+def _progress(message: str) -> Any:
+    """A spinner on standard error while a search runs, only for a person at a terminal:
+    never on standard output, in JSON or in a pipe."""
+    import contextlib
+    import sys
+
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    from rich.console import Console
+
+    return Console(stderr=True).status(message)
+
+
 def _run(recommender: Any, top: int) -> dict[str, Any]:
     from cost.plans import PlanError
     from rules.recommend import NoFeasiblePlan, recommend
 
     try:
-        return recommend(recommender, top)
+        with _progress("searching plans"):
+            return recommend(recommender, top)
     except NoFeasiblePlan as exc:
         raise Failure(f"no feasible plan: {exc}") from None
     except PlanError as exc:

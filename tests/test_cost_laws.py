@@ -124,6 +124,8 @@ def faster(accelerator: AcceleratorFigures, k: float) -> AcceleratorFigures:
             "bf16_dense_tflops": accelerator.bf16_dense_tflops * k,
             "scale_up_gbytes_per_s": accelerator.scale_up_gbytes_per_s * k,
             "scale_out_gbits_per_s": accelerator.scale_out_gbits_per_s * k,
+            "fp8_dense_tflops": (accelerator.fp8_dense_tflops or 0) * k or None,
+            "host_link_gbytes_per_s": (accelerator.host_link_gbytes_per_s or 0) * k or None,
         }
     )
 
@@ -137,6 +139,8 @@ def quicker(overheads: Overheads, k: float) -> Overheads:
         host_bytes_per_s=overheads.host_bytes_per_s * k,
         fallback_scale_out_gbits_per_s=overheads.fallback_scale_out_gbits_per_s * k,
         weight_sync_bucket_seconds=overheads.weight_sync_bucket_seconds / k,
+        expert_loop_seconds=overheads.expert_loop_seconds / k,
+        cpu_adam_bytes_per_s_per_node=overheads.cpu_adam_bytes_per_s_per_node * k,
     )
 
 
