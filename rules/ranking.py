@@ -5,7 +5,8 @@ decode floor), so what decides between them is their paired difference, not thei
 bands. A difference below `TIE_FRACTION` of the faster plan's step time is a tie, and a tie
 goes to the simpler plan: synchronous before one-step-off before partial rollouts before
 asynchronous, less staleness, one pool before two, whole-node and power-of-two splits, no
-offload before phase offload before a CPU optimizer, no rollout pipeline before one.
+offload before phase offload before a CPU optimizer, no rollout pipeline before one, then the
+smaller rollout tensor group.
 Rows that differ only in staleness or prefix caching are one plan for the reader: the best
 row stands for them.
 """
@@ -29,7 +30,8 @@ EXECUTION_ORDER = {SYNC: 0, ONE_STEP_OFF: 1, PARTIAL_ROLLOUT: 2, ASYNC: 3}
 
 def complexity(table: PlanTable, gpus_per_node: int) -> np.ndarray:
     """A score per plan, lower is simpler, built from the tie-break order (most significant
-    first): execution mode, staleness, pools, split shape, offload, rollout pipeline."""
+    first): execution mode, staleness, pools, split shape, offload, rollout pipeline, rollout
+    tensor parallelism."""
     execution = np.zeros(len(table), dtype=np.int64)
     for code, order in EXECUTION_ORDER.items():
         execution[table.execution == code] = order
@@ -43,9 +45,15 @@ def complexity(table: PlanTable, gpus_per_node: int) -> np.ndarray:
     offload = np.where(
         table.offload_params | (table.offload_optimizer > 0), 2, table.offload_phase.astype(int)
     )
-    parts = (execution, staleness, np.minimum(pools, 3), odd_split, offload, table.rollout_pp > 1)
+    # Least significant: a rollout engine no larger than needed (a model that fits at a smaller
+    # tensor group runs at it by default: vLLM's and verl's tensor_parallel_size 1).
+    rollout_degree = np.log2(table.rollout_tp).astype(np.int64)
+    parts = (
+        execution, staleness, np.minimum(pools, 3), odd_split, offload, table.rollout_pp > 1,
+        np.minimum(rollout_degree, 15),
+    )  # fmt: skip
     score = np.zeros(len(table), dtype=np.int64)
-    for part, width in zip(parts, (4, 16, 4, 2, 3, 2), strict=True):
+    for part, width in zip(parts, (4, 16, 4, 2, 3, 2, 16), strict=True):
         score = score * width + np.asarray(part, dtype=np.int64)
     return score
 
