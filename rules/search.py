@@ -101,10 +101,13 @@ def _choices(fixed: int | None, options: list[int]) -> list[int]:
 
 
 def rollout_layouts(resolved: Resolved, gpus: int) -> dict[str, np.ndarray]:
-    """Every (tp, pp, ep) with a whole number of replicas on `gpus` GPUs."""
+    """Every (tp, pp, ep) with a whole number of replicas on `gpus` GPUs. Engines span up to
+    two nodes, and up to eight for a mixture of experts (the 32- and 64-GPU engines published
+    for DeepSeek-V3/R1)."""
     fixed = resolved.scenario.plan.rollout
     moe = resolved.policy.moe
-    tps = _choices(fixed.tp, powers_of_two(min(gpus, 2 * resolved.scenario.cluster.gpus_per_node)))
+    span = (8 if moe else 2) * resolved.scenario.cluster.gpus_per_node
+    tps = _choices(fixed.tp, powers_of_two(min(gpus, span)))
     pps = _choices(fixed.pp, [p for p in (1, 2, 4) if p <= gpus])
     eps = _choices(fixed.ep, powers_of_two(min(gpus, moe.experts)) if moe else [1])
     attention_dp = fixed.attention_dp or 1
