@@ -1,7 +1,8 @@
 """The planner against the experts: for every published deployment, the top plan that its own
 framework can run, beside the expert's plan costed as written.
 
-Agreement is counted on placement, execution, rollout TP (within 2x) and training family
+Agreement is counted on placement, execution, rollout TP (the attention's tensor group, within
+2x) and training family
 (data-parallel sharded: ZeRO-3/FSDP without model parallelism; model-parallel: otherwise); a
 departure from the expert's placement or execution is justified when the top plan predicts a
 gain of at least 10% over the expert's plan, or is a tie broken toward the simpler plan.
@@ -22,6 +23,14 @@ from rules.recommend import NoFeasiblePlan, recommend, recommender_for
 from rules.scenario import fill_plan_defaults, resolve
 
 JUSTIFIED_GAIN = 0.10
+
+
+def attention_tp(plan: dict[str, Any]) -> float:
+    """The tensor group attention runs on: an engine's tp, over its DP-attention groups. (The
+    planner writes wide expert parallelism as ep above tp: replicas of tp GPUs sharing experts,
+    which is the same layout as one engine of ep GPUs with DP attention.)"""
+    rollout = plan["rollout"]
+    return rollout["tp"] / rollout.get("attention_dp", 1)
 
 
 def family(train: dict[str, Any]) -> str:
@@ -59,7 +68,7 @@ def main() -> None:
         agree = {
             "placement": top["placement"] == expert["placement"],
             "execution": top["execution"] == expert["execution"],
-            "rollout tp": 0.5 <= top["rollout"]["tp"] / expert["rollout"]["tp"] <= 2,
+            "rollout tp": 0.5 <= attention_tp(top) / attention_tp(expert) <= 2,
             "train family": family(top["train"]) == family(expert["train"]),
         }
         gain = 1.0 - top["step_seconds"] / expert["step_seconds"]
@@ -73,7 +82,7 @@ def main() -> None:
 
         def shown(p: dict[str, Any]) -> str:
             return (
-                f"{p['placement'][:5]} {p['execution'][:8]} r-tp{p['rollout']['tp']} "
+                f"{p['placement'][:5]} {p['execution'][:8]} r-tp{attention_tp(p):g} "
                 f"{family(p['train'])[:5]}"
             )
 
