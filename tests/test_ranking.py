@@ -138,3 +138,42 @@ def test_the_faster_published_mode_ranks_ahead_not_tied() -> None:
     one_off = predicted["nemo-rl-perf-llama-8b-grpo-1off-16gpu"]
     assert sync is not None and one_off is not None
     assert one_off < sync * (1 - TIE_FRACTION)
+
+
+def test_every_constraint_record_compiles_and_cites_code() -> None:
+    from rules.frameworks import compile_constraints
+
+    compiled, problems = compile_constraints(CATALOG)
+    assert not problems
+    assert len(compiled) >= 30
+    assert {c.record.framework for c in compiled} >= {"verl", "nemo-rl", "openrlhf", "slime"}
+    for c in compiled:
+        assert c.record.commit in c.record.url and c.record.file in c.record.url
+
+
+def test_a_framework_runs_a_plan_only_where_its_code_allows_it() -> None:
+    from cost.plans import PlanTable
+    from rules.facts import scenario_facts
+    from rules.frameworks import compile_constraints, supports
+    from rules.recommend import plan_facts
+
+    resolved = resolve(read_scenario(EXAMPLES / "grpo-qwen2.5-7b-8xh100.yaml"), CATALOG.records)
+    components = {c.id: c.role for c in CATALOG.of("component").values()}
+    verl = next(
+        x
+        for x in supports(
+            CATALOG.of("framework").values(), compile_constraints(CATALOG)[0], components, "grpo"
+        )
+        if x.id == "verl"
+    )
+    table = PlanTable.from_arrays(
+        placement="colocated", execution=np.array(["sync", "sync", "partial-rollout"]),
+        rollout_gpus=8, rollout_tp=2, rollout_pp=np.array([1, 2, 1]), train_gpus=8, train_tp=1,
+        train_zero=3, train_recompute="full",
+    )  # fmt: skip
+    env = {**scenario_facts(resolved), **plan_facts(table)}
+    ok, fails = verl.runnable(env, len(table))
+    # verl runs the plain colocated plan, refuses rollout PP and colocated partial rollouts.
+    assert list(ok) == [True, False, False]
+    assert fails["verl-rollout-no-pipeline-parallelism"][1]
+    assert fails["verl-fully-async-requires-separate-pools"][2]
