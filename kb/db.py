@@ -54,15 +54,23 @@ def _prune(current: Path) -> None:
         path.unlink(missing_ok=True)
 
 
+SQL_MEMORY_LIMIT = "1GB"
+SQL_THREADS = 2
+SQL_TEMP_LIMIT = "1GB"
+"""User SQL runs on shared machines: a runaway join may use this much memory, this many cores
+and this much spill space, then fails with DuckDB's out-of-memory error instead of the host."""
+
+LOCKED_CONFIG = {
+    "enable_external_access": False,
+    "autoload_known_extensions": False,
+    "autoinstall_known_extensions": False,
+    "memory_limit": SQL_MEMORY_LIMIT,
+    "threads": SQL_THREADS,
+    "max_temp_directory_size": SQL_TEMP_LIMIT,
+    "lock_configuration": True,
+}
+
+
 def connect_read_only(path: Path) -> duckdb.DuckDBPyConnection:
     """A connection that can read the KB and nothing else: no writes, files, extensions or SET."""
-    return duckdb.connect(
-        str(path),
-        read_only=True,
-        config={
-            "enable_external_access": False,
-            "autoload_known_extensions": False,
-            "autoinstall_known_extensions": False,
-            "lock_configuration": True,
-        },
-    )
+    return duckdb.connect(str(path), read_only=True, config=LOCKED_CONFIG)

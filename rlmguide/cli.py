@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from kb.paths import DEFAULT_ROOTS, PLURALS, RecordRoot
-from rlmguide.formats import ROW_FORMATS, print_rows
+from rlmguide.formats import ROW_FORMATS, dumps, print_rows
 
 RULES_ROOT: RecordRoot = (Path(__file__).parent.parent / "rules" / "records", "rule")
 
@@ -68,6 +68,12 @@ class BadInput(click.ClickException):
     exit_code = 2
 
 
+class Interrupted(click.ClickException):
+    """Ctrl-C stopped the work (exit 130, as shells report death by SIGINT)."""
+
+    exit_code = 130
+
+
 def suggestion(name: str, known: list[str]) -> str:
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     return f"; did you mean {', '.join(close)}?" if close else ""
@@ -93,6 +99,26 @@ def param_option(func: Callable) -> Callable:
         multiple=True,
         metavar="NAME VALUE",
         help="Named SQL parameter, referenced as $NAME in the query.",
+    )(func)
+
+
+def limit_options(func: Callable) -> Callable:
+    """The time and row limits of a user query (see kb.query for how they are enforced)."""
+    from kb.query import DEFAULT_MAX_ROWS, DEFAULT_SECONDS
+
+    func = click.option(
+        "--max-rows",
+        default=DEFAULT_MAX_ROWS,
+        show_default=True,
+        type=click.IntRange(1, 1_000_000),
+        help="Rows to print at most; the rest are counted and reported on standard error.",
+    )(func)
+    return click.option(
+        "--timeout",
+        default=DEFAULT_SECONDS,
+        show_default=True,
+        type=click.FloatRange(0.1, 3600),
+        help="Seconds the query may run before it is stopped.",
     )(func)
 
 
@@ -129,14 +155,24 @@ def fetch(sql: str, params: dict[str, Any] | list[Any] | None = None) -> tuple[l
     return [d[0] for d in cursor.description], cursor.fetchall()
 
 
-def run_user_sql(sql: str, params: tuple[tuple[str, str], ...], fmt: str) -> None:
-    from kb.query import QueryError, run
+def run_user_sql(
+    sql: str, params: tuple[tuple[str, str], ...], fmt: str, timeout: float, max_rows: int
+) -> None:
+    from kb.query import Limits, QueryError, QueryTimeout, run
 
+    values = {k: _number_or_text(v) for k, v in params}
     try:
-        rows = run(connection(), sql, {k: _number_or_text(v) for k, v in params})
+        rows = run(connection(), sql, values, Limits(timeout, max_rows))
+    except QueryTimeout as exc:
+        raise Failure(str(exc)) from None
     except QueryError as exc:
         raise BadInput(str(exc)) from None
+    except KeyboardInterrupt:
+        raise Interrupted("interrupted; the query was stopped") from None
     print_rows(rows.columns, rows.rows, fmt)
+    if rows.more:
+        # standard error, so JSON and CSV on standard output stay whole documents
+        click.echo(f"{rows.more:,} more rows not shown (raise --max-rows)", err=True)
 
 
 def kind_of(name: str) -> str:
@@ -158,14 +194,17 @@ def cli() -> None:
 @click.argument("query")
 @param_option
 @format_option()
-def sql(query: str, params: tuple[tuple[str, str], ...], fmt: str) -> None:
+@limit_options
+def sql(
+    query: str, params: tuple[tuple[str, str], ...], fmt: str, timeout: float, max_rows: int
+) -> None:
     """Run one read-only SQL statement on the knowledge base (QUERY, or - for standard input).
 
     Example: rlmguide sql "SELECT id, licence FROM frameworks" --format csv
     """
     if query == "-":
         query = sys.stdin.read()
-    run_user_sql(query, params, fmt)
+    run_user_sql(query, params, fmt, timeout, max_rows)
 
 
 @cli.command()
@@ -173,7 +212,15 @@ def sql(query: str, params: tuple[tuple[str, str], ...], fmt: str) -> None:
 @click.option("--list", "list_all", is_flag=True, help="List the canned queries.")
 @param_option
 @format_option()
-def query(name: str | None, list_all: bool, params: tuple[tuple[str, str], ...], fmt: str) -> None:
+@limit_options
+def query(
+    name: str | None,
+    list_all: bool,
+    params: tuple[tuple[str, str], ...],
+    fmt: str,
+    timeout: float,
+    max_rows: int,
+) -> None:
     """Run a canned query by NAME (see --list)."""
     from kb.query import canned_queries
 
@@ -184,7 +231,7 @@ def query(name: str | None, list_all: bool, params: tuple[tuple[str, str], ...],
         return
     if name not in queries:
         raise BadInput(f"unknown query {name!r}{suggestion(name, list(queries))}")
-    run_user_sql(queries[name].sql, params, fmt)
+    run_user_sql(queries[name].sql, params, fmt, timeout, max_rows)
 
 
 @cli.group()
@@ -284,7 +331,7 @@ def show(record_id: str, kind: str | None, fmt: str) -> None:
             document["claims"] = [
                 {k: plain(v) for k, v in zip(keys, c, strict=True)} for c in claims
             ]
-        click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+        click.echo(dumps(document))
         return
     pairs = [(k, v) for k, v in fields.items() if v is not None]
     print_rows(["field", "value"], pairs, fmt, title=f"{found_kind} {record_id}")
@@ -321,9 +368,7 @@ def compare(ids: tuple[str, ...], fmt: str) -> None:
         )
         entry["cells"][fid] = {"support": support, "source": source, "note": note}
     if fmt == "json":
-        click.echo(
-            json.dumps({"frameworks": list(ids), "features": list(features.values())}, indent=2)
-        )
+        click.echo(dumps({"frameworks": list(ids), "features": list(features.values())}))
         return
 
     def show_cell(c: dict[str, Any] | None) -> str:
@@ -435,7 +480,7 @@ def emit_plans(result: dict[str, Any], fmt: str, plot: Path | None) -> None:
 
         draw(result["plans"], plot)
     if fmt == "json":
-        click.echo(json.dumps(result, indent=2))
+        click.echo(dumps(result))
     else:
         print_report(result, fmt)
 
