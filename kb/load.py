@@ -89,7 +89,7 @@ def format_location(loc: tuple[int | str, ...]) -> str:
             text += f"[{part}]"
         elif not text:
             text = part
-        elif not part.startswith(("function-", "lax-or", "union[")):
+        elif not part.startswith(("function-", "lax-or", "union[", "constrained-")):
             text += f".{part}"
     return text
 

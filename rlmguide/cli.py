@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from kb.paths import DEFAULT_ROOTS, PLURALS, RecordRoot
-from rlmguide.formats import ROW_FORMATS, dumps, print_rows
+from rlmguide.formats import ROW_FORMATS, dumps, non_finite, print_rows
 
 RULES_ROOT: RecordRoot = (Path(__file__).parent.parent / "rules" / "records", "rule")
 
@@ -417,10 +417,8 @@ def scenario_options(func: Callable) -> Callable:
 
 def load_scenario(path: Path | None, flags: dict[str, Any], assignments: tuple[str, ...]) -> Any:
     """The scenario file (or an empty one) with flags and `--set` applied, resolved."""
-    import yaml
-
     from kb.load import load_catalog
-    from rules.scenario import InputError, parse_scenario, read_mapping, resolve
+    from rules.scenario import InputError, parse_assignment, parse_scenario, read_mapping, resolve
 
     try:
         data = read_mapping(path) if path is not None else {}
@@ -432,16 +430,16 @@ def load_scenario(path: Path | None, flags: dict[str, Any], assignments: tuple[s
         if not sep or not key:
             raise BadInput(f"--set {text!r}: expected PATH=VALUE, e.g. plan.train.tp=4")
         pairs.append((key.strip(), value.strip()))
-    for dotted, value in pairs:
-        node = data
-        *parents, leaf = dotted.split(".")
-        for part in parents:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise BadInput(f"--set {dotted}: {part} is not a mapping")
-            node = child
-        node[leaf] = yaml.safe_load(value) if isinstance(value, str) else value
     try:
+        for dotted, value in pairs:
+            node = data
+            (*parents, leaf), parsed = parse_assignment(dotted, value)
+            for part in parents:
+                child = node.setdefault(part, {})
+                if not isinstance(child, dict):
+                    raise BadInput(f"--set {dotted}: {part} is not a mapping")
+                node = child
+            node[leaf] = parsed
         scenario = parse_scenario(data, str(path) if path else "scenario")
         # a recommendation reads only the kinds it resolves, ranks with and cites
         catalog = load_catalog(record_roots(), SCENARIO_KINDS)
@@ -465,11 +463,15 @@ def _run(recommender: Any, top: int) -> dict[str, Any]:
     from rules.recommend import NoFeasiblePlan, recommend
 
     try:
-        return recommend(recommender, top)
+        result = recommend(recommender, top)
     except NoFeasiblePlan as exc:
         raise Failure(f"no feasible plan: {exc}") from None
-    except PlanError as exc:
+    except (PlanError, OverflowError) as exc:
         raise BadInput(str(exc)) from None
+    if where := non_finite(result):
+        # the bounds on scenario numbers should make this unreachable; never print it as a plan
+        raise BadInput(f"the scenario's numbers give a non-finite estimate at {where}")
+    return result
 
 
 def emit_plans(result: dict[str, Any], fmt: str, plot: Path | None) -> None:
@@ -684,5 +686,11 @@ def main() -> None:
     except Exception as exc:  # the last line of defence: never show a traceback to users
         if os.environ.get("RLMGUIDE_DEBUG"):
             raise
-        click.echo(f"rlmguide: internal error: {type(exc).__name__}: {exc}", err=True)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        click.echo(
+            f"rlmguide: internal error (a bug, not your input): {type(exc).__name__}: {first}\n"
+            "Please report it with the command you ran and the traceback that "
+            "RLMGUIDE_DEBUG=1 prints.",
+            err=True,
+        )
         sys.exit(1)

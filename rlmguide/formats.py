@@ -50,6 +50,21 @@ def iso_duration(value: dt.timedelta) -> str:
     return f"{sign}P{value.days}DT{seconds:g}S"
 
 
+def non_finite(document: Any, path: str = "") -> str | None:
+    """The path of the first NaN or infinite number in a JSON-like document, or None."""
+    if isinstance(document, float) and not math.isfinite(document):
+        return path or "(top)"
+    items: Any = ()
+    if isinstance(document, dict):
+        items = ((f"{path}.{k}" if path else str(k), v) for k, v in document.items())
+    elif isinstance(document, list | tuple):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(document))
+    for where, value in items:
+        if found := non_finite(value, where):
+            return found
+    return None
+
+
 def dumps(document: Any) -> str:
     """Strict JSON text: any value `plain` does not make JSON-safe fails here, not in a reader."""
     return json.dumps(plain(document), indent=2, ensure_ascii=False, allow_nan=False)

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from cost.plans import expert_ranks
+from kb.files import read_text_file
 from kb.load import describe, format_location, parse_yaml
 from kb.schema import (
     AcceleratorFigures,
@@ -27,6 +28,7 @@ from kb.schema import (
     Record,
     Scenario,
 )
+from kb.schema.bounds import out_of_bounds
 
 
 class InputError(ValueError):
@@ -56,9 +58,11 @@ class Resolved:
 def read_mapping(path: Path) -> dict[str, Any]:
     """The YAML mapping in a scenario file, or an `InputError` saying why there is none."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_file(path)
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    except ValueError as exc:  # not a regular file, too large, not UTF-8
+        raise InputError(f"{path}: {exc}") from None
     try:
         data = parse_yaml(text)
     except Exception as exc:  # yaml.YAMLError and its marks
@@ -70,6 +74,21 @@ def read_mapping(path: Path) -> dict[str, Any]:
     return data
 
 
+def parse_assignment(dotted: str, value: str) -> tuple[list[str], Any]:
+    """`--set PATH=VALUE`: the path's parts and the value read as YAML (`4`, `[1, 2]`, `fp8`)."""
+    import yaml
+
+    parts = dotted.split(".")
+    if not all(parts):
+        raise InputError(f"--set {dotted}: a path is field names joined by dots: plan.train.tp")
+    try:
+        return parts, yaml.safe_load(value)
+    except yaml.YAMLError as exc:
+        raise InputError(
+            f"--set {dotted}: malformed value {value!r}: {getattr(exc, 'problem', None) or exc}"
+        ) from None
+
+
 def read_scenario(path: Path) -> Scenario:
     return parse_scenario(read_mapping(path), str(path))
 
@@ -78,7 +97,7 @@ def parse_scenario(data: Any, origin: str = "scenario") -> Scenario:
     if not isinstance(data, dict):
         raise InputError(f"{origin}: a scenario is a mapping with cluster, models and workload")
     try:
-        return Scenario.model_validate(data)
+        scenario = Scenario.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         more = len(exc.errors()) - 1
@@ -86,6 +105,9 @@ def parse_scenario(data: Any, origin: str = "scenario") -> Scenario:
         raise InputError(
             f"{origin}: {format_location(first['loc'])}: {describe(first)}{tail}"
         ) from None
+    if problem := out_of_bounds(scenario):
+        raise InputError(f"{origin}: {problem}")
+    return scenario
 
 
 def _lookup(records: Mapping[str, Record], value: str, field: str, kind: str) -> Record:
