@@ -18,7 +18,7 @@ class UnreadableFile(ValueError):
     """The file exists but is not something to parse; the message says why."""
 
 
-def read_regular(path: Path) -> bytes:
+def read_regular(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of a regular file, or `UnreadableFile`/`OSError` saying why not."""
     # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -26,17 +26,15 @@ def read_regular(path: Path) -> bytes:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise UnreadableFile("not a regular file (a directory, FIFO or device)")
-        if info.st_size > MAX_FILE_BYTES:
-            raise UnreadableFile(
-                f"{info.st_size:,} bytes is more than the {MAX_FILE_BYTES:,} a file may have"
-            )
+        if info.st_size > limit:
+            raise UnreadableFile(f"{info.st_size:,} bytes; a file may have {limit:,} at most")
         chunks = []
         size = 0
         while chunk := os.read(fd, 1 << 16):
             chunks.append(chunk)
             size += len(chunk)
-            if size > MAX_FILE_BYTES:  # it grew while being read
-                raise UnreadableFile(f"more than the {MAX_FILE_BYTES:,} bytes a file may have")
+            if size > limit:  # it grew while being read
+                raise UnreadableFile(f"more than the {limit:,} bytes a file may have")
         return b"".join(chunks)
     finally:
         os.close(fd)

@@ -131,23 +131,32 @@ def _number_or_text(value: str) -> Any:
     return value
 
 
+def _invalid(exc: Any) -> Failure:
+    shown = "\n".join(f"  {p}" for p in exc.problems[:10])
+    more = len(exc.problems) - 10
+    tail = f"\n  ... and {more} more" if more > 0 else ""
+    return Failure(f"{exc}; run `rlmguide validate`:\n{shown}{tail}")
+
+
 def database() -> Path:
-    from kb.db import InvalidRecords, ensure_database
+    from kb.db import CacheUnwritable, InvalidRecords, ensure_database
 
     try:
         return ensure_database(record_roots())
     except InvalidRecords as exc:
-        shown = "\n".join(f"  {p}" for p in exc.problems[:10])
-        more = len(exc.problems) - 10
-        tail = f"\n  ... and {more} more" if more > 0 else ""
-        raise Failure(f"{exc}; run `rlmguide validate`:\n{shown}{tail}") from None
+        raise _invalid(exc) from None
+    except CacheUnwritable as exc:
+        raise Failure(f"{exc}; set RLMGUIDE_CACHE_DIR to a writable folder") from None
 
 
 @functools.cache
 def connection() -> Any:
-    from kb.db import connect_read_only
+    from kb.db import InvalidRecords, open_knowledge_base
 
-    return connect_read_only(database())
+    try:
+        return open_knowledge_base(record_roots())
+    except InvalidRecords as exc:
+        raise _invalid(exc) from None
 
 
 def fetch(sql: str, params: dict[str, Any] | list[Any] | None = None) -> tuple[list[str], list]:
