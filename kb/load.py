@@ -34,7 +34,25 @@ _SafeBase = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class RecordLoader(_SafeBase):  # type: ignore[valid-type,misc]
-    """YAML 1.2 booleans: only true/false, so `support: yes` stays the text "yes"."""
+    """YAML 1.2 booleans: only true/false, so `support: yes` stays the text "yes"; and a key
+    given twice in one mapping is an error (PyYAML keeps the last silently: a second `claims:`
+    once dropped 48 claims of a framework without a word)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[object, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                continue
+            key = (key_node.tag, key_node.value)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"duplicate key {key_node.value!r} (first on line {seen[key] + 1})",
+                    key_node.start_mark,
+                )
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep)
 
 
 RecordLoader.yaml_implicit_resolvers = {
