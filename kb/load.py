@@ -70,6 +70,14 @@ def parse_yaml(text: str) -> object:
     return yaml.load(text, Loader=RecordLoader)
 
 
+def yaml_problem(exc: yaml.YAMLError) -> tuple[str, str]:
+    """(`line N` or "", the reason in one line) of a YAML error, for one-line messages."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}" if mark else ""
+    reason = getattr(exc, "problem", None) or str(exc)
+    return where, reason.strip().splitlines()[0] if reason.strip() else type(exc).__name__
+
+
 @dataclass(frozen=True)
 class Problem:
     """One finding: which file, where inside it, and what is wrong."""
@@ -203,9 +211,7 @@ def _parse_catalog(roots: list[RecordRoot], kinds: list[str] | None) -> Catalog:
             catalog.broken.add((kind, path.stem))
             continue
         except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"line {mark.line + 1}" if mark else ""
-            reason = getattr(exc, "problem", None) or str(exc)
+            where, reason = yaml_problem(exc)
             catalog.problems.append(Problem(name, where, f"malformed YAML: {reason}"))
             catalog.broken.add((kind, path.stem))
             continue

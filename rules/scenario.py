@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import ValidationError
 
 from cost.plans import expert_ranks
 from kb.files import read_text_file
-from kb.load import describe, format_location, parse_yaml
+from kb.load import describe, format_location, parse_yaml, yaml_problem
 from kb.schema import (
     AcceleratorFigures,
     Algorithm,
@@ -65,10 +66,10 @@ def read_mapping(path: Path) -> dict[str, Any]:
         raise InputError(f"{path}: {exc}") from None
     try:
         data = parse_yaml(text)
-    except Exception as exc:  # yaml.YAMLError and its marks
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise InputError(f"{path}:{where} malformed YAML: {getattr(exc, 'problem', exc)}") from None
+    except yaml.YAMLError as exc:
+        where, reason = yaml_problem(exc)
+        where = f" {where}" if where else ""
+        raise InputError(f"{path}:{where} malformed YAML: {reason}") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: a scenario is a mapping with cluster, models and workload")
     return data
@@ -76,17 +77,14 @@ def read_mapping(path: Path) -> dict[str, Any]:
 
 def parse_assignment(dotted: str, value: str) -> tuple[list[str], Any]:
     """`--set PATH=VALUE`: the path's parts and the value read as YAML (`4`, `[1, 2]`, `fp8`)."""
-    import yaml
-
     parts = dotted.split(".")
     if not all(parts):
         raise InputError(f"--set {dotted}: a path is field names joined by dots: plan.train.tp")
     try:
         return parts, yaml.safe_load(value)
     except yaml.YAMLError as exc:
-        raise InputError(
-            f"--set {dotted}: malformed value {value!r}: {getattr(exc, 'problem', None) or exc}"
-        ) from None
+        reason = yaml_problem(exc)[1]
+        raise InputError(f"--set {dotted}: malformed value {value!r}: {reason}") from None
 
 
 def read_scenario(path: Path) -> Scenario:
