@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import os
-import pickle
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -14,7 +13,16 @@ import pydantic
 import yaml
 from pydantic import ValidationError
 
-from kb.paths import PLURALS, RecordRoot, cache_dir, fast_content_hash, record_files
+from kb.files import UnreadableFile, decode, read_regular
+from kb.paths import (
+    PLURALS,
+    RecordRoot,
+    cache_dir,
+    digest_of,
+    fast_content_hash,
+    record_files,
+    unreadable,
+)
 from kb.schema import KINDS, Record
 
 KIND_OF_FOLDER = {plural: kind for kind, plural in PLURALS.items()}
@@ -26,7 +34,25 @@ _SafeBase = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class RecordLoader(_SafeBase):  # type: ignore[valid-type,misc]
-    """YAML 1.2 booleans: only true/false, so `support: yes` stays the text "yes"."""
+    """YAML 1.2 booleans: only true/false, so `support: yes` stays the text "yes"; and a key
+    given twice in one mapping is an error (PyYAML keeps the last silently: a second `claims:`
+    once dropped 48 claims of a framework without a word)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[object, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                continue
+            key = (key_node.tag, key_node.value)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"duplicate key {key_node.value!r} (first on line {seen[key] + 1})",
+                    key_node.start_mark,
+                )
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep)
 
 
 RecordLoader.yaml_implicit_resolvers = {
@@ -42,6 +68,14 @@ RecordLoader.add_implicit_resolver(
 
 def parse_yaml(text: str) -> object:
     return yaml.load(text, Loader=RecordLoader)
+
+
+def yaml_problem(exc: yaml.YAMLError) -> tuple[str, str]:
+    """(`line N` or "", the reason in one line) of a YAML error, for one-line messages."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f"line {mark.line + 1}" if mark else ""
+    reason = getattr(exc, "problem", None) or str(exc)
+    return where, reason.strip().splitlines()[0] if reason.strip() else type(exc).__name__
 
 
 @dataclass(frozen=True)
@@ -69,6 +103,8 @@ class Catalog:
     problems: list[Problem] = field(default_factory=list)
     broken: set[tuple[str, str]] = field(default_factory=set)
     """(kind, file stem) of files that failed to load: references to them are not errors too."""
+    digest: str = ""
+    """`kb.paths.digest_of` the record files as they were read for this catalog."""
 
     def of(self, kind: str) -> dict[str, Record]:
         return self.records[kind]
@@ -89,7 +125,7 @@ def format_location(loc: tuple[int | str, ...]) -> str:
             text += f"[{part}]"
         elif not text:
             text = part
-        elif not part.startswith(("function-", "lax-or", "union[")):
+        elif not part.startswith(("function-", "lax-or", "union[", "constrained-")):
             text += f".{part}"
     return text
 
@@ -108,42 +144,54 @@ def load_catalog(roots: Iterable[RecordRoot], kinds: Iterable[str] | None = None
 
     The validated catalog is kept in the cache, named by a digest of the record files, the
     schema, this loader and pydantic's version, so a warm start parses no YAML; any edit of
-    a record or of the code that reads it names another file.
+    a record or of the code that reads it names another file. The cached copy is JSON that is
+    checksummed and validated again on every read (see `kb.catalog_cache`).
     """
+    from kb.cache import CacheError, CacheMissing, warn, write_sealed
+    from kb.catalog_cache import from_json, to_json
+
     roots = list(roots)
     wanted = sorted(set(kinds)) if kinds is not None else None
-    cached = _cache_file(roots, wanted)
+    digest = fast_content_hash(roots)
+    cached = _cache_file(roots, wanted, digest)
     try:
-        with cached.open("rb") as handle:
-            catalog = pickle.load(handle)
-        if isinstance(catalog, Catalog):
-            return catalog
-    except Exception:  # any unreadable or stale cache file means: parse again
+        return from_json(cached, digest)
+    except CacheMissing:
         pass
+    except CacheError as exc:
+        warn(f"ignoring cache file {cached}: {exc}; reading the records again")
     catalog = _parse_catalog(roots, wanted)
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        temp = cached.with_suffix(f".{os.getpid()}.tmp")
-        temp.write_bytes(pickle.dumps(catalog, protocol=pickle.HIGHEST_PROTOCOL))
-        os.replace(temp, cached)
-    except OSError:
-        pass  # a read-only cache only costs the parse
+    # Cache only what was parsed from the bytes the name stands for: a record edited since
+    # the digest was taken must not be remembered under the old content's name.
+    if catalog.digest == digest:
+        with contextlib.suppress(OSError):  # a read-only cache only costs the parse
+            write_sealed(cached, to_json(catalog))
     return catalog
 
 
-def _cache_file(roots: list[RecordRoot], kinds: list[str] | None) -> Path:
+def _cache_file(roots: list[RecordRoot], kinds: list[str] | None, content: str) -> Path:
     digest = hashlib.blake2b(digest_size=12)
-    digest.update(fast_content_hash(roots).encode())
+    digest.update(content.encode())
     digest.update(repr((kinds, [(str(r), k) for r, k in roots])).encode())
     digest.update(Path(__file__).read_bytes())
     digest.update(pydantic.VERSION.encode())
-    return cache_dir() / "catalogs" / f"{digest.hexdigest()}.pickle"
+    return cache_dir() / "catalogs" / f"{digest.hexdigest()}.json"
 
 
 def _parse_catalog(roots: list[RecordRoot], kinds: list[str] | None) -> Catalog:
+    """Parse the record files, each read once: the catalog's digest is of the bytes parsed."""
     catalog = Catalog()
     wanted = set(kinds) if kinds is not None else None
+    hashed: list[tuple[str, bytes]] = []
+    owners: dict[str, tuple[str, str]] = {}
     for name, path in record_files(roots):
+        try:
+            raw = read_regular(path)
+        except (OSError, ValueError) as exc:
+            raw, error = unreadable(exc), exc
+        else:
+            error = None
+        hashed.append((name, raw))
         kind = KIND_OF_FOLDER.get(name.split("/")[0])
         if wanted is not None and kind not in wanted:
             continue
@@ -151,17 +199,25 @@ def _parse_catalog(roots: list[RecordRoot], kinds: list[str] | None) -> Catalog:
             folders = ", ".join(sorted(KIND_OF_FOLDER))
             catalog.problems.append(Problem(name, "", f"unknown kind folder; use one of {folders}"))
             continue
+        if error is not None:
+            reason = error.strerror if isinstance(error, OSError) else str(error)
+            catalog.problems.append(Problem(name, "", f"cannot read: {reason}"))
+            catalog.broken.add((kind, path.stem))
+            continue
         try:
-            data = parse_yaml(path.read_text(encoding="utf-8"))
+            data = parse_yaml(decode(raw))
+        except UnreadableFile as exc:
+            catalog.problems.append(Problem(name, "", str(exc)))
+            catalog.broken.add((kind, path.stem))
+            continue
         except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"line {mark.line + 1}" if mark else ""
-            reason = getattr(exc, "problem", None) or str(exc)
+            where, reason = yaml_problem(exc)
             catalog.problems.append(Problem(name, where, f"malformed YAML: {reason}"))
             catalog.broken.add((kind, path.stem))
             continue
-        except UnicodeDecodeError:
-            catalog.problems.append(Problem(name, "", "not UTF-8 text"))
+        except RecursionError:
+            catalog.problems.append(Problem(name, "", "nested too deeply"))
+            catalog.broken.add((kind, path.stem))
             continue
         if not isinstance(data, dict):
             catalog.problems.append(Problem(name, "", "a record must be a YAML mapping"))
@@ -184,6 +240,20 @@ def _parse_catalog(roots: list[RecordRoot], kinds: list[str] | None) -> Catalog:
             first = catalog.files[(kind, record.id)]
             catalog.problems.append(Problem(name, "id", f"duplicate {kind} id (first in {first})"))
             continue
+        if record.id in owners:
+            other_kind, other = owners[record.id]
+            # one id, two kinds: `show` finds one, and the features view doubles matrix rows
+            catalog.problems.append(
+                Problem(
+                    name,
+                    "id",
+                    f"id {record.id!r} is already a {other_kind} ({other}); ids are "
+                    "unique across kinds",
+                )
+            )
+            continue
+        owners[record.id] = (kind, name)
         catalog.records[kind][record.id] = record
         catalog.files[(kind, record.id)] = name
+    catalog.digest = digest_of(hashed)
     return catalog

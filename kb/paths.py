@@ -5,6 +5,7 @@ Kept free of heavy imports: the warm path of `rlmguide sql` only hashes files an
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Iterable, Iterator
@@ -52,25 +53,51 @@ def record_files(roots: Iterable[RecordRoot]) -> Iterator[tuple[str, Path]]:
             yield from ((f"{PLURALS[kind]}/{p.name}", p) for p in sorted(root.glob("*.yaml")))
 
 
-def content_hash(roots: Iterable[RecordRoot]) -> str:
-    """A digest of every record file (name and bytes) and of the code that builds the store."""
+def unreadable(reason: Exception) -> bytes:
+    """What an unreadable record file (FIFO, directory, symlink loop) contributes to a digest."""
+    return f"\0unreadable: {reason}".encode()
+
+
+def record_bytes(path: Path) -> bytes:
+    """A record file's bytes for hashing; an unreadable one hashes as its reason, never hangs."""
+    from kb.files import read_regular
+
+    try:
+        return read_regular(path)
+    except (OSError, ValueError) as exc:
+        return unreadable(exc)
+
+
+def digest_of(files: Iterable[tuple[str, bytes]]) -> str:
+    """The digest of record files (name and bytes) and of the code that builds the store."""
     digest = hashlib.blake2b(digest_size=12)
-    for name, path in record_files(roots):
-        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for name, data in files:
+        digest.update(name.encode() + b"\0" + data + b"\0")
     for path in CODE_FILES:
         digest.update(path.read_bytes())
     return digest.hexdigest()
+
+
+def content_hash(roots: Iterable[RecordRoot]) -> str:
+    """A digest of every record file (name and bytes) and of the code that builds the store."""
+    return digest_of((name, record_bytes(path)) for name, path in record_files(roots))
+
+
+def _stat_line(label: str, path: Path) -> bytes:
+    try:
+        info = path.stat()
+    except OSError as exc:  # a symlink loop or a vanished file: its reason is its state
+        return f"{label}\0{exc}\0".encode()
+    return f"{label}\0{info.st_size}\0{info.st_mtime_ns}\0".encode()
 
 
 def stat_signature(roots: Iterable[RecordRoot]) -> str:
     """A digest of every record file's name, size and modification time (no file is read)."""
     digest = hashlib.blake2b(digest_size=12)
     for name, path in record_files(roots):
-        info = path.stat()
-        digest.update(f"{name}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
+        digest.update(_stat_line(name, path))
     for path in CODE_FILES:
-        info = path.stat()
-        digest.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
+        digest.update(_stat_line(str(path), path))
     return digest.hexdigest()
 
 
@@ -78,23 +105,22 @@ def fast_content_hash(roots: Iterable[RecordRoot]) -> str:
     """`content_hash`, remembered per stat signature so a warm start reads no record file.
 
     A file edited without changing its size and modification time would be missed, as in
-    git's index; any ordinary edit changes the modification time.
+    git's index; any ordinary edit changes the modification time. The remembered digest is
+    used as a file name, so one that is not a bare digest is ignored and recomputed.
     """
+    from kb.cache import DIGEST, CacheError, CacheMissing, read_name, warn, write_atomic
+
     roots = list(roots)
-    signature = stat_signature(roots)
-    memo = cache_dir() / "signatures" / signature
+    memo = cache_dir() / "signatures" / stat_signature(roots)
     try:
-        return memo.read_text(encoding="ascii").strip()
-    except OSError:
+        return read_name(memo, DIGEST)
+    except CacheMissing:
         pass
+    except CacheError as exc:
+        warn(f"ignoring cache file {memo}: {exc}; rehashing the records")
     digest = content_hash(roots)
-    try:
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        temp = memo.with_suffix(f".{os.getpid()}.tmp")
-        temp.write_text(digest, encoding="ascii")
-        os.replace(temp, memo)
-    except OSError:
-        pass  # a read-only cache only costs the re-hash
+    with contextlib.suppress(OSError):  # a read-only cache only costs the re-hash
+        write_atomic(memo, digest.encode("ascii"))
     return digest
 
 

@@ -238,8 +238,13 @@ def populate(con: duckdb.DuckDBPyConnection, catalog: Catalog, digest: str) -> N
     )
 
 
-def build_file(catalog: Catalog, target: Path, digest: str) -> Path:
-    """Write the database next to `target` under a temporary name, then rename it into place."""
+def build_file(catalog: Catalog, target: Path, digest: str, checksum_path: Path) -> Path:
+    """Write the database under a temporary name, then its checksum, then rename it into place.
+
+    The checksum is written first so that no reader ever sees the new file without it.
+    """
+    from kb.cache import file_checksum, write_atomic
+
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(dir=target.parent, prefix=".build-", suffix=".duckdb")
     os.close(handle)
@@ -250,6 +255,7 @@ def build_file(catalog: Catalog, target: Path, digest: str) -> Path:
             populate(con, catalog, digest)
         finally:
             con.close()
+        write_atomic(checksum_path, file_checksum(Path(temp)).encode("ascii"))
         os.replace(temp, target)
     finally:
         if os.path.exists(temp):

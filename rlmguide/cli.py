@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from kb.paths import DEFAULT_ROOTS, PLURALS, RecordRoot
-from rlmguide.formats import ROW_FORMATS, print_rows
+from rlmguide.formats import ROW_FORMATS, dumps, non_finite, print_rows
 
 RULES_ROOT: RecordRoot = (Path(__file__).parent.parent / "rules" / "records", "rule")
 
@@ -74,6 +74,12 @@ class BadInput(click.ClickException):
     exit_code = 2
 
 
+class Interrupted(click.ClickException):
+    """Ctrl-C stopped the work (exit 130, as shells report death by SIGINT)."""
+
+    exit_code = 130
+
+
 def suggestion(name: str, known: list[str]) -> str:
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     return f"; did you mean {', '.join(close)}?" if close else ""
@@ -102,6 +108,26 @@ def param_option(func: Callable) -> Callable:
     )(func)
 
 
+def limit_options(func: Callable) -> Callable:
+    """The time and row limits of a user query (see kb.query for how they are enforced)."""
+    from kb.query import DEFAULT_MAX_ROWS, DEFAULT_SECONDS
+
+    func = click.option(
+        "--max-rows",
+        default=DEFAULT_MAX_ROWS,
+        show_default=True,
+        type=click.IntRange(1, 1_000_000),
+        help="Rows to print at most; the rest are counted and reported on standard error.",
+    )(func)
+    return click.option(
+        "--timeout",
+        default=DEFAULT_SECONDS,
+        show_default=True,
+        type=click.FloatRange(0.1, 3600),
+        help="Seconds the query may run before it is stopped.",
+    )(func)
+
+
 def _number_or_text(value: str) -> Any:
     for kind in (int, float):
         try:
@@ -111,23 +137,32 @@ def _number_or_text(value: str) -> Any:
     return value
 
 
+def _invalid(exc: Any) -> Failure:
+    shown = "\n".join(f"  {p}" for p in exc.problems[:10])
+    more = len(exc.problems) - 10
+    tail = f"\n  ... and {more} more" if more > 0 else ""
+    return Failure(f"{exc}; run `rlmguide validate`:\n{shown}{tail}")
+
+
 def database() -> Path:
-    from kb.db import InvalidRecords, ensure_database
+    from kb.db import CacheUnwritable, InvalidRecords, ensure_database
 
     try:
         return ensure_database(record_roots())
     except InvalidRecords as exc:
-        shown = "\n".join(f"  {p}" for p in exc.problems[:10])
-        more = len(exc.problems) - 10
-        tail = f"\n  ... and {more} more" if more > 0 else ""
-        raise Failure(f"{exc}; run `rlmguide validate`:\n{shown}{tail}") from None
+        raise _invalid(exc) from None
+    except CacheUnwritable as exc:
+        raise Failure(f"{exc}; set RLMGUIDE_CACHE_DIR to a writable folder") from None
 
 
 @functools.cache
 def connection() -> Any:
-    from kb.db import connect_read_only
+    from kb.db import InvalidRecords, open_knowledge_base
 
-    return connect_read_only(database())
+    try:
+        return open_knowledge_base(record_roots())
+    except InvalidRecords as exc:
+        raise _invalid(exc) from None
 
 
 def fetch(sql: str, params: dict[str, Any] | list[Any] | None = None) -> tuple[list[str], list]:
@@ -135,14 +170,24 @@ def fetch(sql: str, params: dict[str, Any] | list[Any] | None = None) -> tuple[l
     return [d[0] for d in cursor.description], cursor.fetchall()
 
 
-def run_user_sql(sql: str, params: tuple[tuple[str, str], ...], fmt: str) -> None:
-    from kb.query import QueryError, run
+def run_user_sql(
+    sql: str, params: tuple[tuple[str, str], ...], fmt: str, timeout: float, max_rows: int
+) -> None:
+    from kb.query import Limits, QueryError, QueryTimeout, run
 
+    values = {k: _number_or_text(v) for k, v in params}
     try:
-        rows = run(connection(), sql, {k: _number_or_text(v) for k, v in params})
+        rows = run(connection(), sql, values, Limits(timeout, max_rows))
+    except QueryTimeout as exc:
+        raise Failure(str(exc)) from None
     except QueryError as exc:
         raise BadInput(str(exc)) from None
+    except KeyboardInterrupt:
+        raise Interrupted("interrupted; the query was stopped") from None
     print_rows(rows.columns, rows.rows, fmt)
+    if rows.more:
+        # standard error, so JSON and CSV on standard output stay whole documents
+        click.echo(f"{rows.more:,} more rows not shown (raise --max-rows)", err=True)
 
 
 def kind_of(name: str) -> str:
@@ -164,14 +209,17 @@ def cli() -> None:
 @click.argument("query")
 @param_option
 @format_option()
-def sql(query: str, params: tuple[tuple[str, str], ...], fmt: str) -> None:
+@limit_options
+def sql(
+    query: str, params: tuple[tuple[str, str], ...], fmt: str, timeout: float, max_rows: int
+) -> None:
     """Run one read-only SQL statement on the knowledge base (QUERY, or - for standard input).
 
     Example: rlmguide sql "SELECT id, licence FROM frameworks" --format csv
     """
     if query == "-":
         query = sys.stdin.read()
-    run_user_sql(query, params, fmt)
+    run_user_sql(query, params, fmt, timeout, max_rows)
 
 
 @cli.command()
@@ -179,7 +227,15 @@ def sql(query: str, params: tuple[tuple[str, str], ...], fmt: str) -> None:
 @click.option("--list", "list_all", is_flag=True, help="List the canned queries.")
 @param_option
 @format_option()
-def query(name: str | None, list_all: bool, params: tuple[tuple[str, str], ...], fmt: str) -> None:
+@limit_options
+def query(
+    name: str | None,
+    list_all: bool,
+    params: tuple[tuple[str, str], ...],
+    fmt: str,
+    timeout: float,
+    max_rows: int,
+) -> None:
     """Run a canned query by NAME (see --list)."""
     from kb.query import canned_queries
 
@@ -190,7 +246,7 @@ def query(name: str | None, list_all: bool, params: tuple[tuple[str, str], ...],
         return
     if name not in queries:
         raise BadInput(f"unknown query {name!r}{suggestion(name, list(queries))}")
-    run_user_sql(queries[name].sql, params, fmt)
+    run_user_sql(queries[name].sql, params, fmt, timeout, max_rows)
 
 
 @cli.group()
@@ -290,7 +346,7 @@ def show(record_id: str, kind: str | None, fmt: str) -> None:
             document["claims"] = [
                 {k: plain(v) for k, v in zip(keys, c, strict=True)} for c in claims
             ]
-        click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+        click.echo(dumps(document))
         return
     pairs = [(k, v) for k, v in fields.items() if v is not None]
     print_rows(["field", "value"], pairs, fmt, title=f"{found_kind} {record_id}")
@@ -327,9 +383,7 @@ def compare(ids: tuple[str, ...], fmt: str) -> None:
         )
         entry["cells"][fid] = {"support": support, "source": source, "note": note}
     if fmt == "json":
-        click.echo(
-            json.dumps({"frameworks": list(ids), "features": list(features.values())}, indent=2)
-        )
+        click.echo(dumps({"frameworks": list(ids), "features": list(features.values())}))
         return
 
     def show_cell(c: dict[str, Any] | None) -> str:
@@ -411,10 +465,8 @@ def load_scenario(
 ) -> Any:
     """The scenario file, a deployment's scenario (or an empty one) with flags and `--set`
     applied, resolved."""
-    import yaml
-
     from kb.load import load_catalog
-    from rules.scenario import InputError, parse_scenario, read_mapping, resolve
+    from rules.scenario import InputError, parse_assignment, parse_scenario, read_mapping, resolve
 
     if path is not None and deployment is not None:
         raise BadInput("give a scenario file or --deployment, not both")
@@ -431,16 +483,16 @@ def load_scenario(
         if not sep or not key:
             raise BadInput(f"--set {text!r}: expected PATH=VALUE, e.g. plan.train.tp=4")
         pairs.append((key.strip(), value.strip()))
-    for dotted, value in pairs:
-        node = data
-        *parents, leaf = dotted.split(".")
-        for part in parents:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise BadInput(f"--set {dotted}: {part} is not a mapping")
-            node = child
-        node[leaf] = yaml.safe_load(value) if isinstance(value, str) else value
     try:
+        for dotted, value in pairs:
+            node = data
+            (*parents, leaf), parsed = parse_assignment(dotted, value)
+            for part in parents:
+                child = node.setdefault(part, {})
+                if not isinstance(child, dict):
+                    raise BadInput(f"--set {dotted}: {part} is not a mapping")
+                node = child
+            node[leaf] = parsed
         origin = str(path) if path else (f"deployment {deployment}" if deployment else "scenario")
         scenario = parse_scenario(data, origin)
         # a recommendation reads only the kinds it resolves, ranks with and cites
@@ -482,11 +534,15 @@ def _run(recommender: Any, top: int) -> dict[str, Any]:
 
     try:
         with _progress("searching plans"):
-            return recommend(recommender, top)
+            result = recommend(recommender, top)
     except NoFeasiblePlan as exc:
         raise Failure(f"no feasible plan: {exc}") from None
-    except PlanError as exc:
+    except (PlanError, OverflowError) as exc:
         raise BadInput(str(exc)) from None
+    if where := non_finite(result):
+        # the bounds on scenario numbers should make this unreachable; never print it as a plan
+        raise BadInput(f"the scenario's numbers give a non-finite estimate at {where}")
+    return result
 
 
 def emit_plans(result: dict[str, Any], fmt: str, plot: Path | None) -> None:
@@ -497,7 +553,7 @@ def emit_plans(result: dict[str, Any], fmt: str, plot: Path | None) -> None:
 
         draw(result["plans"], plot)
     if fmt == "json":
-        click.echo(json.dumps(result, indent=2))
+        click.echo(dumps(result))
     else:
         print_report(result, fmt)
 
@@ -705,5 +761,11 @@ def main() -> None:
     except Exception as exc:  # the last line of defence: never show a traceback to users
         if os.environ.get("RLMGUIDE_DEBUG"):
             raise
-        click.echo(f"rlmguide: internal error: {type(exc).__name__}: {exc}", err=True)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        click.echo(
+            f"rlmguide: internal error (a bug, not your input): {type(exc).__name__}: {first}\n"
+            "Please report it with the command you ran and the traceback that "
+            "RLMGUIDE_DEBUG=1 prints.",
+            err=True,
+        )
         sys.exit(1)

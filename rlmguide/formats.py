@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import csv
 import datetime as dt
 import decimal
 import io
 import json
+import math
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,16 +17,57 @@ ROW_FORMATS = ("table", "json", "csv", "markdown")
 
 
 def plain(value: Any) -> Any:
-    """A JSON-ready value: dates as ISO text, decimals as floats, JSON columns parsed."""
-    if isinstance(value, dt.date | dt.datetime):
+    """A value strict JSON can hold, nothing lost that JSON can say.
+
+    NaN and the infinities have no JSON spelling, so they become null; dates, times and UUIDs
+    become their ISO text, intervals an ISO 8601 duration, BLOBs base64, decimals numbers,
+    and a MAP's keys text (JSON object keys are strings).
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dt.date | dt.datetime | dt.time):
         return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return iso_duration(value)
     if isinstance(value, decimal.Decimal):
-        return float(value)
+        return plain(float(value))
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
     if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
+        return {k if isinstance(k, str) else cell(k): plain(v) for k, v in value.items()}
     return value
+
+
+def iso_duration(value: dt.timedelta) -> str:
+    """`P3DT7200.5S`: days and seconds as Python keeps them (DuckDB months arrive as days)."""
+    sign = "-" if value < dt.timedelta(0) else ""
+    value = abs(value)
+    seconds = value.seconds + value.microseconds / 1e6
+    return f"{sign}P{value.days}DT{seconds:g}S"
+
+
+def non_finite(document: Any, path: str = "") -> str | None:
+    """The path of the first NaN or infinite number in a JSON-like document, or None."""
+    if isinstance(document, float) and not math.isfinite(document):
+        return path or "(top)"
+    items: Any = ()
+    if isinstance(document, dict):
+        items = ((f"{path}.{k}" if path else str(k), v) for k, v in document.items())
+    elif isinstance(document, list | tuple):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(document))
+    for where, value in items:
+        if found := non_finite(value, where):
+            return found
+    return None
+
+
+def dumps(document: Any) -> str:
+    """Strict JSON text: any value `plain` does not make JSON-safe fails here, not in a reader."""
+    return json.dumps(plain(document), indent=2, ensure_ascii=False, allow_nan=False)
 
 
 def cell(value: Any) -> str:
@@ -33,12 +77,13 @@ def cell(value: Any) -> str:
         return f"{value:.6g}"
     if isinstance(value, list | tuple):
         return ", ".join(cell(v) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(plain(value), ensure_ascii=False)
     return str(plain(value))
 
 
 def to_json(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    objects = [{c: plain(v) for c, v in zip(columns, row, strict=True)} for row in rows]
-    return json.dumps(objects, indent=2, ensure_ascii=False)
+    return dumps([dict(zip(columns, row, strict=True)) for row in rows])
 
 
 def to_csv(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -73,12 +118,15 @@ def print_rows(
     else:
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
 
-        table = Table(title=title, show_lines=False, header_style="bold")
+        # Every piece of record or query text goes in as a Text, never as a markup string:
+        # a note saying "LoRA via [lora]" must print as written, and "[/]" must not crash.
+        table = Table(title=Text(title) if title else None, show_lines=False, header_style="bold")
         for name in columns:
-            table.add_column(name, overflow="fold")
+            table.add_column(Text(name), overflow="fold")
         for row in rows:
-            table.add_row(*(cell(v) if v is not None else "[dim]null[/dim]" for v in row))
+            table.add_row(*(Text(cell(v)) if v is not None else Text("null", "dim") for v in row))
         console = Console()
         if not console.is_terminal:
             # piped output has no width to fit; rich's 80-column default would fold every cell

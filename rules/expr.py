@@ -66,6 +66,22 @@ def dotted(node: ast.AST) -> str | None:
     return None
 
 
+MAX_CONDITION_CHARS = 4_000
+MAX_CONDITION_DEPTH = 100
+"""Checking and evaluating recurse over the tree: far below Python's recursion limit, far
+above any condition a person writes (the shipped ones nest fewer than 10 levels)."""
+
+
+def _depth(tree: ast.AST) -> int:
+    """The depth of the syntax tree, found without recursion."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
 class Condition:
     """A parsed, type-checked condition; `evaluate` returns a boolean array (or scalar)."""
 
@@ -73,12 +89,22 @@ class Condition:
         self.text = text
         self._facts = facts
         self.names: set[str] = set()
+        if len(text) > MAX_CONDITION_CHARS:
+            raise ConditionError(
+                f"condition of {len(text):,} characters; at most {MAX_CONDITION_CHARS:,} are read"
+            )
         try:
             self._tree = ast.parse(text.strip(), mode="eval").body
         except SyntaxError as exc:
             raise ConditionError(
-                f"cannot parse {text!r}: {exc.msg} at column {exc.offset}"
+                f"cannot parse {text[:80]!r}: {exc.msg} at column {exc.offset}"
             ) from None
+        except (RecursionError, MemoryError):  # CPython's parser gives up on deep nesting
+            raise ConditionError(f"{text[:80]!r}... is nested too deeply") from None
+        if _depth(self._tree) > MAX_CONDITION_DEPTH:
+            raise ConditionError(
+                f"{text[:80]!r} is nested more than {MAX_CONDITION_DEPTH} levels deep"
+            )
         if self._type(self._tree) != "bool":
             raise ConditionError(f"{text!r} is not a true/false condition")
 

@@ -14,10 +14,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import ValidationError
 
 from cost.plans import expert_ranks
-from kb.load import describe, format_location, parse_yaml
+from kb.files import read_text_file
+from kb.load import describe, format_location, parse_yaml, yaml_problem
 from kb.schema import (
     AcceleratorFigures,
     Algorithm,
@@ -28,6 +30,7 @@ from kb.schema import (
     Record,
     Scenario,
 )
+from kb.schema.bounds import out_of_bounds
 
 RACK_SCALE = 8
 """Scale-up domains larger than an 8-GPU board span several nodes (NVL72 racks of trays)."""
@@ -89,18 +92,32 @@ class Resolved:
 def read_mapping(path: Path) -> dict[str, Any]:
     """The YAML mapping in a scenario file, or an `InputError` saying why there is none."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_file(path)
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror}") from None
+    except ValueError as exc:  # not a regular file, too large, not UTF-8
+        raise InputError(f"{path}: {exc}") from None
     try:
         data = parse_yaml(text)
-    except Exception as exc:  # yaml.YAMLError and its marks
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise InputError(f"{path}:{where} malformed YAML: {getattr(exc, 'problem', exc)}") from None
+    except yaml.YAMLError as exc:
+        where, reason = yaml_problem(exc)
+        where = f" {where}" if where else ""
+        raise InputError(f"{path}:{where} malformed YAML: {reason}") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: a scenario is a mapping with cluster, models and workload")
     return data
+
+
+def parse_assignment(dotted: str, value: str) -> tuple[list[str], Any]:
+    """`--set PATH=VALUE`: the path's parts and the value read as YAML (`4`, `[1, 2]`, `fp8`)."""
+    parts = dotted.split(".")
+    if not all(parts):
+        raise InputError(f"--set {dotted}: a path is field names joined by dots: plan.train.tp")
+    try:
+        return parts, yaml.safe_load(value)
+    except yaml.YAMLError as exc:
+        reason = yaml_problem(exc)[1]
+        raise InputError(f"--set {dotted}: malformed value {value!r}: {reason}") from None
 
 
 def read_scenario(path: Path) -> Scenario:
@@ -111,7 +128,7 @@ def parse_scenario(data: Any, origin: str = "scenario") -> Scenario:
     if not isinstance(data, dict):
         raise InputError(f"{origin}: a scenario is a mapping with cluster, models and workload")
     try:
-        return Scenario.model_validate(data)
+        scenario = Scenario.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         more = len(exc.errors()) - 1
@@ -119,6 +136,9 @@ def parse_scenario(data: Any, origin: str = "scenario") -> Scenario:
         raise InputError(
             f"{origin}: {format_location(first['loc'])}: {describe(first)}{tail}"
         ) from None
+    if problem := out_of_bounds(scenario):
+        raise InputError(f"{origin}: {problem}")
+    return scenario
 
 
 def _lookup(records: Mapping[str, Record], value: str, field: str, kind: str) -> Record:

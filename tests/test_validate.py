@@ -209,10 +209,10 @@ def test_catalog_cache_is_reused_until_a_record_changes(
 ) -> None:
     monkeypatch.setenv("RLMGUIDE_CACHE_DIR", str(tmp_path / "cache"))
     first = load_catalog([(fixture_kb, None)])
-    [cached] = (tmp_path / "cache" / "catalogs").glob("*.pickle")
+    [cached] = (tmp_path / "cache" / "catalogs").glob("*.json")
     again = load_catalog([(fixture_kb, None)])
     assert again is not first and again.records == first.records
-    cached.write_bytes(b"not a pickle")  # a damaged cache file is parsed around, not trusted
+    cached.write_bytes(b"not json")  # a damaged cache file is parsed around, not trusted
     assert load_catalog([(fixture_kb, None)]).records == first.records
     edit(fixture_kb, "frameworks/fw-one.yaml", "licence: Apache-2.0", "licence: MIT")
     edited = load_catalog([(fixture_kb, None)])

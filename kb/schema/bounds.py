@@ -1,0 +1,108 @@
+"""Supported ranges of the numbers a user puts in a scenario.
+
+The models accept any positive number; a scenario is user input, so its numbers are also held
+to ranges that keep one command's work and memory bounded and every estimate finite (a GPU
+count of 2**53 once took 23 GiB before it was killed; 5e-324 as an efficiency gave NaN step
+times with exit 0). Records are not held to these: they are reviewed data.
+
+`rules.scenario.parse_scenario` applies them; the README lists them.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import BaseModel
+
+MAX_GPUS = 65_536
+"""The largest cluster the plan search enumerates. Since the search costs each distinct layout
+once and steps its splits by several nodes beyond 64 nodes, 32,768 GPUs take about 4 s for
+DeepSeek-V3 on a 2-core machine (bench/bench_recommend.py); 100,000 nodes once ran for minutes
+past 12 GB, so clusters beyond this bound are refused."""
+
+ANY_NUMBER = (1e-6, 1e9)
+"""Every number anywhere in a scenario: finite, at most 1e9, and a non-zero one at least 1e-6
+(denormal figures divide into infinities)."""
+
+TOKENS = (1, 4_194_304)
+
+BOUNDS: dict[str, tuple[float, float]] = {
+    "cluster.nodes": (1, 8_192),
+    "cluster.gpus_per_node": (1, 128),
+    "cluster.scale_up_domain_gpus": (1, MAX_GPUS),
+    "cluster.accelerator.scale_up_domain_gpus": (1, MAX_GPUS),
+    "models.context_tokens": (1, 2 * TOKENS[1]),
+    "models.*.max_context_tokens": (1, 2 * TOKENS[1]),
+    "models.*.layers": (1, 1_024),
+    "models.*.hidden": (1, 131_072),
+    "models.*.heads": (1, 4_096),
+    "models.*.kv_heads": (1, 4_096),
+    "models.*.head_dim": (1, 4_096),
+    "models.*.ffn": (1, 1_048_576),
+    "models.*.vocab": (1, 4_194_304),
+    "models.*.moe.experts": (1, 65_536),
+    "models.*.moe.expert_ffn": (1, 1_048_576),
+    "workload.prompts_per_step": (1, 1_048_576),
+    "workload.samples_per_prompt": (1, 1_024),
+    "workload.prompt_tokens": TOKENS,
+    "workload.response_tokens": TOKENS,
+    "workload.max_response_tokens": TOKENS,
+    "workload.minibatches_per_step": (1, 65_536),
+    "workload.epochs": (1, 1_000),
+    "plan.*.gpus": (1, MAX_GPUS),
+    "plan.pools.*": (1, MAX_GPUS),
+    "plan.train.lora_rank": (1, 65_536),
+    "efficiency.*": (1e-3, 1),
+}
+"""Tighter ranges for the numbers that drive the work (dotted paths, `*` for one level)."""
+
+WHY = {
+    "cluster.nodes": f"the plan search is bounded to {MAX_GPUS:,} GPUs",
+    "cluster.gpus_per_node": "the largest nodes (trays of an NVLink rack) hold far fewer",
+}
+
+
+def _numbers(value: Any, path: str) -> Iterator[tuple[str, float]]:
+    if isinstance(value, BaseModel):  # authored fields only: derived ones (params) may be large
+        value = {name: getattr(value, name) for name in type(value).model_fields}
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield from _numbers(child, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list | tuple):
+        for i, child in enumerate(value):
+            yield from _numbers(child, f"{path}[{i}]")
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        yield path, value
+
+
+def _shown(number: float) -> str:
+    return f"{number:,}" if isinstance(number, int) else f"{number:g}"
+
+
+def out_of_bounds(scenario: BaseModel) -> str | None:
+    """The first number of a validated scenario outside its range, as `path: why`, or None."""
+    for path, value in _numbers(scenario, ""):
+        low, high = next((r for p, r in BOUNDS.items() if fnmatch.fnmatchcase(path, p)), (0, 0))
+        if not math.isfinite(value):
+            return f"{path}: {value} is not a finite number"
+        if (low, high) == (0, 0):
+            low, high = ANY_NUMBER
+            if value == 0:
+                continue
+        if not low <= abs(value) <= high:
+            why = f" ({WHY[path]})" if path in WHY else ""
+            return (
+                f"{path}: {_shown(value)} is outside the supported range {_shown(low)} to "
+                f"{_shown(high)}{why}"
+            )
+    nodes, per_node = scenario.cluster.nodes, scenario.cluster.gpus_per_node  # type: ignore[attr-defined]
+    if nodes * per_node > MAX_GPUS:
+        return (
+            f"cluster: {nodes:,} nodes x {per_node} GPUs = {nodes * per_node:,} GPUs exceeds the "
+            f"{MAX_GPUS:,} GPUs the plan search is bounded to; lay out one replica of the run "
+            "on a part of the cluster"
+        )
+    return None

@@ -1,0 +1,135 @@
+"""Bad scenario input is exit 2 with one line naming the field or file, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import REPO
+
+from kb.schema.bounds import MAX_GPUS
+from rlmguide.cli import cli
+
+SMALL = str(REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml")
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def assert_clean_bad_input(code: int, output: str, *expected: str) -> None:
+    assert code == 2, output
+    assert "internal error" not in output and "Traceback" not in output
+    lines = output.strip().splitlines()
+    assert len(lines) == 1, output
+    for text in expected:
+        assert text in lines[0], lines[0]
+
+
+def test_reproducer_non_utf8_scenario(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(Path(SMALL).read_bytes() + b"# caf\xe9\n")
+    code, out = invoke("recommend", str(path))
+    assert_clean_bad_input(code, out, str(path), "not UTF-8", "byte 0xe9")
+
+
+def test_scenario_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+    code, out = invoke("recommend", str(fifo))
+    assert_clean_bad_input(code, out, "not a regular file")
+
+
+@pytest.mark.parametrize(
+    ("assignment", "expected"),
+    [
+        ("cluster.scale_out_gbps_per_gpu=.inf", "not a finite number"),
+        ("cluster.scale_out_gbps_per_gpu=-.inf", "scale_out_gbps_per_gpu"),
+        ("cluster.scale_out_gbps_per_gpu=.nan", "scale_out_gbps_per_gpu"),
+        ("cluster.scale_out_gbps_per_gpu=5e-324", "outside the supported range"),
+        ("cluster.scale_out_gbps_per_gpu=1e308", "outside the supported range"),
+        ("efficiency.decode_hbm=5e-324", "efficiency.decode_hbm"),
+        ("cluster.host_memory_gib_per_node=1e-320", "host_memory_gib_per_node"),
+        ("workload.prompts_per_step=100000000000000000000", "workload.prompts_per_step"),
+        ("workload.prompt_tokens=1e400", "workload.prompt_tokens"),
+        ("workload.max_response_tokens=9007199254740993", "workload.max_response_tokens"),
+        ("plan.train.lora_rank=99999999999", "plan.train.lora_rank"),
+        ("plan.train.tp=[", "malformed value"),
+        ("plan.train.tp=!!python/name:os.system", "malformed value"),
+        ("..=1", "field names joined by dots"),
+        (
+            "models.policy={layers: 1000000000, hidden: 8, heads: 1, kv_heads: 1, ffn: 8, "
+            "vocab: 8, max_context_tokens: 100000}",
+            "models.policy.layers",
+        ),
+    ],
+)
+def test_reproducer_huge_tiny_and_infinite_numbers(assignment: str, expected: str) -> None:
+    code, out = invoke("recommend", SMALL, "--set", assignment, "--format", "json")
+    assert_clean_bad_input(code, out, expected)
+
+
+def test_reproducer_gpus_per_node_overflow_is_bounded_with_a_clear_error() -> None:
+    """`--gpus-per-node 9007199254740993` used 23 GiB and was killed; now it is refused."""
+    start = time.monotonic()
+    done = _run_limited("recommend", SMALL, "--gpus-per-node", "9007199254740993")
+    assert time.monotonic() - start < 30
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"Error: {SMALL}: cluster.gpus_per_node: 9,007,199,254,740,993 is outside the supported "
+        "range 1 to 128 (the largest nodes (trays of an NVLink rack) hold far fewer)"
+    ]
+
+
+def _run_limited(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command as a process that may use at most 2 GiB, so a regression fails, not swaps."""
+
+    def limit() -> None:
+        cap = 2 * 1024**3
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    return subprocess.run(
+        [sys.executable, "-m", "rlmguide", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        preexec_fn=limit,
+    )
+
+
+def test_reproducer_recommend_100000_nodes_is_refused_naming_the_limit() -> None:
+    done = _run_limited("recommend", SMALL, "--nodes", "100000")
+    assert done.returncode == 2, done.stderr
+    assert "cluster.nodes: 100,000 is outside the supported range 1 to 8,192" in done.stderr
+    assert f"bounded to {MAX_GPUS:,} GPUs" in done.stderr
+
+
+def test_cluster_larger_than_the_search_budget_is_refused() -> None:
+    code, out = invoke("recommend", SMALL, "--nodes", "8192", "--gpus-per-node", "16")
+    assert_clean_bad_input(code, out, "131,072 GPUs exceeds the 65,536 GPUs")
+
+
+def test_internal_error_says_it_is_a_bug_and_how_to_report_it() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import rlmguide.cli as c\n"
+            "def boom(*a, **k):\n    raise RuntimeError('boom')\n"
+            "c.cli.main = boom\nc.main()",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "internal error (a bug, not your input): RuntimeError: boom" in done.stderr
+    assert "RLMGUIDE_DEBUG=1" in done.stderr and "Traceback" not in done.stderr
