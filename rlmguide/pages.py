@@ -1,9 +1,9 @@
-"""The site's page generator: records and the database in, {page path: Markdown} out.
+"""Pages of the record kinds, the lookups they share, and the site's navigation.
 
-`generate` is a pure function (no file writes, no MkDocs): the MkDocs hook in `site/hooks.py`
-turns its output into virtual pages, and the tests check it without building anything.
-`navigation` lays the pages out for MkDocs, `edit_paths` maps each record page to its YAML file
-for the "edit this page" button. Values nobody recorded read "unknown", never "no".
+`rlmguide.generate` puts these and the other modules' pages together (records in, {page path:
+Markdown} out, no file writes). `navigation` lays the pages out for MkDocs, `edit_paths` maps
+each record page to its YAML file for the "edit this page" button. Values nobody recorded
+read "unknown", never "no".
 
 Prose and lists are Markdown (MkDocs checks their links); tables are HTML built by
 `rlmguide.mdtext.table`, whose links come from `href` and are checked by the site tests.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,7 @@ from kb.schema import (
     Technique,
 )
 from rlmguide.mdtext import (
+    SEARCH_EXCLUDE,
     UNKNOWN,
     anchor,
     bullets,
@@ -45,17 +46,21 @@ from rlmguide.mdtext import (
     code,
     document,
     esc,
+    esc_code,
     external,
     fenced,
     fields,
+    front_matter,
     href,
     html,
     html_code,
+    html_code_spans,
     link,
     number,
     show,
     table,
 )
+from rlmguide.tree_svg import Node, tree_svg
 from rules.engine import compile_rules
 from rules.facts import PLAN_FACTS, SCENARIO_FACTS
 
@@ -220,14 +225,18 @@ def support_block(ix: Index, src: str, feature: str) -> str:
         for fw in ix.frameworks
         if (claim := mine.get(fw.id)) is not None
     ]
-    claimed = table(["Framework", "Support", "Note", "Source", "Verified"], rows) if rows else ""
-    silent = [
-        link(src, page_of("framework", fw.id), esc(fw.name))
-        for fw in ix.frameworks
-        if fw.id not in mine
-    ]
-    unknown = f"Unknown (no claim recorded) for: {', '.join(silent)}." if silent else ""
+    # Out of the search index: each claim is indexed once, on its framework's page.
+    headers = ["Framework", "Support", "Note", "Source", "Verified"]
+    claimed = table(headers, rows, searchable=False) if rows else ""
+    silent = [ix.record_link(src, "framework", fw.id) for fw in ix.frameworks if fw.id not in mine]
+    unknown = unsearched(f"Unknown (no claim recorded) for: {', '.join(silent)}.") if silent else ""
     return document("## Framework support", claimed or "No framework claims it yet.", unknown)
+
+
+def unsearched(text: str) -> str:
+    """An HTML paragraph kept out of the search index: lists of names that would make every
+    page match every name."""
+    return f"<p{SEARCH_EXCLUDE}>{text}</p>"
 
 
 def sources_section(ix: Index, src: str, ids: Iterable[str]) -> str:
@@ -262,17 +271,15 @@ def descendants(ix: Index, tech: Technique) -> list[tuple[int, Technique]]:
     return found
 
 
-def mermaid_tree(ix: Index, root: Technique) -> str:
-    """A left-to-right Mermaid flowchart of one subtree (node ids are positional, labels quoted)."""
-    nodes = [root, *(t for _, t in descendants(ix, root))]
-    ids = {t.id: f"n{i}" for i, t in enumerate(nodes)}
-    lines = ["graph LR"]
-    for tech in nodes:
-        label = tech.name.replace('"', "#quot;")
-        lines.append(f'    {ids[tech.id]}["{label}"]')
-    for tech in nodes[1:]:
-        lines.append(f"    {ids[str(tech.parent)]} --> {ids[tech.id]}")
-    return fenced("mermaid", "\n".join(lines))
+def tree_diagram(ix: Index, src: str, root: Technique) -> str:
+    """One subtree as an inline SVG drawn at build time, each box linking to its page."""
+    nodes = [
+        Node(
+            t.id, t.name, t.parent if t is not root else None, href(src, page_of("technique", t.id))
+        )
+        for t in [root, *(t for _, t in descendants(ix, root))]
+    ]
+    return tree_svg(nodes, f"The {root.name} subtree of the taxonomy")
 
 
 def tree_list(ix: Index, src: str, root: Technique) -> str:
@@ -297,7 +304,7 @@ def taxonomy_index(ix: Index) -> str:
         f"{len(ix.catalog.of('technique'))} techniques under {len(roots)} roots.",
     ]
     for root in roots:
-        blocks += [f"## {esc(root.name)}", esc(root.description), mermaid_tree(ix, root)]
+        blocks += [f"## {esc(root.name)}", esc(root.description), tree_diagram(ix, TAXONOMY, root)]
         blocks.append(tree_list(ix, TAXONOMY, root))
     return document(*blocks)
 
@@ -381,6 +388,8 @@ def framework_fields(ix: Index, src: str, fw: Framework) -> str:
 def framework_page(ix: Index, fw: Framework) -> str:
     src = page_of("framework", fw.id)
     blocks = [
+        # The claims tables need the width; the table of contents would only list kinds.
+        front_matter(["toc"]),
         f"# {esc(fw.name)}",
         framework_fields(ix, src, fw),
         esc(fw.description),
@@ -395,87 +404,14 @@ def framework_page(ix: Index, fw: Framework) -> str:
     claimed = {c.feature for c in fw.claims}
     missing = [f for k in FEATURE_KINDS for f in sorted(ix.catalog.of(k)) if f not in claimed]
     if missing:
-        names = ", ".join(ix.feature_md(src, f) for f in missing)
-        blocks += ["### Unknown", f"No claim is recorded for these features: {names}."]
+        names = ", ".join(ix.feature_link(src, f) for f in missing)
+        blocks += ["### Unknown", unsearched(f"No claim is recorded for these features: {names}.")]
     results = [r for r in ix.of("result") if r.framework == fw.id]
     if results:
-        items = [link(src, page_of("result", r.id), esc(r.id)) for r in results]
-        blocks += ["## Published measurements", bullets(items)]
-    blocks.append(sources_section(ix, src, fw.cited_sources()))
-    return document(*blocks)
-
-
-def matrix_features(ix: Index) -> list[tuple[str, str, Record]]:
-    """(kind, category, record) of every feature that at least one framework claims."""
-    found = []
-    for kind in FEATURE_KINDS:
-        for record in ix.of(kind):
-            if record.id in ix.claims:
-                category = getattr(record, "scope", None) or getattr(record, "role", None) or kind
-                found.append((kind, str(category), record))
-    return found
-
-
-def matrix_cell(ix: Index, feature: str, fw: Framework) -> str:
-    """One cell: the support level linking to the claim's source, or unknown."""
-    claim = ix.claims.get(feature, {}).get(fw.id)
-    if claim is None:
-        # data-sort "unknown" keeps these cells last in either sort direction (tables.js).
-        return f'<td class="support-unknown" data-sort="{UNKNOWN}">{UNKNOWN}</td>'
-    source = ix.get("source", claim.source)
-    tip = f"{claim.note or claim.support} (source {claim.source}, checked {claim.verified})"
-    body = anchor(source.url, badge(claim.support), tip) if source else badge(claim.support)
-    order = SUPPORT_ORDER[claim.support]
-    return f'<td class="support-{claim.support}" data-sort="{order}">{body}</td>'
-
-
-def matrix_table(ix: Index) -> str:
-    """The frameworks x features table, one row per claimed feature."""
-    heads = "".join(
-        f"<th>{ix.record_link(MATRIX, 'framework', fw.id)}</th>" for fw in ix.frameworks
-    )
-    rows = []
-    for kind, category, record in matrix_features(ix):
-        name = to_page(MATRIX, page_of(kind, record.id), title_of(record))
-        cells = "".join(matrix_cell(ix, record.id, fw) for fw in ix.frameworks)
-        rows.append(f"<tr><td>{name}</td><td>{html(kind)} · {html(category)}</td>{cells}</tr>")
-    return "\n".join(
-        [
-            '<table id="framework-matrix">',
-            f"<thead><tr><th>Feature</th><th>Kind</th>{heads}</tr></thead>",
-            "<tbody>",
-            *rows,
-            "</tbody>",
-            "</table>",
-        ]
-    )
-
-
-def matrix_page(ix: Index) -> str:
-    features = matrix_features(ix)
-    unclaimed = [
-        ix.feature_md(MATRIX, r)
-        for k in FEATURE_KINDS
-        for r in sorted(ix.catalog.of(k))
-        if r not in ix.claims
-    ]
-    blocks = [
-        # The matrix needs the page's full width: no navigation or table of contents beside it.
-        "---\nhide:\n  - navigation\n  - toc\n---",
-        "# Comparison matrix",
-        f"{len(ix.frameworks)} frameworks against the {len(features)} features at least one "
-        "of them claims. Each cell links to the source the claim was checked against (hover for "
-        "the note and the date); a framework with no recorded claim reads **unknown**, which "
-        "means nobody has checked, not that the feature is missing. Type in the box to keep only "
-        "matching rows; click a column heading to sort by it.",
-        '<div class="table-tools"><input type="search" class="table-filter" '
-        'data-table="framework-matrix" placeholder="Filter features, e.g. async or vllm" '
-        'aria-label="Filter the comparison matrix"> <span class="table-count" '
-        'data-table="framework-matrix"></span></div>',
-        matrix_table(ix),
-    ]
-    if unclaimed:
-        blocks.append("No framework claims these features yet: " + ", ".join(unclaimed) + ".")
+        blocks += ["## Published measurements", results_table(ix, src, results)]
+    # Every source the page cites: the framework's own, then its claims' in table order.
+    claimed_sources = [c.source for c in sorted(fw.claims, key=lambda c: c.feature)]
+    blocks.append(sources_section(ix, src, [*fw.cited_sources(), *claimed_sources]))
     return document(*blocks)
 
 
@@ -503,7 +439,7 @@ def frameworks_index(ix: Index) -> str:
 
 
 def framework_pages(ix: Index) -> Pages:
-    pages = {index_of("framework"): frameworks_index(ix), MATRIX: matrix_page(ix)}
+    pages = {index_of("framework"): frameworks_index(ix)}
     for fw in ix.frameworks:
         pages[page_of("framework", fw.id)] = framework_page(ix, fw)
     return pages
@@ -977,24 +913,36 @@ def result_page(ix: Index, result: Result) -> str:
     return document(*blocks)
 
 
-def results_index(ix: Index) -> str:
-    src = index_of("result")
-    rows = [
-        [
+def results_table(
+    ix: Index, src: str, results: Iterable[Result], framework: bool = True, searchable: bool = True
+) -> str:
+    """Measurements with their values; the framework column is left out on a framework's page,
+    and the index's copy is left out of the search index (each result page has the text)."""
+    headers = ["Result", "Measured", "Metric", "Value", "Unit", "Source"]
+    rows = []
+    for r in results:
+        row = [
             to_page(src, page_of("result", r.id), r.id),
-            ix.source_link(src, r.source),
-            ix.record_link(src, "framework", r.framework) if r.framework else UNKNOWN,
+            cell(r.description),
             html_code(r.metric),
             number(r.value),
             html(r.unit),
+            f"{ix.source_link(src, r.source)}, {html(r.locator)}",
         ]
-        for r in ix.of("result")
-    ]
+        if framework:
+            row.insert(1, ix.record_link(src, "framework", r.framework) if r.framework else "")
+        rows.append(row)
+    if framework:
+        headers.insert(1, "Framework")
+    return table(headers, rows, searchable=searchable)
+
+
+def results_index(ix: Index) -> str:
     return document(
         "# Results",
         "Published measurements, each with the setting it was taken in, used to calibrate and "
         "check the cost core.",
-        table(["Result", "Source", "Framework", "Metric", "Value", "Unit"], rows),
+        results_table(ix, index_of("result"), ix.of("result"), searchable=False),
     )
 
 
@@ -1008,7 +956,10 @@ def result_pages(ix: Index) -> Pages:
 def source_page(ix: Index, source: Source) -> str:
     src = page_of("source", source.id)
     citing = sorted(set(ix.cited_by.get(source.id, [])), key=lambda c: (c[1].lower(), c[0]))
-    uses = bullets(link(src, page, esc(label)) for page, label in citing)
+    # Out of the search index: the citing records are found on their own pages, and a list
+    # of them put every source above the technique a search was for.
+    items = "".join(f"<li>{to_page(src, page, label)}</li>" for page, label in citing)
+    uses = f"<ul{SEARCH_EXCLUDE}>{items}</ul>" if items else ""
     return document(
         f"# {esc(source.title)}",
         fields(
@@ -1043,7 +994,7 @@ def sources_index(ix: Index) -> str:
         "# Sources",
         "Every paper, repository, documentation page, model configuration, datasheet and blog "
         "post the records cite. Each source's page lists what cites it.",
-        table(["Source", "Type", "Year", "Title", "Cited by"], rows),
+        table(["Source", "Type", "Year", "Title", "Cited by"], rows, searchable=False),
     )
 
 
@@ -1102,12 +1053,12 @@ def sql_reference(con: duckdb.DuckDBPyConnection) -> str:
                 continue
             # A column without a comment gets a blank cell: "unknown" would suggest a NULL.
             rows = [
-                (html_code(c), html_code(t), html(note) or "&nbsp;")
+                (html_code(c), html_code(t), html_code_spans(note) or "&nbsp;")
                 for c, t, note in columns.get(name, [])
             ]
             blocks += [
                 f"### {name}",
-                esc(comment) if comment else "",
+                esc_code(comment) if comment else "",
                 table(["Column", "Type", "Comment"], rows),
             ]
     return document(*blocks)
@@ -1162,17 +1113,6 @@ def sql_pages(con: duckdb.DuckDBPyConnection) -> Pages:
 
 # --- the generator ---------------------------------------------------------------------------
 
-BUILDERS: tuple[Callable[[Index], Pages], ...] = (
-    taxonomy_pages,
-    framework_pages,
-    component_pages,
-    algorithm_pages,
-    rule_pages,
-    catalog_pages,
-    result_pages,
-    source_pages,
-)
-
 
 def merge(pages: Pages, more: Mapping[str, str]) -> None:
     """Add pages, refusing a path twice: two generators writing one page is a bug."""
@@ -1180,30 +1120,6 @@ def merge(pages: Pages, more: Mapping[str, str]) -> None:
         if path in pages or path in HAND_WRITTEN:
             raise ValueError(f"page {path} is generated twice")
         pages[path] = text
-
-
-def generate(
-    catalog: Catalog, con: duckdb.DuckDBPyConnection, extra: Mapping[str, str] | None = None
-) -> Pages:
-    """Every generated page of the site, {path inside the docs folder: Markdown}.
-
-    `extra` adds pages made elsewhere (see `cost_pages`); their paths must be new.
-    """
-    ix = build_index(catalog)
-    pages: Pages = {}
-    for builder in BUILDERS:
-        merge(pages, builder(ix))
-    merge(pages, sql_pages(con))
-    merge(pages, extra or {})
-    return pages
-
-
-def cost_pages(catalog: Catalog) -> Pages:
-    """Pages from the cost core: the calibration table and the plots (rlmguide.cost_pages)."""
-    from rlmguide import cost_pages as computed
-    from rlmguide.cli import record_roots
-
-    return computed.cost_pages(catalog, record_roots())
 
 
 # --- navigation and edit links ---------------------------------------------------------------
@@ -1216,19 +1132,17 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Hardware", ("accelerators",)),
     ("Models", ("models",)),
     ("Results", ("results",)),
+    ("Deployments", ("deployments",)),
     ("Sources", ("sources",)),
     ("SQL", ("sql",)),
 )
 """Top-level sections of the navigation and the page folders each holds, in order."""
 
-SOURCE_GROUPS = {
-    "paper": "Papers",
-    "repository": "Repositories",
-    "documentation": "Documentation",
-    "model-config": "Model configurations",
-    "datasheet": "Datasheets",
-    "blog": "Blog posts",
-}
+UNLISTED_FOLDERS = ("sources",)
+"""Folders whose record pages stay out of the navigation (their index table lists them).
+
+Some 380 sources, even grouped by type, put a few hundred entries in the navigation of each
+source page, most of its bytes; nobody browses them there, they arrive from a citation."""
 
 PINNED = (MATRIX, FACTS_PAGE)
 """Overview pages listed right after their folder's index, before the record pages."""
@@ -1286,31 +1200,19 @@ def taxonomy_entries(catalog: Catalog, pages: Mapping[str, str], placed: set[str
     return entries
 
 
-def source_entries(catalog: Catalog, pages: Mapping[str, str], placed: set[str]) -> list[Any]:
-    """The sources index, then one subsection per source type.
-
-    Grouping keeps each section small, and with `navigation.prune` a page renders only its own
-    section: one flat list of 200+ sources rendered on each of them made the build quadratic.
-    """
-    index = index_of("source")
-    entries: list[NavItem] = [index] if index in pages else []
-    placed.add(index)
-    for kind, title in SOURCE_GROUPS.items():
-        paths = [
-            page_of("source", s.id)
-            for s in catalog.of("source").values()
-            if getattr(s, "type", None) == kind
-        ]
-        paths = sorted((p for p in paths if p in pages), key=lambda p: page_title(pages[p], p))
-        placed.update(paths)
-        if paths:
-            entries.append({title: titled(pages, paths)})
-    return entries
+def unlisted(pages: Iterable[str]) -> set[str]:
+    """The pages left out of the navigation: records of the UNLISTED_FOLDERS, not their index."""
+    return {
+        p
+        for p in pages
+        if posixpath.dirname(p) in UNLISTED_FOLDERS and posixpath.basename(p) != "index.md"
+    }
 
 
 def result_entries(catalog: Catalog, pages: Mapping[str, str], placed: set[str]) -> list[Any]:
     """The results index and calibration, then one subsection per framework measured (and one
-    for measurements of no framework), for the same reason sources are grouped by type."""
+    for measurements of no framework): with `navigation.prune` a page renders its own section,
+    and one flat list of 200+ results on each of them made pages heavy and the build slow."""
     entries: list[Any] = []
     index = index_of("result")
     if index in pages:
@@ -1339,8 +1241,6 @@ def section_entries(
     entries: list[Any] = []
     if folder == "techniques":
         entries += taxonomy_entries(catalog, pages, placed)
-    elif folder == "sources":
-        entries += source_entries(catalog, pages, placed)
     elif folder == "results":
         entries += result_entries(catalog, pages, placed)
     elif folder == "sql":
@@ -1352,9 +1252,10 @@ def section_entries(
 
 
 def navigation(catalog: Catalog, pages: Mapping[str, str]) -> list[NavItem]:
-    """The MkDocs `nav`: every generated page and the hand-written ones, each exactly once."""
-    placed: set[str] = set()
+    """The MkDocs `nav`: every generated page and the hand-written ones, each exactly once,
+    except the `unlisted` ones."""
     pages = {path: text for path, text in pages.items() if path.endswith(".md")}
+    placed = unlisted(pages)
     nav: list[NavItem] = [{"Home": HOME}]
     for title, folders in SECTIONS:
         entries = [e for f in folders for e in section_entries(f, catalog, pages, placed)]

@@ -29,6 +29,8 @@ class GeneratedSite:
     """the MkDocs `nav` covering generated and hand-written pages"""
     edit_paths: dict[str, str]
     """page path -> repository path of the record file behind it"""
+    unlisted: set[str]
+    """pages built but left out of the navigation"""
 
 
 def generated_site() -> GeneratedSite:
@@ -38,7 +40,9 @@ def generated_site() -> GeneratedSite:
     from kb.load import load_catalog
     from kb.validate import validate
     from rlmguide.cli import record_roots
-    from rlmguide.pages import cost_pages, edit_paths, generate, navigation
+    from rlmguide.cost_pages import cost_pages
+    from rlmguide.generate import generate
+    from rlmguide.pages import edit_paths, navigation, unlisted
     from rules.engine import compile_rules
 
     roots = record_roots()
@@ -50,10 +54,10 @@ def generated_site() -> GeneratedSite:
         raise SiteError(f"{len(errors)} problem(s) in the records (run rlmguide validate): {shown}")
     con = connect_read_only(ensure_database(roots))
     try:
-        pages = generate(catalog, con, extra=cost_pages(catalog))
+        pages = generate(catalog, con, extra=cost_pages(catalog, roots))
     finally:
         con.close()
-    return GeneratedSite(pages, navigation(catalog, pages), edit_paths(catalog))
+    return GeneratedSite(pages, navigation(catalog, pages), edit_paths(catalog), unlisted(pages))
 
 
 def build(out_dir: Path = DEFAULT_OUT) -> Path:
