@@ -25,6 +25,9 @@ class BuiltSite:
     root: Path
     warnings: list[str]
     seconds: float
+    cache: Path
+    records: Path | None
+    """the records folder it was built from (None: the shipped records)"""
 
     @property
     def screenshots(self) -> Path:
@@ -83,7 +86,7 @@ def build_site(out: Path, cache: Path, records: Path | None = None) -> BuiltSite
             build(out)
     finally:
         root.removeHandler(collect)
-    return BuiltSite(out, collect.messages, time.perf_counter() - start)
+    return BuiltSite(out, collect.messages, time.perf_counter() - start, cache, records)
 
 
 # --- links of built HTML ---------------------------------------------------------------------
