@@ -15,7 +15,8 @@ from kb.load import Catalog
 from rlmguide import pages as kinds
 from rlmguide.deployment_pages import deployment_pages
 from rlmguide.matrix_page import matrix_page
-from rlmguide.pages import MATRIX, Index, Pages, build_index, merge, sql_pages
+from rlmguide.pages import MATRIX, Index, Pages, build_index, merge
+from rlmguide.sql_pages import sql_pages
 
 
 def matrix_pages(ix: Index) -> Pages:

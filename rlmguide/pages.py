@@ -12,18 +12,15 @@ Prose and lists are Markdown (MkDocs checks their links); tables are HTML built 
 from __future__ import annotations
 
 import posixpath
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import duckdb
 import yaml
 
 from kb.load import Catalog
 from kb.paths import PLURALS
-from kb.query import QueryError, canned_queries, run
 from kb.schema import (
     Accelerator,
     Algorithm,
@@ -43,10 +40,8 @@ from rlmguide.mdtext import (
     anchor,
     bullets,
     cell,
-    code,
     document,
     esc,
-    esc_code,
     external,
     fenced,
     fields,
@@ -54,7 +49,6 @@ from rlmguide.mdtext import (
     href,
     html,
     html_code,
-    html_code_spans,
     link,
     number,
     show,
@@ -80,8 +74,6 @@ SQL_QUERIES = "sql/queries.md"
 SUPPORT_ORDER = {"yes": 0, "partial": 1, "planned": 2, "no": 3}
 """Sort rank of a support level in the matrix: best first."""
 FEATURE_KINDS = ("algorithm", "technique", "component")
-QUERY_ROW_LIMIT = 100
-"""Canned query outputs longer than this are cut on the page (the CLI shows all of them)."""
 
 
 def page_of(kind: str, record_id: str) -> str:
@@ -1003,112 +995,6 @@ def source_pages(ix: Index) -> Pages:
     for source in ix.catalog.of("source").values():
         pages[page_of("source", source.id)] = source_page(ix, source)
     return pages
-
-
-# --- SQL reference ---------------------------------------------------------------------------
-
-
-def relations(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str | None]]:
-    """(name, "table" | "view", comment) of the knowledge base's own relations."""
-    return con.execute(
-        """
-        SELECT table_name, 'table', comment FROM duckdb_tables()
-        WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal
-        UNION ALL
-        SELECT view_name, 'view', comment FROM duckdb_views()
-        WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal
-        ORDER BY 2, 1
-        """
-    ).fetchall()
-
-
-def relation_columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str, str]]]:
-    found: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
-    rows = con.execute(
-        """
-        SELECT table_name, column_name, data_type, comment FROM duckdb_columns()
-        WHERE database_name = current_database() AND schema_name = 'main'
-        ORDER BY table_name, column_index
-        """
-    ).fetchall()
-    for table_name, column, data_type, comment in rows:
-        found[table_name].append((column, data_type, comment or ""))
-    return found
-
-
-def sql_reference(con: duckdb.DuckDBPyConnection) -> str:
-    columns = relation_columns(con)
-    found = relations(con)
-    blocks = [
-        "# SQL reference",
-        "Every table and view of the knowledge base database, with its columns, their types "
-        "and the comments stored in the database itself (`duckdb_tables()`, `duckdb_views()` "
-        "and `duckdb_columns()` list the same). These names are a public interface. "
-        f"{link(SQL_REFERENCE, SQL_HOWTO, 'How to query them')}.",
-    ]
-    for kind in ("table", "view"):
-        blocks.append(f"## {kind.capitalize()}s")
-        for name, relation_kind, comment in found:
-            if relation_kind != kind:
-                continue
-            # A column without a comment gets a blank cell: "unknown" would suggest a NULL.
-            rows = [
-                (html_code(c), html_code(t), html_code_spans(note) or "&nbsp;")
-                for c, t, note in columns.get(name, [])
-            ]
-            blocks += [
-                f"### {name}",
-                esc_code(comment) if comment else "",
-                table(["Column", "Type", "Comment"], rows),
-            ]
-    return document(*blocks)
-
-
-EXAMPLE_PARAM = re.compile(r"-p\s+(\w+)\s+(\S+)")
-
-
-def example_params(query_text: str) -> dict[str, Any]:
-    """Parameters a canned query's header gives as its example (`-p NAME VALUE`)."""
-    header = "\n".join(line for line in query_text.splitlines() if line.startswith("--"))
-    return dict(EXAMPLE_PARAM.findall(header))
-
-
-def query_output(con: duckdb.DuckDBPyConnection, sql: str) -> str:
-    params = example_params(sql)
-    try:
-        rows = run(con, sql, params)
-    except QueryError as exc:
-        return f"This query needs parameters to run: {esc(exc)}."
-    shown = rows.rows[:QUERY_ROW_LIMIT]
-    # Database NULLs read "unknown", like missing record fields.
-    cells = [[cell(v) for v in row] for row in shown]
-    note = ""
-    if len(rows.rows) > len(shown):
-        note = f"First {len(shown)} of {len(rows.rows)} rows."
-    given = " ".join(f"-p {k} {v}" for k, v in params.items())
-    intro = f"Output with {code(given)}:" if given else "Output:"
-    return document(intro, table([html_code(c) for c in rows.columns], cells), note)
-
-
-def sql_queries(con: duckdb.DuckDBPyConnection) -> str:
-    blocks = [
-        "# Canned queries",
-        "The queries shipped in `kb/queries/`, run on the current records when the site was "
-        "built. Run one yourself with `rlmguide query NAME`.",
-    ]
-    for query in canned_queries().values():
-        blocks += [
-            f"## {esc(query.title)}",
-            esc(query.description) if query.description else "",
-            code(f"rlmguide query {query.name}"),
-            fenced("sql", query.sql),
-            query_output(con, query.sql),
-        ]
-    return document(*blocks)
-
-
-def sql_pages(con: duckdb.DuckDBPyConnection) -> Pages:
-    return {SQL_REFERENCE: sql_reference(con), SQL_QUERIES: sql_queries(con)}
 
 
 # --- the generator ---------------------------------------------------------------------------

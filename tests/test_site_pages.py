@@ -443,6 +443,12 @@ def test_sql_reference_documents_every_table_and_view(
     # Names in backticks become code, in table comments (Markdown) and column comments (HTML).
     assert "(claims cite theirs in `claims.source_id`)" in reference
     assert "\\`" not in reference
+    # Columns without a comment say which record field they hold, its values and its unit.
+    assert "the source record's <code>type</code>; one of <code>paper</code> |" in reference
+    memory = row_of(reference, "memory_gib")
+    assert "the accelerator record's <code>memory_gib</code>; in GiB" in memory
+    assert "the model record's <code>moe.experts</code>" in row_of(reference, "moe_experts")
+    assert "the framework claim record's <code>note</code>" in reference
 
 
 def test_canned_queries_show_their_output(small: tuple[Catalog, dict[str, str]]) -> None:
