@@ -15,8 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from kb.load import Catalog
-from kb.paths import cache_dir, fast_content_hash
-from rlmguide.mdtext import UNKNOWN, anchor, document, href, html, html_code, number, table
+from kb.paths import PLURALS, cache_dir, fast_content_hash
+from rlmguide.mdtext import (
+    UNKNOWN,
+    anchor,
+    document,
+    front_matter,
+    href,
+    html,
+    html_code,
+    number,
+    table,
+)
 from rlmguide.pages import CALIBRATION_PAGE
 from rlmguide.svgplot import svg
 
@@ -206,6 +216,9 @@ def recommendation_page(catalog: Catalog) -> str:
     scenario = (EXAMPLES / name).read_text(encoding="utf-8")
     return "\n".join(
         [
+            # The report's tables are wide; the table of contents would squeeze them.
+            front_matter(["toc"]),
+            "",
             "# A worked recommendation",
             "",
             f"The scenario `examples/{name}`:",
@@ -216,13 +229,38 @@ def recommendation_page(catalog: Catalog) -> str:
             "",
             f"`rlmguide recommend examples/{name} --format markdown` prints:",
             "",
-            out.getvalue() or "No feasible plan.",
+            linked_ids(out.getvalue(), catalog) or "No feasible plan.",
             "",
             "Every guideline links to its page under [Guidelines](rules/index.md); the stage "
             "table gives the Brent bounds max(W/p, D) <= T <= W/p + D of each stage.",
             "",
         ]
     )
+
+
+LINKED_KINDS = ("rule", "source", "framework")
+"""Record kinds whose ids the report prints in table cells, alone or as comma lists."""
+
+
+def linked_ids(report: str, catalog: Catalog) -> str:
+    """The Markdown report with every record id in a table cell linked to its page (the CLI
+    prints bare ids; this page sits at the site's root, so links start at the kind's folder).
+    """
+    kind_of = {rid: kind for kind in LINKED_KINDS for rid in catalog.of(kind)}
+
+    def link_cell(text: str) -> str:
+        ids = [part.strip() for part in text.split(",")]
+        if not ids or not all(i in kind_of for i in ids):
+            return text
+        return " " + ", ".join(f"[{i}]({PLURALS[kind_of[i]]}/{i}.md)" for i in ids) + " "
+
+    lines = []
+    for line in report.splitlines():
+        if line.startswith("|") and not set(line) <= set("|-: "):
+            cells = line.split("|")
+            line = "|".join([cells[0], *(link_cell(c) for c in cells[1:-1]), cells[-1]])
+        lines.append(line)
+    return "\n".join(lines) + ("\n" if report.endswith("\n") else "")
 
 
 def _search(catalog: Catalog, scenario: Any, top: int = 50) -> dict[str, Any] | None:

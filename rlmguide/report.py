@@ -10,6 +10,9 @@ from rlmguide.formats import print_rows
 def layout(plan: dict[str, Any]) -> tuple[str, str]:
     r, t = plan["rollout"], plan["train"]
     rollout = f"{r['gpus']} GPUs: tp{r['tp']} pp{r['pp']} ep{r['ep']} x dp{r['dp']}"
+    # Said when off: two plans differing only in it otherwise printed identically.
+    if plan.get("prefix_caching") is False:
+        rollout += ", no prefix caching"
     # Expert tensor parallelism is shown only where experts are folded (etp differs from tp).
     folded = f" etp{t['etp']}" if t.get("etp", t["tp"]) != t["tp"] else ""
     train = (

@@ -147,3 +147,10 @@ def test_same_records_build_the_same_bytes(
     assert set(first) == set(second)
     differ = [str(n) for n, path in first.items() if path.read_bytes() != second[n].read_bytes()]
     assert not differ, differ[:10]
+
+
+def test_worked_recommendation_links_its_ids(built_site: BuiltSite) -> None:
+    html = (built_site.root / "recommendation" / "index.html").read_text()
+    assert re.search(r'<a href="\.\./rules/[a-z0-9-]+/">', html)
+    assert re.search(r'<a href="\.\./sources/[a-z0-9.-]+/">', html)
+    assert '<a href="../frameworks/verl/">verl</a>' in html

@@ -72,3 +72,40 @@ def test_compact_html_keeps_preformatted_text() -> None:
         "<nav>\n<ul>\n<li>a</li>\n</ul>\n</nav>\n"
         "<pre><code>x = 1\n\n    y = 2\n</code></pre>\n<script>\n  let a;\n\n</script>\n"
     )
+
+
+class _Catalog:
+    """Just what `linked_ids` asks of a catalog: the ids of a kind."""
+
+    def of(self, kind: str) -> dict[str, object]:
+        ids = {"rule": ["verifier-on-cpu"], "source": ["arxiv-1", "docs-2"], "framework": ["verl"]}
+        return dict.fromkeys(ids.get(kind, []), object())
+
+
+def test_report_ids_become_links() -> None:
+    from rlmguide.cost_pages import linked_ids
+
+    report = (
+        "| rule | effect | sources |\n| --- | --- | --- |\n"
+        "| verifier-on-cpu | advise | arxiv-1, docs-2 |\n"
+        "| frameworks | verl, unknown-fw | x |\n"
+    )
+    assert linked_ids(report, _Catalog()) == (  # type: ignore[arg-type]
+        "| rule | effect | sources |\n| --- | --- | --- |\n"
+        "| [verifier-on-cpu](rules/verifier-on-cpu.md) | advise | "
+        "[arxiv-1](sources/arxiv-1.md), [docs-2](sources/docs-2.md) |\n"
+        "| frameworks | verl, unknown-fw | x |\n"
+    )
+
+
+def test_report_says_when_prefix_caching_is_off() -> None:
+    from rlmguide.report import layout
+
+    plan = {
+        "rollout": {"gpus": 3, "tp": 1, "pp": 1, "ep": 1, "dp": 3},
+        "train": {"gpus": 5, "tp": 1, "pp": 1, "cp": 1, "ep": 1, "dp": 5, "zero": 3},
+    }
+    plan["train"]["recompute"] = "selective"
+    on = layout({**plan, "prefix_caching": True})[0]
+    off = layout({**plan, "prefix_caching": False})[0]
+    assert off == on + ", no prefix caching"
