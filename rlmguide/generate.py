@@ -64,17 +64,21 @@ def boosted(path: str, text: str) -> str:
 
 
 def generate(
-    catalog: Catalog, con: duckdb.DuckDBPyConnection, extra: Mapping[str, str] | None = None
+    catalog: Catalog,
+    con: duckdb.DuckDBPyConnection,
+    extra: Mapping[str, str] | None = None,
+    data: Mapping[str, bytes] | None = None,
 ) -> Pages:
     """Every generated page of the site, {path inside the docs folder: Markdown}.
 
     `extra` adds pages made elsewhere (the cost core's, see `rlmguide.cost_pages`); their
-    paths must be new.
+    paths must be new. `data` are the download files (`rlmguide.data_files`): given, the SQL
+    pages link to them and a page lists them.
     """
     ix = build_index(catalog)
     pages: Pages = {}
     for builder in BUILDERS:
         merge(pages, builder(ix))
-    merge(pages, sql_pages(con))
+    merge(pages, sql_pages(con, data))
     merge(pages, extra or {})
     return {path: boosted(path, text) for path, text in pages.items()}

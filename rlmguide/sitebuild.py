@@ -34,6 +34,8 @@ class GeneratedSite:
     """page path -> repository path of the record file behind it"""
     unlisted: set[str]
     """pages built but left out of the navigation"""
+    files: dict[str, bytes]
+    """other files of the site (the data downloads), by path"""
 
 
 def generated_site() -> GeneratedSite:
@@ -44,6 +46,7 @@ def generated_site() -> GeneratedSite:
     from kb.validate import validate
     from rlmguide.cli import record_roots
     from rlmguide.cost_pages import cost_pages
+    from rlmguide.data_files import data_files
     from rlmguide.generate import generate
     from rlmguide.pages import edit_paths, navigation, unlisted
     from rules.engine import compile_rules
@@ -55,12 +58,15 @@ def generated_site() -> GeneratedSite:
     if errors:
         shown = "; ".join(str(p) for p in errors[:SHOWN_PROBLEMS])
         raise SiteError(f"{len(errors)} problem(s) in the records (run rlmguide validate): {shown}")
-    con = connect_read_only(ensure_database(roots))
+    database = ensure_database(roots)
+    files = data_files(database)
+    con = connect_read_only(database)
     try:
-        pages = generate(catalog, con, extra=cost_pages(catalog, roots))
+        pages = generate(catalog, con, extra=cost_pages(catalog, roots), data=files)
     finally:
         con.close()
-    return GeneratedSite(pages, navigation(catalog, pages), edit_paths(catalog), unlisted(pages))
+    nav = navigation(catalog, pages)
+    return GeneratedSite(pages, nav, edit_paths(catalog), unlisted(pages), files)
 
 
 def newest_date(value: Any) -> dt.date | None:

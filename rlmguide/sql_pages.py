@@ -11,6 +11,7 @@ import re
 import types
 import typing
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import duckdb
@@ -19,6 +20,7 @@ from pydantic import BaseModel
 from kb.paths import PLURALS
 from kb.query import QueryError, canned_queries, run
 from kb.schema import KINDS, Claim, RuleExample
+from rlmguide.data_files import DATA_PAGE, SKIPPED, data_page, download_links
 from rlmguide.mdtext import (
     cell,
     code,
@@ -138,7 +140,8 @@ def relation_columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str
     return found
 
 
-def sql_reference(con: duckdb.DuckDBPyConnection) -> str:
+def sql_reference(con: duckdb.DuckDBPyConnection, downloads: bool = False) -> str:
+    """Every relation with its columns; `downloads` links each to its data files."""
     columns = relation_columns(con)
     found = relations(con)
     blocks = [
@@ -166,6 +169,7 @@ def sql_reference(con: duckdb.DuckDBPyConnection) -> str:
             blocks += [
                 f"### {name}",
                 esc_code(comment) if comment else "",
+                download_links(SQL_REFERENCE, name) if downloads and name not in SKIPPED else "",
                 table(["Column", "Type", "Comment"], rows),
             ]
     return document(*blocks)
@@ -214,5 +218,12 @@ def sql_queries(con: duckdb.DuckDBPyConnection) -> str:
     return document(*blocks)
 
 
-def sql_pages(con: duckdb.DuckDBPyConnection) -> Pages:
-    return {SQL_REFERENCE: sql_reference(con), SQL_QUERIES: sql_queries(con)}
+def sql_pages(con: duckdb.DuckDBPyConnection, data: Mapping[str, bytes] | None = None) -> Pages:
+    """The reference and the canned queries, and the downloads page when `data` is given."""
+    pages = {
+        SQL_REFERENCE: sql_reference(con, downloads=bool(data)),
+        SQL_QUERIES: sql_queries(con),
+    }
+    if data:
+        pages[DATA_PAGE] = data_page(data)
+    return pages

@@ -50,6 +50,8 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
         # Index and overview pages have no single record behind them: no edit button.
         page.edit_uri = site.edit_paths.get(path)
         files.append(page)
+    for path, content in site.files.items():
+        files.append(File.generated(config, path, content=content))
     config["nav"] = site.nav
     log.info("rlmguide: generated %d pages from the knowledge base", len(site.pages))
     return files

@@ -154,3 +154,18 @@ def test_worked_recommendation_links_its_ids(built_site: BuiltSite) -> None:
     assert re.search(r'<a href="\.\./rules/[a-z0-9-]+/">', html)
     assert re.search(r'<a href="\.\./sources/[a-z0-9.-]+/">', html)
     assert '<a href="../frameworks/verl/">verl</a>' in html
+
+
+def test_every_relation_can_be_downloaded(built_site: BuiltSite) -> None:
+    import duckdb
+
+    data = built_site.root / "data"
+    frameworks = (data / "frameworks.csv").read_text().splitlines()
+    assert any(line.startswith("verl,") for line in frameworks)
+    # The Parquet files read back with their rows.
+    [(rows,)] = duckdb.sql(f"SELECT count(*) FROM '{data / 'claims.parquet'}'").fetchall()
+    assert rows > 500
+    reference = (built_site.root / "sql" / "reference" / "index.html").read_text()
+    relations = len(list(data.glob("*.csv")))
+    assert relations > 15
+    assert reference.count("../../data/") == 3 * relations  # CSV, JSON, Parquet per relation

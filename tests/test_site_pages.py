@@ -451,6 +451,36 @@ def test_sql_reference_documents_every_table_and_view(
     assert "the framework claim record's <code>note</code>" in reference
 
 
+def test_data_downloads_cover_every_relation(
+    small: tuple[Catalog, dict[str, str]], fixture_kb: Path
+) -> None:
+    import json
+
+    from kb.db import ensure_database
+    from rlmguide.data_files import DATA_PAGE, data_files
+
+    catalog, _ = small
+    database = ensure_database(((fixture_kb, None),))
+    files = data_files(database)
+    assert files == data_files(database)  # the same bytes every time
+    assert "data/kb_meta.csv" not in files  # its build time would change them
+    frameworks = files["data/frameworks.csv"].decode().splitlines()
+    assert frameworks[0].startswith("id,") and frameworks[1].startswith("fw-one,")
+    rows = json.loads(files["data/framework_matrix.json"])
+    assert {r["framework_id"] for r in rows} == {"fw-one", "fw-two"}
+    assert files["data/claims.parquet"].startswith(b"PAR1")
+    _, con = load(((fixture_kb, None),))
+    try:
+        pages = generate(catalog, con, data=files)
+    finally:
+        con.close()
+    reference = pages[site.SQL_REFERENCE]
+    section = reference.split("### frameworks\n")[1].split("<table>")[0]
+    assert "Download: [CSV](../data/frameworks.csv) · [JSON]" in section
+    assert "[Parquet](../data/claims.parquet)" in reference
+    assert "[JSON](../data/framework_matrix.json)" in pages[DATA_PAGE]
+
+
 def test_canned_queries_show_their_output(small: tuple[Catalog, dict[str, str]]) -> None:
     from kb.query import canned_queries
 
