@@ -265,11 +265,11 @@ def descendants(ix: Index, tech: Technique) -> list[tuple[int, Technique]]:
 
 def tree_diagram(ix: Index, src: str, root: Technique) -> str:
     """One subtree as an inline SVG drawn at build time, each box linking to its page."""
+    subtree = [root, *(t for _, t in descendants(ix, root))]
     nodes = [
-        Node(
-            t.id, t.name, t.parent if t is not root else None, href(src, page_of("technique", t.id))
-        )
-        for t in [root, *(t for _, t in descendants(ix, root))]
+        # The drawing starts at `root`: its own parent, if any, is not part of it.
+        Node(t.id, t.name, None if t is root else t.parent, href(src, page_of("technique", t.id)))
+        for t in subtree
     ]
     return tree_svg(nodes, f"The {root.name} subtree of the taxonomy")
 
