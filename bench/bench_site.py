@@ -1,8 +1,11 @@
-"""Wall time of a full site build (`rlmguide.sitebuild.build`), cold and warm database cache.
+"""Wall time of a full site build (`rlmguide.sitebuild.build`), cold and warm cache, and
+what a visitor downloads.
 
-Run: python bench/bench_site.py [--repeat N]. Each figure is the median of N builds in a fresh
+Run: python bench/bench_site.py [--repeat N]. Each time is the median of N builds in a fresh
 process into a temporary folder, so imports, loading the records, generating the pages and
-MkDocs in strict mode are all counted; "cold" also builds the DuckDB file first.
+MkDocs in strict mode are all counted; "cold" also builds the DuckDB file and the cost pages
+(calibration, plots) first. Then the built site's bytes: in total, the search index, and the
+median page of each section (a page's HTML alone; the theme's CSS and JS are cached).
 """
 
 from __future__ import annotations
@@ -30,6 +33,23 @@ def wall(out: Path, env: dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
+def site_bytes(root: Path) -> list[str]:
+    """Total bytes, the search index's, and the median page of each top-level section."""
+    total = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    index = (root / "search" / "search_index.json").stat().st_size
+    sections: dict[str, list[int]] = {}
+    for page in root.rglob("index.html"):
+        parts = page.relative_to(root).parts
+        sections.setdefault(parts[0] if len(parts) > 1 else "(home)", []).append(
+            page.stat().st_size
+        )
+    lines = [f"site bytes {total:,}; search index {index:,} (loaded when search opens)"]
+    for name, sizes in sorted(sections.items()):
+        median = statistics.median(sizes)
+        lines.append(f"  {name:<14} {len(sizes):4} pages, median {median / 1024:6.1f} KiB")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=3)
@@ -45,11 +65,14 @@ def main() -> None:
             cold.append(wall(work / f"cold-{i}", env))
         warm = [wall(work / f"warm-{i}", env) for i in range(repeat)]
         pages = sum(1 for _ in (work / "warm-0").rglob("index.html"))
+        weights = site_bytes(work / "warm-0")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     c, w = statistics.median(cold), statistics.median(warm)
-    print(f"site build, cold database cache  median {c:6.2f} s  (n={repeat})")
-    print(f"site build, warm database cache  median {w:6.2f} s  (n={repeat}, {pages} pages)")
+    print(f"site build, cold cache  median {c:6.2f} s  (n={repeat})")
+    print(f"site build, warm cache  median {w:6.2f} s  (n={repeat}, {pages} pages)")
+    for line in weights:
+        print(line)
     verdict = "met" if c <= TARGET_SECONDS else "NOT met"
     print(f"target: cold build under {TARGET_SECONDS:.0f} s: {verdict}")
 

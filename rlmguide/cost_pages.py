@@ -10,12 +10,25 @@ import hashlib
 import io
 import json
 import math
+import posixpath
 from pathlib import Path
 from typing import Any
 
 from kb.load import Catalog
-from kb.paths import cache_dir, fast_content_hash
+from kb.paths import PLURALS, cache_dir, fast_content_hash
+from rlmguide.mdtext import (
+    UNKNOWN,
+    anchor,
+    document,
+    front_matter,
+    href,
+    html,
+    html_code,
+    number,
+    table,
+)
 from rlmguide.pages import CALIBRATION_PAGE
+from rlmguide.svgplot import svg
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
@@ -26,6 +39,9 @@ PLOT_EXAMPLES = (
 )
 SWEEP_NODES = (1, 2, 4, 8, 16)
 SWEEP_BASE = "grpo-qwen2.5-32b-64xh100.yaml"
+PAGE_MODULES = ("cost_pages.py", "timeline.py", "svgplot.py", "report.py", "mdtext.py")
+"""The modules whose code shapes these pages: a change to any of them recomputes the pages."""
+CALIBRATION_PLOT = "results/calibration.svg"
 
 
 def _code_digest() -> str:
@@ -36,7 +52,8 @@ def _code_digest() -> str:
                 digest.update(path.read_bytes())
     for path in sorted(EXAMPLES.glob("*.yaml")):
         digest.update(path.read_bytes())
-    digest.update(Path(__file__).read_bytes())
+    for module in PAGE_MODULES:
+        digest.update((Path(__file__).parent / module).read_bytes())
     return digest.hexdigest()
 
 
@@ -46,7 +63,7 @@ def cost_pages(catalog: Catalog, roots: Any) -> dict[str, str]:
     if memo.exists():
         return json.loads(memo.read_text(encoding="utf-8"))
     pages = {
-        CALIBRATION_PAGE: calibration_page(catalog),
+        **calibration_pages(catalog),
         "recommendation.md": recommendation_page(catalog),
         **plot_pages(catalog),
     }
@@ -55,43 +72,103 @@ def cost_pages(catalog: Catalog, roots: Any) -> dict[str, str]:
     return pages
 
 
-def calibration_page(catalog: Catalog) -> str:
+def calibration_pages(catalog: Catalog) -> dict[str, str]:
+    """The calibration table and its predicted-vs-reported scatter plot."""
     from rules.fidelity import calibration, median_abs_log_error
 
     comparisons = calibration(catalog.records)
     scored = [c for c in comparisons if c.ratio]
     beyond = sum(1 for c in scored if max(c.ratio, 1 / c.ratio) > 3)
-    lines = [
+    text = document(
         "# Calibration: the cost core against published measurements",
-        "",
         "Each published measurement with a recorded setting is predicted by the cost core: "
         "the setting fixes what the publication reports, the rest of the plan is searched, "
-        "and the fastest plan's figure is compared with the reported one; a published "
+        "and the top-ranked plan's figure is compared with the reported one; a published "
         "deployment with a step time is costed as written. Guidelines are not "
         "applied and memory is not enforced here, since the publication shows the run "
         "happened.",
-        "",
         f"**{len(scored)} of {len(comparisons)}** cases predicted; median absolute error "
         f"**{median_abs_log_error(scored):.2f}x**; cases beyond 3x: **{beyond}**. A ratio "
-        "above 1 means the model is pessimistic.",
-        "",
-        "| result | metric | reported | predicted | predicted / reported | note |",
-        "| --- | --- | ---: | ---: | ---: | --- |",
-    ]
+        "above 1 means the model is pessimistic. Click a heading to sort by it.",
+        f"![Predicted against reported, log scales]({posixpath.basename(CALIBRATION_PLOT)})",
+        calibration_table(comparisons),
+        "\n".join(_constants_section()),
+    )
+    return {CALIBRATION_PAGE: text, CALIBRATION_PLOT: calibration_plot(scored)}
+
+
+def calibration_table(comparisons: list[Any]) -> str:
+    """One row per case; both figures carry the result's unit, so the columns sort as numbers
+    (tables.js reads a leading number followed by a unit)."""
+    rows = []
     for c in comparisons:
         r = c.result
-        predicted = f"{c.predicted:,.1f}" if c.predicted is not None else "unknown"
-        ratio = f"{c.ratio:.2f}" if c.ratio else "unknown"
+        unit = html(r.unit)
         note = c.problem or (
             f"memory model says +{c.overflow_gib:.0f} GiB per GPU" if c.overflow_gib > 0 else ""
         )
-        note = note.replace("|", "\\|")
-        page = f"{r.id}.md" if r.kind == "result" else f"../deployments/{r.id}.md"
-        lines.append(
-            f"| [{r.id}]({page}) | {r.metric} | {r.value:,.1f} {r.unit} | {predicted} | "
-            f"{ratio} | {note} |"
+        rows.append(
+            [
+                anchor(href(CALIBRATION_PAGE, f"{r.kind}s/{r.id}.md"), html(r.id)),
+                html_code(r.metric),
+                f"{number(r.value)} {unit}",
+                f"{number(c.predicted)} {unit}" if c.predicted is not None else UNKNOWN,
+                f"{c.ratio:.2f}" if c.ratio else UNKNOWN,
+                html(note) or "&nbsp;",
+            ]
         )
-    return "\n".join([*lines, *_constants_section()]) + "\n"
+    headers = ["Result", "Metric", "Reported", "Predicted", "Predicted / reported", "Note"]
+    return table(headers, rows)
+
+
+def calibration_plot(scored: list[Any]) -> str:
+    """Predicted against reported on log axes, with the diagonal and the 2x and 3x bands."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    fig, ax = plt.subplots(figsize=(6.5, 5.5))
+    by_metric: dict[str, list[Any]] = {}
+    for c in scored:
+        by_metric.setdefault(c.result.metric, []).append(c)
+    values = [v for c in scored for v in (c.result.value, c.predicted)]
+    low, high = min(values) / 1.5, max(values) * 1.5
+    line = [low, high]
+    ax.plot(line, line, color="black", linewidth=1, label="predicted = reported")
+    for factor, style in ((2, "--"), (3, ":")):
+        for scale in (factor, 1 / factor):
+            ax.plot(
+                line,
+                [v * scale for v in line],
+                color="grey",
+                linewidth=0.8,
+                linestyle=style,
+                label=f"within {factor}x" if scale > 1 else None,
+            )
+    for metric, cases in sorted(by_metric.items()):
+        ax.scatter(
+            [c.result.value for c in cases],
+            [c.predicted for c in cases],
+            label=metric.replace("_", " "),
+            s=28,
+            zorder=3,
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(low, high)
+    ax.set_ylim(low, high)
+    plain_numbers = FuncFormatter(lambda v, _: f"{v:g}")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(plain_numbers)
+    ax.set_xlabel("reported (s)")
+    ax.set_ylabel("predicted by the cost core (s)")
+    ax.set_title("Calibration: predicted against reported")
+    ax.legend(fontsize="small", loc="upper left")
+    ax.set_aspect("equal")
+    fig.tight_layout()
+    return svg(fig)
 
 
 def _constants_section() -> list[str]:
@@ -140,6 +217,9 @@ def recommendation_page(catalog: Catalog) -> str:
     scenario = (EXAMPLES / name).read_text(encoding="utf-8")
     return "\n".join(
         [
+            # The report's tables are wide; the table of contents would squeeze them.
+            front_matter(["toc"]),
+            "",
             "# A worked recommendation",
             "",
             f"The scenario `examples/{name}`:",
@@ -150,7 +230,7 @@ def recommendation_page(catalog: Catalog) -> str:
             "",
             f"`rlmguide recommend examples/{name} --format markdown` prints:",
             "",
-            out.getvalue() or "No feasible plan.",
+            linked_ids(out.getvalue(), catalog) or "No feasible plan.",
             "",
             "Every guideline links to its page under [Guidelines](rules/index.md); the stage "
             "table gives the Brent bounds max(W/p, D) <= T <= W/p + D of each stage.",
@@ -159,13 +239,29 @@ def recommendation_page(catalog: Catalog) -> str:
     )
 
 
-def _svg(fig: Any) -> str:
-    import matplotlib.pyplot as plt
+LINKED_KINDS = ("rule", "source", "framework")
+"""Record kinds whose ids the report prints in table cells, alone or as comma lists."""
 
-    out = io.StringIO()
-    fig.savefig(out, format="svg")
-    plt.close(fig)
-    return out.getvalue()
+
+def linked_ids(report: str, catalog: Catalog) -> str:
+    """The Markdown report with every record id in a table cell linked to its page (the CLI
+    prints bare ids; this page sits at the site's root, so links start at the kind's folder).
+    """
+    kind_of = {rid: kind for kind in LINKED_KINDS for rid in catalog.of(kind)}
+
+    def link_cell(text: str) -> str:
+        ids = [part.strip() for part in text.split(",")]
+        if not ids or not all(i in kind_of for i in ids):
+            return text
+        return " " + ", ".join(f"[{i}]({PLURALS[kind_of[i]]}/{i}.md)" for i in ids) + " "
+
+    lines = []
+    for line in report.splitlines():
+        if line.startswith("|") and not set(line) <= set("|-: "):
+            cells = line.split("|")
+            line = "|".join([cells[0], *(link_cell(c) for c in cells[1:-1]), cells[-1]])
+        lines.append(line)
+    return "\n".join(lines) + ("\n" if report.endswith("\n") else "")
 
 
 def _search(catalog: Catalog, scenario: Any, top: int = 50) -> dict[str, Any] | None:
@@ -183,6 +279,7 @@ def plot_pages(catalog: Catalog) -> dict[str, str]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, NullLocator
 
     from kb.schema import Scenario
     from rlmguide.timeline import COLOURS, draw_axes
@@ -206,12 +303,16 @@ def plot_pages(catalog: Catalog) -> dict[str, str]:
         ax.plot(gpus, series, marker="o", label=f"{placement} / {execution}")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    # GPU counts as numbers (8, 16, ...), not as powers of two.
+    ax.set_xticks(gpus, [str(g) for g in gpus])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
     ax.set_xlabel("GPUs (H100)")
     ax.set_ylabel("seconds per RL step (best plan)")
     ax.set_title("Qwen2.5-32B GRPO: step time by cluster size, placement and execution")
     ax.legend(fontsize="small")
     fig.tight_layout()
-    sweep = _svg(fig)
+    sweep = svg(fig)
 
     results = {
         name: _search(catalog, read_scenario(EXAMPLES / name), top=3) for name in PLOT_EXAMPLES
@@ -235,16 +336,19 @@ def plot_pages(catalog: Catalog) -> dict[str, str]:
         labels.append(name.removesuffix(".yaml"))
     ax.set_yticks(range(len(labels)), labels)
     ax.set_xlabel("seconds per stage, best plan (summed; overlapped stages count fully)")
-    ax.legend(fontsize="small", ncols=5, loc="lower right")
+    # Below the axes: inside, the legend covered the bars of the last example.
+    ax.legend(
+        fontsize="small", ncols=5, loc="upper center", bbox_to_anchor=(0.5, -0.25), frameon=False
+    )
     fig.tight_layout()
-    stages = _svg(fig)
+    stages = svg(fig)
 
     small = results[PLOT_EXAMPLES[0]]
     fig, ax = plt.subplots(figsize=(9, 3.5))
     if small:
         draw_axes(ax, small["plans"])
     fig.tight_layout()
-    timeline = _svg(fig)
+    timeline = svg(fig)
     index = "\n".join(
         [
             "# Plots from the cost core",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import html as _html
 import posixpath
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -79,6 +80,27 @@ def plain(value: Any) -> str:
     return oneline(value)
 
 
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def esc_code(text: object) -> str:
+    """Like `esc`, but `name` spans written in backticks stay code (database comments and
+    docstrings name columns and fields that way)."""
+    parts = _CODE_SPAN.split(oneline(text))
+    # Prose parts are escaped without `esc`'s trimming, which would eat the spaces around code.
+    return "".join(
+        code(p) if i % 2 else p.translate(_MARKDOWN_SPECIALS) for i, p in enumerate(parts)
+    )
+
+
+def html_code_spans(text: object) -> str:
+    """Like `html`, with `name` spans in backticks as <code>."""
+    parts = _CODE_SPAN.split(oneline(text))
+    return "".join(
+        html_code(p) if i % 2 else _html.escape(p, quote=True) for i, p in enumerate(parts)
+    )
+
+
 def show(value: Any) -> str:
     """A record value as escaped Markdown."""
     return esc(plain(value))
@@ -142,22 +164,33 @@ def html_code(text: str) -> str:
     return f"<code>{_html.escape(text)}</code>"
 
 
+SEARCH_EXCLUDE = " data-search-exclude"
+"""An attribute that keeps an element out of Material's search index."""
+
+
 def _rows(rows: Iterable[Sequence[str]]) -> str:
+    # A space between cells: the search indexer keeps only text, and without one adjacent
+    # cells ran together ("Typepaper"), so neither word could be found.
     return "\n".join(
-        "<tr>" + "".join(f"<td>{c or UNKNOWN}</td>" for c in row) + "</tr>" for row in rows
+        "<tr>" + " ".join(f"<td>{c or UNKNOWN}</td>" for c in row) + "</tr>" for row in rows
     )
 
 
 def table(
-    headers: Sequence[str], rows: Iterable[Sequence[str]], table_id: str | None = None
+    headers: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    table_id: str | None = None,
+    searchable: bool = True,
 ) -> str:
     """An HTML table of already-escaped cells; an empty cell reads `unknown`.
 
     No class attribute: Material styles only class-less tables. tables.js makes the columns
-    sortable.
+    sortable. `searchable=False` keeps a table that repeats other pages' text out of the
+    search index, so searches land on the page that owns the text.
     """
     ident = f' id="{table_id}"' if table_id else ""
-    head = "".join(f"<th>{h}</th>" for h in headers)
+    ident += "" if searchable else SEARCH_EXCLUDE
+    head = " ".join(f"<th>{h}</th>" for h in headers)
     body = _rows(rows)
     return f"<table{ident}>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>\n"
 
@@ -178,6 +211,11 @@ def fenced(language: str, text: str) -> str:
 def bullets(items: Iterable[str]) -> str:
     lines = [f"- {item}" for item in items]
     return "\n".join(lines) + "\n" if lines else ""
+
+
+def front_matter(hide: Sequence[str]) -> str:
+    """A page's YAML front matter hiding Material's parts (navigation, toc) beside it."""
+    return "---\nhide:\n" + "".join(f"  - {part}\n" for part in hide) + "---"
 
 
 def document(*blocks: str) -> str:

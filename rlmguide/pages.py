@@ -1,9 +1,9 @@
-"""The site's page generator: records and the database in, {page path: Markdown} out.
+"""Pages of the record kinds, the lookups they share, and the site's navigation.
 
-`generate` is a pure function (no file writes, no MkDocs): the MkDocs hook in `site/hooks.py`
-turns its output into virtual pages, and the tests check it without building anything.
-`navigation` lays the pages out for MkDocs, `edit_paths` maps each record page to its YAML file
-for the "edit this page" button. Values nobody recorded read "unknown", never "no".
+`rlmguide.generate` puts these and the other modules' pages together (records in, {page path:
+Markdown} out, no file writes). `navigation` lays the pages out for MkDocs, `edit_paths` maps
+each record page to its YAML file for the "edit this page" button. Values nobody recorded
+read "unknown", never "no".
 
 Prose and lists are Markdown (MkDocs checks their links); tables are HTML built by
 `rlmguide.mdtext.table`, whose links come from `href` and are checked by the site tests.
@@ -12,18 +12,15 @@ Prose and lists are Markdown (MkDocs checks their links); tables are HTML built 
 from __future__ import annotations
 
 import posixpath
-import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import duckdb
 import yaml
 
 from kb.load import Catalog
 from kb.paths import PLURALS
-from kb.query import QueryError, canned_queries, run
 from kb.schema import (
     Accelerator,
     Algorithm,
@@ -38,16 +35,17 @@ from kb.schema import (
     Technique,
 )
 from rlmguide.mdtext import (
+    SEARCH_EXCLUDE,
     UNKNOWN,
     anchor,
     bullets,
     cell,
-    code,
     document,
     esc,
     external,
     fenced,
     fields,
+    front_matter,
     href,
     html,
     html_code,
@@ -56,6 +54,7 @@ from rlmguide.mdtext import (
     show,
     table,
 )
+from rlmguide.tree_svg import Node, tree_svg
 from rules.engine import compile_rules
 from rules.facts import PLAN_FACTS, SCENARIO_FACTS
 
@@ -75,8 +74,6 @@ SQL_QUERIES = "sql/queries.md"
 SUPPORT_ORDER = {"yes": 0, "partial": 1, "planned": 2, "no": 3}
 """Sort rank of a support level in the matrix: best first."""
 FEATURE_KINDS = ("algorithm", "technique", "component")
-QUERY_ROW_LIMIT = 100
-"""Canned query outputs longer than this are cut on the page (the CLI shows all of them)."""
 
 
 def page_of(kind: str, record_id: str) -> str:
@@ -220,14 +217,18 @@ def support_block(ix: Index, src: str, feature: str) -> str:
         for fw in ix.frameworks
         if (claim := mine.get(fw.id)) is not None
     ]
-    claimed = table(["Framework", "Support", "Note", "Source", "Verified"], rows) if rows else ""
-    silent = [
-        link(src, page_of("framework", fw.id), esc(fw.name))
-        for fw in ix.frameworks
-        if fw.id not in mine
-    ]
-    unknown = f"Unknown (no claim recorded) for: {', '.join(silent)}." if silent else ""
+    # Out of the search index: each claim is indexed once, on its framework's page.
+    headers = ["Framework", "Support", "Note", "Source", "Verified"]
+    claimed = table(headers, rows, searchable=False) if rows else ""
+    silent = [ix.record_link(src, "framework", fw.id) for fw in ix.frameworks if fw.id not in mine]
+    unknown = unsearched(f"Unknown (no claim recorded) for: {', '.join(silent)}.") if silent else ""
     return document("## Framework support", claimed or "No framework claims it yet.", unknown)
+
+
+def unsearched(text: str) -> str:
+    """An HTML paragraph kept out of the search index: lists of names that would make every
+    page match every name."""
+    return f"<p{SEARCH_EXCLUDE}>{text}</p>"
 
 
 def sources_section(ix: Index, src: str, ids: Iterable[str]) -> str:
@@ -262,17 +263,15 @@ def descendants(ix: Index, tech: Technique) -> list[tuple[int, Technique]]:
     return found
 
 
-def mermaid_tree(ix: Index, root: Technique) -> str:
-    """A left-to-right Mermaid flowchart of one subtree (node ids are positional, labels quoted)."""
-    nodes = [root, *(t for _, t in descendants(ix, root))]
-    ids = {t.id: f"n{i}" for i, t in enumerate(nodes)}
-    lines = ["graph LR"]
-    for tech in nodes:
-        label = tech.name.replace('"', "#quot;")
-        lines.append(f'    {ids[tech.id]}["{label}"]')
-    for tech in nodes[1:]:
-        lines.append(f"    {ids[str(tech.parent)]} --> {ids[tech.id]}")
-    return fenced("mermaid", "\n".join(lines))
+def tree_diagram(ix: Index, src: str, root: Technique) -> str:
+    """One subtree as an inline SVG drawn at build time, each box linking to its page."""
+    subtree = [root, *(t for _, t in descendants(ix, root))]
+    nodes = [
+        # The drawing starts at `root`: its own parent, if any, is not part of it.
+        Node(t.id, t.name, None if t is root else t.parent, href(src, page_of("technique", t.id)))
+        for t in subtree
+    ]
+    return tree_svg(nodes, f"The {root.name} subtree of the taxonomy")
 
 
 def tree_list(ix: Index, src: str, root: Technique) -> str:
@@ -297,7 +296,7 @@ def taxonomy_index(ix: Index) -> str:
         f"{len(ix.catalog.of('technique'))} techniques under {len(roots)} roots.",
     ]
     for root in roots:
-        blocks += [f"## {esc(root.name)}", esc(root.description), mermaid_tree(ix, root)]
+        blocks += [f"## {esc(root.name)}", esc(root.description), tree_diagram(ix, TAXONOMY, root)]
         blocks.append(tree_list(ix, TAXONOMY, root))
     return document(*blocks)
 
@@ -381,6 +380,8 @@ def framework_fields(ix: Index, src: str, fw: Framework) -> str:
 def framework_page(ix: Index, fw: Framework) -> str:
     src = page_of("framework", fw.id)
     blocks = [
+        # The claims tables need the width; the table of contents would only list kinds.
+        front_matter(["toc"]),
         f"# {esc(fw.name)}",
         framework_fields(ix, src, fw),
         esc(fw.description),
@@ -395,87 +396,23 @@ def framework_page(ix: Index, fw: Framework) -> str:
     claimed = {c.feature for c in fw.claims}
     missing = [f for k in FEATURE_KINDS for f in sorted(ix.catalog.of(k)) if f not in claimed]
     if missing:
-        names = ", ".join(ix.feature_md(src, f) for f in missing)
-        blocks += ["### Unknown", f"No claim is recorded for these features: {names}."]
+        names = ", ".join(ix.feature_link(src, f) for f in missing)
+        blocks += ["### Unknown", unsearched(f"No claim is recorded for these features: {names}.")]
     results = [r for r in ix.of("result") if r.framework == fw.id]
     if results:
-        items = [link(src, page_of("result", r.id), esc(r.id)) for r in results]
-        blocks += ["## Published measurements", bullets(items)]
-    blocks.append(sources_section(ix, src, fw.cited_sources()))
-    return document(*blocks)
-
-
-def matrix_features(ix: Index) -> list[tuple[str, str, Record]]:
-    """(kind, category, record) of every feature that at least one framework claims."""
-    found = []
-    for kind in FEATURE_KINDS:
-        for record in ix.of(kind):
-            if record.id in ix.claims:
-                category = getattr(record, "scope", None) or getattr(record, "role", None) or kind
-                found.append((kind, str(category), record))
-    return found
-
-
-def matrix_cell(ix: Index, feature: str, fw: Framework) -> str:
-    """One cell: the support level linking to the claim's source, or unknown."""
-    claim = ix.claims.get(feature, {}).get(fw.id)
-    if claim is None:
-        # data-sort "unknown" keeps these cells last in either sort direction (tables.js).
-        return f'<td class="support-unknown" data-sort="{UNKNOWN}">{UNKNOWN}</td>'
-    source = ix.get("source", claim.source)
-    tip = f"{claim.note or claim.support} (source {claim.source}, checked {claim.verified})"
-    body = anchor(source.url, badge(claim.support), tip) if source else badge(claim.support)
-    order = SUPPORT_ORDER[claim.support]
-    return f'<td class="support-{claim.support}" data-sort="{order}">{body}</td>'
-
-
-def matrix_table(ix: Index) -> str:
-    """The frameworks x features table, one row per claimed feature."""
-    heads = "".join(
-        f"<th>{ix.record_link(MATRIX, 'framework', fw.id)}</th>" for fw in ix.frameworks
-    )
-    rows = []
-    for kind, category, record in matrix_features(ix):
-        name = to_page(MATRIX, page_of(kind, record.id), title_of(record))
-        cells = "".join(matrix_cell(ix, record.id, fw) for fw in ix.frameworks)
-        rows.append(f"<tr><td>{name}</td><td>{html(kind)} · {html(category)}</td>{cells}</tr>")
-    return "\n".join(
-        [
-            '<table id="framework-matrix">',
-            f"<thead><tr><th>Feature</th><th>Kind</th>{heads}</tr></thead>",
-            "<tbody>",
-            *rows,
-            "</tbody>",
-            "</table>",
-        ]
-    )
-
-
-def matrix_page(ix: Index) -> str:
-    features = matrix_features(ix)
-    unclaimed = [
-        ix.feature_md(MATRIX, r)
-        for k in FEATURE_KINDS
-        for r in sorted(ix.catalog.of(k))
-        if r not in ix.claims
-    ]
-    blocks = [
-        # The matrix needs the page's full width: no navigation or table of contents beside it.
-        "---\nhide:\n  - navigation\n  - toc\n---",
-        "# Comparison matrix",
-        f"{len(ix.frameworks)} frameworks against the {len(features)} features at least one "
-        "of them claims. Each cell links to the source the claim was checked against (hover for "
-        "the note and the date); a framework with no recorded claim reads **unknown**, which "
-        "means nobody has checked, not that the feature is missing. Type in the box to keep only "
-        "matching rows; click a column heading to sort by it.",
-        '<div class="table-tools"><input type="search" class="table-filter" '
-        'data-table="framework-matrix" placeholder="Filter features, e.g. async or vllm" '
-        'aria-label="Filter the comparison matrix"> <span class="table-count" '
-        'data-table="framework-matrix"></span></div>',
-        matrix_table(ix),
-    ]
-    if unclaimed:
-        blocks.append("No framework claims these features yet: " + ", ".join(unclaimed) + ".")
+        blocks += ["## Published measurements", results_table(ix, src, results)]
+    refusals = [c for c in ix.of("constraint") if c.framework == fw.id]
+    if refusals:
+        items = (f"{ix.record_link(src, 'constraint', c.id)}: {esc(c.title)}" for c in refusals)
+        blocks += ["## What its code refuses", bullets(items)]
+    runs = [d for d in ix.of("deployment") if d.framework == fw.id]
+    if runs:
+        items = (f"{ix.record_link(src, 'deployment', d.id)}: {esc(d.name)}" for d in runs)
+        blocks += ["## Published deployments", bullets(items)]
+    # Every source the page cites: the framework's own, then its claims' in table order.
+    claimed_sources = [c.source for c in sorted(fw.claims, key=lambda c: c.feature)]
+    cited = [*fw.cited_sources(), *claimed_sources, *(c.source for c in refusals)]
+    blocks.append(sources_section(ix, src, cited))
     return document(*blocks)
 
 
@@ -503,7 +440,7 @@ def frameworks_index(ix: Index) -> str:
 
 
 def framework_pages(ix: Index) -> Pages:
-    pages = {index_of("framework"): frameworks_index(ix), MATRIX: matrix_page(ix)}
+    pages = {index_of("framework"): frameworks_index(ix)}
     for fw in ix.frameworks:
         pages[page_of("framework", fw.id)] = framework_page(ix, fw)
     return pages
@@ -977,24 +914,36 @@ def result_page(ix: Index, result: Result) -> str:
     return document(*blocks)
 
 
-def results_index(ix: Index) -> str:
-    src = index_of("result")
-    rows = [
-        [
+def results_table(
+    ix: Index, src: str, results: Iterable[Result], framework: bool = True, searchable: bool = True
+) -> str:
+    """Measurements with their values; the framework column is left out on a framework's page,
+    and the index's copy is left out of the search index (each result page has the text)."""
+    headers = ["Result", "Measured", "Metric", "Value", "Unit", "Source"]
+    rows = []
+    for r in results:
+        row = [
             to_page(src, page_of("result", r.id), r.id),
-            ix.source_link(src, r.source),
-            ix.record_link(src, "framework", r.framework) if r.framework else UNKNOWN,
+            cell(r.description),
             html_code(r.metric),
             number(r.value),
             html(r.unit),
+            f"{ix.source_link(src, r.source)}, {html(r.locator)}",
         ]
-        for r in ix.of("result")
-    ]
+        if framework:
+            row.insert(1, ix.record_link(src, "framework", r.framework) if r.framework else "")
+        rows.append(row)
+    if framework:
+        headers.insert(1, "Framework")
+    return table(headers, rows, searchable=searchable)
+
+
+def results_index(ix: Index) -> str:
     return document(
         "# Results",
         "Published measurements, each with the setting it was taken in, used to calibrate and "
         "check the cost core.",
-        table(["Result", "Source", "Framework", "Metric", "Value", "Unit"], rows),
+        results_table(ix, index_of("result"), ix.of("result"), searchable=False),
     )
 
 
@@ -1008,7 +957,10 @@ def result_pages(ix: Index) -> Pages:
 def source_page(ix: Index, source: Source) -> str:
     src = page_of("source", source.id)
     citing = sorted(set(ix.cited_by.get(source.id, [])), key=lambda c: (c[1].lower(), c[0]))
-    uses = bullets(link(src, page, esc(label)) for page, label in citing)
+    # Out of the search index: the citing records are found on their own pages, and a list
+    # of them put every source above the technique a search was for.
+    items = "".join(f"<li>{to_page(src, page, label)}</li>" for page, label in citing)
+    uses = f"<ul{SEARCH_EXCLUDE}>{items}</ul>" if items else ""
     return document(
         f"# {esc(source.title)}",
         fields(
@@ -1043,7 +995,7 @@ def sources_index(ix: Index) -> str:
         "# Sources",
         "Every paper, repository, documentation page, model configuration, datasheet and blog "
         "post the records cite. Each source's page lists what cites it.",
-        table(["Source", "Type", "Year", "Title", "Cited by"], rows),
+        table(["Source", "Type", "Year", "Title", "Cited by"], rows, searchable=False),
     )
 
 
@@ -1054,124 +1006,7 @@ def source_pages(ix: Index) -> Pages:
     return pages
 
 
-# --- SQL reference ---------------------------------------------------------------------------
-
-
-def relations(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str | None]]:
-    """(name, "table" | "view", comment) of the knowledge base's own relations."""
-    return con.execute(
-        """
-        SELECT table_name, 'table', comment FROM duckdb_tables()
-        WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal
-        UNION ALL
-        SELECT view_name, 'view', comment FROM duckdb_views()
-        WHERE database_name = current_database() AND schema_name = 'main' AND NOT internal
-        ORDER BY 2, 1
-        """
-    ).fetchall()
-
-
-def relation_columns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str, str]]]:
-    found: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
-    rows = con.execute(
-        """
-        SELECT table_name, column_name, data_type, comment FROM duckdb_columns()
-        WHERE database_name = current_database() AND schema_name = 'main'
-        ORDER BY table_name, column_index
-        """
-    ).fetchall()
-    for table_name, column, data_type, comment in rows:
-        found[table_name].append((column, data_type, comment or ""))
-    return found
-
-
-def sql_reference(con: duckdb.DuckDBPyConnection) -> str:
-    columns = relation_columns(con)
-    found = relations(con)
-    blocks = [
-        "# SQL reference",
-        "Every table and view of the knowledge base database, with its columns, their types "
-        "and the comments stored in the database itself (`duckdb_tables()`, `duckdb_views()` "
-        "and `duckdb_columns()` list the same). These names are a public interface. "
-        f"{link(SQL_REFERENCE, SQL_HOWTO, 'How to query them')}.",
-    ]
-    for kind in ("table", "view"):
-        blocks.append(f"## {kind.capitalize()}s")
-        for name, relation_kind, comment in found:
-            if relation_kind != kind:
-                continue
-            # A column without a comment gets a blank cell: "unknown" would suggest a NULL.
-            rows = [
-                (html_code(c), html_code(t), html(note) or "&nbsp;")
-                for c, t, note in columns.get(name, [])
-            ]
-            blocks += [
-                f"### {name}",
-                esc(comment) if comment else "",
-                table(["Column", "Type", "Comment"], rows),
-            ]
-    return document(*blocks)
-
-
-EXAMPLE_PARAM = re.compile(r"-p\s+(\w+)\s+(\S+)")
-
-
-def example_params(query_text: str) -> dict[str, Any]:
-    """Parameters a canned query's header gives as its example (`-p NAME VALUE`)."""
-    header = "\n".join(line for line in query_text.splitlines() if line.startswith("--"))
-    return dict(EXAMPLE_PARAM.findall(header))
-
-
-def query_output(con: duckdb.DuckDBPyConnection, sql: str) -> str:
-    params = example_params(sql)
-    try:
-        rows = run(con, sql, params)
-    except QueryError as exc:
-        return f"This query needs parameters to run: {esc(exc)}."
-    shown = rows.rows[:QUERY_ROW_LIMIT]
-    # Database NULLs read "unknown", like missing record fields.
-    cells = [[cell(v) for v in row] for row in shown]
-    note = ""
-    if len(rows.rows) > len(shown):
-        note = f"First {len(shown)} of {len(rows.rows)} rows."
-    given = " ".join(f"-p {k} {v}" for k, v in params.items())
-    intro = f"Output with {code(given)}:" if given else "Output:"
-    return document(intro, table([html_code(c) for c in rows.columns], cells), note)
-
-
-def sql_queries(con: duckdb.DuckDBPyConnection) -> str:
-    blocks = [
-        "# Canned queries",
-        "The queries shipped in `kb/queries/`, run on the current records when the site was "
-        "built. Run one yourself with `rlmguide query NAME`.",
-    ]
-    for query in canned_queries().values():
-        blocks += [
-            f"## {esc(query.title)}",
-            esc(query.description) if query.description else "",
-            code(f"rlmguide query {query.name}"),
-            fenced("sql", query.sql),
-            query_output(con, query.sql),
-        ]
-    return document(*blocks)
-
-
-def sql_pages(con: duckdb.DuckDBPyConnection) -> Pages:
-    return {SQL_REFERENCE: sql_reference(con), SQL_QUERIES: sql_queries(con)}
-
-
 # --- the generator ---------------------------------------------------------------------------
-
-BUILDERS: tuple[Callable[[Index], Pages], ...] = (
-    taxonomy_pages,
-    framework_pages,
-    component_pages,
-    algorithm_pages,
-    rule_pages,
-    catalog_pages,
-    result_pages,
-    source_pages,
-)
 
 
 def merge(pages: Pages, more: Mapping[str, str]) -> None:
@@ -1182,53 +1017,27 @@ def merge(pages: Pages, more: Mapping[str, str]) -> None:
         pages[path] = text
 
 
-def generate(
-    catalog: Catalog, con: duckdb.DuckDBPyConnection, extra: Mapping[str, str] | None = None
-) -> Pages:
-    """Every generated page of the site, {path inside the docs folder: Markdown}.
-
-    `extra` adds pages made elsewhere (see `cost_pages`); their paths must be new.
-    """
-    ix = build_index(catalog)
-    pages: Pages = {}
-    for builder in BUILDERS:
-        merge(pages, builder(ix))
-    merge(pages, sql_pages(con))
-    merge(pages, extra or {})
-    return pages
-
-
-def cost_pages(catalog: Catalog) -> Pages:
-    """Pages from the cost core: the calibration table and the plots (rlmguide.cost_pages)."""
-    from rlmguide import cost_pages as computed
-    from rlmguide.cli import record_roots
-
-    return computed.cost_pages(catalog, record_roots())
-
-
 # --- navigation and edit links ---------------------------------------------------------------
 
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Taxonomy", ("techniques",)),
-    ("Frameworks", ("frameworks", "components")),
+    ("Frameworks", ("frameworks", "components", "constraints")),
     ("Algorithms", ("algorithms",)),
     ("Guidelines", ("rules",)),
     ("Hardware", ("accelerators",)),
     ("Models", ("models",)),
     ("Results", ("results",)),
+    ("Deployments", ("deployments",)),
     ("Sources", ("sources",)),
     ("SQL", ("sql",)),
 )
 """Top-level sections of the navigation and the page folders each holds, in order."""
 
-SOURCE_GROUPS = {
-    "paper": "Papers",
-    "repository": "Repositories",
-    "documentation": "Documentation",
-    "model-config": "Model configurations",
-    "datasheet": "Datasheets",
-    "blog": "Blog posts",
-}
+UNLISTED_FOLDERS = ("sources",)
+"""Folders whose record pages stay out of the navigation (their index table lists them).
+
+Some 380 sources, even grouped by type, put a few hundred entries in the navigation of each
+source page, most of its bytes; nobody browses them there, they arrive from a citation."""
 
 PINNED = (MATRIX, FACTS_PAGE)
 """Overview pages listed right after their folder's index, before the record pages."""
@@ -1286,31 +1095,19 @@ def taxonomy_entries(catalog: Catalog, pages: Mapping[str, str], placed: set[str
     return entries
 
 
-def source_entries(catalog: Catalog, pages: Mapping[str, str], placed: set[str]) -> list[Any]:
-    """The sources index, then one subsection per source type.
-
-    Grouping keeps each section small, and with `navigation.prune` a page renders only its own
-    section: one flat list of 200+ sources rendered on each of them made the build quadratic.
-    """
-    index = index_of("source")
-    entries: list[NavItem] = [index] if index in pages else []
-    placed.add(index)
-    for kind, title in SOURCE_GROUPS.items():
-        paths = [
-            page_of("source", s.id)
-            for s in catalog.of("source").values()
-            if getattr(s, "type", None) == kind
-        ]
-        paths = sorted((p for p in paths if p in pages), key=lambda p: page_title(pages[p], p))
-        placed.update(paths)
-        if paths:
-            entries.append({title: titled(pages, paths)})
-    return entries
+def unlisted(pages: Iterable[str]) -> set[str]:
+    """The pages left out of the navigation: records of the UNLISTED_FOLDERS, not their index."""
+    return {
+        p
+        for p in pages
+        if posixpath.dirname(p) in UNLISTED_FOLDERS and posixpath.basename(p) != "index.md"
+    }
 
 
 def result_entries(catalog: Catalog, pages: Mapping[str, str], placed: set[str]) -> list[Any]:
     """The results index and calibration, then one subsection per framework measured (and one
-    for measurements of no framework), for the same reason sources are grouped by type."""
+    for measurements of no framework): with `navigation.prune` a page renders its own section,
+    and one flat list of 200+ results on each of them made pages heavy and the build slow."""
     entries: list[Any] = []
     index = index_of("result")
     if index in pages:
@@ -1339,8 +1136,6 @@ def section_entries(
     entries: list[Any] = []
     if folder == "techniques":
         entries += taxonomy_entries(catalog, pages, placed)
-    elif folder == "sources":
-        entries += source_entries(catalog, pages, placed)
     elif folder == "results":
         entries += result_entries(catalog, pages, placed)
     elif folder == "sql":
@@ -1352,9 +1147,10 @@ def section_entries(
 
 
 def navigation(catalog: Catalog, pages: Mapping[str, str]) -> list[NavItem]:
-    """The MkDocs `nav`: every generated page and the hand-written ones, each exactly once."""
-    placed: set[str] = set()
+    """The MkDocs `nav`: every generated page and the hand-written ones, each exactly once,
+    except the `unlisted` ones."""
     pages = {path: text for path, text in pages.items() if path.endswith(".md")}
+    placed = unlisted(pages)
     nav: list[NavItem] = [{"Home": HOME}]
     for title, folders in SECTIONS:
         entries = [e for f in folders for e in section_entries(f, catalog, pages, placed)]

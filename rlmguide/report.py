@@ -12,6 +12,9 @@ def layout(plan: dict[str, Any]) -> tuple[str, str]:
     attention = f" adp{r['attention_dp']}" if r.get("attention_dp", 1) > 1 else ""
     fp8 = " fp8" if r.get("precision") == "fp8" else ""
     rollout = f"{r['gpus']} GPUs: tp{r['tp']} pp{r['pp']} ep{r['ep']}{attention} x dp{r['dp']}{fp8}"
+    # Said when off: two plans differing only in it otherwise printed identically.
+    if plan.get("prefix_caching") is False:
+        rollout += ", no prefix caching"
     # Expert tensor parallelism is shown only where experts are folded (etp differs from tp).
     folded = f" etp{t['etp']}" if t.get("etp", t["tp"]) != t["tp"] else ""
     offload = [k for k, v in t.get("offload", {}).items() if v]

@@ -7,6 +7,9 @@ MkDocs is imported inside the functions: the rest of rlmguide does not need it i
 
 from __future__ import annotations
 
+import calendar
+import datetime as dt
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,10 @@ class GeneratedSite:
     """the MkDocs `nav` covering generated and hand-written pages"""
     edit_paths: dict[str, str]
     """page path -> repository path of the record file behind it"""
+    unlisted: set[str]
+    """pages built but left out of the navigation"""
+    files: dict[str, bytes]
+    """other files of the site (the data downloads), by path"""
 
 
 def generated_site() -> GeneratedSite:
@@ -38,7 +45,10 @@ def generated_site() -> GeneratedSite:
     from kb.load import load_catalog
     from kb.validate import validate
     from rlmguide.cli import record_roots
-    from rlmguide.pages import cost_pages, edit_paths, generate, navigation
+    from rlmguide.cost_pages import cost_pages
+    from rlmguide.data_files import data_files
+    from rlmguide.generate import generate
+    from rlmguide.pages import edit_paths, navigation, unlisted
     from rules.engine import compile_rules
 
     roots = record_roots()
@@ -48,22 +58,58 @@ def generated_site() -> GeneratedSite:
     if errors:
         shown = "; ".join(str(p) for p in errors[:SHOWN_PROBLEMS])
         raise SiteError(f"{len(errors)} problem(s) in the records (run rlmguide validate): {shown}")
-    con = connect_read_only(ensure_database(roots))
+    database = ensure_database(roots)
+    files = data_files(database)
+    con = connect_read_only(database)
     try:
-        pages = generate(catalog, con, extra=cost_pages(catalog))
+        pages = generate(catalog, con, extra=cost_pages(catalog, roots), data=files)
     finally:
         con.close()
-    return GeneratedSite(pages, navigation(catalog, pages), edit_paths(catalog))
+    nav = navigation(catalog, pages)
+    return GeneratedSite(pages, nav, edit_paths(catalog), unlisted(pages), files)
+
+
+def newest_date(value: Any) -> dt.date | None:
+    """The latest date anywhere in a record dump (claims' `verified`, sources' `accessed`)."""
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        found = [d for d in (newest_date(v) for v in value) if d is not None]
+        return max(found, default=None)
+    return None
+
+
+def content_epoch() -> str:
+    """The newest date the records carry, as seconds since the epoch (UTC midnight)."""
+    from kb.load import load_catalog
+    from rlmguide.cli import record_roots
+
+    catalog = load_catalog(record_roots())
+    newest = newest_date([r.model_dump() for r in catalog.all()]) or dt.date(1970, 1, 1)
+    return str(calendar.timegm(newest.timetuple()))
 
 
 def build(out_dir: Path = DEFAULT_OUT) -> Path:
-    """Build the site into `out_dir` in strict mode; any warning aborts (mkdocs Abort)."""
+    """Build the site into `out_dir` in strict mode; any warning aborts (mkdocs Abort).
+
+    The same records build the same bytes: MkDocs dates the sitemap (and stamps its gzip
+    copy) with SOURCE_DATE_EPOCH when it is set, so unless the caller sets it, it is the
+    newest date in the records rather than the day of the build.
+    """
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.config import load_config
 
     out_dir = Path(out_dir).resolve()
     config = load_config(config_file=str(CONFIG_FILE), site_dir=str(out_dir), strict=True)
-    mkdocs_build(config)
+    given = os.environ.get("SOURCE_DATE_EPOCH")
+    os.environ["SOURCE_DATE_EPOCH"] = given or content_epoch()
+    try:
+        mkdocs_build(config)
+    finally:
+        if given is None:
+            del os.environ["SOURCE_DATE_EPOCH"]
     return out_dir
 
 

@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rlmguide.svgplot import save
+
 COLOURS = {
     "rollout": "#4c72b0",
     "preparation": "#dd8452",
@@ -58,7 +60,16 @@ def draw_axes(ax: Any, plans: Sequence[Mapping[str, Any]]) -> None:
     ax.invert_yaxis()
     ax.set_xlabel("seconds within one RL step (steady state)")
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in COLOURS.values()]
-    ax.legend(handles, list(COLOURS), loc="lower right", fontsize="small", ncols=3)
+    # Below the axes, not inside them: inside, the legend covered the last lane's bars.
+    ax.legend(
+        handles,
+        list(COLOURS),
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.22),
+        fontsize="small",
+        ncols=len(COLOURS),
+        frameon=False,
+    )
     ax.set_title("Stages per GPU pool over one step")
 
 
@@ -73,5 +84,4 @@ def draw(plans: Sequence[Mapping[str, Any]], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(10, 0.6 * lanes_count + 1.5))
     draw_axes(ax, plans)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save(fig, path, path.suffix.lstrip(".").lower() or "svg")

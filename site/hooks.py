@@ -13,7 +13,8 @@ from types import ModuleType
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
-from mkdocs.structure.files import File, Files
+from mkdocs.structure.files import File, Files, InclusionLevel
+from mkdocs.structure.pages import Page
 
 REPO = Path(__file__).resolve().parent.parent
 log = logging.getLogger("mkdocs.hooks.rlmguide")
@@ -42,10 +43,22 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     for path, text in site.pages.items():
         if files.get_file_from_path(path) is not None:
             raise PluginError(f"{path} is both hand-written in {docs}/ and generated")
-        page = File.generated(config, path, content=text)
+        # Unlisted pages are built and linked but not in the nav; saying so keeps the strict
+        # build's omitted-files check quiet for them alone.
+        inclusion = InclusionLevel.NOT_IN_NAV if path in site.unlisted else InclusionLevel.UNDEFINED
+        page = File.generated(config, path, content=text, inclusion=inclusion)
         # Index and overview pages have no single record behind them: no edit button.
         page.edit_uri = site.edit_paths.get(path)
         files.append(page)
+    for path, content in site.files.items():
+        files.append(File.generated(config, path, content=content))
     config["nav"] = site.nav
     log.info("rlmguide: generated %d pages from the knowledge base", len(site.pages))
     return files
+
+
+def on_post_page(output: str, page: Page, config: MkDocsConfig) -> str:
+    """Drop the blank lines and indentation the theme's templates leave (see htmlcompact)."""
+    from rlmguide.htmlcompact import compact
+
+    return compact(output)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from site_support import SITE_BUILD, BuiltSite, build_site
+from site_support import SITE_BUILD, BuiltSite, build_site, records_with_fixtures
 
 FIXTURE_KB = Path(__file__).parent / "fixtures" / "kb"
 REPO = Path(__file__).parent.parent
@@ -67,5 +67,7 @@ def use_fixture_kb(fixture_kb: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
-    """The real site, built once per test session in strict mode (shared by the site tests)."""
-    return build_site(SITE_BUILD / "site", tmp_path_factory.mktemp("site-cache"))
+    """The real site with the fixture deployments, built once per test session in strict
+    mode (shared by the site tests)."""
+    records = records_with_fixtures(tmp_path_factory.mktemp("records") / "kb")
+    return build_site(SITE_BUILD / "site", tmp_path_factory.mktemp("site-cache"), records)

@@ -25,6 +25,9 @@ class BuiltSite:
     root: Path
     warnings: list[str]
     seconds: float
+    cache: Path
+    records: Path | None
+    """the records folder it was built from (None: the shipped records)"""
 
     @property
     def screenshots(self) -> Path:
@@ -42,8 +45,30 @@ class _Collect(logging.Handler):
         self.messages.append(f"{record.name}: {record.getMessage()}")
 
 
-def build_site(out: Path, cache: Path) -> BuiltSite:
-    """Build the site from the shipped records into `out`, collecting every warning logged."""
+FIXTURE_DEPLOYMENTS = Path(__file__).parent / "fixtures" / "deployments"
+"""Deployment records the site tests add to the shipped ones (kb/records/deployments/ may be
+empty), so a deployment page is built in strict mode and seen in the browser."""
+
+
+def records_with_fixtures(folder: Path) -> Path:
+    """A records folder in `folder`: every shipped kind linked in, rules too, and the fixture
+    deployments beside the shipped ones (the RLMGUIDE_RECORDS_DIR layout)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for kind in sorted((REPO / "kb" / "records").iterdir()):
+        if kind.is_dir() and kind.name != "deployments":
+            (folder / kind.name).symlink_to(kind, target_is_directory=True)
+    (folder / "rules").symlink_to(REPO / "rules" / "records", target_is_directory=True)
+    deployments = folder / "deployments"
+    deployments.mkdir()
+    shipped = REPO / "kb" / "records" / "deployments"
+    for record in [*shipped.glob("*.yaml"), *FIXTURE_DEPLOYMENTS.glob("*.yaml")]:
+        (deployments / record.name).symlink_to(record)
+    return folder
+
+
+def build_site(out: Path, cache: Path, records: Path | None = None) -> BuiltSite:
+    """Build the site into `out` from the shipped records (or the `records` folder),
+    collecting every warning logged."""
     from rlmguide.sitebuild import build
 
     shutil.rmtree(out, ignore_errors=True)
@@ -54,11 +79,14 @@ def build_site(out: Path, cache: Path) -> BuiltSite:
     try:
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv("RLMGUIDE_CACHE_DIR", str(cache))
-            patch.delenv("RLMGUIDE_RECORDS_DIR", raising=False)
+            if records is None:
+                patch.delenv("RLMGUIDE_RECORDS_DIR", raising=False)
+            else:
+                patch.setenv("RLMGUIDE_RECORDS_DIR", str(records))
             build(out)
     finally:
         root.removeHandler(collect)
-    return BuiltSite(out, collect.messages, time.perf_counter() - start)
+    return BuiltSite(out, collect.messages, time.perf_counter() - start, cache, records)
 
 
 # --- links of built HTML ---------------------------------------------------------------------

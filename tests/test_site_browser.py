@@ -110,18 +110,103 @@ def test_search_finds_verl(tab: Any, site_url: str) -> None:
     assert "verl" in results.first.inner_text().lower()
 
 
-def test_matrix_filter_hides_rows(tab: Any, site_url: str) -> None:
-    tab.goto(site_url + "frameworks/matrix/")
+MATRIX = "frameworks/matrix/"
+ASYNC_PARTIAL_MEGATRON = ("asynchronous-execution", "partial-rollout", "megatron-lm")
+"""The issue's question: which frameworks have async rollout, partial rollouts and Megatron?"""
+
+
+def shown_frameworks(tab: Any) -> list[str]:
+    """The framework columns the matrix still shows, left to right."""
+    heads = tab.locator("#framework-matrix thead th.fw-col:visible")
+    return [h.get_attribute("data-framework") for h in heads.all()]
+
+
+def test_matrix_filter_matches_feature_names_only(tab: Any, site_url: str) -> None:
+    tab.goto(site_url + MATRIX)
     rows = tab.locator("#framework-matrix tbody tr")
     total = rows.count()
     assert total > 20
-    assert tab.locator(".table-count").inner_text() == f"{total} of {total} rows"
-    tab.locator("input.table-filter").fill("vllm")
+    tab.locator("input.matrix-find").fill("partial rollout")
     visible = tab.locator("#framework-matrix tbody tr:visible")
-    assert 0 < visible.count() < total
-    for text in visible.all_inner_texts():
-        assert "vllm" in text.lower()
-    assert tab.locator(".table-count").inner_text() == f"{visible.count()} of {total} rows"
+    names = [row.get_attribute("data-name") for row in visible.all()]
+    # The claim notes mention partial rollouts on many rows; only feature names count.
+    assert names and len(names) < 5
+    assert all("partial" in n and "rollout" in n for n in names), names
+    assert f"{len(names)} of {total} features shown" in tab.locator(".matrix-answer").inner_text()
+    assert "find=partial+rollout" in tab.url
+
+
+def test_matrix_answers_a_multi_feature_question(tab: Any, site_url: str) -> None:
+    tab.goto(site_url + MATRIX)
+    for feature in ASYNC_PARTIAL_MEGATRON:
+        tab.locator("input.matrix-find").fill(feature)
+        tab.locator(f'input.matrix-pick[value="{feature}"]').check()
+    tab.locator("input.matrix-find").fill("")
+    expected = ["areal", "nemo-rl", "skyrl", "slime", "verl"]
+    assert shown_frameworks(tab) == expected
+    # Only the picked features remain as rows, in the order they were picked.
+    picked = tab.locator("#framework-matrix tbody tr:visible")
+    assert [r.get_attribute("data-feature") for r in picked.all()] == list(ASYNC_PARTIAL_MEGATRON)
+    answer = tab.locator(".matrix-answer").inner_text()
+    assert "5 frameworks with all 3 picked" in answer
+    assert "AReaL" in answer and "verl" in answer
+    # The address holds the answer: opened afresh, it shows the same columns.
+    link = tab.url
+    assert "features=asynchronous-execution%2Cpartial-rollout%2Cmegatron-lm" in link
+    tab.goto(site_url)
+    tab.goto(link)
+    assert shown_frameworks(tab) == expected
+    assert tab.locator('input.matrix-pick[value="partial-rollout"]').is_checked()
+
+
+def test_matrix_any_mode_ranks_by_picked_features(tab: Any, site_url: str) -> None:
+    query = "?features=" + ",".join(ASYNC_PARTIAL_MEGATRON) + "&any=1"
+    tab.goto(site_url + MATRIX + query)
+    shown = shown_frameworks(tab)
+    scores = [
+        int(tab.locator(f'th.fw-col[data-framework="{fw}"]').get_attribute("data-score")[0])
+        for fw in shown
+    ]
+    assert len(shown) > 5 and scores[:5] == [3] * 5
+    assert scores == sorted(scores, reverse=True) and min(scores) >= 1
+    tab.locator("input.matrix-frameworks").fill("verl slime")
+    assert shown_frameworks(tab) == ["slime", "verl"]
+    tab.locator("button.matrix-clear").click()
+    assert len(shown_frameworks(tab)) > 40
+    assert "features=" not in tab.url
+
+
+def test_matrix_header_and_feature_column_stay_put(tab: Any, site_url: str) -> None:
+    tab.goto(site_url + MATRIX)
+    box = tab.locator(".matrix-scroll")
+    head = tab.locator("#framework-matrix thead th.fw-col").first
+    first = tab.locator("#framework-matrix tbody tr td.feature-col").first
+    top, left = head.bounding_box()["y"], first.bounding_box()["x"]
+    box.evaluate("(el) => { el.scrollTop = 600; el.scrollLeft = 400; }")
+    assert abs(head.bounding_box()["y"] - top) < 1, "the header row scrolled away"
+    assert abs(first.bounding_box()["x"] - left) < 1, "the feature column scrolled away"
+
+
+def test_matrix_on_a_phone_shows_data_on_the_first_screen(
+    chromium: Any, site_url: str, built_site: BuiltSite
+) -> None:
+    context = chromium.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    phone = context.new_page()
+    phone.route("**/*", lambda route: _local_only(route))
+    try:
+        phone.goto(site_url + MATRIX)
+        cell = phone.locator(
+            "#framework-matrix tbody tr td.support-yes, "
+            "#framework-matrix tbody tr td.support-unknown"
+        ).first
+        assert cell.bounding_box()["y"] + cell.bounding_box()["height"] < 844
+        assert not phone.locator("#framework-matrix td.kind-col").first.is_visible()
+        # The page itself does not scroll sideways: the matrix scrolls in its own box.
+        width = phone.evaluate("() => document.documentElement.scrollWidth")
+        assert width <= 390
+        phone.screenshot(path=str(built_site.screenshots / "matrix-phone.png"))
+    finally:
+        context.close()
 
 
 def test_matrix_sorts_by_a_framework_column(tab: Any, site_url: str) -> None:
@@ -165,3 +250,109 @@ def test_calibration_table_lists_predictions(tab: Any, site_url: str) -> None:
     rows = tab.locator("article table tbody tr")
     assert rows.count() >= 20
     assert "median absolute error" in tab.locator("article").inner_text()
+
+
+OFFLINE_PAGES = ("", "techniques/", MATRIX, "frameworks/verl/", "results/calibration/", "plots/")
+
+
+def test_pages_ask_nothing_of_the_network(tab: Any, site_url: str) -> None:
+    """No request leaves the site (no CDN script, no repository widget), nothing errs, and
+    the search index waits until someone searches."""
+    outside: list[str] = []
+    index: list[str] = []
+    errors: list[str] = []
+    tab.on("request", lambda r: (outside if not r.url.startswith(site_url) else []).append(r.url))
+    tab.on("request", lambda r: index.append(r.url) if "search_index" in r.url else None)
+    tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    for path in OFFLINE_PAGES:
+        tab.goto(site_url + path)
+        tab.wait_for_load_state("networkidle")
+    assert outside == [] and errors == [] and index == []
+    tab.locator("label.md-search__icon, .md-search__input").first.click()
+    tab.locator("input.md-search__input").fill("ByteDance")
+    tab.locator(".md-search-result__item").first.wait_for()
+    assert len(index) == 1
+    # Table cells are indexed apart ("Organisation ByteDance Seed", not "OrganisationByteDance").
+    hits = tab.locator(".md-search-result__item").all_inner_texts()
+    assert any("verl" in hit for hit in hits[:5]), hits[:5]
+
+
+def test_search_ranks_record_pages_above_sources(tab: Any, site_url: str) -> None:
+    tab.goto(site_url)
+    tab.locator("label.md-search__icon, .md-search__input").first.click()
+    tab.locator("input.md-search__input").fill("async")
+    items = tab.locator(".md-search-result__item > a")
+    items.first.wait_for()
+    pages = [a.get_attribute("href").split("?")[0].removeprefix(site_url) for a in items.all()]
+    technique = pages.index("techniques/asynchronous-execution/")
+    assert technique < 2, pages[:5]
+    assert not any(p.startswith("sources/") for p in pages[:technique]), pages[:5]
+
+
+def test_taxonomy_diagrams_render_offline(tab: Any, site_url: str) -> None:
+    tab.goto(site_url + "techniques/")
+    diagrams = tab.locator("article svg.tree-diagram")
+    assert diagrams.count() >= 5
+    first = diagrams.first
+    assert first.is_visible() and first.bounding_box()["height"] > 100
+    assert "graph LR" not in tab.locator("article").inner_text()
+    box = first.locator("g.tree-node a").first
+    target = box.get_attribute("href")
+    box.click()
+    tab.wait_for_url(f"**/techniques/{target.strip('/')}/")
+    assert heading(tab)
+
+
+def test_framework_tables_fit_at_1440_px(
+    chromium: Any, site_url: str, built_site: BuiltSite
+) -> None:
+    """No framework page's tables run past the content column on a 1440 px screen."""
+    context = chromium.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    page.route("**/*", lambda route: _local_only(route))
+    cut = []
+    try:
+        frameworks = sorted(
+            p.parent.name for p in (built_site.root / "frameworks").glob("*/index.html")
+        )
+        for name in frameworks:
+            if name == "matrix":
+                continue
+            page.goto(f"{site_url}frameworks/{name}/")
+            widths = page.evaluate(
+                "() => Array.from(document.querySelectorAll('article table')).map(t => "
+                "[t.scrollWidth, (t.closest('.md-typeset__scrollwrap') || t.parentElement)"
+                ".clientWidth])"
+            )
+            cut += [name for table, box in widths if table > box + 1]
+        assert len(frameworks) > 40
+        assert not cut, sorted(set(cut))
+    finally:
+        context.close()
+
+
+def test_calibration_sorts_as_numbers_and_plots(tab: Any, site_url: str) -> None:
+    tab.goto(site_url + "results/calibration/")
+    table = tab.locator("article table").first
+    reported = table.locator("thead th").nth(2)
+    assert reported.inner_text().startswith("Reported")
+    reported.click()
+    values = table.locator("tbody tr td:nth-child(3)").all_inner_texts()
+    numbers = [float(v.split()[0].replace(",", "")) for v in values if v != "unknown"]
+    assert len(numbers) >= 20 and numbers == sorted(numbers)
+    predicted = table.locator("tbody tr td:nth-child(4)").all_inner_texts()
+    assert all(p == "unknown" or p.split(" ", 1)[1].startswith("s") for p in predicted)
+    plot = tab.locator("article img[src$='calibration.svg']")
+    plot.scroll_into_view_if_needed()
+    assert tab.evaluate("(img) => img.naturalWidth", plot.element_handle()) > 100
+
+
+def test_deployment_page(tab: Any, site_url: str) -> None:
+    tab.goto(site_url + "deployments/")
+    tab.locator("article table a", has_text="Test fixture").first.click()
+    tab.wait_for_url("**/deployments/fixture-verl-grpo-qwen2.5-7b/")
+    text = tab.locator("article").inner_text()
+    assert "Published step time\tunknown" in text
+    assert "plan.rollout.tp\t2" in text
+    link = tab.locator("article a", has_text="run_qwen2-7b.sh")
+    assert "/blob/0123456789abcdef" in (link.get_attribute("href") or "")

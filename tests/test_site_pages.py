@@ -21,7 +21,8 @@ from kb.load import Catalog, load_catalog
 from kb.paths import PLURALS, RecordRoot
 from kb.validate import validate
 from rlmguide import pages as site
-from rlmguide.mdtext import html, page_dir
+from rlmguide.generate import generate
+from rlmguide.mdtext import html, number, page_dir
 
 RULE = """\
 id: colocate-small
@@ -56,14 +57,44 @@ def load(roots: tuple[RecordRoot, ...]) -> tuple[Catalog, duckdb.DuckDBPyConnect
     return catalog, connect_read_only(ensure_database(roots))
 
 
+DEPLOYMENT = """\
+id: fw-one-grpo-8gpu
+name: Framework One GRPO on one node
+framework: fw-one
+source: repo-b
+file: examples/run_grpo.sh
+commit: abcdef1234567
+url: https://example.org/repo-b/blob/abcdef1234567/examples/run_grpo.sh
+verified: 2026-12-03
+description: The fixture framework's GRPO example.
+scenario:
+  cluster: {accelerator: gpu-x, nodes: 1, gpus_per_node: 8}
+  models: {policy: model-7b}
+  workload: {algorithm: grpo, prompts_per_step: 64, samples_per_prompt: 8, prompt_tokens: 256,
+             response_tokens: 1024}
+  plan:
+    placement: colocated
+    execution: sync
+    rollout: {gpus: 8, tp: 2}
+    train: {gpus: 8, tp: 1, zero: 3}
+defaults:
+  - "train.recompute: full, the framework's default"
+step_seconds: 42.5
+step_source: paper-a
+step_locator: Table 3
+"""
+
+
 @pytest.fixture
 def small(fixture_kb: Path) -> Iterator[tuple[Catalog, dict[str, str]]]:
-    """The fixture KB with one rule, and its generated pages."""
+    """The fixture KB with one rule and one deployment, and its generated pages."""
     (fixture_kb / "rules").mkdir()
     (fixture_kb / "rules" / "colocate-small.yaml").write_text(RULE)
+    (fixture_kb / "deployments").mkdir()
+    (fixture_kb / "deployments" / "fw-one-grpo-8gpu.yaml").write_text(DEPLOYMENT)
     catalog, con = load(((fixture_kb, None),))
     try:
-        yield catalog, site.generate(catalog, con)
+        yield catalog, generate(catalog, con)
     finally:
         con.close()
 
@@ -78,7 +109,7 @@ def real(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Catalog, di
         patch.delenv("RLMGUIDE_RECORDS_DIR", raising=False)
         catalog, con = load(record_roots())
         try:
-            yield catalog, site.generate(catalog, con)
+            yield catalog, generate(catalog, con)
         finally:
             con.close()
 
@@ -98,8 +129,8 @@ def nav_paths(nav: Any) -> list[str]:
 
 def row_of(page: str, first_cell_text: str) -> str:
     """The HTML table row whose first cell shows `first_cell_text`."""
-    for row in re.findall(r"<tr>.*?</tr>", page):
-        first = re.sub(r"<[^>]+>", "", row.split("</td>")[0])
+    for row in re.findall(r"<tr[ >].*?</tr>", page):
+        first = re.sub(r"<[^>]+>", "", row.split("</td>")[0]).strip()
         if first == first_cell_text:
             return row
     raise AssertionError(f"no row for {first_cell_text!r}")
@@ -111,7 +142,7 @@ def row_of(page: str, first_cell_text: str) -> str:
 def test_one_page_per_record_and_rule(small: tuple[Catalog, dict[str, str]]) -> None:
     catalog, pages = small
     expected = record_pages(catalog)
-    assert "rules/colocate-small.md" in expected
+    assert {"rules/colocate-small.md", "deployments/fw-one-grpo-8gpu.md"} <= expected
     assert expected <= set(pages)
     overviews = {site.index_of(k) for k in PLURALS} | {
         site.MATRIX,
@@ -133,8 +164,13 @@ def test_nav_names_every_page_exactly_once(real: tuple[Catalog, dict[str, str]])
     catalog, pages = real
     listed = nav_paths(site.navigation(catalog, pages))
     assert len(listed) == len(set(listed)), "a page is listed twice"
-    assert set(listed) == {p for p in pages if p.endswith(".md")} | set(site.HAND_WRITTEN)
+    hidden = site.unlisted(pages)
+    assert not hidden & set(listed)
+    assert set(listed) | hidden == {p for p in pages if p.endswith(".md")} | set(site.HAND_WRITTEN)
     assert listed[0] == site.HOME
+    # Only source records are left out, and their index stays in to list them.
+    assert hidden == {site.page_of("source", s) for s in catalog.of("source")}
+    assert site.index_of("source") in listed
 
 
 def test_extra_pages_join_the_site_and_the_nav(small: tuple[Catalog, dict[str, str]]) -> None:
@@ -156,7 +192,7 @@ def test_generation_is_deterministic(
     before = sorted(p.relative_to(fixture_kb) for p in fixture_kb.rglob("*"))
     _, con = load(((fixture_kb, None),))
     try:
-        again = site.generate(catalog, con)
+        again = generate(catalog, con)
     finally:
         con.close()
     assert again == pages
@@ -178,14 +214,31 @@ def test_matrix_cells_link_sources_and_say_unknown(small: tuple[Catalog, dict[st
     ppo = row_of(matrix, "PPO")
     assert re.findall(r"<td class=\"support-(\w+)\"", ppo) == ["unknown", "yes"]
     assert ">no<" not in matrix  # no claim says no, and missing ones must not either
-    assert 'class="table-filter"' in matrix and 'id="framework-matrix"' in matrix
+    assert 'class="matrix-find"' in matrix and 'id="framework-matrix"' in matrix
+
+
+def test_matrix_rows_carry_what_the_query_needs(small: tuple[Catalog, dict[str, str]]) -> None:
+    _, pages = small
+    matrix = pages[site.MATRIX]
+    # The name filter reads data-name (title, id, aliases), never the claim notes.
+    grpo = re.search(r'<tr data-feature="grpo" data-name="([^"]*)">', matrix)
+    assert grpo is not None and grpo.group(1) == "grpo grpo"
+    assert "trains with grpo" not in grpo.group(1)
+    assert '<input type="checkbox" class="matrix-pick" value="grpo"' in matrix
+    assert 'data-framework="fw-one" data-name="framework one"' in matrix
+    # Kind reads "algorithm", not "algorithm · algorithm"; techniques keep their scope.
+    assert '<td class="kind-col">algorithm</td>' in row_of(matrix, "GRPO")
+    assert "algorithm · algorithm" not in matrix
+    assert '<td class="kind-col">technique · intra-model</td>' in matrix
+    # Out of the search index: a page of support words would match every search.
+    assert '<table id="framework-matrix" class="matrix" data-search-exclude>' in matrix
 
 
 def test_matrix_has_a_row_per_claimed_feature(real: tuple[Catalog, dict[str, str]]) -> None:
     catalog, pages = real
     claimed = {c.feature for fw in catalog.of("framework").values() for c in fw.claims}
     body = pages[site.MATRIX].split("<tbody>")[1]
-    assert body.count("<tr>") == len(claimed)
+    assert body.count("<tr data-feature=") == len(claimed)
     claims = sum(len(fw.claims) for fw in catalog.of("framework").values())
     cells = len(claimed) * len(catalog.of("framework"))
     assert body.count('class="support-unknown"') == cells - claims
@@ -206,15 +259,93 @@ def test_framework_page_shows_every_claim(real: tuple[Catalog, dict[str, str]]) 
     assert page.count("<tr>") >= len(verl.claims)
 
 
+def test_framework_page_lists_every_cited_source_and_its_results(
+    real: tuple[Catalog, dict[str, str]],
+) -> None:
+    catalog, pages = real
+    verl = catalog.of("framework")["verl"]
+    page = pages["frameworks/verl.md"]
+    sources = page.split("## Sources")[1]
+    cited = {*verl.cited_sources(), *(c.source for c in verl.claims)}
+    assert len(cited) > 10
+    for source in cited:
+        assert f"](../sources/{source}.md)" in sources, source
+    results = [r for r in catalog.of("result").values() if r.framework == "verl"]
+    measured = page.split("## Published measurements")[1].split("## Sources")[0]
+    assert measured.count("<tr>") == len(results) + 1  # a heading row, then one per result
+    for result in results:
+        row = row_of(measured, result.id)
+        assert f"<td>{number(result.value)}</td> <td>{html(result.unit)}</td>" in row
+
+
+def test_deployment_page_and_index(small: tuple[Catalog, dict[str, str]]) -> None:
+    catalog, pages = small
+    page = pages["deployments/fw-one-grpo-8gpu.md"]
+    assert "# Framework One GRPO on one node" in page
+    assert '<a href="../../frameworks/fw-one/">Framework One</a>' in page
+    file_link = (
+        '<a href="https://example.org/repo-b/blob/abcdef1234567/examples/run_grpo.sh" '
+        'title="https://example.org/repo-b/blob/abcdef1234567/examples/run_grpo.sh">'
+        "<code>examples/run_grpo.sh</code> at <code>abcdef123456</code></a>"  # 12 digits shown
+    )
+    assert file_link in page
+    assert '8 x <a href="../../accelerators/gpu-x/">' in page
+    assert 'policy <a href="../../models/model-7b/">' in page and "reward verifier" in page
+    assert '<a href="../../algorithms/grpo/">GRPO</a>: 64 prompts x 8 samples' in page
+    # The plan as the scenario names it, the defaults list, the step time with its source.
+    for field, value in [("placement", "colocated"), ("rollout.tp", "2"), ("train.zero", "3")]:
+        assert f"<tr><td><code>plan.{field}</code></td> <td>{value}</td></tr>" in page
+    assert "- train.recompute: full, the framework&#x27;s default" not in page
+    assert "- train.recompute: full, the framework's default" in page
+    assert "42.5 s (" in page and "sources/paper-a/" in page and "Table 3" in page
+    index = pages[site.index_of("deployment")]
+    row = row_of(index, "Framework One GRPO on one node")
+    assert "<td>colocated / sync</td>" in row and row.endswith("<td>42.5</td></tr>")
+    listed = nav_paths(site.navigation(catalog, pages))
+    assert {"deployments/index.md", "deployments/fw-one-grpo-8gpu.md"} <= set(listed)
+
+
+def test_deployment_without_a_published_time_reads_unknown(fixture_kb: Path) -> None:
+    (fixture_kb / "deployments").mkdir()
+    text = DEPLOYMENT.split("step_seconds:")[0].split("defaults:")[0]
+    (fixture_kb / "deployments" / "fw-one-grpo-8gpu.yaml").write_text(text)
+    catalog, con = load(((fixture_kb, None),))
+    try:
+        pages = generate(catalog, con)
+    finally:
+        con.close()
+    page = pages["deployments/fw-one-grpo-8gpu.md"]
+    assert "<tr><td>Published step time</td> <td>unknown</td></tr>" in page
+    assert "None: the file sets every value." in page
+    assert row_of(pages[site.index_of("deployment")], "Framework One GRPO on one node").endswith(
+        "<td>unknown</td></tr>"
+    )
+
+
+def test_search_ranks_record_pages_over_sources(small: tuple[Catalog, dict[str, str]]) -> None:
+    _, pages = small
+    assert pages["techniques/tensor-parallelism.md"].startswith("---\nsearch:\n  boost: 3\n")
+    assert pages["sources/paper-a.md"].startswith("---\nsearch:\n  boost: 0.5\n")
+    # Front matter already there (hide) is kept, with the weight added to it.
+    assert pages["frameworks/fw-one.md"].startswith(
+        "---\nsearch:\n  boost: 2\nhide:\n  - toc\n---\n"
+    )
+    # The lists of what cites a source stay out of the index.
+    assert "<ul data-search-exclude><li>" in pages["sources/paper-a.md"]
+
+
 def test_missing_values_read_unknown(small: tuple[Catalog, dict[str, str]]) -> None:
     _, pages = small
     tensor = pages["techniques/tensor-parallelism.md"]
-    assert "<tr><td>Work</td><td>unknown</td></tr>" in tensor
-    assert "<tr><td>Memory</td><td>weights per GPU divided by tp</td></tr>" in tensor
-    assert "Unknown (no claim recorded) for: [Framework Two]" in tensor
+    assert "<tr><td>Work</td> <td>unknown</td></tr>" in tensor
+    assert "<tr><td>Memory</td> <td>weights per GPU divided by tp</td></tr>" in tensor
+    assert (
+        "<p data-search-exclude>Unknown (no claim recorded) for: "
+        '<a href="../../frameworks/fw-two/">Framework Two</a>.</p>'
+    ) in tensor
     two = pages["frameworks/fw-two.md"]
-    assert "<tr><td>Licence</td><td>unknown</td></tr>" in two
-    assert "<tr><td>Year</td><td>unknown</td></tr>" in pages["sources/repo-b.md"]
+    assert "<tr><td>Licence</td> <td>unknown</td></tr>" in two
+    assert "<tr><td>Year</td> <td>unknown</td></tr>" in pages["sources/repo-b.md"]
 
 
 def test_technique_page_sections(small: tuple[Catalog, dict[str, str]]) -> None:
@@ -225,7 +356,10 @@ def test_technique_page_sections(small: tuple[Catalog, dict[str, str]]) -> None:
     assert "## Framework support" in page and "partial" in page
     assert "[A fixture paper](../sources/paper-a.md)" in page
     taxonomy = pages[site.TAXONOMY]
-    assert "```mermaid\ngraph LR" in taxonomy and '["Tensor parallelism"]' in taxonomy
+    # Drawn at build time as SVG, each box a link: no Mermaid, nothing fetched at run time.
+    assert "mermaid" not in taxonomy
+    assert '<svg class="tree-diagram"' in taxonomy
+    assert '<a href="tensor-parallelism/">' in taxonomy and ">Tensor parallelism<" in taxonomy
 
 
 def test_rule_page_and_guidelines_index(small: tuple[Catalog, dict[str, str]]) -> None:
@@ -248,8 +382,10 @@ def test_algorithms_table_lists_the_models_each_needs(
 ) -> None:
     _, pages = small
     table = pages[site.index_of("algorithm")]
-    assert "<td>actor, critic</td><td>reference, reward model</td>" in row_of(table, "PPO")
-    assert "<td>actor</td><td>reference, reward model (or a verifier)</td>" in row_of(table, "GRPO")
+    assert "<td>actor, critic</td> <td>reference, reward model</td>" in row_of(table, "PPO")
+    assert "<td>actor</td> <td>reference, reward model (or a verifier)</td>" in row_of(
+        table, "GRPO"
+    )
 
 
 def test_catalog_tables_have_derived_figures(real: tuple[Catalog, dict[str, str]]) -> None:
@@ -271,7 +407,7 @@ def test_record_text_is_escaped(fixture_kb: Path) -> None:
     )
     catalog, con = load(((fixture_kb, None),))
     try:
-        page = site.generate(catalog, con)["techniques/parallelism.md"]
+        page = generate(catalog, con)["techniques/parallelism.md"]
     finally:
         con.close()
     assert r"Uses a\*b and x\_y &lt; z | w \[sic\]." in page
@@ -302,8 +438,47 @@ def test_sql_reference_documents_every_table_and_view(
     for (name,) in names:
         assert f"\n### {name}\n" in reference
     for _, column, data_type in columns:
-        assert f"<tr><td><code>{column}</code></td><td><code>{data_type}</code></td>" in reference
+        assert f"<tr><td><code>{column}</code></td> <td><code>{data_type}</code></td>" in reference
     assert "derived: Arithmetic intensity" in reference  # comments come from the database
+    # Names in backticks become code, in table comments (Markdown) and column comments (HTML).
+    assert "(claims cite theirs in `claims.source_id`)" in reference
+    assert "\\`" not in reference
+    # Columns without a comment say which record field they hold, its values and its unit.
+    assert "the source record's <code>type</code>; one of <code>paper</code> |" in reference
+    memory = row_of(reference, "memory_gib")
+    assert "the accelerator record's <code>memory_gib</code>; in GiB" in memory
+    assert "the model record's <code>moe.experts</code>" in row_of(reference, "moe_experts")
+    assert "the framework claim record's <code>note</code>" in reference
+
+
+def test_data_downloads_cover_every_relation(
+    small: tuple[Catalog, dict[str, str]], fixture_kb: Path
+) -> None:
+    import json
+
+    from kb.db import ensure_database
+    from rlmguide.data_files import DATA_PAGE, data_files
+
+    catalog, _ = small
+    database = ensure_database(((fixture_kb, None),))
+    files = data_files(database)
+    assert files == data_files(database)  # the same bytes every time
+    assert "data/kb_meta.csv" not in files  # its build time would change them
+    frameworks = files["data/frameworks.csv"].decode().splitlines()
+    assert frameworks[0].startswith("id,") and frameworks[1].startswith("fw-one,")
+    rows = json.loads(files["data/framework_matrix.json"])
+    assert {r["framework_id"] for r in rows} == {"fw-one", "fw-two"}
+    assert files["data/claims.parquet"].startswith(b"PAR1")
+    _, con = load(((fixture_kb, None),))
+    try:
+        pages = generate(catalog, con, data=files)
+    finally:
+        con.close()
+    reference = pages[site.SQL_REFERENCE]
+    section = reference.split("### frameworks\n")[1].split("<table>")[0]
+    assert "Download: [CSV](../data/frameworks.csv) · [JSON]" in section
+    assert "[Parquet](../data/claims.parquet)" in reference
+    assert "[JSON](../data/framework_matrix.json)" in pages[DATA_PAGE]
 
 
 def test_canned_queries_show_their_output(small: tuple[Catalog, dict[str, str]]) -> None:

@@ -9,7 +9,10 @@
     if (!cell) return { missing: true };
     const raw = cell.dataset.sort !== undefined ? cell.dataset.sort : cell.textContent.trim();
     if (raw === "" || raw === "unknown") return { missing: true };
-    const value = Number(raw.replace(/,/g, ""));
+    // A number, alone or followed by its unit ("1,050 s"), sorts as a number; dates such as
+    // 2025-10-01 do not match and sort as text, which orders them correctly too.
+    const match = /^(-?[\d,]*\.?\d+(?:e[+-]?\d+)?)(?:\s+\S.*)?$/i.exec(raw);
+    const value = match ? Number(match[1].replace(/,/g, "")) : NaN;
     return Number.isFinite(value)
       ? { missing: false, number: true, value: value }
       : { missing: false, number: false, value: raw.toLowerCase() };
@@ -38,19 +41,20 @@
   function makeSortable(table) {
     if (!table.tHead || !table.tBodies.length || table.dataset.sortable === "yes") return;
     table.dataset.sortable = "yes";
-    Array.from(table.tHead.rows[0].cells).forEach(function (heading, column) {
+    Array.from(table.tHead.rows[0].cells).forEach(function (heading) {
       heading.classList.add("sortable");
       heading.setAttribute("aria-sort", "none");
       heading.tabIndex = 0;
       heading.title = "Sort by this column";
       heading.addEventListener("click", function (event) {
         if (event.target.closest("a")) return; // a link in a heading still navigates
-        sortBy(table, column, heading);
+        // cellIndex at click time: the matrix moves its columns when it ranks frameworks.
+        sortBy(table, heading.cellIndex, heading);
       });
       heading.addEventListener("keydown", function (event) {
         if (event.key !== "Enter" && event.key !== " ") return;
         event.preventDefault();
-        sortBy(table, column, heading);
+        sortBy(table, heading.cellIndex, heading);
       });
     });
   }

@@ -1,0 +1,140 @@
+"""The comparison matrix: frameworks x claimed features, queryable in the browser.
+
+The table is static HTML (every cell cited, readable without JavaScript); `matrix.js` turns it
+into a query: tick features to keep the frameworks that have all of them, type to find
+features by name, and the state lives in the address so an answer can be linked. The data the
+script needs rides on the table as attributes, so there is no second copy to drift.
+"""
+
+from __future__ import annotations
+
+from kb.schema import Framework, Record
+from rlmguide.mdtext import SEARCH_EXCLUDE, UNKNOWN, anchor, document, front_matter, html, oneline
+from rlmguide.pages import (
+    FEATURE_KINDS,
+    MATRIX,
+    SUPPORT_ORDER,
+    Index,
+    badge,
+    page_of,
+    title_of,
+    to_page,
+)
+
+
+def matrix_features(ix: Index) -> list[tuple[str, str, Record]]:
+    """(kind, category, record) of every feature that at least one framework claims."""
+    found = []
+    for kind in FEATURE_KINDS:
+        for record in ix.of(kind):
+            if record.id in ix.claims:
+                category = getattr(record, "scope", None) or getattr(record, "role", None) or kind
+                found.append((kind, str(category), record))
+    return found
+
+
+def kind_label(kind: str, category: str) -> str:
+    """ "technique · rollout", or the kind alone where the category repeats it ("algorithm")."""
+    return kind if category == kind else f"{kind} · {category}"
+
+
+def search_name(record: Record) -> str:
+    """What the name filter matches: the feature's title, id and aliases, never claim notes."""
+    aliases = getattr(record, "aliases", None) or []
+    return oneline(" ".join([title_of(record), record.id, *aliases])).lower()
+
+
+def matrix_cell(ix: Index, feature: str, fw: Framework) -> str:
+    """One cell: the support level linking to the claim's source, or unknown."""
+    claim = ix.claims.get(feature, {}).get(fw.id)
+    if claim is None:
+        # No data-sort: tables.js already keeps "unknown" cells last in either direction, and
+        # most of the matrix's 4,800 cells are unknown.
+        return f'<td class="support-unknown">{UNKNOWN}</td>'
+    source = ix.get("source", claim.source)
+    tip = f"{claim.note or claim.support} (source {claim.source}, checked {claim.verified})"
+    body = anchor(source.url, badge(claim.support), tip) if source else badge(claim.support)
+    order = SUPPORT_ORDER[claim.support]
+    return f'<td class="support-{claim.support}" data-sort="{order}">{body}</td>'
+
+
+def feature_cell(kind: str, record: Record) -> str:
+    """The sticky first cell: a box to pick the feature, and its name linking to its page."""
+    name = to_page(MATRIX, page_of(kind, record.id), title_of(record))
+    tick = (
+        f'<input type="checkbox" class="matrix-pick" value="{html(record.id)}" '
+        f'aria-label="Pick {html(title_of(record))}">'
+    )
+    return f'<td class="feature-col"><label>{tick}</label> {name}</td>'
+
+
+def matrix_table(ix: Index) -> str:
+    """The frameworks x features table, one row per claimed feature."""
+    heads = " ".join(
+        f'<th class="fw-col" data-framework="{fw.id}" data-name="{html(fw.name.lower())}">'
+        f"{ix.record_link(MATRIX, 'framework', fw.id)}</th>"
+        for fw in ix.frameworks
+    )
+    rows = []
+    for kind, category, record in matrix_features(ix):
+        cells = " ".join(matrix_cell(ix, record.id, fw) for fw in ix.frameworks)
+        rows.append(
+            f'<tr data-feature="{html(record.id)}" data-name="{html(search_name(record))}">'
+            f"{feature_cell(kind, record)}"
+            f'<td class="kind-col">{html(kind_label(kind, category))}</td>{cells}</tr>'
+        )
+    return "\n".join(
+        [
+            '<div class="matrix-scroll">',
+            # Out of the search index: its cells are support words, which every framework's
+            # page already gives with their notes.
+            f'<table id="framework-matrix" class="matrix"{SEARCH_EXCLUDE}>',
+            '<thead><tr><th class="feature-col">Feature</th><th class="kind-col">Kind</th>'
+            f"{heads}</tr></thead>",
+            "<tbody>",
+            *rows,
+            "</tbody>",
+            "</table>",
+            "</div>",
+        ]
+    )
+
+
+TOOLS = """\
+<div class="matrix-tools">
+<input type="search" class="matrix-find" placeholder="Find features by name, e.g. async"
+ aria-label="Find features by name">
+<input type="search" class="matrix-frameworks" placeholder="Frameworks, e.g. verl slime"
+ aria-label="Keep frameworks whose name contains any of these words">
+<label><input type="checkbox" class="matrix-partial"> count partial support</label>
+<label><input type="checkbox" class="matrix-any"> any picked feature, most first</label>
+<button type="button" class="md-button matrix-clear">Clear</button>
+</div>
+<p class="matrix-answer" aria-live="polite"></p>"""
+"""The query controls; matrix.js wires them up (without it the table is still complete)."""
+
+
+def matrix_page(ix: Index) -> str:
+    features = matrix_features(ix)
+    unclaimed = [
+        ix.feature_md(MATRIX, r)
+        for k in FEATURE_KINDS
+        for r in sorted(ix.catalog.of(k))
+        if r not in ix.claims
+    ]
+    blocks = [
+        # The matrix needs the page's full width: no navigation or table of contents beside it.
+        front_matter(["navigation", "toc"]),
+        "# Comparison matrix",
+        # HTML, for its class: on a phone the introduction shrinks so data shows on screen one.
+        f'<p class="matrix-intro">{len(ix.frameworks)} frameworks against the {len(features)} '
+        "features at least one of them claims. Tick features to keep the frameworks that "
+        "support <strong>all</strong> of them (the address then links to the answer); type to "
+        "find features by name. Each cell links to the source the claim was checked against; "
+        "<strong>unknown</strong> means nobody has checked, not that the feature is missing.</p>",
+        TOOLS,
+        matrix_table(ix),
+    ]
+    if unclaimed:
+        blocks.append("No framework claims these features yet: " + ", ".join(unclaimed) + ".")
+    return document(*blocks)
