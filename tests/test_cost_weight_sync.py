@@ -8,10 +8,13 @@ import pytest
 from test_cost_specs import H100, QWEN7B_PARAMS, QWEN25_7B, one_plan, workload
 
 from cost import evaluate
+from cost.overheads import DEFAULT_OVERHEADS
 
 P = float(QWEN7B_PARAMS)
 BUCKETS = math.ceil(2 * P / 2**29)  # 15,231,233,024 bytes in 512 MiB buckets: 29
 COPY = 3.35e12 * 0.6  # the engine load is an HBM copy at the decode_hbm share
+BUCKET_S = DEFAULT_OVERHEADS.weight_sync_bucket_seconds  # 40 ms, fitted (bench/fidelity.py)
+OUT_LATENCY = DEFAULT_OVERHEADS.scale_out_latency_seconds  # 100 us
 
 
 def test_bucket_count_by_hand() -> None:
@@ -21,21 +24,21 @@ def test_bucket_count_by_hand() -> None:
 def test_disaggregated_broadcast_by_hand() -> None:
     # Trainer tp 1 (ZeRO-1) sends its full 2P = 15.2 GB shard; each rollout GPU (tp 2) takes
     # P = 7.6 GB. Pipelined broadcast at one NIC: 400 Gbit/s * 0.8 = 40 GB/s:
-    #   max(2P, P) / 40e9 + 50 us = 0.3808 s; load: 2 * P / 2.01e12 = 7.58 ms;
-    #   buckets: 29 * 20 ms = 0.58 s (the depth).
+    #   max(2P, P) / 40e9 + 100 us = 0.3809 s; load: 2 * P / 2.01e12 = 7.58 ms;
+    #   buckets: 29 * 40 ms = 1.16 s (the depth).
     plan = one_plan(
         placement="disaggregated", rollout_gpus=16, rollout_tp=2, train_gpus=16, train_zero=1
     )
     sync = evaluate(H100, QWEN25_7B, workload(), plan).stages["weight_sync"]
-    transfer = 2 * P / 40e9 + 50e-6
+    transfer = 2 * P / 40e9 + OUT_LATENCY
     load = 2 * P / COPY
-    assert sync.depth_seconds[0] == pytest.approx(BUCKETS * 20e-3)
+    assert sync.depth_seconds[0] == pytest.approx(BUCKETS * BUCKET_S)
     assert sync.work_seconds[0] == pytest.approx(transfer + load)
-    assert sync.seconds[0] == pytest.approx(transfer + load + BUCKETS * 20e-3)
+    assert sync.seconds[0] == pytest.approx(transfer + load + BUCKETS * BUCKET_S)
     # bytes = 2 x params per receiving replica: 8 replicas of tp 2
     assert sync.link_bytes[0] == pytest.approx(8 * 2 * P)
     assert sync.gpus[0] == 32
-    assert sync.bound[0] == 4  # depth: the 0.58 s of bucket set-up exceed the 0.38 s transfer
+    assert sync.bound[0] == 4  # depth: the 1.16 s of bucket set-up exceed the 0.38 s transfer
 
 
 def test_colocated_same_layout_moves_nothing_over_links() -> None:
@@ -45,7 +48,7 @@ def test_colocated_same_layout_moves_nothing_over_links() -> None:
     sync = evaluate(H100, QWEN25_7B, workload(), plan).stages["weight_sync"]
     assert sync.link_bytes[0] == 0
     # each GPU reads and writes its P-byte shard (2P / 2): 2 * P / 2.01e12 = 7.58 ms
-    assert sync.seconds[0] == pytest.approx(2 * P / COPY + BUCKETS * 20e-3)
+    assert sync.seconds[0] == pytest.approx(2 * P / COPY + BUCKETS * BUCKET_S)
 
 
 def test_colocated_zero3_gathers_the_rollout_shard_over_nvlink() -> None:
