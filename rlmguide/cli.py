@@ -212,8 +212,21 @@ def sql(
     Example: rlmguide sql "SELECT id, licence FROM frameworks" --format csv
     """
     if query == "-":
-        query = sys.stdin.read()
+        query = _read_stdin()
     run_user_sql(query, params, fmt, timeout, max_rows)
+
+
+def _read_stdin() -> str:
+    """Standard input as UTF-8 text of bounded size (`yes | rlmguide sql -` must not fill RAM)."""
+    from kb.files import MAX_FILE_BYTES, UnreadableFile, decode
+
+    data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise BadInput(f"standard input: more than the {MAX_FILE_BYTES:,} bytes a query may have")
+    try:
+        return decode(data)
+    except UnreadableFile as exc:
+        raise BadInput(f"standard input: {exc}") from None
 
 
 @cli.command()
@@ -690,6 +703,14 @@ def schema(kind: str | None, out: Path | None) -> None:
 
 def main() -> None:
     """Console entry point: click's own errors keep their exit codes; anything else is one line."""
+    for arg in sys.argv[1:]:
+        # Bytes that are not UTF-8 arrive as lone surrogates, which no library below accepts.
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            click.echo(f"Error: argument {shown!r} is not UTF-8 text", err=True)
+            sys.exit(2)
     try:
         cli.main(prog_name="rlmguide")
     except Exception as exc:  # the last line of defence: never show a traceback to users

@@ -133,3 +133,22 @@ def test_internal_error_says_it_is_a_bug_and_how_to_report_it() -> None:
     assert done.returncode == 1
     assert "internal error (a bug, not your input): RuntimeError: boom" in done.stderr
     assert "RLMGUIDE_DEBUG=1" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_non_utf8_arguments_and_standard_input_are_bad_input() -> None:
+    argument = subprocess.run(
+        [sys.executable.encode(), b"-m", b"rlmguide", b"sql", b"SELECT '\xff' AS x"],
+        capture_output=True,
+        check=False,
+    )
+    assert argument.returncode == 2
+    assert argument.stderr.decode().startswith("Error: argument ")
+    assert b"not UTF-8 text" in argument.stderr and b"internal error" not in argument.stderr
+    stdin = subprocess.run(
+        [sys.executable, "-m", "rlmguide", "sql", "-"],
+        input=b"SELECT 1 AS \xff",
+        capture_output=True,
+        check=False,
+    )
+    assert stdin.returncode == 2
+    assert stdin.stderr == b"Error: standard input: line 1: not UTF-8 text (byte 0xff)\n"
