@@ -104,7 +104,7 @@ def param_option(func: Callable) -> Callable:
 
 def limit_options(func: Callable) -> Callable:
     """The time and row limits of a user query (see kb.query for how they are enforced)."""
-    from kb.query import DEFAULT_MAX_ROWS, DEFAULT_SECONDS
+    from kb.limits import DEFAULT_MAX_ROWS, DEFAULT_SECONDS
 
     func = click.option(
         "--max-rows",
@@ -167,7 +167,8 @@ def fetch(sql: str, params: dict[str, Any] | list[Any] | None = None) -> tuple[l
 def run_user_sql(
     sql: str, params: tuple[tuple[str, str], ...], fmt: str, timeout: float, max_rows: int
 ) -> None:
-    from kb.query import Limits, QueryError, QueryTimeout, run
+    from kb.limits import Limits
+    from kb.query import QueryError, QueryTimeout, run
 
     values = {k: _number_or_text(v) for k, v in params}
     try:

@@ -12,7 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from kb.db import LOCKED_CONFIG, connect_read_only, ensure_database
-from kb.query import Limits, QueryError, QueryTimeout, run, unique_names
+from kb.limits import Limits
+from kb.query import QueryError, QueryTimeout, run, unique_names
 from rlmguide.cli import cli
 
 pytestmark = pytest.mark.usefixtures("use_fixture_kb")
