@@ -694,12 +694,20 @@ def schema(kind: str | None, out: Path | None) -> None:
         out.mkdir(parents=True, exist_ok=True)
         for name, model in chosen.items():
             (out / f"{name}.schema.json").write_text(
-                json.dumps(model.model_json_schema(), indent=2) + "\n"
+                json.dumps(_json_schema(name, model), indent=2) + "\n"
             )
         click.echo(f"wrote {len(chosen)} schema file(s) to {out}")
         return
-    document = {n: m.model_json_schema() for n, m in chosen.items()}
+    document = {n: _json_schema(n, m) for n, m in chosen.items()}
     click.echo(json.dumps(document[kind] if kind else document, indent=2))
+
+
+def _json_schema(name: str, model: Any) -> dict[str, Any]:
+    """A kind's JSON schema; the scenario's carries the supported ranges of its numbers."""
+    from kb.schema.bounds import annotate
+
+    document: dict[str, Any] = model.model_json_schema()
+    return annotate(document) if name == "scenario" else document
 
 
 def main() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
@@ -152,3 +153,23 @@ def test_non_utf8_arguments_and_standard_input_are_bad_input() -> None:
     )
     assert stdin.returncode == 2
     assert stdin.stderr == b"Error: standard input: line 1: not UTF-8 text (byte 0xff)\n"
+
+
+def test_scenario_schema_documents_the_supported_ranges() -> None:
+    code, out = invoke("schema", "scenario")
+    assert code == 0
+    document = json.loads(out)
+    defs = document["$defs"]
+    assert defs["Cluster"]["properties"]["nodes"]["maximum"] == 4_096
+    assert defs["Cluster"]["properties"]["gpus_per_node"]["maximum"] == 128
+    assert defs["Efficiency"]["properties"]["decode_hbm"]["anyOf"][0]["minimum"] == 0.001
+    assert defs["TrainPlan"]["properties"]["zero"]["anyOf"][0]["maximum"] == 3  # kept, not raised
+    assert f"{MAX_GPUS:,}" in document["description"]
+    unbounded = [
+        (name, field)
+        for name, model in defs.items()
+        for field, spec in model.get("properties", {}).items()
+        for branch in [spec, *spec.get("anyOf", [])]
+        if branch.get("type") in ("integer", "number") and "maximum" not in branch
+    ]
+    assert unbounded == []
