@@ -194,7 +194,18 @@ def kind_of(name: str) -> str:
     raise BadInput(f"unknown kind {name!r}{suggestion(name, known)} (kinds: {', '.join(known)})")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class InterruptibleGroup(click.Group):
+    """Ctrl-C anywhere in a command exits 130 with one line (click's default says "Aborted!"
+    and exits 1, which scripts cannot tell from a failed request)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted("interrupted") from None
+
+
+@click.group(cls=InterruptibleGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="rlmguide")
 def cli() -> None:
     """A cited knowledge base and guideline engine for RL post-training of LLMs."""

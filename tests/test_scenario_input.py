@@ -173,3 +173,15 @@ def test_scenario_schema_documents_the_supported_ranges() -> None:
         if branch.get("type") in ("integer", "number") and "maximum" not in branch
     ]
     assert unbounded == []
+
+
+def test_ctrl_c_in_any_command_exits_130_with_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import rlmguide.cli as module
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "_recommender", interrupted)
+    result = CliRunner().invoke(cli, ["recommend", SMALL])
+    assert result.exit_code == 130
+    assert result.output == "Error: interrupted\n"
