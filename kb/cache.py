@@ -13,7 +13,6 @@ import hashlib
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,6 +52,8 @@ def file_checksum(path: Path) -> str:
 
 def write_atomic(path: Path, data: bytes) -> None:
     """`data` at `path`, all or nothing; OSError when the folder cannot be written."""
+    import tempfile  # not on the warm path, which only reads
+
     path.parent.mkdir(parents=True, exist_ok=True)
     # mkstemp: a fresh name opened with O_EXCL, so no planted file or symlink is written through
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")

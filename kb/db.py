@@ -23,6 +23,7 @@ from kb.cache import (
     read_name,
     warn,
 )
+from kb.limits import SQL_MEMORY_LIMIT, SQL_TEMP_LIMIT, SQL_THREADS
 from kb.paths import RecordRoot, cache_dir, fast_content_hash
 
 KEEP_OLD_FILES = 3
@@ -131,12 +132,6 @@ def open_knowledge_base(roots: Sequence[RecordRoot]) -> duckdb.DuckDBPyConnectio
     con.execute("SET lock_configuration = true")
     return con
 
-
-SQL_MEMORY_LIMIT = "1GB"
-SQL_THREADS = 2
-SQL_TEMP_LIMIT = "1GB"
-"""User SQL runs on shared machines: a runaway join may use this much memory, this many cores
-and this much spill space, then fails with DuckDB's out-of-memory error instead of the host."""
 
 LOCKED_CONFIG = {
     "enable_external_access": False,

@@ -47,7 +47,7 @@ def decode(data: bytes) -> str:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise UnreadableFile(
-            f"line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file as UTF-8"
+            f"line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x})"
         ) from None
 
 

@@ -26,6 +26,8 @@ from kb.paths import (
 from kb.schema import KINDS, Record
 
 KIND_OF_FOLDER = {plural: kind for kind, plural in PLURALS.items()}
+KEEP_CATALOGS = 12
+"""Cached catalogs kept (one per set of kinds read, per record content): about 1 MB each."""
 
 
 # libyaml's parser when PyYAML has it: six times faster than the pure-Python one on the records
@@ -147,7 +149,7 @@ def load_catalog(roots: Iterable[RecordRoot], kinds: Iterable[str] | None = None
     a record or of the code that reads it names another file. The cached copy is JSON that is
     checksummed and validated again on every read (see `kb.catalog_cache`).
     """
-    from kb.cache import CacheError, CacheMissing, warn, write_sealed
+    from kb.cache import CacheError, CacheMissing, prune, warn, write_sealed
     from kb.catalog_cache import from_json, to_json
 
     roots = list(roots)
@@ -166,6 +168,7 @@ def load_catalog(roots: Iterable[RecordRoot], kinds: Iterable[str] | None = None
     if catalog.digest == digest:
         with contextlib.suppress(OSError):  # a read-only cache only costs the parse
             write_sealed(cached, to_json(catalog))
+        prune(cached.parent, "*.json", KEEP_CATALOGS, cached)
     return catalog
 
 

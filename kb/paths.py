@@ -40,6 +40,9 @@ subfolder is named by the plural of a kind (`kb/records/frameworks/verl.yaml`)."
 
 DEFAULT_ROOTS: tuple[RecordRoot, ...] = ((RECORDS_DIR, None),)
 
+KEEP_SIGNATURES = 64
+"""Remembered stat signatures kept; each is a few bytes, but every edit adds one."""
+
 
 def record_files(roots: Iterable[RecordRoot]) -> Iterator[tuple[str, Path]]:
     """(display name, file) for every record file under the roots, in a stable order.
@@ -108,7 +111,7 @@ def fast_content_hash(roots: Iterable[RecordRoot]) -> str:
     git's index; any ordinary edit changes the modification time. The remembered digest is
     used as a file name, so one that is not a bare digest is ignored and recomputed.
     """
-    from kb.cache import DIGEST, CacheError, CacheMissing, read_name, warn, write_atomic
+    from kb.cache import DIGEST, CacheError, CacheMissing, prune, read_name, warn, write_atomic
 
     roots = list(roots)
     memo = cache_dir() / "signatures" / stat_signature(roots)
@@ -121,6 +124,7 @@ def fast_content_hash(roots: Iterable[RecordRoot]) -> str:
     digest = content_hash(roots)
     with contextlib.suppress(OSError):  # a read-only cache only costs the re-hash
         write_atomic(memo, digest.encode("ascii"))
+    prune(memo.parent, "*", KEEP_SIGNATURES, memo)
     return digest
 
 

@@ -17,13 +17,12 @@ from typing import Any, TypeVar
 
 import duckdb
 
+from kb.limits import DEFAULT_LIMITS, Limits
 from kb.paths import QUERIES_DIR
 
 ALLOWED = {"SELECT", "EXPLAIN", "PRAGMA"}
 
 
-DEFAULT_SECONDS = 10.0
-DEFAULT_MAX_ROWS = 10_000
 FETCH_CHUNK = 2_048
 STOP_GRACE_SECONDS = 5.0
 """How long an interrupted statement may take to wind down before we stop waiting for it."""
@@ -37,12 +36,6 @@ class QueryError(Exception):
 
 class QueryTimeout(QueryError):
     """The statement ran past its time limit and was interrupted."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    seconds: float = DEFAULT_SECONDS
-    max_rows: int = DEFAULT_MAX_ROWS
 
 
 @dataclass(frozen=True)
@@ -81,7 +74,7 @@ def run(
     con: duckdb.DuckDBPyConnection,
     sql: str,
     params: dict[str, Any] | None = None,
-    limits: Limits = Limits(),
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Rows:
     """Run exactly one read-only statement on `con` (which must be opened read-only)."""
     try:

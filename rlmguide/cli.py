@@ -110,7 +110,7 @@ def param_option(func: Callable) -> Callable:
 
 def limit_options(func: Callable) -> Callable:
     """The time and row limits of a user query (see kb.query for how they are enforced)."""
-    from kb.query import DEFAULT_MAX_ROWS, DEFAULT_SECONDS
+    from kb.limits import DEFAULT_MAX_ROWS, DEFAULT_SECONDS
 
     func = click.option(
         "--max-rows",
@@ -173,7 +173,8 @@ def fetch(sql: str, params: dict[str, Any] | list[Any] | None = None) -> tuple[l
 def run_user_sql(
     sql: str, params: tuple[tuple[str, str], ...], fmt: str, timeout: float, max_rows: int
 ) -> None:
-    from kb.query import Limits, QueryError, QueryTimeout, run
+    from kb.limits import Limits
+    from kb.query import QueryError, QueryTimeout, run
 
     values = {k: _number_or_text(v) for k, v in params}
     try:
@@ -199,7 +200,18 @@ def kind_of(name: str) -> str:
     raise BadInput(f"unknown kind {name!r}{suggestion(name, known)} (kinds: {', '.join(known)})")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class InterruptibleGroup(click.Group):
+    """Ctrl-C anywhere in a command exits 130 with one line (click's default says "Aborted!"
+    and exits 1, which scripts cannot tell from a failed request)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted("interrupted") from None
+
+
+@click.group(cls=InterruptibleGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="rlmguide")
 def cli() -> None:
     """A cited knowledge base and guideline engine for RL post-training of LLMs."""
@@ -218,8 +230,21 @@ def sql(
     Example: rlmguide sql "SELECT id, licence FROM frameworks" --format csv
     """
     if query == "-":
-        query = sys.stdin.read()
+        query = _read_stdin()
     run_user_sql(query, params, fmt, timeout, max_rows)
+
+
+def _read_stdin() -> str:
+    """Standard input as UTF-8 text of bounded size (`yes | rlmguide sql -` must not fill RAM)."""
+    from kb.files import MAX_FILE_BYTES, UnreadableFile, decode
+
+    data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise BadInput(f"standard input: more than the {MAX_FILE_BYTES:,} bytes a query may have")
+    try:
+        return decode(data)
+    except UnreadableFile as exc:
+        raise BadInput(f"standard input: {exc}") from None
 
 
 @cli.command()
@@ -746,16 +771,32 @@ def schema(kind: str | None, out: Path | None) -> None:
         out.mkdir(parents=True, exist_ok=True)
         for name, model in chosen.items():
             (out / f"{name}.schema.json").write_text(
-                json.dumps(model.model_json_schema(), indent=2) + "\n"
+                json.dumps(_json_schema(name, model), indent=2) + "\n"
             )
         click.echo(f"wrote {len(chosen)} schema file(s) to {out}")
         return
-    document = {n: m.model_json_schema() for n, m in chosen.items()}
+    document = {n: _json_schema(n, m) for n, m in chosen.items()}
     click.echo(json.dumps(document[kind] if kind else document, indent=2))
+
+
+def _json_schema(name: str, model: Any) -> dict[str, Any]:
+    """A kind's JSON schema; the scenario's carries the supported ranges of its numbers."""
+    from kb.schema.bounds import annotate
+
+    document: dict[str, Any] = model.model_json_schema()
+    return annotate(document) if name == "scenario" else document
 
 
 def main() -> None:
     """Console entry point: click's own errors keep their exit codes; anything else is one line."""
+    for arg in sys.argv[1:]:
+        # Bytes that are not UTF-8 arrive as lone surrogates, which no library below accepts.
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            click.echo(f"Error: argument {shown!r} is not UTF-8 text", err=True)
+            sys.exit(2)
     try:
         cli.main(prog_name="rlmguide")
     except Exception as exc:  # the last line of defence: never show a traceback to users

@@ -197,3 +197,16 @@ def test_unwritable_cache_dir_as_a_process(use_fixture_kb: Path, tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert "2" in done.stdout
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+
+
+def test_stale_catalogs_and_signatures_are_pruned(fixture_kb: Path, empty_cache: Path) -> None:
+    from kb.load import KEEP_CATALOGS
+    from kb.paths import KEEP_SIGNATURES
+
+    for folder, suffix, count in (("catalogs", ".json", 30), ("signatures", "", 100)):
+        (empty_cache / folder).mkdir(parents=True)
+        for i in range(count):
+            (empty_cache / folder / f"{i:024x}{suffix}").write_text("stale")
+    load_catalog(roots(fixture_kb))
+    assert len(list((empty_cache / "catalogs").iterdir())) == KEEP_CATALOGS + 1
+    assert len(list((empty_cache / "signatures").iterdir())) == KEEP_SIGNATURES + 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
@@ -133,3 +134,54 @@ def test_internal_error_says_it_is_a_bug_and_how_to_report_it() -> None:
     assert done.returncode == 1
     assert "internal error (a bug, not your input): RuntimeError: boom" in done.stderr
     assert "RLMGUIDE_DEBUG=1" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_non_utf8_arguments_and_standard_input_are_bad_input() -> None:
+    argument = subprocess.run(
+        [sys.executable.encode(), b"-m", b"rlmguide", b"sql", b"SELECT '\xff' AS x"],
+        capture_output=True,
+        check=False,
+    )
+    assert argument.returncode == 2
+    assert argument.stderr.decode().startswith("Error: argument ")
+    assert b"not UTF-8 text" in argument.stderr and b"internal error" not in argument.stderr
+    stdin = subprocess.run(
+        [sys.executable, "-m", "rlmguide", "sql", "-"],
+        input=b"SELECT 1 AS \xff",
+        capture_output=True,
+        check=False,
+    )
+    assert stdin.returncode == 2
+    assert stdin.stderr == b"Error: standard input: line 1: not UTF-8 text (byte 0xff)\n"
+
+
+def test_scenario_schema_documents_the_supported_ranges() -> None:
+    code, out = invoke("schema", "scenario")
+    assert code == 0
+    document = json.loads(out)
+    defs = document["$defs"]
+    assert defs["Cluster"]["properties"]["nodes"]["maximum"] == 4_096
+    assert defs["Cluster"]["properties"]["gpus_per_node"]["maximum"] == 128
+    assert defs["Efficiency"]["properties"]["decode_hbm"]["anyOf"][0]["minimum"] == 0.001
+    assert defs["TrainPlan"]["properties"]["zero"]["anyOf"][0]["maximum"] == 3  # kept, not raised
+    assert f"{MAX_GPUS:,}" in document["description"]
+    unbounded = [
+        (name, field)
+        for name, model in defs.items()
+        for field, spec in model.get("properties", {}).items()
+        for branch in [spec, *spec.get("anyOf", [])]
+        if branch.get("type") in ("integer", "number") and "maximum" not in branch
+    ]
+    assert unbounded == []
+
+
+def test_ctrl_c_in_any_command_exits_130_with_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import rlmguide.cli as module
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "_recommender", interrupted)
+    result = CliRunner().invoke(cli, ["recommend", SMALL])
+    assert result.exit_code == 130
+    assert result.output == "Error: interrupted\n"

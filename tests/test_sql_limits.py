@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import click
 import pytest
 from click.testing import CliRunner
 
 from kb.db import LOCKED_CONFIG, connect_read_only, ensure_database
-from kb.query import Limits, QueryError, QueryTimeout, run, unique_names
+from kb.limits import Limits
+from kb.query import QueryError, QueryTimeout, run, unique_names
 from rlmguide.cli import cli
 
 pytestmark = pytest.mark.usefixtures("use_fixture_kb")
@@ -102,6 +106,19 @@ def test_unique_names() -> None:
     assert unique_names(["a", "a", "a_2", "b", "a"]) == ["a", "a_3", "a_2", "b", "a_4"]
 
 
+def wait_until_querying(process: subprocess.Popen[str]) -> None:
+    """Until the process has the database open (the query starts next), then a little more:
+    a fixed sleep would send SIGINT during start-up on a loaded machine."""
+    deadline = time.monotonic() + 60
+    fds = Path(f"/proc/{process.pid}/fd")
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            if any(os.readlink(fd).endswith(".duckdb") for fd in fds.iterdir()):
+                break
+        time.sleep(0.05)
+    time.sleep(0.5)
+
+
 @pytest.mark.parametrize("name", ["range count", "recursive cte", "huge result"])
 def test_ctrl_c_stops_a_runaway_query_within_a_second_with_exit_130(name: str) -> None:
     process = subprocess.Popen(
@@ -110,7 +127,7 @@ def test_ctrl_c_stops_a_runaway_query_within_a_second_with_exit_130(name: str) -
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(2.5)  # started, the database opened and the query running
+    wait_until_querying(process)
     assert process.poll() is None
     sent = time.monotonic()
     process.send_signal(signal.SIGINT)

@@ -5,7 +5,8 @@ to ranges that keep one command's work and memory bounded and every estimate fin
 count of 2**53 once took 23 GiB before it was killed; 5e-324 as an efficiency gave NaN step
 times with exit 0). Records are not held to these: they are reviewed data.
 
-`rules.scenario.parse_scenario` applies them; the README lists them.
+`rules.scenario.parse_scenario` applies them, `annotate` writes them into the scenario's JSON
+schema (`rlmguide schema scenario`), and the README lists them.
 """
 
 from __future__ import annotations
@@ -106,3 +107,33 @@ def out_of_bounds(scenario: BaseModel) -> str | None:
             "on a part of the cluster"
         )
     return None
+
+
+def annotate(schema: dict[str, Any]) -> dict[str, Any]:
+    """The scenario's JSON schema with these ranges as `minimum`/`maximum` of its numbers."""
+    defs = schema.get("$defs", {})
+
+    def walk(node: dict[str, Any], path: str, depth: int) -> None:
+        if depth > 12:  # the scenario nests 4 levels; a cycle of $refs must not loop
+            return
+        if "$ref" in node:
+            node = defs.get(node["$ref"].rsplit("/", 1)[-1], {})
+        for branch in node.get("anyOf", []):
+            walk(branch, path, depth + 1)
+        for name, child in node.get("properties", {}).items():
+            walk(child, f"{path}.{name}" if path else name, depth + 1)
+        if node.get("type") in ("integer", "number"):
+            low, high = next(
+                (r for p, r in BOUNDS.items() if fnmatch.fnmatchcase(path, p)), ANY_NUMBER
+            )
+            node["maximum"] = min(node.get("maximum", high), high)
+            if (low, high) != ANY_NUMBER:
+                node["minimum"] = max(node.get("minimum", low), low)
+
+    walk(schema, "", 0)
+    schema["description"] = (
+        f"{schema.get('description', '')} Every number is finite, at most {ANY_NUMBER[1]:g} "
+        f"and, when not zero, at least {ANY_NUMBER[0]:g}; nodes x gpus_per_node is at most "
+        f"{MAX_GPUS:,}."
+    ).strip()
+    return schema
