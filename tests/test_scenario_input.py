@@ -160,7 +160,7 @@ def test_scenario_schema_documents_the_supported_ranges() -> None:
     assert code == 0
     document = json.loads(out)
     defs = document["$defs"]
-    assert defs["Cluster"]["properties"]["nodes"]["maximum"] == 4_096
+    assert defs["Cluster"]["properties"]["nodes"]["maximum"] == 8_192
     assert defs["Cluster"]["properties"]["gpus_per_node"]["maximum"] == 128
     assert defs["Efficiency"]["properties"]["decode_hbm"]["anyOf"][0]["minimum"] == 0.001
     assert defs["TrainPlan"]["properties"]["zero"]["anyOf"][0]["maximum"] == 3  # kept, not raised
