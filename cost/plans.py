@@ -368,9 +368,15 @@ class PlanTable:
 
 
 def used_gpus(table: PlanTable) -> IntArray:
-    """GPUs a plan occupies: the shared pool or both pools, plus any model's own pool."""
+    """GPUs a plan occupies: the shared pool or both pools, plus any model's own pool. Colocated
+    pools of different sizes overlap (slime's --colocate, ROLL's device mappings): the smaller
+    one's GPUs also serve the larger."""
     colocated = table.placement == COLOCATED
-    pools = table.rollout_gpus + np.where(colocated, 0, table.train_gpus)
+    pools = np.where(
+        colocated,
+        np.maximum(table.rollout_gpus, table.train_gpus),
+        table.rollout_gpus + table.train_gpus,
+    )
     return pools + table.critic_gpus + table.reference_gpus + table.reward_gpus
 
 
@@ -445,15 +451,6 @@ def plan_problems(
                 "dp * cp * tp / etp",
             )
     colocated = table.placement == COLOCATED
-    rows = np.flatnonzero(colocated & (table.rollout_gpus != table.train_gpus))
-    if rows.size:
-        found.append(
-            PlanError(
-                "train.gpus",
-                "colocated stages share GPUs: train.gpus must equal rollout.gpus",
-                rows,
-            )
-        )
     rows = np.flatnonzero(colocated & np.isin(table.execution, (ONE_STEP_OFF, ASYNC)))
     if rows.size:
         found.append(

@@ -342,11 +342,6 @@ def _check_fixed_plan(scenario: Scenario) -> None:
 
     _check_fixed_layouts(scenario)
     rollout, train = plan.rollout.gpus, plan.train.gpus
-    if plan.placement == "colocated" and rollout and train and rollout != train:
-        raise InputError(
-            f"plan: colocated pools share GPUs, but rollout.gpus ({rollout}) "
-            f"differs from train.gpus ({train})"
-        )
     if plan.placement == "disaggregated" and rollout and train and rollout + train > gpus:
         raise InputError(
             f"plan: disaggregated pools need rollout.gpus + train.gpus "
@@ -388,6 +383,9 @@ def fill_plan_defaults(resolved: Resolved) -> tuple[Resolved, list[str]]:
 
     r, t = plan.rollout, plan.train
     group = resolved.samples_per_prompt > 1
+    if plan.placement == "colocated":
+        # One pool given: the other shares exactly those GPUs.
+        gpus = r.gpus or t.gpus or gpus
     rollout = r.model_copy(
         update={
             "gpus": pick("rollout", r.gpus, "gpus", gpus),

@@ -66,6 +66,10 @@ def splits(resolved: Resolved) -> list[Split]:
     if fixed and 0 < fixed < gpus:
         sizes.add(fixed)
     found += [Split("disaggregated", g, gpus - g) for g in sorted(sizes)]
+    given = (plan.rollout.gpus, plan.train.gpus)
+    if all(given) and given[0] != given[1] and max(given) <= gpus:  # type: ignore[type-var]
+        # Colocated pools of different sizes overlap (a framework constraint may refuse it).
+        found.append(Split("colocated", *given))  # type: ignore[arg-type]
     keep = []
     for split in found:
         if plan.placement and split.placement != plan.placement:

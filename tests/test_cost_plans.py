@@ -46,7 +46,6 @@ def test_invalid_tables_raise_plan_errors(
         (QWEN25_7B, dict(rollout_ep=2), "rollout.ep", "dense model"),
         (QWEN3_30B_A3B, dict(train_ep=3, rollout_gpus=24, train_gpus=24), "train.ep", "experts"),
         (QWEN3_30B_A3B, dict(train_tp=8, train_ep=2), "train.ep", "dp * cp"),
-        (QWEN25_7B, dict(train_gpus=16), "train.gpus", "colocated"),
         (QWEN25_7B, dict(execution="async"), "execution", "disaggregated"),
     ],
 )

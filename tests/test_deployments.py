@@ -215,3 +215,22 @@ def test_tensor_groups_inside_a_rack_stay_on_nvlink() -> None:
 
     assert link(4)  # an 8-GPU group over two 4-GPU nodes without a shared fabric
     assert not link(72)  # the same group inside an NVL72 rack
+
+
+def test_colocated_pools_of_different_sizes_overlap_where_a_framework_allows_it() -> None:
+    # slime's --colocate sizes the group to the larger pool; verl, OpenRLHF and NeMo-RL refuse.
+    done = run_cli(
+        "recommend", SMALL, "--format", "json", "--top", "1", "--set", "plan.placement=colocated",
+        "--set", "plan.rollout.gpus=8", "--set", "plan.train.gpus=4",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (plan,) = json.loads(done.stdout)["plans"]
+    assert (plan["rollout"]["gpus"], plan["train"]["gpus"]) == (8, 4)
+    assert plan["frameworks"] and not {"verl", "openrlhf", "nemo-rl"} & set(plan["frameworks"])
+    code, out = estimate(
+        SMALL, "--placement", "colocated", "--execution", "sync", "--set", "plan.rollout.tp=1",
+        "--set", "plan.train.tp=1", "--set", "plan.train.zero=3",
+        "--set", "plan.train.recompute=full", "--set", "plan.rollout.gpus=8",
+        "--set", "plan.train.gpus=4", "--format", "json",
+    )  # fmt: skip
+    assert code == 0, out

@@ -161,20 +161,6 @@ def test_estimate_costs_exactly_the_fixed_plan() -> None:
             "exceeds the policy model's context of 131072 tokens",
         ),
         (("recommend", SMALL, "--set", "plan.train.tp=16"), 2, "plan.train.tp: 16 exceeds"),
-        (
-            (
-                "recommend",
-                SMALL,
-                "--set",
-                "plan.placement=colocated",
-                "--set",
-                "plan.rollout.gpus=4",
-                "--set",
-                "plan.train.gpus=8",
-            ),
-            2,
-            "colocated pools share GPUs",
-        ),
         (("recommend", SMALL, "--set", "plan.execution=warp"), 2, "plan.execution"),
         (
             ("recommend", SMALL, "--set", "workload.algorithm=dpo"),
