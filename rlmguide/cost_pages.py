@@ -6,6 +6,7 @@ the records and of the cost and rules code; a rebuild with nothing changed reuse
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -14,6 +15,7 @@ import posixpath
 from pathlib import Path
 from typing import Any
 
+from kb.cache import CacheError, read_sealed, write_sealed
 from kb.load import Catalog
 from kb.paths import PLURALS, cache_dir, fast_content_hash
 from rlmguide.mdtext import (
@@ -60,15 +62,20 @@ def _code_digest() -> str:
 def cost_pages(catalog: Catalog, roots: Any) -> dict[str, str]:
     key = f"{fast_content_hash(roots)}-{_code_digest()}"
     memo = cache_dir() / f"cost-pages-{key}.json"
-    if memo.exists():
-        return json.loads(memo.read_text(encoding="utf-8"))
+    try:
+        # Checksummed like every cache file: a truncated or altered memo is recomputed.
+        cached = json.loads(read_sealed(memo))
+        if isinstance(cached, dict) and all(isinstance(v, str) for v in cached.values()):
+            return cached
+    except (CacheError, ValueError):
+        pass
     pages = {
         **calibration_pages(catalog),
         "recommendation.md": recommendation_page(catalog),
         **plot_pages(catalog),
     }
-    memo.parent.mkdir(parents=True, exist_ok=True)
-    memo.write_text(json.dumps(pages), encoding="utf-8")
+    with contextlib.suppress(OSError):  # an unwritable cache only costs the next build time
+        write_sealed(memo, json.dumps(pages).encode("utf-8"))
     return pages
 
 
