@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -17,18 +17,36 @@ SCENARIO_NAMES = {fact.name for fact in SCENARIO_FACTS}
 
 
 @dataclass(frozen=True)
-class CompiledRule:
-    record: Rule
+class Guarded:
+    """A record with an `applies` and a `condition` expression, compiled: rules and framework
+    constraints alike."""
+
+    record: Any
     applies: Condition
     condition: Condition
 
     @property
     def id(self) -> str:
-        return self.record.id
+        return str(self.record.id)
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self.applies.names | self.condition.names)
+
+    def judge(self, env: Mapping[str, Any], size: int) -> tuple[np.ndarray, np.ndarray]:
+        """Where it applies and where its condition holds, over `size` candidates."""
+        applies = np.broadcast_to(self.applies.evaluate(env), (size,))
+        holds = np.broadcast_to(self.condition.evaluate(env), (size,))
+        return applies, holds
+
+
+@dataclass(frozen=True)
+class CompiledRule(Guarded):
+    record: Rule
 
     @property
     def scenario_only(self) -> bool:
-        return (self.applies.names | self.condition.names) <= SCENARIO_NAMES
+        return self.names <= SCENARIO_NAMES
 
     def fires(self, env: Mapping[str, Any], size: int) -> np.ndarray:
         """Where the rule fires, as a boolean array of `size` candidates.
@@ -36,8 +54,7 @@ class CompiledRule:
         require: applies and the condition fails (the plan is rejected);
         prefer / advise: applies and the condition holds.
         """
-        applies = np.broadcast_to(self.applies.evaluate(env), (size,))
-        holds = np.broadcast_to(self.condition.evaluate(env), (size,))
+        applies, holds = self.judge(env, size)
         if self.record.effect == "require":
             return applies & ~holds
         return applies & holds
@@ -47,24 +64,32 @@ def compile_rule(rule: Rule) -> CompiledRule:
     return CompiledRule(rule, Condition(rule.applies, FACTS), Condition(rule.condition, FACTS))
 
 
+G = TypeVar("G", bound=Guarded)
+
+
+def compile_kind(catalog: Catalog, kind: str, make: type[G]) -> tuple[list[G], list[Problem]]:
+    """Every record of `kind` whose expressions compile, as `make`, and a problem for each
+    one that does not."""
+    compiled: list[G] = []
+    problems: list[Problem] = []
+    for record in sorted(catalog.of(kind).values(), key=lambda r: r.id):
+        try:
+            applies = Condition(record.applies, FACTS)  # type: ignore[attr-defined]
+        except ConditionError as exc:
+            problems.append(Problem(catalog.file_of(record), "applies", str(exc)))
+            continue
+        try:
+            condition = Condition(record.condition, FACTS)  # type: ignore[attr-defined]
+        except ConditionError as exc:
+            problems.append(Problem(catalog.file_of(record), "condition", str(exc)))
+            continue
+        compiled.append(make(record, applies, condition))
+    return compiled, problems
+
+
 def compile_rules(catalog: Catalog) -> tuple[list[CompiledRule], list[Problem]]:
     """Every rule of the catalog that compiles, and a problem for each one that does not."""
-    compiled: list[CompiledRule] = []
-    problems: list[Problem] = []
-    for rule in sorted(catalog.of("rule").values(), key=lambda r: r.id):
-        assert isinstance(rule, Rule)
-        try:
-            applies = Condition(rule.applies, FACTS)
-        except ConditionError as exc:
-            problems.append(Problem(catalog.file_of(rule), "applies", str(exc)))
-            continue
-        try:
-            condition = Condition(rule.condition, FACTS)
-        except ConditionError as exc:
-            problems.append(Problem(catalog.file_of(rule), "condition", str(exc)))
-            continue
-        compiled.append(CompiledRule(rule, applies, condition))
-    return compiled, problems
+    return compile_kind(catalog, "rule", CompiledRule)
 
 
 def active(rules: Iterable[CompiledRule]) -> list[CompiledRule]:

@@ -17,8 +17,7 @@ import numpy as np
 
 from kb.load import Catalog, Problem
 from kb.schema import Constraint, Framework
-from rules.expr import Condition, ConditionError
-from rules.facts import FACTS
+from rules.engine import Guarded, compile_kind
 
 EXECUTION_FEATURE = {
     "sync": "synchronous-execution",
@@ -46,39 +45,17 @@ record what it refuses)."""
 
 
 @dataclass(frozen=True)
-class CompiledConstraint:
+class CompiledConstraint(Guarded):
     record: Constraint
-    applies: Condition
-    condition: Condition
-
-    @property
-    def id(self) -> str:
-        return self.record.id
-
-    @property
-    def names(self) -> frozenset[str]:
-        return frozenset(self.applies.names | self.condition.names)
 
     def holds(self, env: Mapping[str, Any], size: int) -> np.ndarray:
         """Where the plan satisfies the constraint (it holds trivially where it does not apply)."""
-        applies = np.broadcast_to(self.applies.evaluate(env), (size,))
-        holds = np.broadcast_to(self.condition.evaluate(env), (size,))
+        applies, holds = self.judge(env, size)
         return ~applies | holds
 
 
 def compile_constraints(catalog: Catalog) -> tuple[list[CompiledConstraint], list[Problem]]:
-    compiled: list[CompiledConstraint] = []
-    problems: list[Problem] = []
-    for record in sorted(catalog.of("constraint").values(), key=lambda r: r.id):
-        assert isinstance(record, Constraint)
-        try:
-            applies = Condition(record.applies, FACTS)
-            condition = Condition(record.condition, FACTS)
-        except ConditionError as exc:
-            problems.append(Problem(catalog.file_of(record), "condition", str(exc)))
-            continue
-        compiled.append(CompiledConstraint(record, applies, condition))
-    return compiled, problems
+    return compile_kind(catalog, "constraint", CompiledConstraint)
 
 
 def pool_of(names: Iterable[str]) -> str:
