@@ -18,7 +18,8 @@ PRIMARY = {"paper", "repository", "documentation", "model-config", "datasheet"}
 LAYOUT_SCOPES = {"intra-model", "inter-model", "execution"}
 """Technique scopes whose claims decide what plans a framework can run (parallelism, placement,
 execution mode): issue 17 wants these read from code at a pinned commit."""
-COMMIT = re.compile(r"\b[0-9a-f]{7,40}\b")
+COMMIT = re.compile(r"(?:\b|-g)[0-9a-f]{7,40}\b")
+"""A commit hash, bare or inside a `git describe` name (`v0.7.0-125-gb178a3c`)."""
 
 
 def main() -> None:
