@@ -6,6 +6,7 @@ Run: python bench/kb_stats.py
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from kb.coverage import DIMENSIONS, framework_dimensions
@@ -14,6 +15,11 @@ from kb.paths import DEFAULT_ROOTS, PLURALS
 from rlmguide.cli import RULES_ROOT
 
 PRIMARY = {"paper", "repository", "documentation", "model-config", "datasheet"}
+LAYOUT_SCOPES = {"intra-model", "inter-model", "execution"}
+"""Technique scopes whose claims decide what plans a framework can run (parallelism, placement,
+execution mode): issue 17 wants these read from code at a pinned commit."""
+COMMIT = re.compile(r"(?:\b|-g)[0-9a-f]{7,40}\b")
+"""A commit hash, bare or inside a `git describe` name (`v0.7.0-125-gb178a3c`)."""
 
 
 def main() -> None:
@@ -42,6 +48,21 @@ def main() -> None:
     )
     thin = sorted(f for f, d in dims.items() if len(d) < 10)
     print(f"frameworks with fewer than 10 dimensions known: {len(thin)} ({', '.join(thin)})")
+    techniques = catalog.of("technique")
+    layout = {t for t, rec in techniques.items() if rec.scope in LAYOUT_SCOPES}  # type: ignore[attr-defined]
+    print("parallelism/placement/execution claims read from code at a pinned commit, per framework:")
+    for fw in sorted(frameworks, key=lambda f: f.id):
+        mine = [c for c in fw.claims if c.feature in layout]  # type: ignore[attr-defined]
+        if not mine:
+            continue
+        code = sum(
+            1
+            for c in mine
+            if sources[c.source].type == "repository"  # type: ignore[attr-defined]
+            and COMMIT.search(c.version or "")
+        )
+        repo = "repository" if fw.repository else "no repository"  # type: ignore[attr-defined]
+        print(f"  {fw.id:<16} {code:>3}/{len(mine):<3} = {100 * code / len(mine):5.1f}%  ({repo})")
 
 
 if __name__ == "__main__":

@@ -142,13 +142,13 @@ def test_matrix_answers_a_multi_feature_question(tab: Any, site_url: str) -> Non
         tab.locator("input.matrix-find").fill(feature)
         tab.locator(f'input.matrix-pick[value="{feature}"]').check()
     tab.locator("input.matrix-find").fill("")
-    expected = ["areal", "nemo-rl", "skyrl", "slime", "verl"]
+    expected = ["areal", "miles", "nemo-rl", "skyrl", "slime", "verl"]
     assert shown_frameworks(tab) == expected
     # Only the picked features remain as rows, in the order they were picked.
     picked = tab.locator("#framework-matrix tbody tr:visible")
     assert [r.get_attribute("data-feature") for r in picked.all()] == list(ASYNC_PARTIAL_MEGATRON)
     answer = tab.locator(".matrix-answer").inner_text()
-    assert "5 frameworks with all 3 picked" in answer
+    assert "6 frameworks with all 3 picked" in answer
     assert "AReaL" in answer and "verl" in answer
     # The address holds the answer: opened afresh, it shows the same columns.
     link = tab.url
