@@ -50,7 +50,9 @@ def main() -> None:
     print(f"frameworks with fewer than 10 dimensions known: {len(thin)} ({', '.join(thin)})")
     techniques = catalog.of("technique")
     layout = {t for t, rec in techniques.items() if rec.scope in LAYOUT_SCOPES}  # type: ignore[attr-defined]
-    print("parallelism/placement/execution claims read from code at a pinned commit, per framework:")
+    print(
+        "parallelism/placement/execution claims read from code at a pinned commit, per framework:"
+    )
     for fw in sorted(frameworks, key=lambda f: f.id):
         mine = [c for c in fw.claims if c.feature in layout]  # type: ignore[attr-defined]
         if not mine:
