@@ -434,6 +434,10 @@ def test_sql_page_canned_queries_sort_and_refuse_writes(
         assert run_sql(tab, statement) == "error"
         assert "read-only" in tab.locator(".sql-status").inner_text()
     assert run_sql(tab, "SELECT 1; SELECT 2") == "error"
+    # A long result stops at the row limit, and the next query runs as usual.
+    assert run_sql(tab, "SELECT * FROM range(5000)") == "done"
+    assert tab.locator(".sql-result tbody tr").count() == 1000
+    assert "returns more" in tab.locator(".sql-count").inner_text()
     assert run_sql(tab, "SELECT count(*) FROM frameworks WHERE id = 'verl'") == "done"
     assert tab.locator(".sql-result tbody td").all_inner_texts() == ["1"]
     # The address holds the query: opened afresh, the page runs it.
