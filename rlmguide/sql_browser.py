@@ -217,7 +217,8 @@ def browser_page(data: Mapping[str, bytes], vendored: Vendored) -> str:
         for t in tables
     )
     return document(
-        f"---\ntemplate: {TEMPLATE}\n---",
+        # No table of contents (the page has no sections): the results get its width.
+        f"---\ntemplate: {TEMPLATE}\nhide:\n  - toc\n---",
         "# SQL in your browser",
         "Run SQL over the knowledge base here, in this tab: "
         f"[DuckDB-WASM](https://duckdb.org/docs/api/wasm/overview) {html(vendored.version)}, "

@@ -112,7 +112,7 @@ def test_canned_queries_get_their_example_parameters_as_literals() -> None:
 def test_the_page_offers_every_canned_query_and_table() -> None:
     vendored = Vendored(version="1.2.3", files={f"{VENDOR_DIR}/x": b"12"})
     page = browser_page(DATA, vendored)
-    assert page.startswith("---\ntemplate: sql-browser.html\n---")
+    assert page.startswith("---\ntemplate: sql-browser.html\n")
     config = config_of(page)
     assert config["tables"] == ["claims", "frameworks"]
     assert [q["name"] for q in config["queries"]] == list(canned_queries())

@@ -134,8 +134,8 @@ function text(value, type) {
 
 function render(fields, rows, more, elapsed) {
   ui.result.replaceChildren();
+  // No class: Material styles the tables of an article that have none.
   const table = document.createElement("table");
-  table.className = "sql-result-table";
   const head = table.createTHead().insertRow();
   for (const field of fields) {
     const th = document.createElement("th");
