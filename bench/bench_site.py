@@ -44,6 +44,8 @@ def site_bytes(root: Path) -> list[str]:
             page.stat().st_size
         )
     lines = [f"site bytes {total:,}; search index {index:,} (loaded when search opens)"]
+    vendor = [p.stat().st_size for p in (root / "vendor").rglob("*") if p.is_file()]
+    lines.append(f"  vendor/ {sum(vendor):,} (DuckDB-WASM, loaded by the SQL page alone)")
     for name, sizes in sorted(sections.items()):
         median = statistics.median(sizes)
         lines.append(f"  {name:<14} {len(sizes):4} pages, median {median / 1024:6.1f} KiB")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,8 @@ class GeneratedSite:
     """pages built but left out of the navigation"""
     files: dict[str, bytes]
     """other files of the site (the data downloads), by path"""
+    copies: dict[str, Path] = field(default_factory=dict)
+    """files copied into the site as they are (vendored DuckDB-WASM), by path"""
 
 
 def generated_site() -> GeneratedSite:
@@ -49,6 +51,7 @@ def generated_site() -> GeneratedSite:
     from rlmguide.data_files import data_files
     from rlmguide.generate import generate
     from rlmguide.pages import edit_paths, navigation, unlisted
+    from rlmguide.sql_browser import VendorError, browser_pages, vendor
     from rules.engine import compile_rules
 
     roots = record_roots()
@@ -60,13 +63,25 @@ def generated_site() -> GeneratedSite:
         raise SiteError(f"{len(errors)} problem(s) in the records (run rlmguide validate): {shown}")
     database = ensure_database(roots)
     files = data_files(database)
+    try:
+        vendored = vendor()
+    except VendorError as exc:
+        raise SiteError(str(exc)) from None
+    extra = {**cost_pages(catalog, roots), **browser_pages(files, vendored)}
     con = connect_read_only(database)
     try:
-        pages = generate(catalog, con, extra=cost_pages(catalog, roots), data=files)
+        pages = generate(catalog, con, extra=extra, data=files)
     finally:
         con.close()
     nav = navigation(catalog, pages)
-    return GeneratedSite(pages, nav, edit_paths(catalog), unlisted(pages), files)
+    return GeneratedSite(
+        pages,
+        nav,
+        edit_paths(catalog),
+        unlisted(pages),
+        {**files, **vendored.files},
+        vendored.copies,
+    )
 
 
 def newest_date(value: Any) -> dt.date | None:

@@ -52,8 +52,12 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
         files.append(page)
     for path, content in site.files.items():
         files.append(File.generated(config, path, content=content))
+    for path, source in site.copies.items():
+        files.append(File.generated(config, path, abs_src_path=str(source)))
     config["nav"] = site.nav
     log.info("rlmguide: generated %d pages from the knowledge base", len(site.pages))
+    if not site.copies:
+        log.info("rlmguide: no DuckDB-WASM in node_modules: the SQL page says it is unavailable")
     return files
 
 

@@ -6,14 +6,16 @@ Each test saves a screenshot under the build folder (`build/test-site/screenshot
 from __future__ import annotations
 
 import functools
+import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
-from site_support import BuiltSite
+from site_support import REPO, BuiltSite
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -356,3 +358,92 @@ def test_deployment_page(tab: Any, site_url: str) -> None:
     assert "plan.rollout.tp\t2" in text
     link = tab.locator("article a", has_text="run_qwen2-7b.sh")
     assert "/blob/0123456789abcdef" in (link.get_attribute("href") or "")
+
+
+SQL_PAGE = "sql/browser/"
+SQL_TIMEOUT_MS = 60_000
+"""Starting DuckDB-WASM compiles 34 MB of WebAssembly: seconds, not the usual milliseconds."""
+
+
+def needs_duckdb_wasm(built_site: BuiltSite) -> None:
+    if not (built_site.root / "vendor" / "duckdb-wasm" / "duckdb-eh.wasm").is_file():
+        pytest.skip("DuckDB-WASM is not installed (run `npm ci`): the SQL page says so instead")
+
+
+def sql_state(tab: Any, *states: str) -> str:
+    """Wait until the SQL page reaches one of `states`; return the one it reached."""
+    tab.wait_for_function(
+        "(states) => states.includes(document.querySelector('.sql-browser').dataset.state)",
+        arg=list(states),
+        timeout=SQL_TIMEOUT_MS,
+    )
+    return tab.locator(".sql-browser").get_attribute("data-state")
+
+
+def run_sql(tab: Any, sql: str) -> str:
+    tab.locator(".sql-editor").fill(sql)
+    tab.locator(".sql-run").click()
+    return sql_state(tab, "done", "error")
+
+
+def test_sql_in_the_browser_answers_offline(tab: Any, site_url: str, built_site: BuiltSite) -> None:
+    """DuckDB-WASM and the data come from the site alone; the frameworks count comes back."""
+    needs_duckdb_wasm(built_site)
+    outside: list[str] = []
+    tab.on("request", lambda r: None if r.url.startswith(site_url) else outside.append(r.url))
+    start = time.perf_counter()
+    tab.goto(site_url + SQL_PAGE)
+    state = sql_state(tab, "ready", "failed")
+    assert state == "ready", tab.locator(".sql-status").inner_text()
+    ready = time.perf_counter() - start
+    assert run_sql(tab, "SELECT count(*) AS frameworks FROM frameworks") == "done"
+    answered = time.perf_counter() - start
+    frameworks = len(list((REPO / "kb" / "records" / "frameworks").glob("*.yaml")))
+    assert tab.locator(".sql-result thead th").all_inner_texts() == ["frameworks"]
+    assert tab.locator(".sql-result tbody td").all_inner_texts() == [str(frameworks)]
+    assert outside == []
+    timing = {"ready_seconds": round(ready, 2), "answered_seconds": round(answered, 2)}
+    (built_site.root.parent / "sql-browser-timing.json").write_text(json.dumps(timing) + "\n")
+    assert answered < SQL_TIMEOUT_MS / 1000
+
+
+def test_sql_page_canned_queries_sort_and_refuse_writes(
+    tab: Any, site_url: str, built_site: BuiltSite
+) -> None:
+    needs_duckdb_wasm(built_site)
+    tab.goto(site_url + SQL_PAGE)
+    assert sql_state(tab, "ready", "failed") == "ready"
+    # A canned query is one click away, and its result sorts like every table of the site.
+    tab.locator('button.sql-canned[data-query="claims-by-source"]').click()
+    assert sql_state(tab, "done", "error") == "done"
+    rows = tab.locator(".sql-result tbody tr")
+    assert rows.count() > 20
+    claims = tab.locator(".sql-result thead th").nth(2)
+    assert claims.inner_text().startswith("claims")
+    claims.click()
+    assert claims.get_attribute("aria-sort") == "ascending"
+    counts = [int(c) for c in tab.locator(".sql-result tbody td:nth-child(3)").all_inner_texts()]
+    assert counts == sorted(counts) and counts[0] < counts[-1]
+    # The parameterised query runs with its example value filled in.
+    tab.locator('button.sql-canned[data-query="frameworks-supporting"]').click()
+    assert sql_state(tab, "done", "error") == "done"
+    assert "'asynchronous-execution'" in tab.locator(".sql-editor").input_value()
+    assert tab.locator(".sql-result tbody tr").count() > 5
+    # Writes are refused before they reach DuckDB, and the table is still whole.
+    for statement in ("DROP TABLE frameworks", "WITH x AS (SELECT 1) DELETE FROM frameworks"):
+        assert run_sql(tab, statement) == "error"
+        assert "read-only" in tab.locator(".sql-status").inner_text()
+    assert run_sql(tab, "SELECT 1; SELECT 2") == "error"
+    # A long result stops at the row limit, and the next query runs as usual.
+    assert run_sql(tab, "SELECT * FROM range(5000)") == "done"
+    assert tab.locator(".sql-result tbody tr").count() == 1000
+    assert "returns more" in tab.locator(".sql-count").inner_text()
+    assert run_sql(tab, "SELECT count(*) FROM frameworks WHERE id = 'verl'") == "done"
+    assert tab.locator(".sql-result tbody td").all_inner_texts() == ["1"]
+    # The address holds the query: opened afresh, the page runs it.
+    link = tab.url
+    assert "sql=" in link
+    tab.goto(site_url)
+    tab.goto(link)
+    assert sql_state(tab, "done", "error", "failed") == "done"
+    assert tab.locator(".sql-result tbody td").all_inner_texts() == ["1"]

@@ -80,6 +80,9 @@
     update();
   }
 
+  // Tables made after the page loaded (the SQL page's results) are made sortable by their page.
+  window.rlmguideTables = { makeSortable: makeSortable };
+
   function init() {
     document.querySelectorAll("article table").forEach(makeSortable);
     document.querySelectorAll("input.table-filter").forEach(attachFilter);
