@@ -141,6 +141,8 @@ def check_rules(c: Checker) -> None:
     for rule in c.catalog.of("rule").values():
         assert isinstance(rule, Rule)
         c.sources(rule, "sources", rule.sources)
+        for i, technique in enumerate(rule.techniques):
+            c.ref(rule, f"techniques[{i}]", "technique", technique)
         for i, example in enumerate(rule.examples):
             c.scenario(rule, f"examples[{i}].scenario", example.scenario)
 

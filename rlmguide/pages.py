@@ -633,9 +633,27 @@ def rule_page(ix: Index, rule: Rule) -> str:
         "## Why",
         esc(rule.rationale),
         f"The facts are described on the {link(src, FACTS_PAGE, 'facts page')}.",
+        *rule_techniques(ix, src, rule),
         sources_section(ix, src, rule.sources),
         *rule_examples(rule),
     )
+
+
+def rule_techniques(ix: Index, src: str, rule: Rule) -> list[str]:
+    """The techniques a rule concerns and the frameworks whose claims support them."""
+    if not rule.techniques:
+        return []
+    rows = []
+    for technique in rule.techniques:
+        frameworks = sorted(
+            fw.id
+            for fw in ix.of("framework")
+            if any(c.feature == technique and c.support in ("yes", "partial") for c in fw.claims)
+        )
+        shown = ", ".join(ix.record_link(src, "framework", f) for f in frameworks)
+        rows.append([ix.record_link(src, "technique", technique), shown or UNKNOWN])
+    return ["## Techniques and the frameworks that implement them",
+            table(["Technique", "Frameworks claiming it (yes or partial)"], rows)]  # fmt: skip
 
 
 def rules_index(ix: Index) -> str:

@@ -542,3 +542,18 @@ def test_results_nav_groups_measurements_by_framework(real: tuple[Catalog, dict[
     verl = {path for entry in groups["verl"] for path in entry.values()}
     assert "results/verl-dpsk-deepseek-v3-96gpu-step.md" in verl
     assert max(len(entries) for entries in groups.values()) < len(catalog.of("result")) / 2
+
+
+def test_rule_pages_link_their_techniques_and_the_frameworks_claiming_them(
+    real: tuple[Catalog, dict[str, str]],
+) -> None:
+    _, pages = real
+    page = pages["rules/prefix-caching-for-groups.md"]
+    assert "## Techniques and the frameworks that implement them" in page
+    assert 'href="../../techniques/prefix-caching/"' in page
+    assert 'href="../../frameworks/verl/"' in page
+    # Every rule names at least one technique unless it is about a model or algorithm choice.
+    bare = sorted(p for p, text in pages.items() if p.startswith("rules/")
+                  and p not in ("rules/index.md", "rules/facts.md")
+                  and "## Techniques and the frameworks" not in text)  # fmt: skip
+    assert bare == ["rules/critic-free-with-verifiable-rewards.md", "rules/verifier-on-cpu.md"]

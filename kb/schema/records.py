@@ -199,6 +199,9 @@ class Rule(Record):
     effect: Literal["require", "prefer", "advise"]
     lifecycle: Literal["preview", "stable", "deprecated"] = "stable"
     topic: Text
+    techniques: list[Slug] = []
+    """The taxonomy nodes the rule recommends or concerns; its page links them and the
+    frameworks that claim them."""
     sources: Annotated[list[Slug], Field(min_length=1)]
     examples: Annotated[list[RuleExample], Field(min_length=2)]
 
