@@ -8,6 +8,12 @@ from rlmguide.mdtext import anchor, document, esc, fields, html, html_code, tabl
 from rlmguide.pages import Index, Pages, index_of, page_of, sources_section
 
 
+def framework_of(ix: Index, src: str, c: Constraint) -> str:
+    if c.framework is None:
+        return "every framework that runs on the component"
+    return ix.record_link(src, "framework", c.framework)
+
+
 def code_link(c: Constraint) -> str:
     where = f"{c.file} {c.lines}" if c.lines else c.file
     return anchor(c.url, f"{html_code(where)} at {html_code(c.commit[:12])}", c.url)
@@ -22,7 +28,7 @@ def constraint_page(ix: Index, c: Constraint) -> str:
         fields(
             [
                 ("Id", html_code(c.id)),
-                ("Framework", ix.record_link(src, "framework", c.framework)),
+                ("Framework", framework_of(ix, src, c)),
                 ("Binds", binds),
                 ("Applies when", html_code(c.applies)),
                 ("A plan must satisfy", html_code(c.condition)),
@@ -53,12 +59,15 @@ def constraints_index(ix: Index) -> str:
     src = index_of("constraint")
     records: list[Constraint] = list(ix.of("constraint"))
     sections = []
-    for framework in sorted({c.framework for c in records}):
+    for framework in sorted({c.framework for c in records if c.framework}):
         mine = [c for c in records if c.framework == framework]
         sections += [
             f"## {ix.record_link(src, 'framework', framework)}",
             constraints_table(ix, src, mine),
         ]
+    shared = [c for c in records if c.framework is None]
+    if shared:
+        sections += ["## Components (every framework on them)", constraints_table(ix, src, shared)]
     return document(
         "# Framework constraints",
         "What each framework's code refuses, read at a pinned commit with the lines cited. "

@@ -139,9 +139,10 @@ def supports(
 ) -> list[Support]:
     """The frameworks that claim the algorithm, each with its pairs and constraints.
     `components` maps a component id to its role."""
-    by_framework: dict[str, list[CompiledConstraint]] = {}
+    by_framework: dict[str | None, list[CompiledConstraint]] = {}
     for c in constraints:
         by_framework.setdefault(c.record.framework, []).append(c)
+    of_components = by_framework.get(None, [])
     found = []
     for fw in sorted(frameworks, key=lambda f: f.id):
         claimed = frozenset(c.feature for c in fw.claims if c.support in ("yes", "partial"))
@@ -151,5 +152,8 @@ def supports(
         backends = sorted(f for f in claimed if components.get(f) == "training-backend")
         engines = sorted(f for f in claimed if components.get(f) == "rollout-engine")
         pairs = tuple(itertools.product(backends or [None], engines or [None]))
-        found.append(Support(fw, claimed, refused, pairs, tuple(by_framework.get(fw.id, ()))))
+        # A component's own refusals bind every framework that runs on it.
+        inherited = [c for c in of_components if c.record.component in claimed]
+        own = tuple(by_framework.get(fw.id, [])) + tuple(inherited)
+        found.append(Support(fw, claimed, refused, pairs, own))
     return found

@@ -146,7 +146,7 @@ def test_every_constraint_record_compiles_and_cites_code() -> None:
     compiled, problems = compile_constraints(CATALOG)
     assert not problems
     assert len(compiled) >= 30
-    assert {c.record.framework for c in compiled} >= {"verl", "nemo-rl", "openrlhf", "slime"}
+    assert {c.record.framework for c in compiled} >= {"verl", "nemo-rl", "openrlhf", "slime", None}
     for c in compiled:
         assert c.record.commit in c.record.url and c.record.file in c.record.url
 
@@ -177,3 +177,21 @@ def test_a_framework_runs_a_plan_only_where_its_code_allows_it() -> None:
     assert list(ok) == [True, False, False]
     assert fails["verl-rollout-no-pipeline-parallelism"][1]
     assert fails["verl-fully-async-requires-separate-pools"][2]
+
+
+def test_a_components_refusal_binds_every_framework_on_it() -> None:
+    from rules.frameworks import compile_constraints, supports
+
+    components = {c.id: c.role for c in CATALOG.of("component").values()}
+    found = supports(
+        CATALOG.of("framework").values(), compile_constraints(CATALOG)[0], components, "ppo"
+    )
+    on_deepspeed = [x for x in found if "deepspeed" in x.claimed]
+    assert on_deepspeed
+    for support in on_deepspeed:
+        assert "deepspeed-zero-2-3-no-pipeline-parallelism" in {c.id for c in support.constraints}
+    for support in found:
+        if "deepspeed" not in support.claimed:
+            assert "deepspeed-zero-2-3-no-pipeline-parallelism" not in {
+                c.id for c in support.constraints
+            }

@@ -288,7 +288,9 @@ class Constraint(Record):
     that pair holds."""
 
     kind: ClassVar[str] = "constraint"
-    framework: Slug
+    framework: Slug | None = None
+    """Unset for a refusal in a component's own code (DeepSpeed's asserts): it binds every
+    framework on that component."""
     component: Slug | None = None
     title: Text
     statement: Text
@@ -306,6 +308,12 @@ class Constraint(Record):
 
     def cited_sources(self) -> list[str]:
         return [self.source]
+
+    @model_validator(mode="after")
+    def _bound_to_something(self) -> Constraint:
+        if self.framework is None and self.component is None:
+            raise ValueError("a constraint names its framework, its component, or both")
+        return self
 
 
 KINDS: dict[str, type[Record]] = {
