@@ -88,39 +88,39 @@ class Support:
     def claims_allow(self, env: Mapping[str, Any], size: int, level: str) -> np.ndarray:
         """Where its claims allow what the plans use, judged on the facts of `level`: the
         placement and execution mode must be claimed, a parallelism must not be denied."""
+        uses = _uses(env, size, level)
         ok = np.ones(size, dtype=bool)
-        pools = ("rollout", "train") if level == "plan" else (level,)
-        for pool in pools:
-            if pool not in POOL_FEATURES:
-                continue
-            for fact, feature in POOL_FEATURES[pool]:
-                if feature in self.refused and fact in env:
-                    ok &= np.broadcast_to(np.asarray(env[fact]) <= 1, (size,))
-            sharded_refused = {"zero-3", "fsdp"} <= self.refused
-            if pool == "train" and "plan.train.zero" in env and sharded_refused:
-                ok &= np.broadcast_to(np.asarray(env["plan.train.zero"]) < 3, (size,))
-        if level == "plan":
-            placement = np.broadcast_to(np.asarray(env["plan.placement"]), (size,))
-            execution = np.broadcast_to(np.asarray(env["plan.execution"]), (size,))
-            for name in ("colocated", "disaggregated"):
-                if f"{name}-placement" not in self.claimed:
-                    ok &= placement != name
-            for mode, feature in EXECUTION_FEATURE.items():
-                if feature not in self.claimed:
-                    ok &= execution != mode
+        for feature, used in uses.items():
+            if feature == "zero-3":  # FSDP is the same sharding under another name
+                denied = {"zero-3", "fsdp"} <= self.refused
+            elif feature in REFUSABLE:
+                denied = feature in self.refused
+            else:  # placements and execution modes must be claimed
+                denied = feature not in self.claimed
+            if denied:
+                ok &= ~used
         return ok
 
     def runnable(
-        self, env: Mapping[str, Any], size: int, level: str = "plan"
+        self,
+        env: Mapping[str, Any],
+        size: int,
+        level: str = "plan",
+        seen: dict[str, np.ndarray] | None = None,
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Where the framework can run the plans, judged on the facts of `level` (a pool, or
-        the whole plan), and where each of its constraints fails."""
+        the whole plan), and where each of its constraints fails. `seen` keeps constraints
+        already judged on this env (a component's constraint binds many frameworks)."""
+        seen = {} if seen is None else seen
         judged = [
             c
             for c in self.constraints
             if level == "plan" or pool_of(c.names) in (level, "scenario")
         ]
-        fails = {c.id: ~c.holds(env, size) for c in judged}
+        for c in judged:
+            if c.id not in seen:
+                seen[c.id] = ~c.holds(env, size)
+        fails = {c.id: seen[c.id] for c in judged}
         some_pair = np.zeros(size, dtype=bool)
         for backend, engine in self.pairs:
             ok = np.ones(size, dtype=bool)
@@ -129,6 +129,40 @@ class Support:
                     ok &= ~fails[c.id]
             some_pair |= ok
         return some_pair & self.claims_allow(env, size, level), fails
+
+
+REFUSABLE = frozenset(
+    {feature for pool in POOL_FEATURES.values() for _, feature in pool} | {"zero-3"}
+)
+"""Features a framework refuses only by a claim of `no`; the others (placements, execution
+modes) it must claim."""
+
+
+def _uses(env: Mapping[str, Any], size: int, level: str) -> dict[str, np.ndarray]:
+    """Where the plans use each claimable feature, judged on the facts of `level`; kept in
+    the env (as `_uses.<level>`) so that forty frameworks share one computation."""
+    key = f"_uses.{level}"
+    cached = env.get(key)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    uses: dict[str, np.ndarray] = {}
+    pools = ("rollout", "train") if level == "plan" else (level,)
+    for pool in pools:
+        for fact, feature in POOL_FEATURES.get(pool, ()):
+            if fact in env:
+                uses[feature] = np.broadcast_to(np.asarray(env[fact]) > 1, (size,))
+        if pool == "train" and "plan.train.zero" in env:
+            uses["zero-3"] = np.broadcast_to(np.asarray(env["plan.train.zero"]) >= 3, (size,))
+    if level == "plan":
+        placement = np.broadcast_to(np.asarray(env["plan.placement"]), (size,))
+        execution = np.broadcast_to(np.asarray(env["plan.execution"]), (size,))
+        for name in ("colocated", "disaggregated"):
+            uses[f"{name}-placement"] = placement == name
+        for mode, feature in EXECUTION_FEATURE.items():
+            uses[feature] = execution == mode
+    if isinstance(env, dict):
+        env[key] = uses
+    return uses
 
 
 def supports(

@@ -280,8 +280,9 @@ class Recommender:
         framework."""
         some = np.zeros(size, dtype=bool)
         first_fail: list[tuple[str, np.ndarray]] = []
+        seen: dict[str, np.ndarray] = {}
         for support in self.supports:
-            ok, fails = support.runnable(env, size, level)
+            ok, fails = support.runnable(env, size, level, seen)
             some |= ok
             if self.only:
                 first_fail = list(fails.items())
@@ -598,11 +599,12 @@ class Recommender:
         costs = costs.take(ok)
         if self.frameworks:
             env = self._env(costs.plans, costs)
-            self.framework_masks = {x.id: x.runnable(env, len(ok))[0] for x in self.supports}
-        fired = {
-            rule.id: rule.fires({**self.facts, **plan_facts(costs.plans, costs)}, len(ok))
-            for rule in self.rules
-        }
+            seen: dict[str, np.ndarray] = {}
+            self.framework_masks = {
+                x.id: x.runnable(env, len(ok), "plan", seen)[0] for x in self.supports
+            }
+        final = {**self.facts, **plan_facts(costs.plans, costs)}
+        fired = {rule.id: rule.fires(final, len(ok)) for rule in self.rules}
         return costs, fired
 
     def _scenario_rejection(self) -> str | None:
