@@ -85,7 +85,8 @@ def atlas_pages(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
         return {}
     feasible = sum(1 for r in rows if r["feasible"])
     text = document(
-        front_matter(["toc"]),
+        # No side navigation or toc: twelve columns need the page's whole width.
+        front_matter(["navigation", "toc"]),
         "# Plan atlas: what to run on common setups",
         "The top plan `rlmguide recommend` gives for each setup of a grid: dense models of 7, "
         "32 and 70 billion parameters with GRPO and PPO, and two mixtures of experts with GRPO "

@@ -364,6 +364,11 @@ def test_atlas_filters_to_a_setup_and_sorts_step_time_as_numbers(tab: Any, site_
     rows = tab.locator("#atlas-table tbody tr")
     total = rows.count()
     assert total >= 30
+    table, box = tab.evaluate(
+        "() => { const t = document.getElementById('atlas-table'); return [t.scrollWidth, "
+        "(t.closest('.md-typeset__scrollwrap') || t.parentElement).clientWidth]; }"
+    )
+    assert table <= box + 1, "the atlas fits the page at 1400 px"
     tab.locator("input.table-filter[data-table='atlas-table']").fill("qwen2.5-32b h100 grpo")
     visible = rows.filter(has=tab.locator("td")).evaluate_all(
         "rows => rows.filter(r => r.style.display !== 'none').map(r => r.innerText)"
