@@ -190,27 +190,35 @@ def plan_row(setup: Setup, catalog: Any) -> list[Any]:
     ]
 
 
-_WORKER_CATALOG: Any = None
+def _weight(setup: Setup, moe: bool) -> float:
+    """A search's rough cost, to share the setups evenly: it grows with the cluster (more
+    layouts and splits) and is about six times larger for a mixture of experts."""
+    return (1 + setup.gpus / 64) * (6 if moe else 1)
 
 
-def _init_worker(roots: list[Any]) -> None:
-    global _WORKER_CATALOG
-    from kb.load import load_catalog
-
-    _WORKER_CATALOG = load_catalog(roots, READ_KINDS)
-
-
-def _worker_row(setup: Setup) -> list[Any]:
-    return plan_row(setup, _WORKER_CATALOG)
+def _shares(setups: list[Setup], catalog: Any, workers: int) -> list[list[int]]:
+    """The setups' indices dealt to `workers` (heaviest first, each to the lightest share)."""
+    weights = [_weight(s, catalog.records["model"][s.model].moe is not None) for s in setups]
+    shares: list[list[int]] = [[] for _ in range(workers)]
+    loads = [0.0] * workers
+    for i in sorted(range(len(setups)), key=lambda i: -weights[i]):
+        lightest = loads.index(min(loads))
+        shares[lightest].append(i)
+        loads[lightest] += weights[i]
+    return [share for share in shares if share]
 
 
 def compute(roots: Sequence[Any], workers: int | None = None) -> list[list[Any]]:
     """Every row of the grid, searched on up to `workers` processes (default: the cores).
 
-    Processes, not threads: the search is numpy and Python in about equal parts, so threads
-    would share one interpreter lock. Spawned, not forked: the caller may hold DuckDB's or
-    MkDocs' threads, which a fork would copy mid-flight.
+    Processes, since the search is numpy and Python in about equal parts and threads would
+    share one interpreter lock. Each is a fresh `python -m rules.atlas` fed its setups as
+    JSON, not a multiprocessing child: those re-run the caller's main script, which fails
+    (or runs twice) for a script read from standard input or without a main guard.
     """
+    import subprocess
+    import sys
+
     from kb.load import load_catalog
 
     catalog = load_catalog(roots, READ_KINDS)
@@ -218,16 +226,43 @@ def compute(roots: Sequence[Any], workers: int | None = None) -> list[list[Any]]
     workers = min(workers or os.cpu_count() or 1, len(setups))
     if workers <= 1:
         return [plan_row(s, catalog) for s in setups]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    shares = _shares(setups, catalog, workers)
+    # The checkout first on the path, so a build run from it (site/hooks.py) finds `rules`.
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
+    jobs = []
+    for share in shares:
+        job = {"roots": [[str(r), k] for r, k in roots], "setups": [vars(setups[i]) for i in share]}
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rules.atlas"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        assert process.stdin is not None
+        process.stdin.write(json.dumps(job).encode())
+        process.stdin.close()
+        jobs.append(process)
+    rows: dict[int, list[Any]] = {}
+    for share, process in zip(shares, jobs, strict=True):
+        assert process.stdout is not None
+        output = process.stdout.read()
+        if process.wait() != 0:
+            raise RuntimeError(f"an atlas worker failed (exit {process.returncode})")
+        rows.update(zip(share, json.loads(output), strict=True))
+    return [rows[i] for i in range(len(setups))]
 
-    # The slowest searches first, so no worker is left with a long one at the end.
-    order = sorted(range(len(setups)), key=lambda i: -setups[i].gpus)
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, context, _init_worker, (list(roots),)) as pool:
-        rows = list(pool.map(_worker_row, [setups[i] for i in order]))
-    by_setup = dict(zip(order, rows, strict=True))
-    return [by_setup[i] for i in range(len(setups))]
+
+def _work() -> None:
+    """A worker: the rows of the setups given as JSON on standard input, as JSON out."""
+    import sys
+
+    from kb.load import load_catalog
+
+    job = json.load(sys.stdin)
+    catalog = load_catalog([(Path(r), k) for r, k in job["roots"]], READ_KINDS)
+    rows = [plan_row(Setup(**s), catalog) for s in job["setups"]]
+    sys.stdout.write(json.dumps(rows))
 
 
 def _code_files() -> list[Path]:
@@ -314,3 +349,7 @@ class Atlas:
 
 
 ATLAS = Atlas()
+
+
+if __name__ == "__main__":
+    _work()
