@@ -16,8 +16,12 @@ from rules import atlas
 
 
 @pytest.fixture(scope="module")
-def rows() -> list[dict[str, Any]]:
-    done = run_cli("sql", "SELECT * FROM atlas", "--format", "json", timeout=600)
+def rows(session_cache: Path) -> list[dict[str, Any]]:
+    # A module fixture runs before the per-test `isolated_cache`: name the session's cache
+    # here, or the atlas would be computed in the user's.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RLMGUIDE_CACHE_DIR", str(session_cache))
+        done = run_cli("sql", "SELECT * FROM atlas", "--format", "json", timeout=600)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
