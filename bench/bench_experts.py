@@ -17,8 +17,7 @@ import time
 from typing import Any
 
 from kb.load import load_catalog
-from kb.paths import DEFAULT_ROOTS
-from rlmguide.cli import RULES_ROOT
+from kb.paths import DEFAULT_ROOTS, RULES_ROOT
 from rules.recommend import NoFeasiblePlan, recommend, recommender_for
 from rules.scenario import fill_plan_defaults, resolve
 

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kb.load import load_catalog
-from kb.paths import DEFAULT_ROOTS
-from rlmguide.cli import RULES_ROOT
+from kb.paths import DEFAULT_ROOTS, RULES_ROOT
 from rules.recommend import recommend, recommender_for
 from rules.scenario import read_scenario, resolve
 

@@ -16,8 +16,7 @@ from dataclasses import replace
 
 from cost.overheads import DEFAULT_OVERHEADS, Overheads
 from kb.load import load_catalog
-from kb.paths import DEFAULT_ROOTS
-from rlmguide.cli import RULES_ROOT
+from kb.paths import DEFAULT_ROOTS, RULES_ROOT
 from rules.fidelity import Comparison, calibration, leave_one_out, median_abs_log_error
 
 DECODE_STEP_SECONDS = (1e-3, 2e-3, 4e-3, 6e-3)

@@ -11,8 +11,7 @@ from collections import Counter
 
 from kb.coverage import DIMENSIONS, framework_dimensions
 from kb.load import load_catalog
-from kb.paths import DEFAULT_ROOTS, PLURALS
-from rlmguide.cli import RULES_ROOT
+from kb.paths import DEFAULT_ROOTS, PLURALS, RULES_ROOT
 
 PRIMARY = {"paper", "repository", "documentation", "model-config", "datasheet"}
 LAYOUT_SCOPES = {"intra-model", "inter-model", "execution"}

@@ -6,6 +6,7 @@ pydantic, YAML and the builder load only when the cache must be rebuilt.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +24,7 @@ from kb.cache import (
     read_name,
     warn,
 )
+from kb.derived import Derivation
 from kb.limits import SQL_MEMORY_LIMIT, SQL_TEMP_LIMIT, SQL_THREADS
 from kb.paths import RecordRoot, cache_dir, fast_content_hash
 
@@ -75,8 +77,18 @@ def _catalog(roots: Sequence[RecordRoot]) -> Any:
     return catalog
 
 
-def ensure_database(roots: Sequence[RecordRoot]) -> Path:
-    """The path of an intact database matching the records under `roots`, built if needed.
+def _file_digest(content: str, derived: Derivation | None) -> str:
+    """The file's name: the records' digest, and the derived tables' code when there are any
+    (an edit of the code that computes them must not reuse a file holding their old rows)."""
+    if derived is None:
+        return content
+    both = hashlib.blake2b(f"{content}\0{derived.code_digest()}".encode(), digest_size=12)
+    return both.hexdigest()
+
+
+def ensure_database(roots: Sequence[RecordRoot], derived: Derivation | None = None) -> Path:
+    """The path of an intact database matching the records under `roots`, built if needed,
+    with the tables `derived` computes beside the records' own.
 
     A cached file is used only if it matches the checksum written when it was built; any other
     (truncated, altered, planted) is rebuilt, with one line on standard error. Builds hold the
@@ -84,7 +96,7 @@ def ensure_database(roots: Sequence[RecordRoot]) -> Path:
     """
     digest = fast_content_hash(roots)
     folder = cache_dir()
-    target = folder / f"kb-{digest}.duckdb"
+    target = folder / f"kb-{_file_digest(digest, derived)}.duckdb"
     if _damage(target) is None:
         return target
     with build_lock(folder):
@@ -96,13 +108,14 @@ def ensure_database(roots: Sequence[RecordRoot]) -> Path:
         catalog = _catalog(roots)
         # Named by the bytes actually parsed: a record edited since `digest` was taken gives
         # its own file instead of new content under the old name.
-        target = folder / f"kb-{catalog.digest}.duckdb"
+        target = folder / f"kb-{_file_digest(catalog.digest, derived)}.duckdb"
         if catalog.digest != digest and _damage(target) is None:
             return target
         from kb.store import build_file
 
+        tables = derived.tables(roots) if derived is not None else []
         try:
-            build_file(catalog, target, catalog.digest, checksum_file(target))
+            build_file(catalog, target, catalog.digest, checksum_file(target), tables)
         except (OSError, duckdb.IOException) as exc:
             reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
             raise CacheUnwritable(f"cannot write the cache folder {folder}: {reason}") from None
@@ -113,14 +126,16 @@ def ensure_database(roots: Sequence[RecordRoot]) -> Path:
     return target
 
 
-def open_knowledge_base(roots: Sequence[RecordRoot]) -> duckdb.DuckDBPyConnection:
+def open_knowledge_base(
+    roots: Sequence[RecordRoot], derived: Derivation | None = None
+) -> duckdb.DuckDBPyConnection:
     """A locked read-only connection to the knowledge base (see `connect_read_only`).
 
     When the cache folder cannot be written, the database is built in memory for this run,
     with a warning, instead of failing: a read-only home must not stop a read-only tool.
     """
     try:
-        return connect_read_only(ensure_database(roots))
+        return connect_read_only(ensure_database(roots, derived))
     except CacheUnwritable as exc:
         warn(f"{exc}; using an in-memory database for this run (set RLMGUIDE_CACHE_DIR)")
     from kb.store import populate
@@ -128,7 +143,7 @@ def open_knowledge_base(roots: Sequence[RecordRoot]) -> duckdb.DuckDBPyConnectio
     catalog = _catalog(roots)
     unlocked = {k: v for k, v in LOCKED_CONFIG.items() if k != "lock_configuration"}
     con = duckdb.connect(":memory:", config=unlocked)
-    populate(con, catalog, catalog.digest)
+    populate(con, catalog, catalog.digest, derived.tables(roots) if derived is not None else [])
     con.execute("SET lock_configuration = true")
     return con
 

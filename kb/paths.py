@@ -43,6 +43,17 @@ DEFAULT_ROOTS: tuple[RecordRoot, ...] = ((RECORDS_DIR, None),)
 KEEP_SIGNATURES = 64
 """Remembered stat signatures kept; each is a few bytes, but every edit adds one."""
 
+RULES_ROOT: RecordRoot = (Path(__file__).parent.parent / "rules" / "records", "rule")
+"""The rule records: a path only (kb imports nothing from rules), here because the CLI and
+the site generator both read the records and neither may import the other."""
+
+
+def record_roots() -> tuple[RecordRoot, ...]:
+    """The shipped records, or `$RLMGUIDE_RECORDS_DIR` (folders per kind, rules included)."""
+    if explicit := os.environ.get("RLMGUIDE_RECORDS_DIR"):
+        return ((Path(explicit), None),)
+    return (*DEFAULT_ROOTS, RULES_ROOT)
+
 
 def record_files(roots: Iterable[RecordRoot]) -> Iterator[tuple[str, Path]]:
     """(display name, file) for every record file under the roots, in a stable order.

@@ -13,13 +13,14 @@ import os
 import tempfile
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import duckdb
 from pydantic import BaseModel
 
+from kb.derived import Table
 from kb.load import Catalog
 from kb.paths import PLURALS
 from kb.schema import KINDS
@@ -169,8 +170,21 @@ def _create(
         con.execute(f"INSERT INTO {table} SELECT {select}", values)
 
 
-def populate(con: duckdb.DuckDBPyConnection, catalog: Catalog, digest: str) -> None:
-    """Create every table and view of the knowledge base in `con`."""
+def built_at() -> dt.datetime:
+    """When a file is built: SOURCE_DATE_EPOCH when the caller sets it (the reproducible-builds
+    convention, which the site build follows), else now; UTC without a zone, as stored."""
+    if epoch := os.environ.get("SOURCE_DATE_EPOCH"):
+        return dt.datetime.fromtimestamp(int(epoch), dt.UTC).replace(tzinfo=None)
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+def populate(
+    con: duckdb.DuckDBPyConnection,
+    catalog: Catalog,
+    digest: str,
+    derived: Sequence[Table] = (),
+) -> None:
+    """Create every table and view of the knowledge base in `con`, and the `derived` tables."""
     for kind, cls in KINDS.items():
         cols = columns(cls)
         doc = " ".join((cls.__doc__ or kind).split())
@@ -226,19 +240,27 @@ def populate(con: duckdb.DuckDBPyConnection, catalog: Catalog, digest: str) -> N
             for e in r.examples
         ),  # type: ignore[attr-defined]
     )
+    for table in derived:
+        _create(con, table.name, list(table.columns), table.doc, (list(r) for r in table.rows))
     for name, (doc, sql) in VIEWS.items():
         con.execute(f"CREATE VIEW {name} AS {sql}")
         con.execute(f"COMMENT ON VIEW {name} IS {_quote(doc)}")
     con.execute(
         "CREATE TABLE kb_meta AS SELECT ?::VARCHAR AS content_hash, ?::TIMESTAMP AS built_at",
-        [digest, dt.datetime.now(dt.UTC).replace(tzinfo=None)],
+        [digest, built_at()],
     )
     con.execute(
         "COMMENT ON TABLE kb_meta IS 'When and from which record content the file was built.'"
     )
 
 
-def build_file(catalog: Catalog, target: Path, digest: str, checksum_path: Path) -> Path:
+def build_file(
+    catalog: Catalog,
+    target: Path,
+    digest: str,
+    checksum_path: Path,
+    derived: Sequence[Table] = (),
+) -> Path:
     """Write the database under a temporary name, then its checksum, then rename it into place.
 
     The checksum is written first so that no reader ever sees the new file without it.
@@ -252,7 +274,7 @@ def build_file(catalog: Catalog, target: Path, digest: str, checksum_path: Path)
     try:
         con = duckdb.connect(temp)
         try:
-            populate(con, catalog, digest)
+            populate(con, catalog, digest, derived)
         finally:
             con.close()
         write_atomic(checksum_path, file_checksum(Path(temp)).encode("ascii"))

@@ -17,18 +17,9 @@ from typing import Any
 
 import click
 
-from kb.paths import DEFAULT_ROOTS, PLURALS, RecordRoot
+from kb.paths import PLURALS, record_roots
 from rlmguide.formats import ROW_FORMATS, dumps, non_finite, print_rows
-
-RULES_ROOT: RecordRoot = (Path(__file__).parent.parent / "rules" / "records", "rule")
-
-
-def record_roots() -> tuple[RecordRoot, ...]:
-    """The shipped records, or `$RLMGUIDE_RECORDS_DIR` (folders per kind, rules included)."""
-    if explicit := os.environ.get("RLMGUIDE_RECORDS_DIR"):
-        return ((Path(explicit), None),)
-    return (*DEFAULT_ROOTS, RULES_ROOT)
-
+from rules import RECOMMEND_KINDS
 
 LIST_SQL = {
     "source": "SELECT id, type, year, title FROM sources ORDER BY id",
@@ -145,10 +136,11 @@ def _invalid(exc: Any) -> Failure:
 
 
 def database() -> Path:
-    from kb.db import CacheUnwritable, InvalidRecords, ensure_database
+    from kb.db import CacheUnwritable, InvalidRecords
+    from rlmguide.knowledge import database as built
 
     try:
-        return ensure_database(record_roots())
+        return built()
     except InvalidRecords as exc:
         raise _invalid(exc) from None
     except CacheUnwritable as exc:
@@ -157,10 +149,11 @@ def database() -> Path:
 
 @functools.cache
 def connection() -> Any:
-    from kb.db import InvalidRecords, open_knowledge_base
+    from kb.db import InvalidRecords
+    from rlmguide.knowledge import open_database
 
     try:
-        return open_knowledge_base(record_roots())
+        return open_database()
     except InvalidRecords as exc:
         raise _invalid(exc) from None
 
@@ -295,24 +288,10 @@ def db_path() -> None:
 )
 def db_export(parquet_dir: Path) -> None:
     """Export every table and view to Parquet files."""
-    import duckdb
+    from kb.export import export
 
-    parquet_dir.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(database()), read_only=True)
-    try:
-        names = [
-            r[0]
-            for r in con.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
-                "ORDER BY table_name"
-            ).fetchall()
-        ]
-        for name in names:
-            target = str(parquet_dir / f"{name}.parquet").replace("'", "''")
-            con.execute(f"COPY (SELECT * FROM {name}) TO '{target}' (FORMAT parquet)")
-    finally:
-        con.close()
-    click.echo(f"wrote {len(names)} Parquet files to {parquet_dir}")
+    written = export(database(), parquet_dir, ("parquet",))
+    click.echo(f"wrote {len(written)} Parquet files to {parquet_dir}")
 
 
 @cli.command("list")
@@ -421,9 +400,6 @@ def compare(ids: tuple[str, ...], fmt: str) -> None:
     print_rows(["feature", "kind", *ids], table, fmt, title="claims (support (source))")
 
 
-SCENARIO_KINDS = (
-    "accelerator", "model", "algorithm", "framework", "rule", "constraint", "component",
-)  # fmt: skip
 SCENARIO_FLAGS = {
     "accelerator": "cluster.accelerator",
     "nodes": "cluster.nodes",
@@ -521,7 +497,7 @@ def load_scenario(
         origin = str(path) if path else (f"deployment {deployment}" if deployment else "scenario")
         scenario = parse_scenario(data, origin)
         # a recommendation reads only the kinds it resolves, ranks with and cites
-        catalog = load_catalog(record_roots(), SCENARIO_KINDS)
+        catalog = load_catalog(record_roots(), RECOMMEND_KINDS)
         return resolve(scenario, catalog.records), catalog
     except InputError as exc:
         raise BadInput(str(exc)) from None

@@ -1,13 +1,16 @@
-"""The knowledge base as downloads: every table and view as CSV, JSON and Parquet.
+"""The knowledge base as downloads: the DuckDB file, and every table and view as CSV, JSON and
+Parquet.
 
 The site publishes the same rows `rlmguide sql` queries, so a reader can load them into a
 notebook or a spreadsheet without installing anything. Rows are written in a fixed order so
 the same records give the same bytes. `kb_meta` (when the database file was built) is left
-out for the same reason.
+out of the per-table files for the same reason; the published DuckDB file carries it, dated
+by the newest record date rather than the build day.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -15,50 +18,62 @@ from pathlib import Path
 
 import duckdb
 
+from kb.cache import file_checksum, prune, write_atomic
+from kb.export import FORMATS, export
+from kb.paths import cache_dir
 from rlmguide.mdtext import bullets, code, document, link
 
 DATA_DIR = "data"
 DATA_PAGE = "sql/data.md"
-FORMATS = {
-    "csv": "(FORMAT csv, HEADER true)",
-    "json": "(FORMAT json, ARRAY true)",
-    "parquet": "(FORMAT parquet)",
-}
+DATABASE_FILE = f"{DATA_DIR}/rlmguide.duckdb"
 SKIPPED = {"kb_meta"}
-
-
-def relation_names(con: duckdb.DuckDBPyConnection) -> list[str]:
-    rows = con.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
-        "ORDER BY table_name"
-    ).fetchall()
-    return [name for (name,) in rows if name not in SKIPPED]
+KEEP_OLD_COPIES = 3
 
 
 def data_path(name: str, fmt: str) -> str:
     return f"{DATA_DIR}/{name}.{fmt}"
 
 
-def data_files(database: Path) -> dict[str, bytes]:
-    """{site path: bytes} of every table and view in every format."""
+def data_files(database: Path, dated: dt.date) -> dict[str, bytes]:
+    """{site path: bytes} of every table and view in every format, and the database file."""
     files: dict[str, bytes] = {}
     with tempfile.TemporaryDirectory(prefix="rlmguide-data-") as folder:
-        # COPY needs file access, which the locked query connection refuses, and DuckDB
-        # allows one configuration per open file in a process: read a copy of the file.
-        copy = Path(folder) / "kb.duckdb"
-        shutil.copyfile(database, copy)
-        con = duckdb.connect(str(copy), read_only=True)
+        for path in export(database, Path(folder), FORMATS, SKIPPED):
+            files[f"{DATA_DIR}/{path.name}"] = path.read_bytes()
+    files[DATABASE_FILE] = published_database(database, dated).read_bytes()
+    return files
+
+
+def published_database(database: Path, dated: dt.date) -> Path:
+    """The site's copy of `database`, its `kb_meta.built_at` set to `dated` (midnight UTC).
+
+    DuckDB writes random identifiers (and, for compressed strings, stale buffer bytes:
+    duckdb/duckdb#23382) into every new file, so two files built from the same rows never
+    share their bytes. The copy is therefore made once per database and date and kept in the
+    cache beside it: every rebuild of the site publishes the same bytes.
+    """
+    folder = cache_dir() / "published"
+    target = folder / f"{database.stem}-{dated.isoformat()}.duckdb"
+    checksum = target.with_name(target.name + ".sum")
+    try:
+        if target.is_file() and file_checksum(target) == checksum.read_text().strip():
+            return target
+    except OSError:
+        pass  # missing or unreadable: make it again
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".copy-") as scratch:
+        temp = Path(scratch) / "kb.duckdb"
+        shutil.copyfile(database, temp)
+        con = duckdb.connect(str(temp))
         try:
-            for name in relation_names(con):
-                for fmt, options in FORMATS.items():
-                    target = Path(folder) / f"{name}.{fmt}"
-                    quoted = str(target).replace("'", "''")
-                    # ORDER BY ALL: views have no inherent order, and bytes must repeat.
-                    con.execute(f"COPY (FROM {name} ORDER BY ALL) TO '{quoted}' {options}")
-                    files[data_path(name, fmt)] = target.read_bytes()
+            con.execute("UPDATE kb_meta SET built_at = ?::TIMESTAMP", [dated])
+            con.execute("CHECKPOINT")
         finally:
             con.close()
-    return files
+        write_atomic(checksum, file_checksum(temp).encode("ascii"))
+        temp.replace(target)
+    prune(folder, "*.duckdb", KEEP_OLD_COPIES, target)
+    return target
 
 
 def download_links(src: str, name: str) -> str:
@@ -71,7 +86,9 @@ def download_links(src: str, name: str) -> str:
 
 def data_page(files: Mapping[str, bytes]) -> str:
     """The page listing every download with its size."""
-    names = sorted({path.split("/")[1].rsplit(".", 1)[0] for path in files})
+    names = sorted(
+        {path.split("/")[1].rsplit(".", 1)[0] for path in files if path != DATABASE_FILE}
+    )
     items = []
     for name in names:
         sizes = ", ".join(
@@ -82,7 +99,12 @@ def data_page(files: Mapping[str, bytes]) -> str:
         "# Download the data",
         "Every table and view of the knowledge base, as built from the same records as this "
         "site: CSV with a header row, JSON as one array of objects, and Parquet with the "
-        "column types. The [SQL reference](reference.md) describes the columns. For the DuckDB "
-        "file itself, run `rlmguide db path`.",
+        "column types. The [SQL reference](reference.md) describes the columns.",
+        "The whole database as one DuckDB file: "
+        f"{link(DATA_PAGE, DATABASE_FILE, 'rlmguide.duckdb')} "
+        f"({len(files[DATABASE_FILE]) / 1024:,.0f} KiB); open it with `duckdb rlmguide.duckdb` "
+        "or `duckdb.connect('rlmguide.duckdb', read_only=True)` in Python. Its `kb_meta` table "
+        "names the record content it was built from. With rlmguide installed, "
+        "`rlmguide db path` prints your local copy.",
         bullets(items),
     )

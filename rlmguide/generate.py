@@ -13,6 +13,7 @@ import duckdb
 
 from kb.load import Catalog
 from rlmguide import pages as kinds
+from rlmguide.atlas_page import atlas_pages
 from rlmguide.constraint_pages import constraint_pages
 from rlmguide.deployment_pages import deployment_pages
 from rlmguide.matrix_page import matrix_page
@@ -83,5 +84,6 @@ def generate(
     for builder in BUILDERS:
         merge(pages, builder(ix))
     merge(pages, sql_pages(con, data))
+    merge(pages, atlas_pages(con))
     merge(pages, extra or {})
     return {path: boosted(path, text) for path, text in pages.items()}

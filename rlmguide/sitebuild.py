@@ -43,13 +43,14 @@ class GeneratedSite:
 def generated_site() -> GeneratedSite:
     """Every generated page, the navigation and the edit links, from the current records."""
     from cost.efficiency import default_sources
-    from kb.db import connect_read_only, ensure_database
+    from kb.db import connect_read_only
     from kb.load import load_catalog
+    from kb.paths import record_roots
     from kb.validate import validate
-    from rlmguide.cli import record_roots
     from rlmguide.cost_pages import cost_pages
     from rlmguide.data_files import data_files
     from rlmguide.generate import generate
+    from rlmguide.knowledge import database as knowledge_base
     from rlmguide.pages import edit_paths, navigation, unlisted
     from rlmguide.sql_browser import VendorError, browser_pages, vendor
     from rules.engine import compile_rules
@@ -61,8 +62,8 @@ def generated_site() -> GeneratedSite:
     if errors:
         shown = "; ".join(str(p) for p in errors[:SHOWN_PROBLEMS])
         raise SiteError(f"{len(errors)} problem(s) in the records (run rlmguide validate): {shown}")
-    database = ensure_database(roots)
-    files = data_files(database)
+    database = knowledge_base(roots)
+    files = data_files(database, content_date(catalog))
     try:
         vendored = vendor()
     except VendorError as exc:
@@ -96,14 +97,17 @@ def newest_date(value: Any) -> dt.date | None:
     return None
 
 
+def content_date(catalog: Any) -> dt.date:
+    """The newest date the records carry: what a reproducible build is dated by."""
+    return newest_date([r.model_dump() for r in catalog.all()]) or dt.date(1970, 1, 1)
+
+
 def content_epoch() -> str:
     """The newest date the records carry, as seconds since the epoch (UTC midnight)."""
     from kb.load import load_catalog
-    from rlmguide.cli import record_roots
+    from kb.paths import record_roots
 
-    catalog = load_catalog(record_roots())
-    newest = newest_date([r.model_dump() for r in catalog.all()]) or dt.date(1970, 1, 1)
-    return str(calendar.timegm(newest.timetuple()))
+    return str(calendar.timegm(content_date(load_catalog(record_roots())).timetuple()))
 
 
 def build(out_dir: Path = DEFAULT_OUT) -> Path:

@@ -3,3 +3,9 @@
 from pathlib import Path
 
 RECORDS_DIR = Path(__file__).parent / "records"
+
+RECOMMEND_KINDS = (
+    "accelerator", "model", "algorithm", "framework", "rule", "constraint", "component",
+)  # fmt: skip
+"""The record kinds a recommendation reads (resolves, ranks with and cites): loading only these
+keeps a search fast, and an edit to another kind (a source, a result) leaves its answer as is."""

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 
 from kb.load import load_catalog
-from kb.paths import DEFAULT_ROOTS
-from rlmguide.cli import RULES_ROOT
+from kb.paths import DEFAULT_ROOTS, RULES_ROOT
 from rules.fidelity import calibration, median_abs_log_error
 
 

@@ -19,3 +19,29 @@ def test_site_folder_is_not_a_package() -> None:
 
     assert not (REPO / "site" / "__init__.py").exists()
     assert Path(site.__file__).name == "site.py"
+
+
+def test_nothing_below_the_command_line_imports_it() -> None:
+    """The CLI is the top layer (DESIGN.md): the site generator and the libraries find what
+    they share (the record roots) in kb.paths, so no module but `__main__` imports the CLI."""
+    import ast
+
+    importers = []
+    for folder in ("kb", "rules", "cost", "rlmguide"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            if path.name == "__main__.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = (
+                    [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else []
+                )
+                if isinstance(node, ast.ImportFrom) and node.module == "rlmguide":
+                    names = [f"rlmguide.{a.name}" for a in node.names]
+                if "rlmguide.cli" in names and path.name != "cli.py":
+                    importers.append(str(path.relative_to(REPO)))
+    assert not importers
+    assert (REPO / "site" / "hooks.py").read_text().count("rlmguide.cli") == 0

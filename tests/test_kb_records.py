@@ -7,9 +7,8 @@ import functools
 import pytest
 
 from kb.load import Catalog, load_catalog
-from kb.paths import DEFAULT_ROOTS
+from kb.paths import DEFAULT_ROOTS, RULES_ROOT
 from kb.validate import validate
-from rlmguide.cli import RULES_ROOT
 
 
 @functools.cache

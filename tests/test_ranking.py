@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from conftest import REPO
 
 from kb.load import load_catalog
-from kb.paths import DEFAULT_ROOTS
-from rlmguide.cli import RULES_ROOT, cli
+from kb.paths import DEFAULT_ROOTS, RULES_ROOT
+from rlmguide.cli import cli
 from rules.ranking import TIE_FRACTION, complexity
 from rules.recommend import recommend, recommender_for
 from rules.scenario import read_scenario, resolve

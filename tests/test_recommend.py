@@ -295,7 +295,7 @@ def test_random_scenarios_never_crash(case: dict) -> None:
 
 def test_moe_training_layouts_fold_experts_only_where_ep_needs_it() -> None:
     from kb.load import load_catalog
-    from rlmguide.cli import record_roots
+    from kb.paths import record_roots
     from rules.scenario import read_scenario, resolve
     from rules.search import train_layouts
 

@@ -7,8 +7,7 @@ import functools
 import pytest
 
 from kb.load import Catalog, load_catalog
-from kb.paths import DEFAULT_ROOTS
-from rlmguide.cli import RULES_ROOT
+from kb.paths import DEFAULT_ROOTS, RULES_ROOT
 from rules.engine import CompiledRule, active, compile_rules
 from rules.examples import fires_on
 

@@ -447,3 +447,31 @@ def test_sql_page_canned_queries_sort_and_refuse_writes(
     tab.goto(link)
     assert sql_state(tab, "done", "error", "failed") == "done"
     assert tab.locator(".sql-result tbody td").all_inner_texts() == ["1"]
+
+
+def test_atlas_filters_to_a_setup_and_sorts_step_time_as_numbers(tab: Any, site_url: str) -> None:
+    """ "For 64 H100s and a 32B model, what do I run?": typing the setup leaves its rows."""
+    tab.goto(site_url + "atlas/")
+    rows = tab.locator("#atlas-table tbody tr")
+    total = rows.count()
+    assert total >= 30
+    table, box = tab.evaluate(
+        "() => { const t = document.getElementById('atlas-table'); return [t.scrollWidth, "
+        "(t.closest('.md-typeset__scrollwrap') || t.parentElement).clientWidth]; }"
+    )
+    assert table <= box + 1, "the atlas fits the page at 1400 px"
+    tab.locator("input.table-filter[data-table='atlas-table']").fill("qwen2.5-32b h100 grpo")
+    visible = rows.filter(has=tab.locator("td")).evaluate_all(
+        "rows => rows.filter(r => r.style.display !== 'none').map(r => r.innerText)"
+    )
+    assert len(visible) == 3  # 8, 64 and 512 GPUs
+    assert any("\t64\t" in row and " s" in row for row in visible)
+    count = tab.locator(".table-count[data-table='atlas-table']").inner_text()
+    assert count == f"3 of {total} rows"
+    tab.locator("input.table-filter[data-table='atlas-table']").fill("")
+    step = tab.locator("#atlas-table thead th", has_text="Step time")
+    step.click()
+    values = tab.locator("#atlas-table tbody tr td:nth-child(9)").all_inner_texts()
+    seconds = [float(v.split()[0].replace(",", "")) for v in values if v != "unknown"]
+    assert len(seconds) >= 30 and seconds == sorted(seconds)
+    assert values[len(seconds) :] == ["unknown"] * (len(values) - len(seconds))

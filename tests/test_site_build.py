@@ -171,3 +171,25 @@ def test_every_relation_can_be_downloaded(built_site: BuiltSite) -> None:
     relations = len(list(data.glob("*.csv")))
     assert relations > 15
     assert reference.count("../../data/") == 3 * relations  # CSV, JSON, Parquet per relation
+
+
+def test_published_database_is_dated_by_the_records(built_site: BuiltSite) -> None:
+    """The site's DuckDB file opens, holds the atlas, and is dated by the newest record date,
+    not the build day (so its bytes repeat: test_same_records_build_the_same_bytes)."""
+    import duckdb
+
+    from kb.load import load_catalog
+    from rlmguide.sitebuild import content_date
+
+    path = built_site.root / "data" / "rlmguide.duckdb"
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        [(built_at,)] = con.execute("SELECT built_at FROM kb_meta").fetchall()
+        [(rows,)] = con.execute("SELECT count(*) FROM atlas").fetchall()
+    finally:
+        con.close()
+    assert built_site.records is not None
+    assert built_at.date() == content_date(load_catalog([(built_site.records, None)]))
+    assert rows >= 30
+    data_page = (built_site.root / "sql" / "data" / "index.html").read_text()
+    assert '"../../data/rlmguide.duckdb"' in data_page

@@ -6,6 +6,7 @@ expected cell is known; a few run on the shipped records to catch what only real
 
 from __future__ import annotations
 
+import datetime as dt
 import posixpath
 import re
 from collections.abc import Iterator
@@ -102,7 +103,7 @@ def small(fixture_kb: Path) -> Iterator[tuple[Catalog, dict[str, str]]]:
 @pytest.fixture(scope="module")
 def real(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Catalog, dict[str, str]]]:
     """The shipped records and their generated pages (built once for this module)."""
-    from rlmguide.cli import record_roots
+    from kb.paths import record_roots
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RLMGUIDE_CACHE_DIR", str(tmp_path_factory.mktemp("pages-cache")))
@@ -461,8 +462,8 @@ def test_data_downloads_cover_every_relation(
 
     catalog, _ = small
     database = ensure_database(((fixture_kb, None),))
-    files = data_files(database)
-    assert files == data_files(database)  # the same bytes every time
+    files = data_files(database, dt.date(2025, 1, 2))
+    assert files == data_files(database, dt.date(2025, 1, 2))  # the same bytes every time
     assert "data/kb_meta.csv" not in files  # its build time would change them
     frameworks = files["data/frameworks.csv"].decode().splitlines()
     assert frameworks[0].startswith("id,") and frameworks[1].startswith("fw-one,")

@@ -1,0 +1,110 @@
+"""The plan atlas page: the `atlas` table of the database as a filterable, sortable table.
+
+Read from the database, not recomputed: the rows are the ones `rlmguide sql` returns. The
+filter box and the sorting are tables.js's (an `input.table-filter` names the table), so the
+page needs no script of its own; numeric cells lead with their number and carry their unit,
+which tables.js sorts as numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from rlmguide.data_files import download_links
+from rlmguide.mdtext import document, front_matter, html, number, table
+from rlmguide.pages import page_of, to_page
+from rules.atlas import TABLE
+
+ATLAS_PAGE = "atlas.md"
+TABLE_ID = "atlas-table"
+HEADERS = (
+    "Model",
+    "Accelerator",
+    "GPUs",
+    "Algorithm",
+    "Placement",
+    "Execution",
+    "Rollout",
+    "Training",
+    "Step time",
+    "Tokens per second",
+    "Bottleneck",
+    "Frameworks",
+)
+QUERY = """
+SELECT model_id, accelerator_id, gpus, algorithm_id, feasible, infeasible_reason, placement,
+       execution, rollout_layout, train_layout, step_seconds, tokens_per_second, bottleneck,
+       frameworks, params_b
+FROM atlas ORDER BY params_b, model_id, accelerator_id, gpus, algorithm_id
+"""
+
+
+def _link(kind: str, record_id: str) -> str:
+    return to_page(ATLAS_PAGE, page_of(kind, record_id), record_id)
+
+
+def atlas_row(row: dict[str, Any]) -> list[str]:
+    setup = [
+        _link("model", row["model_id"]),
+        _link("accelerator", row["accelerator_id"]),
+        str(row["gpus"]),
+        _link("algorithm", row["algorithm_id"]),
+    ]
+    if not row["feasible"]:
+        reason = html(row["infeasible_reason"])
+        # The reason is long; its first clause fits the row and the rest is on hover.
+        short = html(str(row["infeasible_reason"]).split(":")[0])
+        # Empty cells read "unknown", which tables.js keeps last whichever way a column sorts.
+        return [*setup, f'<span title="{reason}">{short}</span>', *[""] * 7]
+    frameworks = ", ".join(_link("framework", f) for f in row["frameworks"])
+    return [
+        *setup,
+        html(row["placement"]),
+        html(row["execution"]),
+        html(row["rollout_layout"]),
+        html(row["train_layout"]),
+        f"{number(row['step_seconds'])} s",
+        f"{number(row['tokens_per_second'])} tok/s",
+        html(row["bottleneck"]),
+        frameworks or "none in the knowledge base",
+    ]
+
+
+def atlas_pages(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """The atlas page, or none when the database has no atlas rows (a database built by kb
+    alone, or a test knowledge base without the grid's models)."""
+    tables = con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+    if (TABLE,) not in tables:
+        return {}
+    cursor = con.execute(QUERY)
+    names = [d[0] for d in cursor.description]
+    rows = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+    if not rows:
+        return {}
+    feasible = sum(1 for r in rows if r["feasible"])
+    text = document(
+        # No side navigation or toc: twelve columns need the page's whole width.
+        front_matter(["navigation", "toc"]),
+        "# Plan atlas: what to run on common setups",
+        "The top plan `rlmguide recommend` gives for each setup of a grid: dense models of 7, "
+        "32 and 70 billion parameters with GRPO and PPO, and two mixtures of experts with GRPO "
+        "on H100s, on 8, 64 and 512 GPUs (nodes of 8). GRPO samples 16 responses for each of "
+        "512 prompts, PPO one for each of 1,024 (with a critic of the policy's shape); prompts "
+        "of 1,024 tokens, responses of 4,096 on average and 16,384 at most, a verifier as "
+        "reward. Step time is predicted by the cost core; tokens per second counts prompt and "
+        "response tokens trained per second across the cluster. Frameworks are those whose "
+        "claims and constraints allow the plan.",
+        f"{feasible} of {len(rows)} setups have a plan that fits; for the others the row says "
+        "which constraint binds (hover for the figures). For another workload, run "
+        "`rlmguide recommend` with your own numbers, or query the rows with "
+        '`rlmguide sql "SELECT * FROM atlas WHERE gpus = 64"`.',
+        download_links(ATLAS_PAGE, "atlas"),
+        f'<input class="table-filter" data-table="{TABLE_ID}" type="search" '
+        'placeholder="Filter: e.g. h100 64 32b" aria-label="Filter the atlas">\n'
+        f'<p class="table-count" data-table="{TABLE_ID}"></p>',
+        "Type words to keep the rows that contain all of them; click a heading to sort.",
+        table(HEADERS, (atlas_row(r) for r in rows), TABLE_ID, searchable=False),
+    )
+    return {ATLAS_PAGE: text}

@@ -1,0 +1,355 @@
+"""The plan atlas: `recommend` over a grid of common setups, one row per setup.
+
+"For 64 H100s and a 32B model, what do I run?" is answered by looking the setup up instead of
+writing a scenario. Each row is the top plan exactly as `rlmguide recommend` ranks it, or the
+reason no plan fits. The rows depend on the records the search reads and on the cost and rules
+code, so they are cached under a digest of both (`atlas_rows`): a warm build reads the cache
+and searches nothing. This module imports only the standard library at the top, because the
+database's cache name includes `code_digest()` on the warm path of `rlmguide sql`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rules import RECOMMEND_KINDS as READ_KINDS
+
+REPO = Path(__file__).resolve().parent.parent
+CODE_GLOBS = ("cost/*.py", "rules/*.py", "rules/records/*.yaml")
+"""Every module and rule file here can change a recommendation, so any edit recomputes."""
+
+TABLE = "atlas"
+MODELS = ("qwen2.5-7b", "qwen2.5-32b", "llama-3.1-70b", "qwen3-30b-a3b", "deepseek-v3")
+GPUS = (8, 64, 512)
+GPUS_PER_NODE = 8
+ACCELERATORS = ("h100-sxm-80gb", "mi300x-192gb")
+ALGORITHMS = ("grpo", "ppo")
+MOE_ALGORITHMS = ("grpo",)
+MOE_ACCELERATORS = ("h100-sxm-80gb",)
+"""A mixture of experts is searched with GRPO on H100s only: its searches are the slow ones
+(2-6 s each at 64-512 GPUs, against 0.1-0.7 s for a dense model), and the whole atlas must
+compute cold in about 20 s on two cores. GRPO is how the published MoE reasoning models were
+trained; PPO's critic as large as the policy is rare there."""
+
+WORKLOADS: dict[str, dict[str, int]] = {
+    # The design's example workload: long reasoning responses in groups of 16.
+    "grpo": {"prompts_per_step": 512, "samples_per_prompt": 16},
+    # PPO samples once per prompt (its critic gives the baseline), as in examples/ppo-*.yaml.
+    "ppo": {"prompts_per_step": 1024, "samples_per_prompt": 1},
+}
+COMMON_WORKLOAD = {
+    "prompt_tokens": 1024,
+    "response_tokens": 4096,
+    "max_response_tokens": 16384,
+    "minibatches_per_step": 4,
+    "epochs": 1,
+}
+
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("model_id", "VARCHAR", "policy model (models.id)"),
+    ("moe", "BOOLEAN", "true for a mixture of experts"),
+    ("params_b", "DOUBLE", "total parameters of the policy, billions"),
+    ("accelerator_id", "VARCHAR", "accelerators.id"),
+    ("gpus", "BIGINT", "GPUs in the cluster (nodes x gpus_per_node)"),
+    ("nodes", "BIGINT", "nodes of gpus_per_node GPUs"),
+    ("algorithm_id", "VARCHAR", "algorithms.id (PPO: a critic of the policy's shape)"),
+    ("prompts_per_step", "BIGINT", "prompts per RL step"),
+    ("samples_per_prompt", "BIGINT", "responses per prompt (group size)"),
+    ("response_tokens", "BIGINT", "mean response length, tokens (prompts 1,024; longest 16,384)"),
+    ("feasible", "BOOLEAN", "false when no plan fits; `infeasible_reason` says why"),
+    ("infeasible_reason", "VARCHAR", "the binding constraint when no plan fits"),
+    ("placement", "VARCHAR", "colocated | partially-colocated | disaggregated"),
+    ("execution", "VARCHAR", "sync | one-step-off | async | partial-rollout"),
+    ("rollout_layout", "VARCHAR", "the rollout pool in short: GPUs, tp, pp, dp, ep"),
+    ("train_layout", "VARCHAR", "the training pool in short: GPUs, tp, pp, cp, dp, ep, ZeRO"),
+    ("rollout_gpus", "BIGINT", "GPUs of the rollout pool"),
+    ("rollout_tp", "BIGINT", "rollout tensor parallelism"),
+    ("train_gpus", "BIGINT", "GPUs of the training pool"),
+    ("train_tp", "BIGINT", "training tensor parallelism"),
+    ("train_pp", "BIGINT", "training pipeline parallelism"),
+    ("train_zero", "BIGINT", "training ZeRO stage"),
+    ("step_seconds", "DOUBLE", "predicted wall time of one RL step in steady state, seconds"),
+    ("tokens_per_second", "DOUBLE", "prompt + response tokens trained per second, whole cluster"),
+    ("bottleneck", "VARCHAR", "the stage that binds the step time"),
+    ("memory_gib_rollout", "DOUBLE", "predicted memory per GPU of the rollout pool, GiB"),
+    ("memory_gib_train", "DOUBLE", "predicted memory per GPU of the training pool, GiB"),
+    ("frameworks", "VARCHAR[]", "frameworks whose claims and constraints allow the plan"),
+    ("candidates", "BIGINT", "plans the search costed"),
+)
+DOC = (
+    "The plan atlas: the top plan `rlmguide recommend` gives for each setup of a grid of "
+    "models, cluster sizes, accelerators and algorithms (GRPO: 512 prompts x 16 samples; "
+    "PPO: 1,024 prompts x 1 sample; verifier reward), or why none fits."
+)
+
+
+@dataclass(frozen=True)
+class Setup:
+    model: str
+    accelerator: str
+    gpus: int
+    algorithm: str
+
+    def scenario(self) -> dict[str, Any]:
+        return {
+            "cluster": {
+                "accelerator": self.accelerator,
+                "nodes": self.gpus // GPUS_PER_NODE,
+                "gpus_per_node": GPUS_PER_NODE,
+            },
+            "models": {"policy": self.model, "reward": "verifier"},
+            "workload": {
+                "algorithm": self.algorithm,
+                **WORKLOADS[self.algorithm],
+                **COMMON_WORKLOAD,
+            },
+        }
+
+
+def grid(records: dict[str, dict[str, Any]]) -> list[Setup]:
+    """The setups whose model, accelerator and algorithm are all in the records, in a fixed
+    order (a test knowledge base without them simply has a smaller atlas)."""
+    found = []
+    for model, accelerator, gpus, algorithm in itertools.product(
+        MODELS, ACCELERATORS, GPUS, ALGORITHMS
+    ):
+        known = (
+            model in records.get("model", {})
+            and accelerator in records.get("accelerator", {})
+            and algorithm in records.get("algorithm", {})
+        )
+        moe = known and records["model"][model].moe is not None
+        if known and not (
+            moe and (algorithm not in MOE_ALGORITHMS or accelerator not in MOE_ACCELERATORS)
+        ):
+            found.append(Setup(model, accelerator, gpus, algorithm))
+    return found
+
+
+def _pool(layout: dict[str, Any], keys: Sequence[str]) -> str:
+    shown = [f"{key} {layout[key]}" for key in keys if layout.get(key, 1) != 1]
+    return " · ".join([f"{layout['gpus']} GPUs", *shown])
+
+
+def plan_row(setup: Setup, catalog: Any) -> list[Any]:
+    """One atlas row: the setup, then its top plan (or the reason none fits)."""
+    from rules.recommend import NoFeasiblePlan, recommend, recommender_for
+    from rules.scenario import parse_scenario, resolve
+
+    model = catalog.records["model"][setup.model]
+    workload = WORKLOADS[setup.algorithm]
+    head = [
+        setup.model,
+        model.moe is not None,
+        round(model.params_total / 1e9, 1),
+        setup.accelerator,
+        setup.gpus,
+        setup.gpus // GPUS_PER_NODE,
+        setup.algorithm,
+        workload["prompts_per_step"],
+        workload["samples_per_prompt"],
+        COMMON_WORKLOAD["response_tokens"],
+    ]
+    resolved = resolve(parse_scenario(setup.scenario(), "atlas"), catalog.records)
+    try:
+        result = recommend(recommender_for(resolved, catalog), 1)
+    except NoFeasiblePlan as exc:
+        return [*head, False, str(exc), *[None] * (len(COLUMNS) - len(head) - 2)]
+    plan = result["plans"][0]
+    ro, tr = plan["rollout"], plan["train"]
+    memory = plan["memory_gib_per_gpu"]
+    return [
+        *head,
+        True,
+        None,
+        plan["placement"],
+        plan["execution"],
+        _pool(ro, ("tp", "pp", "dp", "ep")),
+        _pool(tr, ("tp", "pp", "cp", "dp", "ep")) + f" · ZeRO {tr['zero']}",
+        ro["gpus"],
+        ro["tp"],
+        tr["gpus"],
+        tr["tp"],
+        tr["pp"],
+        tr["zero"],
+        round(plan["step_seconds"], 3),
+        round(plan["tokens_per_second"], 1),
+        plan["bottleneck"],
+        round(memory["rollout"], 2),
+        round(memory["train"], 2),
+        list(plan["frameworks"]),
+        result["search"]["candidates"],
+    ]
+
+
+def _weight(setup: Setup, moe: bool) -> float:
+    """A search's rough cost, to share the setups evenly: it grows with the cluster (more
+    layouts and splits) and is about six times larger for a mixture of experts."""
+    return (1 + setup.gpus / 64) * (6 if moe else 1)
+
+
+def _shares(setups: list[Setup], catalog: Any, workers: int) -> list[list[int]]:
+    """The setups' indices dealt to `workers` (heaviest first, each to the lightest share)."""
+    weights = [_weight(s, catalog.records["model"][s.model].moe is not None) for s in setups]
+    shares: list[list[int]] = [[] for _ in range(workers)]
+    loads = [0.0] * workers
+    for i in sorted(range(len(setups)), key=lambda i: -weights[i]):
+        lightest = loads.index(min(loads))
+        shares[lightest].append(i)
+        loads[lightest] += weights[i]
+    return [share for share in shares if share]
+
+
+def compute(roots: Sequence[Any], workers: int | None = None) -> list[list[Any]]:
+    """Every row of the grid, searched on up to `workers` processes (default: the cores).
+
+    Processes, since the search is numpy and Python in about equal parts and threads would
+    share one interpreter lock. Each is a fresh `python -m rules.atlas` fed its setups as
+    JSON, not a multiprocessing child: those re-run the caller's main script, which fails
+    (or runs twice) for a script read from standard input or without a main guard.
+    """
+    import subprocess
+    import sys
+
+    from kb.load import load_catalog
+
+    catalog = load_catalog(roots, READ_KINDS)
+    setups = grid(catalog.records)
+    workers = min(workers or os.cpu_count() or 1, len(setups))
+    if workers <= 1:
+        return [plan_row(s, catalog) for s in setups]
+    shares = _shares(setups, catalog, workers)
+    # The checkout first on the path, so a build run from it (site/hooks.py) finds `rules`.
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
+    jobs = []
+    for share in shares:
+        job = {"roots": [[str(r), k] for r, k in roots], "setups": [vars(setups[i]) for i in share]}
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rules.atlas"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        assert process.stdin is not None
+        process.stdin.write(json.dumps(job).encode())
+        process.stdin.close()
+        jobs.append(process)
+    rows: dict[int, list[Any]] = {}
+    for share, process in zip(shares, jobs, strict=True):
+        assert process.stdout is not None
+        output = process.stdout.read()
+        if process.wait() != 0:
+            raise RuntimeError(f"an atlas worker failed (exit {process.returncode})")
+        rows.update(zip(share, json.loads(output), strict=True))
+    return [rows[i] for i in range(len(setups))]
+
+
+def _work() -> None:
+    """A worker: the rows of the setups given as JSON on standard input, as JSON out."""
+    import sys
+
+    from kb.load import load_catalog
+
+    job = json.load(sys.stdin)
+    catalog = load_catalog([(Path(r), k) for r, k in job["roots"]], READ_KINDS)
+    rows = [plan_row(Setup(**s), catalog) for s in job["setups"]]
+    sys.stdout.write(json.dumps(rows))
+
+
+def _code_files() -> list[Path]:
+    return [path for pattern in CODE_GLOBS for path in sorted(REPO.glob(pattern))]
+
+
+def code_digest() -> str:
+    """A digest of the cost and rules code (this grid included): part of every cache name
+    that holds atlas rows.
+
+    Remembered per the files' sizes and modification times (as `kb.paths.fast_content_hash`
+    does for records): reading 300 KB of code took 20-60 ms of every warm `rlmguide sql`.
+    """
+    from kb.cache import DIGEST, CacheError, read_name, write_atomic
+    from kb.paths import cache_dir
+
+    files = _code_files()
+    signature = hashlib.blake2b(digest_size=12)
+    for path in files:
+        info = path.stat()
+        signature.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
+    memo = cache_dir() / "signatures" / f"code-{signature.hexdigest()}"
+    with contextlib.suppress(CacheError):
+        return read_name(memo, DIGEST)
+    digest = hashlib.blake2b(digest_size=12)
+    for path in files:
+        digest.update(path.relative_to(REPO).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    with contextlib.suppress(OSError):  # a read-only cache only costs reading the code again
+        write_atomic(memo, digest.hexdigest().encode("ascii"))
+    return digest.hexdigest()
+
+
+def input_digest(roots: Sequence[Any]) -> str:
+    """A digest of what the rows depend on: the records of the kinds read and the code."""
+    from kb.paths import PLURALS, record_bytes, record_files
+
+    folders = {PLURALS[kind] for kind in READ_KINDS}
+    digest = hashlib.blake2b(digest_size=12)
+    digest.update(code_digest().encode())
+    for name, path in record_files(roots):
+        if name.split("/")[0] in folders:
+            digest.update(name.encode() + b"\0" + record_bytes(path) + b"\0")
+    return digest.hexdigest()
+
+
+def atlas_rows(roots: Sequence[Any]) -> list[list[Any]]:
+    """The atlas for the records under `roots`, from the cache when its inputs are unchanged.
+
+    The cache file is sealed with a checksum and read as JSON data only; a damaged one is
+    reported and recomputed, and a read-only cache only costs the computation.
+    """
+    from kb.cache import CacheError, CacheMissing, read_sealed, warn, write_sealed
+    from kb.paths import cache_dir
+
+    path = cache_dir() / "atlas" / f"atlas-{input_digest(roots)}.json"
+    try:
+        rows = json.loads(read_sealed(path))
+        if isinstance(rows, list) and all(
+            isinstance(r, list) and len(r) == len(COLUMNS) for r in rows
+        ):
+            return rows
+        warn(f"ignoring cache file {path}: not atlas rows; recomputing the atlas")
+    except CacheMissing:
+        pass
+    except (CacheError, ValueError) as exc:
+        warn(f"ignoring cache file {path}: {exc}; recomputing the atlas")
+    rows = compute(roots)
+    with contextlib.suppress(OSError):  # a read-only cache: the next build computes it again
+        write_sealed(path, json.dumps(rows, separators=(",", ":")).encode())
+    return rows
+
+
+class Atlas:
+    """The atlas as a table of the knowledge base (a `kb.derived.Derivation`)."""
+
+    def code_digest(self) -> str:
+        return code_digest()
+
+    def tables(self, roots: Sequence[Any]) -> list[Any]:
+        from kb.derived import Table
+
+        return [Table(TABLE, DOC, COLUMNS, atlas_rows(roots))]
+
+
+ATLAS = Atlas()
+
+
+if __name__ == "__main__":
+    _work()

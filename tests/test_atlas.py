@@ -1,0 +1,121 @@
+"""The plan atlas: a row per setup of the grid, plausible figures, cached by its inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from conftest import run_cli
+
+from kb.load import load_catalog
+from kb.paths import record_roots
+from rules import atlas
+
+
+@pytest.fixture(scope="module")
+def rows(session_cache: Path) -> list[dict[str, Any]]:
+    # A module fixture runs before the per-test `isolated_cache`: name the session's cache
+    # here, or the atlas would be computed in the user's.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RLMGUIDE_CACHE_DIR", str(session_cache))
+        done = run_cli("sql", "SELECT * FROM atlas", "--format", "json", timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_atlas_has_a_row_for_every_setup_of_the_grid(rows: list[dict[str, Any]]) -> None:
+    grid = atlas.grid(load_catalog(record_roots(), atlas.READ_KINDS).records)
+    expected = {(s.model, s.accelerator, s.gpus, s.algorithm) for s in grid}
+    found = {(r["model_id"], r["accelerator_id"], r["gpus"], r["algorithm_id"]) for r in rows}
+    assert found == expected and len(rows) == len(grid) >= 40
+    assert {r["gpus"] for r in rows} == {8, 64, 512}
+    assert {r["algorithm_id"] for r in rows} == {"grpo", "ppo"}
+    assert {r["model_id"] for r in rows if r["moe"]} == {"qwen3-30b-a3b", "deepseek-v3"}
+
+
+def test_atlas_figures_are_plausible(rows: list[dict[str, Any]]) -> None:
+    feasible = [r for r in rows if r["feasible"]]
+    assert len(feasible) >= 0.8 * len(rows)
+    for r in feasible:
+        assert r["infeasible_reason"] is None
+        assert 1 < r["step_seconds"] < 100_000, r
+        assert r["tokens_per_second"] > 0
+        assert 0 < r["rollout_gpus"] <= r["gpus"] and 0 < r["train_gpus"] <= r["gpus"]
+        assert r["rollout_layout"].startswith(f"{r['rollout_gpus']} GPUs")
+        assert r["placement"] in ("colocated", "partially-colocated", "disaggregated")
+        assert r["memory_gib_train"] > 0 and r["frameworks"], r
+        # tokens trained per step over the step time is the throughput
+        tokens = r["prompts_per_step"] * r["samples_per_prompt"] * (1024 + r["response_tokens"])
+        assert r["tokens_per_second"] == pytest.approx(tokens / r["step_seconds"], rel=0.01)
+    # More GPUs never make the same setup slower.
+    by_setup = {
+        (r["model_id"], r["accelerator_id"], r["algorithm_id"], r["gpus"]): r for r in feasible
+    }
+    for (model, accelerator, algorithm, gpus), r in by_setup.items():
+        if (bigger := by_setup.get((model, accelerator, algorithm, gpus * 8))) is not None:
+            assert bigger["step_seconds"] < r["step_seconds"], (r, bigger)
+    # DeepSeek-V3's 671B parameters with Adam do not fit on one node of H100s.
+    [small] = [r for r in rows if r["model_id"] == "deepseek-v3" and r["gpus"] == 8]
+    assert not small["feasible"] and "memory" in small["infeasible_reason"]
+
+
+def test_atlas_table_and_columns_are_documented() -> None:
+    done = run_cli(
+        "sql",
+        "SELECT (SELECT comment FROM duckdb_tables() WHERE table_name = 'atlas') AS doc, "
+        "count(*) FILTER (WHERE comment IS NULL OR comment = '') AS bare "
+        "FROM duckdb_columns() WHERE table_name = 'atlas'",
+        "--format",
+        "json",
+        timeout=600,
+    )
+    [row] = json.loads(done.stdout)
+    assert row["doc"].startswith("The plan atlas") and row["bare"] == 0
+
+
+def test_warm_build_reads_the_atlas_from_its_cache(
+    fixture_kb: Path, empty_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows are computed once per input digest: a database rebuilt for other reasons (a
+    source edited, the file lost) reads them back instead of searching again."""
+    from kb.db import ensure_database
+
+    roots = [(fixture_kb, None)]
+    computed: list[int] = []
+
+    def fake(roots: Any, workers: int | None = None) -> list[list[Any]]:
+        computed.append(1)
+        return [["m", False, 1.0, "a", 8, 1, "grpo", 1, 1, 1, False, "why", *[None] * 17]]
+
+    monkeypatch.setattr(atlas, "compute", fake)
+    first = ensure_database(roots, atlas.ATLAS)
+    assert computed == [1]
+    first.unlink()
+    again = ensure_database(roots, atlas.ATLAS)
+    assert again == first and computed == [1]
+    con = duckdb.connect(str(again), read_only=True)
+    assert con.execute("SELECT model_id, infeasible_reason FROM atlas").fetchall() == [("m", "why")]
+    con.close()
+    # A source is not read by a search: editing one rebuilds the file but not the atlas.
+    source = next((fixture_kb / "sources").glob("*.yaml"))
+    source.write_text(source.read_text() + "\n# edited\n")
+    assert ensure_database(roots, atlas.ATLAS) != first and computed == [1]
+    # The cost code is: another code digest names another file and computes again.
+    monkeypatch.setattr(atlas, "code_digest", lambda: "0" * 24)
+    ensure_database(roots, atlas.ATLAS)
+    assert computed == [1, 1]
+
+
+def test_a_damaged_atlas_cache_is_recomputed(
+    fixture_kb: Path, empty_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    roots = [(fixture_kb, None)]
+    monkeypatch.setattr(atlas, "compute", lambda roots, workers=None: [])
+    assert atlas.atlas_rows(roots) == []
+    [cached] = (empty_cache / "atlas").glob("atlas-*.json")
+    cached.write_bytes(b"garbage")
+    assert atlas.atlas_rows(roots) == []
+    assert "recomputing the atlas" in capsys.readouterr().err
