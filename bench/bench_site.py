@@ -1,4 +1,4 @@
-"""Wall time of a full site build (`rlmguide.sitebuild.build`), cold and warm cache, and
+"""Wall time of a full site build (`rlmguide.sitegen.sitebuild.build`), cold and warm cache, and
 what a visitor downloads.
 
 Run: python bench/bench_site.py [--repeat N]. Each time is the median of N builds in a fresh
@@ -22,7 +22,7 @@ from pathlib import Path
 
 TARGET_SECONDS = 20.0
 BUILD = (
-    "import sys; from pathlib import Path; from rlmguide.sitebuild import build; "
+    "import sys; from pathlib import Path; from rlmguide.sitegen.sitebuild import build; "
     "build(Path(sys.argv[1]))"
 )
 

@@ -681,7 +681,7 @@ def site() -> None:
 )
 def site_build(out: Path | None) -> None:
     """Build the site in strict mode: any warning or broken link fails the build."""
-    from rlmguide import sitebuild
+    from rlmguide.sitegen import sitebuild
 
     try:
         target = sitebuild.build(out) if out else sitebuild.build()
@@ -700,7 +700,7 @@ def site_build(out: Path | None) -> None:
 )
 def site_serve(port: int) -> None:
     """Serve the site locally with live rebuilds (127.0.0.1 only)."""
-    from rlmguide import sitebuild
+    from rlmguide.sitegen import sitebuild
 
     sitebuild.serve(port)
 

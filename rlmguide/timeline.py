@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlmguide.svgplot import save
+from rlmguide.sitegen.svgplot import save
 
 COLOURS = {
     "rollout": "#4c72b0",

@@ -21,12 +21,13 @@ log = logging.getLogger("mkdocs.hooks.rlmguide")
 
 
 def _sitebuild() -> ModuleType:
-    """rlmguide.sitebuild, also when MkDocs runs from a checkout without rlmguide installed."""
+    """rlmguide.sitegen.sitebuild, also when MkDocs runs from a checkout without rlmguide
+    installed."""
     try:
-        from rlmguide import sitebuild
+        from rlmguide.sitegen import sitebuild
     except ModuleNotFoundError:
         sys.path.insert(0, str(REPO))
-        from rlmguide import sitebuild
+        from rlmguide.sitegen import sitebuild
     return sitebuild
 
 
@@ -63,6 +64,6 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
 def on_post_page(output: str, page: Page, config: MkDocsConfig) -> str:
     """Drop the blank lines and indentation the theme's templates leave (see htmlcompact)."""
-    from rlmguide.htmlcompact import compact
+    from rlmguide.sitegen.htmlcompact import compact
 
     return compact(output)

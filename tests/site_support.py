@@ -69,7 +69,7 @@ def records_with_fixtures(folder: Path) -> Path:
 def build_site(out: Path, cache: Path, records: Path | None = None) -> BuiltSite:
     """Build the site into `out` from the shipped records (or the `records` folder),
     collecting every warning logged."""
-    from rlmguide.sitebuild import build
+    from rlmguide.sitegen.sitebuild import build
 
     shutil.rmtree(out, ignore_errors=True)
     collect = _Collect()

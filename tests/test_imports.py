@@ -45,3 +45,14 @@ def test_nothing_below_the_command_line_imports_it() -> None:
                     importers.append(str(path.relative_to(REPO)))
     assert not importers
     assert (REPO / "site" / "hooks.py").read_text().count("rlmguide.cli") == 0
+
+
+def test_the_site_generator_is_one_package() -> None:
+    """Pages by record kind, computed pages and the build live in rlmguide.sitegen; the top
+    of rlmguide holds the command line, its output formats and what both layers share."""
+    top = sorted(p.name for p in (REPO / "rlmguide").glob("*.py"))
+    assert top == [
+        "__init__.py", "__main__.py", "cli.py", "formats.py", "knowledge.py", "report.py",
+        "timeline.py",
+    ]  # fmt: skip
+    assert (REPO / "rlmguide" / "sitegen" / "generate.py").is_file()

@@ -179,7 +179,7 @@ def test_published_database_is_dated_by_the_records(built_site: BuiltSite) -> No
     import duckdb
 
     from kb.load import load_catalog
-    from rlmguide.sitebuild import content_date
+    from rlmguide.sitegen.sitebuild import content_date
 
     path = built_site.root / "data" / "rlmguide.duckdb"
     con = duckdb.connect(str(path), read_only=True)

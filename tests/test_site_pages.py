@@ -21,9 +21,9 @@ from kb.db import connect_read_only, ensure_database
 from kb.load import Catalog, load_catalog
 from kb.paths import PLURALS, RecordRoot
 from kb.validate import validate
-from rlmguide import pages as site
-from rlmguide.generate import generate
-from rlmguide.mdtext import html, number, page_dir
+from rlmguide.sitegen import pages as site
+from rlmguide.sitegen.generate import generate
+from rlmguide.sitegen.mdtext import html, number, page_dir
 
 RULE = """\
 id: colocate-small
@@ -458,7 +458,7 @@ def test_data_downloads_cover_every_relation(
     import json
 
     from kb.db import ensure_database
-    from rlmguide.data_files import DATA_PAGE, data_files
+    from rlmguide.sitegen.data_files import DATA_PAGE, data_files
 
     catalog, _ = small
     database = ensure_database(((fixture_kb, None),))

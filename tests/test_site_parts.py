@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 import re
 
-from rlmguide.htmlcompact import compact
-from rlmguide.tree_svg import Node, layout, tree_svg
+from rlmguide.sitegen.htmlcompact import compact
+from rlmguide.sitegen.tree_svg import Node, layout, tree_svg
 
 TREE = [
     Node("root", "A root whose long label wraps over more than one line", None, "root/"),
@@ -49,7 +49,7 @@ def test_plots_are_reproducible() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from rlmguide.svgplot import svg
+    from rlmguide.sitegen.svgplot import svg
 
     def draw() -> str:
         fig, ax = plt.subplots()
@@ -83,7 +83,7 @@ class _Catalog:
 
 
 def test_report_ids_become_links() -> None:
-    from rlmguide.cost_pages import linked_ids
+    from rlmguide.sitegen.cost_pages import linked_ids
 
     report = (
         "| rule | effect | sources |\n| --- | --- | --- |\n"

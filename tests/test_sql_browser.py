@@ -14,8 +14,8 @@ import pytest
 from site_support import REPO, BuiltSite
 
 from kb.query import canned_queries
-from rlmguide import sql_browser
-from rlmguide.sql_browser import (
+from rlmguide.sitegen import sql_browser
+from rlmguide.sitegen.sql_browser import (
     BROWSER_PAGE,
     LICENSES,
     VENDOR_DIR,

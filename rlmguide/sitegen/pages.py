@@ -1,12 +1,12 @@
 """Pages of the record kinds, the lookups they share, and the site's navigation.
 
-`rlmguide.generate` puts these and the other modules' pages together (records in, {page path:
-Markdown} out, no file writes). `navigation` lays the pages out for MkDocs, `edit_paths` maps
-each record page to its YAML file for the "edit this page" button. Values nobody recorded
-read "unknown", never "no".
+`rlmguide.sitegen.generate` puts these and the other modules' pages together (records in,
+{page path: Markdown} out, no file writes). `navigation` lays the pages out for MkDocs,
+`edit_paths` maps each record page to its YAML file for the "edit this page" button. Values
+nobody recorded read "unknown", never "no".
 
 Prose and lists are Markdown (MkDocs checks their links); tables are HTML built by
-`rlmguide.mdtext.table`, whose links come from `href` and are checked by the site tests.
+`rlmguide.sitegen.mdtext.table`, whose links come from `href` and are checked by the site tests.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from kb.schema import (
     Source,
     Technique,
 )
-from rlmguide.mdtext import (
+from rlmguide.sitegen.mdtext import (
     SEARCH_EXCLUDE,
     UNKNOWN,
     anchor,
@@ -54,7 +54,7 @@ from rlmguide.mdtext import (
     show,
     table,
 )
-from rlmguide.tree_svg import Node, tree_svg
+from rlmguide.sitegen.tree_svg import Node, tree_svg
 from rules.engine import compile_rules
 from rules.facts import PLAN_FACTS, SCENARIO_FACTS
 
@@ -1061,7 +1061,7 @@ PINNED = (MATRIX, FACTS_PAGE)
 """Overview pages listed right after their folder's index, before the record pages."""
 
 CALIBRATION_PAGE = "results/calibration.md"
-"""Written by the cost pages (rlmguide.cost_pages); listed right after the results index."""
+"""Written by the cost pages (rlmguide.sitegen.cost_pages); listed right after the results index."""
 
 NavItem = str | dict[str, Any]
 

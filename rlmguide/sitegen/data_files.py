@@ -21,7 +21,7 @@ import duckdb
 from kb.cache import file_checksum, prune, write_atomic
 from kb.export import FORMATS, export
 from kb.paths import cache_dir
-from rlmguide.mdtext import bullets, code, document, link
+from rlmguide.sitegen.mdtext import bullets, code, document, link
 
 DATA_DIR = "data"
 DATA_PAGE = "sql/data.md"

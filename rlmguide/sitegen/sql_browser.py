@@ -8,7 +8,7 @@ machine, or `npm ci` not run) the site still builds and the page says SQL in the
 unavailable.
 
 Only the page at `sql/browser/` loads DuckDB-WASM (its template adds the one script); it reads
-the knowledge base from the Parquet downloads `rlmguide.data_files` publishes.
+the knowledge base from the Parquet downloads `rlmguide.sitegen.data_files` publishes.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kb.query import CannedQuery, canned_queries
-from rlmguide.data_files import DATA_DIR, DATA_PAGE
-from rlmguide.mdtext import code, document, html, link
-from rlmguide.pages import SQL_QUERIES, SQL_REFERENCE
+from rlmguide.sitegen.data_files import DATA_DIR, DATA_PAGE
+from rlmguide.sitegen.mdtext import code, document, html, link
+from rlmguide.sitegen.pages import SQL_QUERIES, SQL_REFERENCE
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent.parent
 PACKAGE = "@duckdb/duckdb-wasm"
 NODE_MODULES_ENV = "RLMGUIDE_NODE_MODULES"
 """Where to find `node_modules` instead of the repository root (the tests point it elsewhere)."""

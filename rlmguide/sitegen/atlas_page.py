@@ -12,9 +12,9 @@ from typing import Any
 
 import duckdb
 
-from rlmguide.data_files import download_links
-from rlmguide.mdtext import document, front_matter, html, number, table
-from rlmguide.pages import page_of, to_page
+from rlmguide.sitegen.data_files import download_links
+from rlmguide.sitegen.mdtext import document, front_matter, html, number, table
+from rlmguide.sitegen.pages import page_of, to_page
 from rules.atlas import TABLE
 
 ATLAS_PAGE = "atlas.md"

@@ -9,8 +9,16 @@ script needs rides on the table as attributes, so there is no second copy to dri
 from __future__ import annotations
 
 from kb.schema import Framework, Record
-from rlmguide.mdtext import SEARCH_EXCLUDE, UNKNOWN, anchor, document, front_matter, html, oneline
-from rlmguide.pages import (
+from rlmguide.sitegen.mdtext import (
+    SEARCH_EXCLUDE,
+    UNKNOWN,
+    anchor,
+    document,
+    front_matter,
+    html,
+    oneline,
+)
+from rlmguide.sitegen.pages import (
     FEATURE_KINDS,
     MATRIX,
     SUPPORT_ORDER,

@@ -4,8 +4,8 @@ an index grouped by framework. The planner reads the same records (rules.framewo
 from __future__ import annotations
 
 from kb.schema import Constraint
-from rlmguide.mdtext import anchor, document, esc, fields, html, html_code, table
-from rlmguide.pages import Index, Pages, index_of, page_of, sources_section
+from rlmguide.sitegen.mdtext import anchor, document, esc, fields, html, html_code, table
+from rlmguide.sitegen.pages import Index, Pages, index_of, page_of, sources_section
 
 
 def framework_of(ix: Index, src: str, c: Constraint) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent.parent
 CONFIG_FILE = REPO / "site" / "mkdocs.yml"
 DEFAULT_OUT = REPO / "build" / "site"
 SHOWN_PROBLEMS = 10
@@ -47,12 +47,12 @@ def generated_site() -> GeneratedSite:
     from kb.load import load_catalog
     from kb.paths import record_roots
     from kb.validate import validate
-    from rlmguide.cost_pages import cost_pages
-    from rlmguide.data_files import data_files
-    from rlmguide.generate import generate
     from rlmguide.knowledge import database as knowledge_base
-    from rlmguide.pages import edit_paths, navigation, unlisted
-    from rlmguide.sql_browser import VendorError, browser_pages, vendor
+    from rlmguide.sitegen.cost_pages import cost_pages
+    from rlmguide.sitegen.data_files import data_files
+    from rlmguide.sitegen.generate import generate
+    from rlmguide.sitegen.pages import edit_paths, navigation, unlisted
+    from rlmguide.sitegen.sql_browser import VendorError, browser_pages, vendor
     from rules.engine import compile_rules
 
     roots = record_roots()

@@ -13,7 +13,7 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rlmguide.mdtext import html
+from rlmguide.sitegen.mdtext import html
 
 WRAP_CHARS = 26
 """Labels wrap at this many characters, so one long name does not widen its whole column."""

@@ -18,7 +18,7 @@ from typing import Any
 from kb.cache import CacheError, read_sealed, write_sealed
 from kb.load import Catalog
 from kb.paths import PLURALS, cache_dir, fast_content_hash
-from rlmguide.mdtext import (
+from rlmguide.sitegen.mdtext import (
     UNKNOWN,
     anchor,
     document,
@@ -29,10 +29,11 @@ from rlmguide.mdtext import (
     number,
     table,
 )
-from rlmguide.pages import CALIBRATION_PAGE
-from rlmguide.svgplot import svg
+from rlmguide.sitegen.pages import CALIBRATION_PAGE
+from rlmguide.sitegen.svgplot import svg
 
-REPO = Path(__file__).resolve().parent.parent
+PACKAGE = Path(__file__).resolve().parent.parent
+REPO = PACKAGE.parent
 EXAMPLES = REPO / "examples"
 PLOT_EXAMPLES = (
     "grpo-qwen2.5-7b-8xh100.yaml",
@@ -41,7 +42,9 @@ PLOT_EXAMPLES = (
 )
 SWEEP_NODES = (1, 2, 4, 8, 16)
 SWEEP_BASE = "grpo-qwen2.5-32b-64xh100.yaml"
-PAGE_MODULES = ("cost_pages.py", "timeline.py", "svgplot.py", "report.py", "mdtext.py")
+PAGE_MODULES = (
+    "sitegen/cost_pages.py", "timeline.py", "sitegen/svgplot.py", "report.py", "sitegen/mdtext.py",
+)  # fmt: skip
 """The modules whose code shapes these pages: a change to any of them recomputes the pages."""
 CALIBRATION_PLOT = "results/calibration.svg"
 
@@ -55,7 +58,7 @@ def _code_digest() -> str:
     for path in sorted(EXAMPLES.glob("*.yaml")):
         digest.update(path.read_bytes())
     for module in PAGE_MODULES:
-        digest.update((Path(__file__).parent / module).read_bytes())
+        digest.update((PACKAGE / module).read_bytes())
     return digest.hexdigest()
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kb.schema import Deployment
-from rlmguide.mdtext import (
+from rlmguide.sitegen.mdtext import (
     UNKNOWN,
     anchor,
     bullets,
@@ -26,7 +26,7 @@ from rlmguide.mdtext import (
     show,
     table,
 )
-from rlmguide.pages import Index, Pages, index_of, page_of, scenario_yaml, sources_section
+from rlmguide.sitegen.pages import Index, Pages, index_of, page_of, scenario_yaml, sources_section
 
 
 def flat_fields(data: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:

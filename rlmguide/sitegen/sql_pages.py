@@ -20,8 +20,8 @@ from pydantic import BaseModel
 from kb.paths import PLURALS
 from kb.query import QueryError, canned_queries, run
 from kb.schema import KINDS, Claim, RuleExample
-from rlmguide.data_files import DATA_PAGE, SKIPPED, data_page, download_links
-from rlmguide.mdtext import (
+from rlmguide.sitegen.data_files import DATA_PAGE, SKIPPED, data_page, download_links
+from rlmguide.sitegen.mdtext import (
     cell,
     code,
     document,
@@ -34,7 +34,7 @@ from rlmguide.mdtext import (
     link,
     table,
 )
-from rlmguide.pages import SQL_HOWTO, SQL_QUERIES, SQL_REFERENCE, Pages
+from rlmguide.sitegen.pages import SQL_HOWTO, SQL_QUERIES, SQL_REFERENCE, Pages
 
 QUERY_ROW_LIMIT = 100
 """Canned query outputs longer than this are cut on the page (the CLI shows all of them)."""

@@ -12,13 +12,13 @@ from collections.abc import Callable, Mapping
 import duckdb
 
 from kb.load import Catalog
-from rlmguide import pages as kinds
-from rlmguide.atlas_page import atlas_pages
-from rlmguide.constraint_pages import constraint_pages
-from rlmguide.deployment_pages import deployment_pages
-from rlmguide.matrix_page import matrix_page
-from rlmguide.pages import MATRIX, Index, Pages, build_index, merge
-from rlmguide.sql_pages import sql_pages
+from rlmguide.sitegen import pages as kinds
+from rlmguide.sitegen.atlas_page import atlas_pages
+from rlmguide.sitegen.constraint_pages import constraint_pages
+from rlmguide.sitegen.deployment_pages import deployment_pages
+from rlmguide.sitegen.matrix_page import matrix_page
+from rlmguide.sitegen.pages import MATRIX, Index, Pages, build_index, merge
+from rlmguide.sitegen.sql_pages import sql_pages
 
 
 def matrix_pages(ix: Index) -> Pages:
@@ -75,8 +75,8 @@ def generate(
 ) -> Pages:
     """Every generated page of the site, {path inside the docs folder: Markdown}.
 
-    `extra` adds pages made elsewhere (the cost core's, see `rlmguide.cost_pages`); their
-    paths must be new. `data` are the download files (`rlmguide.data_files`): given, the SQL
+    `extra` adds pages made elsewhere (the cost core's, see `rlmguide.sitegen.cost_pages`); their
+    paths must be new. `data` are the download files (`rlmguide.sitegen.data_files`): given, the SQL
     pages link to them and a page lists them.
     """
     ix = build_index(catalog)
