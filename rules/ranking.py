@@ -83,13 +83,13 @@ class Ranked:
     """For each chosen row, the rows of the same plan it stands for."""
 
 
-def rank(costs: CostTable, top: int, gpus_per_node: int) -> Ranked:
+def rank(costs: CostTable, top: int, scores: np.ndarray) -> Ranked:
     """The `top` distinct plans: repeatedly, among the plans within the tie of the fastest one
-    left, the simplest (then the fastest of those)."""
+    left, the simplest by `scores` (`complexity` of each plan), then the fastest of those."""
     seconds = costs.step_seconds
     order = np.argsort(seconds, kind="stable")
     sorted_seconds = seconds[order]
-    score = complexity(costs.plans, gpus_per_node)[order]
+    score = scores[order]
     position = np.empty(len(order), dtype=np.int64)
     position[order] = np.arange(len(order))
     gone = np.zeros(len(order), dtype=bool)

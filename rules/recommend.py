@@ -24,7 +24,7 @@ from kb.load import Catalog
 from kb.schema import Framework, Offload
 from rules.engine import CompiledRule
 from rules.facts import STAGES, scenario_facts
-from rules.frameworks import CompiledConstraint, compile_constraints, supports
+from rules.frameworks import CompiledConstraint, compile_constraints, pool_of, supports
 from rules.ranking import TIE_FRACTION, complexity, rank
 from rules.scenario import Resolved
 from rules.search import (
@@ -238,20 +238,16 @@ class Recommender:
         self.offload_fallback = False
         """Set when no plan fitted without a CPU optimizer or streamed parameters."""
         self._tightest: tuple[float, dict[str, Any]] | None = None
-        self.level: dict[str, str] = {}
-        for rule in rules:
-            used = rule.applies.names | rule.condition.names
-            pools = {
-                n.split(".")[1] for n in used if n.startswith(("plan.rollout.", "plan.train."))
-            }
-            plan_wide = any(
-                n.startswith("plan.") and not n.startswith(("plan.rollout.", "plan.train."))
-                for n in used
+        # A require rule over one pool's facts is judged on that pool before the pools meet.
+        self.level = {
+            rule.id: (
+                level
+                if rule.record.effect == "require"
+                and (level := pool_of(rule.names)) in ("rollout", "train")
+                else "plan"
             )
-            if rule.record.effect == "require" and len(pools) == 1 and not plan_wide:
-                self.level[rule.id] = pools.pop()
-            else:
-                self.level[rule.id] = "plan"
+            for rule in rules
+        }
 
     # -- judging ---------------------------------------------------------------------------
 
@@ -801,7 +797,8 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
     resolved = recommender.resolved
     costs, fired = recommender.run()
     per_node = resolved.scenario.cluster.gpus_per_node
-    ranked = rank(costs, top, per_node)
+    scores = complexity(costs.plans, per_node)
+    ranked = rank(costs, top, scores)
     by_id = {r.id: r for r in recommender.rules}
     plans = []
     for position, i in enumerate(ranked.rows, start=1):
@@ -836,7 +833,7 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
         },
         "rejected": [{"reason": k, "count": v} for k, v in (+search.rejected).most_common()],
         "plans": plans,
-        "departure": _departure(costs, ranked.rows[0], per_node),
+        "departure": _departure(costs, ranked.rows[0], scores),
         "notes": _move_notes(costs, time_order, ranked.rows[0]),
         "resolution_notes": list(resolved.notes)
         + (
@@ -888,9 +885,8 @@ def _folded(costs: CostTable, rows: list[int]) -> dict[str, Any]:
     }
 
 
-def _departure(costs: CostTable, top: int, per_node: int) -> dict[str, Any] | None:
+def _departure(costs: CostTable, top: int, score: np.ndarray) -> dict[str, Any] | None:
     """How far the top plan departs from the simplest feasible plan, and what it gains."""
-    score = complexity(costs.plans, per_node)
     simplest_score = score.min()
     candidates = np.flatnonzero(score == simplest_score)
     simplest = int(candidates[np.argmin(costs.step_seconds[candidates])])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kb.schema import Constraint
 from rlmguide.sitegen.mdtext import anchor, document, esc, fields, html, html_code, table
-from rlmguide.sitegen.pages import Index, Pages, index_of, page_of, sources_section
+from rlmguide.sitegen.pages import Index, Pages, index_of, page_of, record_pages, sources_section
 
 
 def framework_of(ix: Index, src: str, c: Constraint) -> str:
@@ -78,7 +78,7 @@ def constraints_index(ix: Index) -> str:
 
 
 def constraint_pages(ix: Index) -> Pages:
-    pages = {index_of("constraint"): constraints_index(ix)}
-    for c in ix.of("constraint"):
-        pages[page_of("constraint", c.id)] = constraint_page(ix, c)
-    return pages
+    return {
+        index_of("constraint"): constraints_index(ix),
+        **record_pages(ix, "constraint", constraint_page),
+    }

@@ -26,7 +26,15 @@ from rlmguide.sitegen.mdtext import (
     show,
     table,
 )
-from rlmguide.sitegen.pages import Index, Pages, index_of, page_of, scenario_yaml, sources_section
+from rlmguide.sitegen.pages import (
+    Index,
+    Pages,
+    index_of,
+    page_of,
+    record_pages,
+    scenario_yaml,
+    sources_section,
+)
 
 
 def flat_fields(data: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -149,7 +157,7 @@ def deployments_index(ix: Index) -> str:
 
 
 def deployment_pages(ix: Index) -> Pages:
-    pages = {index_of("deployment"): deployments_index(ix)}
-    for dep in ix.of("deployment"):
-        pages[page_of("deployment", dep.id)] = deployment_page(ix, dep)
-    return pages
+    return {
+        index_of("deployment"): deployments_index(ix),
+        **record_pages(ix, "deployment", deployment_page),
+    }

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import posixpath
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -338,10 +338,7 @@ def technique_page(ix: Index, tech: Technique) -> str:
 
 
 def taxonomy_pages(ix: Index) -> Pages:
-    pages = {TAXONOMY: taxonomy_index(ix)}
-    for tech in ix.of("technique"):
-        pages[page_of("technique", tech.id)] = technique_page(ix, tech)
-    return pages
+    return {TAXONOMY: taxonomy_index(ix), **record_pages(ix, "technique", technique_page)}
 
 
 # --- frameworks and the matrix ---------------------------------------------------------------
@@ -440,10 +437,10 @@ def frameworks_index(ix: Index) -> str:
 
 
 def framework_pages(ix: Index) -> Pages:
-    pages = {index_of("framework"): frameworks_index(ix)}
-    for fw in ix.frameworks:
-        pages[page_of("framework", fw.id)] = framework_page(ix, fw)
-    return pages
+    return {
+        index_of("framework"): frameworks_index(ix),
+        **record_pages(ix, "framework", framework_page),
+    }
 
 
 def claimed_by(ix: Index, feature: str) -> str:
@@ -479,9 +476,7 @@ def component_pages(ix: Index) -> Pages:
             table(["Component", "Role", "Frameworks claiming it"], rows),
         )
     }
-    for comp in ix.of("component"):
-        pages[page_of("component", comp.id)] = component_page(ix, comp)
-    return pages
+    return {**pages, **record_pages(ix, "component", component_page)}
 
 
 # --- algorithms ------------------------------------------------------------------------------
@@ -577,10 +572,10 @@ def algorithms_index(ix: Index) -> str:
 
 
 def algorithm_pages(ix: Index) -> Pages:
-    pages = {index_of("algorithm"): algorithms_index(ix)}
-    for alg in ix.of("algorithm"):
-        pages[page_of("algorithm", alg.id)] = algorithm_page(ix, alg)
-    return pages
+    return {
+        index_of("algorithm"): algorithms_index(ix),
+        **record_pages(ix, "algorithm", algorithm_page),
+    }
 
 
 # --- guidelines ------------------------------------------------------------------------------
@@ -708,10 +703,11 @@ def facts_page(ix: Index) -> str:
 
 
 def rule_pages(ix: Index) -> Pages:
-    pages = {index_of("rule"): rules_index(ix), FACTS_PAGE: facts_page(ix)}
-    for rule in ix.of("rule"):
-        pages[page_of("rule", rule.id)] = rule_page(ix, rule)
-    return pages
+    return {
+        index_of("rule"): rules_index(ix),
+        FACTS_PAGE: facts_page(ix),
+        **record_pages(ix, "rule", rule_page),
+    }
 
 
 # --- hardware and models ---------------------------------------------------------------------
@@ -894,12 +890,12 @@ def models_index(ix: Index) -> str:
 
 
 def catalog_pages(ix: Index) -> Pages:
-    pages = {index_of("accelerator"): accelerators_index(ix), index_of("model"): models_index(ix)}
-    for acc in ix.of("accelerator"):
-        pages[page_of("accelerator", acc.id)] = accelerator_page(ix, acc)
-    for model in ix.of("model"):
-        pages[page_of("model", model.id)] = model_page(ix, model)
-    return pages
+    return {
+        index_of("accelerator"): accelerators_index(ix),
+        index_of("model"): models_index(ix),
+        **record_pages(ix, "accelerator", accelerator_page),
+        **record_pages(ix, "model", model_page),
+    }
 
 
 # --- results and sources ---------------------------------------------------------------------
@@ -966,10 +962,7 @@ def results_index(ix: Index) -> str:
 
 
 def result_pages(ix: Index) -> Pages:
-    pages = {index_of("result"): results_index(ix)}
-    for result in ix.of("result"):
-        pages[page_of("result", result.id)] = result_page(ix, result)
-    return pages
+    return {index_of("result"): results_index(ix), **record_pages(ix, "result", result_page)}
 
 
 def source_page(ix: Index, source: Source) -> str:
@@ -1025,6 +1018,11 @@ def source_pages(ix: Index) -> Pages:
 
 
 # --- the generator ---------------------------------------------------------------------------
+
+
+def record_pages(ix: Index, kind: str, page: Callable[[Index, Any], str]) -> Pages:
+    """One page per record of `kind`, each made by `page`."""
+    return {page_of(kind, record.id): page(ix, record) for record in ix.of(kind)}
 
 
 def merge(pages: Pages, more: Mapping[str, str]) -> None:
