@@ -241,6 +241,20 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             "LoRA adapters are costed on the attention and dense MLP layers; routed experts "
             "stay frozen"
         )
+    pools = scenario.plan.pools
+    unused = {
+        "critic": (critic is None, f"{algorithm.name} trains no critic"),
+        "reward": (reward is None, "responses are scored by a verifier on CPUs"),
+        "reference": (
+            not algorithm.needs_reference or bool(scenario.plan.train.lora_rank),
+            f"{algorithm.name} needs no reference model"
+            if not algorithm.needs_reference
+            else "with LoRA the reference is the frozen base inside the actor",
+        ),
+    }
+    for model, (idle, why) in unused.items():
+        if getattr(pools, model) and idle:
+            raise InputError(f"plan.pools.{model}: {why}, so a pool for it would sit idle")
     tolerance = workload.max_staleness
     if tolerance is None:
         tolerance = algorithm.max_staleness
@@ -375,10 +389,10 @@ def fill_plan_defaults(resolved: Resolved) -> tuple[Resolved, list[str]]:
     gpus = s.cluster.gpus - plan.pools.total
     chosen: list[str] = []
 
-    def pick(pool: str, given: Any, name: str, value: Any) -> Any:
+    def pick(pool: str, given: Any, name: str, value: Any, shown: str | None = None) -> Any:
         if given is not None:
             return given
-        chosen.append(f"plan.{pool}.{name}={value}")
+        chosen.append(f"plan.{pool}.{name}={value if shown is None else shown}")
         return value
 
     r, t = plan.rollout, plan.train
@@ -401,11 +415,9 @@ def fill_plan_defaults(resolved: Resolved) -> tuple[Resolved, list[str]]:
             "cp": pick("train", t.cp, "cp", 1),
             "ep": pick("train", t.ep, "ep", 1),
             "etp": pick("train", t.etp, "etp", t.tp),
-            "offload": pick("train", t.offload, "offload", Offload()),
+            "offload": pick("train", t.offload, "offload", Offload(), "none"),
         }
     )
-    chosen = [c.replace("offload=phase=False optimizer=0.0 params=False frozen=False",
-                        "offload=none") for c in chosen]  # fmt: skip
     staleness = plan.max_staleness
     if staleness is None and plan.execution != "sync":
         staleness = 1

@@ -234,3 +234,16 @@ def test_colocated_pools_of_different_sizes_overlap_where_a_framework_allows_it(
         "--set", "plan.train.gpus=4", "--format", "json",
     )  # fmt: skip
     assert code == 0, out
+
+
+@pytest.mark.parametrize(
+    ("assignment", "message"),
+    [
+        ("plan.pools.critic=2", "plan.pools.critic: Group Relative Policy Optimization (GRPO)"),
+        ("plan.pools.reward=2", "plan.pools.reward: responses are scored by a verifier"),
+    ],
+)
+def test_a_pool_for_a_model_the_run_does_not_have_is_refused(assignment: str, message: str) -> None:
+    done = run_cli("recommend", SMALL, "--set", assignment)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr
