@@ -26,6 +26,8 @@ class RolloutLayout:
     fp8: BoolArray
     weight_bytes: FloatArray
     """Bytes per weight in the engine: 2 in bf16, 1 in fp8."""
+    eager: BoolArray
+    """Decode steps launch their kernels from the host (no CUDA graphs)."""
 
     @classmethod
     def of(cls, table: PlanTable) -> RolloutLayout:
@@ -38,6 +40,7 @@ class RolloutLayout:
             attention_dp=floats(table.rollout_attention_dp),
             fp8=table.rollout_fp8,
             weight_bytes=np.where(table.rollout_fp8, FP8_BYTES, BF16_BYTES).astype(np.float64),
+            eager=table.rollout_eager,
         )
 
     @property

@@ -32,6 +32,12 @@ class Overheads:
     measured: on the grid of bench/fidelity.py (1-6 ms, with the two constants below) 4 ms
     fits the published runs and deployments best."""
 
+    eager_layer_seconds: float = 0.34e-3
+    """Host time per layer and decode step in eager mode (no CUDA graphs: vLLM
+    `enforce_eager`), on top of decode_step_seconds. Measured: Qwen2.5-Omni-7B's 28-layer
+    thinker decodes at about 22.5 ms per token eager and 13 ms with CUDA graphs on A800
+    (github-vllm-project-vllm-omni-issue-7960), 9.5 ms over 28 layers."""
+
     scale_up_latency_seconds: float = 10e-6
     """Latency of one small collective inside the scale-up domain: a 32 KiB all-reduce on
     8x H200 takes ~10-20 us through torch.distributed (github-stas00-ml-engineering)."""

@@ -91,6 +91,8 @@ class PlanTable:
     rollout_attention_dp: IntArray
     """Data-parallel attention groups inside one engine (SGLang DP attention); 1 = none."""
     rollout_fp8: BoolArray
+    rollout_eager: BoolArray
+    """Decode without CUDA graphs (vLLM enforce_eager): host launches per layer and step."""
     train_fp8: BoolArray
     train_lora_rank: IntArray
     """LoRA adapter rank; 0 trains every weight."""
@@ -129,6 +131,7 @@ class PlanTable:
         prefix_caching: npt.ArrayLike = True,
         rollout_attention_dp: npt.ArrayLike = 1,
         rollout_fp8: npt.ArrayLike = False,
+        rollout_eager: npt.ArrayLike = False,
         train_fp8: npt.ArrayLike = False,
         train_lora_rank: npt.ArrayLike = 0,
         offload_phase: npt.ArrayLike = False,
@@ -149,7 +152,8 @@ class PlanTable:
             "train.etp": train_tp if train_etp is None else train_etp, "train.zero": train_zero,
             "train.recompute": train_recompute, "max_staleness": staleness,
             "prefix_caching": prefix_caching, "rollout.attention_dp": rollout_attention_dp,
-            "rollout.precision": rollout_fp8, "train.precision": train_fp8,
+            "rollout.precision": rollout_fp8, "rollout.cuda_graphs": rollout_eager,
+            "train.precision": train_fp8,
             "train.lora_rank": train_lora_rank, "train.offload.phase": offload_phase,
             "train.offload.optimizer": offload_optimizer, "train.offload.params": offload_params,
             "train.offload.frozen": offload_frozen, "pools.critic": critic_gpus,
@@ -190,7 +194,8 @@ class PlanTable:
             raise PlanError("train.offload.optimizer", "must be a share between 0 and 1", bad)
         flags = {
             name: np.ascontiguousarray(column(counts[name]).astype(bool))
-            for name in ("rollout.precision", "train.precision", "train.offload.phase",
+            for name in ("rollout.precision", "rollout.cuda_graphs", "train.precision",
+                         "train.offload.phase",
                          "train.offload.params", "train.offload.frozen")
         }  # fmt: skip
         zero = np.ascontiguousarray(column(train_zero).astype(np.int64))
@@ -245,6 +250,7 @@ class PlanTable:
             train_recompute=recompute,
             rollout_attention_dp=ints["rollout.attention_dp"],
             rollout_fp8=flags["rollout.precision"],
+            rollout_eager=flags["rollout.cuda_graphs"],
             train_fp8=flags["train.precision"],
             train_lora_rank=ints["train.lora_rank"],
             offload_phase=flags["train.offload.phase"],
@@ -305,6 +311,7 @@ class PlanTable:
                 "train_recompute": t.recompute,
                 "rollout_attention_dp": r.attention_dp or 1,
                 "rollout_fp8": r.precision == "fp8",
+                "rollout_eager": r.cuda_graphs is False,
                 "train_fp8": t.precision == "fp8",
                 "train_lora_rank": t.lora_rank or 0,
                 "offload_phase": offload.phase,
@@ -339,6 +346,7 @@ class PlanTable:
                 "ep": int(self.rollout_ep[i]),
                 "attention_dp": int(self.rollout_attention_dp[i]),
                 "precision": "fp8" if self.rollout_fp8[i] else "bf16",
+                "cuda_graphs": not self.rollout_eager[i],
             },
             "train": {
                 "gpus": int(self.train_gpus[i]),

@@ -5,7 +5,8 @@ costs the roofline max(FLOPs / achieved FLOP/s, (weights + KV cache read) / achi
 plus the tensor-parallel all-reduces (two per layer), the expert all-to-alls and the pipeline
 send; with pp stages the batch is cut into pp micro-batches, so the weights are read pp times
 per step and a lone sequence still crosses every stage in turn. A fixed host cost per step
-(scheduling, sampling) is added once.
+(scheduling, sampling) is added once; an engine without CUDA graphs (eager mode) also pays a
+host launch time per layer and step.
 
 A replica holds n sequences and runs min(n, capacity) of them at once. While a queue is left the
 batch stays full: those tokens cost the full-batch time per token. The last full batch then
@@ -85,9 +86,12 @@ class DecodeModel:
         hbm_rate = hw.hbm_bytes_per_s * eff.decode_hbm
         self.pp = _column(pp)
         self.step_overhead = overheads.decode_step_seconds
+        share = fig.stage_share(pp)
+        # Eager mode: each stage's layers launch their kernels from the host every step.
+        launch = fig.layers * share * overheads.eager_layer_seconds
+        self.launch = _column(np.where(layout.eager, launch, 0.0))
         # Seconds per micro-batch token: 2 x active parameters of FLOPs, plus attention FLOPs
         # and KV-cache bytes per token of context.
-        share = fig.stage_share(pp)
         self.compute_fixed = _column(2.0 * fig.params_active * share / tp / flops_rate)
         self.compute_context = _column(fig.attention_flops_per_context * share / tp / flops_rate)
         self.kv_bytes = _column(rollout_kv_bytes_per_token(fig, layout))
@@ -149,7 +153,8 @@ class DecodeModel:
         hbm = self.dense_read + micro_context * self.kv_context
         if self.fig.is_moe:
             hbm = hbm + self.expert_read * self._touched(micro)
-        return np.maximum(compute, hbm) + self.comm_fixed + micro * self.comm_slope
+        comm = self.comm_fixed + micro * self.comm_slope
+        return np.maximum(compute, hbm) + comm + self.launch
 
     def step_seconds(self, batch: FloatArray, context: FloatArray) -> FloatArray:
         """Seconds of a decode step of `batch` sequences at mean context `context`."""
@@ -167,7 +172,7 @@ class DecodeModel:
         pp = self.pp
         read = self.dense_bytes + self.expert_bytes * touched + micro * context * self.kv_bytes
         return StepCost(
-            seconds=pp * (np.maximum(compute, hbm) + up + out) + self.step_overhead,
+            seconds=pp * (np.maximum(compute, hbm) + up + out + self.launch) + self.step_overhead,
             compute=pp * compute,
             hbm=pp * hbm,
             scale_up=pp * up,

@@ -15,6 +15,8 @@ def layout(plan: dict[str, Any]) -> tuple[str, str]:
     # Said when off: two plans differing only in it otherwise printed identically.
     if plan.get("prefix_caching") is False:
         rollout += ", no prefix caching"
+    if r.get("cuda_graphs") is False:
+        rollout += ", eager"
     # Expert tensor parallelism is shown only where experts are folded (etp differs from tp).
     folded = f" etp{t['etp']}" if t.get("etp", t["tp"]) != t["tp"] else ""
     offload = [k for k, v in t.get("offload", {}).items() if v]

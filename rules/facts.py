@@ -81,6 +81,7 @@ PLAN_FACTS = (
     Fact("plan.train.recompute", "text", "activation recomputation", RECOMPUTE),
     Fact("plan.rollout.attention_dp", "number", "DP-attention groups per rollout engine"),
     Fact("plan.rollout.fp8", "bool", "the rollout engine runs fp8 weights"),
+    Fact("plan.rollout.eager", "bool", "the rollout engine decodes without CUDA graphs"),
     Fact("plan.train.fp8", "bool", "training matmuls run in fp8"),
     Fact("plan.train.lora_rank", "number", "LoRA adapter rank (0: every weight trained)"),
     Fact("plan.train.offload_phase", "bool", "trained state parked on the host between phases"),

@@ -126,6 +126,7 @@ def plan_facts(table: PlanTable, costs: CostTable | None = None) -> dict[str, An
             if column is not None:
                 facts[f"plan.{pool}.{degree}"] = column
     facts["plan.rollout.fp8"] = table.rollout_fp8
+    facts["plan.rollout.eager"] = table.rollout_eager
     facts["plan.train.fp8"] = table.train_fp8
     facts["plan.train.lora_rank"] = table.train_lora_rank
     for kind in ("phase", "optimizer", "params", "frozen"):
@@ -175,6 +176,7 @@ def fixed_columns(resolved: Resolved) -> dict[str, Any]:
     plan = resolved.scenario.plan
     return {
         "rollout_fp8": plan.rollout.precision == "fp8",
+        "rollout_eager": plan.rollout.cuda_graphs is False,
         "train_fp8": plan.train.precision == "fp8",
         "train_lora_rank": plan.train.lora_rank or 0,
         "critic_gpus": plan.pools.critic or 0,

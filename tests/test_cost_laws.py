@@ -181,7 +181,16 @@ def test_row_has_the_design_json_keys() -> None:
         row = json.loads(json.dumps(r.row(i)))
         assert {"placement", "execution", "rollout", "train", "step_seconds", "tokens_per_second",
                 "stages", "memory_gib_per_gpu", "bottleneck"} <= row.keys()  # fmt: skip
-        assert set(row["rollout"]) == {"gpus", "tp", "pp", "dp", "ep", "attention_dp", "precision"}
+        assert set(row["rollout"]) == {
+            "gpus",
+            "tp",
+            "pp",
+            "dp",
+            "ep",
+            "attention_dp",
+            "precision",
+            "cuda_graphs",
+        }
         train_keys = {"gpus", "tp", "pp", "cp", "dp", "ep", "etp", "zero", "recompute",
                       "precision", "lora_rank", "offload"}  # fmt: skip
         assert set(row["train"]) == train_keys

@@ -112,6 +112,10 @@ class RolloutPlan(Strict):
     precision: Precision | None = None
     """Weights and matmuls of the rollout engine: bf16, or fp8 quantised during weight sync
     (NeMo-RL, slime); unset means bf16. Never searched: it changes the sampled policy."""
+    cuda_graphs: bool | None = None
+    """Decode steps replay captured CUDA graphs, the vLLM and SGLang default; false is eager
+    mode (vLLM `enforce_eager`, SGLang `disable_cuda_graph`), where the host launches every
+    layer's kernels each step. Unset means true. Never searched: eager mode only adds time."""
 
 
 class Offload(Strict):
