@@ -24,5 +24,9 @@ def test_calibration_against_published_results() -> None:
     # The target is 1.35x (issue 3) and the model meets it; this bound leaves room for new
     # calibration records while catching a regression (bench/fidelity.py prints the figures).
     assert median_abs_log_error(scored) < 1.5
-    assert all(0.05 < c.ratio < 20 for c in scored)
+    # None beyond 3x (issue 12's target, met at the default constants): a case that falls
+    # out names what the model misses, as eager decoding and the NeMo-RL recipes' rollout EP
+    # did.
+    beyond = [(c.result.id, round(c.ratio, 2)) for c in scored if not 1 / 3 <= c.ratio <= 3]
+    assert not beyond, beyond
     assert all(math.isfinite(c.predicted) and c.predicted > 0 for c in scored)
