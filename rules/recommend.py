@@ -43,6 +43,10 @@ from rules.search import (
 )
 
 SHORTLIST = 4
+SYNC_GROUPS_UP_TO_GPUS = 512
+"""Up to this cluster size the disaggregated training shortlist also keeps the fastest layout
+of every weight-sync group, which makes the pruned search return the exhaustive best plan;
+above it the shortlist is the SHORTLIST fastest trainers alone (said in the output)."""
 """Layouts kept per disaggregated pool size for composition."""
 
 
@@ -375,7 +379,14 @@ class Recommender:
         for k, (size, _) in enumerate(sizes):
             mine = order[group[order] == k]
             feasible[size] = len(mine)
-            kept = mine if self.exhaustive else mine[:SHORTLIST]
+            keep_mask = np.arange(len(mine)) < (len(mine) if self.exhaustive else SHORTLIST)
+            if pool == "train" and r.scenario.cluster.gpus <= SYNC_GROUPS_UP_TO_GPUS:
+                # Weight sync depends on the trainer's tp, pp, cp and ZeRO stage, and when
+                # the rollout is the critical path a slower trainer with a faster sync wins:
+                # the fastest layout of each such group stays.
+                sync = np.stack([layouts[c][mine] for c in ("tp", "pp", "cp", "zero")], axis=1)
+                keep_mask[np.unique(sync, axis=0, return_index=True)[1]] = True
+            kept = mine[keep_mask]
             out[size] = {key: v[kept] for key, v in layouts.items()}
         return out, feasible
 
@@ -848,14 +859,23 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
 
 
 def _grid_notes(resolved: Resolved) -> list[str]:
-    unit, per_node = split_unit(resolved), resolved.scenario.cluster.gpus_per_node
-    if unit <= per_node:
-        return []
-    return [
-        f"disaggregated splits were searched every {unit} GPUs ({unit // per_node} nodes), "
-        f"not every node, to keep the search within {MAX_SPLITS} splits; fix plan.rollout.gpus "
-        "to cost another split"
-    ]
+    cluster = resolved.scenario.cluster
+    unit, per_node = split_unit(resolved), cluster.gpus_per_node
+    notes = []
+    if unit > per_node:
+        notes.append(
+            f"disaggregated splits were searched every {unit} GPUs ({unit // per_node} nodes), "
+            f"not every node, to keep the search within {MAX_SPLITS} splits; fix "
+            "plan.rollout.gpus to cost another split"
+        )
+    if cluster.gpus > SYNC_GROUPS_UP_TO_GPUS:
+        notes.append(
+            f"above {SYNC_GROUPS_UP_TO_GPUS} GPUs each disaggregated pool size keeps its "
+            f"{SHORTLIST} fastest training layouts, without the fastest of every weight-sync "
+            "group (tp, pp, cp, ZeRO stage) kept below that size; fix plan.train fields to "
+            "cost another layout"
+        )
+    return notes
 
 
 def _tie(costs: CostTable, row: int, fastest: int) -> dict[str, Any] | None:

@@ -122,6 +122,32 @@ def test_pruned_search_finds_the_exhaustive_best_plan(path: str) -> None:
     assert {k: pruned[k] for k in fields} == {k: exhaustive[k] for k in fields}
 
 
+def _exhaustive_is_quick(deployment_id: str) -> bool:
+    """Dense models at any size here, mixtures of experts on one node: the exhaustive search
+    of the larger MoE clusters takes a minute or more each, so bench/bench_pruning.py compares
+    those instead."""
+    scenario = CATALOG.of("deployment")[deployment_id].scenario  # type: ignore[attr-defined]
+    policy = resolve(scenario, CATALOG.records).policy
+    return policy.moe is None or scenario.cluster.gpus <= 8
+
+
+QUICK = [i for i in sorted(CATALOG.of("deployment")) if _exhaustive_is_quick(i)]
+
+
+@pytest.mark.parametrize("deployment_id", QUICK)
+def test_pruned_search_finds_the_exhaustive_best_plan_of_a_deployment(deployment_id: str) -> None:
+    scenario = CATALOG.of("deployment")[deployment_id].scenario  # type: ignore[attr-defined]
+    assert scenario.cluster.gpus <= 512
+    resolved = resolve(scenario.model_copy(update={"plan": type(scenario.plan)()}), CATALOG.records)
+    pruned = recommend(recommender_for(resolved, CATALOG), 1)["plans"][0]
+    exhaustive = recommend(recommender_for(resolved, CATALOG, exhaustive=True), 1)["plans"][0]
+    assert pruned["step_seconds"] == pytest.approx(exhaustive["step_seconds"], rel=1e-9)
+
+
+def test_the_quick_exhaustive_comparisons_cover_most_deployments() -> None:
+    assert len(QUICK) >= 18, QUICK
+
+
 def test_coarse_split_grid_is_said() -> None:
     result = search("grpo-deepseek-v3-4096xh800.yaml", top=1)
     assert result["search"]["split_every_gpus"] > 8
