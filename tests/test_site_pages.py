@@ -66,7 +66,8 @@ source: repo-b
 file: examples/run_grpo.sh
 commit: abcdef1234567
 url: https://example.org/repo-b/blob/abcdef1234567/examples/run_grpo.sh
-verified: 2026-12-03
+checked: 2026-12-03
+as_of: null
 description: The fixture framework's GRPO example.
 scenario:
   cluster: {accelerator: gpu-x, nodes: 1, gpus_per_node: 8}
@@ -255,7 +256,7 @@ def test_framework_page_shows_every_claim(real: tuple[Catalog, dict[str, str]]) 
     for claim in verl.claims:
         source = catalog.of("source")[claim.source]
         assert f'href="{html(source.url)}"' in page
-        assert claim.verified.isoformat() in page
+        assert claim.checked.isoformat() in page
         assert f"sources/{claim.source}/" in page
     assert page.count("<tr>") >= len(verl.claims)
 
