@@ -113,7 +113,7 @@ class Dated(Strict):
     evidence is. They differ: a snapshot read today may be a year old."""
 
     checked: Date
-    """The day someone read the evidence."""
+    """The day someone read the evidence (the field was `verified` before 2026-12)."""
     as_of: Date | None
     """The date of the evidence itself: the commit date of the pinned version for code or docs
     read from a repository, the release or publication date of a docs or paper version; null
@@ -142,8 +142,11 @@ class Release(Strict):
     """A framework's newest release known to the knowledge base, with where it is listed."""
 
     version: Text
+    """The release's tag or version name."""
     date: Date
+    """The release date: the tag's date where the release is read from repository tags."""
     source: Slug
+    """Where the release is listed (the repository source record, for its tags)."""
 
 
 class Framework(Record):
