@@ -54,7 +54,7 @@ def search_name(record: Record) -> str:
     return oneline(" ".join([title_of(record), record.id, *aliases])).lower()
 
 
-STALE_TIP = "evidence more than a year older than the framework's latest release"
+STALE_TIP = "evidence more than a year older than the framework's latest release (or its check)"
 
 
 def matrix_cell(ix: Index, feature: str, fw: Framework) -> str:
@@ -149,8 +149,11 @@ def matrix_page(ix: Index) -> str:
         f'<p class="matrix-intro">{len(ix.frameworks)} frameworks against the {len(features)} '
         "features at least one of them claims. Tick features to keep the frameworks that "
         "support <strong>all</strong> of them (the address then links to the answer); type to "
-        "find features by name. Each cell links to the source the claim was checked against; "
-        "<strong>unknown</strong> means nobody has checked, not that the feature is missing.</p>",
+        "find features by name. Each cell links to the source the claim was checked against "
+        "(hover for the day it was checked and the date of the evidence); "
+        "<strong>unknown</strong> means nobody has checked, not that the feature is missing, "
+        "and <em>(stale)</em> marks evidence more than a year older than the framework's "
+        "latest release (or than the day it was checked, where no release is recorded).</p>",
         TOOLS,
         matrix_table(ix),
     ]
