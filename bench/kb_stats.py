@@ -6,10 +6,10 @@ Run: python bench/kb_stats.py
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 from kb.coverage import DIMENSIONS, framework_dimensions
+from kb.evidence import claim_stale, is_pinned
 from kb.load import load_catalog
 from kb.paths import DEFAULT_ROOTS, PLURALS, RULES_ROOT
 
@@ -17,8 +17,6 @@ PRIMARY = {"paper", "repository", "documentation", "model-config", "datasheet"}
 LAYOUT_SCOPES = {"intra-model", "inter-model", "execution"}
 """Technique scopes whose claims decide what plans a framework can run (parallelism, placement,
 execution mode): issue 17 wants these read from code at a pinned commit."""
-COMMIT = re.compile(r"(?:\b|-g)[0-9a-f]{7,40}\b")
-"""A commit hash, bare or inside a `git describe` name (`v0.7.0-125-gb178a3c`)."""
 
 
 def main() -> None:
@@ -50,20 +48,33 @@ def main() -> None:
     techniques = catalog.of("technique")
     layout = {t for t, rec in techniques.items() if rec.scope in LAYOUT_SCOPES}  # type: ignore[attr-defined]
     print(
-        "parallelism/placement/execution claims read from code at a pinned commit, per framework:"
+        "parallelism/placement/execution claims read from code at a pinned version (a "
+        "repository source with a commit or release), per framework with a repository:"
     )
+    total = code_total = 0
     for fw in sorted(frameworks, key=lambda f: f.id):
         mine = [c for c in fw.claims if c.feature in layout]  # type: ignore[attr-defined]
-        if not mine:
+        if not mine or not fw.repository:  # type: ignore[attr-defined]
             continue
         code = sum(
             1
             for c in mine
-            if sources[c.source].type == "repository"  # type: ignore[attr-defined]
-            and COMMIT.search(c.version or "")
+            if sources[c.source].type == "repository" and is_pinned(c.version)  # type: ignore[attr-defined]
         )
-        repo = "repository" if fw.repository else "no repository"  # type: ignore[attr-defined]
-        print(f"  {fw.id:<16} {code:>3}/{len(mine):<3} = {100 * code / len(mine):5.1f}%  ({repo})")
+        total, code_total = total + len(mine), code_total + code
+        print(f"  {fw.id:<16} {code:>3}/{len(mine):<3} = {100 * code / len(mine):5.1f}%")
+    print(
+        f"  overall          {code_total:>3}/{total:<3} = {100 * code_total / max(total, 1):5.1f}%"
+    )
+    stale_of = Counter(
+        claim_stale(fw, c)  # type: ignore[arg-type]
+        for fw in frameworks
+        for c in fw.claims  # type: ignore[attr-defined]
+    )
+    print(
+        f"claims whose evidence is stale: {stale_of[True]}, current {stale_of[False]}, "
+        f"evidence date unknown {stale_of[None]}"
+    )
 
 
 if __name__ == "__main__":

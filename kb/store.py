@@ -21,9 +21,10 @@ import duckdb
 from pydantic import BaseModel
 
 from kb.derived import Table
+from kb.evidence import claim_stale
 from kb.load import Catalog
 from kb.paths import PLURALS
-from kb.schema import KINDS
+from kb.schema import KINDS, Framework
 
 LINKED = {"sources", "claims", "examples"}
 JSON_FIELDS = {"scenario"}
@@ -38,11 +39,12 @@ VIEWS = {
         """,
     ),
     "framework_matrix": (
-        "One row per framework x feature claim, with the support level, its source and date.",
+        "One row per framework x feature claim, with the support level, its source, the day "
+        "it was checked, the date of its evidence (as_of) and whether that evidence is stale.",
         """
         SELECT c.framework_id, f.name AS framework, c.feature, ft.kind AS feature_kind,
                ft.category AS feature_category, ft.name AS feature_name, c.support, c.note,
-               c.source_id, s.url AS source_url, c.verified, c.version
+               c.source_id, s.url AS source_url, c.checked, c.as_of, c.stale, c.version
         FROM claims c
         JOIN frameworks f ON f.id = c.framework_id
         LEFT JOIN features ft ON ft.id = c.feature
@@ -185,6 +187,7 @@ def populate(
     derived: Sequence[Table] = (),
 ) -> None:
     """Create every table and view of the knowledge base in `con`, and the `derived` tables."""
+    frameworks = [fw for fw in catalog.of("framework").values() if isinstance(fw, Framework)]
     for kind, cls in KINDS.items():
         cols = columns(cls)
         doc = " ".join((cls.__doc__ or kind).split())
@@ -214,15 +217,38 @@ def populate(
             ("support", "VARCHAR", "yes | partial | planned | no"),
             ("note", "VARCHAR", ""),
             ("source_id", "VARCHAR", ""),
-            ("verified", "DATE", "date the claim was checked against its source"),
-            ("version", "VARCHAR", ""),
+            ("checked", "DATE", "the day the evidence was read (was `verified` before 2026-12)"),
+            (
+                "as_of",
+                "DATE",
+                "the date of the evidence itself: commit date of the pinned version, or the "
+                "release or publication date of a docs or paper version; NULL when unknown",
+            ),
+            (
+                "stale",
+                "BOOLEAN",
+                "derived: as_of more than a year older than the framework's latest release "
+                "(frameworks.latest_release_date), or than checked when no release is "
+                "recorded; NULL when as_of is",
+            ),
+            ("version", "VARCHAR", "the pinned commit, tag, release or paper version read"),
         ],
         "The unit of fact: how far a framework supports a feature, with its source.",
         (
-            [fw.id, c.feature, c.support, c.note, c.source, c.verified, c.version]
-            for fw in sorted(catalog.of("framework").values(), key=lambda r: r.id)
+            [
+                fw.id,
+                c.feature,
+                c.support,
+                c.note,
+                c.source,
+                c.checked,
+                c.as_of,
+                claim_stale(fw, c),
+                c.version,
+            ]
+            for fw in sorted(frameworks, key=lambda r: r.id)
             for c in fw.claims
-        ),  # type: ignore[attr-defined]
+        ),
     )
     _create(
         con,

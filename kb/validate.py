@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable
 
+from kb.evidence import PINNED_SOURCE_TYPES, is_pinned
 from kb.load import Catalog, Problem
 from kb.schema import (
     Algorithm,
@@ -74,6 +75,9 @@ def check_frameworks(c: Checker) -> None:
     for fw in c.catalog.of("framework").values():
         assert isinstance(fw, Framework)
         c.ref(fw, "paper", "source", fw.paper)
+        if fw.latest_release:
+            c.ref(fw, "latest_release.source", "source", fw.latest_release.source)
+        sources = c.catalog.of("source")
         for i, claim in enumerate(fw.claims):
             broken = any((k, claim.feature) in c.catalog.broken for k in FEATURE_KINDS)
             if not broken and not any(claim.feature in by_id for by_id in features.values()):
@@ -84,6 +88,16 @@ def check_frameworks(c: Checker) -> None:
                     f"component{suggest(claim.feature, every)}",
                 )
             c.ref(fw, f"claims[{i}].source", "source", claim.source)
+            source = sources.get(claim.source)
+            kind = getattr(source, "type", None)
+            if kind in PINNED_SOURCE_TYPES and not is_pinned(claim.version):
+                shown = f"{claim.version!r}" if claim.version else "none"
+                c.report(
+                    fw,
+                    f"claims[{i}].version",
+                    f"a {kind} source changes under its address: pin the commit or release "
+                    f"read (version is {shown}; a branch such as 'main' floats)",
+                )
 
 
 def check_taxonomy(c: Checker) -> None:

@@ -315,6 +315,20 @@ def _find(record_id: str, kind: str | None) -> tuple[str, dict[str, Any]]:
     raise BadInput(f"unknown {what} {record_id!r}{suggestion(record_id, known)}")
 
 
+CLAIM_KEYS = (
+    "feature",
+    "feature_kind",
+    "support",
+    "note",
+    "source",
+    "checked",
+    "as_of",
+    "stale",
+    "version",
+)
+"""A claim's fields as `show --format json` names them (`stale` is derived: kb.evidence)."""
+
+
 @cli.command()
 @click.argument("record_id", metavar="ID")
 @click.option("--kind", help="Look only among records of this kind.")
@@ -332,7 +346,8 @@ def show(record_id: str, kind: str | None, fmt: str) -> None:
     claims: list = []
     if found_kind == "framework":
         _, claims = fetch(
-            "SELECT feature, feature_kind, support, note, source_id, verified, version "
+            "SELECT feature, feature_kind, support, note, source_id, checked, as_of, stale, "
+            "version "
             "FROM framework_matrix WHERE framework_id = ? ORDER BY feature_kind, feature",
             [record_id],
         )
@@ -346,7 +361,7 @@ def show(record_id: str, kind: str | None, fmt: str) -> None:
             "sources": [dict(zip(("id", "title", "url"), c, strict=True)) for c in cites],
         }
         if found_kind == "framework":
-            keys = ("feature", "feature_kind", "support", "note", "source", "verified", "version")
+            keys = CLAIM_KEYS
             document["claims"] = [
                 {k: plain(v) for k, v in zip(keys, c, strict=True)} for c in claims
             ]
@@ -356,7 +371,17 @@ def show(record_id: str, kind: str | None, fmt: str) -> None:
     print_rows(["field", "value"], pairs, fmt, title=f"{found_kind} {record_id}")
     if claims:
         print_rows(
-            ["feature", "kind", "support", "note", "source", "verified", "version"],
+            [
+                "feature",
+                "kind",
+                "support",
+                "note",
+                "source",
+                "checked",
+                "as of",
+                "stale",
+                "version",
+            ],
             claims,
             fmt,
             title="claims",
@@ -370,34 +395,48 @@ def show(record_id: str, kind: str | None, fmt: str) -> None:
 @format_option(("table", "json", "markdown"))
 def compare(ids: tuple[str, ...], fmt: str) -> None:
     """Compare frameworks side by side: every feature claimed by any, each cell with its source."""
+    from rlmguide.formats import plain
+
     known = [r[0] for r in fetch("SELECT id FROM frameworks")[1]]
     for fid in ids:
         if fid not in known:
             raise BadInput(f"unknown framework {fid!r}{suggestion(fid, known)}")
     marks = ", ".join("?" for _ in ids)
     _, rows = fetch(
-        "SELECT feature, feature_kind, framework_id, support, source_id, note "
+        "SELECT feature, feature_kind, framework_id, support, source_id, note, checked, as_of, "
+        "stale "
         f"FROM framework_matrix WHERE framework_id IN ({marks}) ORDER BY feature_kind, feature",
         list(ids),
     )
     features: dict[str, dict[str, Any]] = {}
-    for feature, feature_kind, fid, support, source, note in rows:
+    for feature, feature_kind, fid, support, source, note, checked, as_of, stale in rows:
         entry = features.setdefault(
             feature, {"feature": feature, "kind": feature_kind, "cells": dict.fromkeys(ids)}
         )
-        entry["cells"][fid] = {"support": support, "source": source, "note": note}
+        entry["cells"][fid] = {
+            "support": support,
+            "source": source,
+            "note": note,
+            "checked": plain(checked),
+            "as_of": plain(as_of),
+            "stale": stale,
+        }
     if fmt == "json":
         click.echo(dumps({"frameworks": list(ids), "features": list(features.values())}))
         return
 
     def show_cell(c: dict[str, Any] | None) -> str:
-        return "unknown" if c is None else f"{c['support']} ({c['source']})"
+        if c is None:
+            return "unknown"
+        flag = ", stale" if c["stale"] else ""
+        return f"{c['support']} ({c['source']}, as of {c['as_of'] or 'unknown'}{flag})"
 
     table = [
         (f["feature"], f["kind"], *(show_cell(f["cells"][i]) for i in ids))
         for f in features.values()
     ]
-    print_rows(["feature", "kind", *ids], table, fmt, title="claims (support (source))")
+    title = "claims: support (source, date of the evidence, stale when over a year old)"
+    print_rows(["feature", "kind", *ids], table, fmt, title=title)
 
 
 SCENARIO_FLAGS = {

@@ -78,6 +78,9 @@ def test_list_show_and_compare() -> None:
     assert shown["kind"] == "framework"
     assert {s["id"] for s in shown["sources"]} == {"repo-b", "paper-a"}
     assert {c["feature"]: c["source"] for c in shown["claims"]}["grpo"] == "repo-b"
+    dated = {c["feature"]: (c["checked"], c["as_of"], c["stale"]) for c in shown["claims"]}
+    assert dated["grpo"] == ("2026-12-02", "2025-03-01", True)
+    assert dated["tensor-parallelism"] == ("2026-12-02", None, None)
     model = json.loads(invoke("show", "model-7b", "--format", "json").output)
     assert model["params_total"] == 7_615_616_512
     compared = json.loads(invoke("compare", "fw-one", "fw-two", "--format", "json").output)
@@ -85,7 +88,8 @@ def test_list_show_and_compare() -> None:
     assert cells["ppo"]["fw-one"] is None  # unknown, not "no"
     assert cells["ppo"]["fw-two"]["source"] == "paper-a"
     table = invoke("compare", "fw-one", "fw-two", "--format", "markdown").output
-    assert "| ppo | algorithm | unknown | yes (paper-a) |" in table
+    assert "| ppo | algorithm | unknown | yes (paper-a, as of 2025-06-01, stale) |" in table
+    assert "| vllm | component | yes (repo-b, as of 2026-01-10) | unknown |" in table
 
 
 @pytest.mark.parametrize(

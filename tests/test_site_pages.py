@@ -66,7 +66,8 @@ source: repo-b
 file: examples/run_grpo.sh
 commit: abcdef1234567
 url: https://example.org/repo-b/blob/abcdef1234567/examples/run_grpo.sh
-verified: 2026-12-03
+checked: 2026-12-03
+as_of: null
 description: The fixture framework's GRPO example.
 scenario:
   cluster: {accelerator: gpu-x, nodes: 1, gpus_per_node: 8}
@@ -218,6 +219,23 @@ def test_matrix_cells_link_sources_and_say_unknown(small: tuple[Catalog, dict[st
     assert 'class="matrix-find"' in matrix and 'id="framework-matrix"' in matrix
 
 
+def test_claims_show_both_dates_and_the_stale_flag(small: tuple[Catalog, dict[str, str]]) -> None:
+    _, pages = small
+    grpo = row_of(pages[site.MATRIX], "GRPO")
+    # fw-one's evidence for GRPO (2025-03-01) is over a year older than its v1.2 (2026-06-01).
+    assert "checked 2026-12-02, as of 2025-03-01, stale yes" in grpo
+    assert "(stale)</span>" in grpo
+    vllm = row_of(pages[site.MATRIX], "vLLM")
+    assert "as of 2026-01-10, stale no" in vllm and "(stale)" not in vllm
+    page = pages["frameworks/fw-one.md"]
+    assert "<th>Checked</th> <th>As of</th> <th>Stale</th>" in page
+    cells = re.findall(r"<td>(.*?)</td>", row_of(page, "Tensor parallelism"))
+    # Checked, as of, stale, version: an unknown evidence date leaves the flag unknown, not "no".
+    assert cells[-4:] == ["2026-12-02", "unknown", "unknown", "unknown"]
+    release = row_of(page, "Latest release")
+    assert "v1.2 (2026-06-01, " in release and "sources/repo-b/" in release
+
+
 def test_matrix_rows_carry_what_the_query_needs(small: tuple[Catalog, dict[str, str]]) -> None:
     _, pages = small
     matrix = pages[site.MATRIX]
@@ -255,7 +273,7 @@ def test_framework_page_shows_every_claim(real: tuple[Catalog, dict[str, str]]) 
     for claim in verl.claims:
         source = catalog.of("source")[claim.source]
         assert f'href="{html(source.url)}"' in page
-        assert claim.verified.isoformat() in page
+        assert claim.checked.isoformat() in page
         assert f"sources/{claim.source}/" in page
     assert page.count("<tr>") >= len(verl.claims)
 

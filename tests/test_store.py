@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import multiprocessing
 from pathlib import Path
 
@@ -65,6 +66,33 @@ def test_matrix_tree_and_algorithm_models(fixture_kb: Path) -> None:
         ("reference", "required"),
         ("reward-model", "required"),
     ]
+
+
+def test_claims_carry_both_dates_and_the_stale_flag(fixture_kb: Path) -> None:
+    con = open_db(fixture_kb)
+    rows = con.execute(
+        "SELECT framework_id, feature, checked, as_of, stale FROM framework_matrix "
+        "ORDER BY framework_id, feature"
+    ).fetchall()
+    day = dt.date
+    assert rows == [
+        # fw-one's latest release is 2026-06-01: evidence before 2025-06-01 is stale.
+        ("fw-one", "grpo", day(2026, 12, 2), day(2025, 3, 1), True),
+        ("fw-one", "tensor-parallelism", day(2026, 12, 2), None, None),
+        ("fw-one", "vllm", day(2026, 12, 2), day(2026, 1, 10), False),
+        # fw-two records no release: stale against its check on 2026-11-30.
+        ("fw-two", "ppo", day(2026, 11, 30), day(2025, 6, 1), True),
+    ]
+    types = dict(
+        con.execute(
+            "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = 'claims'"
+        ).fetchall()
+    )
+    assert (types["checked"], types["as_of"], types["stale"]) == ("DATE", "DATE", "BOOLEAN")
+    assert "verified" not in types
+    assert con.execute(
+        "SELECT latest_release_version, latest_release_date FROM frameworks WHERE id = 'fw-one'"
+    ).fetchone() == ("v1.2", day(2026, 6, 1))
 
 
 def test_derived_columns_are_stored(fixture_kb: Path) -> None:

@@ -38,10 +38,42 @@ CASES = [
     ),
     (
         "frameworks/fw-one.yaml",
-        "    source: repo-b\n    verified: 2026-12-02\n    version",
-        "    source: repo-c\n    verified: 2026-12-02\n    version",
+        "    source: repo-b\n    checked: 2026-12-02\n    as_of",
+        "    source: repo-c\n    checked: 2026-12-02\n    as_of",
         "frameworks/fw-one.yaml: claims[0].source: unknown source 'repo-c' "
         "(did you mean 'repo-b'?)",
+    ),
+    (
+        "frameworks/fw-one.yaml",
+        "version: v1.1-3-gabc1234",
+        "version: main",
+        "frameworks/fw-one.yaml: claims[2].version: a repository source changes under its "
+        "address: pin the commit or release read (version is 'main'",
+    ),
+    (
+        "frameworks/fw-one.yaml",
+        "    version: v1.0\n",
+        "",
+        "frameworks/fw-one.yaml: claims[0].version: a repository source changes under its "
+        "address: pin the commit or release read (version is none",
+    ),
+    (
+        "frameworks/fw-one.yaml",
+        "    as_of: 2026-01-10\n",
+        "",
+        "frameworks/fw-one.yaml: claims[2].as_of: required field is missing",
+    ),
+    (
+        "frameworks/fw-one.yaml",
+        "as_of: 2026-01-10",
+        "as_of: 2026-12-24",
+        "frameworks/fw-one.yaml: claims[2]: as_of 2026-12-24 is after checked 2026-12-02",
+    ),
+    (
+        "frameworks/fw-one.yaml",
+        "source: repo-b}",
+        "source: repo-z}",
+        "frameworks/fw-one.yaml: latest_release.source: unknown source 'repo-z'",
     ),
     (
         "frameworks/fw-one.yaml",

@@ -47,7 +47,7 @@ def test_reproducer_duplicate_claims_key_is_an_error_naming_the_line(fixture_kb:
     found = errors(fixture_kb)
     assert len(found) == 1, found
     assert found[0].startswith("frameworks/fw-one.yaml: line ")
-    assert "duplicate key 'claims' (first on line 11)" in found[0]
+    assert "duplicate key 'claims' (first on line 12)" in found[0]
 
 
 def test_duplicate_key_in_a_nested_mapping_and_in_a_scenario(

@@ -1,7 +1,8 @@
 -- title: Frameworks supporting a feature
--- Every framework that claims a feature (-p feature ID), best support first, with the source.
+-- Every framework that claims a feature (-p feature ID), best support first, with the source
+-- and the two dates (checked: when it was read; as_of: the date of the evidence).
 -- Example: rlmguide query frameworks-supporting -p feature asynchronous-execution
-SELECT framework_id, support, note, source_id, source_url, verified
+SELECT framework_id, support, note, source_id, source_url, checked, as_of, stale
 FROM framework_matrix
 WHERE feature = $feature
 ORDER BY CASE support WHEN 'yes' THEN 0 WHEN 'partial' THEN 1 WHEN 'planned' THEN 2 ELSE 3 END,

@@ -111,15 +111,45 @@ class Component(Record):
     sources: Annotated[list[Slug], Field(min_length=1)]
 
 
-class Claim(Strict):
-    """One cited fact: how far a framework supports a feature, checked on a date."""
+class Dated(Strict):
+    """Two dates of every fact read from a source: when it was read and how old the
+    evidence is. They differ: a snapshot read today may be a year old."""
+
+    checked: Date
+    """The day someone read the evidence (the field was `verified` before 2026-12)."""
+    as_of: Date | None
+    """The date of the evidence itself: the commit date of the pinned version for code or docs
+    read from a repository, the release or publication date of a docs or paper version; null
+    when it is not known. Required (even as null) so that no record leaves it out by accident."""
+
+    @model_validator(mode="after")
+    def _evidence_before_reading(self) -> Dated:
+        if self.as_of is not None and self.as_of > self.checked:
+            raise ValueError(f"as_of {self.as_of} is after checked {self.checked}")
+        return self
+
+
+class Claim(Dated):
+    """One cited fact: how far a framework supports a feature, read from a pinned version."""
 
     feature: Slug
     support: Support
     note: Text | None = None
     source: Slug
-    verified: Date
     version: Text | None = None
+    """The pinned version read: a commit, a `git describe` name, a release tag, a paper
+    version. A repository or documentation source needs one that does not float (not `main`)."""
+
+
+class Release(Strict):
+    """A framework's newest release known to the knowledge base, with where it is listed."""
+
+    version: Text
+    """The release's tag or version name."""
+    date: Date
+    """The release date: the tag's date where the release is read from repository tags."""
+    source: Slug
+    """Where the release is listed (the repository source record, for its tags)."""
 
 
 class Framework(Record):
@@ -133,12 +163,18 @@ class Framework(Record):
     paper: Slug | None = None
     licence: Text | None = None
     first_release: Text | None = None
+    latest_release: Release | None = None
+    """The newest release known, read from the repository's tags or release page: a claim
+    whose evidence is more than a year older than it is stale."""
     description: Text
     sources: Annotated[list[Slug], Field(min_length=1)]
     claims: list[Claim] = []
 
     def cited_sources(self) -> list[str]:
-        return [*self.sources, *([self.paper] if self.paper else [])]
+        extra = [self.paper] if self.paper else []
+        if self.latest_release:
+            extra.append(self.latest_release.source)
+        return [*self.sources, *extra]
 
     @model_validator(mode="after")
     def _one_claim_per_feature(self) -> Framework:
@@ -242,7 +278,7 @@ class Result(Record):
         return [self.source]
 
 
-class Deployment(Record):
+class Deployment(Record, Dated):
     """A published launch configuration: an expert's plan as a framework's authors ran it.
 
     The scenario states the cluster, models, workload and the complete plan in scenario terms,
@@ -258,7 +294,6 @@ class Deployment(Record):
     """Path of the launch script, recipe or config inside the repository."""
     commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")]
     url: Url
-    verified: Date
     description: Text
     scenario: Scenario
     defaults: list[Text] = []
@@ -280,7 +315,7 @@ class Deployment(Record):
         return self
 
 
-class Constraint(Record):
+class Constraint(Record, Dated):
     """What a framework refuses, read from the code path that refuses it at a pinned commit.
 
     `condition` is what a plan must satisfy for the framework to run it, in the rules'
@@ -307,7 +342,6 @@ class Constraint(Record):
     """Where in the file (for example `L210-L218`, or the function name)."""
     commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")]
     url: Url
-    verified: Date
 
     def cited_sources(self) -> list[str]:
         return [self.source]

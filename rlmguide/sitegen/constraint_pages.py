@@ -4,7 +4,7 @@ an index grouped by framework. The planner reads the same records (rules.framewo
 from __future__ import annotations
 
 from kb.schema import Constraint
-from rlmguide.sitegen.mdtext import anchor, document, esc, fields, html, html_code, table
+from rlmguide.sitegen.mdtext import anchor, cell, document, esc, fields, html_code, table
 from rlmguide.sitegen.pages import Index, Pages, index_of, page_of, record_pages, sources_section
 
 
@@ -33,7 +33,8 @@ def constraint_page(ix: Index, c: Constraint) -> str:
                 ("Applies when", html_code(c.applies)),
                 ("A plan must satisfy", html_code(c.condition)),
                 ("Code", code_link(c)),
-                ("Read on", html(str(c.verified))),
+                ("Read on", cell(c.checked)),
+                ("Commit date", cell(c.as_of)),
             ]
         ),
         "The condition is written over the facts of the guideline engine (see the facts "

@@ -8,6 +8,7 @@ script needs rides on the table as attributes, so there is no second copy to dri
 
 from __future__ import annotations
 
+from kb.evidence import claim_stale
 from kb.schema import Framework, Record
 from rlmguide.sitegen.mdtext import (
     SEARCH_EXCLUDE,
@@ -17,6 +18,7 @@ from rlmguide.sitegen.mdtext import (
     front_matter,
     html,
     oneline,
+    plain,
 )
 from rlmguide.sitegen.pages import (
     FEATURE_KINDS,
@@ -52,6 +54,9 @@ def search_name(record: Record) -> str:
     return oneline(" ".join([title_of(record), record.id, *aliases])).lower()
 
 
+STALE_TIP = "evidence more than a year older than the framework's latest release (or its check)"
+
+
 def matrix_cell(ix: Index, feature: str, fw: Framework) -> str:
     """One cell: the support level linking to the claim's source, or unknown."""
     claim = ix.claims.get(feature, {}).get(fw.id)
@@ -60,10 +65,16 @@ def matrix_cell(ix: Index, feature: str, fw: Framework) -> str:
         # most of the matrix's 4,800 cells are unknown.
         return f'<td class="support-unknown">{UNKNOWN}</td>'
     source = ix.get("source", claim.source)
-    tip = f"{claim.note or claim.support} (source {claim.source}, checked {claim.verified})"
+    is_stale = claim_stale(fw, claim)
+    tip = (
+        f"{claim.note or claim.support} (source {claim.source}, checked {claim.checked}, "
+        f"as of {plain(claim.as_of)}, stale {plain(is_stale)})"
+    )
     body = anchor(source.url, badge(claim.support), tip) if source else badge(claim.support)
+    # A stale cell says so in its text too, not only in the tooltip a touch screen cannot show.
+    mark = f' <span class="claim-stale" title="{STALE_TIP}">(stale)</span>' if is_stale else ""
     order = SUPPORT_ORDER[claim.support]
-    return f'<td class="support-{claim.support}" data-sort="{order}">{body}</td>'
+    return f'<td class="support-{claim.support}" data-sort="{order}">{body}{mark}</td>'
 
 
 def feature_cell(kind: str, record: Record) -> str:
@@ -138,8 +149,11 @@ def matrix_page(ix: Index) -> str:
         f'<p class="matrix-intro">{len(ix.frameworks)} frameworks against the {len(features)} '
         "features at least one of them claims. Tick features to keep the frameworks that "
         "support <strong>all</strong> of them (the address then links to the answer); type to "
-        "find features by name. Each cell links to the source the claim was checked against; "
-        "<strong>unknown</strong> means nobody has checked, not that the feature is missing.</p>",
+        "find features by name. Each cell links to the source the claim was checked against "
+        "(hover for the day it was checked and the date of the evidence); "
+        "<strong>unknown</strong> means nobody has checked, not that the feature is missing, "
+        "and <em>(stale)</em> marks evidence more than a year older than the framework's "
+        "latest release (or than the day it was checked, where no release is recorded).</p>",
         TOOLS,
         matrix_table(ix),
     ]

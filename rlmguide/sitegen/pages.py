@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from kb.evidence import claim_stale
 from kb.load import Catalog
 from kb.paths import PLURALS
 from kb.schema import (
@@ -203,6 +204,14 @@ def build_index(catalog: Catalog) -> Index:
 # --- shared blocks ---------------------------------------------------------------------------
 
 
+DATE_HEADERS = ["Checked", "As of", "Stale"]
+"""The two dates of a claim and its stale flag (`kb.evidence`), in every claims table."""
+
+
+def dates(fw: Framework, claim: Claim) -> list[str]:
+    return [cell(claim.checked), cell(claim.as_of), cell(claim_stale(fw, claim))]
+
+
 def support_block(ix: Index, src: str, feature: str) -> str:
     """The frameworks claiming a feature, then those with no claim, which read "unknown"."""
     mine = ix.claims.get(feature, {})
@@ -212,13 +221,13 @@ def support_block(ix: Index, src: str, feature: str) -> str:
             badge(claim.support),
             cell(claim.note),
             ix.source_link(src, claim.source),
-            cell(claim.verified),
+            *dates(fw, claim),
         ]
         for fw in ix.frameworks
         if (claim := mine.get(fw.id)) is not None
     ]
     # Out of the search index: each claim is indexed once, on its framework's page.
-    headers = ["Framework", "Support", "Note", "Source", "Verified"]
+    headers = ["Framework", "Support", "Note", "Source", *DATE_HEADERS]
     claimed = table(headers, rows, searchable=False) if rows else ""
     silent = [ix.record_link(src, "framework", fw.id) for fw in ix.frameworks if fw.id not in mine]
     unknown = unsearched(f"Unknown (no claim recorded) for: {', '.join(silent)}.") if silent else ""
@@ -344,19 +353,26 @@ def taxonomy_pages(ix: Index) -> Pages:
 # --- frameworks and the matrix ---------------------------------------------------------------
 
 
-def claims_table(ix: Index, src: str, claims: list[Claim]) -> str:
+def claims_table(ix: Index, src: str, fw: Framework, claims: list[Claim]) -> str:
     rows = [
         [
             ix.feature_link(src, c.feature),
             badge(c.support),
             cell(c.note),
             ix.source_link(src, c.source),
-            cell(c.verified),
+            *dates(fw, c),
             cell(c.version),
         ]
         for c in sorted(claims, key=lambda c: c.feature)
     ]
-    return table(["Feature", "Support", "Note", "Source", "Verified", "Version"], rows)
+    return table(["Feature", "Support", "Note", "Source", *DATE_HEADERS, "Version"], rows)
+
+
+def latest_release(ix: Index, src: str, fw: Framework) -> str:
+    release = fw.latest_release
+    if release is None:
+        return UNKNOWN
+    return f"{html(release.version)} ({cell(release.date)}, {ix.source_link(src, release.source)})"
 
 
 def framework_fields(ix: Index, src: str, fw: Framework) -> str:
@@ -369,6 +385,7 @@ def framework_fields(ix: Index, src: str, fw: Framework) -> str:
             ("Paper", ix.source_link(src, fw.paper) if fw.paper else UNKNOWN),
             ("Licence", cell(fw.licence)),
             ("First release", cell(fw.first_release)),
+            ("Latest release", latest_release(ix, src, fw)),
             ("Claims", number(len(fw.claims))),
         ]
     )
@@ -383,13 +400,17 @@ def framework_page(ix: Index, fw: Framework) -> str:
         framework_fields(ix, src, fw),
         esc(fw.description),
         "## Claims",
-        "Every claim names the source it was checked against and the date of the check; "
-        f"the {link(src, MATRIX, 'comparison matrix')} puts them beside the other frameworks'.",
+        "Every claim names the source it was checked against, the day it was checked, the date "
+        "of the evidence itself (*as of*: the commit date of the pinned version, or the "
+        "release or publication date of a docs or paper version) and whether that evidence "
+        "is *stale*: more than a year older than the framework's latest release, or than the "
+        "day it was checked when no release is recorded. "
+        f"The {link(src, MATRIX, 'comparison matrix')} puts them beside the other frameworks'.",
     ]
     for kind in FEATURE_KINDS:
         mine = [c for c in fw.claims if ix.feature_kind(c.feature) == kind]
         if mine:
-            blocks += [f"### {PLURALS[kind].capitalize()}", claims_table(ix, src, mine)]
+            blocks += [f"### {PLURALS[kind].capitalize()}", claims_table(ix, src, fw, mine)]
     claimed = {c.feature for c in fw.claims}
     missing = [f for k in FEATURE_KINDS for f in sorted(ix.catalog.of(k)) if f not in claimed]
     if missing:

@@ -86,7 +86,7 @@ def generated_site() -> GeneratedSite:
 
 
 def newest_date(value: Any) -> dt.date | None:
-    """The latest date anywhere in a record dump (claims' `verified`, sources' `accessed`)."""
+    """The latest date anywhere in a record dump (claims' `checked`, sources' `accessed`)."""
     if isinstance(value, dt.date):
         return value
     if isinstance(value, dict):
