@@ -17,7 +17,14 @@ from dataclasses import replace
 from cost.overheads import DEFAULT_OVERHEADS, Overheads
 from kb.load import load_catalog
 from kb.paths import DEFAULT_ROOTS, RULES_ROOT
-from rules.fidelity import Comparison, calibration, leave_one_out, median_abs_log_error
+from rules.fidelity import (
+    Comparison,
+    calibration,
+    leave_one_out,
+    median_abs_log_error,
+    paired,
+)
+from rules.ranking import TIE_FRACTION
 
 DECODE_STEP_SECONDS = (1e-3, 2e-3, 4e-3, 6e-3)
 BUCKET_SECONDS = (10e-3, 20e-3, 40e-3)
@@ -50,6 +57,13 @@ def main() -> None:
     print()
     print(summary("default constants", comparisons))
     print(f"({time.perf_counter() - start:.1f} s)")
+    pairs = paired(comparisons)
+    print(f"\npairs of one model on one accelerator (the tie is {100 * TIE_FRACTION:.0f}%):")
+    for p in pairs:
+        print(f"  {p.first.result.id} / {p.second.result.id}: ratio off by {p.factor:.2f}x")
+    factors = sorted(p.factor for p in pairs)
+    if factors:
+        print(f"  median {factors[len(factors) // 2]:.2f}x over {len(factors)} pairs")
     if "--quick" in sys.argv:
         return
 

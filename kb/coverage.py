@@ -37,6 +37,8 @@ DIMENSION_OF_ROLE = {
     "rollout-engine": "rollout engines",
     "orchestration": "orchestration",
     "communication": "communication",
+    # A model library answers the same question for a matrix reader: what the models train on.
+    "model-library": "training backends",
 }
 DIMENSIONS = (
     "algorithms",

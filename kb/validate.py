@@ -13,6 +13,7 @@ from kb.evidence import PINNED_SOURCE_TYPES, is_pinned
 from kb.load import Catalog, Problem
 from kb.schema import (
     Algorithm,
+    Component,
     Constraint,
     Deployment,
     Framework,
@@ -149,6 +150,9 @@ def check_constraints(c: Checker) -> None:
         c.ref(constraint, "source", "source", constraint.source)
         c.ref(constraint, "framework", "framework", constraint.framework)
         c.ref(constraint, "component", "component", constraint.component)
+    for component in c.catalog.of("component").values():
+        assert isinstance(component, Component)
+        c.ref(component, "extends", "component", component.extends)
 
 
 def check_rules(c: Checker) -> None:

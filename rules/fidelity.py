@@ -16,10 +16,12 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
+
 from cost.overheads import DEFAULT_OVERHEADS, Overheads
 from kb.schema import Deployment, Result, Scenario
 from kb.schema.records import Record
-from rules.recommend import NoFeasiblePlan, Recommender, recommend
+from rules.recommend import NoFeasiblePlan, Recommender
 from rules.scenario import InputError, fill_plan_defaults, resolve
 
 STAGE_OF_METRIC = {
@@ -82,7 +84,10 @@ def predict(
         if result.complete:
             resolved, _ = fill_plan_defaults(resolved)
         recommender = Recommender(resolved, [], [], enforce_memory=False, overheads=overheads)
-        plan = recommend(recommender, 1)["plans"][0]
+        # The fastest candidate, not the ranking's pick: a tie broken toward the simpler plan
+        # is a recommendation, while the prediction is the physics of the fields left open.
+        costs, _ = recommender.run()
+        plan = costs.row(int(np.argmin(costs.step_seconds)))
     except (NoFeasiblePlan, InputError) as exc:
         return Comparison(result, None, str(exc).splitlines()[0])
     overflow = plan["overflow_gib"]
@@ -126,3 +131,40 @@ def median_abs_log_error(comparisons: Iterable[Comparison]) -> float:
     mid = len(errors) // 2
     median = errors[mid] if len(errors) % 2 else (errors[mid - 1] + errors[mid]) / 2
     return math.exp(median)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two published figures of one model on one accelerator and metric, from different plans:
+    how far the predicted ratio between them is from the reported one."""
+
+    first: Comparison
+    second: Comparison
+
+    @property
+    def factor(self) -> float:
+        """exp(|ln(predicted ratio / reported ratio)|): 1.2 means the model misjudges which of
+        the two is faster, and by how much, by a factor of 1.2."""
+        a, b = self.first, self.second
+        predicted = a.predicted / b.predicted  # type: ignore[operator]
+        reported = a.result.value / b.result.value
+        return math.exp(abs(math.log(predicted / reported)))
+
+
+def paired(comparisons: Iterable[Comparison]) -> list[Pair]:
+    """Every pair of predicted published results (not deployments, which repeat results) of
+    the same model, accelerator and metric whose plans differ: the evidence for how large a
+    predicted difference between two plans of one cluster must be to be believed."""
+    scored = [c for c in comparisons if c.ratio and c.result.kind == "result"]
+    pairs = []
+    for i, a in enumerate(scored):
+        for b in scored[i + 1 :]:
+            sa, sb = a.result.scenario, b.result.scenario
+            if (
+                a.result.metric == b.result.metric
+                and sa.models.policy == sb.models.policy
+                and sa.cluster.accelerator == sb.cluster.accelerator
+                and (sa.plan != sb.plan or sa.cluster != sb.cluster)
+            ):
+                pairs.append(Pair(a, b))
+    return pairs

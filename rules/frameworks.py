@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -56,6 +56,22 @@ class CompiledConstraint(Guarded):
 
 def compile_constraints(catalog: Catalog) -> tuple[list[CompiledConstraint], list[Problem]]:
     return compile_kind(catalog, "constraint", CompiledConstraint)
+
+
+def inherit(
+    constraints: Iterable[CompiledConstraint], extends: Mapping[str, str]
+) -> list[CompiledConstraint]:
+    """The constraints, plus for every component that `extends` another (child -> parent) a
+    copy of each constraint bound to the parent, bound to the child: a layer over Megatron-LM
+    runs Megatron-LM's code and its refusals."""
+    out = list(constraints)
+    for child, parent in extends.items():
+        out += [
+            replace(c, record=c.record.model_copy(update={"component": child}))
+            for c in constraints
+            if c.record.component == parent
+        ]
+    return out
 
 
 def pool_of(names: Iterable[str]) -> str:

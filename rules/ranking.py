@@ -6,7 +6,8 @@ bands. A difference below `TIE_FRACTION` of the faster plan's step time is a tie
 goes to the simpler plan: synchronous before one-step-off before partial rollouts before
 asynchronous, less staleness, one pool before two, whole-node and power-of-two splits, no
 offload before phase offload before a CPU optimizer, no rollout pipeline before one, then the
-smaller rollout tensor group.
+smaller rollout engine (its tensor group, or its expert group where experts spread wider), and
+an engine without expert parallelism beyond its tensor group before one with it.
 Rows that differ only in staleness or prefix caching are one plan for the reader: the best
 row stands for them.
 """
@@ -20,10 +21,13 @@ import numpy as np
 from cost.evaluate import CostTable
 from cost.plans import ASYNC, COLOCATED, ONE_STEP_OFF, PARTIAL_ROLLOUT, SYNC, PlanTable
 
-TIE_FRACTION = 0.05
-"""Paired differences below 5% of the step are ties. An assumption of this planner, not a
-measured figure: the calibration's absolute error is larger (bench/fidelity.py), but it moves
-plans of one cluster together."""
+TIE_FRACTION = 0.2
+"""Paired differences below 20% of the faster plan's step are ties: the model's own error on
+differences. Measured on the published pairs of one model on one accelerator (sync against
+one-step-off, two cluster sizes; rules.fidelity.paired, printed by bench/fidelity.py): the
+predicted ratio between the two runs is off from the reported one by a median factor of
+1.21 (five pairs, 1.14 to 2.05), smaller than the absolute error would suggest, but not
+smaller than that."""
 
 EXECUTION_ORDER = {SYNC: 0, ONE_STEP_OFF: 1, PARTIAL_ROLLOUT: 2, ASYNC: 3}
 
@@ -46,14 +50,18 @@ def complexity(table: PlanTable, gpus_per_node: int) -> np.ndarray:
         table.offload_params | (table.offload_optimizer > 0), 2, table.offload_phase.astype(int)
     )
     # Least significant: a rollout engine no larger than needed (a model that fits at a smaller
-    # tensor group runs at it by default: vLLM's and verl's tensor_parallel_size 1).
-    rollout_degree = np.log2(table.rollout_tp).astype(np.int64)
+    # tensor group runs at it by default: vLLM's and verl's tensor_parallel_size 1). An engine
+    # whose experts spread beyond its tensor group spans its expert group, and of two engines
+    # of one size the one without expert parallelism beyond tp is the simpler to run.
+    engine = np.maximum(table.rollout_tp, table.rollout_ep) * table.rollout_pp
+    rollout_degree = np.log2(engine).astype(np.int64)
+    wide_ep = table.rollout_ep > table.rollout_tp
     parts = (
         execution, staleness, np.minimum(pools, 3), odd_split, offload, table.rollout_pp > 1,
-        np.minimum(rollout_degree, 15),
+        np.minimum(rollout_degree, 31), wide_ep,
     )  # fmt: skip
     score = np.zeros(len(table), dtype=np.int64)
-    for part, width in zip(parts, (4, 16, 4, 2, 3, 2, 16), strict=True):
+    for part, width in zip(parts, (4, 16, 4, 2, 3, 2, 32, 2), strict=True):
         score = score * width + np.asarray(part, dtype=np.int64)
     return score
 

@@ -24,7 +24,13 @@ from kb.load import Catalog
 from kb.schema import Framework, Offload
 from rules.engine import CompiledRule
 from rules.facts import STAGES, scenario_facts
-from rules.frameworks import CompiledConstraint, compile_constraints, pool_of, supports
+from rules.frameworks import (
+    CompiledConstraint,
+    compile_constraints,
+    inherit,
+    pool_of,
+    supports,
+)
 from rules.ranking import TIE_FRACTION, complexity, rank
 from rules.scenario import Resolved
 from rules.search import (
@@ -63,12 +69,14 @@ def recommender_for(resolved: Resolved, catalog: Catalog, **options: Any) -> Rec
     constraints, more = compile_constraints(catalog)
     if problems or more:
         raise InvalidRecords(str((problems + more)[0]))
-    components = {c.id: c.role for c in catalog.of("component").values()}  # type: ignore[attr-defined]
+    every = catalog.of("component").values()
+    components = {c.id: c.role for c in every}  # type: ignore[attr-defined]
+    extends = {c.id: c.extends for c in every if c.extends}  # type: ignore[attr-defined]
     return Recommender(
         resolved,
         active(rules),
         catalog.of("framework").values(),  # type: ignore[arg-type]
-        constraints=constraints,
+        constraints=inherit(constraints, extends),
         components=components,
         **options,
     )

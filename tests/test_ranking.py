@@ -221,3 +221,64 @@ def test_a_components_refusal_binds_every_framework_on_it() -> None:
             assert "deepspeed-zero-2-3-no-pipeline-parallelism" not in {
                 c.id for c in support.constraints
             }
+
+
+def test_a_model_library_is_not_a_backend_and_a_layer_inherits_its_base() -> None:
+    # verl claims Hugging Face Transformers (its models) and MindSpeed (Megatron on Ascend):
+    # neither may open a backend without constraints. A ZeRO-3 plan with tensor parallelism
+    # is refused by verl's FSDP (no TP) and by Megatron-LM (ZeRO-1 at most), so by MindSpeed.
+    from cost.plans import PlanTable
+    from rules.facts import scenario_facts
+    from rules.frameworks import compile_constraints, inherit, supports
+    from rules.recommend import plan_facts
+
+    every = CATALOG.of("component").values()
+    components = {c.id: c.role for c in every}
+    extends = {c.id: c.extends for c in every if c.extends}
+    assert extends == {"mindspeed": "megatron-lm"}
+    constraints = inherit(compile_constraints(CATALOG)[0], extends)
+    bound = {(c.id, c.record.component) for c in constraints}
+    assert ("verl-megatron-data-parallel-optimizer-only", "mindspeed") in bound
+    verl = next(
+        x
+        for x in supports(CATALOG.of("framework").values(), constraints, components, "grpo")
+        if x.id == "verl"
+    )
+    assert {b for b, _ in verl.pairs} == {"megatron-lm", "mindspeed", "pytorch-fsdp"}
+    resolved = resolve(read_scenario(EXAMPLES / "grpo-qwen2.5-7b-8xh100.yaml"), CATALOG.records)
+    table = PlanTable.from_arrays(
+        placement="colocated", execution="sync", rollout_gpus=8, rollout_tp=2, train_gpus=8,
+        train_tp=np.array([1, 2, 2]), train_zero=np.array([3, 3, 1]), train_recompute="full",
+    )  # fmt: skip
+    ok, _ = verl.runnable({**scenario_facts(resolved), **plan_facts(table)}, len(table))
+    assert list(ok) == [True, False, True]
+
+
+def test_the_smaller_rollout_engine_is_the_simpler_and_wide_expert_parallelism_last() -> None:
+    from cost.plans import PlanTable
+
+    # Engines of 8 (tp 4 x ep 8), 16 (tp 16) and 16 (tp 4 x ep 16): 8 first, then at equal
+    # size the one without expert parallelism beyond its tensor group.
+    table = PlanTable.from_arrays(
+        placement="colocated", execution="sync", rollout_gpus=128,
+        rollout_tp=np.array([4, 16, 4]), rollout_ep=np.array([8, 1, 16]), train_gpus=128,
+        train_tp=1, train_zero=3, train_recompute="full",
+    )  # fmt: skip
+    a, b, c = complexity(table, 8)
+    assert a < b < c
+
+
+def test_the_tie_is_the_models_measured_error_on_differences() -> None:
+    from rules.fidelity import calibration, paired
+
+    pairs = paired(calibration(CATALOG.records))
+    assert len(pairs) >= 5
+    factors = sorted(p.factor for p in pairs)
+    median = factors[len(factors) // 2]
+    # TIE_FRACTION is this median, rounded: it should follow the data if the data move.
+    assert abs((median - 1) - TIE_FRACTION) <= 0.05, factors
+    for p in pairs:
+        a, b = p.first, p.second
+        reported = a.result.value / b.result.value
+        predicted = a.predicted / b.predicted
+        assert p.factor == pytest.approx(max(predicted / reported, reported / predicted))

@@ -105,7 +105,14 @@ class Component(Record):
 
     kind: ClassVar[str] = "component"
     name: Text
-    role: Literal["training-backend", "rollout-engine", "orchestration", "communication"]
+    role: Literal[
+        "training-backend", "rollout-engine", "orchestration", "communication", "model-library"
+    ]
+    """`model-library`: model definitions and checkpoints other components wrap (Hugging Face
+    Transformers), not a distributed trainer of its own."""
+    extends: Slug | None = None
+    """The component this one is a layer over (MindSpeed patches Megatron-LM): what the other's
+    code refuses, this one refuses too."""
     url: Url | None = None
     description: Text
     sources: Annotated[list[Slug], Field(min_length=1)]
