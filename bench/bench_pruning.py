@@ -14,8 +14,9 @@ from pathlib import Path
 
 from kb.load import load_catalog
 from kb.paths import DEFAULT_ROOTS, RULES_ROOT
-from rules.recommend import SYNC_GROUPS_UP_TO_GPUS, recommend, recommender_for
+from rules.recommend import recommend, recommender_for
 from rules.scenario import Resolved, read_scenario, resolve
+from rules.search import FINE_GRID_UP_TO_GPUS
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
@@ -34,7 +35,7 @@ def main() -> None:
         cases.append((d.id, resolve(scenario, catalog.records)))
     wanted = set(sys.argv[1:])
     cases = sorted(
-        (c for c in cases if c[1].scenario.cluster.gpus <= SYNC_GROUPS_UP_TO_GPUS),
+        (c for c in cases if c[1].scenario.cluster.gpus <= FINE_GRID_UP_TO_GPUS),
         key=lambda c: (c[1].scenario.cluster.gpus, c[0]),
     )
     print(f"{'scenario':<62} {'GPUs':>5} {'pruned s/step':>13} {'exhaustive':>10} "

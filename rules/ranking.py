@@ -6,8 +6,10 @@ bands. A difference below `TIE_FRACTION` of the faster plan's step time is a tie
 goes to the simpler plan: synchronous before one-step-off before partial rollouts before
 asynchronous, less staleness, one pool before two, whole-node and power-of-two splits, no
 offload before phase offload before a CPU optimizer, no rollout pipeline before one, then the
-smaller rollout engine (its tensor group, or its expert group where experts spread wider), and
-an engine without expert parallelism beyond its tensor group before one with it.
+smaller rollout engine (its tensor group, or its expert group where experts spread wider; or,
+for one framework, the engine nearest its default size), an engine without expert parallelism
+beyond its tensor group before one with it, and for one framework the training family it
+defaults to for the model's size.
 Rows that differ only in staleness or prefix caching are one plan for the reader: the best
 row stands for them.
 """
@@ -15,6 +17,7 @@ row stands for them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -32,10 +35,24 @@ smaller than that."""
 EXECUTION_ORDER = {SYNC: 0, ONE_STEP_OFF: 1, PARTIAL_ROLLOUT: 2, ASYNC: 3}
 
 
-def complexity(table: PlanTable, gpus_per_node: int) -> np.ndarray:
+def model_parallel(tp: Any, pp: Any, ep: Any, zero: Any) -> Any:
+    """The training family: model-parallel (tensor or pipeline groups, or experts spread
+    outside ZeRO-3: Megatron's way) rather than data-parallel sharded (ZeRO-3/FSDP, whatever
+    else it folds in). Arrays or scalars."""
+    return (tp * pp > 1) | ((ep > 1) & (zero < 3))
+
+
+def complexity(
+    table: PlanTable,
+    gpus_per_node: int,
+    default_rollout_tp: int | None = None,
+    default_model_parallel: bool | None = None,
+) -> np.ndarray:
     """A score per plan, lower is simpler, built from the tie-break order (most significant
     first): execution mode, staleness, pools, split shape, offload, rollout pipeline, rollout
-    tensor parallelism."""
+    engine size, then the training family. With a framework's defaults (the search runs for
+    it alone), the engine closest to its `default_rollout_tp` in powers of two is the simpler,
+    and so is the training family it defaults to for this model (`default_model_parallel`)."""
     execution = np.zeros(len(table), dtype=np.int64)
     for code, order in EXECUTION_ORDER.items():
         execution[table.execution == code] = order
@@ -55,13 +72,19 @@ def complexity(table: PlanTable, gpus_per_node: int) -> np.ndarray:
     # of one size the one without expert parallelism beyond tp is the simpler to run.
     engine = np.maximum(table.rollout_tp, table.rollout_ep) * table.rollout_pp
     rollout_degree = np.log2(engine).astype(np.int64)
+    if default_rollout_tp is not None:
+        rollout_degree = np.abs(rollout_degree - int(np.log2(default_rollout_tp)))
     wide_ep = table.rollout_ep > table.rollout_tp
+    family_off = np.zeros(len(table), dtype=bool)
+    if default_model_parallel is not None:
+        family = model_parallel(table.train_tp, table.train_pp, table.train_ep, table.train_zero)
+        family_off = family != default_model_parallel
     parts = (
         execution, staleness, np.minimum(pools, 3), odd_split, offload, table.rollout_pp > 1,
-        np.minimum(rollout_degree, 31), wide_ep,
+        np.minimum(rollout_degree, 31), wide_ep, family_off,
     )  # fmt: skip
     score = np.zeros(len(table), dtype=np.int64)
-    for part, width in zip(parts, (4, 16, 4, 2, 3, 2, 32, 2), strict=True):
+    for part, width in zip(parts, (4, 16, 4, 2, 3, 2, 32, 2, 2), strict=True):
         score = score * width + np.asarray(part, dtype=np.int64)
     return score
 

@@ -34,6 +34,7 @@ from rules.frameworks import (
 from rules.ranking import TIE_FRACTION, complexity, rank
 from rules.scenario import Resolved
 from rules.search import (
+    FINE_GRID_UP_TO_GPUS,
     HEAVY_OFFLOADS,
     MAX_SPLITS,
     NO_OFFLOAD,
@@ -49,10 +50,6 @@ from rules.search import (
 )
 
 SHORTLIST = 4
-SYNC_GROUPS_UP_TO_GPUS = 512
-"""Up to this cluster size the disaggregated training shortlist also keeps the fastest layout
-of every weight-sync group, which makes the pruned search return the exhaustive best plan;
-above it the shortlist is the SHORTLIST fastest trainers alone (said in the output)."""
 """Layouts kept per disaggregated pool size for composition."""
 
 
@@ -388,7 +385,7 @@ class Recommender:
             mine = order[group[order] == k]
             feasible[size] = len(mine)
             keep_mask = np.arange(len(mine)) < (len(mine) if self.exhaustive else SHORTLIST)
-            if pool == "train" and r.scenario.cluster.gpus <= SYNC_GROUPS_UP_TO_GPUS:
+            if pool == "train" and r.scenario.cluster.gpus <= FINE_GRID_UP_TO_GPUS:
                 # Weight sync depends on the trainer's tp, pp, cp and ZeRO stage, and when
                 # the rollout is the critical path a slower trainer with a faster sync wins:
                 # the fastest layout of each such group stays.
@@ -710,6 +707,17 @@ class Recommender:
 
     # -- output ----------------------------------------------------------------------------
 
+    def framework_defaults(self) -> tuple[int | None, bool | None]:
+        """What the one framework searched for does by default, where it records it: its
+        rollout TP, and whether it trains this model model-parallel."""
+        if not self.only or len(self.supports) != 1:
+            return None, None
+        framework = self.supports[0].framework
+        tp = framework.default_rollout_tp
+        above = framework.model_parallel_above_params_b
+        params_b = self.resolved.policy.params_total / 1e9
+        return (tp.value if tp else None), (params_b > above.value if above else None)
+
     def frameworks_for(self, row: int) -> list[str]:
         """The frameworks whose claims and constraints allow row `row` of the result."""
         return sorted(fid for fid, mask in self.framework_masks.items() if mask[row])
@@ -818,7 +826,7 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
     resolved = recommender.resolved
     costs, fired = recommender.run()
     per_node = resolved.scenario.cluster.gpus_per_node
-    scores = complexity(costs.plans, per_node)
+    scores = complexity(costs.plans, per_node, *recommender.framework_defaults())
     ranked = rank(costs, top, scores)
     by_id = {r.id: r for r in recommender.rules}
     plans = []
@@ -876,12 +884,12 @@ def _grid_notes(resolved: Resolved) -> list[str]:
             f"not every node, to keep the search within {MAX_SPLITS} splits; fix "
             "plan.rollout.gpus to cost another split"
         )
-    if cluster.gpus > SYNC_GROUPS_UP_TO_GPUS:
+    if cluster.gpus > FINE_GRID_UP_TO_GPUS:
         notes.append(
-            f"above {SYNC_GROUPS_UP_TO_GPUS} GPUs each disaggregated pool size keeps its "
-            f"{SHORTLIST} fastest training layouts, without the fastest of every weight-sync "
-            "group (tp, pp, cp, ZeRO stage) kept below that size; fix plan.train fields to "
-            "cost another layout"
+            f"above {FINE_GRID_UP_TO_GPUS} GPUs pipeline degrees are powers of two and each "
+            f"disaggregated pool size keeps its {SHORTLIST} fastest training layouts, without "
+            "the fastest of every weight-sync group (tp, pp, cp, ZeRO stage) kept below that "
+            "size; fix plan.train fields to cost another layout"
         )
     return notes
 

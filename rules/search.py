@@ -29,6 +29,24 @@ def powers_of_two(limit: int) -> list[int]:
     return [1 << i for i in range(limit.bit_length()) if (1 << i) <= limit]
 
 
+MAX_PP = 16
+"""Pipeline stages searched at most (NeMo-RL's DeepSeek-V3 recipes run 16)."""
+FINE_GRID_UP_TO_GPUS = 512
+"""Up to this cluster size the search is finer: pipeline degrees that are not powers of two,
+and, per disaggregated pool size, the fastest training layout of every weight-sync group
+(rules.recommend), which makes the pruned search return the exhaustive best plan. Above it
+the output says what was left out."""
+
+
+def pipeline_degrees(gpus: int, fine: bool = True) -> list[int]:
+    """Pipeline degrees up to MAX_PP: powers of two and, on a `fine` grid, the other divisors
+    of `gpus`, since a cluster of 12 nodes pipelines in 12 (verl's DeepSeek-V3 recipe on 96
+    GPUs runs PP 12)."""
+    limit = min(gpus, MAX_PP)
+    odd = {d for d in range(1, limit + 1) if gpus % d == 0} if fine else set()
+    return sorted(set(powers_of_two(limit)) | odd)
+
+
 @dataclass(frozen=True)
 class Split:
     """How the cluster's GPUs are given to the rollout and training pools."""
@@ -152,7 +170,8 @@ def train_layouts(
     fixed = resolved.scenario.plan.train
     moe, layers = resolved.policy.moe, resolved.policy.layers
     tps = _choices(fixed.tp, powers_of_two(min(gpus, 2 * resolved.scenario.cluster.gpus_per_node)))
-    pps = _choices(fixed.pp, [p for p in powers_of_two(min(gpus, 16)) if p <= layers])
+    fine = resolved.scenario.cluster.gpus <= FINE_GRID_UP_TO_GPUS
+    pps = _choices(fixed.pp, [p for p in pipeline_degrees(gpus, fine) if p <= layers])
     cps = _choices(fixed.cp, powers_of_two(min(gpus, 8)))
     eps = _choices(fixed.ep, powers_of_two(min(gpus, moe.experts)) if moe else [1])
     zeros = _choices(fixed.zero, list(ZERO_STAGES))

@@ -159,6 +159,30 @@ class Release(Strict):
     """Where the release is listed (the repository source record, for its tags)."""
 
 
+class FrameworkDefault(Strict):
+    """A value the framework uses when a launch does not set it: read where its code sets it
+    (file and commit) or where its documentation of a release says it (version)."""
+
+    value: PositiveInt
+    source: Slug
+    file: Text | None = None
+    lines: Text | None = None
+    commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")] | None = None
+    version: Text | None = None
+    """The documented release, where the evidence is a documentation page."""
+    checked: Date
+    as_of: Date | None
+    """The commit's or the release's date."""
+
+    @model_validator(mode="after")
+    def _pinned(self) -> FrameworkDefault:
+        if (self.commit is None) == (self.version is None):
+            raise ValueError("a default pins its evidence with a commit (code) or a version (docs)")
+        if self.commit is not None and self.file is None:
+            raise ValueError("a default read in code names its file")
+        return self
+
+
 class Framework(Record):
     """An RL-for-LLM system: an open-source library or a system described in a paper."""
 
@@ -173,6 +197,13 @@ class Framework(Record):
     latest_release: Release | None = None
     """The newest release known, read from the repository's tags or release page: a claim
     whose evidence is more than a year older than it is stale."""
+    default_rollout_tp: FrameworkDefault | None = None
+    """The rollout engine's tensor-parallel size when a launch sets none: when the search runs
+    for this framework alone, plans that tie break toward an engine of this size."""
+    model_parallel_above_params_b: FrameworkDefault | None = None
+    """Above this many billion parameters the framework directs training to its model-parallel
+    backend (Megatron); at or below, its default backend shards data-parallel (FSDP): when the
+    search runs for this framework alone, plans that tie break toward that family."""
     description: Text
     sources: Annotated[list[Slug], Field(min_length=1)]
     claims: list[Claim] = []
@@ -181,6 +212,9 @@ class Framework(Record):
         extra = [self.paper] if self.paper else []
         if self.latest_release:
             extra.append(self.latest_release.source)
+        for default in (self.default_rollout_tp, self.model_parallel_above_params_b):
+            if default:
+                extra.append(default.source)
         return [*self.sources, *extra]
 
     @model_validator(mode="after")
