@@ -38,13 +38,13 @@ class Record(Strict):
 
 
 class Source(Record):
-    """A paper, repository, documentation page, model configuration, datasheet or blog post."""
+    """A paper, repository, documentation page, model configuration, datasheet, blog post or
+    issue thread (a GitHub issue or pull request, for a measurement someone posted)."""
 
     kind: ClassVar[str] = "source"
     type: Literal[
         "paper", "repository", "documentation", "model-config", "datasheet", "blog", "issue"
     ]
-    """`issue`: a GitHub issue or pull-request thread (a measurement someone posted)."""
     title: Text
     authors: list[Text] = []
     year: Annotated[int, Field(ge=1990, le=2100)] | None = None
