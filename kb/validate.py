@@ -15,6 +15,7 @@ from kb.schema import (
     Constraint,
     Deployment,
     Framework,
+    Mapping,
     Record,
     Result,
     Rule,
@@ -137,6 +138,20 @@ def check_constraints(c: Checker) -> None:
         c.ref(constraint, "component", "component", constraint.component)
 
 
+def check_mappings(c: Checker) -> None:
+    """References only: the facts named are checked by the exporter that reads them."""
+    for mapping in c.catalog.of("mapping").values():
+        assert isinstance(mapping, Mapping)
+        c.ref(mapping, "source", "source", mapping.source)
+        c.ref(mapping, "framework", "framework", mapping.framework)
+        for i, component in enumerate(mapping.components):
+            c.ref(mapping, f"components[{i}]", "component", component)
+        for i, entry in enumerate(mapping.entries):
+            c.ref(mapping, f"entries[{i}].component", "component", entry.component)
+        for i, launch in enumerate(mapping.launches):
+            c.ref(mapping, f"launches[{i}].component", "component", launch.component)
+
+
 def check_rules(c: Checker) -> None:
     for rule in c.catalog.of("rule").values():
         assert isinstance(rule, Rule)
@@ -185,6 +200,7 @@ CHECKS: tuple[Callable[[Checker], None], ...] = (
     check_results,
     check_deployments,
     check_constraints,
+    check_mappings,
     check_rules,
     check_coverage,
 )

@@ -50,6 +50,11 @@ LIST_SQL = {
         "json_extract(scenario, '$.cluster.gpus_per_node')::INT AS gpus, step_seconds "
         "FROM deployments ORDER BY id"
     ),
+    "constraint": "SELECT id, framework, component, title FROM constraints ORDER BY framework, id",
+    "mapping": (
+        "SELECT id, framework, syntax, committed, left(commit, 10) AS commit, "
+        "json_array_length(entries) AS entries FROM mappings ORDER BY framework, committed DESC"
+    ),
 }
 
 
