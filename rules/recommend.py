@@ -229,6 +229,11 @@ class Recommender:
         """Pair every layout (tests compare the pruned search against it)."""
         self._layouts: dict[tuple[str, int, tuple[Offload, ...]], dict[str, np.ndarray]] = {}
         self.framework_masks: dict[str, np.ndarray] = {}
+        self.final_env: dict[str, Any] = {}
+        self.final_size = 0
+        """The facts of the rows `run` returned (row_facts and pairs_for read them)."""
+        self.ranked_rows: list[int] = []
+        """Rows of those plans in rank order, once `recommend` has ranked them."""
         self.facts = scenario_facts(resolved)
         self.usable_gib = resolved.accelerator.memory_gib * overheads.usable_memory_fraction
         self.search = Search()
@@ -600,6 +605,7 @@ class Recommender:
                 x.id: x.runnable(env, len(ok), "plan", seen)[0] for x in self.supports
             }
         final = {**self.facts, **plan_facts(costs.plans, costs)}
+        self.final_env, self.final_size = final, len(ok)
         fired = {rule.id: rule.fires(final, len(ok)) for rule in self.rules}
         return costs, fired
 
@@ -688,6 +694,23 @@ class Recommender:
         )
 
     # -- output ----------------------------------------------------------------------------
+
+    def row_facts(self, row: int) -> dict[str, Any]:
+        """Every scenario and plan fact of row `row` of the result, as plain values."""
+        facts = {}
+        for name, value in self.final_env.items():
+            if name.startswith("_"):
+                continue  # memoised intermediates (rules.frameworks keeps `_uses.*`)
+            array = np.broadcast_to(np.asarray(value), (self.final_size,))
+            facts[name] = array[row].item()
+        return facts
+
+    def pairs_for(self, framework: str, row: int) -> list[tuple[str | None, str | None]]:
+        """The (training backend, rollout engine) pairs of `framework` whose constraints
+        allow row `row` of the result."""
+        support = next(x for x in self.supports if x.id == framework)
+        by_pair, _ = support.pair_masks(self.final_env, self.final_size)
+        return [pair for pair, ok in by_pair.items() if ok[row]]
 
     def frameworks_for(self, row: int) -> list[str]:
         """The frameworks whose claims and constraints allow row `row` of the result."""
@@ -799,6 +822,7 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
     per_node = resolved.scenario.cluster.gpus_per_node
     scores = complexity(costs.plans, per_node)
     ranked = rank(costs, top, scores)
+    recommender.ranked_rows = list(ranked.rows)
     by_id = {r.id: r for r in recommender.rules}
     plans = []
     for position, i in enumerate(ranked.rows, start=1):
