@@ -809,12 +809,14 @@ def validate() -> None:
     from cost.efficiency import default_sources
     from kb.load import load_catalog
     from kb.validate import validate as check
+    from rlmguide.export.mapping import mapping_problems
     from rules.engine import compile_rules
     from rules.frameworks import compile_constraints
 
     catalog = load_catalog(record_roots())
     problems = check(catalog, default_sources()) + compile_rules(catalog)[1]
     problems += compile_constraints(catalog)[1]
+    problems += mapping_problems(catalog)
     errors = [p for p in problems if p.severity == "error"]
     for problem in problems:
         click.echo(f"{problem.severity}: {problem}")

@@ -549,3 +549,21 @@ def test_a_framework_without_a_mapping_fails_with_the_ones_there_are() -> None:
     done = CliRunner().invoke(cli, ["export", SMALL, "--framework", "slime"])
     assert done.exit_code == 1
     assert "openrlhf, verl" in done.output
+
+
+def test_validate_names_a_mapping_entry_with_an_unknown_fact(
+    use_fixture_kb: Path, tmp_path: Path
+) -> None:
+    folder = use_fixture_kb / "mappings"
+    folder.mkdir(exist_ok=True)
+    record = yaml.safe_load(
+        (REPO / "kb" / "records" / "mappings" / "openrlhf-0.11.0.yaml").read_text()
+    )
+    record["entries"][3]["fact"] = "plan.rollout.tensor_parallel"
+    (folder / "openrlhf-0.11.0.yaml").write_text(yaml.safe_dump(record))
+    done = CliRunner().invoke(cli, ["validate"])
+    assert done.exit_code == 1
+    assert (
+        "openrlhf-0.11.0.yaml: entries[3].fact: unknown fact 'plan.rollout.tensor_parallel'"
+        in done.output
+    )

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kb.load import Catalog, Problem
 from kb.schema import Mapping as MappingRecord
 from kb.schema import MappingEntry
 from rules.expr import Condition, ConditionError, Fact
@@ -44,6 +45,10 @@ FACT_ARGUMENT = ("divide", "multiply", "add", "nodes", "gpus_per_node")
 class MappingError(ValueError):
     """A mapping record that names an unknown fact or an unparsable condition."""
 
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path, self.message = path, message
+
 
 class NotExpressible(Exception):
     """The framework's launch cannot say what the plan asks (exit 1, with the reason)."""
@@ -64,18 +69,29 @@ def compile_mapping(record: MappingRecord) -> list[CompiledEntry]:
     """The entries with their conditions parsed; every fact they name must exist."""
     compiled = []
     for i, entry in enumerate(record.entries):
-        where = f"{record.id}: entries[{i}] ({entry.key})"
-        named = [entry.fact]
+        named = [("fact", entry.fact)]
         if entry.transform in FACT_ARGUMENT and entry.argument is not None:
-            named.append(str(entry.argument))
-        for name in named:
+            named.append(("argument", str(entry.argument)))
+        for field, name in named:
             if name not in EXPORT_FACTS:
-                raise MappingError(f"{where}: unknown fact {name!r}")
+                raise MappingError(f"entries[{i}].{field}", f"unknown fact {name!r}")
         try:
             compiled.append(CompiledEntry(entry, Condition(entry.when, EXPORT_FACTS)))
         except ConditionError as exc:
-            raise MappingError(f"{where}: when: {exc}") from None
+            raise MappingError(f"entries[{i}].when", str(exc)) from None
     return compiled
+
+
+def mapping_problems(catalog: Catalog) -> list[Problem]:
+    """Every mapping record whose entries name an unknown fact or a bad condition."""
+    problems = []
+    for record in catalog.of("mapping").values():
+        assert isinstance(record, MappingRecord)
+        try:
+            compile_mapping(record)
+        except MappingError as exc:
+            problems.append(Problem(catalog.file_of(record), exc.path, exc.message))
+    return problems
 
 
 def lookup_key(value: Any) -> str:
