@@ -50,11 +50,13 @@ def _catalogs() -> tuple[Any, Any]:
 
 
 @cache
-def exported(record_id: str) -> Exported:
-    """A deployment's plan, as written, exported to its own framework."""
+def exported(record_id: str, version: str | None = None) -> Exported:
+    """A deployment's plan, as written, exported to its own framework (newest mapping unless
+    `version` names one)."""
     catalog, mappings = _catalogs()
     record = DEPLOYMENTS[record_id]
-    return build(resolve(record.scenario, catalog.records), catalog, mappings, record.framework)
+    resolved = resolve(record.scenario, catalog.records)
+    return build(resolved, catalog, mappings, record.framework, version)
 
 
 def read_back(done: Exported) -> dict[str, Any]:
@@ -181,9 +183,9 @@ def verl_schema(name: str) -> dict[str, Any]:
 
 
 @cache
-def openrlhf_options() -> dict[str, tuple[str, str]]:
-    """Option (without dashes) -> (type, action), from the argparse extract."""
-    rows = (FIXTURES / "openrlhf-train_ppo_ray-options.tsv").read_text().splitlines()
+def openrlhf_options(commit: str) -> dict[str, tuple[str, str]]:
+    """Option (without dashes) -> (type, action), from the argparse extract at `commit`."""
+    rows = (FIXTURES / f"openrlhf-{commit[:7]}-train_ppo_ray-options.tsv").read_text().splitlines()
     options = {}
     for row in rows:
         if row.startswith("#"):
@@ -236,10 +238,16 @@ def test_every_verl_key_exists_in_verl_config_with_its_type(record_id: str) -> N
             assert _same_type(arg.value, schema[arg.key]), (arg.key, arg.value, schema[arg.key])
 
 
+OPENRLHF_VERSIONS = ("0.11.0", "0.8.9.post1-5-gc250c21a")
+
+
+@pytest.mark.parametrize("version", OPENRLHF_VERSIONS)
 @pytest.mark.parametrize("record_id", [d for d in EXPORTABLE if d.startswith("openrlhf")])
-def test_every_openrlhf_flag_exists_in_its_argparse_with_its_type(record_id: str) -> None:
-    done = exported(record_id)
-    options = openrlhf_options()
+def test_every_openrlhf_flag_exists_in_its_argparse_with_its_type(
+    record_id: str, version: str
+) -> None:
+    done = exported(record_id, version)
+    options = openrlhf_options(done.mapping.commit)
     fixed = [*done.mapping.fixed, *done.launch.fixed]
     for flag in fixed:
         assert options[flag.removeprefix("--")][1] == "store_true", flag
@@ -360,45 +368,50 @@ SCRIPTS: dict[str, dict[str, Any]] = {
         "rollout.nnodes": 2,
         "rollout.n_gpus_per_node": 2,
     },
-    # examples/scripts/train_ppo_llama_ray_70b.sh at c250c21 (flags since renamed: --actor_num_nodes
-    # is --actor.num_nodes, --vllm_num_engines --vllm.num_engines, --zero_stage --ds.zero_stage,
-    # --adam_offload --ds.adam_offload, --gradient_checkpointing
-    # --actor.gradient_checkpointing_enable, --rollout_batch_size --rollout.batch_size)
+    # examples/scripts/train_ppo_llama_ray_70b.sh at c250c21, exported with the mapping of that
+    # commit (the flat spelling of the flags)
     "openrlhf-llama-3-70b-ppo-32xa100": {
-        "actor.num_nodes": 1,
-        "actor.num_gpus_per_node": 8,
-        "critic.num_nodes": 1,
-        "critic.num_gpus_per_node": 8,
-        "ref.num_nodes": 1,
-        "ref.num_gpus_per_node": 4,
-        "reward.num_nodes": 1,
-        "reward.num_gpus_per_node": 4,
-        "vllm.num_engines": 4,
-        "vllm.tensor_parallel_size": 2,
-        "train.batch_size": 128,
-        "rollout.batch_size": 1024,
-        "train.max_epochs": 1,
-        "ds.zero_stage": 3,
-        "ds.adam_offload": True,
-        "actor.gradient_checkpointing_enable": True,
+        "actor_num_nodes": 1,
+        "actor_num_gpus_per_node": 8,
+        "critic_num_nodes": 1,
+        "critic_num_gpus_per_node": 8,
+        "ref_num_nodes": 1,
+        "ref_num_gpus_per_node": 4,
+        "reward_num_nodes": 1,
+        "reward_num_gpus_per_node": 4,
+        "vllm_num_engines": 4,
+        "vllm_tensor_parallel_size": 2,
+        "train_batch_size": 128,
+        "rollout_batch_size": 1024,
+        "max_epochs": 1,
+        "prompt_max_len": 1024,
+        "generate_max_len": 1024,
+        "zero_stage": 3,
+        "adam_offload": True,
+        "gradient_checkpointing": True,
     },
-    # examples/scripts/train_reinforce_llama_ray_hybrid_engine.sh at c250c21 (--colocate_all_models,
-    # --vllm_enable_sleep, --deepspeed_enable_sleep in the old spelling)
+    # examples/scripts/train_reinforce_llama_ray_hybrid_engine.sh at c250c21
     "openrlhf-llama-3-8b-reinforce-pp-hybrid-8xa100": {
-        "train.colocate_all": True,
-        "vllm.enable_sleep": True,
-        "ds.enable_sleep": True,
-        "actor.num_gpus_per_node": 8,
-        "ref.num_gpus_per_node": 8,
-        "reward.num_gpus_per_node": 8,
-        "vllm.num_engines": 4,
-        "vllm.tensor_parallel_size": 2,
-        "algo.advantage.estimator": "reinforce",
-        "train.batch_size": 128,
-        "rollout.batch_size": 1024,
-        "rollout.n_samples_per_prompt": 1,
-        "ds.zero_stage": 3,
-        "actor.gradient_checkpointing_enable": True,
+        "colocate_all_models": True,
+        "vllm_enable_sleep": True,
+        "deepspeed_enable_sleep": True,
+        "actor_num_nodes": 1,
+        "actor_num_gpus_per_node": 8,
+        "ref_num_nodes": 1,
+        "ref_num_gpus_per_node": 8,
+        "reward_num_nodes": 1,
+        "reward_num_gpus_per_node": 8,
+        "vllm_num_engines": 4,
+        "vllm_tensor_parallel_size": 2,
+        "advantage_estimator": "reinforce",
+        "train_batch_size": 128,
+        "rollout_batch_size": 1024,
+        "n_samples_per_prompt": 1,
+        "max_epochs": 1,
+        "prompt_max_len": 1024,
+        "generate_max_len": 1024,
+        "zero_stage": 3,
+        "gradient_checkpointing": True,
     },
     # examples/scripts/train_reinforce_baseline_ray_agent_async.sh at 3c3be62
     "openrlhf-qwen3-4b-thinking-reinforce-baseline-async-64k-8xa100": {
@@ -420,9 +433,16 @@ SCRIPTS: dict[str, dict[str, Any]] = {
 }
 
 
+VERSION_OF_SCRIPT = {
+    "openrlhf-llama-3-70b-ppo-32xa100": "c250c21",
+    "openrlhf-llama-3-8b-reinforce-pp-hybrid-8xa100": "c250c21",
+}
+"""Scripts read at an older commit than the newest mapping, exported at theirs."""
+
+
 @pytest.mark.parametrize("record_id", sorted(SCRIPTS))
 def test_export_reproduces_the_experts_script(record_id: str) -> None:
-    args = read_back(exported(record_id))
+    args = read_back(exported(record_id, VERSION_OF_SCRIPT.get(record_id)))
     wanted = SCRIPTS[record_id]
     assert {k: args.get(k) for k in wanted} == wanted
 
@@ -475,6 +495,20 @@ def test_a_plan_the_framework_refuses_names_the_constraint() -> None:
     record_id = "openrlhf-llama-3-8b-ppo-colocate-pairs-8xa100"
     with pytest.raises(NotExpressible, match=REFUSED[record_id]):
         exported(record_id)
+
+
+def test_the_older_openrlhf_has_no_launch_for_queued_async() -> None:
+    """Before ed62d0e2 OpenRLHF had only --async_train (one step off): a staleness of 2 has no
+    launch there, and the newest mapping writes it as --train.async_queue_size."""
+    args = ["export", SMALL, "--framework", "openrlhf", "--set", "plan.execution=async"]
+    args += ["--set", "plan.max_staleness=2", "--format", "json"]
+    old = CliRunner().invoke(cli, [*args, "--framework-version", "c250c21"])
+    assert old.exit_code == 1
+    assert "no entry point for async" in old.output
+    new = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert new.exit_code == 0, new.output
+    written = {a["key"]: a["value"] for a in json.loads(new.output)["arguments"]}
+    assert written["train.async_queue_size"] == 2
 
 
 def test_a_plan_without_a_launch_is_refused_with_the_launches_known() -> None:
