@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -202,11 +202,13 @@ class Recommender:
         constraints: Iterable[CompiledConstraint] = (),
         components: Mapping[str, str] | None = None,
         only: str | None = None,
+        within: Collection[str] | None = None,
         filter_frameworks: bool = True,
         exhaustive: bool = False,
     ) -> None:
         """`frameworks` with their `constraints` decide which plans can run (none given: every
-        plan is judged on physics alone, as calibration does); `only` keeps one framework.
+        plan is judged on physics alone, as calibration does); `only` keeps one framework and
+        `within` the pairs of training backend and rollout engine made of those components.
         Without `filter_frameworks` (estimate) the plans are only labelled with them."""
         self.resolved = resolved
         self.enforce_memory = enforce_memory
@@ -223,6 +225,13 @@ class Recommender:
                     f"framework {only} does not claim {resolved.algorithm.name}, so it runs no "
                     "plan of this scenario"
                 )
+        if within is not None:
+            # Keep the (backend, engine) pairs made of these components (an exporter's mapping
+            # covers only some of a framework's backends and engines).
+            self.supports = [
+                replace(x, pairs=tuple(p for p in x.pairs if set(p) - {None} <= set(within)))
+                for x in self.supports
+            ]
         self.only = only
         self.filter_frameworks = filter_frameworks
         self.exhaustive = exhaustive

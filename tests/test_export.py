@@ -447,48 +447,119 @@ def test_export_reproduces_the_experts_script(record_id: str) -> None:
     assert {k: args.get(k) for k in wanted} == wanted
 
 
-@pytest.mark.parametrize("record_id", EXPORTABLE)
-def test_export_reproduces_the_deployments_plan(record_id: str) -> None:
-    """Read back into plan terms, every exported deployment gives its record's plan."""
-    record, done = DEPLOYMENTS[record_id], exported(record_id)
-    args, plan, w = read_back(done), record.scenario.plan, record.scenario.workload
+def read_plan(done: Exported) -> dict[str, Any]:
+    """The plan a framework would run from the emitted launch, in plan terms."""
+    args = read_back(done)
     if done.mapping.syntax == "hydra":
         megatron = "actor_rollout_ref.actor.megatron."
-        train_tp = args.get(megatron + "tensor_model_parallel_size", 1)
-        train_pp = args.get(megatron + "pipeline_model_parallel_size", 1)
-        train_cp = args.get(megatron + "context_parallel_size") or args.get(
-            "actor_rollout_ref.actor.ulysses_sequence_parallel_size"
-        )
         train_gpus = args["trainer.nnodes"] * args["trainer.n_gpus_per_node"]
-        rollout_tp = args["actor_rollout_ref.rollout.tensor_model_parallel_size"]
-        rollout_gpus = (
-            args["rollout.nnodes"] * args["rollout.n_gpus_per_node"]
+        prompts = args["data.train_batch_size"]
+        return {
+            "train.tp": args.get(megatron + "tensor_model_parallel_size", 1),
+            "train.pp": args.get(megatron + "pipeline_model_parallel_size", 1),
+            "train.cp": args.get(megatron + "context_parallel_size")
+            or args["actor_rollout_ref.actor.ulysses_sequence_parallel_size"],
+            "train.ep": args.get(megatron + "expert_model_parallel_size", 1),
+            "train.gpus": train_gpus,
+            "rollout.gpus": args["rollout.nnodes"] * args["rollout.n_gpus_per_node"]
             if "rollout.nnodes" in args
-            else train_gpus
-        )
-        prompts, samples = args["data.train_batch_size"], args["actor_rollout_ref.rollout.n"]
-        minibatches = prompts // args["actor_rollout_ref.actor.ppo_mini_batch_size"]
-    else:
-        train_tp, train_pp = args["ds.tensor_parallel_size"], 1
-        train_cp = args["ds.ring_attn_size"]
-        train_gpus = args["actor.num_nodes"] * args["actor.num_gpus_per_node"]
-        rollout_tp = args["vllm.tensor_parallel_size"]
-        rollout_gpus = args["vllm.num_engines"] * rollout_tp
-        prompts, samples = args["rollout.batch_size"], args["rollout.n_samples_per_prompt"]
-        minibatches = prompts * samples // args["train.batch_size"]
-    assert (train_tp, train_pp, train_cp) == (plan.train.tp, plan.train.pp or 1, plan.train.cp)
-    assert (train_gpus, rollout_gpus, rollout_tp) == (
-        plan.train.gpus,
-        plan.rollout.gpus,
-        plan.rollout.tp,
+            else train_gpus,
+            "rollout.tp": args["actor_rollout_ref.rollout.tensor_model_parallel_size"],
+            "prompts": prompts,
+            "samples": args["actor_rollout_ref.rollout.n"],
+            "minibatches": prompts // args["actor_rollout_ref.actor.ppo_mini_batch_size"],
+        }
+    flat = "rollout_batch_size" in args  # OpenRLHF before the dotted flags
+    name = {
+        k: (k.replace(".", "_") if flat else k)
+        for k in ("rollout.batch_size", "train.batch_size", "vllm.num_engines")
+    }
+    prompts = args[name["rollout.batch_size"]]
+    samples = args["n_samples_per_prompt" if flat else "rollout.n_samples_per_prompt"]
+    rollout_tp = args["vllm_tensor_parallel_size" if flat else "vllm.tensor_parallel_size"]
+    actor = (
+        ("actor_num_nodes", "actor_num_gpus_per_node")
+        if flat
+        else ("actor.num_nodes", "actor.num_gpus_per_node")
     )
-    assert (prompts, samples, minibatches) == (
-        w.prompts_per_step,
-        w.samples_per_prompt,
-        w.minibatches_per_step,
+    return {
+        "train.tp": args["ds_tensor_parallel_size" if flat else "ds.tensor_parallel_size"],
+        "train.pp": 1,
+        "train.cp": args["ring_attn_size" if flat else "ds.ring_attn_size"],
+        "train.ep": 1,
+        "train.gpus": args[actor[0]] * args[actor[1]],
+        "rollout.gpus": args[name["vllm.num_engines"]] * rollout_tp,
+        "rollout.tp": rollout_tp,
+        "prompts": prompts,
+        "samples": samples,
+        "minibatches": prompts * samples // args[name["train.batch_size"]],
+    }
+
+
+def planned(plan: dict[str, Any], workload: dict[str, Any]) -> dict[str, Any]:
+    """The same values from a plan and workload, as the planner states them."""
+    return {
+        **{f"train.{k}": plan["train"][k] for k in ("tp", "pp", "cp", "ep", "gpus")},
+        **{f"rollout.{k}": plan["rollout"][k] for k in ("gpus", "tp")},
+        "prompts": workload["prompts_per_step"],
+        "samples": workload["samples_per_prompt"],
+        "minibatches": workload["minibatches_per_step"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("record_id", "version"),
+    [(d, None) for d in EXPORTABLE]
+    + [(d, "c250c21") for d in EXPORTABLE if d.startswith("openrlhf")],
+)
+def test_export_reproduces_the_deployments_plan(record_id: str, version: str | None) -> None:
+    """Read back into plan terms, every exported deployment gives its record's plan (OpenRLHF's
+    at both mappings)."""
+    record = DEPLOYMENTS[record_id]
+    done = exported(record_id, version)
+    scenario = record.scenario.model_dump(mode="json")
+    plan = scenario["plan"]
+    plan["train"]["pp"] = plan["train"]["pp"] or 1
+    plan["train"]["ep"] = plan["train"]["ep"] or 1
+    assert read_plan(done) == planned(plan, scenario["workload"])
+    assert (done.plan["execution"], done.plan["placement"]) == (
+        plan["execution"],
+        plan["placement"],
     )
-    assert done.plan["execution"] == plan.execution
-    assert done.plan["placement"] == plan.placement
+
+
+EXAMPLES = sorted(str(p) for p in (REPO / "examples").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("framework", MAPPED)
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: Path(p).stem)
+def test_every_bundled_example_exports_and_reads_back_to_its_plan(
+    example: str, framework: str
+) -> None:
+    done = CliRunner().invoke(
+        cli,
+        ["export", example, "--framework", framework, "--format", "json"],
+        catch_exceptions=False,
+    )
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.output)
+    catalog, mappings = _catalogs()
+    exported_again = build(
+        resolve(parse_example(example), catalog.records), catalog, mappings, framework
+    )
+    # deterministic: the same keys and values from the library as from the command
+    assert json.loads(json.dumps(exported_again.as_json()["arguments"])) == data["arguments"]
+    resolved = exported_again.found.recommender.resolved
+    workload = resolved.scenario.workload.model_dump(mode="json")
+    workload["samples_per_prompt"] = resolved.samples_per_prompt  # the algorithm's default
+    assert read_plan(exported_again) == planned(data["plan"], workload)
+    assert framework in data["plan"]["frameworks"]
+
+
+def parse_example(path: str) -> Any:
+    from rules.scenario import parse_scenario, read_mapping
+
+    return parse_scenario(read_mapping(Path(path)), path)
 
 
 def test_a_plan_the_framework_refuses_names_the_constraint() -> None:

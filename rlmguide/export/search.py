@@ -56,8 +56,9 @@ def is_complete(resolved: Resolved) -> bool:
 def find_plan(
     resolved: Resolved, catalog: Catalog, framework: str, mapping: MappingRecord
 ) -> Found:
-    """The top plan `framework` can run and `mapping` can launch; NotExpressible names why
-    there is none (the binding constraint of each launch tried)."""
+    """The top plan `framework` can run on the backends and engines `mapping` covers and with
+    one of its launches; NotExpressible names why there is none (the binding constraint of
+    each launch tried)."""
     plan = resolved.scenario.plan
     launches = sorted({(x.execution, x.placement) for x in mapping.launches})
     wanted = [
@@ -82,7 +83,13 @@ def find_plan(
         if complete:
             one, _ = fill_plan_defaults(one)
         try:
-            recommender = recommender_for(one, catalog, only=framework, enforce_memory=not complete)
+            recommender = recommender_for(
+                one,
+                catalog,
+                only=framework,
+                within=mapping.components,
+                enforce_memory=not complete,
+            )
             result = recommend(recommender, 1)
         except NoFeasiblePlan as exc:
             refusals.append(f"{execution} {placement}: {exc}")
