@@ -395,6 +395,9 @@ class Mapping(Record):
     """Training backends and rollout engines the mapping covers, preferred first."""
     fixed: list[Text] = []
     """Arguments every launch needs whatever the plan, as the syntax writes them."""
+    implied: list[Text] = []
+    """Plan facts the framework realises without a key (NeMo-RL always keeps the reference
+    weights on the host): a plan may set them without a key accounting for them."""
     launches: Annotated[list[Launch], Field(min_length=1)]
     entries: Annotated[list[MappingEntry], Field(min_length=1)]
     notes: Text | None = None

@@ -147,7 +147,7 @@ def build(
         **{name: f"${{{var}}}" for name, (var, _) in INPUTS.items()},
     }
     active = [c for c in entries if c.applies(facts, backend, engine)]
-    if missing := unexpressed(facts, active):
+    if missing := unexpressed(facts, active, mapping.implied):
         raise NotExpressible(
             f"{mapping.id} has no key for {', '.join(missing)} on {backend} with {engine}"
         )

@@ -67,6 +67,9 @@ class CompiledEntry:
 
 def compile_mapping(record: MappingRecord) -> list[CompiledEntry]:
     """The entries with their conditions parsed; every fact they name must exist."""
+    for i, name in enumerate(record.implied):
+        if name not in EXPORT_FACTS:
+            raise MappingError(f"implied[{i}]", f"unknown fact {name!r}")
     compiled = []
     for i, entry in enumerate(record.entries):
         named = [("fact", entry.fact)]
@@ -194,10 +197,13 @@ NEUTRAL = {
 needs a key of its own, or the plan cannot be written."""
 
 
-def unexpressed(facts: Mapping[str, Any], active: Iterable[CompiledEntry]) -> list[str]:
+def unexpressed(
+    facts: Mapping[str, Any], active: Iterable[CompiledEntry], implied: Iterable[str] = ()
+) -> list[str]:
     """The plan facts away from their neutral value that no active entry accounts for: an
-    entry accounts for the facts it writes and those its condition tested on this plan."""
-    written = {name for c in active for name in (c.entry.fact, *c.when.names)}
+    entry accounts for the facts it writes and those its condition tested on this plan; the
+    mapping's `implied` facts the framework realises by itself."""
+    written = {name for c in active for name in (c.entry.fact, *c.when.names)} | set(implied)
     missing = [
         f"{name} = {lookup_key(facts[name])}"
         for name, neutral in NEUTRAL.items()

@@ -39,9 +39,12 @@ def scalar(text: str) -> Any:
 
 
 def hydra_overrides(words: list[str]) -> dict[str, Any]:
-    """`key=value` overrides (a leading `+` adds a key); `--config-name` is kept as a key."""
+    """`key=value` overrides (a leading `+` adds a key); the script's own `--options` (verl's
+    `--config-name`, NeMo-RL's `--config`) are left out."""
     found: dict[str, Any] = {}
     for word in words:
+        if word.startswith("--"):
+            continue
         key, sep, value = word.partition("=")
         if not sep:
             raise ValueError(f"{word!r} is not a key=value override")
