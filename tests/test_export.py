@@ -375,6 +375,10 @@ SCRIPTS: dict[str, dict[str, Any]] = {
         "actor_rollout_ref.actor.ulysses_sequence_parallel_size": 4,
         "actor_rollout_ref.actor.fsdp_config.param_offload": False,
         "actor_rollout_ref.hybrid_engine": False,
+        "actor_rollout_ref.actor.clip_ratio_high": 0.28,  # DAPO's clip-higher
+        "actor_rollout_ref.actor.loss_agg_mode": "token-mean",
+        "actor_rollout_ref.actor.use_kl_loss": False,
+        "algorithm.adv_estimator": "grpo",
         "data.max_prompt_length": 2048,
         "data.max_response_length": 8192,
         "trainer.nnodes": 2,
