@@ -27,9 +27,6 @@ class Found:
 
     recommender: Recommender
     result: dict[str, Any]
-    complete: bool
-    """The scenario fixed the whole plan (it is exported as written, even where the cost
-    model predicts it does not fit)."""
 
     @property
     def row(self) -> int:
@@ -58,7 +55,8 @@ def find_plan(
 ) -> Found:
     """The top plan `framework` can run on the backends and engines `mapping` covers and with
     one of its launches; NotExpressible names why there is none (the binding constraint of
-    each launch tried)."""
+    each launch tried). A plan the scenario fixes completely is exported as written, even
+    where the cost model predicts it does not fit (as `estimate` costs it)."""
     plan = resolved.scenario.plan
     launches = sorted({(x.execution, x.placement) for x in mapping.launches})
     wanted = [
@@ -94,7 +92,7 @@ def find_plan(
         except NoFeasiblePlan as exc:
             refusals.append(f"{execution} {placement}: {exc}")
             continue
-        found.append(Found(recommender, result, complete))
+        found.append(Found(recommender, result))
     if not found:
         raise NotExpressible(f"{framework} cannot run this scenario: " + "; ".join(refusals))
     return min(found, key=lambda f: f.plan["step_seconds"])
