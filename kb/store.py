@@ -9,6 +9,7 @@ These names are a public interface: users write SQL against them.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import tempfile
 import types
@@ -27,7 +28,8 @@ from kb.paths import PLURALS
 from kb.schema import KINDS, Framework
 
 LINKED = {"sources", "claims", "examples"}
-JSON_FIELDS = {"scenario"}
+JSON_FIELDS = {"scenario", "launches", "entries"}
+"""Fields stored as one JSON column: a scenario, a mapping's launches and entries."""
 
 VIEWS = {
     "features": (
@@ -125,6 +127,12 @@ def columns(cls: type[BaseModel], prefix: str = "") -> list[tuple[str, str, str]
     return found
 
 
+def _json(value: BaseModel | list[BaseModel]) -> str:
+    if isinstance(value, BaseModel):
+        return value.model_dump_json(exclude_unset=True)
+    return json.dumps([item.model_dump(mode="json", exclude_unset=True) for item in value])
+
+
 def _row(record: BaseModel, cols: list[tuple[str, str, str]]) -> list[Any]:
     flat: dict[str, Any] = {}
 
@@ -135,7 +143,7 @@ def _row(record: BaseModel, cols: list[tuple[str, str, str]]) -> list[Any]:
             value = getattr(obj, name) if obj is not None else None
             nested = _nested_model(info.annotation)
             if name in JSON_FIELDS:
-                flat[prefix + name] = value.model_dump_json(exclude_unset=True) if value else None
+                flat[prefix + name] = _json(value) if value else None
             elif nested is not None:
                 walk(value, nested, f"{prefix}{name}_")
             else:

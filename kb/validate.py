@@ -17,6 +17,7 @@ from kb.schema import (
     Constraint,
     Deployment,
     Framework,
+    Mapping,
     Record,
     Result,
     Rule,
@@ -155,6 +156,20 @@ def check_constraints(c: Checker) -> None:
         c.ref(component, "extends", "component", component.extends)
 
 
+def check_mappings(c: Checker) -> None:
+    """References only: the facts named are checked by the exporter that reads them."""
+    for mapping in c.catalog.of("mapping").values():
+        assert isinstance(mapping, Mapping)
+        c.ref(mapping, "source", "source", mapping.source)
+        c.ref(mapping, "framework", "framework", mapping.framework)
+        for i, component in enumerate(mapping.components):
+            c.ref(mapping, f"components[{i}]", "component", component)
+        for i, entry in enumerate(mapping.entries):
+            c.ref(mapping, f"entries[{i}].component", "component", entry.component)
+        for i, launch in enumerate(mapping.launches):
+            c.ref(mapping, f"launches[{i}].component", "component", launch.component)
+
+
 def check_rules(c: Checker) -> None:
     for rule in c.catalog.of("rule").values():
         assert isinstance(rule, Rule)
@@ -203,6 +218,7 @@ CHECKS: tuple[Callable[[Checker], None], ...] = (
     check_results,
     check_deployments,
     check_constraints,
+    check_mappings,
     check_rules,
     check_coverage,
 )

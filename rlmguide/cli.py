@@ -50,6 +50,11 @@ LIST_SQL = {
         "json_extract(scenario, '$.cluster.gpus_per_node')::INT AS gpus, step_seconds "
         "FROM deployments ORDER BY id"
     ),
+    "constraint": "SELECT id, framework, component, title FROM constraints ORDER BY framework, id",
+    "mapping": (
+        "SELECT id, framework, syntax, committed, left(commit, 10) AS commit, "
+        "json_array_length(entries) AS entries FROM mappings ORDER BY framework, committed DESC"
+    ),
 }
 
 
@@ -620,6 +625,11 @@ PLOT_OPTION = click.option(
     metavar="ID",
     help="Only plans this framework can run; says which of its constraints removed how many.",
 )
+@click.option(
+    "--emit",
+    metavar="ID",
+    help="Print the top plan this framework can run as its launch script (see `export`).",
+)
 @format_option(("table", "json", "markdown"))
 @PLOT_OPTION
 def recommend(
@@ -628,6 +638,7 @@ def recommend(
     deployment: str | None,
     top: int,
     framework: str | None,
+    emit: str | None,
     fmt: str,
     plot: Path | None,
     **flags: Any,
@@ -641,13 +652,100 @@ def recommend(
     resolved, catalog = load_scenario(
         scenario_file, flags, assignments, deployment, keep_plan=False
     )
+    if emit is not None:
+        if framework not in (None, emit):
+            raise BadInput(f"--emit {emit} and --framework {framework} name different frameworks")
+        origin = str(scenario_file or f"deployment {deployment}")
+        click.echo(_launch_script(_export(resolved, catalog, emit, None), origin, resolved))
+        return
     if framework is not None:
-        known = sorted(catalog.of("framework"))
-        if framework not in known:
-            raise BadInput(
-                f"--framework: unknown framework {framework!r}" + suggestion(framework, known)
-            )
+        _check_framework(framework, catalog)
     emit_plans(_run(_recommender(resolved, catalog, only=framework), top), fmt, plot)
+
+
+def _check_framework(framework: str, catalog: Any) -> None:
+    known = sorted(catalog.of("framework"))
+    if framework not in known:
+        raise BadInput(
+            f"--framework: unknown framework {framework!r}" + suggestion(framework, known)
+        )
+
+
+def _export(resolved: Any, catalog: Any, framework: str, version: str | None) -> Any:
+    """The launch of the best plan `framework` can run (or of the scenario's own plan)."""
+    from kb.load import load_catalog
+    from rlmguide.export import MappingError, NotExpressible, UnknownVersion, build
+
+    _check_framework(framework, catalog)
+    mappings = load_catalog(record_roots(), ("mapping",)).of("mapping")
+    try:
+        with _progress("searching plans"):
+            return build(resolved, catalog, mappings, framework, version)
+    except UnknownVersion as exc:
+        raise BadInput(str(exc)) from None
+    except NotExpressible as exc:
+        raise Failure(f"cannot export to {framework}: {exc}") from None
+    except MappingError as exc:
+        raise Failure(f"invalid mapping record; run `rlmguide validate`: {exc}") from None
+
+
+def _launch_script(exported: Any, origin: str, resolved: Any) -> str:
+    from rlmguide.export import script
+
+    # catalog models and inline ones both carry a name; the bare Architecture does not
+    name = getattr(resolved.policy, "name", resolved.policy_id)
+    return script(exported, origin, f"{name}, model record {resolved.policy_id}")
+
+
+@cli.command("export")
+@scenario_options
+@click.option("--framework", "framework", required=True, metavar="ID", help="verl, openrlhf, ...")
+@click.option(
+    "--framework-version",
+    "version",
+    metavar="VERSION",
+    help="The mapping to use, by id or commit (default: the newest for the framework).",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the script to FILE (made executable) instead of standard output.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("script", "json")),
+    default="script",
+    show_default=True,
+    help="A bash script, or the keys, values and plan as JSON.",
+)
+def export(
+    scenario_file: Path | None,
+    assignments: tuple[str, ...],
+    deployment: str | None,
+    framework: str,
+    version: str | None,
+    out: Path | None,
+    fmt: str,
+    **flags: Any,
+) -> None:
+    """Write a plan as a framework's launch: the scenario's plan where it fixes one, else the
+    best plan the framework can run. Refuses (exit 1) what the framework cannot express.
+
+    Example: rlmguide export examples/grpo-qwen2.5-7b-8xh100.yaml --framework verl
+    """
+    resolved, catalog = load_scenario(scenario_file, flags, assignments, deployment)
+    exported = _export(resolved, catalog, framework, version)
+    origin = str(scenario_file or f"deployment {deployment}")
+    text = (
+        dumps(exported.as_json()) if fmt == "json" else _launch_script(exported, origin, resolved)
+    )
+    if out is None:
+        click.echo(text, nl=fmt == "json")
+        return
+    out.write_text(text + ("\n" if fmt == "json" else ""))
+    if fmt == "script":
+        out.chmod(0o755)
 
 
 ESTIMATE_REQUIRED = (
@@ -750,12 +848,14 @@ def validate() -> None:
     from cost.efficiency import default_sources
     from kb.load import load_catalog
     from kb.validate import validate as check
+    from rlmguide.export.mapping import mapping_problems
     from rules.engine import compile_rules
     from rules.frameworks import compile_constraints
 
     catalog = load_catalog(record_roots())
     problems = check(catalog, default_sources()) + compile_rules(catalog)[1]
     problems += compile_constraints(catalog)[1]
+    problems += mapping_problems(catalog)
     errors = [p for p in problems if p.severity == "error"]
     for problem in problems:
         click.echo(f"{problem.severity}: {problem}")

@@ -127,6 +127,21 @@ class Support:
         """Where the framework can run the plans, judged on the facts of `level` (a pool, or
         the whole plan), and where each of its constraints fails. `seen` keeps constraints
         already judged on this env (a component's constraint binds many frameworks)."""
+        by_pair, fails = self.pair_masks(env, size, level, seen)
+        some_pair = np.zeros(size, dtype=bool)
+        for ok in by_pair.values():
+            some_pair |= ok
+        return some_pair & self.claims_allow(env, size, level), fails
+
+    def pair_masks(
+        self,
+        env: Mapping[str, Any],
+        size: int,
+        level: str = "plan",
+        seen: dict[str, np.ndarray] | None = None,
+    ) -> tuple[dict[tuple[str | None, str | None], np.ndarray], dict[str, np.ndarray]]:
+        """Where each (backend, engine) pair passes every constraint bound to it, and where
+        each constraint fails (claims aside: see `runnable`)."""
         seen = {} if seen is None else seen
         judged = [
             c
@@ -137,14 +152,14 @@ class Support:
             if c.id not in seen:
                 seen[c.id] = ~c.holds(env, size)
         fails = {c.id: seen[c.id] for c in judged}
-        some_pair = np.zeros(size, dtype=bool)
+        by_pair = {}
         for backend, engine in self.pairs:
             ok = np.ones(size, dtype=bool)
             for c in judged:
                 if c.record.component in (None, backend, engine):
                     ok &= ~fails[c.id]
-            some_pair |= ok
-        return some_pair & self.claims_allow(env, size, level), fails
+            by_pair[(backend, engine)] = ok
+        return by_pair, fails
 
 
 REFUSABLE = frozenset(

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -213,11 +213,13 @@ class Recommender:
         constraints: Iterable[CompiledConstraint] = (),
         components: Mapping[str, str] | None = None,
         only: str | None = None,
+        within: Collection[str] | None = None,
         filter_frameworks: bool = True,
         exhaustive: bool = False,
     ) -> None:
         """`frameworks` with their `constraints` decide which plans can run (none given: every
-        plan is judged on physics alone, as calibration does); `only` keeps one framework.
+        plan is judged on physics alone, as calibration does); `only` keeps one framework and
+        `within` the pairs of training backend and rollout engine made of those components.
         Without `filter_frameworks` (estimate) the plans are only labelled with them."""
         self.resolved = resolved
         self.enforce_memory = enforce_memory
@@ -234,12 +236,24 @@ class Recommender:
                     f"framework {only} does not claim {resolved.algorithm.name}, so it runs no "
                     "plan of this scenario"
                 )
+        if within is not None:
+            # Keep the (backend, engine) pairs made of these components (an exporter's mapping
+            # covers only some of a framework's backends and engines).
+            self.supports = [
+                replace(x, pairs=tuple(p for p in x.pairs if set(p) - {None} <= set(within)))
+                for x in self.supports
+            ]
         self.only = only
         self.filter_frameworks = filter_frameworks
         self.exhaustive = exhaustive
         """Pair every layout (tests compare the pruned search against it)."""
         self._layouts: dict[tuple[str, int, tuple[Offload, ...]], dict[str, np.ndarray]] = {}
         self.framework_masks: dict[str, np.ndarray] = {}
+        self.final_env: dict[str, Any] = {}
+        self.final_size = 0
+        """The facts of the rows `run` returned (row_facts and pairs_for read them)."""
+        self.ranked_rows: list[int] = []
+        """Rows of those plans in rank order, once `recommend` has ranked them."""
         self.facts = scenario_facts(resolved)
         self.usable_gib = resolved.accelerator.memory_gib * overheads.usable_memory_fraction
         self.search = Search()
@@ -618,6 +632,7 @@ class Recommender:
                 x.id: x.runnable(env, len(ok), "plan", seen)[0] for x in self.supports
             }
         final = {**self.facts, **plan_facts(costs.plans, costs)}
+        self.final_env, self.final_size = final, len(ok)
         fired = {rule.id: rule.fires(final, len(ok)) for rule in self.rules}
         return costs, fired
 
@@ -717,6 +732,23 @@ class Recommender:
         above = framework.model_parallel_above_params_b
         params_b = self.resolved.policy.params_total / 1e9
         return (tp.value if tp else None), (params_b > above.value if above else None)
+
+    def row_facts(self, row: int) -> dict[str, Any]:
+        """Every scenario and plan fact of row `row` of the result, as plain values."""
+        facts = {}
+        for name, value in self.final_env.items():
+            if name.startswith("_"):
+                continue  # memoised intermediates (rules.frameworks keeps `_uses.*`)
+            array = np.broadcast_to(np.asarray(value), (self.final_size,))
+            facts[name] = array[row].item()
+        return facts
+
+    def pairs_for(self, framework: str, row: int) -> list[tuple[str | None, str | None]]:
+        """The (training backend, rollout engine) pairs of `framework` whose constraints
+        allow row `row` of the result."""
+        support = next(x for x in self.supports if x.id == framework)
+        by_pair, _ = support.pair_masks(self.final_env, self.final_size)
+        return [pair for pair, ok in by_pair.items() if ok[row]]
 
     def frameworks_for(self, row: int) -> list[str]:
         """The frameworks whose claims and constraints allow row `row` of the result."""
@@ -828,6 +860,7 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
     per_node = resolved.scenario.cluster.gpus_per_node
     scores = complexity(costs.plans, per_node, *recommender.framework_defaults())
     ranked = rank(costs, top, scores)
+    recommender.ranked_rows = list(ranked.rows)
     by_id = {r.id: r for r in recommender.rules}
     plans = []
     for position, i in enumerate(ranked.rows, start=1):

@@ -22,8 +22,11 @@ from kb.schema.common import (
     Text,
     Url,
 )
-from kb.schema.scenario import Scenario
+from kb.schema.scenario import Execution, Placement, Scenario
 from kb.schema.specs import AcceleratorFigures, Architecture
+
+Commit = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")]
+"""A git commit, abbreviated to at least 7 hex digits."""
 
 
 class Record(Strict):
@@ -333,7 +336,7 @@ class Deployment(Record, Dated):
     """The repository (or documentation) source the file belongs to."""
     file: Text
     """Path of the launch script, recipe or config inside the repository."""
-    commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")]
+    commit: Commit
     url: Url
     description: Text
     scenario: Scenario
@@ -381,7 +384,7 @@ class Constraint(Record, Dated):
     """The file that accepts or refuses the value."""
     lines: Text | None = None
     """Where in the file (for example `L210-L218`, or the function name)."""
-    commit: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")]
+    commit: Commit
     url: Url
 
     def cited_sources(self) -> list[str]:
@@ -392,6 +395,94 @@ class Constraint(Record, Dated):
         if self.framework is None and self.component is None:
             raise ValueError("a constraint names its framework, its component, or both")
         return self
+
+
+Transform = Literal[
+    "identity", "flag", "equals", "lookup", "nodes", "gpus_per_node", "divide", "multiply", "add"
+]
+"""How a fact becomes a config value: as is; as a boolean; whether it equals `argument`;
+through `table`; a pool's GPUs as nodes or GPUs per node (whole nodes, or part of one); or
+divided by, multiplied by, or added to the fact named by `argument` (unit conversions such as
+prompts -> samples)."""
+
+Value = bool | int | float | str | None
+
+
+class MappingEntry(Strict):
+    """One config key and the fact it is computed from."""
+
+    fact: Text
+    """A scenario or plan fact, by the name rule conditions use (`plan.rollout.tp`)."""
+    key: Text
+    """The framework's key: a Hydra path (`+` prefix: a key the schema does not declare,
+    added under an open mapping) or a command-line flag without its dashes."""
+    transform: Transform = "identity"
+    argument: Value = None
+    table: dict[str, Value] | None = None
+    """For `lookup`: the fact's value (`true`/`false` for booleans) -> the config value."""
+    when: Text = "true"
+    """A condition over the facts (the rules' expression language): the key is written only
+    where it holds."""
+    component: Slug | None = None
+    """Only when the run uses this training backend or rollout engine."""
+    file: Text
+    """Where the key is declared at the mapping's commit."""
+
+    @model_validator(mode="after")
+    def _arguments(self) -> MappingEntry:
+        wants = {"equals": "argument", "divide": "argument", "multiply": "argument",
+                 "add": "argument", "lookup": "table"}  # fmt: skip
+        needed = wants.get(self.transform)
+        if needed and getattr(self, needed) is None:
+            raise ValueError(f"transform {self.transform} needs {needed}")
+        return self
+
+
+class Launch(Strict):
+    """The entry point that runs one execution mode on one placement."""
+
+    execution: Execution
+    placement: Placement
+    command: Text
+    """What starts the trainer, such as `python3 -m verl.trainer.main_ppo`."""
+    component: Slug | None = None
+    """Only for runs on this training backend."""
+    fixed: list[Text] = []
+    """Arguments the entry point always needs, as the syntax writes them."""
+    file: Text
+
+
+class Mapping(Record):
+    """How a framework's launch spells a plan, for a range of its versions: entry points per
+    execution mode and placement, and plan or scenario fact -> config key, each key with the
+    file that declares it at the pinned commit. `export` writes launches with it."""
+
+    kind: ClassVar[str] = "mapping"
+    framework: Slug
+    syntax: Literal["hydra", "argparse"]
+    """Hydra overrides (`key=value`) or argparse flags (`--key value`, booleans as switches)."""
+    versions: Text
+    """The framework versions the mapping holds for, in words a user can check."""
+    committed: Date
+    """Commit date at `commit`: the newest mapping of a framework is its default."""
+    source: Slug
+    commit: Commit
+    url: Url
+    checked: Date
+    """The day the mapping was read at `commit`."""
+    components: Annotated[list[Slug], Field(min_length=1)]
+    """Training backends and rollout engines the mapping covers, preferred first."""
+    fixed: list[Text] = []
+    """Arguments every launch needs whatever the plan, as the syntax writes them."""
+    implied: list[Text] = []
+    """Plan facts the framework realises without a key (NeMo-RL always keeps the reference
+    weights on the host): a plan may set them without a key accounting for them."""
+    launches: Annotated[list[Launch], Field(min_length=1)]
+    entries: Annotated[list[MappingEntry], Field(min_length=1)]
+    notes: Text | None = None
+
+    def cited_sources(self) -> list[str]:
+        return [self.source]
 
 
 KINDS: dict[str, type[Record]] = {
@@ -408,6 +499,7 @@ KINDS: dict[str, type[Record]] = {
         Rule,
         Deployment,
         Constraint,
+        Mapping,
     )
 }
 """Record kinds by name; the folder of a kind under `records/` is its plural."""

@@ -423,6 +423,20 @@ def framework_page(ix: Index, fw: Framework) -> str:
     if refusals:
         items = (f"{ix.record_link(src, 'constraint', c.id)}: {esc(c.title)}" for c in refusals)
         blocks += ["## What its code refuses", bullets(items)]
+    mappings = sorted(
+        (m for m in ix.of("mapping") if m.framework == fw.id),
+        key=lambda m: m.committed,
+        reverse=True,
+    )
+    if mappings:
+        items = (f"{ix.record_link(src, 'mapping', m.id)}: {esc(m.versions)}" for m in mappings)
+        blocks += [
+            "## Launch configuration",
+            "`rlmguide export SCENARIO --framework "
+            f"{fw.id}` writes a plan as this framework's launch with these mappings (the "
+            "newest by default); each lists every plan field with the config key it becomes.",
+            bullets(items),
+        ]
     runs = [d for d in ix.of("deployment") if d.framework == fw.id]
     if runs:
         items = (f"{ix.record_link(src, 'deployment', d.id)}: {esc(d.name)}" for d in runs)
@@ -1058,7 +1072,7 @@ def merge(pages: Pages, more: Mapping[str, str]) -> None:
 
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Taxonomy", ("techniques",)),
-    ("Frameworks", ("frameworks", "components", "constraints")),
+    ("Frameworks", ("frameworks", "components", "constraints", "mappings")),
     ("Algorithms", ("algorithms",)),
     ("Guidelines", ("rules",)),
     ("Hardware", ("accelerators",)),

@@ -1,0 +1,215 @@
+"""A framework mapping record compiled for use: its conditions parsed against the facts, its
+transforms applied to one plan's facts.
+
+The transforms are a closed set (kb.schema.records.Transform); each turns the value of one
+fact, and at most one other fact named by `argument`, into one config value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kb.load import Catalog, Problem
+from kb.schema import Mapping as MappingRecord
+from kb.schema import MappingEntry
+from rules.expr import Condition, ConditionError, Fact
+from rules.facts import FACTS
+
+INPUTS = {
+    "input.model_path": ("MODEL_PATH", "the Hugging Face id or local path of the policy"),
+    "input.train_data": ("TRAIN_DATA", "the training prompts (a dataset id or file)"),
+    "input.reward_function": ("REWARD_FUNCTION", "the Python file of the rule-based reward"),
+    "input.reward_model_path": (
+        "REWARD_MODEL_PATH",
+        "the Hugging Face id or local path of the reward model",
+    ),
+}
+"""Values only the user can give: each becomes a shell variable the script insists on."""
+
+EXPORT_FACTS = {
+    **FACTS,
+    "workload.epochs": Fact("workload.epochs", "number", "passes over each step's samples"),
+    "run.training_backend": Fact("run.training_backend", "text", "training backend component"),
+    "run.rollout_engine": Fact("run.rollout_engine", "text", "rollout engine component"),
+    **{name: Fact(name, "text", text) for name, (_, text) in INPUTS.items()},
+}
+"""The facts a mapping may read: the rules' facts plus what only a launch needs."""
+
+
+FACT_ARGUMENT = ("divide", "multiply", "add", "nodes", "gpus_per_node")
+"""Transforms whose `argument` names a second fact."""
+
+
+class MappingError(ValueError):
+    """A mapping record that names an unknown fact or an unparsable condition."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path, self.message = path, message
+
+
+class NotExpressible(Exception):
+    """The framework's launch cannot say what the plan asks (exit 1, with the reason)."""
+
+
+@dataclass(frozen=True)
+class CompiledEntry:
+    entry: MappingEntry
+    when: Condition
+
+    def applies(self, facts: Mapping[str, Any], backend: str | None, engine: str | None) -> bool:
+        if self.entry.component not in (None, backend, engine):
+            return False
+        return bool(self.when.evaluate(facts))
+
+
+def compile_mapping(record: MappingRecord) -> list[CompiledEntry]:
+    """The entries with their conditions parsed; every fact they name must exist."""
+    for i, name in enumerate(record.implied):
+        if name not in EXPORT_FACTS:
+            raise MappingError(f"implied[{i}]", f"unknown fact {name!r}")
+    compiled = []
+    for i, entry in enumerate(record.entries):
+        named = [("fact", entry.fact)]
+        if entry.transform in FACT_ARGUMENT and entry.argument is not None:
+            named.append(("argument", str(entry.argument)))
+        for field, name in named:
+            if name not in EXPORT_FACTS:
+                raise MappingError(f"entries[{i}].{field}", f"unknown fact {name!r}")
+        try:
+            compiled.append(CompiledEntry(entry, Condition(entry.when, EXPORT_FACTS)))
+        except ConditionError as exc:
+            raise MappingError(f"entries[{i}].when", str(exc)) from None
+    return compiled
+
+
+def mapping_problems(catalog: Catalog) -> list[Problem]:
+    """Every mapping record whose entries name an unknown fact or a bad condition."""
+    problems = []
+    for record in catalog.of("mapping").values():
+        assert isinstance(record, MappingRecord)
+        try:
+            compile_mapping(record)
+        except MappingError as exc:
+            problems.append(Problem(catalog.file_of(record), exc.path, exc.message))
+    return problems
+
+
+def lookup_key(value: Any) -> str:
+    """How a fact's value is written as a key of a `lookup` table."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def pool_shape(gpus: int, other: int | None, per_node: int, nodes: int) -> tuple[int, int]:
+    """A pool of `gpus` as (nodes, GPUs per node). Alone it takes whole nodes or part of one;
+    beside `other` (the second pool of a disaggregated plan) both spread over the fewest nodes
+    that give each the same count on every node, as verl's and OpenRLHF's resource pools are
+    declared."""
+    if other is None or (gpus % per_node == 0 and other % per_node == 0):
+        if gpus % per_node == 0:
+            return gpus // per_node, per_node
+        if gpus < per_node:
+            return 1, gpus
+        raise NotExpressible(
+            f"a pool of {gpus} GPUs is neither whole nodes of {per_node} nor part of one"
+        )
+    for n in range(1, nodes + 1):
+        if gpus % n == 0 and other % n == 0 and (gpus + other) // n <= per_node:
+            return n, gpus // n
+    raise NotExpressible(
+        f"pools of {gpus} and {other} GPUs cannot share {nodes} nodes of {per_node} with the "
+        "same count on every node"
+    )
+
+
+def _whole(value: float, entry: MappingEntry, facts: Mapping[str, Any]) -> int:
+    if value != int(value):
+        raise NotExpressible(
+            f"{entry.key}: {entry.fact} ({facts[entry.fact]}) over {entry.argument} "
+            f"({facts[str(entry.argument)]}) is not a whole number"
+        )
+    return int(value)
+
+
+def apply(entry: MappingEntry, facts: Mapping[str, Any]) -> Any:
+    """The config value `entry` gives for one plan's `facts`."""
+    value = facts[entry.fact]
+    other = facts.get(str(entry.argument)) if entry.argument is not None else None
+    match entry.transform:
+        case "identity":
+            return value
+        case "flag":
+            return bool(value)
+        case "equals":
+            return value == entry.argument
+        case "lookup":
+            table = entry.table or {}
+            key = lookup_key(value)
+            if key not in table:
+                known = ", ".join(table)
+                raise NotExpressible(
+                    f"{entry.key} has no value for {entry.fact} = {key} (it takes {known})"
+                )
+            return table[key]
+        case "nodes" | "gpus_per_node":
+            alone = other is None or facts["plan.placement"] == "colocated"
+            beside = None if alone else int(other)
+            shape = pool_shape(
+                int(value), beside, int(facts["cluster.gpus_per_node"]), int(facts["cluster.nodes"])
+            )
+            return shape[0] if entry.transform == "nodes" else shape[1]
+        case "divide":
+            return _whole(value / other, entry, facts)
+        case "multiply":
+            return value * other
+        case "add":
+            return value + other
+    raise AssertionError(entry.transform)  # the schema admits no other transform
+
+
+NEUTRAL = {
+    "plan.rollout.pp": 1,
+    "plan.rollout.ep": 1,
+    "plan.rollout.attention_dp": 1,
+    "plan.rollout.fp8": False,
+    "plan.train.tp": 1,
+    "plan.train.pp": 1,
+    "plan.train.cp": 1,
+    "plan.train.ep": 1,
+    "plan.train.fp8": False,
+    "plan.train.lora_rank": 0,
+    "plan.train.offload_phase": False,
+    "plan.train.offload_optimizer": 0,
+    "plan.train.offload_params": False,
+    "plan.train.offload_frozen": False,
+    "plan.pools.critic": 0,
+    "plan.pools.reference": 0,
+    "plan.pools.reward": 0,
+    "workload.reward_model": False,
+}
+"""Plan facts a launch that says nothing about them leaves at these values: any other value
+needs a key of its own, or the plan cannot be written."""
+
+
+def unexpressed(
+    facts: Mapping[str, Any], active: Iterable[CompiledEntry], implied: Iterable[str] = ()
+) -> list[str]:
+    """The plan facts away from their neutral value that no active entry accounts for: an
+    entry accounts for the facts it writes and those its condition tested on this plan; the
+    mapping's `implied` facts the framework realises by itself."""
+    written = {name for c in active for name in (c.entry.fact, *c.when.names)} | set(implied)
+    missing = [
+        f"{name} = {lookup_key(facts[name])}"
+        for name, neutral in NEUTRAL.items()
+        if name in facts and facts[name] != neutral and name not in written
+    ]
+    overlapped = facts["plan.execution"] in ("async", "partial-rollout")
+    if overlapped and "plan.max_staleness" not in written:
+        missing.append(f"plan.max_staleness = {facts['plan.max_staleness']}")
+    return missing
