@@ -26,6 +26,7 @@ from rules.engine import CompiledRule
 from rules.facts import STAGES, scenario_facts
 from rules.frameworks import CompiledConstraint, compile_constraints, pool_of, supports
 from rules.ranking import TIE_FRACTION, complexity, rank
+from rules.runcost import add_run_totals
 from rules.scenario import Resolved
 from rules.search import (
     HEAVY_OFFLOADS,
@@ -833,10 +834,12 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
         plan["tie"] = _tie(costs, i, ranked.fastest[position - 1])
         plan["also_as"] = _folded(costs, ranked.folded[position - 1])
         plans.append({"rank": position, **plan})
+    run = add_run_totals(resolved, costs, list(ranked.rows), plans)
     time_order = np.argsort(costs.step_seconds, kind="stable")
     search = recommender.search
     return {
         "scenario": normalised(resolved),
+        "run": run,
         "search": {
             "candidates": search.candidates,
             "feasible": search.feasible,

@@ -22,7 +22,7 @@ from kb.schema.common import (
     Text,
     Url,
 )
-from kb.schema.scenario import Scenario
+from kb.schema.scenario import Currency, Scenario
 from kb.schema.specs import AcceleratorFigures, Architecture
 
 
@@ -186,6 +186,17 @@ class Framework(Record):
         return self
 
 
+class Price(Dated):
+    """A public on-demand list price of one GPU-hour, as a provider publishes it: the default
+    price of a run on this part (a scenario's cluster.price_per_gpu_hour overrides it)."""
+
+    per_gpu_hour: Positive
+    currency: Currency
+    offering: Text
+    """Which provider, instance and terms (on-demand, region) the price is for."""
+    source: Slug
+
+
 class Accelerator(Record, AcceleratorFigures):
     """A GPU or accelerator with its dense datasheet figures (no sparsity)."""
 
@@ -195,6 +206,12 @@ class Accelerator(Record, AcceleratorFigures):
     released: Annotated[int, Field(ge=2010, le=2100)] | None = None
     notes: Text | None = None
     sources: Annotated[list[Slug], Field(min_length=1)]
+    price: Price | None = None
+    """Null where no public on-demand price is published (parts sold only in some markets,
+    such as H20 and H800): a price is never estimated."""
+
+    def cited_sources(self) -> list[str]:
+        return [*self.sources, *([self.price.source] if self.price else [])]
 
 
 class Model(Record, Architecture):
