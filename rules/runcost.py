@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from cost.evaluate import CostTable
+from cost.overheads import DEFAULT_OVERHEADS, Overheads
 from cost.run import (
     ASSUMED,
     DEFAULT_RUN_TERMS,
@@ -85,7 +86,7 @@ def _at_length(resolved: Resolved, tokens: float) -> Resolved:
 
 
 def _schedule_means(
-    resolved: Resolved, costs: CostTable, rows: list[int], terms: RunTerms
+    resolved: Resolved, costs: CostTable, rows: list[int], terms: RunTerms, overheads: Overheads
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean step and rollout seconds of `rows` over the run's length schedule."""
     from rules.recommend import _cost
@@ -99,17 +100,22 @@ def _schedule_means(
     table = costs.plans.take(np.asarray(rows))
     step, rollout = np.zeros(len(rows)), np.zeros(len(rows))
     for tokens, weight in zip(lengths, weights, strict=True):
-        at = _cost(_at_length(resolved, tokens), table)
+        at = _cost(_at_length(resolved, tokens), table, overheads)
         step += weight * at.step_seconds
         rollout += weight * at.stages["rollout"].seconds
     return step, rollout
 
 
 def add_run_totals(
-    resolved: Resolved, costs: CostTable, rows: list[int], plans: list[dict[str, Any]]
+    resolved: Resolved,
+    costs: CostTable,
+    rows: list[int],
+    plans: list[dict[str, Any]],
+    overheads: Overheads = DEFAULT_OVERHEADS,
 ) -> dict[str, Any]:
-    """Add the per-step and run totals to each plan (plans[k] is costs row rows[k]); return
-    what the totals assumed: steps, terms with their source or `assumption`, price, power."""
+    """Add the per-step and run totals to each plan (plans[k] is costs row rows[k], costed
+    with `overheads`); return what the totals assumed: steps, terms with their source or
+    `assumption`, price, power."""
     cluster = resolved.scenario.cluster
     terms = run_terms(resolved)
     steps = run_steps(resolved, terms)
@@ -118,7 +124,7 @@ def add_run_totals(
     watts = cluster.watts_per_gpu or resolved.accelerator.tdp_watts
     gpus = cluster.gpus
     params = resolved.policy.params_total + (resolved.critic.params_total if resolved.critic else 0)
-    means = _schedule_means(resolved, costs, rows, terms) if steps and rows else None
+    means = _schedule_means(resolved, costs, rows, terms, overheads) if steps and rows else None
     for k, (row, plan) in enumerate(zip(rows, plans, strict=True)):
         per_step = float(gpu_hours(gpus, float(costs.step_seconds[row])))
         plan["gpus_billed"] = gpus

@@ -312,3 +312,12 @@ def test_real_process_cost_objective() -> None:
     cheapest = min(s["run_cost"] for s in sizing["sizes"])
     assert math.isclose(next(s for s in sizing["sizes"] if s["nodes"] == chosen)["run_cost"],
                         cheapest)  # fmt: skip
+
+
+def test_estimate_of_a_deployment_carries_run_totals() -> None:
+    done = invoke("estimate", "--deployment", "slime-qwen3-4b-grpo-8xh100", "--format", "json",
+                  *sets("workload.steps=20", *NO_EXTRAS))  # fmt: skip
+    assert done.exit_code == 0, done.output
+    (plan,) = json.loads(done.output)["plans"]
+    assert plan["run_gpu_hours"] == pytest.approx(20 * plan["gpu_hours_per_step"])
+    assert plan["run_cost"] == pytest.approx(20 * plan["gpu_hours_per_step"] * 3.99)
