@@ -95,7 +95,7 @@ def print_sizing(sizing: Mapping[str, Any], fmt: str) -> None:
         )
 
 
-def draw_frontier(sizing: Mapping[str, Any], path: Path) -> None:
+def frontier_figure(sizing: Mapping[str, Any]) -> Any:
     """Time against cost of every searched size, the frontier joined, the chosen one ringed."""
     import matplotlib
 
@@ -120,4 +120,9 @@ def draw_frontier(sizing: Mapping[str, Any], path: Path) -> None:
     ax.set_title("Cluster sizes (node counts): time against cost")
     ax.legend(fontsize="small")
     fig.tight_layout()
-    save(fig, path, path.suffix.lstrip(".").lower() or "svg")
+    return fig
+
+
+def draw_frontier(sizing: Mapping[str, Any], path: Path) -> None:
+    """The frontier figure into an SVG or PNG file."""
+    save(frontier_figure(sizing), path, path.suffix.lstrip(".").lower() or "svg")

@@ -186,7 +186,9 @@ def choose_size(
         "time_axis": time_key,
         "cost_axis": cost_key,
         "searched_nodes": counts,
-        "grid": f"every count 1..{EXHAUSTIVE_UP_TO}, then powers of two and {max_nodes}",
+        "grid": f"every count 1..{max_nodes}"
+        if max_nodes <= EXHAUSTIVE_UP_TO
+        else f"every count 1..{EXHAUSTIVE_UP_TO}, then powers of two and {max_nodes}",
         "sizes": sizes,
         "frontier": [sizes[i] for i in kept],
         "chosen_nodes": chosen["nodes"],
