@@ -664,9 +664,12 @@ def _size_search(
     objective = Objective(sizing["objective"] or "time", sizing["deadline"], sizing["budget"])
     try:
         with _progress(f"searching plans on 1..{max_nodes} nodes"):
-            return recommend_sizes(resolved, catalog, max_nodes, objective, top, only=framework)
+            result = recommend_sizes(resolved, catalog, max_nodes, objective, top, only=framework)
     except SizingError as exc:
         raise Failure(str(exc)) from None
+    if where := non_finite(result):
+        raise BadInput(f"the scenario's numbers give a non-finite estimate at {where}")
+    return result
 
 
 @cli.command()

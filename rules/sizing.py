@@ -74,12 +74,18 @@ def frontier(points: list[tuple[float, float]]) -> list[int]:
     return kept
 
 
+def _nodes(count: int) -> str:
+    return f"{count} node" + ("" if count == 1 else "s")
+
+
 def _choose(
     sizes: list[dict[str, Any]], objective: Objective, time_key: str, cost_key: str
 ) -> tuple[int, str]:
     """The chosen size's index and why; SizingError when the constraints exclude every size."""
     unit = "days" if time_key == "run_days" else "s per step"
     deadline, budget = objective.deadline_days, objective.budget
+    if deadline is not None and time_key != "run_days":
+        raise SizingError("a deadline needs the run's length (workload.steps or a budget)")
     fastest = min(range(len(sizes)), key=lambda i: (sizes[i][time_key], sizes[i][cost_key]))
     cheapest = min(range(len(sizes)), key=lambda i: (sizes[i][cost_key], sizes[i][time_key]))
     in_time = [i for i, s in enumerate(sizes) if deadline is None or s[time_key] <= deadline]
@@ -88,20 +94,20 @@ def _choose(
         f = sizes[fastest]
         raise SizingError(
             f"the deadline binds: no searched size finishes within {deadline:g} days; the "
-            f"fastest ({f['nodes']} nodes) takes {f[time_key]:.3g} {unit}"
+            f"fastest ({_nodes(f['nodes'])}) takes {f[time_key]:.3g} {unit}"
         )
     if not in_budget:
         c = sizes[cheapest]
         raise SizingError(
             f"the budget binds: no searched size costs at most {budget:g}; the cheapest "
-            f"({c['nodes']} nodes) costs {c[cost_key]:.4g}"
+            f"({_nodes(c['nodes'])}) costs {c[cost_key]:.4g}"
         )
     both = sorted(set(in_time) & set(in_budget))
     if not both:
         c = min(in_time, key=lambda i: sizes[i][cost_key])
         raise SizingError(
             f"the deadline and the budget bind together: within {deadline:g} days the "
-            f"cheapest size ({sizes[c]['nodes']} nodes) costs {sizes[c][cost_key]:.4g}, over "
+            f"cheapest size ({_nodes(sizes[c]['nodes'])}) costs {sizes[c][cost_key]:.4g}, over "
             f"the budget of {budget:g}"
         )
     if objective.name == "time":
@@ -115,7 +121,16 @@ def _choose(
         limits.append(f"within {deadline:g} days")
     if budget is not None:
         limits.append(f"within the budget of {budget:g}")
-    return pick, " ".join([why, " and ".join(limits)]) if limits else why
+    if limits:
+        why = f"{why} {' and '.join(limits)}"
+    other = cheapest if objective.name == "time" else fastest
+    if other != pick:
+        o = sizes[other]
+        why += (
+            f"; the {'cheapest' if objective.name == 'time' else 'fastest'} size "
+            f"({_nodes(o['nodes'])}) takes {o[time_key]:.3g} {unit} for {o[cost_key]:,.4g}"
+        )
+    return pick, why
 
 
 def recommend_sizes(

@@ -211,6 +211,7 @@ def test_choice_by_objective_deadline_and_budget() -> None:
     assert [s["nodes"] for s in summary["frontier"]] == [4, 3, 1]  # 2 is beaten by 3
     _, summary = choose_size(at, 4, Objective("cost", deadline_days=20))
     assert summary["chosen_nodes"] == 3 and "within 20 days" in summary["why"]
+    assert summary["why"].endswith("; the fastest size (4 nodes) takes 12 days for 120")
     _, summary = choose_size(at, 4, Objective("time", budget=110))
     assert summary["chosen_nodes"] == 3
     chosen = [s for s in summary["sizes"] if s["chosen"]]
@@ -223,7 +224,7 @@ def test_choice_by_objective_deadline_and_budget() -> None:
         (Objective("cost", deadline_days=10), "the deadline binds: no searched size finishes "
          "within 10 days; the fastest (4 nodes) takes 12 days"),
         (Objective("time", budget=90), "the budget binds: no searched size costs at most 90; "
-         "the cheapest (1 nodes) costs 100"),
+         "the cheapest (1 node) costs 100"),
         (Objective("time", deadline_days=13, budget=110), "the deadline and the budget bind "
          "together: within 13 days the cheapest size (4 nodes) costs 120"),
     ],
