@@ -191,10 +191,13 @@ class Price(Dated):
     price of a run on this part (a scenario's cluster.price_per_gpu_hour overrides it)."""
 
     per_gpu_hour: Positive
+    """Price of one GPU for one hour, before tax."""
     currency: Currency
+    """ISO 4217 code of the price's currency."""
     offering: Text
     """Which provider, instance and terms (on-demand, region) the price is for."""
     source: Slug
+    """The source record the price is read from."""
 
 
 class Accelerator(Record, AcceleratorFigures):
