@@ -36,7 +36,7 @@ def main() -> None:
         cost = sizing["cost_axis"]
         print(
             f"{path.stem}: {len(sizing['searched_nodes'])} node counts searched "
-            f"({len(sizing['infeasible'])} without a plan), chosen {chosen['nodes']} nodes: "
+            f"({len(sizing['infeasible'])} without a plan), chosen nodes {chosen['nodes']}: "
             f"{chosen['run_days']:.2f} days, {cost} {chosen[cost]:,.0f}; frontier "
             f"{[s['nodes'] for s in sizing['frontier']]}; {seconds:.1f} s",
             flush=True,

@@ -834,7 +834,9 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
         plan["tie"] = _tie(costs, i, ranked.fastest[position - 1])
         plan["also_as"] = _folded(costs, ranked.folded[position - 1])
         plans.append({"rank": position, **plan})
-    run = add_run_totals(resolved, costs, list(ranked.rows), plans, recommender.overheads)
+    run = add_run_totals(
+        resolved, costs, list(ranked.rows), plans, lambda r, t: _cost(r, t, recommender.overheads)
+    )
     time_order = np.argsort(costs.step_seconds, kind="stable")
     search = recommender.search
     return {

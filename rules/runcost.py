@@ -9,13 +9,14 @@ re-costs the ranked plans at the length schedule's response lengths.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import fields, replace
 from typing import Any
 
 import numpy as np
 
 from cost.evaluate import CostTable
-from cost.overheads import DEFAULT_OVERHEADS, Overheads
+from cost.plans import PlanTable
 from cost.run import (
     ASSUMED,
     DEFAULT_RUN_TERMS,
@@ -85,12 +86,14 @@ def _at_length(resolved: Resolved, tokens: float) -> Resolved:
     return replace(resolved, scenario=resolved.scenario.model_copy(update={"workload": workload}))
 
 
+Recost = Callable[[Resolved, PlanTable], CostTable]
+"""Costs a plan table for a (re-lengthed) scenario, as the recommender costs its candidates."""
+
+
 def _schedule_means(
-    resolved: Resolved, costs: CostTable, rows: list[int], terms: RunTerms, overheads: Overheads
+    resolved: Resolved, costs: CostTable, rows: list[int], terms: RunTerms, recost: Recost
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean step and rollout seconds of `rows` over the run's length schedule."""
-    from rules.recommend import _cost
-
     w = resolved.scenario.workload
     lengths, weights = length_schedule(
         w.response_tokens, terms.response_growth, resolved.max_response_tokens
@@ -100,7 +103,7 @@ def _schedule_means(
     table = costs.plans.take(np.asarray(rows))
     step, rollout = np.zeros(len(rows)), np.zeros(len(rows))
     for tokens, weight in zip(lengths, weights, strict=True):
-        at = _cost(_at_length(resolved, tokens), table, overheads)
+        at = recost(_at_length(resolved, tokens), table)
         step += weight * at.step_seconds
         rollout += weight * at.stages["rollout"].seconds
     return step, rollout
@@ -111,11 +114,11 @@ def add_run_totals(
     costs: CostTable,
     rows: list[int],
     plans: list[dict[str, Any]],
-    overheads: Overheads = DEFAULT_OVERHEADS,
+    recost: Recost,
 ) -> dict[str, Any]:
-    """Add the per-step and run totals to each plan (plans[k] is costs row rows[k], costed
-    with `overheads`); return what the totals assumed: steps, terms with their source or
-    `assumption`, price, power."""
+    """Add the per-step and run totals to each plan (plans[k] is costs row rows[k]; `recost`
+    prices the rows at the length schedule's other lengths); return what the totals assumed:
+    steps, terms with their source or `assumption`, price, power."""
     cluster = resolved.scenario.cluster
     terms = run_terms(resolved)
     steps = run_steps(resolved, terms)
@@ -124,7 +127,7 @@ def add_run_totals(
     watts = cluster.watts_per_gpu or resolved.accelerator.tdp_watts
     gpus = cluster.gpus
     params = resolved.policy.params_total + (resolved.critic.params_total if resolved.critic else 0)
-    means = _schedule_means(resolved, costs, rows, terms, overheads) if steps and rows else None
+    means = _schedule_means(resolved, costs, rows, terms, recost) if steps and rows else None
     for k, (row, plan) in enumerate(zip(rows, plans, strict=True)):
         per_step = float(gpu_hours(gpus, float(costs.step_seconds[row])))
         plan["gpus_billed"] = gpus
