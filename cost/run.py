@@ -32,9 +32,9 @@ LLAMA3_GPUS = 16384
 class RunTerms:
     response_growth: float = 1.0
     """Mean response length at the last step over that at the first (workload.response_tokens),
-    growing linearly and capped at max_response_tokens. Reasoning runs grow (DAPO plots its
-    mean response length rising through training, arXiv-2503.14476), but by how much is the
-    run's own: 1 (no growth) is an assumption to override."""
+    growing linearly and capped at max_response_tokens. Responses of reasoning runs often
+    lengthen as RL proceeds, but by how much is the run's own: 1 (no growth) is an assumption
+    to override."""
 
     oversampling: float = 1.0
     """Responses generated per response kept: dynamic sampling (DAPO, arXiv-2503.14476)
