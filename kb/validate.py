@@ -69,6 +69,9 @@ def check_citations(c: Checker) -> None:
     for kind in ("technique", "algorithm", "component", "framework", "accelerator", "model"):
         for record in c.catalog.of(kind).values():
             c.sources(record, "sources", record.sources)  # type: ignore[attr-defined]
+    for accelerator in c.catalog.of("accelerator").values():
+        if price := getattr(accelerator, "price", None):
+            c.ref(accelerator, "price.source", "source", price.source)
 
 
 def check_frameworks(c: Checker) -> None:

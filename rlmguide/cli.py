@@ -593,7 +593,11 @@ def _run(recommender: Any, top: int) -> dict[str, Any]:
 def emit_plans(result: dict[str, Any], fmt: str, plot: Path | None) -> None:
     from rlmguide.report import print_report
 
-    if plot is not None:
+    if plot is not None and "sizing" in result:
+        from rlmguide.runreport import draw_frontier
+
+        draw_frontier(result["sizing"], plot)
+    elif plot is not None:
         from rlmguide.timeline import draw
 
         draw(result["plans"], plot)
@@ -606,8 +610,71 @@ def emit_plans(result: dict[str, Any], fmt: str, plot: Path | None) -> None:
 PLOT_OPTION = click.option(
     "--plot",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Also draw a timeline of one step per plan into FILE.svg or FILE.png.",
+    help="Also draw a timeline of one step per plan into FILE.svg or FILE.png (with a size "
+    "search, the time-cost frontier of the sizes).",
 )
+
+
+def sizing_options(func: Callable) -> Callable:
+    """Search node counts too: the objective, the largest size, a deadline and a budget."""
+    func = click.option(
+        "--budget",
+        type=click.FloatRange(min=0, min_open=True),
+        help="Largest run cost (in the price's currency); needs a price.",
+    )(func)
+    func = click.option(
+        "--deadline",
+        type=click.FloatRange(min=0, min_open=True),
+        metavar="DAYS",
+        help="Longest run in days; needs workload.steps (or a sample or token budget).",
+    )(func)
+    func = click.option(
+        "--max-nodes",
+        type=click.IntRange(1, 8192),
+        help="Search node counts 1..N too (all up to 16, then powers of two and N).",
+    )(func)
+    return click.option(
+        "--objective",
+        type=click.Choice(["time", "cost"]),
+        help="With a size search, pick the fastest size (time) or the cheapest (cost); "
+        "default time.",
+    )(func)
+
+
+def _size_search(
+    resolved: Any, catalog: Any, top: int, framework: str | None, sizing: dict[str, Any]
+) -> dict[str, Any]:
+    """`recommend` over node counts (rules.sizing), after checking the flags make sense."""
+    from kb.schema.bounds import MAX_GPUS
+    from rules.runcost import price, run_steps, run_terms
+    from rules.sizing import Objective, SizingError, recommend_sizes
+
+    cluster = resolved.scenario.cluster
+    max_nodes = sizing["max_nodes"] or cluster.nodes
+    if max_nodes * cluster.gpus_per_node > MAX_GPUS:
+        raise BadInput(
+            f"--max-nodes {max_nodes}: {max_nodes} x {cluster.gpus_per_node} GPUs exceeds the "
+            f"{MAX_GPUS:,} GPUs the search supports"
+        )
+    if sizing["deadline"] is not None and run_steps(resolved, run_terms(resolved)) is None:
+        raise BadInput(
+            "--deadline needs the run's length: set workload.steps (or trained_samples or "
+            "trained_tokens)"
+        )
+    if sizing["budget"] is not None and price(resolved) is None:
+        raise BadInput(
+            f"--budget needs a price: {resolved.accelerator_id} has no public price in the "
+            "knowledge base; set cluster.price_per_gpu_hour"
+        )
+    objective = Objective(sizing["objective"] or "time", sizing["deadline"], sizing["budget"])
+    try:
+        with _progress(f"searching plans on 1..{max_nodes} nodes"):
+            result = recommend_sizes(resolved, catalog, max_nodes, objective, top, only=framework)
+    except SizingError as exc:
+        raise Failure(str(exc)) from None
+    if where := non_finite(result):
+        raise BadInput(f"the scenario's numbers give a non-finite estimate at {where}")
+    return result
 
 
 @cli.command()
@@ -632,6 +699,7 @@ PLOT_OPTION = click.option(
 )
 @format_option(("table", "json", "markdown"))
 @PLOT_OPTION
+@sizing_options
 def recommend(
     scenario_file: Path | None,
     assignments: tuple[str, ...],
@@ -641,11 +709,18 @@ def recommend(
     emit: str | None,
     fmt: str,
     plot: Path | None,
+    objective: str | None,
+    max_nodes: int | None,
+    deadline: float | None,
+    budget: float | None,
     **flags: Any,
 ) -> None:
     """Recommend placements, parallelism and execution modes for a scenario, best first.
 
     With --deployment ID, plan the cluster, models and workload of a published deployment.
+
+    With --objective time|cost, --max-nodes N, --deadline DAYS or --budget AMOUNT, node
+    counts are searched too and the time-cost frontier of the sizes is shown.
 
     Example: rlmguide recommend examples/grpo-qwen2.5-7b-8xh100.yaml --top 3
     """
@@ -660,6 +735,11 @@ def recommend(
         return
     if framework is not None:
         _check_framework(framework, catalog)
+    sizing = {"objective": objective, "max_nodes": max_nodes, "deadline": deadline,
+              "budget": budget}  # fmt: skip
+    if any(v is not None for v in sizing.values()):
+        emit_plans(_size_search(resolved, catalog, top, framework, sizing), fmt, plot)
+        return
     emit_plans(_run(_recommender(resolved, catalog, only=framework), top), fmt, plot)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlmguide.formats import print_rows
+from rlmguide.runreport import print_run, print_sizing
 
 
 def layout(plan: dict[str, Any]) -> tuple[str, str]:
@@ -152,3 +153,6 @@ def print_report(result: dict[str, Any], fmt: str) -> None:
     notes += [("chosen by estimate", c) for c in result.get("chosen", [])]
     notes += [("scenario", n) for n in result.get("resolution_notes", [])]
     print_rows(["", "note"], notes, fmt, title="notes")
+    print_run(result, fmt)
+    if "sizing" in result:
+        print_sizing(result["sizing"], fmt)

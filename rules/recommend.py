@@ -32,6 +32,7 @@ from rules.frameworks import (
     supports,
 )
 from rules.ranking import TIE_FRACTION, complexity, rank
+from rules.runcost import add_run_totals
 from rules.scenario import Resolved
 from rules.search import (
     FINE_GRID_UP_TO_GPUS,
@@ -882,10 +883,14 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
         plan["tie"] = _tie(costs, i, ranked.fastest[position - 1])
         plan["also_as"] = _folded(costs, ranked.folded[position - 1])
         plans.append({"rank": position, **plan})
+    run = add_run_totals(
+        resolved, costs, list(ranked.rows), plans, lambda r, t: _cost(r, t, recommender.overheads)
+    )
     time_order = np.argsort(costs.step_seconds, kind="stable")
     search = recommender.search
     return {
         "scenario": normalised(resolved),
+        "run": run,
         "search": {
             "candidates": search.candidates,
             "feasible": search.feasible,

@@ -131,8 +131,12 @@ def test_search_index_separates_cells_and_skips_copies(built_site: BuiltSite) ->
 
 
 def test_plots_carry_no_build_date(built_site: BuiltSite) -> None:
-    svgs = [*built_site.root.glob("plots/*.svg"), built_site.root / "results" / "calibration.svg"]
-    assert len(svgs) == 4
+    svgs = [
+        *built_site.root.glob("plots/*.svg"),
+        built_site.root / "results" / "calibration.svg",
+        built_site.root / "recommendation-frontier.svg",
+    ]
+    assert len(svgs) == 5
     for svg in svgs:
         assert "<dc:date>" not in svg.read_text(), svg
 
@@ -158,6 +162,10 @@ def test_worked_recommendation_links_its_ids(built_site: BuiltSite) -> None:
     assert re.search(r'<a href="\.\./rules/[a-z0-9-]+/">', html)
     assert re.search(r'<a href="\.\./sources/[a-z0-9.-]+/">', html)
     assert re.search(r'<a href="\.\./frameworks/[a-z0-9.-]+/">[a-z0-9.-]+</a>', html)
+    # the size search over node counts, its frontier plot, and the cost per trained token
+    assert "How many nodes?" in html and "&lt;- chosen" in html
+    assert '<img alt="Run days against run cost per node count"' in html
+    assert "Cost per million trained tokens" in html and "NVIDIA H100 SXM5 80GB" in html
 
 
 def test_every_relation_can_be_downloaded(built_site: BuiltSite) -> None:

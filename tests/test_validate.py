@@ -166,6 +166,20 @@ CASES = [
         "memory_gib: -80",
         "accelerators/gpu-x.yaml: memory_gib: Input should be greater than 0",
     ),
+    (
+        "accelerators/gpu-x.yaml",
+        "sources: [paper-a]",
+        "sources: [paper-a]\nprice: {per_gpu_hour: 2.5, currency: USD, offering: a cloud, "
+        "source: price-page, checked: 2026-12-03, as_of: 2026-09-20}",
+        "accelerators/gpu-x.yaml: price.source: unknown source 'price-page'",
+    ),
+    (
+        "accelerators/gpu-x.yaml",
+        "sources: [paper-a]",
+        "sources: [paper-a]\nprice: {per_gpu_hour: -1, currency: USD, offering: a cloud, "
+        "source: paper-a, checked: 2026-12-03, as_of: null}",
+        "accelerators/gpu-x.yaml: price.per_gpu_hour: Input should be greater than 0",
+    ),
 ]
 
 

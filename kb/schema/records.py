@@ -22,7 +22,7 @@ from kb.schema.common import (
     Text,
     Url,
 )
-from kb.schema.scenario import Execution, Placement, Scenario
+from kb.schema.scenario import Currency, Execution, Placement, Scenario
 from kb.schema.specs import AcceleratorFigures, Architecture
 
 Commit = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")]
@@ -230,6 +230,20 @@ class Framework(Record):
         return self
 
 
+class Price(Dated):
+    """A public on-demand list price of one GPU-hour, as a provider publishes it: the default
+    price of a run on this part (a scenario's cluster.price_per_gpu_hour overrides it)."""
+
+    per_gpu_hour: Positive
+    """Price of one GPU for one hour, before tax."""
+    currency: Currency
+    """ISO 4217 code of the price's currency."""
+    offering: Text
+    """Which provider, instance and terms (on-demand, region) the price is for."""
+    source: Slug
+    """The source record the price is read from."""
+
+
 class Accelerator(Record, AcceleratorFigures):
     """A GPU or accelerator with its dense datasheet figures (no sparsity)."""
 
@@ -239,6 +253,12 @@ class Accelerator(Record, AcceleratorFigures):
     released: Annotated[int, Field(ge=2010, le=2100)] | None = None
     notes: Text | None = None
     sources: Annotated[list[Slug], Field(min_length=1)]
+    price: Price | None = None
+    """Null where no public on-demand price is published (parts sold only in some markets,
+    such as H20 and H800): a price is never estimated."""
+
+    def cited_sources(self) -> list[str]:
+        return [*self.sources, *([self.price.source] if self.price else [])]
 
 
 class Model(Record, Architecture):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StringConstraints, model_validator
 
 from kb.schema.common import Positive, PositiveInt, Slug, Strict, Text
 from kb.schema.specs import AcceleratorFigures, Architecture
@@ -15,6 +15,9 @@ Recompute = Literal["none", "selective", "full"]
 Precision = Literal["bf16", "fp8"]
 Fraction = Annotated[float, Field(gt=0, le=1)]
 Share = Annotated[float, Field(ge=0, le=1)]
+NonNegative = Annotated[float, Field(ge=0)]
+Currency = Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")]
+"""An ISO 4217 currency code: USD, EUR, CNY."""
 
 
 class InlineAccelerator(AcceleratorFigures):
@@ -46,6 +49,14 @@ class Cluster(Strict):
     host_link_gbytes_per_s: Positive | None = None
     """Host-to-GPU copy bandwidth per GPU, one direction (PCIe Gen4 x16 32, Gen5 x16 64,
     NVLink-C2C on Grace parts more); unset, the accelerator record's."""
+    price_per_gpu_hour: Positive | None = None
+    """What one GPU-hour costs you; unset, the accelerator record's cited public on-demand
+    price (labelled as a default in the output), or none where no public price exists."""
+    currency: Currency | None = None
+    """The currency of price_per_gpu_hour; unset, the default price's, else USD."""
+    watts_per_gpu: Positive | None = None
+    """Power drawn per GPU for the energy estimate; unset, the accelerator record's TDP (the
+    GPU alone: hosts, NICs and switches come on top)."""
 
     @property
     def gpus(self) -> int:
@@ -86,6 +97,21 @@ class Workload(Strict):
     (only synchronous plans), k admits one-step-off and partial rollouts (k >= 1) and
     asynchronous plans up to staleness k. Whether the algorithm tolerates off-policy data is
     the run's decision; unset, the algorithm record's tolerance, else 1 (with a note)."""
+    steps: PositiveInt | None = None
+    """RL steps of the whole run; with it every plan reports run GPU-hours, days and cost."""
+    trained_samples: PositiveInt | None = None
+    """The run's length as responses trained instead of steps (prompts_per_step x
+    samples_per_prompt a step)."""
+    trained_tokens: Positive | None = None
+    """The run's length as prompt and response tokens trained instead of steps (at the mean
+    response length over the run's length schedule)."""
+
+    @model_validator(mode="after")
+    def _one_length(self) -> Workload:
+        given = [n for n in ("steps", "trained_samples", "trained_tokens") if getattr(self, n)]
+        if len(given) > 1:
+            raise ValueError(f"give the run's length once: {' and '.join(given)} are both set")
+        return self
 
     @model_validator(mode="after")
     def _lengths(self) -> Workload:
@@ -208,9 +234,31 @@ class Efficiency(Strict):
     scale_out_link: Fraction | None = None
 
 
+class Run(Strict):
+    """Overrides of the run-level terms (cost.run.RunTerms); unset ones take its defaults,
+    each cited or marked there as an assumption."""
+
+    response_growth: Positive | None = None
+    """Mean response length at the last step over the first, growing linearly (capped at
+    max_response_tokens)."""
+    oversampling: Annotated[float, Field(ge=1)] | None = None
+    """Responses generated per response trained (dynamic sampling)."""
+    checkpoint_every_steps: PositiveInt | None = None
+    storage_gbytes_per_s_per_node: Positive | None = None
+    """Checkpoint write bandwidth of one training node, decimal GB/s."""
+    evaluation_every_steps: PositiveInt | None = None
+    evaluation_seconds: NonNegative | None = None
+    startup_seconds: NonNegative | None = None
+    """Start-up of the run, paid again at every restart."""
+    failures_per_gpu_hour: NonNegative | None = None
+    pue: Annotated[float, Field(ge=1)] | None = None
+    """Power usage effectiveness of the data centre."""
+
+
 class Scenario(Strict):
     cluster: Cluster
     models: Models
     workload: Workload
     plan: Plan = Plan()
     efficiency: Efficiency = Efficiency()
+    run: Run = Run()

@@ -44,6 +44,7 @@ SWEEP_NODES = (1, 2, 4, 8, 16)
 SWEEP_BASE = "grpo-qwen2.5-32b-64xh100.yaml"
 PAGE_MODULES = (
     "sitegen/cost_pages.py", "timeline.py", "sitegen/svgplot.py", "report.py", "sitegen/mdtext.py",
+    "runreport.py",
 )  # fmt: skip
 """The modules whose code shapes these pages: a change to any of them recomputes the pages."""
 CALIBRATION_PLOT = "results/calibration.svg"
@@ -72,9 +73,11 @@ def cost_pages(catalog: Catalog, roots: Any) -> dict[str, str]:
             return cached
     except (CacheError, ValueError):
         pass
+    sizing = _sizing(catalog)
     pages = {
         **calibration_pages(catalog),
-        "recommendation.md": recommendation_page(catalog),
+        "recommendation.md": recommendation_page(catalog, sizing),
+        **({FRONTIER_PLOT: frontier_svg(sizing)} if sizing else {}),
         **plot_pages(catalog),
     }
     with contextlib.suppress(OSError):  # an unwritable cache only costs the next build time
@@ -211,8 +214,9 @@ def _constants_section() -> list[str]:
     return lines
 
 
-def recommendation_page(catalog: Catalog) -> str:
-    """`rlmguide recommend` on the bundled one-node example, as its Markdown report."""
+def recommendation_page(catalog: Catalog, sizing: dict[str, Any] | None) -> str:
+    """`rlmguide recommend` on the bundled one-node example, as its Markdown report, then
+    the size search over its node counts (`sizing`) and the cost per trained token."""
     import contextlib
 
     from rlmguide.report import print_report
@@ -245,8 +249,101 @@ def recommendation_page(catalog: Catalog) -> str:
             "Every guideline links to its page under [Guidelines](rules/index.md); the stage "
             "table gives the Brent bounds max(W/p, D) <= T <= W/p + D of each stage.",
             "",
+            *sizing_section(sizing),
+            *token_cost_section(catalog),
         ]
     )
+
+
+FRONTIER_PLOT = "recommendation-frontier.svg"
+SIZING_STEPS = 500
+SIZING_MAX_NODES = 8
+TOKEN_COST_EXAMPLES = PLOT_EXAMPLES[:2]
+
+
+def _sizing(catalog: Catalog) -> dict[str, Any] | None:
+    """`recommend --objective cost --max-nodes 8` on the one-node example for a 500-step run."""
+    from rules.scenario import read_scenario, resolve
+    from rules.sizing import Objective, SizingError, recommend_sizes
+
+    scenario = read_scenario(EXAMPLES / PLOT_EXAMPLES[0])
+    workload = scenario.workload.model_copy(update={"steps": SIZING_STEPS})
+    resolved = resolve(scenario.model_copy(update={"workload": workload}), catalog.records)
+    try:
+        result = recommend_sizes(resolved, catalog, SIZING_MAX_NODES, Objective("cost"), 1)
+    except SizingError:
+        return None
+    return result["sizing"]
+
+
+def sizing_section(sizing: dict[str, Any] | None) -> list[str]:
+    from rlmguide.runreport import print_sizing
+
+    if sizing is None:
+        return []
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        print_sizing(sizing, "markdown")
+    return [
+        "## How many nodes?",
+        "",
+        f"The same scenario as a {SIZING_STEPS}-step run, with the node count searched too: "
+        f"`rlmguide recommend examples/{PLOT_EXAMPLES[0]} --set workload.steps={SIZING_STEPS} "
+        f"--objective cost --max-nodes {SIZING_MAX_NODES} --plot frontier.svg`. The frontier "
+        "holds the sizes no other size beats on both run days and run cost; the price is the "
+        "accelerator record's public on-demand price, and the run terms (start-up, "
+        "checkpoints, failures) take their defaults.",
+        "",
+        out.getvalue(),
+        f"![Run days against run cost per node count]({FRONTIER_PLOT})",
+        "",
+    ]
+
+
+def frontier_svg(sizing: dict[str, Any]) -> str:
+    from rlmguide.runreport import frontier_figure
+
+    return svg(frontier_figure(sizing))
+
+
+def token_cost_section(catalog: Catalog) -> list[str]:
+    """Cost per million trained tokens of the top plan, per priced accelerator and setup."""
+    from rules.scenario import read_scenario
+
+    rows = []
+    for accelerator in sorted(catalog.of("accelerator").values(), key=lambda a: a.id):
+        price = getattr(accelerator, "price", None)
+        if price is None:
+            continue
+        cells = [html(accelerator.name), f"{price.per_gpu_hour:g} {price.currency}"]
+        for name in TOKEN_COST_EXAMPLES:
+            base = read_scenario(EXAMPLES / name)
+            cluster = base.cluster.model_copy(update={"accelerator": accelerator.id})
+            result = _search(catalog, base.model_copy(update={"cluster": cluster}), top=1)
+            if result is None:
+                cells.append("no feasible plan")
+                continue
+            plan = result["plans"][0]
+            tokens = plan["tokens_per_second"] * plan["step_seconds"]
+            cells.append(f"{plan['cost_per_step'] / tokens * 1e6:.2f} {plan['currency']}")
+        rows.append(cells)
+    unpriced = sorted(a.id for a in catalog.of("accelerator").values() if not a.price)  # type: ignore[attr-defined]
+    setups = [name.removesuffix(".yaml") for name in TOKEN_COST_EXAMPLES]
+    return [
+        "## Cost per million trained tokens",
+        "",
+        "The top plan of two bundled setups (the example scenario with its accelerator "
+        "swapped, nodes and GPUs per node kept) on each accelerator with a public on-demand "
+        "price in the knowledge base (its page names the offering and the date): the price "
+        "of a GPU-hour "
+        "times the cluster's GPUs and the step time, over the prompt and response tokens "
+        "trained in the step. Steady state only: start-up, checkpoints and restarts come on "
+        "top in a run's totals. Parts without a public price are left out: "
+        f"{', '.join(unpriced)}.",
+        "",
+        table(["accelerator", "price per GPU-hour", *(html_code(s) for s in setups)], rows),
+        "",
+    ]
 
 
 LINKED_KINDS = ("rule", "source", "framework")

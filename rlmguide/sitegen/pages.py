@@ -763,6 +763,7 @@ def accelerator_page(ix: Index, acc: Accelerator) -> str:
         ("Scale-out per GPU (Gbit/s)", cell(acc.scale_out_gbits_per_s)),
         ("TDP (W)", cell(acc.tdp_watts)),
         ("Ridge point (FLOP/byte, derived)", number(acc.ridge_flop_per_byte)),
+        ("On-demand price per GPU-hour", _price(acc)),
     ]
     return document(
         f"# {esc(acc.name)}",
@@ -771,7 +772,19 @@ def accelerator_page(ix: Index, acc: Accelerator) -> str:
         "byte it reads (token-by-token decoding, for one) is bound by memory bandwidth, not "
         "compute.",
         f"## Notes\n\n{show(acc.notes)}",
-        sources_section(ix, src, acc.sources),
+        sources_section(ix, src, acc.cited_sources()),
+    )
+
+
+def _price(acc: Accelerator) -> str:
+    """The default price of a run on this part, with its offering and dates; none is never
+    estimated."""
+    if acc.price is None:
+        return html("no public on-demand price known")
+    p = acc.price
+    return html(
+        f"{p.per_gpu_hour:g} {p.currency}: {p.offering} (as of {p.as_of or 'unknown'}, "
+        f"checked {p.checked})"
     )
 
 

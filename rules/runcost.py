@@ -1,0 +1,190 @@
+"""Run totals on every plan: GPU-hours, days, price and energy of the whole run.
+
+The cost core prices one steady-state step; this module supplies the run's length, the run
+terms (scenario `run:` overrides over `cost.run.RunTerms`), the price (the cluster's, else the
+accelerator record's cited public price, labelled as a default) and the power per GPU, and
+re-costs the ranked plans at the length schedule's response lengths.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import fields, replace
+from typing import Any
+
+import numpy as np
+
+from cost.evaluate import CostTable
+from cost.plans import PlanTable
+from cost.run import (
+    ASSUMED,
+    DEFAULT_RUN_TERMS,
+    SECONDS_PER_DAY,
+    RunTerms,
+    energy_kwh,
+    gpu_hours,
+    length_schedule,
+    mean_length,
+    run_time,
+)
+from rules.scenario import Resolved
+
+TERM_SOURCES = {
+    "checkpoint_bytes_per_param": "arxiv-1910.02054",
+    "failures_per_gpu_hour": "arxiv-2407.21783",
+}
+"""The run terms whose defaults are read from a source; the others are in cost.run.ASSUMED."""
+
+DEFAULT_CURRENCY = "USD"
+
+
+def run_terms(resolved: Resolved) -> RunTerms:
+    """The scenario's `run:` overrides over the defaults."""
+    given = resolved.scenario.run.model_dump(exclude_none=True)
+    if "storage_gbytes_per_s_per_node" in given:
+        given["storage_bytes_per_s_per_node"] = given.pop("storage_gbytes_per_s_per_node") * 1e9
+    return replace(DEFAULT_RUN_TERMS, **given)
+
+
+def price(resolved: Resolved) -> dict[str, Any] | None:
+    """The price of a GPU-hour and where it comes from; None when none is known."""
+    cluster = resolved.scenario.cluster
+    listed = getattr(resolved.accelerator, "price", None)
+    if cluster.price_per_gpu_hour is not None:
+        currency = cluster.currency or (listed.currency if listed else DEFAULT_CURRENCY)
+        return {"per_gpu_hour": cluster.price_per_gpu_hour, "currency": currency,
+                "default": False, "origin": "cluster.price_per_gpu_hour"}  # fmt: skip
+    if listed is None:
+        return None
+    return {
+        "per_gpu_hour": listed.per_gpu_hour,
+        "currency": listed.currency,
+        "default": True,
+        "origin": f"default: public on-demand price of {resolved.accelerator_id} "
+        f"({listed.offering.split(',')[0]}, as of {listed.as_of or listed.checked})",
+        "source": listed.source,
+    }
+
+
+def run_steps(resolved: Resolved, terms: RunTerms) -> int | None:
+    """RL steps of the run: given, or from a sample or token budget."""
+    w = resolved.scenario.workload
+    per_step = w.prompts_per_step * resolved.samples_per_prompt
+    if w.steps is not None:
+        return w.steps
+    if w.trained_samples is not None:
+        return math.ceil(w.trained_samples / per_step)
+    if w.trained_tokens is not None:
+        mean = mean_length(w.response_tokens, terms.response_growth, resolved.max_response_tokens)
+        return math.ceil(w.trained_tokens / (per_step * (w.prompt_tokens + mean)))
+    return None
+
+
+def _at_length(resolved: Resolved, tokens: float) -> Resolved:
+    workload = resolved.scenario.workload.model_copy(update={"response_tokens": round(tokens)})
+    return replace(resolved, scenario=resolved.scenario.model_copy(update={"workload": workload}))
+
+
+Recost = Callable[[Resolved, PlanTable], CostTable]
+"""Costs a plan table for a (re-lengthed) scenario, as the recommender costs its candidates."""
+
+
+def _schedule_means(
+    resolved: Resolved, costs: CostTable, rows: list[int], terms: RunTerms, recost: Recost
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean step and rollout seconds of `rows` over the run's length schedule."""
+    w = resolved.scenario.workload
+    lengths, weights = length_schedule(
+        w.response_tokens, terms.response_growth, resolved.max_response_tokens
+    )
+    if len(lengths) == 1:
+        return costs.step_seconds[rows], costs.stages["rollout"].seconds[rows]
+    table = costs.plans.take(np.asarray(rows))
+    step, rollout = np.zeros(len(rows)), np.zeros(len(rows))
+    for tokens, weight in zip(lengths, weights, strict=True):
+        at = recost(_at_length(resolved, tokens), table)
+        step += weight * at.step_seconds
+        rollout += weight * at.stages["rollout"].seconds
+    return step, rollout
+
+
+def add_run_totals(
+    resolved: Resolved,
+    costs: CostTable,
+    rows: list[int],
+    plans: list[dict[str, Any]],
+    recost: Recost,
+) -> dict[str, Any]:
+    """Add the per-step and run totals to each plan (plans[k] is costs row rows[k]; `recost`
+    prices the rows at the length schedule's other lengths); return what the totals assumed:
+    steps, terms with their source or `assumption`, price, power."""
+    cluster = resolved.scenario.cluster
+    terms = run_terms(resolved)
+    steps = run_steps(resolved, terms)
+    rate = price(resolved)
+    per_hour = rate["per_gpu_hour"] if rate else None
+    watts = cluster.watts_per_gpu or resolved.accelerator.tdp_watts
+    gpus = cluster.gpus
+    params = resolved.policy.params_total + (resolved.critic.params_total if resolved.critic else 0)
+    means = _schedule_means(resolved, costs, rows, terms, recost) if steps and rows else None
+    for k, (row, plan) in enumerate(zip(rows, plans, strict=True)):
+        per_step = float(gpu_hours(gpus, float(costs.step_seconds[row])))
+        plan["gpus_billed"] = gpus
+        plan["gpu_hours_per_step"] = per_step
+        plan["cost_per_step"] = per_step * per_hour if per_hour else None
+        plan["currency"] = rate["currency"] if rate else None
+        plan["energy_kwh_per_step"] = (
+            float(energy_kwh(per_step, watts, terms.pue)) if watts else None
+        )
+        totals: dict[str, Any] = dict.fromkeys(
+            ("run_steps", "run_step_seconds", "run_gpu_hours", "run_days", "run_cost",
+             "energy_kwh", "run_seconds_terms")
+        )  # fmt: skip
+        if steps and means is not None:
+            train_nodes = math.ceil(plan["train"]["gpus"] / cluster.gpus_per_node)
+            t = run_time(steps, float(means[0][k]), float(means[1][k]), gpus, train_nodes,
+                         params, terms)  # fmt: skip
+            seconds = float(t.total)
+            hours = float(gpu_hours(gpus, seconds))
+            totals.update(
+                run_steps=steps,
+                run_step_seconds=float(means[0][k]),
+                run_gpu_hours=hours,
+                run_days=seconds / SECONDS_PER_DAY,
+                run_cost=hours * per_hour if per_hour else None,
+                energy_kwh=float(energy_kwh(hours, watts, terms.pue)) if watts else None,
+                run_seconds_terms={
+                    "steps": float(t.steps),
+                    "oversampling": float(t.oversampling),
+                    "checkpoints": float(t.checkpoints),
+                    "evaluation": float(t.evaluation),
+                    "startup": float(t.startup),
+                    "failures": float(t.failures),
+                    "expected_failures": float(t.expected_failures),
+                },
+            )
+        plan.update(totals)
+    given = resolved.scenario.run.model_dump(exclude_none=True)
+    return {
+        "steps": steps,
+        "gpus_billed": gpus,
+        "price": rate,
+        "watts_per_gpu": watts,
+        "watts_origin": "cluster.watts_per_gpu"
+        if cluster.watts_per_gpu
+        else "accelerator TDP (GPU only; hosts and network excluded)",
+        "terms": {
+            name: {
+                "value": getattr(terms, name),
+                "origin": "scenario run:"
+                if name in given
+                or (
+                    name == "storage_bytes_per_s_per_node"
+                    and "storage_gbytes_per_s_per_node" in given
+                )
+                else ("assumption" if name in ASSUMED else TERM_SOURCES[name]),
+            }
+            for name in (f.name for f in fields(terms))
+        },
+    }
