@@ -30,6 +30,7 @@ PLURALS = {
     "rule": "rules",
     "deployment": "deployments",
     "constraint": "constraints",
+    "direction": "directions",
 }
 """Record kind -> its folder under a records root and its table in the database."""
 
