@@ -19,6 +19,7 @@ from rlmguide.sitegen.deployment_pages import deployment_pages
 from rlmguide.sitegen.matrix_page import matrix_page
 from rlmguide.sitegen.pages import MATRIX, Index, Pages, build_index, merge
 from rlmguide.sitegen.sql_pages import sql_pages
+from rlmguide.sitegen.survey_pages import survey_pages
 
 
 def matrix_pages(ix: Index) -> Pages:
@@ -36,6 +37,7 @@ BUILDERS: tuple[Callable[[Index], Pages], ...] = (
     kinds.result_pages,
     deployment_pages,
     constraint_pages,
+    survey_pages,
     kinds.source_pages,
 )
 
@@ -48,6 +50,7 @@ SEARCH_BOOST = {
     "rules": 2.0,
     "deployments": 1.5,
     "constraints": 1.5,
+    "directions": 1.5,
     "sources": 0.5,
     "results": 0.5,
 }

@@ -1127,6 +1127,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Models", ("models",)),
     ("Results", ("results",)),
     ("Deployments", ("deployments",)),
+    ("Survey", ("survey", "directions")),
     ("Sources", ("sources",)),
     ("SQL", ("sql",)),
 )
