@@ -964,7 +964,11 @@ def models_index(ix: Index) -> str:
             [
                 "## Models without a published architecture",
                 "What their makers publish: the planner cannot cost them.",
-                table(["Model", "Weights", "Scale", "Active B", "Post-training"], closed_rows),
+                table(
+                    ["Model", "Weights", "Scale", "Active B", "Post-training"],
+                    closed_rows,
+                    searchable=False,
+                ),
             ]
             if closed_rows
             else []

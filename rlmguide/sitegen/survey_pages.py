@@ -140,7 +140,7 @@ def map_page(ix: Index) -> str:
     blocks += [
         "## Research directions (§7) and open gaps",
         "How far the knowledge base, the rules and the planner already touch each one.",
-        table(["Direction", "Section", "Coverage"], rows),
+        table(["Direction", "Section", "Coverage"], rows, searchable=False),
     ]
     return document(
         "# The survey, item by item",
@@ -196,7 +196,9 @@ def directions_index(ix: Index) -> str:
         "# Research directions",
         "The open directions the survey lists in §7 and the gaps it names elsewhere, each with "
         "what the knowledge base, the rules and the planner already cover.",
-        table(["Direction", "Section", "Item", "Coverage", "What is covered"], rows),
+        table(
+            ["Direction", "Section", "Item", "Coverage", "What is covered"], rows, searchable=False
+        ),
     )
 
 
