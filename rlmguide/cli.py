@@ -44,6 +44,10 @@ LIST_SQL = {
     ),
     "result": "SELECT id, framework, metric, value, unit FROM results ORDER BY id",
     "rule": "SELECT id, effect, title FROM rules ORDER BY id",
+    "constraint": "SELECT id, framework, component, title FROM constraints ORDER BY framework, id",
+    "direction": (
+        "SELECT id, section, position, coverage, title FROM directions ORDER BY section, position"
+    ),
     "deployment": (
         "SELECT id, framework, json_extract_string(scenario, '$.cluster.accelerator') AS "
         "accelerator, json_extract(scenario, '$.cluster.nodes')::INT * "
