@@ -68,9 +68,18 @@ class Checker:
 
 def check_citations(c: Checker) -> None:
     kinds = ("technique", "algorithm", "component", "framework", "accelerator", "model")
-    for kind in (*kinds, "direction"):
+    for kind in (*kinds, "direction", "rule"):
         for record in c.catalog.of(kind).values():
-            c.sources(record, "sources", record.sources)  # type: ignore[attr-defined]
+            if kind != "rule":  # check_rules resolves a rule's sources with its other fields
+                c.sources(record, "sources", record.sources)  # type: ignore[attr-defined]
+            if SURVEY in record.sources and SURVEY not in record.locators:  # type: ignore[attr-defined]
+                c.report(
+                    record,
+                    "locators",
+                    f"cites the survey ({SURVEY}) without its section or table; add "
+                    f'locators: {{{SURVEY}: "§4.7"}} or the like',
+                    "warning",
+                )
 
 
 def check_frameworks(c: Checker) -> None:

@@ -285,3 +285,26 @@ def test_a_direction_links_only_known_records(fixture_kb: Path) -> None:
         "directions/auto-parallel.yaml: techniques[1]: unknown technique "
         "'pipeline-parallelism' (did you mean 'tensor-parallelism', 'parallelism'?)"
     ]
+
+
+def test_citing_the_survey_without_a_locator_is_a_warning(fixture_kb: Path) -> None:
+    survey = "id: arxiv-2608.27046\ntype: paper\ntitle: The survey\nurl: https://arxiv.org/abs/2608.27046\n"
+    (fixture_kb / "sources" / "arxiv-2608.27046.yaml").write_text(survey)
+    edit(
+        fixture_kb,
+        "techniques/tensor-parallelism.yaml",
+        "sources: [paper-a]",
+        "sources: [paper-a, arxiv-2608.27046]",
+    )
+    assert problems(fixture_kb) == []
+    assert (
+        "techniques/tensor-parallelism.yaml: locators: cites the survey (arxiv-2608.27046) "
+        "without its section or table" in " ".join(problems(fixture_kb, severity="warning"))
+    )
+    edit(
+        fixture_kb,
+        "techniques/tensor-parallelism.yaml",
+        "arxiv-2608.27046]",
+        "arxiv-2608.27046]\nlocators: {arxiv-2608.27046: '§3.2'}",
+    )
+    assert not any("cites the survey" in p for p in problems(fixture_kb, severity="warning"))
