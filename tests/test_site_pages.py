@@ -620,3 +620,8 @@ def test_survey_map_directions_and_locators(real: tuple[Catalog, dict[str, str]]
     assert "openai-o3/" in row_of(models, "OpenAI o3")
     nav = nav_paths(site.navigation(catalog, pages))
     assert MAP_PAGE in nav and site.index_of("direction") in nav
+    # A framework page states the survey's class for it, or that it has none.
+    staleflow = pages[site.page_of("framework", "staleflow")]
+    assert "scheduling-centric" in row_of(staleflow, "Class in the survey (§6.2)")
+    oppo = pages[site.page_of("framework", "oppo")]
+    assert "centric" not in row_of(oppo, "Class in the survey (§6.2)")

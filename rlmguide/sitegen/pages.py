@@ -399,6 +399,7 @@ def framework_fields(ix: Index, src: str, fw: Framework) -> str:
             ("Licence", cell(fw.licence)),
             ("First release", cell(fw.first_release)),
             ("Latest release", latest_release(ix, src, fw)),
+            ("Class in the survey (§6.2)", cell(fw.survey_class)),
             ("Claims", number(len(fw.claims))),
         ]
     )
