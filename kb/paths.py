@@ -31,6 +31,7 @@ PLURALS = {
     "deployment": "deployments",
     "constraint": "constraints",
     "mapping": "mappings",
+    "direction": "directions",
 }
 """Record kind -> its folder under a records root and its table in the database."""
 

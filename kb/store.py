@@ -27,7 +27,7 @@ from kb.load import Catalog
 from kb.paths import PLURALS
 from kb.schema import KINDS, Framework
 
-LINKED = {"sources", "claims", "examples"}
+LINKED = {"sources", "locators", "claims", "examples"}
 JSON_FIELDS = {"scenario", "launches", "entries"}
 """Fields stored as one JSON column: a scenario, a mapping's launches and entries."""
 
@@ -208,10 +208,15 @@ def populate(
             ("record_kind", "VARCHAR", ""),
             ("record_id", "VARCHAR", ""),
             ("source_id", "VARCHAR", ""),
+            (
+                "locator",
+                "VARCHAR",
+                "where in the source the record rests (a section, table or page), or NULL",
+            ),
         ],
         "Which source each record cites (claims cite theirs in `claims.source_id`).",
         (
-            [r.kind, r.id, source]
+            [r.kind, r.id, source, getattr(r, "locators", {}).get(source)]
             for r in catalog.all()
             for source in dict.fromkeys(r.cited_sources())
         ),

@@ -16,6 +16,7 @@ from kb.schema import (
     Component,
     Constraint,
     Deployment,
+    Direction,
     Framework,
     Mapping,
     Record,
@@ -26,6 +27,8 @@ from kb.schema import (
 )
 
 FEATURE_KINDS = ("technique", "algorithm", "component")
+SURVEY = "arxiv-2608.27046"
+"""The survey the project is built from: a framework's `survey_class` is read from it."""
 
 
 def suggest(name: str, known: Iterable[str]) -> str:
@@ -66,9 +69,19 @@ class Checker:
 
 
 def check_citations(c: Checker) -> None:
-    for kind in ("technique", "algorithm", "component", "framework", "accelerator", "model"):
+    kinds = ("technique", "algorithm", "component", "framework", "accelerator", "model")
+    for kind in (*kinds, "direction", "rule"):
         for record in c.catalog.of(kind).values():
-            c.sources(record, "sources", record.sources)  # type: ignore[attr-defined]
+            if kind != "rule":  # check_rules resolves a rule's sources with its other fields
+                c.sources(record, "sources", record.sources)  # type: ignore[attr-defined]
+            if SURVEY in record.sources and SURVEY not in record.locators:  # type: ignore[attr-defined]
+                c.report(
+                    record,
+                    "locators",
+                    f"cites the survey ({SURVEY}) without its section or table; add "
+                    f'locators: {{{SURVEY}: "§4.7"}} or the like',
+                    "warning",
+                )
     for accelerator in c.catalog.of("accelerator").values():
         if price := getattr(accelerator, "price", None):
             c.ref(accelerator, "price.source", "source", price.source)
@@ -80,6 +93,13 @@ def check_frameworks(c: Checker) -> None:
     for fw in c.catalog.of("framework").values():
         assert isinstance(fw, Framework)
         c.ref(fw, "paper", "source", fw.paper)
+        if fw.survey_class and SURVEY not in fw.locators:
+            c.report(
+                fw,
+                "survey_class",
+                f"the class is read from the survey: cite {SURVEY} in sources with its "
+                "locator (locators: {" + SURVEY + ': "§6.2"})',
+            )
         if fw.latest_release:
             c.ref(fw, "latest_release.source", "source", fw.latest_release.source)
         sources = c.catalog.of("source")
@@ -183,6 +203,18 @@ def check_rules(c: Checker) -> None:
             c.scenario(rule, f"examples[{i}].scenario", example.scenario)
 
 
+def check_directions(c: Checker) -> None:
+    for direction in c.catalog.of("direction").values():
+        assert isinstance(direction, Direction)
+        for field, kind in (
+            ("techniques", "technique"),
+            ("frameworks", "framework"),
+            ("rules", "rule"),
+        ):
+            for i, value in enumerate(getattr(direction, field)):
+                c.ref(direction, f"{field}[{i}]", kind, value)
+
+
 MIN_DIMENSIONS = 10
 
 
@@ -223,6 +255,7 @@ CHECKS: tuple[Callable[[Checker], None], ...] = (
     check_constraints,
     check_mappings,
     check_rules,
+    check_directions,
     check_coverage,
 )
 

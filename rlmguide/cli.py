@@ -44,13 +44,16 @@ LIST_SQL = {
     ),
     "result": "SELECT id, framework, metric, value, unit FROM results ORDER BY id",
     "rule": "SELECT id, effect, title FROM rules ORDER BY id",
+    "constraint": "SELECT id, framework, component, title FROM constraints ORDER BY framework, id",
+    "direction": (
+        "SELECT id, section, position, coverage, title FROM directions ORDER BY section, position"
+    ),
     "deployment": (
         "SELECT id, framework, json_extract_string(scenario, '$.cluster.accelerator') AS "
         "accelerator, json_extract(scenario, '$.cluster.nodes')::INT * "
         "json_extract(scenario, '$.cluster.gpus_per_node')::INT AS gpus, step_seconds "
         "FROM deployments ORDER BY id"
     ),
-    "constraint": "SELECT id, framework, component, title FROM constraints ORDER BY framework, id",
     "mapping": (
         "SELECT id, framework, syntax, committed, left(commit, 10) AS commit, "
         "json_array_length(entries) AS entries FROM mappings ORDER BY framework, committed DESC"

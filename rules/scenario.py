@@ -26,6 +26,7 @@ from kb.schema import (
     Architecture,
     InlineAccelerator,
     InlineModel,
+    Model,
     Offload,
     Record,
     Scenario,
@@ -154,7 +155,10 @@ def _architecture(
 ) -> Architecture:
     if isinstance(value, InlineModel):
         return value
-    return _lookup(models, value, field, "model")  # type: ignore[return-value]
+    record: Model = _lookup(models, value, field, "model")  # type: ignore[assignment]
+    if record.architecture is None:
+        raise InputError(f"{field}: {value} has no published architecture, so it cannot be costed")
+    return record.architecture
 
 
 def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> Resolved:

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import REPO, run_cli
 
+from kb.paths import PLURALS
 from rlmguide.cli import cli
 
 pytestmark = pytest.mark.usefixtures("use_fixture_kb")
@@ -69,6 +70,13 @@ def test_canned_queries_list_and_run() -> None:
     )
     assert [r["framework_id"] for r in rows] == ["fw-one"]
     assert "did you mean taxonomy" in invoke("query", "taxonomi").output
+
+
+def test_every_kind_lists() -> None:
+    for plural in PLURALS.values():
+        result = invoke("list", plural, "--format", "json")
+        assert result.exit_code == 0, (plural, result.output)
+        assert isinstance(json.loads(result.output), list)
 
 
 def test_list_show_and_compare() -> None:

@@ -148,6 +148,11 @@ def test_estimate_costs_exactly_the_fixed_plan() -> None:
     [
         (("estimate", SMALL), 2, "missing: plan.placement"),
         (("recommend", SMALL, "--policy", "qwen2.5-7"), 2, "unknown model 'qwen2.5-7'; did you"),
+        (
+            ("recommend", SMALL, "--policy", "openai-o3"),
+            2,
+            "models.policy: openai-o3 has no published architecture, so it cannot be costed",
+        ),
         (("recommend", SMALL, "--accelerator", "h100"), 2, "unknown accelerator 'h100'"),
         (("recommend", SMALL, "--algorithm", "grpoo"), 2, "did you mean grpo"),
         (

@@ -124,3 +124,33 @@ def test_scenario_refuses_response_longer_than_its_maximum() -> None:
                 },
             }
         )
+
+
+def test_locators_must_name_a_cited_source() -> None:
+    base = dict(id="fw", name="F", type="library", description="d", sources=["s"])
+    fw = Framework(**base, locators={"s": "§6.2, Table 11"})
+    assert fw.locators == {"s": "§6.2, Table 11"}
+    with pytest.raises(ValidationError, match="locators name sources not in sources: t"):
+        Framework(**base, locators={"t": "§1"})
+
+
+CLOSED = dict(id="o3", name="OpenAI o3", family="o-series", access="closed", sources=["s"])
+
+
+def test_a_closed_model_needs_no_architecture_and_derives_nothing() -> None:
+    m = Model(**CLOSED, scale="undisclosed", post_training="hybrid RL (CoT and tools)")
+    assert m.architecture is None
+    assert (m.params_total, m.params_active, m.attention, m.kv_bytes_per_token) == (None,) * 4
+    with pytest.raises(ValidationError, match="gives its scale or post_training"):
+        Model(**CLOSED)
+
+
+def test_an_open_model_must_give_its_architecture_whole() -> None:
+    with pytest.raises(ValidationError, match="an open model gives its architecture"):
+        Model(**{**CLOSED, "access": "open"}, scale="7B")
+    partial = {k: v for k, v in QWEN25_7B.items() if k != "vocab"}
+    with pytest.raises(ValidationError, match="vocab: Field required"):
+        Model(**partial)
+    with pytest.raises(ValidationError, match="active_params_b is derived"):
+        Model(**QWEN25_7B, active_params_b=7.0)
+    assert Model(**QWEN25_7B).architecture is not None

@@ -24,6 +24,7 @@ from kb.validate import validate
 from rlmguide.sitegen import pages as site
 from rlmguide.sitegen.generate import generate
 from rlmguide.sitegen.mdtext import html, number, page_dir
+from rlmguide.sitegen.survey_pages import MAP_PAGE, survey_map
 
 RULE = """\
 id: colocate-small
@@ -147,6 +148,7 @@ def test_one_page_per_record_and_rule(small: tuple[Catalog, dict[str, str]]) -> 
     assert {"rules/colocate-small.md", "deployments/fw-one-grpo-8gpu.md"} <= expected
     assert expected <= set(pages)
     overviews = {site.index_of(k) for k in PLURALS} | {
+        MAP_PAGE,
         site.MATRIX,
         site.FACTS_PAGE,
         site.SQL_REFERENCE,
@@ -571,8 +573,55 @@ def test_rule_pages_link_their_techniques_and_the_frameworks_claiming_them(
     assert "## Techniques and the frameworks that implement them" in page
     assert 'href="../../techniques/prefix-caching/"' in page
     assert 'href="../../frameworks/verl/"' in page
-    # Every rule names at least one technique unless it is about a model or algorithm choice.
+    # Every rule names at least one technique unless it is about a model, algorithm or framework
+    # choice.
     bare = sorted(p for p, text in pages.items() if p.startswith("rules/")
                   and p not in ("rules/index.md", "rules/facts.md")
                   and "## Techniques and the frameworks" not in text)  # fmt: skip
-    assert bare == ["rules/critic-free-with-verifiable-rewards.md", "rules/verifier-on-cpu.md"]
+    assert bare == [
+        "rules/critic-free-with-verifiable-rewards.md",
+        "rules/library-centric-stack-for-small-experiments.md",
+        "rules/verifier-on-cpu.md",
+    ]
+
+
+def test_survey_map_directions_and_locators(real: tuple[Catalog, dict[str, str]]) -> None:
+    catalog, pages = real
+    survey = pages[MAP_PAGE]
+    items = survey_map()
+    for item in items:
+        assert html(item.title) in survey, item.id
+    counted = [i.status for i in items if i.part != "takeaway"]
+    summary = ", ".join(f"{counted.count(s)} {s}" for s in ("present", "partial", "missing"))
+    assert f"Sections, tables and algorithms: {summary}." in survey
+    # A takeaway row links the rule it rests on; a section row gains the records whose
+    # locators name it (the pipeline-parallelism technique cites §3.5.1).
+    assert "library-centric-stack-for-small-experiments/" in row_of(
+        survey, "24 Small experiments: library-centric stacks"
+    )
+    assert "../techniques/pipeline-parallelism/" in row_of(survey, "§3.5 Pipeline parallelism")
+    assert "../directions/snapshot-consistent-shared-weights/" in survey
+    direction = pages[site.page_of("direction", "asynchronous-stale-data-rl")]
+    assert "Asynchronous and stale-data RL" in direction and "§7, item 8" in direction
+    assert "../../techniques/staleness-correction/" in direction
+    assert "../../frameworks/areal/" in direction
+    assert len(catalog.of("direction")) == 16
+    assert "snapshot-consistent-shared-weights/" in pages[site.index_of("direction")]
+    # Citations show where in the survey a record rests.
+    technique = pages[site.page_of("technique", "stage-fusion")]
+    assert "(2026), §4.3, §4.7, Table 9:" in technique
+    source = pages[site.page_of("source", "arxiv-2608.27046")]
+    assert "Shared actor-critic (§4.1, §4.6, §4.7, Table 9, Table 11)" in source
+    # A closed model has a page of what is published and a row of its own on the index.
+    o3 = pages[site.page_of("model", "openai-o3")]
+    assert "cannot cost it" in o3 and "hybrid RL over chains of thought and tool use" in o3
+    models = pages[site.index_of("model")]
+    assert "## Models without a published architecture" in models
+    assert "openai-o3/" in row_of(models, "OpenAI o3")
+    nav = nav_paths(site.navigation(catalog, pages))
+    assert MAP_PAGE in nav and site.index_of("direction") in nav
+    # A framework page states the survey's class for it, or that it has none.
+    staleflow = pages[site.page_of("framework", "staleflow")]
+    assert "scheduling-centric" in row_of(staleflow, "Class in the survey (§6.2)")
+    oppo = pages[site.page_of("framework", "oppo")]
+    assert "centric" not in row_of(oppo, "Class in the survey (§6.2)")

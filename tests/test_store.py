@@ -115,6 +115,29 @@ def test_framework_paper_is_a_citation(fixture_kb: Path) -> None:
     assert cited == [("paper-a",), ("repo-b",)]
 
 
+def test_citations_carry_the_locator_and_directions_have_a_table(fixture_kb: Path) -> None:
+    path = fixture_kb / "techniques" / "tensor-parallelism.yaml"
+    path.write_text(path.read_text() + "locators: {paper-a: '§3.2, Table 5'}\n")
+    (fixture_kb / "directions").mkdir()
+    (fixture_kb / "directions" / "auto-parallel.yaml").write_text(
+        "id: auto-parallel\ntitle: Automatic parallelization\nsection: §7\nposition: 3\n"
+        "statement: s\ncoverage: partial\ncoverage_note: n\n"
+        "techniques: [tensor-parallelism]\nsources: [paper-a]\n"
+    )
+    con = open_db(fixture_kb)
+    assert con.execute(
+        "SELECT record_id, locator FROM citations WHERE source_id = 'paper-a' "
+        "AND record_kind IN ('technique', 'direction') ORDER BY record_id"
+    ).fetchall() == [
+        ("auto-parallel", None),
+        ("parallelism", None),
+        ("tensor-parallelism", "§3.2, Table 5"),
+    ]
+    assert con.execute("SELECT id, techniques, coverage FROM directions").fetchall() == [
+        ("auto-parallel", ["tensor-parallelism"], "partial")
+    ]
+
+
 def test_rebuilt_only_when_records_change(fixture_kb: Path) -> None:
     first = ensure_database([(fixture_kb, None)])
     assert ensure_database([(fixture_kb, None)]) == first

@@ -159,6 +159,19 @@ CASES = [
         "id: Paper_A",
         "sources/paper-a.yaml: id: String should match pattern",
     ),
+    (
+        "frameworks/fw-two.yaml",
+        "sources: [paper-a]",
+        "sources: [paper-a]\nsurvey_class: library-centric",
+        "frameworks/fw-two.yaml: survey_class: the class is read from the survey: cite "
+        "arxiv-2608.27046",
+    ),
+    (
+        "techniques/tensor-parallelism.yaml",
+        "sources: [paper-a]",
+        "sources: [paper-a]\nlocators: {repo-b: '§3'}",
+        "techniques/tensor-parallelism.yaml: locators name sources not in sources: repo-b",
+    ),
     ("algorithms/grpo.yaml", "grouped: true", "grouped: [unclosed", "algorithms/grpo.yaml: line"),
     (
         "accelerators/gpu-x.yaml",
@@ -263,3 +276,49 @@ def test_catalog_cache_is_reused_until_a_record_changes(
     edit(fixture_kb, "frameworks/fw-one.yaml", "licence: Apache-2.0", "licence: MIT")
     edited = load_catalog([(fixture_kb, None)])
     assert edited.of("framework")["fw-one"].licence == "MIT"  # type: ignore[attr-defined]
+
+
+DIRECTION = """id: auto-parallel
+title: Automatic selection of parallelization schemes
+section: §7
+position: 3
+statement: Choose each call's layout from the cluster.
+coverage: partial
+coverage_note: the planner searches layouts per pool.
+techniques: [tensor-parallelism, pipeline-parallelism]
+frameworks: [fw-one]
+sources: [paper-a]
+locators: {paper-a: §7}
+"""
+
+
+def test_a_direction_links_only_known_records(fixture_kb: Path) -> None:
+    (fixture_kb / "directions").mkdir()
+    (fixture_kb / "directions" / "auto-parallel.yaml").write_text(DIRECTION)
+    assert problems(fixture_kb) == [
+        "directions/auto-parallel.yaml: techniques[1]: unknown technique "
+        "'pipeline-parallelism' (did you mean 'tensor-parallelism', 'parallelism'?)"
+    ]
+
+
+def test_citing_the_survey_without_a_locator_is_a_warning(fixture_kb: Path) -> None:
+    survey = "id: arxiv-2608.27046\ntype: paper\ntitle: The survey\nurl: https://arxiv.org/abs/2608.27046\n"
+    (fixture_kb / "sources" / "arxiv-2608.27046.yaml").write_text(survey)
+    edit(
+        fixture_kb,
+        "techniques/tensor-parallelism.yaml",
+        "sources: [paper-a]",
+        "sources: [paper-a, arxiv-2608.27046]",
+    )
+    assert problems(fixture_kb) == []
+    assert (
+        "techniques/tensor-parallelism.yaml: locators: cites the survey (arxiv-2608.27046) "
+        "without its section or table" in " ".join(problems(fixture_kb, severity="warning"))
+    )
+    edit(
+        fixture_kb,
+        "techniques/tensor-parallelism.yaml",
+        "arxiv-2608.27046]",
+        "arxiv-2608.27046]\nlocators: {arxiv-2608.27046: '§3.2'}",
+    )
+    assert not any("cites the survey" in p for p in problems(fixture_kb, severity="warning"))

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import (
+    Field,
+    PrivateAttr,
+    StringConstraints,
+    ValidationError,
+    computed_field,
+    model_validator,
+)
+from pydantic_core import ErrorDetails
 
 from kb.schema.common import (
     Date,
@@ -23,7 +31,12 @@ from kb.schema.common import (
     Url,
 )
 from kb.schema.scenario import Currency, Execution, Placement, Scenario
-from kb.schema.specs import AcceleratorFigures, Architecture
+from kb.schema.specs import (
+    AcceleratorFigures,
+    Architecture,
+    MixtureOfExperts,
+    MultiHeadLatent,
+)
 
 Commit = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")]
 """A git commit, abbreviated to at least 7 hex digits."""
@@ -38,6 +51,23 @@ class Record(Strict):
     def cited_sources(self) -> list[str]:
         """The sources this record cites itself (a framework's claims carry their own)."""
         return list(getattr(self, "sources", []))
+
+
+class Cited(Strict):
+    """The sources a record rests on, and where in them."""
+
+    sources: Annotated[list[Slug], Field(min_length=1)]
+    locators: dict[Slug, Text] = {}
+    """Where in a cited source the record rests, by source id: a section, table or page as the
+    source numbers it (`{arxiv-2608.27046: "§4.7, Table 9"}`). Optional for each source; the
+    `citations` table and the site show it beside the source."""
+
+    @model_validator(mode="after")
+    def _locators_name_cited_sources(self) -> Cited:
+        stray = sorted(set(self.locators) - set(self.sources))
+        if stray:
+            raise ValueError(f"locators name sources not in sources: {', '.join(stray)}")
+        return self
 
 
 class Source(Record):
@@ -59,7 +89,7 @@ class Source(Record):
         return []
 
 
-class Technique(Record):
+class Technique(Record, Cited):
     """A node of the taxonomy of parallelism, placement, execution and rollout techniques."""
 
     kind: ClassVar[str] = "technique"
@@ -76,10 +106,9 @@ class Technique(Record):
     memory_effect: Text | None = None
     communication_effect: Text | None = None
     tradeoffs: Text | None = None
-    sources: Annotated[list[Slug], Field(min_length=1)]
 
 
-class Algorithm(Record):
+class Algorithm(Record, Cited):
     """An RL algorithm for LLM post-training and the models it needs."""
 
     kind: ClassVar[str] = "algorithm"
@@ -100,10 +129,9 @@ class Algorithm(Record):
     """False for offline methods (DPO) that train on a fixed dataset and never sample: there is
     no rollout to lay out, so recommend and estimate refuse them."""
     description: Text
-    sources: Annotated[list[Slug], Field(min_length=1)]
 
 
-class Component(Record):
+class Component(Record, Cited):
     """A building block frameworks use: a training backend, rollout engine or orchestrator."""
 
     kind: ClassVar[str] = "component"
@@ -118,7 +146,6 @@ class Component(Record):
     code refuses, this one refuses too."""
     url: Url | None = None
     description: Text
-    sources: Annotated[list[Slug], Field(min_length=1)]
 
 
 class Dated(Strict):
@@ -186,7 +213,7 @@ class FrameworkDefault(Strict):
         return self
 
 
-class Framework(Record):
+class Framework(Record, Cited):
     """An RL-for-LLM system: an open-source library or a system described in a paper."""
 
     kind: ClassVar[str] = "framework"
@@ -207,8 +234,12 @@ class Framework(Record):
     """Above this many billion parameters the framework directs training to its model-parallel
     backend (Megatron); at or below, its default backend shards data-parallel (FSDP): when the
     search runs for this framework alone, plans that tie break toward that family."""
+    survey_class: (
+        Literal["library-centric", "orchestrator-centric", "scheduling-centric"] | None
+    ) = None
+    """The class the survey (arXiv:2608.27046, §6.2) puts the framework in; a framework that
+    sets it cites the survey with its locator."""
     description: Text
-    sources: Annotated[list[Slug], Field(min_length=1)]
     claims: list[Claim] = []
 
     def cited_sources(self) -> list[str]:
@@ -244,7 +275,7 @@ class Price(Dated):
     """The source record the price is read from."""
 
 
-class Accelerator(Record, AcceleratorFigures):
+class Accelerator(Record, Cited, AcceleratorFigures):
     """A GPU or accelerator with its dense datasheet figures (no sparsity)."""
 
     kind: ClassVar[str] = "accelerator"
@@ -252,7 +283,6 @@ class Accelerator(Record, AcceleratorFigures):
     vendor: Text
     released: Annotated[int, Field(ge=2010, le=2100)] | None = None
     notes: Text | None = None
-    sources: Annotated[list[Slug], Field(min_length=1)]
     price: Price | None = None
     """Null where no public on-demand price is published (parts sold only in some markets,
     such as H20 and H800): a price is never estimated."""
@@ -261,15 +291,104 @@ class Accelerator(Record, AcceleratorFigures):
         return [*self.sources, *([self.price.source] if self.price else [])]
 
 
-class Model(Record, Architecture):
-    """A transformer's architecture numbers, copied from its published configuration."""
+ARCHITECTURE_FIELDS = tuple(Architecture.model_fields)
+
+
+def _problem(error: ErrorDetails) -> str:
+    """One architecture error as the validator words it: `field: message`, or the message."""
+    message = error["msg"].removeprefix("Value error, ")
+    where = ".".join(map(str, error["loc"]))
+    return f"{where}: {message}" if where else message
+
+
+class Model(Record, Cited):
+    """A language model: its architecture numbers copied from its published configuration, or,
+    for a model whose configuration is not published (o1, GPT-5, Claude 4), what its makers
+    publish about it. Only a model with an architecture can be costed."""
 
     kind: ClassVar[str] = "model"
     name: Text
     family: Text
     organisation: Text | None = None
     released: Text | None = None
-    sources: Annotated[list[Slug], Field(min_length=1)]
+    access: Literal["open", "closed", "mixed"] = "open"
+    """Whether the weights are published: `mixed` for a family with open and closed members."""
+    scale: Text | None = None
+    """The scale as published, for a model without an architecture ("671B MoE, about 37B
+    active", "undisclosed")."""
+    active_params_b: Positive | None = None
+    """Parameters active per token in billions as published, for a model without an
+    architecture (derived from the architecture otherwise: `params_active`)."""
+    post_training: Text | None = None
+    """The post-training signal as published ("PPO-like: SFT, reward model, PPO")."""
+    # The architecture (kb.schema.specs.Architecture), all or nothing: given, it is checked as
+    # one and the derived figures below follow from it.
+    layers: PositiveInt | None = None
+    hidden: PositiveInt | None = None
+    heads: PositiveInt | None = None
+    kv_heads: PositiveInt | None = None
+    head_dim: PositiveInt | None = None
+    ffn: PositiveInt | None = None
+    ffn_kind: Literal["gated", "plain"] = "gated"
+    vocab: PositiveInt | None = None
+    max_context_tokens: PositiveInt | None = None
+    tied_embeddings: bool = False
+    qkv_bias: bool = False
+    mla: MultiHeadLatent | None = None
+    moe: MixtureOfExperts | None = None
+    _architecture: Architecture | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _architecture_or_what_is_published(self) -> Model:
+        given = self.model_dump(include=set(ARCHITECTURE_FIELDS), exclude_unset=True)
+        if given:
+            try:
+                self._architecture = Architecture.model_validate(given)
+            except ValidationError as error:
+                raise ValueError("; ".join(map(_problem, error.errors()))) from None
+            if self.active_params_b is not None:
+                raise ValueError("active_params_b is derived from the architecture (params_active)")
+            return self
+        if self.access == "open":
+            raise ValueError(
+                "an open model gives its architecture from its published configuration "
+                "(layers, hidden, heads, kv_heads, ffn, vocab, max_context_tokens)"
+            )
+        if self.scale is None and self.post_training is None:
+            raise ValueError("a model without an architecture gives its scale or post_training")
+        return self
+
+    @property
+    def architecture(self) -> Architecture | None:
+        """The architecture the cost core reads; None when it is not published."""
+        return self._architecture
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def attention(self) -> str | None:
+        return self._architecture.attention if self._architecture else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def embedding_params(self) -> int | None:
+        return self._architecture.embedding_params if self._architecture else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def params_total(self) -> int | None:
+        return self._architecture.params_total if self._architecture else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def params_active(self) -> int | None:
+        """Parameters touched per token: routed top-k plus shared experts for MoE."""
+        return self._architecture.params_active if self._architecture else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def kv_bytes_per_token(self) -> int | None:
+        """KV-cache bytes per token over all layers in bf16 (MLA caches the latent + RoPE key)."""
+        return self._architecture.kv_bytes_per_token if self._architecture else None
 
 
 class RuleExample(Strict):
@@ -284,7 +403,7 @@ class RuleExample(Strict):
     scenario: Scenario
 
 
-class Rule(Record):
+class Rule(Record, Cited):
     """A guideline: when it applies, what it asks of a plan, and what follows.
 
     `applies` and `condition` are expressions over scenario and plan facts. A `require` rule
@@ -305,7 +424,6 @@ class Rule(Record):
     techniques: list[Slug] = []
     """The taxonomy nodes the rule recommends or concerns; its page links them and the
     frameworks that claim them."""
-    sources: Annotated[list[Slug], Field(min_length=1)]
     examples: Annotated[list[RuleExample], Field(min_length=2)]
 
     @model_validator(mode="after")
@@ -505,6 +623,27 @@ class Mapping(Record):
         return [self.source]
 
 
+class Direction(Record, Cited):
+    """An open research direction or gap a source names (the survey's §7, and the gaps of its
+    §1, §3 and §4), linked to what the knowledge base already has on it."""
+
+    kind: ClassVar[str] = "direction"
+    title: Text
+    section: Text
+    """Where the source states it (`§7`, `§3.6.1`)."""
+    position: PositiveInt
+    """Its place in the section's list, to show the directions in the source's order."""
+    statement: Text
+    """The direction in our words."""
+    coverage: Literal["none", "partial", "substantial"]
+    """How much of it the knowledge base, rules and planner already cover."""
+    coverage_note: Text
+    """What is covered and what is not."""
+    techniques: list[Slug] = []
+    frameworks: list[Slug] = []
+    rules: list[Slug] = []
+
+
 KINDS: dict[str, type[Record]] = {
     cls.kind: cls
     for cls in (
@@ -520,6 +659,7 @@ KINDS: dict[str, type[Record]] = {
         Deployment,
         Constraint,
         Mapping,
+        Direction,
     )
 }
 """Record kinds by name; the folder of a kind under `records/` is its plural."""

@@ -20,6 +20,7 @@ from rlmguide.sitegen.mapping_pages import mapping_pages
 from rlmguide.sitegen.matrix_page import matrix_page
 from rlmguide.sitegen.pages import MATRIX, Index, Pages, build_index, merge
 from rlmguide.sitegen.sql_pages import sql_pages
+from rlmguide.sitegen.survey_pages import survey_pages
 
 
 def matrix_pages(ix: Index) -> Pages:
@@ -38,6 +39,7 @@ BUILDERS: tuple[Callable[[Index], Pages], ...] = (
     deployment_pages,
     constraint_pages,
     mapping_pages,
+    survey_pages,
     kinds.source_pages,
 )
 
@@ -51,6 +53,7 @@ SEARCH_BOOST = {
     "deployments": 1.5,
     "constraints": 1.5,
     "mappings": 1.5,
+    "directions": 1.5,
     "sources": 0.5,
     "results": 0.5,
 }

@@ -25,6 +25,7 @@ from kb.paths import PLURALS
 from kb.schema import (
     Accelerator,
     Algorithm,
+    Architecture,
     Claim,
     Component,
     Framework,
@@ -161,7 +162,10 @@ class Index:
         own = to_page(src, page_of("source", source.id), source.id)
         return f"{own} {anchor(source.url, '↗', source.url)}"
 
-    def sources_list(self, src: str, ids: Iterable[str]) -> str:
+    def sources_list(
+        self, src: str, ids: Iterable[str], locators: Mapping[str, str] | None = None
+    ) -> str:
+        """The sources as links, each with the place in it the record rests on, if given."""
         items = []
         for source_id in dict.fromkeys(ids):
             source = self.get("source", source_id)
@@ -170,7 +174,9 @@ class Index:
                 continue
             year = f" ({source.year})" if source.year else ""
             name = link(src, page_of("source", source.id), esc(source.title))
-            items.append(f"{name}{year}: {external(source.url, esc(source.url))}")
+            where = (locators or {}).get(source.id)
+            at = f", {esc(where)}" if where else ""
+            items.append(f"{name}{year}{at}: {external(source.url, esc(source.url))}")
         return bullets(items)
 
 
@@ -185,8 +191,10 @@ def build_index(catalog: Catalog) -> Index:
                 (page_of("framework", fw.id), f"{fw.name}: claim on {claim.feature}")
             )
     for record in catalog.all():
+        locators: Mapping[str, str] = getattr(record, "locators", {})
         for source in dict.fromkeys(record.cited_sources()):
-            label = f"{record.kind} {title_of(record)}"
+            where = f" ({locators[source]})" if source in locators else ""
+            label = f"{record.kind} {title_of(record)}{where}"
             cited_by[source].append((page_of(record.kind, record.id), label))
     children: dict[str | None, list[Technique]] = defaultdict(list)
     for tech in catalog.of("technique").values():
@@ -240,8 +248,10 @@ def unsearched(text: str) -> str:
     return f"<p{SEARCH_EXCLUDE}>{text}</p>"
 
 
-def sources_section(ix: Index, src: str, ids: Iterable[str]) -> str:
-    listed = ix.sources_list(src, ids)
+def sources_section(
+    ix: Index, src: str, ids: Iterable[str], locators: Mapping[str, str] | None = None
+) -> str:
+    listed = ix.sources_list(src, ids, locators)
     return f"## Sources\n\n{listed}" if listed else ""
 
 
@@ -342,7 +352,10 @@ def technique_page(ix: Index, tech: Technique) -> str:
     if kids:
         items = [link(src, page_of("technique", k.id), esc(k.name)) for k in kids]
         blocks += ["## Refinements", bullets(items)]
-    blocks += [support_block(ix, src, tech.id), sources_section(ix, src, tech.sources)]
+    blocks += [
+        support_block(ix, src, tech.id),
+        sources_section(ix, src, tech.sources, tech.locators),
+    ]
     return document(*blocks)
 
 
@@ -386,6 +399,7 @@ def framework_fields(ix: Index, src: str, fw: Framework) -> str:
             ("Licence", cell(fw.licence)),
             ("First release", cell(fw.first_release)),
             ("Latest release", latest_release(ix, src, fw)),
+            ("Class in the survey (§6.2)", cell(fw.survey_class)),
             ("Claims", number(len(fw.claims))),
         ]
     )
@@ -444,7 +458,7 @@ def framework_page(ix: Index, fw: Framework) -> str:
     # Every source the page cites: the framework's own, then its claims' in table order.
     claimed_sources = [c.source for c in sorted(fw.claims, key=lambda c: c.feature)]
     cited = [*fw.cited_sources(), *claimed_sources, *(c.source for c in refusals)]
-    blocks.append(sources_section(ix, src, cited))
+    blocks.append(sources_section(ix, src, cited, fw.locators))
     return document(*blocks)
 
 
@@ -493,7 +507,7 @@ def component_page(ix: Index, comp: Component) -> str:
         fields([("Id", html_code(comp.id)), ("Role", html(comp.role)), ("Home", home)]),
         esc(comp.description),
         support_block(ix, src, comp.id),
-        sources_section(ix, src, comp.sources),
+        sources_section(ix, src, comp.sources, comp.locators),
     )
 
 
@@ -565,7 +579,7 @@ def algorithm_page(ix: Index, alg: Algorithm) -> str:
     if variants:
         items = [link(src, page_of("algorithm", a.id), esc(a.name)) for a in variants]
         blocks += ["## Variants", bullets(items)]
-    blocks += [support_block(ix, src, alg.id), sources_section(ix, src, alg.sources)]
+    blocks += [support_block(ix, src, alg.id), sources_section(ix, src, alg.sources, alg.locators)]
     return document(*blocks)
 
 
@@ -664,7 +678,7 @@ def rule_page(ix: Index, rule: Rule) -> str:
         esc(rule.rationale),
         f"The facts are described on the {link(src, FACTS_PAGE, 'facts page')}.",
         *rule_techniques(ix, src, rule),
-        sources_section(ix, src, rule.sources),
+        sources_section(ix, src, rule.sources, rule.locators),
         *rule_examples(rule),
     )
 
@@ -772,7 +786,7 @@ def accelerator_page(ix: Index, acc: Accelerator) -> str:
         "byte it reads (token-by-token decoding, for one) is bound by memory bandwidth, not "
         "compute.",
         f"## Notes\n\n{show(acc.notes)}",
-        sources_section(ix, src, acc.cited_sources()),
+        sources_section(ix, src, acc.cited_sources(), acc.locators),
     )
 
 
@@ -825,7 +839,7 @@ def accelerators_index(ix: Index) -> str:
     )
 
 
-def model_figures(model: Model) -> list[tuple[str, str]]:
+def model_figures(model: Architecture) -> list[tuple[str, str]]:
     """Figures derived from the architecture: parameters, weight bytes and KV-cache bytes."""
     kv = model.kv_bytes_per_token
     return [
@@ -841,12 +855,18 @@ def model_figures(model: Model) -> list[tuple[str, str]]:
     ]
 
 
-def model_architecture(model: Model) -> list[tuple[str, str]]:
+def model_identity(model: Model) -> list[tuple[str, str]]:
     return [
         ("Id", html_code(model.id)),
         ("Family", html(model.family)),
         ("Organisation", cell(model.organisation)),
         ("Released", cell(model.released)),
+        ("Weights", html(model.access)),
+    ]
+
+
+def model_architecture(model: Architecture) -> list[tuple[str, str]]:
+    return [
         ("Attention", html(model.attention)),
         ("Layers", cell(model.layers)),
         ("Hidden size", cell(model.hidden)),
@@ -861,7 +881,7 @@ def model_architecture(model: Model) -> list[tuple[str, str]]:
     ]
 
 
-def model_extras(model: Model) -> list[str]:
+def model_extras(model: Architecture) -> list[str]:
     """The mixture-of-experts and latent-attention numbers, for models that have them."""
     blocks = []
     if model.moe:
@@ -887,35 +907,69 @@ def model_extras(model: Model) -> list[str]:
     return blocks
 
 
+def model_published(model: Model) -> list[tuple[str, str]]:
+    """What is published about a model whose architecture is not."""
+    active = f"{number(model.active_params_b)} B" if model.active_params_b else "unknown"
+    return [
+        ("Scale, as published", cell(model.scale)),
+        ("Parameters active per token, as published", active),
+        ("Post-training signal", cell(model.post_training)),
+    ]
+
+
 def model_page(ix: Index, model: Model) -> str:
     src = page_of("model", model.id)
+    arch = model.architecture
+    if arch is None:
+        body = [
+            fields([*model_identity(model), *model_published(model)]),
+            "Its architecture is not published, so the planner cannot cost it.",
+        ]
+    else:
+        body = [
+            fields([*model_identity(model), *model_architecture(arch)]),
+            "## Derived figures",
+            "Computed from the architecture above, never typed in; the KV cache assumes bf16.",
+            fields(model_figures(arch)),
+            *model_extras(arch),
+        ]
+        if model.post_training:
+            body.insert(1, fields([("Post-training signal", cell(model.post_training))]))
     return document(
         f"# {esc(model.name)}",
-        fields(model_architecture(model)),
-        "## Derived figures",
-        "Computed from the architecture above, never typed in; the KV cache assumes bf16.",
-        fields(model_figures(model)),
-        *model_extras(model),
-        sources_section(ix, src, model.sources),
+        *body,
+        sources_section(ix, src, model.sources, model.locators),
     )
 
 
 def models_index(ix: Index) -> str:
     src = index_of("model")
+    costed = [(m, m.architecture) for m in ix.of("model") if m.architecture is not None]
     rows = [
         [
             ix.record_link(src, "model", m.id),
-            html(m.attention),
-            number(m.params_total / 1e9),
-            number(m.params_active / 1e9),
-            cell(m.layers),
-            cell(m.hidden),
-            f"{m.heads}/{m.kv_heads}",
-            cell(m.moe.experts) if m.moe else "dense",
-            number(m.kv_bytes_per_token / 1024),
-            cell(m.max_context_tokens),
+            html(a.attention),
+            number(a.params_total / 1e9),
+            number(a.params_active / 1e9),
+            cell(a.layers),
+            cell(a.hidden),
+            f"{a.heads}/{a.kv_heads}",
+            cell(a.moe.experts) if a.moe else "dense",
+            number(a.kv_bytes_per_token / 1024),
+            cell(a.max_context_tokens),
         ]
-        for m in sorted(ix.of("model"), key=lambda m: (m.params_total, m.id))
+        for m, a in sorted(costed, key=lambda pair: (pair[1].params_total, pair[0].id))
+    ]
+    published = sorted((m for m in ix.of("model") if m.architecture is None), key=lambda m: m.id)
+    closed_rows = [
+        [
+            ix.record_link(src, "model", m.id),
+            html(m.access),
+            cell(m.scale),
+            number(m.active_params_b) if m.active_params_b else "",
+            cell(m.post_training),
+        ]
+        for m in published
     ]
     headers = [
         "Model",
@@ -934,6 +988,19 @@ def models_index(ix: Index) -> str:
         "Architecture numbers copied from each model's configuration, smallest first. Parameter "
         "counts and the bf16 KV-cache bytes per token are derived from them, never typed in.",
         table(headers, rows),
+        *(
+            [
+                "## Models without a published architecture",
+                "What their makers publish: the planner cannot cost them.",
+                table(
+                    ["Model", "Weights", "Scale", "Active B", "Post-training"],
+                    closed_rows,
+                    searchable=False,
+                ),
+            ]
+            if closed_rows
+            else []
+        ),
     )
 
 
@@ -1092,6 +1159,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Models", ("models",)),
     ("Results", ("results",)),
     ("Deployments", ("deployments",)),
+    ("Survey", ("survey", "directions")),
     ("Sources", ("sources",)),
     ("SQL", ("sql",)),
 )

@@ -1,0 +1,186 @@
+"""The survey map and what the knowledge base holds of the survey: its frameworks, takeaways,
+research directions and Table 10 models, each checked against the shipped records."""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from kb.load import Catalog, load_catalog
+from kb.paths import DEFAULT_ROOTS, RULES_ROOT
+from kb.schema import Framework
+from rlmguide.sitegen.survey_pages import SURVEY, MapItem, cited_at, locator_parts, survey_map
+
+
+@functools.cache
+def shipped() -> Catalog:
+    catalog = load_catalog([*DEFAULT_ROOTS, RULES_ROOT])
+    assert catalog.problems == []
+    return catalog
+
+
+def survey_locator(kind: str, record_id: str) -> str | None:
+    record = shipped().of(kind)[record_id]
+    return getattr(record, "locators", {}).get(SURVEY)
+
+
+SURVEY_FRAMEWORKS = {
+    # §6.2's three classes, then the two systems only §1 names (their class is not given).
+    "library-centric": ["trl", "deepspeed-chat", "colossalchat"],
+    "orchestrator-centric": ["openrlhf", "verl", "skyrl", "nemo-rl", "slime", "roll", "real"],
+    "scheduling-centric": [
+        "rlhfuse",
+        "pipe-rlhf",
+        "streamrl",
+        "areal",
+        "asyncflow",
+        "laminar",
+        "staleflow",
+        "mindspeed-rl",
+    ],
+    None: ["flexrlhf", "async-rlhf"],
+}
+
+
+def test_every_framework_the_survey_names_is_a_record() -> None:
+    frameworks = shipped().of("framework")
+    names = [fid for ids in SURVEY_FRAMEWORKS.values() for fid in ids]
+    assert len(names) == 20 and set(names) <= set(frameworks)
+    for survey_class, ids in SURVEY_FRAMEWORKS.items():
+        for fid in ids:
+            fw = frameworks[fid]
+            assert isinstance(fw, Framework)
+            assert fw.survey_class == survey_class, fid
+            assert survey_locator("framework", fid), f"{fid} does not cite the survey's section"
+            assert fw.claims, fid
+    # OPPO is cited in §4.3 for pipeline overlap, not classed in §6.2.
+    assert frameworks["oppo"].survey_class is None  # type: ignore[attr-defined]
+    assert survey_locator("framework", "oppo") == "§4.3"
+
+
+def takeaways() -> list[MapItem]:
+    return [item for item in survey_map() if item.part == "takeaway"]
+
+
+def test_every_takeaway_names_records_that_cite_the_survey() -> None:
+    items = takeaways()
+    assert [int(item.title.split()[0]) for item in items] == list(range(1, 29))
+    for item in items:
+        assert item.records, item.id
+        for kind, rid in item.record_refs():
+            assert rid in shipped().of(kind), f"{item.id}: unknown {kind} {rid}"
+            assert survey_locator(kind, rid), f"{item.id}: {kind} {rid} does not cite the survey"
+
+
+def test_the_three_missing_takeaways_are_rules_with_examples() -> None:
+    # Takeaway 21 (shared actor-critic) and 24 (library-centric stacks) can fire on a scenario;
+    # takeaway 5 (reward granularity) has no scenario fact to fire on and is a statement.
+    rules = shipped().of("rule")
+    for rule_id, where in (
+        ("shared-actor-critic-when-memory-is-scarce", "§4.7"),
+        ("library-centric-stack-for-small-experiments", "§6.2"),
+    ):
+        assert where in locator_parts(survey_locator("rule", rule_id) or "")
+        assert {e.fires for e in rules[rule_id].examples} == {True, False}  # type: ignore[attr-defined]
+    tradeoffs = shipped().of("technique")["model-based-reward"].tradeoffs  # type: ignore[attr-defined]
+    assert "process reward" in tradeoffs and "§2.6" in survey_locator(
+        "technique", "model-based-reward"
+    )
+
+
+def test_the_thirteen_directions_are_records() -> None:
+    directions = shipped().of("direction").values()
+    seventh = sorted((d for d in directions if d.section == "§7"), key=lambda d: d.position)  # type: ignore[attr-defined]
+    assert [d.position for d in seventh] == list(range(1, 14))  # type: ignore[attr-defined]
+    assert seventh[12].id == "snapshot-consistent-shared-weights"
+    assert {d.section for d in directions} == {"§7", "§1", "§3.6.1", "§4.4"}  # type: ignore[attr-defined]
+
+
+TABLE_10 = {
+    # Closed or mixed models: what is published, no architecture.
+    "closed": [
+        "instructgpt", "gpt-4", "gemini-1", "claude-3", "reka", "openai-o1", "openai-o3",
+        "openai-o4-mini", "gpt-5", "gpt-5.4-thinking", "gpt-5.5-thinking", "claude-3.7-sonnet",
+        "claude-4", "gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-deep-think", "kimi-k1.5",
+        "grok-4", "grok-4-heavy",
+    ],
+    # Open models with their configuration.
+    "open": ["deepseek-v3", "deepseek-r1", "llama-4-scout", "llama-4-maverick", "llama-3.1-405b",
+             "qwen2.5-72b", "qwen3-235b-a22b"],
+}  # fmt: skip
+
+
+def test_table_10_models_are_records() -> None:
+    models = shipped().of("model")
+    for mid in TABLE_10["closed"]:
+        model = models[mid]
+        assert model.architecture is None and model.access != "open", mid  # type: ignore[attr-defined]
+        assert survey_locator("model", mid) == "Table 10"
+    for mid in TABLE_10["open"]:
+        assert models[mid].architecture is not None, mid  # type: ignore[attr-defined]
+        assert "Table 10" in locator_parts(survey_locator("model", mid) or "")
+    # Llama 4's published scales (Table 10): about 109B and 400B in total, 17B active; the
+    # text model alone, counted from the configuration, by hand: 107.8B / 17.2B and 400.7B / 17.2B.
+    scout, maverick = models["llama-4-scout"], models["llama-4-maverick"]
+    assert scout.params_total / 1e9 == pytest.approx(107.77, abs=0.01)  # type: ignore[attr-defined]
+    assert maverick.params_total / 1e9 == pytest.approx(400.71, abs=0.01)  # type: ignore[attr-defined]
+    for model in (scout, maverick):
+        assert model.params_active / 1e9 == pytest.approx(17.18, abs=0.01)  # type: ignore[attr-defined]
+
+
+def test_locators_name_subsections_of_an_item() -> None:
+    assert locator_parts("§4.3, §4.7; Table 9") == ["§4.3", "§4.7", "Table 9"]
+    records = list(shipped().all())
+    pipeline = {r.id for r in cited_at(records, ["§3.5"])}
+    assert "pipeline-parallelism" in pipeline  # cited at §3.5.1
+    assert "tensor-parallelism" not in pipeline
+    assert {r.id for r in cited_at(records, ["Table 1"])}.isdisjoint(
+        {r.id for r in cited_at(records, ["Table 10"])}
+    )
+
+
+def test_the_map_names_only_what_exists() -> None:
+    catalog = shipped()
+    for item in survey_map():
+        for kind, rid in item.record_refs():
+            assert rid in catalog.of(kind), f"{item.id}: unknown {kind} {rid}"
+        for path in item.code:
+            assert (REPO / path).exists(), f"{item.id}: no {path}"
+        for test in item.checked_by:
+            file, name = test.split("::")
+            text = (REPO / file).read_text(encoding="utf-8")
+            assert re.search(rf"^def {re.escape(name)}\(", text, re.M), f"{item.id}: no {test}"
+
+
+def test_at_most_five_items_are_missing_each_with_its_reason() -> None:
+    items = [i for i in survey_map() if i.part != "takeaway"]
+    missing = [i for i in items if i.status == "missing"]
+    assert len(missing) <= 5 and all(i.note for i in missing)
+    parts = {i.part for i in items}
+    assert parts == {"section", "table", "algorithm"}
+    # Every section of §1-§7 and every table of 1-11 is an item.
+    keys = {k for i in items for k in i.keys}
+    for section in ("§1", "§2.1", "§2.6", "§3.1", "§3.8", "§4.1", "§4.7", "§5", "§6.2", "§7"):
+        assert section in keys
+    for table in range(1, 12):
+        assert f"Table {table}" in keys
+    for algorithm in range(1, 5):
+        assert f"Algorithm {algorithm}" in keys
+
+
+def test_a_present_item_needs_a_test_and_a_missing_one_a_reason() -> None:
+    with pytest.raises(ValueError, match="names the test that checks it"):
+        MapItem(id="x", part="section", title="§9", status="present")
+    with pytest.raises(ValueError, match="says why"):
+        MapItem(id="x", part="section", title="§9", status="missing")
+    assert MapItem(id="k", part="takeaway", title="1 t", status="present").checked_by
+
+
+def test_map_file_is_packaged() -> None:
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    assert "sitegen/survey_map.yaml" in pyproject
+    assert Path(REPO / "rlmguide" / "sitegen" / "survey_map.yaml").exists()
