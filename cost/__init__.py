@@ -1,7 +1,7 @@
 """The work-depth-memory cost core of rlmguide: pure functions over arrays, no I/O.
 
 `evaluate(accelerator, policy, workload, PlanTable...)` costs one RL step for every plan of a
-table: per stage (rollout, preparation, training, weight sync, colocated switch) its time with
+table: per stage (rollout, assessment, training, weight sync, colocated switch) its time with
 Brent bounds max(W/p, D) <= T <= W/p + D, work, depth, traffic and bound; the step time by
 placement and execution mode; memory per GPU and feasibility. It imports `kb.schema` only.
 """

@@ -91,12 +91,12 @@ def compose_step(
     execution: IntArray,
     staleness: IntArray,
     rollout: StageCost,
-    preparation: StageCost,
+    assessment: StageCost,
     training: StageCost,
     weight_sync: StageCost,
     switch: StageCost,
 ) -> StepTime:
-    r, p, t, s, w = (Span.of(x) for x in (rollout, preparation, training, weight_sync, switch))
+    r, p, t, s, w = (Span.of(x) for x in (rollout, assessment, training, weight_sync, switch))
     streamed = streamed_rollout(rollout, staleness.astype(np.float64))
     # Offload traffic (parking state, loading frozen models) is the trainer's, in any placement.
     trainer = seq(p, t, w)

@@ -13,6 +13,7 @@ import numpy as np
 
 from cost.architecture import ModelFigures
 from cost.arrays import BoolArray, FloatArray, IntArray, floats, unique_rows
+from cost.assessment import OwnPool, assessment_stage
 from cost.batch import Batch, Needs
 from cost.collectives import Fabric
 from cost.compose import StepTime, compose_step
@@ -22,7 +23,6 @@ from cost.layouts import RolloutLayout, TrainLayout, TrainLinks
 from cost.memory import Placed, TrainMemory, rollout_memory, training_memory
 from cost.overheads import DEFAULT_OVERHEADS, Overheads
 from cost.plans import COLOCATED, PARTIAL_ROLLOUT, PlanTable, check_plans
-from cost.preparation import OwnPool, preparation_stage
 from cost.rollout import rollout_stage
 from cost.stage import BOUNDS, STAGES, StageCost
 from cost.training import training_stage
@@ -38,7 +38,7 @@ class CostTable:
 
     plans: PlanTable
     stages: dict[str, StageCost]
-    """By name, in STAGES order: rollout, preparation, training, weight_sync, switch."""
+    """By name, in STAGES order: rollout, assessment, training, weight_sync, switch."""
     step_seconds: FloatArray
     step_lower_seconds: FloatArray
     step_upper_seconds: FloatArray
@@ -146,7 +146,7 @@ SYNC_COLUMNS = ("train_gpus", "train_tp", "train_pp", "train_cp", "train_zero", 
 class TrainerSide:
     memory: TrainMemory
     own_memory: dict[str, TrainMemory]
-    preparation: StageCost
+    assessment: StageCost
     training: StageCost
     switch: StageCost
 
@@ -203,7 +203,7 @@ def _trainer_side(
         "reward": OwnPool(rm_layout, rm_links, rm_apart),
         "critic": OwnPool(c_layout, c_links, critic_apart),
     }
-    preparation = preparation_stage(
+    assessment = assessment_stage(
         actor,
         critic_fig,
         reward_fig,
@@ -236,7 +236,7 @@ def _trainer_side(
         critic_apart=critic_apart,
     )
     switch = switch_stage(train_mem.switch, t_layout.gpus, hw)
-    return TrainerSide(train_mem, own_memory, preparation, training, switch)
+    return TrainerSide(train_mem, own_memory, assessment, training, switch)
 
 
 def _own_pool(
@@ -309,7 +309,7 @@ def evaluate(
     )  # fmt: skip
     train_mem = side.memory.take(spread)
     own_memory = {role: m.take(spread) for role, m in side.own_memory.items()}
-    preparation, training = side.preparation.take(spread), side.training.take(spread)
+    assessment, training = side.assessment.take(spread), side.training.take(spread)
     switch = side.switch.take(spread)
 
     # Memory of the rollout phase; colocated, whatever the trainer did not park stays.
@@ -355,7 +355,7 @@ def evaluate(
     ).take(spread)
     stages = {
         "rollout": rollout,
-        "preparation": preparation,
+        "assessment": assessment,
         "training": training,
         "weight_sync": sync,
         "switch": switch,
@@ -365,7 +365,7 @@ def evaluate(
         plans.execution,
         plans.staleness,
         rollout,
-        preparation,
+        assessment,
         training,
         sync,
         switch,
@@ -419,7 +419,7 @@ def evaluate(
     )
 
 
-TRAINER_STAGES = ("preparation", "training", "switch")
+TRAINER_STAGES = ("assessment", "training", "switch")
 
 
 def bottleneck(stages: dict[str, StageCost], colocated: BoolArray, timing: StepTime) -> IntArray:

@@ -14,7 +14,7 @@ import numpy as np
 
 from cost.arrays import FloatArray, IntArray
 
-STAGES = ("rollout", "preparation", "training", "weight_sync", "switch")
+STAGES = ("rollout", "assessment", "training", "weight_sync", "switch")
 BOUNDS = ("compute", "memory-bandwidth", "scale-up", "scale-out", "depth")
 DEPTH = BOUNDS.index("depth")
 

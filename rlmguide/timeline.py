@@ -14,7 +14,7 @@ from rlmguide.sitegen.svgplot import save
 
 COLOURS = {
     "rollout": "#4c72b0",
-    "preparation": "#dd8452",
+    "assessment": "#dd8452",
     "training": "#55a868",
     "weight_sync": "#c44e52",
     "switch": "#8172b3",
@@ -24,7 +24,7 @@ COLOURS = {
 def lanes(plan: Mapping[str, Any]) -> list[tuple[str, list[tuple[str, float, float]]]]:
     """(pool label, [(stage, start, seconds)]) for one plan in steady state."""
     seconds = {s["name"]: s["seconds"] for s in plan["stages"]}
-    order = ["rollout", "preparation", "training", "weight_sync", "switch"]
+    order = ["rollout", "assessment", "training", "weight_sync", "switch"]
     if plan["placement"] == "colocated":
         t, bars = 0.0, []
         for name in order:
@@ -36,7 +36,7 @@ def lanes(plan: Mapping[str, Any]) -> list[tuple[str, list[tuple[str, float, flo
     rollout = [("rollout", 0.0, seconds["rollout"])]
     start = 0.0 if overlapped else seconds["rollout"]
     train_bars, t = [], start
-    for name in ("preparation", "training", "weight_sync"):
+    for name in ("assessment", "training", "weight_sync"):
         if seconds.get(name):
             train_bars.append((name, t, seconds[name]))
             t += seconds[name]

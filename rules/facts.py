@@ -14,7 +14,7 @@ from rules.scenario import Resolved
 PLACEMENTS = ("colocated", "disaggregated")
 EXECUTIONS = ("sync", "one-step-off", "async", "partial-rollout")
 RECOMPUTE = ("none", "selective", "full")
-STAGES = ("rollout", "preparation", "training", "weight_sync")
+STAGES = ("rollout", "assessment", "training", "weight_sync")
 
 SCENARIO_FACTS = (
     Fact("cluster.gpus", "number", "GPUs in the cluster"),

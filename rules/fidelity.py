@@ -26,7 +26,7 @@ from rules.scenario import InputError, fill_plan_defaults, resolve
 
 STAGE_OF_METRIC = {
     "rollout_seconds": "rollout",
-    "preparation_seconds": "preparation",
+    "assessment_seconds": "assessment",
     "training_seconds": "training",
     "weight_sync_seconds": "weight_sync",
 }

@@ -387,7 +387,7 @@ class Recommender:
         else:
             seconds = (
                 costs.stages["training"].seconds
-                + costs.stages["preparation"].seconds
+                + costs.stages["assessment"].seconds
                 + costs.stages["switch"].seconds
             )
             excess = np.max([v for k, v in overflows.items() if k != "rollout"], axis=0)
@@ -476,7 +476,7 @@ class Recommender:
         if not keep.size:
             return {k: v[keep] for k, v in tr.items()}
         costs = _cost(r, table.take(keep), self.overheads)
-        trainer = sum(costs.stages[s].seconds for s in ("preparation", "training", "switch"))
+        trainer = sum(costs.stages[s].seconds for s in ("assessment", "training", "switch"))
         resident = costs.memory_terms_gib["rollout"]["trainer_state"]
         excess = np.max([v for k, v in costs.pool_overflow_gib.items() if k != "rollout"], axis=0)
         fits = (excess <= 0.0) | (not self.enforce_memory)

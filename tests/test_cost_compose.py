@@ -24,7 +24,7 @@ def stage(seconds: float, work: float, depth: float) -> StageCost:
     )  # fmt: skip
 
 
-# rollout 100 s (work 60, depth 50), preparation 20, training 50, sync 5, switch 3
+# rollout 100 s (work 60, depth 50), assessment 20, training 50, sync 5, switch 3
 ROLLOUT, PREP, TRAIN, SYNC_STAGE, SWITCH = (
     stage(100, 60, 50), stage(20, 20, 1), stage(50, 48, 4), stage(5, 2, 3), stage(3, 3, 0),
 )  # fmt: skip

@@ -50,7 +50,7 @@ def test_each_factor_moves_the_stages_that_use_it() -> None:
     # decode_hbm is also the share streaming kernels reach (the Adam update): a small effect
     assert fast.stages["training"].seconds[0] < base.stages["training"].seconds[0]
     assert fast.stages["training"].seconds[0] > 0.999 * base.stages["training"].seconds[0]
-    assert fast.stages["preparation"].seconds[0] == base.stages["preparation"].seconds[0]
+    assert fast.stages["assessment"].seconds[0] == base.stages["assessment"].seconds[0]
     train = evaluate(
         H100, QWEN25_7B, workload(), one_plan(), efficiency=Efficiency(train_compute=0.9)
     )

@@ -87,7 +87,7 @@ def test_more_gpus_never_increase_work(scenario: tuple) -> None:  # type: ignore
             name
         )
         # and the work spread over them takes no longer, for the compute-heavy stages
-    for name in ("preparation", "training"):
+    for name in ("assessment", "training"):
         compute_small = small.stages[name].compute_seconds
         assert np.all(large.stages[name].compute_seconds <= compute_small * (1 + 1e-12)), name
 
@@ -196,7 +196,7 @@ def test_row_has_the_design_json_keys() -> None:
         assert set(row["train"]) == train_keys
         assert set(row["memory_gib_per_gpu"]) == {"rollout", "train"}
         names = [s["name"] for s in row["stages"]]
-        assert names[:4] == ["rollout", "preparation", "training", "weight_sync"]
+        assert names[:4] == ["rollout", "assessment", "training", "weight_sync"]
         for stage in row["stages"]:
             assert {"name", "seconds", "lower_seconds", "upper_seconds", "work_flop", "hbm_bytes",
                     "link_bytes", "depth_seconds", "gpus", "bound"} <= stage.keys()  # fmt: skip

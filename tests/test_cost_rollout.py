@@ -166,5 +166,5 @@ def test_eager_mode_slows_the_rollout_and_nothing_else() -> None:
     graphs = evaluate(H100, QWEN25_7B, workload(), one_plan())
     eager = evaluate(H100, QWEN25_7B, workload(), one_plan(rollout_eager=True))
     assert eager.stages["rollout"].seconds[0] > graphs.stages["rollout"].seconds[0]
-    for stage in ("preparation", "training", "weight_sync"):
+    for stage in ("assessment", "training", "weight_sync"):
         assert eager.stages[stage].seconds[0] == graphs.stages[stage].seconds[0]

@@ -1,4 +1,4 @@
-"""Training and preparation: FLOPs, the pipeline bubble, collectives, micro-batching."""
+"""Training and assessment: FLOPs, the pipeline bubble, collectives, micro-batching."""
 
 from __future__ import annotations
 
@@ -117,19 +117,19 @@ def test_ppo_trains_a_critic_and_prepares_values() -> None:
     assert ppo.stages["training"].work_flop[0] == pytest.approx(
         2 * grpo.stages["training"].work_flop[0]
     )
-    assert ppo.stages["preparation"].work_flop[0] == pytest.approx(
-        1.5 * grpo.stages["preparation"].work_flop[0]
+    assert ppo.stages["assessment"].work_flop[0] == pytest.approx(
+        1.5 * grpo.stages["assessment"].work_flop[0]
     )
     assert ppo.memory_train_gib[0] > grpo.memory_train_gib[0]
 
 
-def test_preparation_forward_flops_by_hand() -> None:
+def test_assessment_forward_flops_by_hand() -> None:
     # reference + old log-probs: 2 forwards of (2P + 401,408 * 5120 / 2) per token over
     # 41,943,040 tokens; a reward model adds its own forward over every generated sequence
     tokens = 512 * 16 * 5120
     forward = 2 * P + ATTENTION * 2560
     r = evaluate(H100, QWEN25_7B, workload(), one_plan())
-    assert r.stages["preparation"].work_flop[0] == pytest.approx(2 * tokens * forward)
+    assert r.stages["assessment"].work_flop[0] == pytest.approx(2 * tokens * forward)
     verifier = evaluate(
         H100,
         QWEN25_7B,
@@ -137,9 +137,9 @@ def test_preparation_forward_flops_by_hand() -> None:
         one_plan(),
         needs=Needs(needs_reference=False, old_log_probs=False),
     )
-    assert verifier.stages["preparation"].seconds[0] == 0
+    assert verifier.stages["assessment"].seconds[0] == 0
     rm = evaluate(H100, QWEN25_7B, workload(), one_plan(), reward=QWEN25_7B)
-    assert rm.stages["preparation"].work_flop[0] == pytest.approx(3 * tokens * forward)
+    assert rm.stages["assessment"].work_flop[0] == pytest.approx(3 * tokens * forward)
 
 
 def test_zero3_adds_all_gathers_that_hide_under_compute() -> None:

@@ -444,7 +444,7 @@ class Result(Record):
     metric: Literal[
         "step_seconds",
         "rollout_seconds",
-        "preparation_seconds",
+        "assessment_seconds",
         "training_seconds",
         "weight_sync_seconds",
         "tokens_per_second",

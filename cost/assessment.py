@@ -1,4 +1,4 @@
-"""Preparation: the forward passes between generation and training, on the training GPUs.
+"""Assessment: the forward passes between generation and training, on the training GPUs.
 
 Reference log-probs (for the KL term), old log-probs of the behaviour policy, critic values
 and reward-model scores, each a forward pass over prompt + response tokens, compute-bound, in
@@ -71,7 +71,7 @@ class OwnPool:
     apart: BoolArray
 
 
-def preparation_stage(
+def assessment_stage(
     policy: ModelFigures,
     critic: ModelFigures | None,
     reward: ModelFigures | None,
