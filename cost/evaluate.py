@@ -81,18 +81,19 @@ class CostTable:
 
     def stage_row(self, name: str, i: int) -> dict[str, Any]:
         s = self.stages[name]
+        work, depth = float(s.work_seconds[i]), float(s.depth_seconds[i])
         return {
             "name": name,
             "seconds": float(s.seconds[i]),
-            "lower_seconds": float(s.lower_seconds[i]),
-            "upper_seconds": float(s.upper_seconds[i]),
+            "lower_seconds": max(work, depth),
+            "upper_seconds": work + depth,
             "work_seconds": float(s.work_seconds[i]),
             "work_flop": float(s.work_flop[i]),
             "hbm_bytes": float(s.hbm_bytes[i]),
             "link_bytes": float(s.link_bytes[i]),
             "depth_seconds": float(s.depth_seconds[i]),
             "gpus": int(s.gpus[i]),
-            "bound": BOUNDS[int(s.bound[i])],
+            "bound": BOUNDS[int(s.bound_at(i))],
         }
 
     def row(self, i: int) -> dict[str, Any]:

@@ -9,6 +9,7 @@ exceeds W/p, otherwise the resource that dominates W/p.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -45,10 +46,20 @@ class StageCost:
     @property
     def bound(self) -> IntArray:
         """Index into BOUNDS per plan."""
+        return self.bound_at(slice(None))
+
+    def bound_at(self, rows: Any) -> IntArray:
+        """The bound of some plans only (one row of millions is shown at a time)."""
         resources = np.stack(
-            [self.compute_seconds, self.hbm_seconds, self.scale_up_seconds, self.scale_out_seconds]
+            [
+                self.compute_seconds[rows],
+                self.hbm_seconds[rows],
+                self.scale_up_seconds[rows],
+                self.scale_out_seconds[rows],
+            ]
         )
-        return np.where(self.depth_seconds > self.work_seconds, DEPTH, np.argmax(resources, axis=0))
+        depth_bound = self.depth_seconds[rows] > self.work_seconds[rows]
+        return np.where(depth_bound, DEPTH, np.argmax(resources, axis=0))
 
     def __add__(self, other: StageCost) -> StageCost:
         """Two parts run one after the other on the same GPUs (actor then critic): times,

@@ -222,7 +222,12 @@ class Condition:
                     right = None
                 else:
                     right = self._eval(right_node, env)
-                    step = COMPARE[type(op)](left, right)
+                    equality = isinstance(op, ast.Eq | ast.NotEq)
+                    if equality and isinstance(right, str) and dotted(node.left) in env:
+                        step = _equals(dotted(node.left), right, env)  # type: ignore[arg-type]
+                        step = step if isinstance(op, ast.Eq) else np.logical_not(step)
+                    else:
+                        step = COMPARE[type(op)](left, right)
                 result = np.logical_and(result, step)
                 left = right
             return result
@@ -239,3 +244,17 @@ class Condition:
         if name in LITERALS:
             return LITERALS[name]
         return env[name]
+
+
+def _equals(name: str, value: str, env: Mapping[str, Any]) -> Any:
+    """Where a text fact equals `value`, kept in the env (as `_eq.<name>=<value>`): every
+    framework's constraints compare the same placement and execution columns of millions of
+    plans against the same few names."""
+    key = f"_eq.{name}={value}"
+    cached = env.get(key)
+    if cached is None:
+        cached = np.asarray(env[name]) == value
+        if isinstance(env, dict):
+            env[key] = cached
+    return cached
+

@@ -308,6 +308,8 @@ class Recommender:
             some |= ok
             if self.only:
                 first_fail = list(fails.items())
+            elif some.all():
+                break  # every row has a framework; the others need not be judged here
         refused = alive & ~some
         if refused.any():
             left = refused.copy()
@@ -372,7 +374,7 @@ class Recommender:
             tps = np.array([_reference_rollout_tp(o, per_node) for _, o in sizes])[group]
             reference = {"gpus": other, "tp": tps, "pp": 1, "ep": 1}
             rows = {**pool_columns("rollout", reference), **pool_columns("train", layouts)}
-        rows.update(placement=np.full(n, "disaggregated"), execution="sync")
+        rows.update(placement=np.full(n, PLACEMENTS.index("disaggregated")), execution="sync")
         table = PlanTable.from_arrays(**rows, **self.fixed)
         weight = np.asarray(weights)[group]
         alive = self._reject(self._env(table), n, pool, weight)
@@ -469,7 +471,7 @@ class Recommender:
             **pool_columns("rollout", {"gpus": split.rollout_gpus, "tp": reference_tp}),
             **pool_columns("train", tr),
         }
-        rows.update(placement=np.full(n, "colocated"), execution="sync")
+        rows.update(placement=np.full(n, PLACEMENTS.index("colocated")), execution="sync")
         table = PlanTable.from_arrays(**rows, **self.fixed)
         alive = self._reject(self._env(table), n, "train", np.full(n, weight))
         keep = np.flatnonzero(alive)
@@ -506,7 +508,8 @@ class Recommender:
         tr: Mapping[str, np.ndarray],
     ) -> dict[str, Any]:
         return dict(
-            placement=np.full(len(ro["tp"]), placement),
+            # Codes, not names: coding millions of names would sort them.
+            placement=np.full(len(ro["tp"]), PLACEMENTS.index(placement)),
             execution=execution,
             staleness=max(staleness, 1),
             prefix_caching=prefix,

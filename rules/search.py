@@ -176,7 +176,7 @@ def train_layouts(
     eps = _choices(fixed.ep, powers_of_two(min(gpus, moe.experts)) if moe else [1])
     zeros = _choices(fixed.zero, list(ZERO_STAGES))
     recomputes = [fixed.recompute] if fixed.recompute else list(RECOMPUTE)
-    rows = []
+    shapes = []
     for tp, pp, cp, ep in itertools.product(tps, pps, cps, eps):
         if gpus % (tp * pp * cp):
             continue
@@ -186,14 +186,26 @@ def train_layouts(
         etp = fixed.etp or (1 if moe and (dp * cp) % ep else tp)
         if tp % etp or expert_ranks(dp, cp, tp, etp) % ep:
             continue
-        rows += [
-            (tp, pp, cp, ep, etp, dp, z, r, o.phase, o.optimizer, o.params, o.frozen)
-            for z in zeros
-            for r in recomputes
-            for o in offloads
-            if z == 3 or not o.params  # streaming needs ZeRO-3 shards
-        ]
-    return _columns(TRAIN_LAYOUT_COLUMNS, rows, gpus)
+        shapes.append((tp, pp, cp, ep, etp, dp))
+    settings = [
+        (z, r, o.phase, o.optimizer, o.params, o.frozen)
+        for z in zeros
+        for r in recomputes
+        for o in offloads
+        if z == 3 or not o.params  # streaming needs ZeRO-3 shards
+    ]
+    # Every shape with every setting, shape-major, built as arrays (thousands of shapes on
+    # large clusters, each with up to two dozen settings).
+    n, m = len(shapes), len(settings)
+    if not n or not m:
+        return _columns(TRAIN_LAYOUT_COLUMNS, [], gpus)
+    table: dict[str, np.ndarray] = {}
+    for name, column in zip(TRAIN_LAYOUT_COLUMNS[:6], zip(*shapes, strict=True), strict=True):
+        table[name] = np.repeat(np.array(column, dtype=np.int64), m)
+    for name, column in zip(TRAIN_LAYOUT_COLUMNS[6:], zip(*settings, strict=True), strict=True):
+        table[name] = np.tile(np.array(column), n)
+    table["gpus"] = np.full(n * m, gpus, dtype=np.int64)
+    return table
 
 
 TRAIN_LAYOUT_COLUMNS = (
