@@ -257,4 +257,3 @@ def _equals(name: str, value: str, env: Mapping[str, Any]) -> Any:
         if isinstance(env, dict):
             env[key] = cached
     return cached
-
