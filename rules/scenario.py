@@ -261,15 +261,19 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             f"workload.max_response_tokens: prompt + longest response = {context} tokens "
             f"exceeds models.context_tokens ({configured})"
         )
-    fp8 = (
-        scenario.plan.rollout.precision == "fp8"
-        or scenario.plan.train.precision == "fp8"
-        or reference_fp8
-    )
+    fp8 = [
+        field
+        for field, on in (
+            ("plan.rollout.precision", scenario.plan.rollout.precision == "fp8"),
+            ("plan.train.precision", scenario.plan.train.precision == "fp8"),
+            ("models.reference.precision", reference_fp8),
+        )
+        if on
+    ]
     if fp8 and not accelerator.fp8_dense_tflops:
         raise InputError(
-            f"plan: fp8 precision needs fp8 matmuls, and {accelerator_id} has no fp8 figure; "
-            "use bf16"
+            f"{fp8[0]}: fp8 precision needs fp8 matmuls, and {accelerator_id} has no fp8 "
+            "figure; use bf16"
         )
     if scenario.plan.train.lora_rank and policy.moe:
         notes.append(

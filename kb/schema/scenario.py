@@ -136,7 +136,7 @@ def _form(value: object) -> str:
     against that form alone (not against every member of the union)."""
     if isinstance(value, str):
         return "tagged-id"
-    if isinstance(value, dict) and not {"kind", "precision"} & value.keys():
+    if isinstance(value, dict) and not {"kind", "model", "precision"} & value.keys():
         return "tagged-inline"
     return "tagged-spec"
 
