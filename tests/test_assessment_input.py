@@ -120,3 +120,14 @@ def test_the_llm_judge_example_recommends_plans_with_the_judge_apart() -> None:
     assert set(parts) == {"reference", "reward"}  # old log-probs are the rollout engine's
     assessment = next(s for s in best["stages"] if s["name"] == "assessment")
     assert assessment["seconds"] == pytest.approx(max(parts["reward"], parts["reference"]))
+
+
+def test_export_refuses_what_no_mapping_expresses_yet() -> None:
+    # verl could run bypass mode, but its mapping has no key for it: refused, not dropped.
+    code, out = invoke(
+        "export", SMALL, "--framework", "verl", "--set", "workload.recompute_old_logprobs=false"
+    )
+    assert code == 1, out
+    assert "workload.recompute_old_logprobs = false" in out
+    code, out = invoke("export", SMALL, "--framework", "verl")
+    assert code == 0, out
