@@ -131,3 +131,14 @@ def test_export_refuses_what_no_mapping_expresses_yet() -> None:
     assert "workload.recompute_old_logprobs = false" in out
     code, out = invoke("export", SMALL, "--framework", "verl")
     assert code == 0, out
+
+
+def test_the_table_names_each_models_part_and_where_it_runs() -> None:
+    code, out = invoke("estimate", JUDGE, *FIXED)
+    assert code == 0, out
+    assert "assessment of plan 1 by model" in out
+    assert "own 8 GPUs, beside" in out  # the judge on plan.pools.reward
+    assert "actor (old log-probs)" not in out  # the rollout engine's log-probs are used
+    code, out = invoke("estimate", SMALL, *FIXED)
+    assert code == 0, out
+    assert "actor (old log-probs)" in out
