@@ -47,7 +47,9 @@ class Scoring:
 
     kind: RewardKind = "reward-model"
     calls_per_response: int = 1
-    """LLM judge: verdicts asked per response (several samples or several rubrics)."""
+    """LLM judge: verdicts asked per response (several samples or several rubrics), each
+    with its own prefill: no prefix is shared between the calls, an upper bound where the
+    judge's engine caches the shared prompt and response."""
     rubric_tokens: int = 0
     """LLM judge: tokens of the rubric and instructions added to prompt + response."""
     verdict_tokens: int = 0
