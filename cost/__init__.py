@@ -6,6 +6,7 @@ Brent bounds max(W/p, D) <= T <= W/p + D, work, depth, traffic and bound; the st
 placement and execution mode; memory per GPU and feasibility. It imports `kb.schema` only.
 """
 
+from cost.assessment import Scoring
 from cost.batch import Batch, Needs
 from cost.compose import Span, par, seq
 from cost.efficiency import DEFAULTS as EFFICIENCY_DEFAULTS
@@ -39,6 +40,7 @@ __all__ = [
     "Overheads",
     "PlanError",
     "PlanTable",
+    "Scoring",
     "Span",
     "StageCost",
     "check_plans",

@@ -1,28 +1,79 @@
-"""Assessment: the forward passes between generation and training, on the training GPUs.
+"""Assessment: the passes between generation and training, on the training GPUs.
 
 Reference log-probs (for the KL term), old log-probs of the behaviour policy, critic values
-and reward-model scores, each a forward pass over prompt + response tokens, compute-bound, in
+and reward scores, each a forward pass over prompt + response tokens, compute-bound, in
 micro-batches through the training layout's pipeline: (m + pp - 1) micro-batch times for m
 micro-batches per data-parallel rank. A rule-based verifier runs on CPUs and costs no GPU time.
+
+How a reward is scored on GPUs (`Scoring`):
+- a reward model (outcome): one forward pass per response;
+- a process reward model: one forward pass per response when the step scores are read at the
+  step-separator tokens of that one pass (Math-Shepherd, PRIME's implicit PRM), the same cost
+  as a reward model; scored prefix by prefix, S steps cost S passes over prompt + the first
+  k/S of the response (k = 1..S): S x prompt + response x (S + 1) / 2 tokens per response;
+- an LLM judge (d-RLAIF): per response and call, a prefill of prompt + response + rubric and
+  a decode of the verdict's tokens (`verdict_decode`).
+The reference may be another model than the policy, and fp8 (its matmuls at the fp8 rate).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 
 from cost.architecture import ModelFigures
-from cost.arrays import BoolArray
+from cost.arrays import BoolArray, FloatArray
 from cost.batch import Batch
+from cost.collectives import all_reduce_bytes, split_by_link
 from cost.efficiency import EfficiencyFactors
 from cost.hardware import Hardware
 from cost.layouts import TrainLayout, TrainLinks
-from cost.memory import default_micro_tokens
+from cost.memory import WEIGHT_BYTES, default_micro_tokens, model_parallel_params
 from cost.model_pass import flops_per_token, forward_counts
 from cost.overheads import Overheads
 from cost.stage import StageCost, choose, idle_stage
 from cost.training import micro_batches, pipeline_stage
+from cost.units import BF16_BYTES
+
+RewardKind = Literal["reward-model", "process-reward-model", "llm-judge"]
+
+
+@dataclass(frozen=True, slots=True)
+class Scoring:
+    """How the reward model scores one response (a verifier needs none of this)."""
+
+    kind: RewardKind = "reward-model"
+    calls_per_response: int = 1
+    """LLM judge: verdicts asked per response (several samples or several rubrics), each
+    with its own prefill: no prefix is shared between the calls, an upper bound where the
+    judge's engine caches the shared prompt and response."""
+    rubric_tokens: int = 0
+    """LLM judge: tokens of the rubric and instructions added to prompt + response."""
+    verdict_tokens: int = 0
+    """LLM judge: tokens the judge generates per verdict."""
+    steps_per_response: int = 1
+    """Process reward model: reasoning steps scored per response."""
+    per_prefix: bool = False
+    """Process reward model: one pass per step prefix instead of one pass per response."""
+
+    def forward(self, batch: Batch, responses: float) -> tuple[float, Batch]:
+        """The forward passes of the scoring: how many sequences, of which lengths."""
+        if self.kind == "llm-judge":
+            # The judge reads prompt, response and rubric before it writes its verdict.
+            prompt = batch.prompt_tokens + self.rubric_tokens
+            return responses * self.calls_per_response, replace(batch, prompt_tokens=prompt)
+        if self.kind == "process-reward-model" and self.per_prefix:
+            steps = self.steps_per_response
+            mean = batch.response_tokens * (steps + 1) / (2.0 * steps)
+            return responses * steps, replace(batch, response_tokens=mean)
+        return responses, batch
+
+
+ONE_PASS = Scoring()
+"""A reward model's scoring: one forward pass per response."""
 
 
 def forward_stage(
@@ -34,8 +85,10 @@ def forward_stage(
     hw: Hardware,
     eff: EfficiencyFactors,
     overheads: Overheads,
+    fp8: bool = False,
 ) -> StageCost:
-    """One model's forward pass over `sequences` sequences, all in one pipeline flush."""
+    """One model's forward pass over `sequences` sequences, all in one pipeline flush; `fp8`
+    runs its matmuls at the fp8 rate (a quantised reference model)."""
     n = layout.gpus.shape[0]
     counts = forward_counts(n)
     # Forward passes keep no activations: they run at the configured budget.
@@ -46,7 +99,7 @@ def forward_stage(
         fig,
         layout,
         links,
-        hw.flops * eff.forward_compute,
+        (hw.fp8_flops if fp8 else hw.flops) * eff.forward_compute,
         counts,
         micro,
         batch,
@@ -62,6 +115,108 @@ def forward_stage(
     )
 
 
+def verdict_decode(
+    fig: ModelFigures,
+    sequences: float,
+    context_tokens: float,
+    verdict_tokens: int,
+    layout: TrainLayout,
+    links: TrainLinks,
+    hw: Hardware,
+    eff: EfficiencyFactors,
+    overheads: Overheads,
+) -> StageCost:
+    """An LLM judge writing `verdict_tokens` tokens for each of `sequences` verdicts, after
+    a prefill of `context_tokens` each, on a pool laid out like the training one: every
+    tp x pp group is a replica decoding its share of the verdicts as one batch b.
+
+    A decode step on the fullest stage GPU costs the roofline max(compute, HBM) plus two
+    tensor all-reduces per layer and the engine's fixed host time: compute is b x (2 x active
+    parameters + attention at the mean context) / tp of the stage's layers; HBM reads the
+    weights once per pipeline micro-batch (pp times, as in the rollout) and the KV cache of
+    the b sequences once. b is capped by the KV cache that fits beside the judge's weights
+    and the engine's workspace (and by the engine's sequence limit): the verdicts then run in
+    waves. The room is the pool's whole usable memory, which holds where the judge has its
+    own pool and is optimistic where it shares the training GPUs. All verdicts have the same
+    length, so the steps chain: a wave is verdict_tokens steps, and the depth those steps
+    for a lone sequence."""
+    share = fig.stage_share(layout.pp)
+    replicas = layout.dp * layout.cp
+    batch = np.ceil(sequences / replicas)
+    context = context_tokens + verdict_tokens / 2.0
+    flops_token = 2.0 * fig.params_active + fig.attention_flops_per_context * context
+    flops_rate = hw.flops * eff.decode_compute
+    hbm_rate = hw.hbm_bytes_per_s * eff.decode_hbm
+    dense, expert = model_parallel_params(fig, layout)
+    weights = WEIGHT_BYTES * (dense + expert)
+    kv_token = fig.kv_bytes_per_token(layout.tp, layout.pp) * context
+    token_bytes = fig.hidden * BF16_BYTES
+    calls = 2.0 * fig.layers * share
+
+    def step(b: np.ndarray) -> tuple[np.ndarray, ...]:
+        compute = b * flops_token * share / layout.tp / flops_rate
+        hbm_bytes = layout.pp * weights + b * kv_token
+        sent = calls * all_reduce_bytes(b * token_bytes, links.tp)
+        comm = np.where(
+            links.tp.active(), calls * links.tp.latency + sent / links.tp.bytes_per_s, 0.0
+        )
+        seconds = np.maximum(compute, hbm_bytes / hbm_rate) + comm + overheads.decode_step_seconds
+        return seconds, compute, hbm_bytes, sent, comm
+
+    room = hw.memory_bytes * overheads.usable_memory_fraction
+    room = room - weights - overheads.rollout_workspace_bytes
+    fits = np.clip(np.floor(room / kv_token), 1.0, float(overheads.max_seqs_per_replica))
+    waves = np.ceil(batch / fits)
+    seconds, compute, hbm_bytes, sent, comm = step(np.ceil(batch / waves))
+    lone = step(np.ones_like(batch))[0]
+    steps = waves * verdict_tokens
+    up, out = split_by_link(steps * comm, links.tp)
+    gpus = layout.gpus
+    return StageCost(
+        seconds=steps * seconds,
+        work_seconds=steps * seconds,
+        depth_seconds=verdict_tokens * lone,
+        work_flop=np.full_like(gpus, sequences * verdict_tokens * flops_token),
+        hbm_bytes=gpus * steps * hbm_bytes,
+        link_bytes=gpus * steps * np.where(links.tp.active(), sent, 0.0),
+        gpus=gpus,
+        compute_seconds=steps * compute,
+        hbm_seconds=steps * hbm_bytes / hbm_rate,
+        scale_up_seconds=up,
+        scale_out_seconds=out,
+    )
+
+
+def reward_stage(
+    fig: ModelFigures,
+    scoring: Scoring,
+    responses: float,
+    layout: TrainLayout,
+    links: TrainLinks,
+    batch: Batch,
+    hw: Hardware,
+    eff: EfficiencyFactors,
+    overheads: Overheads,
+) -> StageCost:
+    """Scoring `responses` responses on one pool: forward passes, then a judge's verdicts."""
+    sequences, passes = scoring.forward(batch, responses)
+    stage = forward_stage(fig, sequences, layout, links, passes, hw, eff, overheads)
+    if scoring.kind != "llm-judge" or not scoring.verdict_tokens:
+        return stage
+    decode = verdict_decode(
+        fig,
+        sequences,
+        passes.sequence_tokens,
+        scoring.verdict_tokens,
+        layout,
+        links,
+        hw,
+        eff,
+        overheads,
+    )
+    return stage + decode
+
+
 @dataclass(frozen=True, slots=True)
 class OwnPool:
     """A model's own pool (OpenRLHF's critic, reference or reward GPUs) and which plans use it."""
@@ -71,11 +226,37 @@ class OwnPool:
     apart: BoolArray
 
 
+Pass = Callable[[TrainLayout, TrainLinks], StageCost]
+"""One model's part of the assessment on a pool's layout."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """The reference model's forward pass: the policy's architecture in bf16 by default, or
+    another model (a smaller one) and/or fp8 matmuls."""
+
+    fig: ModelFigures
+    fp8: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    """The stage, and the seconds of each model's part (`reference`, `actor` for the old
+    log-probs, `critic`, `reward`) on whichever pool it runs; parts on the same GPUs add up
+    to the stage, a part on its own pool runs beside them."""
+
+    stage: StageCost
+    parts: dict[str, FloatArray]
+
+    def take(self, rows: np.ndarray) -> Assessment:
+        return Assessment(self.stage.take(rows), {k: v[rows] for k, v in self.parts.items()})
+
+
 def assessment_stage(
     policy: ModelFigures,
     critic: ModelFigures | None,
     reward: ModelFigures | None,
-    needs_reference: bool,
+    reference: Reference | None,
     old_log_probs: bool,
     layout: TrainLayout,
     links: TrainLinks,
@@ -84,34 +265,53 @@ def assessment_stage(
     eff: EfficiencyFactors,
     overheads: Overheads,
     pools: dict[str, OwnPool] | None = None,
-) -> StageCost:
+    scoring: Scoring = ONE_PASS,
+) -> Assessment:
     """The passes run one after another on the training GPUs; a model on its own pool runs
     its pass there, beside the others, and the slowest pool sets the stage's time. With LoRA
-    the reference is the base model inside the actor: its pass still runs (adapters off)."""
+    the reference is the base model inside the actor: its pass still runs (adapters off).
+    Without `old_log_probs` the rollout engine's log-probs are trusted and no pass runs."""
     trained = float(batch.trained_sequences)
-    passes: list[tuple[str, ModelFigures, float]] = []
-    if needs_reference:
-        passes.append(("reference", policy, trained))
+
+    def forward(fig: ModelFigures, fp8: bool = False) -> Pass:
+        return lambda lay, lnk: forward_stage(
+            fig, trained, lay, lnk, batch, hw, eff, overheads, fp8
+        )
+
+    passes: list[tuple[str, Pass]] = []
+    if reference is not None:
+        passes.append(("reference", forward(reference.fig, reference.fp8)))
     if old_log_probs:
-        passes.append(("actor", policy, trained))
+        passes.append(("actor", forward(policy)))
     if critic is not None:
-        passes.append(("critic", critic, trained))
+        passes.append(("critic", forward(critic)))
     if reward is not None:
-        # The reward model also scores responses that are generated but not trained on.
-        passes.append(("reward", reward, float(batch.generated_sequences)))
+        # The reward also scores responses that are generated but not trained on.
+        generated = float(batch.generated_sequences)
+        passes.append(
+            (
+                "reward",
+                lambda lay, lnk: reward_stage(
+                    reward, scoring, generated, lay, lnk, batch, hw, eff, overheads
+                ),
+            )
+        )
     n = layout.gpus.shape[0]
     pools = pools or {}
     shared = idle_stage(n, layout.gpus)
     apart: list[StageCost] = []
-    for role, fig, sequences in passes:
-        here = forward_stage(fig, sequences, layout, links, batch, hw, eff, overheads)
+    parts: dict[str, FloatArray] = {}
+    for role, run in passes:
+        here = run(layout, links)
         own = pools.get(role)
         if own is None:
             shared = shared + here
+            parts[role] = here.seconds
             continue
-        there = forward_stage(fig, sequences, own.layout, own.links, batch, hw, eff, overheads)
+        there = run(own.layout, own.links)
         shared = shared + choose(own.apart, idle_stage(n), here)
         apart.append(choose(own.apart, there, idle_stage(n)))
+        parts[role] = np.where(own.apart, there.seconds, here.seconds)
     for stage in apart:
         shared = shared.beside(stage)
-    return shared
+    return Assessment(shared, parts)

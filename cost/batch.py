@@ -14,9 +14,6 @@ class Needs:
 
     needs_critic: bool = False
     needs_reference: bool = True
-    old_log_probs: bool = True
-    """Recompute the behaviour policy's log-probs with the trainer (verl and OpenRLHF do by
-    default) instead of trusting the rollout engine's."""
     extra_generations_per_prompt: int = 0
     """Responses generated but not trained on, such as ReMax's greedy baseline."""
     samples_per_prompt: int | None = None

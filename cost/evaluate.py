@@ -13,20 +13,20 @@ import numpy as np
 
 from cost.architecture import ModelFigures
 from cost.arrays import BoolArray, FloatArray, IntArray, floats, unique_rows
-from cost.assessment import OwnPool, assessment_stage
+from cost.assessment import ONE_PASS, Assessment, OwnPool, Reference, Scoring, assessment_stage
 from cost.batch import Batch, Needs
 from cost.collectives import Fabric
 from cost.compose import StepTime, compose_step
 from cost.efficiency import EfficiencyFactors, resolve_efficiency
 from cost.hardware import Hardware
 from cost.layouts import RolloutLayout, TrainLayout, TrainLinks
-from cost.memory import Placed, TrainMemory, rollout_memory, training_memory
+from cost.memory import WEIGHT_BYTES, Frozen, Placed, TrainMemory, rollout_memory, training_memory
 from cost.overheads import DEFAULT_OVERHEADS, Overheads
 from cost.plans import COLOCATED, PARTIAL_ROLLOUT, PlanTable, check_plans
 from cost.rollout import rollout_stage
 from cost.stage import BOUNDS, STAGES, StageCost
 from cost.training import training_stage
-from cost.units import GIB
+from cost.units import FP8_BYTES, GIB
 from cost.weight_sync import switch_stage, weight_sync_stage
 from kb.schema import Efficiency, Workload
 from kb.schema.specs import AcceleratorFigures, Architecture
@@ -61,6 +61,8 @@ class CostTable:
     terms of its peak per GPU; `host` holds the offloaded state per node."""
     pool_overflow_gib: dict[str, FloatArray]
     """Per pool, how far its peak exceeds the usable memory (negative: room left)."""
+    assessment_parts: dict[str, FloatArray]
+    """Seconds of each model's part of the assessment (cost.assessment.Assessment)."""
 
     def __len__(self) -> int:
         return len(self.plans)
@@ -73,7 +75,7 @@ class CostTable:
                 values[f.name] = {k: v.take(rows) for k, v in value.items()}
             elif f.name == "memory_terms_gib":
                 values[f.name] = {p: {k: v[rows] for k, v in t.items()} for p, t in value.items()}
-            elif f.name == "pool_overflow_gib":
+            elif f.name in ("pool_overflow_gib", "assessment_parts"):
                 values[f.name] = {k: v[rows] for k, v in value.items()}
             else:
                 values[f.name] = value.take(rows) if f.name == "plans" else value[rows]
@@ -126,6 +128,9 @@ class CostTable:
                 for pool, terms in self.memory_terms_gib.items()
             },
             "pool_overflow_gib": {k: float(v[i]) for k, v in self.pool_overflow_gib.items()},
+            "assessment_seconds_by_model": {
+                k: float(v[i]) for k, v in self.assessment_parts.items()
+            },
         }
 
 
@@ -144,10 +149,20 @@ SYNC_COLUMNS = ("train_gpus", "train_tp", "train_pp", "train_cp", "train_zero", 
 
 
 @dataclass(frozen=True, slots=True)
+class Assessed:
+    """What the assessment runs beyond the algorithm's needs: the reference model, how the
+    reward model scores and whether old log-probs are recomputed."""
+
+    reference: Reference
+    scoring: Scoring
+    old_log_probs: bool
+
+
+@dataclass(frozen=True, slots=True)
 class TrainerSide:
     memory: TrainMemory
     own_memory: dict[str, TrainMemory]
-    assessment: StageCost
+    assessment: Assessment
     training: StageCost
     switch: StageCost
 
@@ -158,6 +173,7 @@ def _trainer_side(
     critic_fig: ModelFigures | None,
     reward_fig: ModelFigures | None,
     needs: Needs,
+    assessed: Assessed,
     batch: Batch,
     hw: Hardware,
     fabric: Fabric,
@@ -178,12 +194,14 @@ def _trainer_side(
     separate_reference = needs.needs_reference & ~t_layout.lora
 
     # Memory of the actor's training pool (it also sizes the training micro-batches).
+    ref = assessed.reference
+    ref_bytes = FP8_BYTES if ref.fp8 else WEIGHT_BYTES
     trained: list[Placed] = [(actor, everywhere)]
-    frozen: list[Placed] = [(actor, separate_reference & ~ref_apart)]
+    frozen: list[Frozen] = [(ref.fig, separate_reference & ~ref_apart, ref_bytes)]
     if critic_fig is not None:
         trained.append((critic_fig, ~critic_apart))
     if reward_fig is not None:
-        frozen.append((reward_fig, ~rm_apart))
+        frozen.append((reward_fig, ~rm_apart, WEIGHT_BYTES))
     train_mem = training_memory(trained, frozen, t_layout, batch, usable, overheads)
     micro_tokens = np.maximum(train_mem.micro_tokens, batch.sequence_tokens)
     own_memory: dict[str, TrainMemory] = {}
@@ -193,11 +211,12 @@ def _trainer_side(
         )
     if ref_apart.any():
         own_memory["reference"] = training_memory(
-            [], [(actor, ref_apart & separate_reference)], ref_layout, batch, usable, overheads
-        )
+            [], [(ref.fig, ref_apart & separate_reference, ref_bytes)], ref_layout, batch,
+            usable, overheads,
+        )  # fmt: skip
     if reward_fig is not None and rm_apart.any():
         own_memory["reward"] = training_memory(
-            [], [(reward_fig, rm_apart)], rm_layout, batch, usable, overheads
+            [], [(reward_fig, rm_apart, WEIGHT_BYTES)], rm_layout, batch, usable, overheads
         )
     pools = {
         "reference": OwnPool(ref_layout, ref_links, ref_apart),
@@ -208,8 +227,8 @@ def _trainer_side(
         actor,
         critic_fig,
         reward_fig,
-        needs.needs_reference,
-        needs.old_log_probs,
+        ref if needs.needs_reference else None,
+        assessed.old_log_probs,
         t_layout,
         t_links,
         batch,
@@ -217,6 +236,7 @@ def _trainer_side(
         eff,
         overheads,
         pools,
+        assessed.scoring,
     )
     critic_tokens = (
         np.maximum(own_memory["critic"].micro_tokens, batch.sequence_tokens)
@@ -259,6 +279,10 @@ def evaluate(
     needs: Needs | None = None,
     critic: Architecture | None = None,
     reward: Architecture | None = None,
+    scoring: Scoring = ONE_PASS,
+    reference: Architecture | None = None,
+    reference_fp8: bool = False,
+    old_log_probs: bool = True,
     gpus_per_node: int = 8,
     nodes: int | None = None,
     scale_out_gbps_per_gpu: float | None = None,
@@ -272,7 +296,11 @@ def evaluate(
     """Cost every plan of `plans` for one RL step.
 
     `critic` defaults to the policy's architecture when `needs` asks for a critic; `reward`
-    is the reward model's architecture, or None for a rule-based verifier. `nodes` (if given)
+    is the reward model's architecture, or None for a rule-based verifier, and `scoring` how
+    it scores (one forward per response, a process reward model's per-step passes, an LLM
+    judge's verdicts). `reference` defaults to the policy's architecture, in bf16 unless
+    `reference_fp8`. Without `old_log_probs` the trainer trusts the rollout engine's
+    log-probs instead of recomputing them. `nodes` (if given)
     bounds the GPUs a plan may use; `domain_gpus` is the scale-up domain (default: the node).
     With `check` the table's factorisations are validated first and the first problem raised
     as a `PlanError`.
@@ -298,6 +326,8 @@ def evaluate(
     actor = ModelFigures.of(policy)
     critic_fig = ModelFigures.of(critic_arch) if critic_arch is not None else None
     reward_fig = ModelFigures.of(reward) if reward is not None else None
+    reference_fig = ModelFigures.of(reference) if reference is not None else actor
+    assessed = Assessed(Reference(reference_fig, reference_fp8), scoring, old_log_probs)
     usable = hw.memory_bytes * overheads.usable_memory_fraction
     colocated = plans.placement == COLOCATED
     n = len(plans)
@@ -305,12 +335,13 @@ def evaluate(
     # The trainer's side depends on the training layout alone: cost each distinct one once.
     first, spread = unique_rows(*(getattr(plans, name) for name in TRAIN_COLUMNS))
     side = _trainer_side(
-        plans.take(first), actor, critic_fig, reward_fig, needs, batch, hw, fabric, eff,
-        overheads, usable,
+        plans.take(first), actor, critic_fig, reward_fig, needs, assessed, batch, hw, fabric,
+        eff, overheads, usable,
     )  # fmt: skip
     train_mem = side.memory.take(spread)
     own_memory = {role: m.take(spread) for role, m in side.own_memory.items()}
-    assessment, training = side.assessment.take(spread), side.training.take(spread)
+    assessed_parts = side.assessment.take(spread)
+    assessment, training = assessed_parts.stage, side.training.take(spread)
     switch = side.switch.take(spread)
 
     # Memory of the rollout phase; colocated, whatever the trainer did not park stays.
@@ -417,6 +448,7 @@ def evaluate(
         train_idle_seconds=timing.train_idle,
         memory_terms_gib={p: {k: v / GIB for k, v in t.items()} for p, t in terms.items()},
         pool_overflow_gib={p: v / GIB for p, v in overflows.items()},
+        assessment_parts=assessed_parts.parts,
     )
 
 

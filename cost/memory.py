@@ -103,11 +103,13 @@ def host_state_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
     return streamed * cpu_adam + weights
 
 
-def frozen_weight_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
-    """bf16 weights of a model that is only run forward (reference, reward model); sharded
-    like the actor's weights when ZeRO-3 (FSDP) shards those."""
+def frozen_weight_bytes(
+    fig: ModelFigures, layout: TrainLayout, weight_bytes: float = WEIGHT_BYTES
+) -> FloatArray:
+    """Weights of a model that is only run forward (reference, reward model), bf16 unless
+    quantised; sharded like the actor's weights when ZeRO-3 (FSDP) shards those."""
     dense, expert = model_parallel_params(fig, layout)
-    return WEIGHT_BYTES * _sharded(dense, expert, layout, 3)
+    return weight_bytes * _sharded(dense, expert, layout, 3)
 
 
 def zero3_gather_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
@@ -213,11 +215,13 @@ def default_micro_tokens(layout: TrainLayout, batch: Batch, overheads: Overheads
 
 Placed = tuple[ModelFigures, BoolArray]
 """A model and the plans whose pool holds it."""
+Frozen = tuple[ModelFigures, BoolArray, float]
+"""A model run forward only, the plans whose pool holds it, and its bytes per weight."""
 
 
 def training_memory(
     trained: list[Placed],
-    frozen: list[Placed],
+    frozen: list[Frozen],
     layout: TrainLayout,
     batch: Batch,
     usable_bytes: float,
@@ -237,8 +241,8 @@ def training_memory(
     weights = sum((s.weights * m for s, m in states), zero)
     gradients = sum((s.gradients * m for s, m in states), zero)
     optimizer = sum((s.optimizer * m for s, m in states), zero)
-    parked = sum((frozen_weight_bytes(f, layout) * m for f, m in frozen), zero)
-    models = trained + frozen
+    parked = sum((frozen_weight_bytes(f, layout, b) * m for f, m, b in frozen), zero)
+    models = trained + [(f, m) for f, m, _ in frozen]
     gathered = _largest([zero3_gather_bytes(f, layout) * m for f, m in models], n)
     frozen_in_training = np.where(layout.offload_frozen, 0.0, parked)
     fixed = weights + gradients + optimizer + frozen_in_training + gathered

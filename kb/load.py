@@ -127,7 +127,7 @@ def format_location(loc: tuple[int | str, ...]) -> str:
             text += f"[{part}]"
         elif not text:
             text = part
-        elif not part.startswith(("function-", "lax-or", "union[", "constrained-")):
+        elif not part.startswith(("function-", "lax-or", "union[", "constrained-", "tagged-")):
             text += f".{part}"
     return text
 

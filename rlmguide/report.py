@@ -122,6 +122,23 @@ def print_report(result: dict[str, Any], fmt: str) -> None:
         fmt,
         title="stages of plan 1",
     )
+    parts = best.get("assessment_seconds_by_model", {})
+    if parts:
+        shown = {"actor": "actor (old log-probs)"}
+        pools = best.get("pools", {})
+        print_rows(
+            ["model", "seconds", "runs on"],
+            [
+                (
+                    shown.get(role, role),
+                    f"{seconds:.2f}",
+                    f"own {pools[role]} GPUs, beside" if pools.get(role) else "training GPUs",
+                )
+                for role, seconds in parts.items()
+            ],
+            fmt,
+            title="assessment of plan 1 by model",
+        )
     memory = [
         (pool, term, f"{gib:.1f}")
         for pool, terms in best["memory_breakdown_gib"].items()

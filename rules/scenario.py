@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from cost.assessment import ONE_PASS, Scoring
 from cost.plans import expert_ranks
 from kb.files import read_text_file
 from kb.load import describe, format_location, parse_yaml, yaml_problem
@@ -29,6 +30,8 @@ from kb.schema import (
     Model,
     Offload,
     Record,
+    Reference,
+    Reward,
     Scenario,
 )
 from kb.schema.bounds import out_of_bounds
@@ -58,7 +61,11 @@ class Resolved:
     notes: tuple[str, ...] = ()
     max_staleness: int = 1
     """The off-policy lag the plans may have (workload, else algorithm, else 1)."""
-    """What resolution accepted with a caveat (a context beyond the model's record)."""
+    scoring: Scoring = ONE_PASS
+    """How the reward model scores (its kind, calls and tokens); unused with a verifier."""
+    reference: Architecture | None = None
+    """The reference model when it is not the policy's architecture."""
+    reference_fp8: bool = False
 
     @property
     def gpus(self) -> int:
@@ -79,9 +86,14 @@ class Resolved:
         return node
 
     def cost_options(self) -> dict[str, Any]:
-        """The cluster keywords of `cost.evaluate`."""
+        """The keywords of `cost.evaluate` beyond the specs: the cluster's and the
+        assessment's (reward scoring, reference model, old log-probs)."""
         cluster = self.scenario.cluster
         return {
+            "scoring": self.scoring,
+            "reference": self.reference,
+            "reference_fp8": self.reference_fp8,
+            "old_log_probs": self.scenario.workload.recompute_old_logprobs,
             "gpus_per_node": cluster.gpus_per_node,
             "scale_out_gbps_per_gpu": cluster.scale_out_gbps_per_gpu,
             "domain_gpus": self.domain_gpus,
@@ -194,13 +206,19 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             f"models.critic: {algorithm.name} trains no critic; remove models.critic "
             "or choose an algorithm with a value model (ppo, vapo)"
         )
-    reward = None
-    if models.reward != "verifier":
-        reward = _architecture(models.reward, catalog["model"], "models.reward")
-    elif algorithm.reward == "model":
+    reward, scoring = _reward(models.reward, catalog["model"])
+    if reward is None and algorithm.reward == "model":
         raise InputError(
             f"models.reward: {algorithm.name} scores responses with a reward model; "
-            "give its id instead of 'verifier'"
+            "give its id (or a kind with a model) instead of 'verifier'"
+        )
+    reference, reference_fp8 = _reference(models.reference, catalog["model"])
+    if models.reference is not None and not algorithm.needs_reference:
+        raise InputError(f"models.reference: {algorithm.name} needs no reference model; remove it")
+    if models.reference is not None and scenario.plan.train.lora_rank:
+        raise InputError(
+            "models.reference: with LoRA the reference is the frozen base inside the actor; "
+            "remove models.reference or plan.train.lora_rank"
         )
     samples = workload.samples_per_prompt or algorithm.typical_samples_per_prompt or 1
     if algorithm.grouped and samples < 2:
@@ -212,7 +230,16 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
     context = workload.prompt_tokens + longest
     notes: list[str] = []
     configured = models.context_tokens
-    for role, arch in (("policy", policy), ("critic", critic), ("reward", reward)):
+    # An LLM judge reads the rubric too and writes its verdict after the response.
+    judged = context + scoring.rubric_tokens + scoring.verdict_tokens
+    limit = (models.context_tokens or reward.max_context_tokens) if reward else judged
+    if judged > context and judged > limit:
+        raise InputError(
+            f"models.reward: the judge reads prompt + longest response + rubric and writes "
+            f"its verdict, {judged} tokens, beyond its context of {limit} tokens"
+        )
+    roles = (("policy", policy), ("critic", critic), ("reward", reward), ("reference", reference))
+    for role, arch in roles:
         if arch is None or context <= arch.max_context_tokens:
             continue
         if configured is None:
@@ -234,11 +261,19 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             f"workload.max_response_tokens: prompt + longest response = {context} tokens "
             f"exceeds models.context_tokens ({configured})"
         )
-    fp8 = scenario.plan.rollout.precision == "fp8" or scenario.plan.train.precision == "fp8"
+    fp8 = [
+        field
+        for field, on in (
+            ("plan.rollout.precision", scenario.plan.rollout.precision == "fp8"),
+            ("plan.train.precision", scenario.plan.train.precision == "fp8"),
+            ("models.reference.precision", reference_fp8),
+        )
+        if on
+    ]
     if fp8 and not accelerator.fp8_dense_tflops:
         raise InputError(
-            f"plan: fp8 precision needs fp8 matmuls, and {accelerator_id} has no fp8 figure; "
-            "use bf16"
+            f"{fp8[0]}: fp8 precision needs fp8 matmuls, and {accelerator_id} has no fp8 "
+            "figure; use bf16"
         )
     if scenario.plan.train.lora_rank and policy.moe:
         notes.append(
@@ -296,7 +331,53 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         longest,
         tuple(notes),
         tolerance,
+        scoring,
+        reference,
+        reference_fp8,
     )
+
+
+def _reward(
+    value: str | InlineModel | Reward, models: Mapping[str, Record]
+) -> tuple[Architecture | None, Scoring]:
+    """The reward model's architecture (None for a verifier) and how it scores."""
+    if value == "verifier":
+        return None, ONE_PASS
+    if not isinstance(value, Reward):
+        return _architecture(value, models, "models.reward"), ONE_PASS
+    if value.model is None:  # a verifier given by kind
+        return None, ONE_PASS
+    arch = _architecture(value.model, models, "models.reward.model")
+    if value.kind == "llm-judge":
+        return arch, Scoring(
+            "llm-judge",
+            calls_per_response=value.calls_per_response,
+            rubric_tokens=value.rubric_tokens,
+            verdict_tokens=value.verdict_tokens or 0,
+        )
+    if value.kind == "process-reward-model":
+        return arch, Scoring(
+            "process-reward-model",
+            steps_per_response=value.steps_per_response or 1,
+            per_prefix=value.scoring == "per-prefix",
+        )
+    return arch, ONE_PASS
+
+
+def _reference(
+    value: str | InlineModel | Reference | None, models: Mapping[str, Record]
+) -> tuple[Architecture | None, bool]:
+    """The reference model's own architecture (None: the policy's) and whether it is fp8."""
+    if value is None:
+        return None, False
+    if not isinstance(value, Reference):
+        return _architecture(value, models, "models.reference"), False
+    arch = (
+        None
+        if value.model is None
+        else _architecture(value.model, models, "models.reference.model")
+    )
+    return arch, value.precision == "fp8"
 
 
 def _check_fixed_layouts(scenario: Scenario) -> None:

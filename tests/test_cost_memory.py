@@ -146,7 +146,9 @@ def test_phase_offload_lowers_rollout_and_assessment_not_training() -> None:
 
     def memory(**fields: object):  # type: ignore[no-untyped-def]
         layout = train_layout(train_zero=1, train_recompute="full", **fields)
-        return training_memory([(fig, yes)], [(fig, yes)], layout, batch, usable, DEFAULT_OVERHEADS)
+        return training_memory(
+            [(fig, yes)], [(fig, yes, 2.0)], layout, batch, usable, DEFAULT_OVERHEADS
+        )
 
     plain, phase = memory(), memory(offload_phase=True, offload_frozen=True)
     assert phase.training[0] == pytest.approx(plain.training[0] - 2 * P)  # reference parked
@@ -185,7 +187,7 @@ def test_micro_batches_shrink_to_fit_before_a_plan_is_infeasible() -> None:
     fig = ModelFigures.of(QWEN25_7B)
     usable = 0.9 * 80 * GIB
     yes = np.array([True])
-    mem = training_memory([(fig, yes)], [(fig, yes)], layout, batch, usable, DEFAULT_OVERHEADS)
+    mem = training_memory([(fig, yes)], [(fig, yes, 2.0)], layout, batch, usable, DEFAULT_OVERHEADS)
     states = 16 * P / 8 + 2 * P / 8
     gathered = 2 * (P - 2 * 152_064 * 3584) / 28 * 7 / 8  # one layer's bf16 weights, 7/8 remote
     per_token = 34 * 3584 * 28 + 152_064 * 4
@@ -195,7 +197,7 @@ def test_micro_batches_shrink_to_fit_before_a_plan_is_infeasible() -> None:
     assert mem.bytes[0] == pytest.approx(usable)
     # full recompute keeps 2 bytes per layer and token: the whole budget fits
     full = training_memory(
-        [(fig, yes)], [(fig, yes)], train_layout(), batch, usable, DEFAULT_OVERHEADS
+        [(fig, yes)], [(fig, yes, 2.0)], train_layout(), batch, usable, DEFAULT_OVERHEADS
     )
     assert full.micro_tokens[0] == 16_384 and full.bytes[0] < usable
     r = evaluate(H100, QWEN25_7B, wl, one_plan(rollout_tp=2, train_recompute="selective"))

@@ -135,7 +135,8 @@ def test_assessment_forward_flops_by_hand() -> None:
         QWEN25_7B,
         workload(),
         one_plan(),
-        needs=Needs(needs_reference=False, old_log_probs=False),
+        needs=Needs(needs_reference=False),
+        old_log_probs=False,
     )
     assert verifier.stages["assessment"].seconds[0] == 0
     rm = evaluate(H100, QWEN25_7B, workload(), one_plan(), reward=QWEN25_7B)

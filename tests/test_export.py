@@ -603,6 +603,12 @@ REFUSED_EXAMPLES = {
     # 70B PPO with a reward model on 1,024 GPUs: every NeMo-RL launch is refused by a constraint
     # record (its reward model needs GPUs of its own, its DTensor offload is all or nothing, ...)
     ("ppo-llama-3.1-70b-1024xh100", "nemo-rl"): "by constraint nemo-rl-",
+    # An LLM judge, an fp8 reference of its own and the rollout's log-probs: no mapping has a key
+    # for them yet, so every launch is refused rather than written as a plain reward model.
+    **{
+        ("grpo-qwen2.5-7b-llm-judge-16xh100", framework): "workload.reward_kind = llm-judge"
+        for framework in ("verl", "openrlhf", "nemo-rl")
+    },
 }
 
 

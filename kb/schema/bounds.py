@@ -46,6 +46,10 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "models.*.vocab": (1, 4_194_304),
     "models.*.moe.experts": (1, 65_536),
     "models.*.moe.expert_ffn": (1, 1_048_576),
+    "models.reward.calls_per_response": (1, 64),
+    "models.reward.verdict_tokens": TOKENS,
+    "models.reward.rubric_tokens": (0, TOKENS[1]),
+    "models.reward.steps_per_response": (1, 65_536),
     "workload.prompts_per_step": (1, 1_048_576),
     "workload.samples_per_prompt": (1, 1_024),
     "workload.prompt_tokens": TOKENS,
@@ -124,7 +128,8 @@ def annotate(schema: dict[str, Any]) -> dict[str, Any]:
             return
         if "$ref" in node:
             node = defs.get(node["$ref"].rsplit("/", 1)[-1], {})
-        for branch in node.get("anyOf", []):
+        # Tagged unions (a reward or reference by id, inline or spec) are oneOf.
+        for branch in [*node.get("anyOf", []), *node.get("oneOf", [])]:
             walk(branch, path, depth + 1)
         for name, child in node.get("properties", {}).items():
             walk(child, f"{path}.{name}" if path else name, depth + 1)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Discriminator, Field, StringConstraints, Tag, model_validator
 
-from kb.schema.common import Positive, PositiveInt, Slug, Strict, Text
+from kb.schema.common import NonNegativeInt, Positive, PositiveInt, Slug, Strict, Text
 from kb.schema.specs import AcceleratorFigures, Architecture
 
 Placement = Literal["colocated", "disaggregated"]
@@ -73,10 +73,96 @@ class Cluster(Strict):
         return self
 
 
+RewardKind = Literal["verifier", "reward-model", "llm-judge", "process-reward-model"]
+JUDGE_FIELDS = ("verdict_tokens", "rubric_tokens", "calls_per_response")
+PRM_FIELDS = ("steps_per_response", "scoring")
+
+
+class Reward(Strict):
+    """How responses are scored, by kind: `verifier` (rule-based, on CPUs, free of GPU
+    time), `reward-model` (one forward pass per response), `llm-judge` (an LLM writes a
+    verdict per response and call: a prefill of prompt + response + rubric and a decode of
+    verdict_tokens, d-RLAIF) or `process-reward-model` (a score per reasoning step). The
+    bare forms stay valid: `verifier`, or a model id (a reward model)."""
+
+    kind: RewardKind
+    model: Slug | InlineModel | None = None
+    """The scoring model (every kind but verifier)."""
+    calls_per_response: PositiveInt = 1
+    """LLM judge: verdicts asked per response (several samples, several rubrics)."""
+    verdict_tokens: PositiveInt | None = None
+    """LLM judge: tokens the judge generates per verdict (its reasoning and its grade)."""
+    rubric_tokens: NonNegativeInt = 0
+    """LLM judge: tokens of rubric and instructions the judge reads beside prompt and
+    response."""
+    steps_per_response: PositiveInt | None = None
+    """Process reward model: reasoning steps scored per response."""
+    scoring: Literal["one-pass", "per-prefix"] = "one-pass"
+    """Process reward model: `one-pass` reads every step's score from one forward pass over
+    the response (at the step-separator tokens, as Math-Shepherd's PRM does), the cost of a
+    reward model; `per-prefix` runs one pass per step over the prompt and the steps so far
+    (needs steps_per_response)."""
+
+    @model_validator(mode="after")
+    def _fields_of_kind(self) -> Reward:
+        where = {"llm-judge": JUDGE_FIELDS, "process-reward-model": PRM_FIELDS}
+        for kind, names in where.items():
+            stray = [n for n in names if n in self.model_fields_set and self.kind != kind]
+            if stray:
+                raise ValueError(f"{', '.join(stray)} only apply to kind {kind}, not {self.kind}")
+        if self.kind == "verifier" and self.model is not None:
+            raise ValueError("a verifier is rule-based and runs no model: remove model")
+        if self.kind != "verifier" and self.model is None:
+            raise ValueError(f"kind {self.kind} needs the model that scores: give model")
+        if self.kind == "llm-judge" and self.verdict_tokens is None:
+            raise ValueError("kind llm-judge needs verdict_tokens, the tokens of one verdict")
+        if self.scoring == "per-prefix" and self.steps_per_response is None:
+            raise ValueError("scoring per-prefix needs steps_per_response")
+        return self
+
+
+class Reference(Strict):
+    """The reference model of the KL term when it is not the policy's architecture in bf16:
+    another model (a smaller one) and/or quantised weights and matmuls."""
+
+    model: Slug | InlineModel | None = None
+    """Unset, the policy's architecture."""
+    precision: Precision = "bf16"
+    """fp8: weights of one byte and matmuls at the accelerator's fp8 rate."""
+
+
+def _form(value: object) -> str:
+    """Which form a reward or reference takes, so that a mistake in one form is reported
+    against that form alone (not against every member of the union)."""
+    if isinstance(value, str):
+        return "tagged-id"
+    if isinstance(value, dict) and not {"kind", "model", "precision"} & value.keys():
+        return "tagged-inline"
+    return "tagged-spec"
+
+
+RewardForm = Annotated[
+    Annotated[Literal["verifier"] | Slug, Tag("tagged-id")]
+    | Annotated[InlineModel, Tag("tagged-inline")]
+    | Annotated[Reward, Tag("tagged-spec")],
+    Discriminator(_form),
+]
+ReferenceForm = Annotated[
+    Annotated[Slug, Tag("tagged-id")]
+    | Annotated[InlineModel, Tag("tagged-inline")]
+    | Annotated[Reference, Tag("tagged-spec")],
+    Discriminator(_form),
+]
+
+
 class Models(Strict):
     policy: Slug | InlineModel
     critic: Slug | InlineModel | None = None
-    reward: Literal["verifier"] | Slug | InlineModel = "verifier"
+    reward: RewardForm = "verifier"
+    """`verifier`, a reward model's id (or inline architecture), or a `Reward` by kind."""
+    reference: ReferenceForm | None = None
+    """Unset, the policy's architecture in bf16; a model id (or inline architecture) for
+    another one; or a `Reference` with a precision."""
     context_tokens: PositiveInt | None = None
     """The context the run configures, when a recipe overrides the model's
     (max_position_embeddings or RoPE scaling): beyond the model record's limit it is advice
@@ -105,6 +191,11 @@ class Workload(Strict):
     trained_tokens: Positive | None = None
     """The run's length as prompt and response tokens trained instead of steps (at the mean
     response length over the run's length schedule)."""
+    recompute_old_logprobs: bool = True
+    """The trainer recomputes the behaviour policy's log-probs in the assessment (verl and
+    OpenRLHF by default); false trusts the rollout engine's log-probs (verl's
+    use_rollout_log_probs), which saves a forward pass but keeps the engine's numerical
+    mismatch with the trainer in the importance ratio."""
 
     @model_validator(mode="after")
     def _one_length(self) -> Workload:

@@ -192,6 +192,9 @@ NEUTRAL = {
     "plan.pools.reference": 0,
     "plan.pools.reward": 0,
     "workload.reward_model": False,
+    "workload.recompute_old_logprobs": True,
+    "model.reference_own": False,
+    "model.reference_fp8": False,
 }
 """Plan facts a launch that says nothing about them leaves at these values: any other value
 needs a key of its own, or the plan cannot be written."""
@@ -209,6 +212,11 @@ def unexpressed(
         for name, neutral in NEUTRAL.items()
         if name in facts and facts[name] != neutral and name not in written
     ]
+    # A reward model is neutral once workload.reward_model is written; a judge or a process
+    # reward model scores differently and needs a key of its own.
+    kind = facts.get("workload.reward_kind", "verifier")
+    if kind not in ("verifier", "reward-model") and "workload.reward_kind" not in written:
+        missing.append(f"workload.reward_kind = {kind}")
     overlapped = facts["plan.execution"] in ("async", "partial-rollout")
     if overlapped and "plan.max_staleness" not in written:
         missing.append(f"plan.max_staleness = {facts['plan.max_staleness']}")
