@@ -57,14 +57,15 @@ class Models:
     critic: SurveyShape | None = None
 
     def assessed(self, shared: bool = False) -> list[tuple[SurveyShape, Role]]:
-        """(shape, role) of Assessment's forward passes; a shared actor-critic answers the
-        critic's with its own backbone."""
+        """(shape, role) of Assessment's forward passes. A shared actor-critic answers the
+        critic's with its own backbone and value head: the old log-probs come from the sampling
+        logits (Table 9's assumption), so Assessment needs no vocabulary head of it."""
         found: list[tuple[SurveyShape | None, Role]] = [
             (self.reference, "policy"),
             (self.reward, "reward"),
         ]
         if self.critic is not None:
-            found.append((self.policy, "shared") if shared else (self.critic, "critic"))
+            found.append((self.policy if shared else self.critic, "critic"))
         return [(s, r) for s, r in found if s is not None]
 
     def trained(self, shared: bool = False) -> list[tuple[SurveyShape, Role]]:
