@@ -5,9 +5,11 @@ the laws its formulas obey."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 
 import pytest
+from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_cost_specs import one_plan
@@ -334,3 +336,46 @@ def test_zero_stages_only_shrink_the_state(params: int, group: int) -> None:
     assert states[0] == 4 * params
     assert all(a >= b for a, b in itertools.pairwise(states))
     assert states[3] * group == pytest.approx(4 * params)
+
+
+ESTIMATE = [
+    "estimate", str(REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml"),
+    "--set", "plan.placement=colocated", "--set", "plan.execution=sync",
+    "--set", "plan.rollout.tp=1", "--set", "plan.train.tp=1", "--set", "plan.train.zero=3",
+    "--set", "plan.train.recompute=full", "--survey",
+]  # fmt: skip
+
+
+def test_estimate_survey_shows_the_survey_model_beside_the_calibrated_seconds() -> None:
+    from click.testing import CliRunner
+
+    from rlmguide.cli import cli
+
+    done = CliRunner().invoke(cli, [*ESTIMATE, "--format", "json"], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    (plan,) = json.loads(done.output)["plans"]
+    block = plan["survey_model"]
+    assert block["source"] == "arxiv-2608.27046"
+    # One group, rollout and training layouts alike (tp 1, pp 1): Table 9's baseline.
+    assert block["configuration"] == "baseline"
+    rows = {r["configuration"]: r for r in block["table9"]}
+    # GRPO with a verifier: no critic, so no shared actor-critic row; the reference is the
+    # only assessed model, so one group and one group per model agree.
+    assert "shared actor-critic" not in rows and len(rows) == 6
+    assert [r["configuration"] for r in block["table9"] if r["this_plan"]] == ["baseline"]
+    stages_ = {s["name"]: s for s in block["stages"]}
+    calibrated = {s["name"]: s for s in plan["stages"]}
+    assert stages_["generation"]["calibrated_seconds"] == calibrated["rollout"]["seconds"]
+    assert stages_["assessment"]["depth_ops"] == stages_["assessment"]["depth_ops_group_per_model"]
+    # The survey's FLOPs leave out GQA's narrower K/V and the gated FFN's third projection,
+    # and the calibrated ones add recomputation: the same order of magnitude, not equal.
+    for name, own in (("generation", "rollout"), ("training", "training")):
+        ratio = stages_[name]["work_flop"] / calibrated[own]["work_flop"]
+        assert 0.3 < ratio < 3, (name, ratio)
+    # ZeRO-3 over 8 ranks: 4P/8 elements a rank.
+    lay = block["policy_training_layout"]
+    assert lay["zero_group"] == 8
+    whole = rows["baseline"]["peak_memory_elements"]
+    assert lay["zero_state_elements_per_rank"] * 8 < whole
+    text = CliRunner().invoke(cli, ESTIMATE, catch_exceptions=False).output
+    assert "iteration by Table 9" in text and "> baseline" in text
