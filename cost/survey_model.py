@@ -27,6 +27,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from cost.arrays import FloatArray, floats
 from cost.survey_formula import states
 from kb.schema.specs import Architecture
 
@@ -38,8 +39,8 @@ the last token (reward), a scalar on every token (critic), or both (shared actor
 _lgamma = np.vectorize(math.lgamma, otypes=[float])
 
 
-def log2(x: Num) -> npt.NDArray[np.float64]:
-    return np.log2(np.asarray(x, dtype=np.float64))
+def log2(x: Num) -> FloatArray:
+    return np.log2(floats(x))
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +120,8 @@ def parameters(s: SurveyShape, role: Role) -> float:
     "B.1.1",
     "A shared actor-critic carries both heads, 2V d + 2d.",
 )
-def forward_flops(s: SurveyShape, context: Num, role: Role) -> npt.NDArray[np.float64]:
-    m = np.asarray(context, dtype=np.float64)
+def forward_flops(s: SurveyShape, context: Num, role: Role) -> FloatArray:
+    m = floats(context)
     d = s.hidden
     body = 2.0 * s.layers * (4 * d * d + 2 * d * s.ffn_work + m * d)
     vocab_head = 2.0 * s.vocab * d
@@ -134,12 +135,12 @@ def forward_flops(s: SurveyShape, context: Num, role: Role) -> npt.NDArray[np.fl
 
 
 @states("Table 3", "Backward FLOPs per token", "C_b^tok(M)", "≈ 2 C_f^tok(M)", "B.1.2")
-def backward_flops(s: SurveyShape, context: Num, role: Role) -> npt.NDArray[np.float64]:
+def backward_flops(s: SurveyShape, context: Num, role: Role) -> FloatArray:
     return 2.0 * forward_flops(s, context, role)
 
 
 @states("Table 4", "Training FLOPs per token", "C_tr^tok(M)", "C_f + C_b ≈ 3 C_f", "B.4.1")
-def train_flops(s: SurveyShape, context: Num, role: Role) -> npt.NDArray[np.float64]:
+def train_flops(s: SurveyShape, context: Num, role: Role) -> FloatArray:
     return forward_flops(s, context, role) + backward_flops(s, context, role)
 
 
@@ -151,8 +152,8 @@ def train_flops(s: SurveyShape, context: Num, role: Role) -> npt.NDArray[np.floa
     "B.1.3.1",
     "The survey's lower-order L_π(O(S²) + O(S d_π)) is left out.",
 )
-def prefill_flops(s: SurveyShape, prompt: Num) -> npt.NDArray[np.float64]:
-    p = np.asarray(prompt, dtype=np.float64)
+def prefill_flops(s: SurveyShape, prompt: Num) -> FloatArray:
+    p = floats(prompt)
     d = s.hidden
     return 2.0 * s.layers * p * (4 * d * d + 2 * d * s.ffn_work + p * d) + 2.0 * s.vocab * d
 
@@ -166,9 +167,9 @@ def prefill_flops(s: SurveyShape, prompt: Num) -> npt.NDArray[np.float64]:
     "The closed form sums Table 3's 2L_π(4d² + 2d d_ff + 2(S+t)d) + 2Vd over t = 1..T-1; "
     "B.1.3.2's sum prints (S+t) d where its closed form has 2(S+t) d.",
 )
-def decode_flops(s: SurveyShape, prompt: Num, response: Num) -> npt.NDArray[np.float64]:
-    p = np.asarray(prompt, dtype=np.float64)
-    steps = np.asarray(response, dtype=np.float64) - 1.0
+def decode_flops(s: SurveyShape, prompt: Num, response: Num) -> FloatArray:
+    p = floats(prompt)
+    steps = floats(response) - 1.0
     d, n = s.hidden, s.layers
     context = steps * p + steps * (steps + 1.0) / 2.0  # sum of S + t over t = 1..T-1
     return (
@@ -179,11 +180,11 @@ def decode_flops(s: SurveyShape, prompt: Num, response: Num) -> npt.NDArray[np.f
 
 
 @states("Table 3", "Generation FLOPs of one rollout", "C_gen(π_θ)", "C_pf + C_dec", "B.1.3.3")
-def generation_flops(s: SurveyShape, prompt: Num, response: Num) -> npt.NDArray[np.float64]:
+def generation_flops(s: SurveyShape, prompt: Num, response: Num) -> FloatArray:
     return prefill_flops(s, prompt) + decode_flops(s, prompt, response)
 
 
-def _layer_depth(s: SurveyShape, tp: Num) -> npt.NDArray[np.float64]:
+def _layer_depth(s: SurveyShape, tp: Num) -> FloatArray:
     """One layer's reduction depth without its log(S+T): 4 log d + log d_ff - log h - 2 log P_t
     (the d⁴ d_ff / (P_t² h) of B.3.1 and B.3.4)."""
     d = s.hidden
@@ -207,7 +208,7 @@ def _layer_depth(s: SurveyShape, tp: Num) -> npt.NDArray[np.float64]:
     "B.1.4.2, B.3.4",
     "Table 3 gives O(L_M[log(d_M/P_t) + log(S+T)] + log(d_M/P_t)).",
 )
-def forward_depth(s: SurveyShape, context: Num, tp: Num = 1) -> npt.NDArray[np.float64]:
+def forward_depth(s: SurveyShape, context: Num, tp: Num = 1) -> FloatArray:
     return s.layers * (_layer_depth(s, tp) + log2(context)) + log2(s.hidden) - log2(tp)
 
 
@@ -220,17 +221,13 @@ def forward_depth(s: SurveyShape, context: Num, tp: Num = 1) -> npt.NDArray[np.f
     "The weight-gradient reduction over B(S+T) positions branches off the activation path, "
     "so it is not multiplied by L.",
 )
-def backward_depth(
-    s: SurveyShape, context: Num, sequences: Num, tp: Num = 1
-) -> npt.NDArray[np.float64]:
-    m = np.asarray(context, dtype=np.float64)
-    return forward_depth(s, m, tp) + log2(np.asarray(sequences, dtype=np.float64) * m)
+def backward_depth(s: SurveyShape, context: Num, sequences: Num, tp: Num = 1) -> FloatArray:
+    m = floats(context)
+    return forward_depth(s, m, tp) + log2(floats(sequences) * m)
 
 
 @states("Table 4", "Training depth", "D_tr(M)", "D_f(M) + D_b(M)", "B.4.1")
-def train_depth(
-    s: SurveyShape, context: Num, sequences: Num, tp: Num = 1
-) -> npt.NDArray[np.float64]:
+def train_depth(s: SurveyShape, context: Num, sequences: Num, tp: Num = 1) -> FloatArray:
     return forward_depth(s, context, tp) + backward_depth(s, context, sequences, tp)
 
 
@@ -243,11 +240,9 @@ def train_depth(
     "Summed exactly: Σ log(S+t) over the T contexts S..S+T-1 is log(Γ(S+T)/Γ(S)). With "
     "P_t > 1 this is D_gen^TP of Table 9.",
 )
-def generation_depth(
-    s: SurveyShape, prompt: Num, response: Num, tp: Num = 1
-) -> npt.NDArray[np.float64]:
-    p = np.asarray(prompt, dtype=np.float64)
-    steps = np.asarray(response, dtype=np.float64)
+def generation_depth(s: SurveyShape, prompt: Num, response: Num, tp: Num = 1) -> FloatArray:
+    p = floats(prompt)
+    steps = floats(response)
     contexts = (_lgamma(p + steps) - _lgamma(p)) / math.log(2.0)
     per_pass = s.layers * _layer_depth(s, tp) + log2(s.hidden) - log2(tp)
     return steps * per_pass + s.layers * contexts
@@ -261,8 +256,8 @@ def generation_depth(
     "B.1.5.5",
     "All BK rollouts at once hold BK · M_KV.",
 )
-def kv_cache(s: SurveyShape, prompt: Num, response: Num) -> npt.NDArray[np.float64]:
-    m = np.asarray(prompt, dtype=np.float64) + np.asarray(response, dtype=np.float64)
+def kv_cache(s: SurveyShape, prompt: Num, response: Num) -> FloatArray:
+    m = floats(prompt) + floats(response)
     return 2.0 * m * s.layers * s.hidden
 
 
@@ -310,12 +305,12 @@ def trained_state(s: SurveyShape, role: Role) -> float:
     "§3.7.1",
     "Transient all-gather buffers left out, as in the survey.",
 )
-def zero_state(params: Num, stage: Num, group: Num) -> npt.NDArray[np.float64]:
+def zero_state(params: Num, stage: Num, group: Num) -> FloatArray:
     """Model-state elements per rank of P trained parameters under ZeRO `stage` over `group`
     ranks. Of the four elements a parameter, stage 1 shards the two moments, stage 2 also the
     gradient, stage 3 also the parameter."""
-    p = np.asarray(params, dtype=np.float64)
-    z = np.asarray(group, dtype=np.float64)
+    p = floats(params)
+    z = floats(group)
     k = np.asarray(stage)
     whole = np.select([k >= 3, k == 2, k == 1], [0.0, 1.0, 2.0], 4.0)
     return p * whole + p * (4.0 - whole) / z
@@ -339,13 +334,9 @@ class Degrees:
 class WDM:
     """Work (FLOPs), depth (operations) and memory (elements) of one training iteration."""
 
-    work: npt.NDArray[np.float64]
-    depth: npt.NDArray[np.float64]
-    memory: npt.NDArray[np.float64]
-
-
-def _fl(x: Num) -> npt.NDArray[np.float64]:
-    return np.asarray(x, dtype=np.float64)
+    work: FloatArray
+    depth: FloatArray
+    memory: FloatArray
 
 
 @states(
@@ -409,9 +400,9 @@ def _fl(x: Num) -> npt.NDArray[np.float64]:
     "one expert of width d_ff).",
 )
 def per_rank(s: SurveyShape, sequences: Num, context: Num, p: Degrees) -> WDM:
-    b, m = _fl(sequences), _fl(context)
+    b, m = floats(sequences), floats(context)
     d, n = s.hidden, s.layers
-    dp, pp, tp, cp, ep = (_fl(x) for x in (p.dp, p.pp, p.tp, p.cp, p.ep))
+    dp, pp, tp, cp, ep = (floats(x) for x in (p.dp, p.pp, p.tp, p.cp, p.ep))
     token_split = dp * ep * cp  # ranks that own disjoint batch-token positions
     work = 6.0 * b * m / token_split * (n / pp) * (4 * d * d + 2 * d * s.ffn_work + m * d) / tp
     depth = 2.0 * (n / pp) * (_layer_depth(s, tp) + log2(m)) + log2(b * m / token_split)
@@ -449,13 +440,13 @@ def per_rank(s: SurveyShape, sequences: Num, context: Num, p: Degrees) -> WDM:
     "B.3.2-B.3.8",
 )
 def global_(s: SurveyShape, sequences: Num, context: Num, p: Degrees) -> WDM:
-    b, m = _fl(sequences), _fl(context)
+    b, m = floats(sequences), floats(context)
     d, n = s.hidden, s.layers
-    replicas = _fl(p.dp) * _fl(p.cp)
+    replicas = floats(p.dp) * floats(p.cp)
     work = 6.0 * b * m * n * (4 * d * d + 2 * d * s.ffn_work + m * d)
     depth = 2.0 * n * (_layer_depth(s, p.tp) + log2(m)) + log2(b * m)
     memory = (
-        replicas * _fl(p.ep) * (16.0 * n * d * d + 4.0 * s.vocab * d)
+        replicas * floats(p.ep) * (16.0 * n * d * d + 4.0 * s.vocab * d)
         + 8.0 * replicas * n * d * s.ffn_weights
         + b * m * n * d
     )
@@ -472,7 +463,7 @@ def global_(s: SurveyShape, sequences: Num, context: Num, p: Degrees) -> WDM:
     "Only the experts are split; the dense path runs whole on every EP rank.",
 )
 def isolated_ep_rank(s: SurveyShape, sequences: Num, context: Num, ep: Num) -> WDM:
-    b, m, e = _fl(sequences), _fl(context), _fl(ep)
+    b, m, e = floats(sequences), floats(context), floats(ep)
     d, n = s.hidden, s.layers
     work = 6.0 * b * m * n * (4 * d * d + 2 * s.ffn_work * d / e + m * d)
     depth = 2.0 * n * (_layer_depth(s, 1) + log2(m)) + log2(b * m) * np.ones_like(e)
@@ -490,7 +481,7 @@ def isolated_ep_rank(s: SurveyShape, sequences: Num, context: Num, ep: Num) -> W
     "The dense arithmetic and state are replicated on every EP rank.",
 )
 def isolated_ep_global(s: SurveyShape, sequences: Num, context: Num, ep: Num) -> WDM:
-    b, m, e = _fl(sequences), _fl(context), _fl(ep)
+    b, m, e = floats(sequences), floats(context), floats(ep)
     d, n = s.hidden, s.layers
     work = 6.0 * b * m * n * (e * (4 * d * d + m * d) + 2 * s.ffn_work * d)
     depth = 2.0 * n * (_layer_depth(s, 1) + log2(m)) + log2(b * m) * np.ones_like(e)
