@@ -845,12 +845,19 @@ ESTIMATE_REQUIRED = (
 @scenario_options
 @format_option(("table", "json", "markdown"))
 @PLOT_OPTION
+@click.option(
+    "--survey",
+    is_flag=True,
+    help="Also give the survey's idealised work, depth and memory per stage and by Table 9 "
+    "configuration (arXiv:2608.27046), beside the calibrated seconds.",
+)
 def estimate(
     scenario_file: Path | None,
     assignments: tuple[str, ...],
     deployment: str | None,
     fmt: str,
     plot: Path | None,
+    survey: bool,
     **flags: Any,
 ) -> None:
     """Cost exactly the plan the scenario fixes (placement, execution and both layouts).
@@ -875,6 +882,10 @@ def estimate(
     recommender = _recommender(resolved, catalog, enforce_memory=False, filter_frameworks=False)
     result = _run(recommender, 1)
     result["chosen"] = chosen
+    if survey:
+        from rlmguide.survey_report import add_survey_model
+
+        add_survey_model(result, resolved)
     emit_plans(result, fmt, plot)
     (plan,) = result["plans"]
     if not plan["feasible"]:

@@ -6,6 +6,7 @@ from typing import Any
 
 from rlmguide.formats import print_rows
 from rlmguide.runreport import print_run, print_sizing
+from rlmguide.survey_report import print_survey
 
 
 def layout(plan: dict[str, Any]) -> tuple[str, str]:
@@ -171,5 +172,7 @@ def print_report(result: dict[str, Any], fmt: str) -> None:
     notes += [("scenario", n) for n in result.get("resolution_notes", [])]
     print_rows(["", "note"], notes, fmt, title="notes")
     print_run(result, fmt)
+    if "survey_model" in best:
+        print_survey(best["survey_model"], fmt)
     if "sizing" in result:
         print_sizing(result["sizing"], fmt)

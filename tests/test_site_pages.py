@@ -22,8 +22,9 @@ from kb.load import Catalog, load_catalog
 from kb.paths import PLURALS, RecordRoot
 from kb.validate import validate
 from rlmguide.sitegen import pages as site
+from rlmguide.sitegen.formulas_page import FORMULAS_PAGE, GROUPS
 from rlmguide.sitegen.generate import generate
-from rlmguide.sitegen.mdtext import html, number, page_dir
+from rlmguide.sitegen.mdtext import html, html_code, number, page_dir
 from rlmguide.sitegen.survey_pages import MAP_PAGE, survey_map
 
 RULE = """\
@@ -149,6 +150,7 @@ def test_one_page_per_record_and_rule(small: tuple[Catalog, dict[str, str]]) -> 
     assert expected <= set(pages)
     overviews = {site.index_of(k) for k in PLURALS} | {
         MAP_PAGE,
+        FORMULAS_PAGE,
         site.MATRIX,
         site.FACTS_PAGE,
         site.SQL_REFERENCE,
@@ -583,6 +585,24 @@ def test_rule_pages_link_their_techniques_and_the_frameworks_claiming_them(
         "rules/library-centric-stack-for-small-experiments.md",
         "rules/verifier-on-cpu.md",
     ]
+
+
+def test_formulas_page_states_every_formula_the_code_evaluates(
+    real: tuple[Catalog, dict[str, str]],
+) -> None:
+    from cost.survey_formula import FORMULAS
+
+    page = real[1][FORMULAS_PAGE]
+    assert {f.table for f in FORMULAS} == set(GROUPS)  # no formula left out of a group
+    assert len(FORMULAS) >= 40
+    for f in FORMULAS:
+        row = row_of(page, html(f.name))
+        assert html_code(f.text) in row and html_code(f.function) in row, f.name
+    decode = row_of(page, "Decode FLOPs of one rollout (closed form)")
+    assert "4L_π d_π((T-1)S + (T-1)T/2)" in decode and "cost.survey_model.decode_flops" in decode
+    assert "2P + 2P/P_z" in row_of(page, "ZeRO-1 (optimizer states sharded)")
+    # The survey is cited with the tables and sections the page states.
+    assert "(2026), Table 3, Table 4, Table 7, Table 8, §3.7.1, Table 9, Appendix B:" in page
 
 
 def test_survey_map_directions_and_locators(real: tuple[Catalog, dict[str, str]]) -> None:

@@ -16,6 +16,7 @@ from rlmguide.sitegen import pages as kinds
 from rlmguide.sitegen.atlas_page import atlas_pages
 from rlmguide.sitegen.constraint_pages import constraint_pages
 from rlmguide.sitegen.deployment_pages import deployment_pages
+from rlmguide.sitegen.formulas_page import formula_pages
 from rlmguide.sitegen.mapping_pages import mapping_pages
 from rlmguide.sitegen.matrix_page import matrix_page
 from rlmguide.sitegen.pages import MATRIX, Index, Pages, build_index, merge
@@ -40,6 +41,7 @@ BUILDERS: tuple[Callable[[Index], Pages], ...] = (
     constraint_pages,
     mapping_pages,
     survey_pages,
+    formula_pages,
     kinds.source_pages,
 )
 

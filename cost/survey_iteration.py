@@ -1,0 +1,342 @@
+"""One RL iteration in the survey's model: the stage primitives of §4.6 / B.4.1 (Table 4 per
+algorithm) and the work, depth and peak memory of each inter-model configuration of Table 9.
+
+The models present decide the algorithm: PPO has a critic, GRPO none; a verifier reward is no
+model (its forward pass is not in the survey's Assessment). Old log-probs are taken from the
+sampling logits, as Table 9 assumes. Units as in `cost.survey_model`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cost.survey_formula import states
+from cost.survey_model import (
+    Role,
+    SurveyShape,
+    activations_per_token,
+    forward_depth,
+    forward_flops,
+    generation_depth,
+    generation_flops,
+    inference_buffer_per_token,
+    kv_cache,
+    parameters,
+    train_depth,
+    train_flops,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Iteration:
+    """B prompts, K responses each, S prompt and T response tokens (means)."""
+
+    prompts: float
+    samples: float
+    prompt_tokens: float
+    response_tokens: float
+
+    @property
+    def sequences(self) -> float:
+        return self.prompts * self.samples
+
+    @property
+    def context(self) -> float:
+        return self.prompt_tokens + self.response_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Models:
+    """The policy and the auxiliary models present (None: absent). The reference has the
+    policy's shape; the critic carries a value head, the reward model a last-token head."""
+
+    policy: SurveyShape
+    reference: SurveyShape | None = None
+    reward: SurveyShape | None = None
+    critic: SurveyShape | None = None
+
+    def assessed(self, shared: bool = False) -> list[tuple[SurveyShape, Role]]:
+        """(shape, role) of Assessment's forward passes. A shared actor-critic answers the
+        critic's with its own backbone and value head: the old log-probs come from the sampling
+        logits (Table 9's assumption), so Assessment needs no vocabulary head of it."""
+        found: list[tuple[SurveyShape | None, Role]] = [
+            (self.reference, "policy"),
+            (self.reward, "reward"),
+        ]
+        if self.critic is not None:
+            found.append((self.policy if shared else self.critic, "critic"))
+        return [(s, r) for s, r in found if s is not None]
+
+    def trained(self, shared: bool = False) -> list[tuple[SurveyShape, Role]]:
+        if shared and self.critic is not None:
+            return [(self.policy, "shared")]
+        critic: list[tuple[SurveyShape, Role]] = [(self.critic, "critic")] if self.critic else []
+        return [(self.policy, "policy"), *critic]
+
+
+@dataclass(frozen=True, slots=True)
+class Stages:
+    """The stage primitives of B.4.1 (Σ: one device group in sequence, max: one group each)."""
+
+    gen_work: float
+    gen_depth: float
+    gen_memory: float
+    assess_work: float
+    assess_depth_sum: float
+    assess_depth_max: float
+    assess_memory_sum: float
+    assess_memory_groups: tuple[float, ...]
+    """Each assessment model on its own group: |M| + BK(S+T) M_Inf(M)."""
+    assess_weights: tuple[float, ...]
+    train_work: float
+    train_depth_sum: float
+    train_depth_max: float
+    train_memory_sum: float
+    train_memory_max: float
+
+
+def _max(values: list[float]) -> float:
+    return max(values, default=0.0)
+
+
+@states(
+    "Table 4",
+    "Generation stage",
+    "W_G, D_G, M_G",
+    "BK · C_gen(π_θ); D_gen(π_θ); |π_θ| + BK · M_KV",
+    "B.2.1.1, B.4.1",
+)
+@states(
+    "Table 4",
+    "Assessment stage",
+    "W_A, D_A^Σ, D_A^max, M_A^Σ",
+    "BK(S+T)[C_f(π_ref) + C_f(R_φ) + C_f(V_ψ)]; D_f(π_ref) + D_f(R_φ) + D_f(V_ψ) "
+    "(one group) or their max (one group each); |π_ref| + |R_φ| + |V_ψ| + "
+    "BK(S+T) max M_Inf",
+    "B.2.1.2, B.4.1",
+    "GRPO drops V_ψ; a verifier reward drops R_φ.",
+)
+@states(
+    "Table 4",
+    "Training stage",
+    "W_T, D_T^Σ, D_T^max, M_T^Σ, M_T^max",
+    "BK(S+T)[C_tr(π_θ) + C_tr(V_ψ)]; D_tr(π_θ) + D_tr(V_ψ) or their max; "
+    "4(|π_θ| + |V_ψ|) + BK(S+T)(L_π d_π + L_V d_V), or the max of each model's share",
+    "B.2.1.3, B.4.1",
+    "GRPO trains π_θ only.",
+)
+def stages(models: Models, it: Iteration, shared: bool = False) -> Stages:
+    """Generation, Assessment and Training of one iteration (`shared`: the critic is a value
+    head on the policy, Table 9's AC shared)."""
+    b, m, s_, t_ = it.sequences, it.context, it.prompt_tokens, it.response_tokens
+    pi = models.policy
+    assessed = models.assessed(shared)
+    trained = models.trained(shared)
+    forward = [float(forward_depth(s, m)) for s, _ in assessed]
+    buffers = [inference_buffer_per_token(s) for s, _ in assessed]
+    weights = tuple(parameters(s, role) for s, role in assessed)
+    fits = [4.0 * parameters(s, role) + b * m * activations_per_token(s) for s, role in trained]
+    updates = [float(train_depth(s, m, b)) for s, _ in trained]
+    return Stages(
+        gen_work=float(b * generation_flops(pi, s_, t_)),
+        gen_depth=float(generation_depth(pi, s_, t_)),
+        gen_memory=parameters(pi, "policy") + b * float(kv_cache(pi, s_, t_)),
+        assess_work=b * m * sum(float(forward_flops(s, m, r)) for s, r in assessed),
+        assess_depth_sum=sum(forward),
+        assess_depth_max=_max(forward),
+        assess_memory_sum=sum(weights) + b * m * _max(buffers),
+        assess_memory_groups=tuple(w + b * m * f for w, f in zip(weights, buffers, strict=True)),
+        assess_weights=weights,
+        train_work=b * m * sum(float(train_flops(s, m, r)) for s, r in trained),
+        train_depth_sum=sum(updates),
+        train_depth_max=_max(updates),
+        train_memory_sum=sum(fits),
+        train_memory_max=_max(fits),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Configuration:
+    """Work, iteration depth and peak memory per device group of one Table 9 configuration."""
+
+    name: str
+    work: float
+    depth: float
+    memory: float
+
+
+@dataclass(frozen=True, slots=True)
+class Layouts:
+    """The tensor-parallel degrees Table 9's hybrid and combined rows give Generation and
+    Assessment (D_gen^TP, D_f^TP); Training keeps D_tr (its ZeRO-3 layout has no TP)."""
+
+    generation_tp: float = 1.0
+    assessment_tp: float = 1.0
+
+
+def _total_work(st: Stages) -> float:
+    return st.gen_work + st.assess_work + st.train_work
+
+
+@states(
+    "Table 9",
+    "Baseline: one device group, stages in sequence",
+    "D_base",
+    "D_G + D_A^Σ + D_T^Σ; work W_G + W_A + W_T; memory max{M_G, M_A^Σ, M_T^Σ}",
+    "B.4.2",
+)
+def baseline(models: Models, it: Iteration, lay: Layouts) -> Configuration | None:
+    st = stages(models, it)
+    depth = st.gen_depth + st.assess_depth_sum + st.train_depth_sum
+    memory = max(st.gen_memory, st.assess_memory_sum, st.train_memory_sum)
+    return Configuration("baseline", _total_work(st), depth, memory)
+
+
+@states(
+    "Table 9",
+    "Shared actor-critic (π_SH: one backbone, two heads)",
+    "D_ac",
+    "D_gen(π_SH) + D_f(π_ref) + D_f(R_φ) + D_f(π_SH) + D_tr(π_SH); work BK C_gen(π_SH) + "
+    "BK(S+T)[C_f(π_ref) + C_f(R_φ) + C_f(π_SH) + C_tr(π_SH)]; memory max{|π_SH| + BK M_KV, "
+    "|π_ref| + |R_φ| + |π_SH| + BK(S+T) max M_Inf, 4|π_SH| + BK(S+T) L_SH d_SH}",
+    "B.4.3",
+    "The only configuration that lowers work; none without a critic. π_SH is "
+    "the policy's shape with a value head.",
+)
+def shared_actor_critic(models: Models, it: Iteration, lay: Layouts) -> Configuration | None:
+    if models.critic is None:
+        return None
+    st = stages(models, it, shared=True)
+    depth = st.gen_depth + st.assess_depth_sum + st.train_depth_sum
+    memory = max(st.gen_memory, st.assess_memory_sum, st.train_memory_sum)
+    return Configuration("shared actor-critic", _total_work(st), depth, memory)
+
+
+def _disaggregated_memory(st: Stages) -> float:
+    return max(st.gen_memory, *st.assess_memory_groups, st.train_memory_max)
+
+
+@states(
+    "Table 9",
+    "Disaggregated: one device group per model",
+    "D_disagg",
+    "D_G + D_A^max + D_T^max; work unchanged; memory max{M_G, |M| + BK(S+T) M_Inf(M) for "
+    "each assessment model, 4|M| + BK(S+T) L_M d_M for each trained model}",
+    "B.4.4",
+)
+def disaggregated(models: Models, it: Iteration, lay: Layouts) -> Configuration | None:
+    st = stages(models, it)
+    depth = st.gen_depth + st.assess_depth_max + st.train_depth_max
+    return Configuration("disaggregated", _total_work(st), depth, _disaggregated_memory(st))
+
+
+@states(
+    "Table 9",
+    "Hybrid: stage-specific layouts on one group",
+    "D_hyb",
+    "D_gen^TP(π_θ) + D_f^TP(π_ref) + D_f^TP(R_φ) + D_f^TP(V_ψ) + D_tr(π_θ) + D_tr(V_ψ); "
+    "work and memory as the baseline",
+    "B.4.5",
+    "TP for Generation and Assessment, ZeRO-3 for Training; the resharding buffer "
+    "M_reshard of B.4.5 is not sized.",
+)
+def hybrid(models: Models, it: Iteration, lay: Layouts) -> Configuration | None:
+    st = stages(models, it)
+    m = it.context
+    gen = float(
+        generation_depth(models.policy, it.prompt_tokens, it.response_tokens, lay.generation_tp)
+    )
+    assess = sum(float(forward_depth(s, m, lay.assessment_tp)) for s, _ in models.assessed())
+    depth = gen + assess + st.train_depth_sum
+    memory = max(st.gen_memory, st.assess_memory_sum, st.train_memory_sum)
+    return Configuration("hybrid", _total_work(st), depth, memory)
+
+
+@states(
+    "Table 9",
+    "Stage fusion: Assessment streams behind Generation, actor and critic updates overlap",
+    "D_fusion",
+    "max{D_gen(π_θ), D_f(π_ref), D_f(R_φ), D_f(V_ψ)} + max{D_tr(π_θ), D_tr(V_ψ)}; work "
+    "unchanged; memory max{|π_θ| + BK M_KV, |π_ref| + |R_φ| + |V_ψ|, M_T^Σ}",
+    "B.4.6",
+    "≈ D_G + D_T^max when generation dominates.",
+)
+def stage_fusion(models: Models, it: Iteration, lay: Layouts) -> Configuration | None:
+    st = stages(models, it)
+    depth = max(st.gen_depth, st.assess_depth_max) + st.train_depth_max
+    memory = max(st.gen_memory, sum(st.assess_weights), st.train_memory_sum)
+    return Configuration("stage fusion", _total_work(st), depth, memory)
+
+
+def _shadowed_memory(st: Stages, models: Models, gen_memory: float) -> float:
+    """Table 9's async and combined peak: Generation with the actor's shadow copy
+    M_sh(π_θ) (one more parameter copy, in elements), the frozen models, each trained model."""
+    shadow = parameters(models.policy, "policy")
+    return max(gen_memory + shadow, *st.assess_weights, st.train_memory_max)
+
+
+@states(
+    "Table 9",
+    "Bounded asynchrony (disaggregated, steady state)",
+    "D_async",
+    "max{D_G + D_A^max, D_T^max}; work unchanged; memory max{|π_θ| + BK M_KV + M_sh(π_θ), "
+    "|π_ref|, |R_φ|, |V_ψ|, M_T^max}",
+    "B.4.7",
+    "M_sh(π_θ) counted as one parameter copy |π_θ|.",
+)
+def asynchronous(models: Models, it: Iteration, lay: Layouts) -> Configuration | None:
+    st = stages(models, it)
+    depth = max(st.gen_depth + st.assess_depth_max, st.train_depth_max)
+    return Configuration(
+        "asynchronous", _total_work(st), depth, _shadowed_memory(st, models, st.gen_memory)
+    )
+
+
+@states(
+    "Table 9",
+    "Combined: sharding, disaggregation, fusion and asynchrony",
+    "D_comb",
+    "max{max{D_gen^TP(π_θ), D_f(π_ref), D_f(R_φ), D_f(V_ψ)}, D_T^max}; work unchanged; "
+    "memory as asynchrony",
+    "B.4.8",
+    "Table 9's conservative form, which keeps the assessment tail.",
+)
+def combined(models: Models, it: Iteration, lay: Layouts) -> Configuration | None:
+    st = stages(models, it)
+    gen = float(
+        generation_depth(models.policy, it.prompt_tokens, it.response_tokens, lay.generation_tp)
+    )
+    depth = max(max(gen, st.assess_depth_max), st.train_depth_max)
+    return Configuration(
+        "combined", _total_work(st), depth, _shadowed_memory(st, models, st.gen_memory)
+    )
+
+
+CONFIGURATIONS: tuple[Callable[[Models, Iteration, Layouts], Configuration | None], ...] = (
+    baseline,
+    shared_actor_critic,
+    disaggregated,
+    hybrid,
+    stage_fusion,
+    asynchronous,
+    combined,
+)
+"""Table 9's rows in its order."""
+
+
+def configurations(models: Models, it: Iteration, lay: Layouts) -> list[Configuration]:
+    """Every Table 9 configuration that applies to these models."""
+    found = (row(models, it, lay) for row in CONFIGURATIONS)
+    return [c for c in found if c is not None]
+
+
+def plan_configuration(placement: str, execution: str, same_layout: bool) -> str:
+    """The Table 9 row a calibrated plan stands closest to: an off-policy execution is bounded
+    asynchrony; otherwise a disaggregated plan is `disaggregated`; a colocated one is `hybrid`
+    when its rollout and training layouts differ (they are resharded), else the baseline."""
+    if execution != "sync":
+        return "asynchronous"
+    if placement == "disaggregated":
+        return "disaggregated"
+    return "baseline" if same_layout else "hybrid"
