@@ -190,6 +190,7 @@ def test_cost_imports_kb_schema_only() -> None:
         "collections",
         "dataclasses",
         "functools",
+        "math",
         "typing",
         "numpy",
         "cost",
