@@ -1,0 +1,241 @@
+"""A framework launch read back into plan facts by running its mapping record backwards.
+
+Each mapping entry says `key = transform(fact[, argument])`; reading inverts the transform:
+identity and flags directly, lookups through the table (several facts giving one value leave a
+choice that other keys settle), `nodes` x `gpus_per_node` back into a pool, and `divide`
+solved for whichever side is unknown once the other is known (prompts per mini-batch back into
+mini-batches per step, engines x TP back into rollout GPUs). Keys no entry reads are kept and
+reported, never dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kb.schema import Launch, MappingEntry
+from kb.schema import Mapping as MappingRecord
+from rlmguide.export.mapping import lookup_key
+
+
+@dataclass(frozen=True)
+class Use:
+    """One config key and the plan fact it gave."""
+
+    key: str
+    value: Any
+    fact: str
+    fact_value: Any
+
+
+@dataclass
+class Reading:
+    mapping: MappingRecord
+    launch: Launch
+    backend: str | None
+    engine: str | None
+    facts: dict[str, Any]
+    uses: list[Use]
+    unmapped: dict[str, Any]
+    """Keys of the launch that no entry of the mapping reads."""
+    ambiguous: dict[str, list[str]] = field(default_factory=dict)
+    """Facts a lookup left open between several values (the first is taken)."""
+    context_tokens: int | None = None
+    """An overridden max_position_embeddings: the run extends the model's context."""
+
+
+def _typed(fact: str, key: str) -> Any:
+    """A lookup table's key (always text) as the fact's value."""
+    if key in ("true", "false"):
+        return key == "true"
+    try:
+        return int(key)
+    except ValueError:
+        return key
+
+
+def _truth(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.lower() == "true"
+    return bool(value)
+
+
+def _same(a: Any, b: Any) -> bool:
+    return lookup_key(a) == lookup_key(b) or (
+        isinstance(a, str) and isinstance(b, str) and a.lower() == b.lower()
+    )
+
+
+def choose_launch(
+    mapping: MappingRecord, module: str, options: Mapping[str, Any], backend: str | None
+) -> Launch:
+    """The mapping's entry point this launch is: the same command, every fixed option present,
+    the most specific (most fixed options matched, an overlapped execution before sync)."""
+
+    def present(fixed: str) -> bool:
+        key, sep, value = fixed.lstrip("-+").partition("=")
+        got = options.get(key)
+        if got is None:
+            return False
+        if not sep:
+            return _truth(got)
+        return _same(got, value) or _same(
+            str(got).removesuffix(".yaml"), value.removesuffix(".yaml")
+        )
+
+    fitting = [
+        launch
+        for launch in mapping.launches
+        if launch.command.split()[-1].removesuffix(".py").replace("/", ".") == module
+        and launch.component in (None, backend)
+        and all(present(f) for f in launch.fixed if not f.startswith("--config"))
+    ]
+    if not fitting:
+        raise LookupError(f"{mapping.id} has no entry point `{module}` for this launch")
+    return max(fitting, key=lambda la: (len(la.fixed), la.execution != "sync"))
+
+
+def read_launch(
+    mapping: MappingRecord,
+    launch: Launch,
+    config: Mapping[str, Any],
+    backend: str | None,
+    engine: str | None,
+) -> Reading:
+    facts: dict[str, Any] = {
+        "plan.execution": launch.execution,
+        "plan.placement": launch.placement,
+        "run.training_backend": backend,
+        "run.rollout_engine": engine,
+    }
+    fixed = {f.lstrip("-+").partition("=")[0] for f in (*mapping.fixed, *launch.fixed)}
+    uses: list[Use] = []
+    used: set[str] = {k for k in config if k in fixed}
+    uses.extend(Use(k, config[k], "launch (fixed by the entry point)", config[k]) for k in used)
+    ambiguous: dict[str, list[str]] = {}
+    live = [
+        e
+        for e in mapping.entries
+        if e.component in (None, backend, engine) and e.key.lstrip("+") in config
+    ]
+    pools: dict[str, dict[str, int]] = {}
+    pending: list[MappingEntry] = []
+    for e in live:
+        key = e.key.lstrip("+")
+        value = config[key]
+        got: Any = None
+        match e.transform:
+            case "identity":
+                got = value
+            case "flag":
+                got = _truth(value)
+                if e.fact == "plan.train.offload_optimizer":
+                    got = 1.0 if got else 0.0
+                elif e.fact.startswith("plan.pools."):
+                    if got:
+                        continue  # the pool's size comes from its nodes x GPUs keys
+                    got = 0
+            case "equals":
+                if not _truth(value):
+                    used.add(key)
+                    continue
+                got = e.argument
+            case "lookup":
+                options = [k for k, v in (e.table or {}).items() if _same(v, value) or v == value]
+                if not options:
+                    continue
+                if len(options) > 1:
+                    # keep the value that names itself (grpo -> grpo) first
+                    options.sort(key=lambda k: (not _same(k, value), k))
+                    ambiguous.setdefault(e.fact, options)
+                    uses.append(Use(e.key, value, e.fact, None))
+                    used.add(key)
+                    continue
+                got = _typed(e.fact, options[0])
+            case "nodes" | "gpus_per_node":
+                pools.setdefault(e.fact, {})[e.transform] = int(value)
+                uses.append(Use(e.key, value, e.fact, None))
+                used.add(key)
+                continue
+            case _:
+                pending.append(e)
+                continue
+        if e.fact.startswith("input."):
+            facts[e.fact] = value
+        elif e.fact not in facts:
+            facts[e.fact] = got
+        uses.append(Use(e.key, value, e.fact, got))
+        used.add(key)
+    for fact, shape in pools.items():
+        if {"nodes", "gpus_per_node"} <= shape.keys():
+            facts.setdefault(fact, shape["nodes"] * shape["gpus_per_node"])
+    uses = [
+        Use(u.key, u.value, u.fact, facts.get(u.fact)) if u.fact_value is None else u for u in uses
+    ]
+    _settle(ambiguous, facts, uses)
+    if "workload.prompts_per_step" in facts:
+        # the derived fact OpenRLHF and NeMo-RL count optimizer batches in
+        samples = facts.get("workload.samples_per_prompt", 1)
+        facts["workload.responses_per_step"] = facts["workload.prompts_per_step"] * samples
+    _solve(pending, config, facts, uses, used)
+    context = None
+    for key, value in config.items():
+        # a model-config override, not a mapping entry: it sets the scenario's context
+        if key.endswith("max_position_embeddings") and isinstance(value, int):
+            context = value
+            uses.append(Use(key, value, "models.context_tokens", value))
+            used.add(key)
+    unmapped = {k: v for k, v in config.items() if k not in used}
+    return Reading(mapping, launch, backend, engine, facts, uses, unmapped, ambiguous, context)
+
+
+def _settle(ambiguous: dict[str, list[str]], facts: dict[str, Any], uses: list[Use]) -> None:
+    """A lookup that left a choice takes the value another key fixed, else its first."""
+    for fact, options in ambiguous.items():
+        if fact not in facts:
+            facts[fact] = _typed(fact, options[0])
+
+
+def _solve(
+    pending: list[MappingEntry],
+    config: Mapping[str, Any],
+    facts: dict[str, Any],
+    uses: list[Use],
+    used: set[str],
+) -> None:
+    """`key = fact / argument` (or x, +) solved for the side not yet known, until nothing
+    more follows."""
+    progress = True
+    while pending and progress:
+        progress = False
+        for e in list(pending):
+            key = e.key.lstrip("+")
+            value, other = config[key], str(e.argument)
+            if not isinstance(value, int | float) or isinstance(value, bool):
+                pending.remove(e)
+                continue
+            if e.fact in facts and other not in facts:
+                target, got = other, _inverse(e.transform, value, fact=facts[e.fact])
+            elif other in facts and e.fact not in facts:
+                target, got = e.fact, _inverse(e.transform, value, argument=facts[other])
+            elif e.fact in facts:
+                target, got = e.fact, facts[e.fact]
+            else:
+                continue
+            if isinstance(got, float) and got.is_integer():
+                got = int(got)
+            facts.setdefault(target, got)
+            uses.append(Use(e.key, value, target, facts[target]))
+            used.add(key)
+            pending.remove(e)
+            progress = True
+
+
+def _inverse(transform: str, value: float, fact: Any = None, argument: Any = None) -> Any:
+    """From `value = fact (/, *, +) argument`, the side not given."""
+    if fact is not None:
+        return {"divide": fact / value, "multiply": value / fact, "add": value - fact}[transform]
+    return {"divide": argument * value, "multiply": value / argument, "add": value - argument}[
+        transform
+    ]

@@ -1,0 +1,304 @@
+"""`rlmguide review`: real launch scripts from the frameworks' repositories (pinned commits,
+tests/fixtures/review/, licence noted in each header) read back into scenario and plan.
+
+Each READING is what an engineer reads off the script by hand: GPUs, placement, execution,
+every parallelism degree, offload, batch and lengths. Review must reproduce it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from conftest import REPO
+
+from rlmguide.cli import cli
+from rlmguide.review import Hardware, ReviewError, review
+from rlmguide.review.shell import command_arguments
+
+FIXTURES = Path(__file__).parent / "fixtures" / "review"
+
+
+def reading(*values: Any) -> dict[str, Any]:
+    """An engineer's reading, in the order GPUs, GPUs per node, placement, execution, rollout
+    layout, training layout, offload, workload, policy model."""
+    names = ("gpus", "per_node", "placement", "execution", "rollout", "train", "offload")
+    return dict(zip((*names, "workload", "policy"), values, strict=True))
+
+
+def w(*values: Any) -> dict[str, Any]:
+    """The workload: algorithm, prompts per step, samples per prompt, prompt tokens, longest
+    response, optimizer steps per RL step."""
+    names = ("algorithm", "prompts_per_step", "samples_per_prompt", "prompt_tokens")
+    return dict(zip((*names, "max_response_tokens", "minibatches_per_step"), values, strict=True))
+
+
+OFF = {"phase": False, "optimizer": 0.0, "params": False, "frozen": False}
+READINGS: dict[str, tuple[str, dict[str, Any]]] = {
+    # trainer.nnodes=8 x 8; rollout TP 4; ulysses 4; offload=True for actor and reference;
+    # 512 prompts x 16, mini-batch 32 prompts -> 16 optimizer steps; 2k prompt, 8k response;
+    # clip-higher 0.28 and token-mean: DAPO
+    "verl-recipe-test_dapo_7b_math.sh": (
+        "h800-sxm-80gb",
+        reading(
+            64,
+            8,
+            "colocated",
+            "sync",
+            {"gpus": 64, "tp": 4},
+            {"gpus": 64, "cp": 4, "recompute": "full"},
+            {**OFF, "phase": True, "frozen": True},
+            w("dapo", 512, 16, 2048, 8192, 16),
+            "qwen2.5-math-7b",
+        ),
+    ),
+    # one-step-off entry point: trainer 2 x 6 GPUs, rollout 2 x 2; rollout TP 2, ulysses 4;
+    # strategy fsdp2 (ZeRO-3), checkpointing not set; 512 prompts x 12, mini-batch 32 -> 16
+    # steps; actor_offload=False, ref_offload=True
+    "verl-dapo_7b_math_fsdp2_4_12.sh": (
+        "h20-96gb",
+        reading(
+            16,
+            8,
+            "disaggregated",
+            "one-step-off",
+            {"gpus": 4, "tp": 2},
+            {"gpus": 12, "cp": 4, "zero": 3},
+            {**OFF, "frozen": True},
+            w("dapo", 512, 12, 2048, 8192, 16),
+            "qwen2.5-math-7b",
+        ),
+    ),
+    # 12 nodes x 8; Megatron TP 8 PP 12 EP 8 ETP 1; rollout TP 32; all offload on;
+    # 96 prompts x 8, mini-batch 32 -> 3 steps; 2k + (8k + 1.4k) response
+    "verl-run_deepseek671b_math_megatron_96gb.sh": (
+        "h20-96gb",
+        reading(
+            96,
+            8,
+            "colocated",
+            "sync",
+            {"gpus": 96, "tp": 32},
+            {"gpus": 96, "tp": 8, "pp": 12, "cp": 1, "ep": 8, "etp": 1, "recompute": "full"},
+            {"phase": True, "optimizer": 1.0, "params": False, "frozen": True},
+            w("dapo", 96, 8, 2048, 9632, 3),
+            "deepseek-v3",
+        ),
+    ),
+    # 4 nodes x 8; Megatron TP 4 PP 8 EP 4 ETP 1; rollout TP 8; all offload on;
+    # 32 prompts x 8, mini-batch 16 -> 2 steps
+    "verl-run_qwen3-235b_megatron_96gb.sh": (
+        "h20-96gb",
+        reading(
+            32,
+            8,
+            "colocated",
+            "sync",
+            {"gpus": 32, "tp": 8},
+            {"gpus": 32, "tp": 4, "pp": 8, "cp": 1, "ep": 4, "etp": 1},
+            {"phase": True, "optimizer": 1.0, "params": False, "frozen": True},
+            w("dapo", 32, 8, 2048, 9632, 2),
+            "qwen3-235b-a22b",
+        ),
+    ),
+    # NNODES=1 x 8; TP 1 PP 1 CP 1 EP 8 ETP 1; rollout TP 4; offload=True everywhere;
+    # 512 prompts x 16, mini-batch 128 -> 4 steps; 2k + 8k
+    "verl-run_qwen3moe-30b_megatron_96gb.sh": (
+        "h20-96gb",
+        reading(
+            8,
+            8,
+            "colocated",
+            "sync",
+            {"gpus": 8, "tp": 4},
+            {"gpus": 8, "tp": 1, "pp": 1, "cp": 1, "ep": 8, "etp": 1},
+            {"phase": True, "optimizer": 1.0, "params": False, "frozen": True},
+            w("dapo", 512, 16, 2048, 8192, 4),
+            "qwen3-30b-a3b",
+        ),
+    ),
+    # PPO (gae) with a critic, 4 nodes x 8, rollout TP 4, checkpointing set False then True
+    # (the later override wins), no offload;
+    # 1024 prompts, mini-batch 256 -> 4 steps; 1k + 1k
+    "verl-run_qwen2.5-32b.sh": (
+        "a100-sxm-80gb",
+        reading(
+            32,
+            8,
+            "colocated",
+            "sync",
+            {"gpus": 32, "tp": 4},
+            {"gpus": 32, "recompute": "full"},
+            OFF,
+            w("ppo", 1024, 1, 1024, 1024, 4),
+            "qwen2.5-32b",
+        ),
+    ),
+    # GRPO on SGLang, 1 node x 8, rollout TP 1, ref offload on; 256 x 16, mini-batch 256 -> 1
+    "verl-run_qwen2.5-3b_gsm8k_multiturn.sh": (
+        "h100-sxm-80gb",
+        reading(
+            8,
+            8,
+            "colocated",
+            "sync",
+            {"gpus": 8, "tp": 1},
+            {"gpus": 8, "recompute": "full"},
+            {**OFF, "frozen": True},
+            w("grpo", 256, 16, 1024, 1024, 1),
+            "qwen2.5-3b",
+        ),
+    ),
+    # PPO with a 70B reward model: actor 8, critic 8, ref 4, reward 4, 4 vLLM engines x TP 2
+    # = 32 GPUs; ZeRO-3, Adam offload, checkpointing; 1024 prompts, train batch 128 -> 8 steps
+    "openrlhf-train_ppo_llama_ray_70b.sh": (
+        "a100-sxm-80gb",
+        reading(
+            32,
+            8,
+            "disaggregated",
+            "sync",
+            {"gpus": 8, "tp": 2},
+            {"gpus": 8, "zero": 3, "recompute": "full"},
+            {**OFF, "optimizer": 1.0},
+            w("ppo", 1024, 1, 1024, 1024, 8),
+            "llama-3-70b",
+        ),
+    ),
+    # colocate_all hybrid engine: everything on 8 GPUs, 4 engines x TP 2, ZeRO-3, sleep mode
+    # (phase offload); REINFORCE++; 1024 prompts, train batch 128 -> 8 steps
+    "openrlhf-train_reinforce_llama_ray_hybrid_engine.sh": (
+        "a100-sxm-80gb",
+        reading(
+            8,
+            8,
+            "colocated",
+            "sync",
+            {"gpus": 8, "tp": 2},
+            {"gpus": 8, "zero": 3, "recompute": "full"},
+            {**OFF, "phase": True},
+            w("reinforce-plus-plus", 1024, 1, 1024, 1024, 8),
+            "llama-3-8b",
+        ),
+    ),
+    # v0.11 dotted flags: async + partial rollouts, actor 4 GPUs ring 2, 2 engines x TP 2,
+    # reference on the actor's GPUs; 128 x 8 = 1024 = one train batch; data.max_len 74240 with
+    # 64000 new tokens -> 10240 prompt tokens
+    "openrlhf-train_reinforce_baseline_ray_agent_async.sh": (
+        "a100-sxm-80gb",
+        reading(
+            8,
+            8,
+            "disaggregated",
+            "partial-rollout",
+            {"gpus": 4, "tp": 2},
+            {"gpus": 4, "cp": 2, "zero": 3, "recompute": "full"},
+            {**OFF, "phase": True},
+            w("reinforce-plus-plus-baseline", 128, 8, 10240, 64000, 1),
+            "qwen3-4b-thinking-2507",
+        ),
+    ),
+}
+
+
+def _read(name: str) -> dict[str, Any]:
+    accelerator, _ = READINGS[name]
+    return review(FIXTURES / name, hardware=Hardware(accelerator))
+
+
+@pytest.mark.parametrize("name", sorted(READINGS))
+def test_review_reproduces_the_engineers_reading(name: str) -> None:
+    _, wanted = READINGS[name]
+    got = _read(name)
+    s = got["scenario"]
+    plan = s["plan"]
+    assert s["cluster"]["nodes"] * s["cluster"]["gpus_per_node"] == wanted["gpus"]
+    assert s["cluster"]["gpus_per_node"] == wanted["per_node"]
+    assert (plan["placement"], plan["execution"]) == (wanted["placement"], wanted["execution"])
+    assert plan["rollout"] == wanted["rollout"]
+    assert {k: v for k, v in plan["train"].items() if k != "offload"} == wanted["train"]
+    assert plan["train"]["offload"] == wanted["offload"]
+    assert {k: s["workload"][k] for k in wanted["workload"]} == wanted["workload"]
+    assert s["models"]["policy"] == wanted["policy"]
+    assert got["estimate"]["step_seconds"] > 0
+
+
+def test_nothing_is_dropped_silently() -> None:
+    got = _read("verl-run_qwen3moe-30b_megatron_96gb.sh")
+    keys = {u["key"].lstrip("+") for u in got["understood"]} | {u["key"] for u in got["unmapped"]}
+    words, _ = command_arguments(
+        (FIXTURES / "verl-run_qwen3moe-30b_megatron_96gb.sh").read_text(), "verl.trainer.main_ppo"
+    )
+    assert keys >= {x.lstrip("+").partition("=")[0].lstrip("-") for x in words}
+    unmapped = {u["key"] for u in got["unmapped"]}
+    assert "actor_rollout_ref.actor.optim.lr" in unmapped
+    assert "actor_rollout_ref.rollout.tensor_model_parallel_size" not in unmapped
+
+
+def test_the_openrlhf_version_is_read_from_the_flags() -> None:
+    assert _read("openrlhf-train_ppo_llama_ray_70b.sh")["mapping"].endswith("c250c21a")
+    assert _read("openrlhf-train_reinforce_baseline_ray_agent_async.sh")["mapping"] == (
+        "openrlhf-0.11.0"
+    )
+
+
+def test_changes_are_ranked_by_predicted_gain() -> None:
+    got = _read("verl-run_qwen2.5-32b.sh")
+    gains = [c["change_percent"] for c in got["changes"] if c["change_percent"] is not None]
+    assert gains == sorted(gains)
+    for c in got["changes"]:
+        assert c["text"].startswith(c["field"].replace(".", " "))
+
+
+def test_shell_expansion_as_bash(tmp_path: Path) -> None:
+    script = tmp_path / "s.sh"
+    script.write_text(
+        "A=${UNSET:-4}\nB=$((A * 2))\nARGS=(\n  x.tp=$B  # comment\n  \"x.q='a b'\"\n)\n"
+        'python3 -m verl.trainer.main_ppo \\\n  x.tp=1 ${ARGS[@]} +x.new=${A} "$@"\n'
+    )
+    words, _ = command_arguments(script.read_text(), "verl.trainer.main_ppo")
+    assert words == ["x.tp=1", "x.tp=8", "x.q='a b'", "+x.new=4"]
+
+
+def test_unknown_model_path_suggests_policy(tmp_path: Path) -> None:
+    text = (FIXTURES / "verl-run_qwen2.5-32b.sh").read_text()
+    script = tmp_path / "run.sh"
+    script.write_text(text.replace("Qwen2.5-32B-Instruct", "my-own-model"))
+    with pytest.raises(ReviewError, match="--policy"):
+        review(script, hardware=Hardware("a100-sxm-80gb"))
+    done = CliRunner().invoke(cli, ["review", str(script), "--accelerator", "a100-sxm-80gb"])
+    assert done.exit_code == 2
+    assert "--policy" in done.output and "Traceback" not in done.output
+
+
+def test_unreadable_file_is_one_line_exit_2(tmp_path: Path) -> None:
+    done = CliRunner().invoke(cli, ["review", str(tmp_path / "none.sh"), "--accelerator", "x"])
+    assert done.exit_code == 2
+    assert done.output.strip().count("\n") == 0
+
+
+def test_review_json_and_table_from_a_real_process() -> None:
+    script = FIXTURES / "verl-run_qwen2.5-3b_gsm8k_multiturn.sh"
+    args = [
+        sys.executable,
+        "-m",
+        "rlmguide",
+        "review",
+        str(script),
+        "--accelerator",
+        "h100-sxm-80gb",
+    ]
+    done = subprocess.run(
+        [*args, "--format", "json"], capture_output=True, text=True, cwd=REPO, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["framework"] == "verl" and data["rollout_engine"] == "sglang"
+    table = CliRunner().invoke(cli, args[3:], catch_exceptions=False)
+    assert table.exit_code == 0
+    assert "actor_rollout_ref.rollout.tensor_model_parallel_size" in table.output
