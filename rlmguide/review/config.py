@@ -8,7 +8,20 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rlmguide.export.read import scalar
+
+def scalar(text: str) -> Any:
+    """A literal as Hydra (and, for numbers, argparse) reads it."""
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered == "null":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _value(text: str) -> Any:

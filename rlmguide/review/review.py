@@ -13,7 +13,7 @@ from kb.load import Catalog
 from kb.schema import Mapping as MappingRecord
 from rlmguide.review.config import argparse_config, hydra_config, match_model
 from rlmguide.review.shell import ShellError, command_arguments
-from rlmguide.review.understand import Reading, choose_launch, read_launch
+from rlmguide.review.understand import Reading, read_launch
 
 
 class ReviewError(ValueError):
@@ -172,11 +172,16 @@ def scenario_of(
     total += sum(v for v in pools.values() if v)
     # pools may take part of a node (verl's 6 + 2 split): a node is 8 GPUs unless one pool
     # declares more per node
-    per_node = hardware.gpus_per_node or max(
-        [8, *(int(u.value) for u in reading.uses if u.key.endswith("gpus_per_node"))]
+    per_node = (
+        hardware.gpus_per_node
+        or f.get("cluster.gpus_per_node")
+        or max([8, *(int(u.value) for u in reading.uses if u.key.endswith("gpus_per_node"))])
     )
-    nodes = hardware.nodes or max(1, math.ceil(total / per_node))
-    if hardware.nodes is None:
+    nodes = hardware.nodes or f.get("cluster.nodes") or max(1, math.ceil(total / per_node))
+    if train_gpus is None and rollout_gpus is not None:
+        # NeMo-RL declares the cluster and the generation's share; training has the rest
+        train_gpus = nodes * per_node - rollout_gpus - sum(v for v in pools.values() if v)
+    if hardware.nodes is None and "cluster.nodes" not in f:
         assumed.append(
             {"field": "cluster.nodes", "value": nodes, "why": "the pools' GPUs over whole nodes"}
         )
@@ -247,10 +252,9 @@ def read_file(
     mapping = pick_version(own, config)
     backend, engine = pick_components(mapping, config, roles)
     try:
-        launch = choose_launch(mapping, module, config, backend)
+        return read_launch(mapping, module, config, backend, engine)
     except LookupError as exc:
         raise ReviewError(str(exc)) from None
-    return read_launch(mapping, launch, config, backend, engine)
 
 
 def understood(reading: Reading) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import operator
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -341,10 +342,12 @@ class Shell:
         return True
 
 
-def command_arguments(text: str, module: str) -> tuple[list[str], Shell]:
+def command_arguments(
+    text: str, module: str, environment: Mapping[str, str] | None = None
+) -> tuple[list[str], Shell]:
     """The expanded arguments after `python3 -m MODULE` (or `python MODULE.py`) in a
-    script, with the shell state at that point."""
-    shell = Shell()
+    script run with `environment` (nothing else is set), with the shell state at that point."""
+    shell = Shell(dict(environment or {}))
     for statement in lex(text):
         head = statement[0].raw
         if head in ("export", "local", "declare", "readonly"):

@@ -16,7 +16,7 @@ from typing import Any
 
 from kb.schema import Launch, MappingEntry
 from kb.schema import Mapping as MappingRecord
-from rlmguide.export.mapping import lookup_key
+from rlmguide.export.mapping import CompiledEntry, compile_mapping, lookup_key
 
 
 @dataclass(frozen=True)
@@ -67,11 +67,29 @@ def _same(a: Any, b: Any) -> bool:
     )
 
 
+def _applies(entry: CompiledEntry, facts: Mapping[str, Any]) -> bool:
+    """Whether the entry's condition holds on the facts read so far; a condition on a fact
+    not read yet is taken to hold (the key is there, so the launch meant it)."""
+    if not entry.entry.when.strip() or entry.entry.when.strip() == "true":
+        return True
+    try:
+        return bool(entry.when.evaluate(facts))
+    except (KeyError, TypeError):
+        return True
+
+
 def choose_launch(
-    mapping: MappingRecord, module: str, options: Mapping[str, Any], backend: str | None
+    mapping: MappingRecord,
+    module: str,
+    options: Mapping[str, Any],
+    backend: str | None,
+    read: Mapping[str, Any] | None = None,
 ) -> Launch:
     """The mapping's entry point this launch is: the same command, every fixed option present,
-    the most specific (most fixed options matched, an overlapped execution before sync)."""
+    the execution and placement the keys gave (`read`), the most specific (most fixed options
+    matched, then one whose execution the present keys' conditions name, an overlapped
+    execution before sync)."""
+    read = read or {}
 
     def present(fixed: str) -> bool:
         key, sep, value = fixed.lstrip("-+").partition("=")
@@ -84,46 +102,43 @@ def choose_launch(
             str(got).removesuffix(".yaml"), value.removesuffix(".yaml")
         )
 
+    def agrees(launch: Launch) -> bool:
+        given = {"plan.execution": launch.execution, "plan.placement": launch.placement}
+        return all(
+            read.get(f, v) == v and v not in read.get(f"not {f}", ()) for f, v in given.items()
+        )
+
+    named = " ".join(e.when for e in mapping.entries if e.key.lstrip("+") in options)
     fitting = [
         launch
         for launch in mapping.launches
         if launch.command.split()[-1].removesuffix(".py").replace("/", ".") == module
         and launch.component in (None, backend)
         and all(present(f) for f in launch.fixed if not f.startswith("--config"))
+        and agrees(launch)
     ]
     if not fitting:
         raise LookupError(f"{mapping.id} has no entry point `{module}` for this launch")
-    return max(fitting, key=lambda la: (len(la.fixed), la.execution != "sync"))
+    return max(
+        fitting,
+        key=lambda la: (len(la.fixed), f"'{la.execution}'" in named, la.execution != "sync"),
+    )
 
 
-def read_launch(
-    mapping: MappingRecord,
-    launch: Launch,
-    config: Mapping[str, Any],
-    backend: str | None,
-    engine: str | None,
-) -> Reading:
-    facts: dict[str, Any] = {
-        "plan.execution": launch.execution,
-        "plan.placement": launch.placement,
-        "run.training_backend": backend,
-        "run.rollout_engine": engine,
-    }
-    fixed = {f.lstrip("-+").partition("=")[0] for f in (*mapping.fixed, *launch.fixed)}
-    uses: list[Use] = []
-    used: set[str] = {k for k in config if k in fixed}
-    uses.extend(Use(k, config[k], "launch (fixed by the entry point)", config[k]) for k in used)
-    ambiguous: dict[str, list[str]] = {}
-    live = [
-        e
-        for e in mapping.entries
-        if e.component in (None, backend, engine) and e.key.lstrip("+") in config
-    ]
-    pools: dict[str, dict[str, int]] = {}
-    pending: list[MappingEntry] = []
-    for e in live:
+@dataclass
+class _Read:
+    facts: dict[str, Any]
+    config: Mapping[str, Any]
+    uses: list[Use] = field(default_factory=list)
+    used: set[str] = field(default_factory=set)
+    ambiguous: dict[str, list[str]] = field(default_factory=dict)
+    pools: dict[str, dict[str, int]] = field(default_factory=dict)
+    pending: list[MappingEntry] = field(default_factory=list)
+
+    def entry(self, e: MappingEntry) -> None:
+        """Invert one entry whose key the launch gives."""
         key = e.key.lstrip("+")
-        value = config[key]
+        value = self.config[key]
         got: Any = None
         match e.transform:
             case "identity":
@@ -134,51 +149,98 @@ def read_launch(
                     got = 1.0 if got else 0.0
                 elif e.fact.startswith("plan.pools."):
                     if got:
-                        continue  # the pool's size comes from its nodes x GPUs keys
+                        return  # the pool's size comes from its nodes x GPUs keys
                     got = 0
             case "equals":
                 if not _truth(value):
-                    used.add(key)
-                    continue
+                    self.facts.setdefault(f"not {e.fact}", set()).add(e.argument)
+                    self.uses.append(Use(e.key, value, e.fact, f"not {e.argument}"))
+                    self.used.add(key)
+                    return
                 got = e.argument
             case "lookup":
                 options = [k for k, v in (e.table or {}).items() if _same(v, value) or v == value]
                 if not options:
-                    continue
+                    return
                 if len(options) > 1:
                     # keep the value that names itself (grpo -> grpo) first
                     options.sort(key=lambda k: (not _same(k, value), k))
-                    ambiguous.setdefault(e.fact, options)
-                    uses.append(Use(e.key, value, e.fact, None))
-                    used.add(key)
-                    continue
+                    self.ambiguous.setdefault(e.fact, options)
+                    self.uses.append(Use(e.key, value, e.fact, None))
+                    self.used.add(key)
+                    return
                 got = _typed(e.fact, options[0])
             case "nodes" | "gpus_per_node":
-                pools.setdefault(e.fact, {})[e.transform] = int(value)
-                uses.append(Use(e.key, value, e.fact, None))
-                used.add(key)
-                continue
+                self.pools.setdefault(e.fact, {})[e.transform] = int(value)
+                self.uses.append(Use(e.key, value, e.fact, None))
+                self.used.add(key)
+                return
             case _:
-                pending.append(e)
-                continue
+                self.pending.append(e)
+                return
         if e.fact.startswith("input."):
-            facts[e.fact] = value
-        elif e.fact not in facts:
-            facts[e.fact] = got
-        uses.append(Use(e.key, value, e.fact, got))
-        used.add(key)
-    for fact, shape in pools.items():
+            self.facts[e.fact] = value
+        else:
+            self.facts.setdefault(e.fact, got)
+        self.uses.append(Use(e.key, value, e.fact, got))
+        self.used.add(key)
+
+
+def read_launch(
+    mapping: MappingRecord,
+    module: str,
+    config: Mapping[str, Any],
+    backend: str | None,
+    engine: str | None,
+) -> Reading:
+    """The facts the launch gives: unconditional entries first (they may settle the execution
+    and placement, as NeMo-RL's keys do), then the entry point, then the entries whose
+    conditions hold on what was read."""
+    compiled = [
+        c
+        for c in compile_mapping(mapping)
+        if c.entry.component in (None, backend, engine) and c.entry.key.lstrip("+") in config
+    ]
+    state = _Read({"run.training_backend": backend, "run.rollout_engine": engine}, config)
+    # staleness is read first: it tells one-step-off from async where a flag says only "async"
+    first = [
+        c
+        for c in compiled
+        if not c.entry.when.strip()
+        or c.entry.when.strip() == "true"
+        or c.entry.fact == "plan.max_staleness"
+    ]
+    for c in first:
+        state.entry(c.entry)
+    _settle({f: v for f, v in state.ambiguous.items() if f.startswith("plan.")}, state.facts)
+    try:
+        launch = choose_launch(mapping, module, config, backend, state.facts)
+    except LookupError:
+        launch = choose_launch(mapping, module, config, backend)
+    facts = state.facts
+    facts["plan.execution"], facts["plan.placement"] = launch.execution, launch.placement
+    for c in compiled:
+        if c not in first and _applies(c, facts):
+            state.entry(c.entry)
+    fixed = {f.lstrip("-+").partition("=")[0] for f in (*mapping.fixed, *launch.fixed)}
+    for k in config:
+        if k in fixed:
+            state.uses.append(Use(k, config[k], "launch (fixed by the entry point)", config[k]))
+            state.used.add(k)
+    for fact, shape in state.pools.items():
         if {"nodes", "gpus_per_node"} <= shape.keys():
             facts.setdefault(fact, shape["nodes"] * shape["gpus_per_node"])
     uses = [
-        Use(u.key, u.value, u.fact, facts.get(u.fact)) if u.fact_value is None else u for u in uses
+        Use(u.key, u.value, u.fact, facts.get(u.fact)) if u.fact_value is None else u
+        for u in state.uses
     ]
-    _settle(ambiguous, facts, uses)
+    _settle(state.ambiguous, facts)
     if "workload.prompts_per_step" in facts:
         # the derived fact OpenRLHF and NeMo-RL count optimizer batches in
         samples = facts.get("workload.samples_per_prompt", 1)
         facts["workload.responses_per_step"] = facts["workload.prompts_per_step"] * samples
-    _solve(pending, config, facts, uses, used)
+    used = state.used
+    _solve(state.pending, config, facts, uses, used)
     context = None
     for key, value in config.items():
         # a model-config override, not a mapping entry: it sets the scenario's context
@@ -187,13 +249,21 @@ def read_launch(
             uses.append(Use(key, value, "models.context_tokens", value))
             used.add(key)
     unmapped = {k: v for k, v in config.items() if k not in used}
-    return Reading(mapping, launch, backend, engine, facts, uses, unmapped, ambiguous, context)
+    facts = {k: v for k, v in facts.items() if not k.startswith("not ")}
+    return Reading(
+        mapping, launch, backend, engine, facts, uses, unmapped, state.ambiguous, context
+    )
 
 
-def _settle(ambiguous: dict[str, list[str]], facts: dict[str, Any], uses: list[Use]) -> None:
-    """A lookup that left a choice takes the value another key fixed, else its first."""
+def _settle(ambiguous: dict[str, list[str]], facts: dict[str, Any]) -> None:
+    """A lookup that left a choice takes the value another key fixed, else its first; an
+    overlapped execution one step stale is one-step-off."""
     for fact, options in ambiguous.items():
-        if fact not in facts:
+        if fact in facts:
+            continue
+        if {"async", "one-step-off"} <= set(options) and facts.get("plan.max_staleness") == 1:
+            facts[fact] = "one-step-off"
+        else:
             facts[fact] = _typed(fact, options[0])
 
 
