@@ -838,6 +838,12 @@ def export(
 @click.option("--accelerator", metavar="ID", help="The accelerator id (the file never says).")
 @click.option("--nodes", type=click.IntRange(1), help="Nodes (default: the file's pools).")
 @click.option("--gpus-per-node", "gpus_per_node", type=click.IntRange(1), help="GPUs per node.")
+@click.option(
+    "--prompt-tokens",
+    "prompt_tokens",
+    type=click.IntRange(1),
+    help="Mean prompt length, where the file bounds only prompt + response (NeMo-RL).",
+)
 @format_option(("table", "json", "markdown"))
 def review(
     config: Path,
@@ -846,10 +852,12 @@ def review(
     accelerator: str | None,
     nodes: int | None,
     gpus_per_node: int | None,
+    prompt_tokens: int | None,
     fmt: str,
 ) -> None:
-    """Read a launch script (verl Hydra overrides, OpenRLHF train_ppo_ray flags) as the framework
-    would, cost its plan and compare it with the best plan the same framework can run.
+    """Read a launch script (verl Hydra overrides, OpenRLHF train_ppo_ray flags) or a NeMo-RL
+    YAML recipe as the framework would, cost its plan and compare it with the best plan the same
+    framework can run.
 
     Example: rlmguide review run_qwen3moe-30b_megatron_96gb.sh --accelerator h20-96gb
     """
@@ -861,7 +869,10 @@ def review(
     try:
         with _progress("reading and searching plans"):
             result = run_review(
-                config, framework, policy, Hardware(accelerator, nodes, gpus_per_node)
+                config,
+                framework,
+                policy,
+                Hardware(accelerator, nodes, gpus_per_node, prompt_tokens),
             )
     except ReviewError as exc:
         raise BadInput(str(exc)) from None

@@ -39,6 +39,8 @@ def w(*values: Any) -> dict[str, Any]:
     return dict(zip((*names, "max_response_tokens", "minibatches_per_step"), values, strict=True))
 
 
+RECIPES_A = "nemo-rl-5fb5889/examples/configs/recipes/llm/"
+RECIPES_B = "nemo-rl-6c70893/examples/configs/recipes/llm/"
 OFF = {"phase": False, "optimizer": 0.0, "params": False, "frozen": False}
 READINGS: dict[str, tuple[str, dict[str, Any]]] = {
     # trainer.nnodes=8 x 8; rollout TP 4; ulysses 4; offload=True for actor and reference;
@@ -204,15 +206,118 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
             "qwen3-4b-thinking-2507",
         ),
     ),
+    # NeMo-RL recipes over their defaults chain (grpo_math_1B.yaml at the same commit). Each
+    # bounds prompt + response by policy.max_total_sequence_length and lets max_new_tokens take
+    # all of it, so the prompt length is given (128) and the response is the rest.
+    # 32 nodes x 8, colocated generation (so phase offload), vLLM TP 32; Megatron TP 1 (base)
+    # PP 16 EP 16 ETP 1 (base), distributed optimizer (base), activation checkpointing;
+    # 32 prompts x 16 = 512 = train_global_batch_size -> 1 step; sequence 1536
+    RECIPES_A + "performance/grpo-deepseek-v3-32n8g.yaml": (
+        "h100-sxm-80gb",
+        reading(
+            256,
+            8,
+            "colocated",
+            "sync",
+            {"gpus": 256, "tp": 32, "pp": 1, "ep": 1},
+            {
+                "gpus": 256,
+                "tp": 1,
+                "pp": 16,
+                "cp": 1,
+                "ep": 16,
+                "etp": 1,
+                "zero": 1,
+                "recompute": "full",
+            },
+            {**OFF, "phase": True, "frozen": True},
+            w("grpo", 32, 16, 128, 1408, 1),
+            "deepseek-v3",
+        ),
+    ),
+    # 16 nodes x 8, vLLM TP 16; Megatron TP 2 PP 8 CP 2 EP 16; 16 x 32 = 512 -> 1; 8192
+    RECIPES_A + "performance/grpo-qwen3-235b-16n8g.yaml": (
+        "h100-sxm-80gb",
+        reading(
+            128,
+            8,
+            "colocated",
+            "sync",
+            {"gpus": 128, "tp": 16, "pp": 1, "ep": 1},
+            {
+                "gpus": 128,
+                "tp": 2,
+                "pp": 8,
+                "cp": 2,
+                "ep": 16,
+                "etp": 1,
+                "zero": 1,
+                "recompute": "full",
+            },
+            {**OFF, "phase": True, "frozen": True},
+            w("grpo", 16, 32, 128, 8064, 1),
+            "qwen3-235b-a22b",
+        ),
+    ),
+    # 4 nodes x 8, DTensor (FSDP2) TP 1 CP 1, no checkpointing; 64 x 32 = 2048 over a global
+    # batch of 512 -> 4 steps; 4096
+    RECIPES_A + "grpo-llama3.1-8b-instruct-4n8g-fsdp2tp1-long.v3.yaml": (
+        "h100-sxm-80gb",
+        reading(
+            32,
+            8,
+            "colocated",
+            "sync",
+            {"gpus": 32, "tp": 1, "pp": 1, "ep": 1},
+            {"gpus": 32, "tp": 1, "cp": 1, "zero": 3, "recompute": "none"},
+            {**OFF, "phase": True, "frozen": True},
+            w("grpo", 64, 32, 128, 3968, 4),
+            "llama-3.1-8b",
+        ),
+    ),
+    # over grpo-qwen3-32b-4n8g.yaml: 8 nodes x 8, generation on 4 nodes of its own (vLLM TP 4),
+    # async GRPO one step stale; Megatron TP 4 PP 4; 64 x 32 over 512 -> 4; 4096
+    RECIPES_B + "performance/grpo-qwen3-32b-8n8g-async-1off.yaml": (
+        "h100-sxm-80gb",
+        reading(
+            64,
+            8,
+            "disaggregated",
+            "one-step-off",
+            {"gpus": 32, "tp": 4, "pp": 1, "ep": 1},
+            {
+                "gpus": 32,
+                "tp": 4,
+                "pp": 4,
+                "cp": 1,
+                "ep": 1,
+                "etp": 1,
+                "zero": 1,
+                "recompute": "none",
+            },
+            {**OFF, "frozen": True},
+            w("grpo", 64, 32, 128, 3968, 4),
+            "qwen3-32b",
+        ),
+    ),
+}
+GIVEN = {
+    # the recipe's model_name is a sentence ("Follow instructions in ...docs/guides/deepseek.md")
+    RECIPES_A + "performance/grpo-deepseek-v3-32n8g.yaml": {"policy": "deepseek-v3"},
 }
 
 
 def _read(name: str) -> dict[str, Any]:
     accelerator, _ = READINGS[name]
-    return review(FIXTURES / name, hardware=Hardware(accelerator))
+    prompt = 128 if name.endswith(".yaml") else None
+    return review(
+        FIXTURES / name,
+        hardware=Hardware(accelerator, prompt_tokens=prompt),
+        **GIVEN.get(name, {}),
+    )
 
 
-@pytest.mark.parametrize("name", sorted(READINGS))
+@pytest.mark.parametrize("name", sorted(READINGS), ids=lambda n: Path(n).stem)
 def test_review_reproduces_the_engineers_reading(name: str) -> None:
     _, wanted = READINGS[name]
     got = _read(name)
@@ -239,6 +344,23 @@ def test_nothing_is_dropped_silently() -> None:
     unmapped = {u["key"] for u in got["unmapped"]}
     assert "actor_rollout_ref.actor.optim.lr" in unmapped
     assert "actor_rollout_ref.rollout.tensor_model_parallel_size" not in unmapped
+
+
+def test_a_recipe_lists_only_its_own_unmapped_keys() -> None:
+    got = _read(RECIPES_B + "performance/grpo-qwen3-32b-8n8g-async-1off.yaml")
+    unmapped = {u["key"] for u in got["unmapped"]}
+    assert "policy.generation.vllm_cfg.gpu_memory_utilization" in unmapped
+    assert not any(k.startswith("data.") for k in unmapped)  # the base config's, not the recipe's
+    # through the chain: the parent recipe's model and the interpolated sequence bound
+    fields = {u["field"]: u["field_value"] for u in got["understood"]}
+    assert fields["input.model_path"] == "Qwen/Qwen3-32B"
+    assert fields["workload.max_response_tokens"] == 4096  # ${policy.max_total_sequence_length}
+
+
+def test_a_recipe_without_a_prompt_bound_asks_for_it() -> None:
+    name = RECIPES_A + "grpo-llama3.1-8b-instruct-4n8g-fsdp2tp1-long.v3.yaml"
+    with pytest.raises(ReviewError, match="--prompt-tokens"):
+        review(FIXTURES / name, hardware=Hardware("h100-sxm-80gb"))
 
 
 def test_the_openrlhf_version_is_read_from_the_flags() -> None:

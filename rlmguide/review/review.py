@@ -11,7 +11,10 @@ from typing import Any
 
 from kb.load import Catalog
 from kb.schema import Mapping as MappingRecord
+from kb.schema import MappingEntry
+from rlmguide.export.mapping import lookup_key
 from rlmguide.review.config import argparse_config, hydra_config, match_model
+from rlmguide.review.recipe import RecipeError, recipe_config
 from rlmguide.review.shell import ShellError, command_arguments
 from rlmguide.review.understand import Reading, read_launch
 
@@ -26,6 +29,8 @@ class Hardware:
     accelerator: str | None = None
     nodes: int | None = None
     gpus_per_node: int | None = None
+    prompt_tokens: int | None = None
+    """The mean prompt length, where the launch bounds only prompt and response together."""
 
 
 def _module(command: str) -> str:
@@ -81,7 +86,13 @@ def pick_components(
     engines = [c for c in mapping.components if roles.get(c) == "rollout-engine"]
 
     def score(component: str) -> int:
-        keys = sum(e.key.lstrip("+") in config for e in mapping.entries if e.component == component)
+        # a key whose value no entry of the component can give rules the component out
+        # (NeMo-RL's merged config names both backends; only one is enabled)
+        keys = sum(
+            1 if _plausible(e, config[e.key.lstrip("+")]) else -1000
+            for e in mapping.entries
+            if e.component == component and e.key.lstrip("+") in config
+        )
         named = any(
             la.component == component
             and any(f.startswith("--config-name") for f in la.fixed)
@@ -102,6 +113,14 @@ def pick_components(
     )
     engine = named_engine if named_engine in engines else (engines[0] if engines else None)
     return backend, engine
+
+
+def _plausible(entry: MappingEntry, value: Any) -> bool:
+    """Whether some fact value gives `value` through the entry (a lookup's table has it)."""
+    if entry.transform != "lookup":
+        return True
+    table = (entry.table or {}).values()
+    return any(v == value or lookup_key(v) == lookup_key(value) for v in table)
 
 
 def scenario_of(
@@ -132,9 +151,17 @@ def scenario_of(
     prompts = f.get("workload.prompts_per_step")
     samples = f.get("workload.samples_per_prompt", 1)
     max_response = f.get("workload.max_response_tokens")
-    prompt_tokens = f.get("workload.prompt_tokens")
-    if prompt_tokens is None and max_response and f.get("workload.sequence_tokens"):
-        prompt_tokens = f["workload.sequence_tokens"] - max_response
+    prompt_tokens = hardware.prompt_tokens or f.get("workload.prompt_tokens")
+    sequence = f.get("workload.sequence_tokens")
+    if prompt_tokens is None and max_response and sequence and sequence > max_response:
+        prompt_tokens = sequence - max_response
+    elif prompt_tokens is None and sequence:
+        raise ReviewError(
+            f"the launch bounds prompt and response together ({sequence} tokens) and lets the "
+            "response take all of it; give --prompt-tokens N (the mean prompt length)"
+        )
+    if sequence and prompt_tokens and max_response and prompt_tokens + max_response > sequence:
+        max_response = sequence - prompt_tokens  # the engine stops at the sequence bound
     missing = [
         name
         for name, v in (
@@ -148,10 +175,13 @@ def scenario_of(
         raise ReviewError(f"the launch does not give {', '.join(missing)}")
     minibatches = f.get("workload.minibatches_per_step", 1)
     if "workload.algorithm" not in f:
-        # verl's algorithm.adv_estimator and OpenRLHF's advantage estimator default to GAE
-        f["workload.algorithm"] = "ppo"
+        # NeMo-RL's run_grpo.py runs GRPO; verl's adv_estimator and OpenRLHF's advantage
+        # estimator default to GAE
+        grpo = "grpo" in reading.launch.command
+        f["workload.algorithm"] = "grpo" if grpo else "ppo"
+        why = "the entry point runs GRPO" if grpo else "the framework's default (GAE)"
         assumed.append(
-            {"field": "workload.algorithm", "value": "ppo", "why": "the framework's default (GAE)"}
+            {"field": "workload.algorithm", "value": f["workload.algorithm"], "why": why}
         )
     assumed.append(
         {
@@ -185,6 +215,8 @@ def scenario_of(
         assumed.append(
             {"field": "cluster.nodes", "value": nodes, "why": "the pools' GPUs over whole nodes"}
         )
+    for name in reading.mapping.implied:
+        f.setdefault(name, True)  # what the framework does by itself (NeMo-RL parks the reference)
     offload = {
         "phase": f.get("plan.train.offload_phase", False),
         "optimizer": float(f.get("plan.train.offload_optimizer", 0.0)),
@@ -248,13 +280,43 @@ def read_file(
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise ReviewError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    module, config, own = parse_launch(text, mappings, framework)
+    recipe_keys: set[str] | None = None
+    if path.suffix in (".yaml", ".yml"):
+        module, config, own, recipe_keys = parse_recipe(path, mappings, framework)
+    else:
+        module, config, own = parse_launch(text, mappings, framework)
     mapping = pick_version(own, config)
     backend, engine = pick_components(mapping, config, roles)
     try:
-        return read_launch(mapping, module, config, backend, engine)
+        reading = read_launch(mapping, module, config, backend, engine)
     except LookupError as exc:
         raise ReviewError(str(exc)) from None
+    if recipe_keys is not None:
+        # the defaults chain's other keys are the framework's defaults, not the recipe's words
+        reading.unmapped = {k: v for k, v in reading.unmapped.items() if k in recipe_keys}
+    return reading
+
+
+def parse_recipe(
+    path: Path, mappings: dict[str, MappingRecord], framework: str | None
+) -> tuple[str, dict[str, Any], list[MappingRecord], set[str]]:
+    """A YAML recipe of a framework launched with `--config=FILE` (NeMo-RL)."""
+    own = sorted(
+        (
+            m
+            for m in mappings.values()
+            if framework in (None, m.framework) and any(f.startswith("--config=") for f in m.fixed)
+        ),
+        key=lambda m: m.committed,
+        reverse=True,
+    )
+    if not own:
+        raise ReviewError(f"no mapped framework {framework or ''} reads a YAML recipe")
+    try:
+        config, recipe_keys = recipe_config(path)
+    except RecipeError as exc:
+        raise ReviewError(f"cannot read the recipe: {exc}") from None
+    return _module(own[0].launches[0].command), config, own, recipe_keys
 
 
 def understood(reading: Reading) -> dict[str, Any]:
