@@ -861,7 +861,7 @@ def review(
 
     Example: rlmguide review run_qwen3moe-30b_megatron_96gb.sh --accelerator h20-96gb
     """
-    from rlmguide.review import Hardware, ReviewError
+    from rlmguide.review import Hardware, NotCostable, ReviewError
     from rlmguide.review import review as run_review
     from rlmguide.review.show import print_review
     from rules.recommend import NoFeasiblePlan
@@ -878,6 +878,8 @@ def review(
         raise BadInput(str(exc)) from None
     except NoFeasiblePlan as exc:
         raise Failure(f"no feasible plan: {exc}") from None
+    except NotCostable as exc:
+        raise Failure(str(exc)) from None
     if fmt == "json":
         click.echo(dumps(result))
     else:

@@ -363,6 +363,21 @@ def test_a_recipe_without_a_prompt_bound_asks_for_it() -> None:
         review(FIXTURES / name, hardware=Hardware("h100-sxm-80gb"))
 
 
+def test_a_layout_the_planner_cannot_hold_is_named_not_guessed() -> None:
+    """OpenRLHF's 8B PPO example packs actor + reference and critic + reward in pairs
+    (--colocate_actor_ref, --colocate_critic_reward): actor 2, critic 2, 2 vLLM engines of
+    TP 2, on 8 GPUs. The planner has no pool shared by critic and reward, so review reads the
+    reward's 2 GPUs as its own pool, names the flag as not mapped and refuses to cost 10 GPUs
+    that are not whole nodes (exit 1), rather than inventing a layout."""
+    name = "openrlhf-train_ppo_llama_ray.sh"
+    done = CliRunner().invoke(cli, ["review", str(FIXTURES / name), "--accelerator",
+                                    "a100-sxm-80gb"])  # fmt: skip
+    assert done.exit_code == 1
+    assert "rollout 4, train 2, critic 2, reward 2" in done.output
+    assert "colocate_critic_reward" in done.output
+    assert done.output.strip().count("\n") == 0
+
+
 def test_the_openrlhf_version_is_read_from_the_flags() -> None:
     assert _read("openrlhf-train_ppo_llama_ray_70b.sh")["mapping"].endswith("c250c21a")
     assert _read("openrlhf-train_reinforce_baseline_ray_agent_async.sh")["mapping"] == (

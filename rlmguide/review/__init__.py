@@ -22,7 +22,15 @@ from rlmguide.review.review import (
 )
 from rules import RECOMMEND_KINDS
 
-__all__ = ["Hardware", "ReviewError", "changes", "review"]
+__all__ = ["Hardware", "NotCostable", "ReviewError", "changes", "review"]
+
+
+class NotCostable(Exception):
+    """The plan a file describes is one the planner cannot cost (the request fails, exit 1)."""
+
+
+PLACING = ("colocate", "nodes", "gpus_per_node", "resource", "pool")
+"""Words of config keys that place models on GPUs."""
 
 COMPARED = (
     ("placement", "placement"),
@@ -104,7 +112,22 @@ def review(
         (plan,) = recommend(one, 1)["plans"]
         return {**plan, "chosen": chosen}
 
-    reviewed = estimate(data)
+    try:
+        reviewed = estimate(data)
+    except NoFeasiblePlan as exc:
+        plan = data["plan"]
+        pools = ", ".join(
+            f"{name} {plan[name]['gpus']}"
+            for name in ("rollout", "train")
+            if plan[name].get("gpus")
+        )
+        pools += "".join(f", {m} {n}" for m, n in plan["pools"].items())
+        # the unmapped keys that place models are the likely reason (a sharing the plan lacks)
+        placing = [k for k in sorted(reading.unmapped) if any(w in k for w in PLACING)]
+        raise NotCostable(
+            f"the plan read from {path} (GPUs: {pools}) cannot be costed: {exc}; placement "
+            f"keys not mapped: {', '.join(placing) or 'none'}"
+        ) from None
     result = {
         "file": str(path),
         **understood(reading),
