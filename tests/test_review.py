@@ -61,8 +61,8 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
         ),
     ),
     # one-step-off entry point: trainer 2 x 6 GPUs, rollout 2 x 2; rollout TP 2, ulysses 4;
-    # strategy fsdp2 (ZeRO-3), checkpointing not set; 512 prompts x 12, mini-batch 32 -> 16
-    # steps; actor_offload=False, ref_offload=True
+    # strategy fsdp2 (ZeRO-3), checkpointing at verl's default (on); 512 prompts x 12,
+    # mini-batch 32 -> 16 steps; actor_offload=False, ref_offload=True
     "verl-dapo_7b_math_fsdp2_4_12.sh": (
         "h20-96gb",
         reading(
@@ -71,13 +71,14 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
             "disaggregated",
             "one-step-off",
             {"gpus": 4, "tp": 2},
-            {"gpus": 12, "cp": 4, "zero": 3},
+            {"gpus": 12, "cp": 4, "zero": 3, "recompute": "full"},
             {**OFF, "frozen": True},
             w("dapo", 512, 12, 2048, 8192, 16),
             "qwen2.5-math-7b",
         ),
     ),
-    # 12 nodes x 8; Megatron TP 8 PP 12 EP 8 ETP 1; rollout TP 32; all offload on;
+    # 12 nodes x 8; Megatron TP 8 PP 12 EP 8 ETP 1, distributed optimizer (verl's default);
+    # rollout TP 32; all offload on;
     # 96 prompts x 8, mini-batch 32 -> 3 steps; 2k + (8k + 1.4k) response
     "verl-run_deepseek671b_math_megatron_96gb.sh": (
         "h20-96gb",
@@ -87,13 +88,23 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
             "colocated",
             "sync",
             {"gpus": 96, "tp": 32},
-            {"gpus": 96, "tp": 8, "pp": 12, "cp": 1, "ep": 8, "etp": 1, "recompute": "full"},
+            {
+                "gpus": 96,
+                "tp": 8,
+                "pp": 12,
+                "cp": 1,
+                "ep": 8,
+                "etp": 1,
+                "zero": 1,
+                "recompute": "full",
+            },
             {"phase": True, "optimizer": 1.0, "params": False, "frozen": True},
             w("dapo", 96, 8, 2048, 9632, 3),
             "deepseek-v3",
         ),
     ),
-    # 4 nodes x 8; Megatron TP 4 PP 8 EP 4 ETP 1; rollout TP 8; all offload on;
+    # 4 nodes x 8; Megatron TP 4 PP 8 EP 4 ETP 1; verl's defaults: distributed optimizer, no
+    # recompute granularity; rollout TP 8; all offload on;
     # 32 prompts x 8, mini-batch 16 -> 2 steps
     "verl-run_qwen3-235b_megatron_96gb.sh": (
         "h20-96gb",
@@ -103,13 +114,23 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
             "colocated",
             "sync",
             {"gpus": 32, "tp": 8},
-            {"gpus": 32, "tp": 4, "pp": 8, "cp": 1, "ep": 4, "etp": 1},
+            {
+                "gpus": 32,
+                "tp": 4,
+                "pp": 8,
+                "cp": 1,
+                "ep": 4,
+                "etp": 1,
+                "zero": 1,
+                "recompute": "none",
+            },
             {"phase": True, "optimizer": 1.0, "params": False, "frozen": True},
             w("dapo", 32, 8, 2048, 9632, 2),
             "qwen3-235b-a22b",
         ),
     ),
-    # NNODES=1 x 8; TP 1 PP 1 CP 1 EP 8 ETP 1; rollout TP 4; offload=True everywhere;
+    # NNODES=1 x 8; TP 1 PP 1 CP 1 EP 8 ETP 1 (defaults: distributed optimizer, no recompute);
+    # rollout TP 4; offload=True everywhere;
     # 512 prompts x 16, mini-batch 128 -> 4 steps; 2k + 8k
     "verl-run_qwen3moe-30b_megatron_96gb.sh": (
         "h20-96gb",
@@ -119,7 +140,16 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
             "colocated",
             "sync",
             {"gpus": 8, "tp": 4},
-            {"gpus": 8, "tp": 1, "pp": 1, "cp": 1, "ep": 8, "etp": 1},
+            {
+                "gpus": 8,
+                "tp": 1,
+                "pp": 1,
+                "cp": 1,
+                "ep": 8,
+                "etp": 1,
+                "zero": 1,
+                "recompute": "none",
+            },
             {"phase": True, "optimizer": 1.0, "params": False, "frozen": True},
             w("dapo", 512, 16, 2048, 8192, 4),
             "qwen3-30b-a3b",
@@ -136,7 +166,7 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
             "colocated",
             "sync",
             {"gpus": 32, "tp": 4},
-            {"gpus": 32, "recompute": "full"},
+            {"gpus": 32, "cp": 1, "recompute": "full"},
             OFF,
             w("ppo", 1024, 1, 1024, 1024, 4),
             "qwen2.5-32b",
@@ -151,7 +181,7 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
             "colocated",
             "sync",
             {"gpus": 8, "tp": 1},
-            {"gpus": 8, "recompute": "full"},
+            {"gpus": 8, "cp": 1, "recompute": "full"},
             {**OFF, "frozen": True},
             w("grpo", 256, 16, 1024, 1024, 1),
             "qwen2.5-3b",
@@ -334,6 +364,32 @@ def test_review_reproduces_the_engineers_reading(name: str) -> None:
     assert got["estimate"]["step_seconds"] > 0
 
 
+def test_verl_defaults_are_its_trainer_yamls_at_the_commit() -> None:
+    """Each default of the verl mapping is the value verl's generated trainer configs give the
+    key (tests/fixtures/frameworks/, at the mapping's commit)."""
+    from kb.load import load_catalog
+    from kb.paths import record_roots
+    from rlmguide.review.recipe import flatten
+
+    frameworks = Path(__file__).parent / "fixtures" / "frameworks"
+    declared: dict[str, Any] = {}
+    for name in ("_generated_ppo_megatron_trainer.yaml", "_generated_ppo_trainer.yaml"):
+        declared |= flatten(yaml.safe_load((frameworks / f"verl-{name}").read_text()))
+    mappings = load_catalog(record_roots(), ("mapping",)).of("mapping").values()
+    (mapping,) = [m for m in mappings if m.framework == "verl"]
+    assert mapping.defaults
+    for key, value in mapping.defaults.items():
+        assert key in declared, key
+        assert declared[key] == value, key
+
+
+def test_a_key_left_out_is_read_at_its_default_and_said_so() -> None:
+    got = _read("verl-run_qwen3moe-30b_megatron_96gb.sh")
+    defaults = {u["key"]: u["field_value"] for u in got["understood"] if u["default"]}
+    assert defaults["actor_rollout_ref.actor.megatron.use_distributed_optimizer"] == 1
+    assert "actor_rollout_ref.rollout.tensor_model_parallel_size" not in defaults  # the script's
+
+
 def test_nothing_is_dropped_silently() -> None:
     got = _read("verl-run_qwen3moe-30b_megatron_96gb.sh")
     keys = {u["key"].lstrip("+") for u in got["understood"]} | {u["key"] for u in got["unmapped"]}
@@ -489,3 +545,15 @@ def test_export_then_review_gives_the_same_plan(
     workload = got["scenario"]["workload"]
     for name in ("prompts_per_step", "minibatches_per_step", "prompt_tokens"):
         assert workload[name] == scenario["workload"][name]
+
+
+def test_a_default_of_no_entry_is_a_mapping_error() -> None:
+    from kb.load import load_catalog
+    from kb.paths import record_roots
+    from rlmguide.export.mapping import MappingError, compile_mapping
+
+    mappings = load_catalog(record_roots(), ("mapping",)).of("mapping").values()
+    (verl,) = [m for m in mappings if m.framework == "verl"]
+    broken = verl.model_copy(update={"defaults": {"trainer.no_such_key": 1}})
+    with pytest.raises(MappingError, match=r"defaults\.trainer\.no_such_key"):
+        compile_mapping(broken)

@@ -328,7 +328,13 @@ def understood(reading: Reading) -> dict[str, Any]:
         "training_backend": reading.backend,
         "rollout_engine": reading.engine,
         "understood": [
-            {"key": u.key, "value": u.value, "field": u.fact, "field_value": u.fact_value}
+            {
+                "key": u.key,
+                "value": u.value,
+                "field": u.fact,
+                "field_value": u.fact_value,
+                "default": u.default,
+            }
             for u in reading.uses
         ],
         "ambiguous": reading.ambiguous,

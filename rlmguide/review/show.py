@@ -27,7 +27,15 @@ def _plan_row(name: str, plan: dict[str, Any]) -> tuple[Any, ...]:
 def print_review(result: dict[str, Any], fmt: str) -> None:
     print_rows(
         ["config key", "value", "scenario field", "field value"],
-        [(u["key"], u["value"], u["field"], u["field_value"]) for u in result["understood"]],
+        [
+            (
+                u["key"] + (" (default)" if u["default"] else ""),
+                u["value"],
+                u["field"],
+                u["field_value"],
+            )
+            for u in result["understood"]
+        ],
         fmt,
         title=f"{result['file']}: {result['framework']} ({result['mapping']}), "
         f"{result['training_backend']} with {result['rollout_engine']}",

@@ -27,6 +27,8 @@ class Use:
     value: Any
     fact: str
     fact_value: Any
+    default: bool = False
+    """The launch leaves the key out: the value is the framework's default at the commit."""
 
 
 @dataclass
@@ -196,11 +198,12 @@ def read_launch(
     """The facts the launch gives: unconditional entries first (they may settle the execution
     and placement, as NeMo-RL's keys do), then the entry point, then the entries whose
     conditions hold on what was read."""
-    compiled = [
-        c
-        for c in compile_mapping(mapping)
-        if c.entry.component in (None, backend, engine) and c.entry.key.lstrip("+") in config
-    ]
+    given = config
+    mine = [c for c in compile_mapping(mapping) if c.entry.component in (None, backend, engine)]
+    keys = {c.entry.key.lstrip("+") for c in mine}
+    defaulted = {k: v for k, v in mapping.defaults.items() if k in keys and k not in config}
+    config = {**config, **defaulted}
+    compiled = [c for c in mine if c.entry.key.lstrip("+") in config]
     state = _Read({"run.training_backend": backend, "run.rollout_engine": engine}, config)
     # staleness is read first: it tells one-step-off from async where a flag says only "async"
     first = [
@@ -231,7 +234,13 @@ def read_launch(
         if {"nodes", "gpus_per_node"} <= shape.keys():
             facts.setdefault(fact, shape["nodes"] * shape["gpus_per_node"])
     uses = [
-        Use(u.key, u.value, u.fact, facts.get(u.fact)) if u.fact_value is None else u
+        Use(
+            u.key,
+            u.value,
+            u.fact,
+            facts.get(u.fact) if u.fact_value is None else u.fact_value,
+            u.key.lstrip("+") in defaulted,
+        )
         for u in state.uses
     ]
     _settle(state.ambiguous, facts)
@@ -248,7 +257,7 @@ def read_launch(
             context = value
             uses.append(Use(key, value, "models.context_tokens", value))
             used.add(key)
-    unmapped = {k: v for k, v in config.items() if k not in used}
+    unmapped = {k: v for k, v in given.items() if k not in used}
     facts = {k: v for k, v in facts.items() if not k.startswith("not ")}
     return Reading(
         mapping, launch, backend, engine, facts, uses, unmapped, state.ambiguous, context
