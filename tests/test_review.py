@@ -377,8 +377,8 @@ def test_verl_defaults_are_its_trainer_yamls_at_the_commit() -> None:
         declared |= flatten(yaml.safe_load((frameworks / f"verl-{name}").read_text()))
     mappings = load_catalog(record_roots(), ("mapping",)).of("mapping").values()
     (mapping,) = [m for m in mappings if m.framework == "verl"]
-    assert mapping.defaults
-    for key, value in mapping.defaults.items():
+    assert mapping.config_defaults
+    for key, value in mapping.config_defaults.items():
         assert key in declared, key
         assert declared[key] == value, key
 
@@ -554,6 +554,6 @@ def test_a_default_of_no_entry_is_a_mapping_error() -> None:
 
     mappings = load_catalog(record_roots(), ("mapping",)).of("mapping").values()
     (verl,) = [m for m in mappings if m.framework == "verl"]
-    broken = verl.model_copy(update={"defaults": {"trainer.no_such_key": 1}})
-    with pytest.raises(MappingError, match=r"defaults\.trainer\.no_such_key"):
+    broken = verl.model_copy(update={"config_defaults": {"trainer.no_such_key": 1}})
+    with pytest.raises(MappingError, match=r"config_defaults\.trainer\.no_such_key"):
         compile_mapping(broken)

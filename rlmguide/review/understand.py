@@ -201,7 +201,7 @@ def read_launch(
     given = config
     mine = [c for c in compile_mapping(mapping) if c.entry.component in (None, backend, engine)]
     keys = {c.entry.key.lstrip("+") for c in mine}
-    defaulted = {k: v for k, v in mapping.defaults.items() if k in keys and k not in config}
+    defaulted = {k: v for k, v in mapping.config_defaults.items() if k in keys and k not in config}
     config = {**config, **defaulted}
     compiled = [c for c in mine if c.entry.key.lstrip("+") in config]
     state = _Read({"run.training_backend": backend, "run.rollout_engine": engine}, config)
