@@ -434,6 +434,12 @@ def test_a_layout_the_planner_cannot_hold_is_named_not_guessed() -> None:
     assert done.output.strip().count("\n") == 0
 
 
+def test_variables_only_a_command_sets_are_named() -> None:
+    # EXPERIMENT_NAME="qwen2.5-3b_baseline_$(now)" and PROJECT_DIR="$(pwd)" feed the launch
+    got = _read("verl-run_qwen2.5-3b_gsm8k_multiturn.sh")
+    assert got["unknown_variables"] == ["EXPERIMENT_NAME", "PROJECT_DIR"]
+
+
 def test_the_openrlhf_version_is_read_from_the_flags() -> None:
     assert _read("openrlhf-train_ppo_llama_ray_70b.sh")["mapping"].endswith("c250c21a")
     assert _read("openrlhf-train_reinforce_baseline_ray_agent_async.sh")["mapping"] == (

@@ -39,9 +39,10 @@ def _module(command: str) -> str:
 
 def parse_launch(
     text: str, mappings: dict[str, MappingRecord], framework: str | None
-) -> tuple[str, dict[str, Any], list[MappingRecord]]:
-    """The entry-point module, the arguments as the framework's parser holds them, and the
-    mappings of the framework whose entry point the script runs."""
+) -> tuple[str, dict[str, Any], list[MappingRecord], list[str]]:
+    """The entry-point module, the arguments as the framework's parser holds them, the
+    mappings of the framework whose entry point the script runs, and the variables the launch
+    used that only a command substitution sets (not run, so read as empty)."""
     candidates = sorted(
         (m for m in mappings.values() if framework in (None, m.framework)),
         key=lambda m: m.committed,
@@ -50,7 +51,7 @@ def parse_launch(
     modules = sorted({_module(la.command) for m in candidates for la in m.launches})
     for module in modules:
         try:
-            words, _ = command_arguments(text, module)
+            words, shell = command_arguments(text, module)
         except ShellError as exc:
             if str(exc).startswith("no `"):
                 continue
@@ -60,7 +61,7 @@ def parse_launch(
             config = hydra_config(words) if own[0].syntax == "hydra" else argparse_config(words)
         except ValueError as exc:
             raise ReviewError(f"cannot read the arguments of {module}: {exc}") from None
-        return module, config, own
+        return module, config, own, sorted(shell.used_unknown)
     known = ", ".join(modules)
     raise ReviewError(f"no launch of a mapped framework in the file (looked for: {known})")
 
@@ -281,10 +282,11 @@ def read_file(
     except (OSError, UnicodeDecodeError) as exc:
         raise ReviewError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     recipe_keys: set[str] | None = None
+    unknown: list[str] = []
     if path.suffix in (".yaml", ".yml"):
         module, config, own, recipe_keys = parse_recipe(path, mappings, framework)
     else:
-        module, config, own = parse_launch(text, mappings, framework)
+        module, config, own, unknown = parse_launch(text, mappings, framework)
     mapping = pick_version(own, config)
     backend, engine = pick_components(mapping, config, roles)
     try:
@@ -294,6 +296,7 @@ def read_file(
     if recipe_keys is not None:
         # the defaults chain's other keys are the framework's defaults, not the recipe's words
         reading.unmapped = {k: v for k, v in reading.unmapped.items() if k in recipe_keys}
+    reading.unknown_variables = unknown
     return reading
 
 
@@ -338,5 +341,6 @@ def understood(reading: Reading) -> dict[str, Any]:
             for u in reading.uses
         ],
         "ambiguous": reading.ambiguous,
+        "unknown_variables": reading.unknown_variables,
         "unmapped": [{"key": k, "value": v} for k, v in sorted(reading.unmapped.items())],
     }

@@ -46,6 +46,13 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
         fmt,
         title="Not in the file",
     )
+    if result["unknown_variables"]:
+        print_rows(
+            ["shell variable"],
+            [(v,) for v in result["unknown_variables"]],
+            fmt,
+            title="Set by a command substitution (not run: read as empty)",
+        )
     print_rows(
         ["config key", "value"],
         [(u["key"], u["value"]) for u in result["unmapped"]],

@@ -45,6 +45,8 @@ class Reading:
     """Facts a lookup left open between several values (the first is taken)."""
     context_tokens: int | None = None
     """An overridden max_position_embeddings: the run extends the model's context."""
+    unknown_variables: list[str] = field(default_factory=list)
+    """Shell variables the launch used that only a command substitution sets (read as empty)."""
 
 
 def _typed(fact: str, key: str) -> Any:
