@@ -28,8 +28,9 @@ from kb.paths import PLURALS
 from kb.schema import KINDS, Framework
 
 LINKED = {"sources", "locators", "claims", "examples"}
-JSON_FIELDS = {"scenario", "launches", "entries"}
-"""Fields stored as one JSON column: a scenario, a mapping's launches and entries."""
+JSON_FIELDS = {"scenario", "launches", "entries", "config_defaults"}
+"""Fields stored as one JSON column: a scenario, a mapping's launches, entries and config
+defaults."""
 
 VIEWS = {
     "features": (
@@ -127,9 +128,11 @@ def columns(cls: type[BaseModel], prefix: str = "") -> list[tuple[str, str, str]
     return found
 
 
-def _json(value: BaseModel | list[BaseModel]) -> str:
+def _json(value: BaseModel | list[BaseModel] | dict[str, Any]) -> str:
     if isinstance(value, BaseModel):
         return value.model_dump_json(exclude_unset=True)
+    if isinstance(value, dict):  # a mapping's defaults: config key -> plain value
+        return json.dumps(value, sort_keys=True)
     return json.dumps([item.model_dump(mode="json", exclude_unset=True) for item in value])
 
 

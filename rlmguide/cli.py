@@ -831,6 +831,61 @@ def export(
         out.chmod(0o755)
 
 
+@cli.command()
+@click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--framework", "framework", metavar="ID", help="Read the file as this framework's.")
+@click.option("--policy", metavar="ID", help="The policy's model record, if the path names none.")
+@click.option("--accelerator", metavar="ID", help="The accelerator id (the file never says).")
+@click.option("--nodes", type=click.IntRange(1), help="Nodes (default: the file's pools).")
+@click.option("--gpus-per-node", "gpus_per_node", type=click.IntRange(1), help="GPUs per node.")
+@click.option(
+    "--prompt-tokens",
+    "prompt_tokens",
+    type=click.IntRange(1),
+    help="Mean prompt length, where the file bounds only prompt + response (NeMo-RL).",
+)
+@format_option(("table", "json", "markdown"))
+def review(
+    config: Path,
+    framework: str | None,
+    policy: str | None,
+    accelerator: str | None,
+    nodes: int | None,
+    gpus_per_node: int | None,
+    prompt_tokens: int | None,
+    fmt: str,
+) -> None:
+    """Read a launch script (verl Hydra overrides, OpenRLHF train_ppo_ray flags) or a NeMo-RL
+    YAML recipe as the framework would, cost its plan and compare it with the best plan the same
+    framework can run.
+
+    Example: rlmguide review run_qwen3moe-30b_megatron_96gb.sh --accelerator h20-96gb
+    """
+    from rlmguide.review import Hardware, NotCostable, ReviewError
+    from rlmguide.review import review as run_review
+    from rlmguide.review.show import print_review
+    from rules.recommend import NoFeasiblePlan
+
+    try:
+        with _progress("reading and searching plans"):
+            result = run_review(
+                config,
+                framework,
+                policy,
+                Hardware(accelerator, nodes, gpus_per_node, prompt_tokens),
+            )
+    except ReviewError as exc:
+        raise BadInput(str(exc)) from None
+    except NoFeasiblePlan as exc:
+        raise Failure(f"no feasible plan: {exc}") from None
+    except NotCostable as exc:
+        raise Failure(str(exc)) from None
+    if fmt == "json":
+        click.echo(dumps(result))
+    else:
+        print_review(result, fmt)
+
+
 ESTIMATE_REQUIRED = (
     "placement",
     "execution",

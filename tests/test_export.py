@@ -23,8 +23,9 @@ from kb.paths import DEFAULT_ROOTS, record_roots
 from kb.schema import Deployment, MappingEntry
 from rlmguide.cli import cli
 from rlmguide.export import Exported, NotExpressible, build, script
-from rlmguide.export.mapping import apply, lookup_key, pool_shape
-from rlmguide.export.read import argparse_flags, command_words, hydra_overrides
+from rlmguide.export.mapping import INPUTS, apply, lookup_key, pool_shape
+from rlmguide.review.config import argparse_config, hydra_config
+from rlmguide.review.shell import command_arguments
 from rules import RECOMMEND_KINDS
 from rules.scenario import resolve
 
@@ -62,11 +63,13 @@ def exported(record_id: str, version: str | None = None) -> Exported:
 def read_back(done: Exported) -> dict[str, Any]:
     """The emitted script parsed back as the framework's parser would."""
     text = script(done, "test", "policy")
-    module = done.launch.command.split()[-1]
-    words = command_words(text, module)
+    module = done.launch.command.split()[-1].removesuffix(".py").replace("/", ".")
+    # the user's inputs set to their own names, so a key shows which input it takes
+    inputs = {var: f"${{{var}}}" for var, _ in INPUTS.values()}
+    words, _ = command_arguments(text, module, inputs)
     if done.mapping.syntax == "hydra":
-        return hydra_overrides(words)
-    return argparse_flags(words)
+        return hydra_config(words)
+    return argparse_config(words)
 
 
 # -- transforms ------------------------------------------------------------------------------
@@ -727,8 +730,10 @@ def test_export_writes_an_executable_script_from_a_real_process(tmp_path: Path) 
     assert text.startswith("#!/usr/bin/env bash\n")
     assert "python3 -m verl.experimental.one_step_off_policy.main_ppo \\\n" in text
     assert ': "${MODEL_PATH:?' in text  # the model path is the user's to give, never invented
-    args = hydra_overrides(command_words(text, "verl.experimental.one_step_off_policy.main_ppo"))
-    assert args["actor_rollout_ref.model.path"] == "${MODEL_PATH}"
+    words, _ = command_arguments(
+        text, "verl.experimental.one_step_off_policy.main_ppo", {"MODEL_PATH": "/models/m"}
+    )
+    assert hydra_config(words)["actor_rollout_ref.model.path"] == "/models/m"
     again = run_cli(
         "export", "--deployment", "verl-qwen2.5-math-7b-dapo-one-step-off-16xh20",
         "--framework", "verl",

@@ -617,6 +617,9 @@ class Mapping(Record):
     weights on the host): a plan may set them without a key accounting for them."""
     launches: Annotated[list[Launch], Field(min_length=1)]
     entries: Annotated[list[MappingEntry], Field(min_length=1)]
+    config_defaults: dict[Text, bool | int | float | Text | None] = {}
+    """The value the framework's own config gives an entry's key at `commit` (in the entry's
+    file): what a launch that leaves the key out runs with. `review` reads it back."""
     notes: Text | None = None
 
     def cited_sources(self) -> list[str]:

@@ -2,7 +2,7 @@
 
 Beside the CLI, over rules and kb: mapping records (kb/records/mappings/) say how each
 framework version spells a plan; launch.build applies one to the best plan the framework can
-run, render.script writes it, read.py parses launches back.
+run, render.script writes it; rlmguide.review reads launches back.
 """
 
 from rlmguide.export.launch import Exported, UnknownVersion, build, pick_mapping

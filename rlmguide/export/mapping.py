@@ -66,7 +66,12 @@ class CompiledEntry:
 
 
 def compile_mapping(record: MappingRecord) -> list[CompiledEntry]:
-    """The entries with their conditions parsed; every fact they name must exist."""
+    """The entries with their conditions parsed; every fact they name must exist, and every
+    default must be of an entry's key."""
+    keys = {e.key.lstrip("+") for e in record.entries}
+    for key in record.config_defaults:
+        if key not in keys:
+            raise MappingError(f"config_defaults.{key}", "no entry has this key")
     for i, name in enumerate(record.implied):
         if name not in EXPORT_FACTS:
             raise MappingError(f"implied[{i}]", f"unknown fact {name!r}")

@@ -1,0 +1,181 @@
+"""Framework launches read back into plans (`rlmguide review`).
+
+Beside export, over the same mapping records: shell.py expands a launch script as bash would,
+config.py parses the arguments as the framework's parser does, understand.py runs the mapping
+backwards into plan facts, review.py builds the scenario; `review` costs it and compares it
+with the best plan the framework can run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kb.load import load_catalog
+from kb.paths import record_roots
+from rlmguide.review.review import (
+    Hardware,
+    ReviewError,
+    read_file,
+    scenario_of,
+    understood,
+)
+from rules import RECOMMEND_KINDS
+
+__all__ = ["Hardware", "NotCostable", "ReviewError", "changes", "review"]
+
+
+class NotCostable(Exception):
+    """The plan a file describes is one the planner cannot cost (the request fails, exit 1)."""
+
+
+PLACING = ("colocate", "nodes", "gpus_per_node", "resource", "pool")
+"""Words of config keys that place models on GPUs."""
+
+COMPARED = (
+    ("placement", "placement"),
+    ("execution", "execution"),
+    ("rollout", "gpus"),
+    ("rollout", "tp"),
+    ("rollout", "ep"),
+    ("train", "gpus"),
+    ("train", "tp"),
+    ("train", "pp"),
+    ("train", "cp"),
+    ("train", "ep"),
+    ("train", "zero"),
+    ("train", "recompute"),
+)
+
+
+def _get(plan: dict[str, Any], pool: str, name: str) -> Any:
+    return plan[name] if pool == name else plan[pool].get(name)
+
+
+def changes(
+    reviewed: dict[str, Any], top: dict[str, Any], estimate_one: Any
+) -> list[dict[str, Any]]:
+    """Each field where the top plan differs, with the step time the reviewed plan would have
+    with that one change (costed by `estimate_one(field, value)`, None when that plan alone is
+    not runnable), best first."""
+    base = reviewed["step_seconds"]
+    found = []
+    for pool, name in COMPARED:
+        was, now = _get(reviewed, pool, name), _get(top, pool, name)
+        if was == now:
+            continue
+        field = name if pool == name else f"{pool}.{name}"
+        seconds = estimate_one(field, now)
+        gain = None if seconds is None else (seconds - base) / base * 100
+        label = f"{field.replace('.', ' ')} {was} -> {now}"
+        shown = f"{gain:+.0f}% step time" if gain is not None else "only with the other changes"
+        found.append(
+            {
+                "field": field,
+                "from": was,
+                "to": now,
+                "step_seconds": seconds,
+                "change_percent": gain,
+                "text": f"{label}: {shown}",
+            }
+        )
+    return sorted(found, key=lambda c: (c["change_percent"] is None, c["change_percent"] or 0))
+
+
+def review(
+    path: Path,
+    framework: str | None = None,
+    policy: str | None = None,
+    hardware: Hardware | None = None,
+) -> dict[str, Any]:
+    """The reading of a launch file, its plan's estimate and the framework's best plan."""
+    from rules.recommend import NoFeasiblePlan, recommend, recommender_for
+    from rules.scenario import fill_plan_defaults, parse_scenario, resolve
+
+    hardware = hardware or Hardware()
+    roots = record_roots()
+    mappings = load_catalog(roots, ("mapping",)).of("mapping")
+    components = load_catalog(roots, ("component",)).of("component")
+    roles = {c: str(getattr(r, "role", "")) for c, r in components.items()}
+    reading = read_file(path, mappings, roles, framework)
+    catalog = load_catalog(roots, RECOMMEND_KINDS)
+    data, assumed = scenario_of(reading, catalog, hardware, policy)
+    try:
+        resolve(parse_scenario(data, str(path)), catalog.records)
+    except ValueError as exc:
+        raise ReviewError(f"the scenario read from {path} is not valid: {exc}") from None
+
+    def estimate(changed: dict[str, Any]) -> dict[str, Any]:
+        scenario = parse_scenario(changed, str(path))
+        filled, chosen = fill_plan_defaults(resolve(scenario, catalog.records))
+        one = recommender_for(filled, catalog, enforce_memory=False, filter_frameworks=False)
+        (plan,) = recommend(one, 1)["plans"]
+        return {**plan, "chosen": chosen}
+
+    try:
+        reviewed = estimate(data)
+    except NoFeasiblePlan as exc:
+        plan = data["plan"]
+        pools = ", ".join(
+            f"{name} {plan[name]['gpus']}"
+            for name in ("rollout", "train")
+            if plan[name].get("gpus")
+        )
+        pools += "".join(f", {m} {n}" for m, n in plan["pools"].items())
+        # the unmapped keys that place models are the likely reason (a sharing the plan lacks)
+        placing = [k for k in sorted(reading.unmapped) if any(w in k for w in PLACING)]
+        raise NotCostable(
+            f"the plan read from {path} (GPUs: {pools}) cannot be costed: {exc}; placement "
+            f"keys not mapped: {', '.join(placing) or 'none'}"
+        ) from None
+    result = {
+        "file": str(path),
+        **understood(reading),
+        "assumed": assumed,
+        "scenario": data,
+        "estimate": reviewed,
+    }
+    name = reading.mapping.framework
+    try:
+        unplanned = _unplanned(data, catalog, str(path))
+        top = recommend(recommender_for(unplanned, catalog, only=name), 1)["plans"][0]
+    except NoFeasiblePlan as exc:
+        # the reading and its estimate stand; the comparison says why there is none
+        return {**result, "recommendation": None, "no_recommendation": str(exc), "changes": []}
+
+    def one_change(field: str, value: Any) -> float | None:
+        changed = _with(data, field, value, top)
+        try:
+            plan = estimate(changed)
+        except ValueError:
+            return None
+        return plan["step_seconds"] if plan["feasible"] else None
+
+    return {**result, "recommendation": top, "changes": changes(reviewed, top, one_change)}
+
+
+def _unplanned(data: dict[str, Any], catalog: Any, origin: str) -> Any:
+    from rules.scenario import parse_scenario, resolve
+
+    free = {k: v for k, v in data.items() if k != "plan"}
+    return resolve(parse_scenario(free, origin), catalog.records)
+
+
+def _with(data: dict[str, Any], field: str, value: Any, top: dict[str, Any]) -> dict[str, Any]:
+    """The reviewed scenario with one plan field set as the top plan has it (a placement
+    change takes the top plan's pool sizes too, which it cannot go without)."""
+    import copy
+
+    changed = copy.deepcopy(data)
+    plan = changed["plan"]
+    if "." not in field:
+        plan[field] = value
+        if field == "placement":
+            plan["rollout"]["gpus"] = top["rollout"]["gpus"]
+            plan["train"]["gpus"] = top["train"]["gpus"]
+        return changed
+    pool, name = field.split(".")
+    plan[pool][name] = value
+    if plan["placement"] == "colocated" and name == "gpus":
+        plan["rollout" if pool == "train" else "train"]["gpus"] = value
+    return changed

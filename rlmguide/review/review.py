@@ -1,0 +1,346 @@
+"""`rlmguide review CONFIG`: a launch script read as its framework would, turned into a
+scenario and plan, costed as `estimate` costs a fixed plan, and set beside the best plan the
+same framework can run, with the changes between them ranked by predicted gain."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kb.load import Catalog
+from kb.schema import Mapping as MappingRecord
+from kb.schema import MappingEntry
+from rlmguide.export.mapping import lookup_key
+from rlmguide.review.config import argparse_config, hydra_config, match_model
+from rlmguide.review.recipe import RecipeError, recipe_config
+from rlmguide.review.shell import ShellError, command_arguments
+from rlmguide.review.understand import Reading, read_launch
+
+
+class ReviewError(ValueError):
+    """A file review cannot read, or facts it needs that neither the file nor a flag gives
+    (bad input, exit 2)."""
+
+
+@dataclass(frozen=True)
+class Hardware:
+    accelerator: str | None = None
+    nodes: int | None = None
+    gpus_per_node: int | None = None
+    prompt_tokens: int | None = None
+    """The mean prompt length, where the launch bounds only prompt and response together."""
+
+
+def _module(command: str) -> str:
+    return command.split()[-1].removesuffix(".py").replace("/", ".")
+
+
+def parse_launch(
+    text: str, mappings: dict[str, MappingRecord], framework: str | None
+) -> tuple[str, dict[str, Any], list[MappingRecord], list[str]]:
+    """The entry-point module, the arguments as the framework's parser holds them, the
+    mappings of the framework whose entry point the script runs, and the variables the launch
+    used that only a command substitution sets (not run, so read as empty)."""
+    candidates = sorted(
+        (m for m in mappings.values() if framework in (None, m.framework)),
+        key=lambda m: m.committed,
+        reverse=True,
+    )
+    modules = sorted({_module(la.command) for m in candidates for la in m.launches})
+    for module in modules:
+        try:
+            words, shell = command_arguments(text, module)
+        except ShellError as exc:
+            if str(exc).startswith("no `"):
+                continue
+            raise ReviewError(f"cannot read the script: {exc}") from None
+        own = [m for m in candidates if any(_module(la.command) == module for la in m.launches)]
+        try:
+            config = hydra_config(words) if own[0].syntax == "hydra" else argparse_config(words)
+        except ValueError as exc:
+            raise ReviewError(f"cannot read the arguments of {module}: {exc}") from None
+        return module, config, own, sorted(shell.used_unknown)
+    known = ", ".join(modules)
+    raise ReviewError(f"no launch of a mapped framework in the file (looked for: {known})")
+
+
+def _keys(mapping: MappingRecord) -> set[str]:
+    launches = [f for la in mapping.launches for f in la.fixed]
+    fixed = (f.lstrip("-+").partition("=")[0] for f in (*mapping.fixed, *launches))
+    return {e.key.lstrip("+") for e in mapping.entries} | set(fixed)
+
+
+def pick_version(own: list[MappingRecord], config: dict[str, Any]) -> MappingRecord:
+    """The mapping whose keys the file uses most (OpenRLHF's dotted `--ds.zero_stage` or flat
+    `--zero_stage`); the newest on a tie."""
+    return max(own, key=lambda m: len(_keys(m) & config.keys()))
+
+
+def pick_components(
+    mapping: MappingRecord, config: dict[str, Any], roles: dict[str, str]
+) -> tuple[str | None, str | None]:
+    """The training backend whose keys (or whose launch's config name) the file uses, and the
+    rollout engine it names (else the mapping's first of each)."""
+    backends = [c for c in mapping.components if roles.get(c) == "training-backend"]
+    engines = [c for c in mapping.components if roles.get(c) == "rollout-engine"]
+
+    def score(component: str) -> int:
+        # a key whose value no entry of the component can give rules the component out
+        # (NeMo-RL's merged config names both backends; only one is enabled)
+        keys = sum(
+            1 if _plausible(e, config[e.key.lstrip("+")]) else -1000
+            for e in mapping.entries
+            if e.component == component and e.key.lstrip("+") in config
+        )
+        named = any(
+            la.component == component
+            and any(f.startswith("--config-name") for f in la.fixed)
+            and str(config.get("config-name", "")).removesuffix(".yaml")
+            in {f.partition("=")[2].removesuffix(".yaml") for f in la.fixed}
+            for la in mapping.launches
+        )
+        return keys + 100 * named
+
+    backend = max(backends, key=score) if backends else None
+    named_engine = next(
+        (
+            config.get(e.key.lstrip("+"))
+            for e in mapping.entries
+            if e.fact == "run.rollout_engine" and e.key.lstrip("+") in config
+        ),
+        None,
+    )
+    engine = named_engine if named_engine in engines else (engines[0] if engines else None)
+    return backend, engine
+
+
+def _plausible(entry: MappingEntry, value: Any) -> bool:
+    """Whether some fact value gives `value` through the entry (a lookup's table has it)."""
+    if entry.transform != "lookup":
+        return True
+    table = (entry.table or {}).values()
+    return any(v == value or lookup_key(v) == lookup_key(value) for v in table)
+
+
+def scenario_of(
+    reading: Reading, catalog: Catalog, hardware: Hardware, policy: str | None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The scenario (with its plan) the reading describes, and what review assumed or took
+    from flags because the file does not say it."""
+    f = reading.facts
+    assumed: list[dict[str, Any]] = []
+    models = catalog.of("model")
+    path = f.get("input.model_path")
+    model = policy or (match_model(str(path), models) if path else None)
+    if model is None:
+        shown = f"model path {path!r}" if path else "no model path"
+        raise ReviewError(
+            f"{shown} matches no model record; give --policy ID (see `rlmguide list models`)"
+        )
+    if model not in models:
+        raise ReviewError(f"--policy: unknown model {model!r}; see `rlmguide list models`")
+    reward: Any = "verifier"
+    if reward_path := f.get("input.reward_model_path"):
+        reward = match_model(str(reward_path), models) or model
+    if hardware.accelerator is None:
+        raise ReviewError(
+            "the file does not say which accelerator it runs on; give --accelerator ID "
+            "(see `rlmguide list accelerators`)"
+        )
+    prompts = f.get("workload.prompts_per_step")
+    samples = f.get("workload.samples_per_prompt", 1)
+    max_response = f.get("workload.max_response_tokens")
+    prompt_tokens = hardware.prompt_tokens or f.get("workload.prompt_tokens")
+    sequence = f.get("workload.sequence_tokens")
+    if prompt_tokens is None and max_response and sequence and sequence > max_response:
+        prompt_tokens = sequence - max_response
+    elif prompt_tokens is None and sequence:
+        raise ReviewError(
+            f"the launch bounds prompt and response together ({sequence} tokens) and lets the "
+            "response take all of it; give --prompt-tokens N (the mean prompt length)"
+        )
+    if sequence and prompt_tokens and max_response and prompt_tokens + max_response > sequence:
+        max_response = sequence - prompt_tokens  # the engine stops at the sequence bound
+    missing = [
+        name
+        for name, v in (
+            ("workload.prompts_per_step", prompts),
+            ("workload.prompt_tokens", prompt_tokens),
+            ("workload.max_response_tokens", max_response),
+        )
+        if v is None
+    ]
+    if missing:
+        raise ReviewError(f"the launch does not give {', '.join(missing)}")
+    minibatches = f.get("workload.minibatches_per_step", 1)
+    if "workload.algorithm" not in f:
+        # NeMo-RL's run_grpo.py runs GRPO; verl's adv_estimator and OpenRLHF's advantage
+        # estimator default to GAE
+        grpo = "grpo" in reading.launch.command
+        f["workload.algorithm"] = "grpo" if grpo else "ppo"
+        why = "the entry point runs GRPO" if grpo else "the framework's default (GAE)"
+        assumed.append(
+            {"field": "workload.algorithm", "value": f["workload.algorithm"], "why": why}
+        )
+    assumed.append(
+        {
+            "field": "workload.response_tokens",
+            "value": max_response,
+            "why": "a launch gives only the longest response; its mean is taken as that",
+        }
+    )
+    train_gpus = f.get("plan.train.gpus")
+    colocated = f["plan.placement"] == "colocated"
+    rollout_gpus = train_gpus if colocated else f.get("plan.rollout.gpus")
+    pools = {m: f.get(f"plan.pools.{m}") or None for m in ("critic", "reference", "reward")}
+    if colocated:
+        pools = {}  # every model shares the one pool (OpenRLHF's colocate_all)
+    elif pools.get("reference") == train_gpus:
+        pools["reference"] = None  # the mapping spells a shared reference as the actor's pool
+    total = (train_gpus or 0) + (0 if colocated else rollout_gpus or 0)
+    total += sum(v for v in pools.values() if v)
+    # pools may take part of a node (verl's 6 + 2 split): a node is 8 GPUs unless one pool
+    # declares more per node
+    per_node = (
+        hardware.gpus_per_node
+        or f.get("cluster.gpus_per_node")
+        or max([8, *(int(u.value) for u in reading.uses if u.key.endswith("gpus_per_node"))])
+    )
+    nodes = hardware.nodes or f.get("cluster.nodes") or max(1, math.ceil(total / per_node))
+    if train_gpus is None and rollout_gpus is not None:
+        # NeMo-RL declares the cluster and the generation's share; training has the rest
+        train_gpus = nodes * per_node - rollout_gpus - sum(v for v in pools.values() if v)
+    if hardware.nodes is None and "cluster.nodes" not in f:
+        assumed.append(
+            {"field": "cluster.nodes", "value": nodes, "why": "the pools' GPUs over whole nodes"}
+        )
+    for name in reading.mapping.implied:
+        f.setdefault(name, True)  # what the framework does by itself (NeMo-RL parks the reference)
+    offload = {
+        "phase": f.get("plan.train.offload_phase", False),
+        "optimizer": float(f.get("plan.train.offload_optimizer", 0.0)),
+        "params": f.get("plan.train.offload_params", False),
+        "frozen": f.get("plan.train.offload_frozen", False),
+    }
+    train = {
+        "gpus": train_gpus,
+        **{d: f.get(f"plan.train.{d}") for d in ("tp", "pp", "cp", "ep", "etp", "zero")},
+        "recompute": f.get("plan.train.recompute"),
+        "offload": offload,
+    }
+    rollout = {
+        "gpus": rollout_gpus,
+        **{d: f.get(f"plan.rollout.{d}") for d in ("tp", "pp", "ep")},
+    }
+    plan: dict[str, Any] = {
+        "placement": f["plan.placement"],
+        "execution": f["plan.execution"],
+        "rollout": {k: v for k, v in rollout.items() if v is not None},
+        "train": {k: v for k, v in train.items() if v is not None},
+        "pools": {k: v for k, v in pools.items() if v},
+    }
+    if f["plan.execution"] in ("async", "partial-rollout") and f.get("plan.max_staleness"):
+        plan["max_staleness"] = f["plan.max_staleness"]
+    context = reading.context_tokens
+    limit = getattr(models[model], "max_context_tokens", None)
+    if context is None and limit is not None and prompt_tokens + max_response > limit:
+        context = prompt_tokens + max_response
+        assumed.append(
+            {
+                "field": "models.context_tokens",
+                "value": context,
+                "why": f"prompt + longest response exceed the model record's {limit}; the run "
+                "must extend the context (RoPE scaling in the model's config)",
+            }
+        )
+    scenario = {
+        "cluster": {"accelerator": hardware.accelerator, "nodes": nodes, "gpus_per_node": per_node},
+        "models": {"policy": model, "reward": reward}
+        | ({"context_tokens": context} if context else {}),
+        "workload": {
+            "algorithm": f["workload.algorithm"],
+            "prompts_per_step": prompts,
+            "samples_per_prompt": samples,
+            "prompt_tokens": prompt_tokens,
+            "response_tokens": max_response,
+            "max_response_tokens": max_response,
+            "minibatches_per_step": minibatches,
+            "epochs": f.get("workload.epochs", 1),
+        },
+        "plan": plan,
+    }
+    return scenario, assumed
+
+
+def read_file(
+    path: Path, mappings: dict[str, MappingRecord], roles: dict[str, str], framework: str | None
+) -> Reading:
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReviewError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    recipe_keys: set[str] | None = None
+    unknown: list[str] = []
+    if path.suffix in (".yaml", ".yml"):
+        module, config, own, recipe_keys = parse_recipe(path, mappings, framework)
+    else:
+        module, config, own, unknown = parse_launch(text, mappings, framework)
+    mapping = pick_version(own, config)
+    backend, engine = pick_components(mapping, config, roles)
+    try:
+        reading = read_launch(mapping, module, config, backend, engine)
+    except LookupError as exc:
+        raise ReviewError(str(exc)) from None
+    if recipe_keys is not None:
+        # the defaults chain's other keys are the framework's defaults, not the recipe's words
+        reading.unmapped = {k: v for k, v in reading.unmapped.items() if k in recipe_keys}
+    reading.unknown_variables = unknown
+    return reading
+
+
+def parse_recipe(
+    path: Path, mappings: dict[str, MappingRecord], framework: str | None
+) -> tuple[str, dict[str, Any], list[MappingRecord], set[str]]:
+    """A YAML recipe of a framework launched with `--config=FILE` (NeMo-RL)."""
+    own = sorted(
+        (
+            m
+            for m in mappings.values()
+            if framework in (None, m.framework) and any(f.startswith("--config=") for f in m.fixed)
+        ),
+        key=lambda m: m.committed,
+        reverse=True,
+    )
+    if not own:
+        raise ReviewError(f"no mapped framework {framework or ''} reads a YAML recipe")
+    try:
+        config, recipe_keys = recipe_config(path)
+    except RecipeError as exc:
+        raise ReviewError(f"cannot read the recipe: {exc}") from None
+    return _module(own[0].launches[0].command), config, own, recipe_keys
+
+
+def understood(reading: Reading) -> dict[str, Any]:
+    """What the file said, in plan terms, and what it said that review does not map."""
+    return {
+        "framework": reading.mapping.framework,
+        "mapping": reading.mapping.id,
+        "entry_point": reading.launch.command,
+        "training_backend": reading.backend,
+        "rollout_engine": reading.engine,
+        "understood": [
+            {
+                "key": u.key,
+                "value": u.value,
+                "field": u.fact,
+                "field_value": u.fact_value,
+                "default": u.default,
+            }
+            for u in reading.uses
+        ],
+        "ambiguous": reading.ambiguous,
+        "unknown_variables": reading.unknown_variables,
+        "unmapped": [{"key": k, "value": v} for k, v in sorted(reading.unmapped.items())],
+    }

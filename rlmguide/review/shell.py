@@ -1,0 +1,363 @@
+"""A launch script's command, as bash would run it: assignments, arrays, `${VAR:-default}`,
+`$((arithmetic))`, quoting, comments and line continuations.
+
+Only what launch scripts use is interpreted: straight-line assignments (plain, `export`,
+arrays) and the one command that starts the framework. Command substitution (`$(pwd)`) and
+control flow are not run: a substitution expands to nothing and the variable it set is
+reported as unknown if the launch uses it.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
+SEPARATORS = {";", "&&", "||", "|", "&"}
+
+
+class ShellError(ValueError):
+    """A script this reader cannot follow (unbalanced quotes, bad arithmetic)."""
+
+
+@dataclass
+class Part:
+    text: str
+    quote: str  # "" unquoted, '"' double-quoted, "'" single-quoted
+
+
+@dataclass
+class Word:
+    parts: list[Part] = field(default_factory=list)
+    array: list[Word] | None = None  # NAME=( ... ): the words inside the parentheses
+
+    @property
+    def raw(self) -> str:
+        return "".join(p.text for p in self.parts)
+
+
+def _balanced(text: str, i: int, open_: str, close: str) -> int:
+    """The index just past the `close` that matches the `open_` at text[i]."""
+    depth = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == open_:
+            depth += 1
+        elif c == close:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        elif c in "'\"" and open_ != "{":
+            end = text.find(c, i + 1)
+            if end < 0:
+                raise ShellError("unbalanced quote")
+            i = end
+        i += 1
+    raise ShellError(f"unbalanced {open_!r}")
+
+
+def _dollar(text: str, i: int) -> int:
+    """The end of the `$...` expansion starting at text[i]."""
+    nxt = text[i + 1 : i + 2]
+    if nxt == "(":
+        return _balanced(text, i + 1, "(", ")")
+    if nxt == "{":
+        return _balanced(text, i + 1, "{", "}")
+    match = NAME.match(text, i + 1)
+    if match:
+        return match.end()
+    return i + 2 if nxt and (nxt.isdigit() or nxt in "@*#?$!-") else i + 1
+
+
+def lex(text: str) -> list[list[Word]]:
+    """The script as statements of words (quotes kept per part for expansion)."""
+    text = text.replace("\\\r\n", "").replace("\\\n", "")
+    statements: list[list[Word]] = []
+    current: list[Word] = []
+    stack: list[tuple[list[Word], Word]] = []  # open array assignments
+    word: Word | None = None
+    i = 0
+
+    def flush() -> None:
+        nonlocal word
+        if word is not None and word.parts:
+            current.append(word)
+        word = None
+
+    def add(t: str, quote: str) -> None:
+        nonlocal word
+        if word is None:
+            word = Word()
+        if word.parts and word.parts[-1].quote == quote:
+            word.parts[-1].text += t
+        else:
+            word.parts.append(Part(t, quote))
+
+    while i < len(text):
+        c = text[i]
+        if c in " \t":
+            flush()
+            i += 1
+        elif c == "\n":
+            flush()
+            if not stack and current:
+                statements.append(current)
+                current = []
+            i += 1
+        elif c == "#" and word is None:
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+        elif c == "'":
+            end = text.find("'", i + 1)
+            if end < 0:
+                raise ShellError("unbalanced single quote")
+            add(text[i + 1 : end], "'")
+            i = end + 1
+        elif c == '"':
+            j, chunk = i + 1, []
+            while j < len(text) and text[j] != '"':
+                if text[j] == "\\" and text[j + 1 : j + 2] in ('"', "\\", "$", "`"):
+                    chunk.append(text[j : j + 2])
+                    j += 2
+                elif text[j] == "$":
+                    end = _dollar(text, j)
+                    chunk.append(text[j:end])
+                    j = end
+                else:
+                    chunk.append(text[j])
+                    j += 1
+            if j >= len(text):
+                raise ShellError("unbalanced double quote")
+            add("".join(chunk), '"')
+            i = j + 1
+        elif c == "\\":
+            add(text[i + 1 : i + 2], "'")
+            i += 2
+        elif c == "$":
+            end = _dollar(text, i)
+            add(text[i:end], "")
+            i = end
+        elif c == "(" and word is not None and word.raw.endswith("=") and not word.parts[-1].quote:
+            stack.append((current, word))
+            current, word = [], None
+            i += 1
+        elif c == ")" and stack:
+            flush()
+            outer, owner = stack.pop()
+            owner.array = current
+            current, word = outer, None
+            current.append(owner)
+            i += 1
+        elif c in ";&|(){}":
+            flush()
+            two = text[i : i + 2]
+            token = two if two in SEPARATORS else c
+            if not stack and token in SEPARATORS and current:
+                statements.append(current)
+                current = []
+            elif token not in SEPARATORS:
+                current.append(Word([Part(token, "'")]))
+            i += len(token)
+        else:
+            add(c, "")
+            i += 1
+    if stack:
+        raise ShellError("unbalanced '(' in an array assignment")
+    flush()
+    if current:
+        statements.append(current)
+    return statements
+
+
+_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+
+
+@dataclass
+class Shell:
+    """Variables as the script sets them; `unknown` names those only a command could set."""
+
+    variables: dict[str, str | list[str]] = field(default_factory=dict)
+    unknown: set[str] = field(default_factory=set)
+    used_unknown: set[str] = field(default_factory=set)
+
+    def value(self, name: str) -> str:
+        if name in self.unknown:
+            self.used_unknown.add(name)
+        found = self.variables.get(name, "")
+        return " ".join(found) if isinstance(found, list) else found
+
+    def arithmetic(self, expr: str) -> str:
+        """`$((expr))`: integers, bare names read as variables (bash's rules)."""
+        text = self.expand_text(expr).replace("/", "//")
+        try:
+            tree = ast.parse(text.strip(), mode="eval").body
+        except SyntaxError:
+            raise ShellError(f"cannot read $(({expr}))") from None
+        return str(self._evaluate(tree, expr))
+
+    def _evaluate(self, node: ast.expr, expr: str) -> int:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name):
+            raw = self.value(node.id).strip() or "0"
+            try:
+                return int(raw)
+            except ValueError:
+                raise ShellError(f"$(({expr})): {node.id}={raw!r} is not a number") from None
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            return int(
+                _OPS[type(node.op)](
+                    self._evaluate(node.left, expr), self._evaluate(node.right, expr)
+                )
+            )
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+            inner = self._evaluate(node.operand, expr)
+            return -inner if isinstance(node.op, ast.USub) else inner
+        raise ShellError(f"cannot read $(({expr}))")
+
+    def parameter(self, body: str) -> str | list[str]:
+        """`${...}`: NAME, NAME:-default, NAME-default, NAME:=default, NAME[@]."""
+        match = NAME.match(body)
+        if match is None:
+            return ""
+        name, rest = match.group(), body[match.end() :]
+        if rest in ("[@]", "[*]"):
+            found = self.variables.get(name, [])
+            return found if isinstance(found, list) else [found]
+        current = self.value(name)
+        for op in (":-", ":=", "-", "="):
+            if rest.startswith(op):
+                unset = current == "" if op.startswith(":") else name not in self.variables
+                if not unset:
+                    return current
+                words = [f for st in lex(rest[len(op) :]) for w in st for f in self.expand(w)]
+                default = " ".join(words)
+                if "=" in op:
+                    self.variables[name] = default
+                return default
+        return current
+
+    def expand_text(self, text: str) -> str:
+        """Expansion inside double quotes (or arithmetic): one string."""
+        out = self._expand(text)
+        return " ".join(out) if isinstance(out, list) else out
+
+    def _expand(self, text: str) -> str | list[str]:
+        pieces: list[str] = []
+        i = 0
+        while i < len(text):
+            c = text[i]
+            if c == "\\" and i + 1 < len(text):
+                pieces.append(text[i + 1])
+                i += 2
+                continue
+            if c != "$":
+                pieces.append(c)
+                i += 1
+                continue
+            end = _dollar(text, i)
+            token = text[i:end]
+            if token.startswith("$(("):
+                pieces.append(self.arithmetic(token[3:-2]))
+            elif token.startswith("$("):
+                pass  # command substitution is not run
+            elif token.startswith("${"):
+                got = self.parameter(token[2:-1])
+                if isinstance(got, list) and token == text:
+                    return got
+                pieces.append(" ".join(got) if isinstance(got, list) else got)
+            elif token in ("$@", "$*") or token[1:].isdigit():
+                pass  # the script's own arguments: none when read
+            elif len(token) > 1 and NAME.fullmatch(token[1:]):
+                pieces.append(self.value(token[1:]))
+            else:
+                pieces.append(token)
+            i = end
+        return "".join(pieces)
+
+    def expand(self, word: Word) -> list[str]:
+        """A word's fields: unquoted expansions split on blanks, quoted ones kept whole."""
+        if word.raw in ("$@", "$*"):
+            return []  # the script's own arguments: none when read
+        fields: list[str] = []
+        current: str | None = None
+        for part in word.parts:
+            if part.quote == "'":
+                current = (current or "") + part.text
+                continue
+            got = self._expand(part.text)
+            if part.quote == '"':
+                current = (current or "") + (" ".join(got) if isinstance(got, list) else got)
+                continue
+            chunks = got if isinstance(got, list) else got.split()
+            if not chunks:
+                continue
+            if got and not isinstance(got, list) and got[0] not in " \t\n" and current is not None:
+                chunks = [current + chunks[0], *chunks[1:]]
+            elif current is not None:
+                fields.append(current)
+            fields.extend(chunks[:-1])
+            current = chunks[-1]
+            if not isinstance(got, list) and got[-1] in " \t\n":
+                fields.append(current)
+                current = None
+        if current is not None:
+            fields.append(current)
+        return fields
+
+    def assign(self, word: Word) -> bool:
+        """Run `NAME=value` (or `NAME=(...)`, `NAME+=...`); False if `word` is no assignment."""
+        first = word.parts[0] if word.parts else None
+        match = ASSIGNMENT.match(first.text) if first is not None and not first.quote else None
+        if match is None:
+            return False
+        name, append = match.group(1), match.group(2)
+        if word.array is not None:
+            values = [f for w in word.array for f in self.expand(w)]
+            self.variables[name] = values
+            return True
+        rest = [Part(first.text[match.end() :], ""), *word.parts[1:]]  # type: ignore[union-attr]
+        value = "".join(
+            p.text if p.quote == "'" else self.expand_text(p.text) for p in rest if p.text
+        )
+        if any("$(" in p.text and not p.text.startswith("$((") for p in rest if p.quote != "'"):
+            self.unknown.add(name)
+        else:
+            self.unknown.discard(name)
+        self.variables[name] = self.value(name) + value if append else value
+        return True
+
+
+def command_arguments(
+    text: str, module: str, environment: Mapping[str, str] | None = None
+) -> tuple[list[str], Shell]:
+    """The expanded arguments after `python3 -m MODULE` (or `python MODULE.py`) in a
+    script run with `environment` (nothing else is set), with the shell state at that point."""
+    shell = Shell(dict(environment or {}))
+    for statement in lex(text):
+        head = statement[0].raw
+        if head in ("export", "local", "declare", "readonly"):
+            for w in statement[1:]:
+                shell.assign(w)
+            continue
+        if all(shell.assign(w) for w in statement):
+            continue
+        words = [f for w in statement for f in shell.expand(w)]
+        for i, w in enumerate(words):
+            if w == module or w.removesuffix(".py").replace("/", ".") == module:
+                return words[i + 1 :], shell
+    raise ShellError(f"no `{module}` command in the script")

@@ -1,0 +1,84 @@
+"""`review` as tables (or Markdown): the reading, what was not mapped, the estimate, the
+framework's best plan and the changes toward it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlmguide.formats import print_rows
+from rlmguide.report import layout
+
+
+def _plan_row(name: str, plan: dict[str, Any]) -> tuple[Any, ...]:
+    rollout, train = layout(plan)
+    fits = "yes" if plan.get("feasible", True) else "no"
+    return (
+        name,
+        plan["placement"],
+        plan["execution"],
+        rollout,
+        train,
+        f"{plan['step_seconds']:.1f}",
+        fits,
+        plan["bottleneck"],
+    )
+
+
+def print_review(result: dict[str, Any], fmt: str) -> None:
+    print_rows(
+        ["config key", "value", "scenario field", "field value"],
+        [
+            (
+                u["key"] + (" (default)" if u["default"] else ""),
+                u["value"],
+                u["field"],
+                u["field_value"],
+            )
+            for u in result["understood"]
+        ],
+        fmt,
+        title=f"{result['file']}: {result['framework']} ({result['mapping']}), "
+        f"{result['training_backend']} with {result['rollout_engine']}",
+    )
+    print_rows(
+        ["assumed", "value", "why"],
+        [(a["field"], a["value"], a["why"]) for a in result["assumed"]],
+        fmt,
+        title="Not in the file",
+    )
+    if result["unknown_variables"]:
+        print_rows(
+            ["shell variable"],
+            [(v,) for v in result["unknown_variables"]],
+            fmt,
+            title="Set by a command substitution (not run: read as empty)",
+        )
+    print_rows(
+        ["config key", "value"],
+        [(u["key"], u["value"]) for u in result["unmapped"]],
+        fmt,
+        title=f"Not mapped to the plan ({len(result['unmapped'])} keys)",
+    )
+    rows = [_plan_row("reviewed", result["estimate"])]
+    if result["recommendation"] is not None:
+        rows.append(_plan_row(f"best on {result['framework']}", result["recommendation"]))
+    print_rows(
+        ["plan", "placement", "execution", "rollout", "train", "step s", "fits", "bottleneck"],
+        rows,
+        fmt,
+        title="Estimate and recommendation"
+        + (f" (none: {result['no_recommendation']})" if result["recommendation"] is None else ""),
+    )
+    print_rows(
+        ["change", "step s alone", "step time"],
+        [
+            (
+                c["text"].split(":")[0],
+                "" if c["step_seconds"] is None else f"{c['step_seconds']:.1f}",
+                c["text"].split(": ", 1)[1],
+            )
+            for c in result["changes"]
+        ],
+        fmt,
+        title="Changes toward the best plan, by predicted gain",
+    )

@@ -1,0 +1,322 @@
+"""A framework launch read back into plan facts by running its mapping record backwards.
+
+Each mapping entry says `key = transform(fact[, argument])`; reading inverts the transform:
+identity and flags directly, lookups through the table (several facts giving one value leave a
+choice that other keys settle), `nodes` x `gpus_per_node` back into a pool, and `divide`
+solved for whichever side is unknown once the other is known (prompts per mini-batch back into
+mini-batches per step, engines x TP back into rollout GPUs). Keys no entry reads are kept and
+reported, never dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kb.schema import Launch, MappingEntry
+from kb.schema import Mapping as MappingRecord
+from rlmguide.export.mapping import CompiledEntry, compile_mapping, lookup_key
+
+
+@dataclass(frozen=True)
+class Use:
+    """One config key and the plan fact it gave."""
+
+    key: str
+    value: Any
+    fact: str
+    fact_value: Any
+    default: bool = False
+    """The launch leaves the key out: the value is the framework's default at the commit."""
+
+
+@dataclass
+class Reading:
+    mapping: MappingRecord
+    launch: Launch
+    backend: str | None
+    engine: str | None
+    facts: dict[str, Any]
+    uses: list[Use]
+    unmapped: dict[str, Any]
+    """Keys of the launch that no entry of the mapping reads."""
+    ambiguous: dict[str, list[str]] = field(default_factory=dict)
+    """Facts a lookup left open between several values (the first is taken)."""
+    context_tokens: int | None = None
+    """An overridden max_position_embeddings: the run extends the model's context."""
+    unknown_variables: list[str] = field(default_factory=list)
+    """Shell variables the launch used that only a command substitution sets (read as empty)."""
+
+
+def _typed(fact: str, key: str) -> Any:
+    """A lookup table's key (always text) as the fact's value."""
+    if key in ("true", "false"):
+        return key == "true"
+    try:
+        return int(key)
+    except ValueError:
+        return key
+
+
+def _truth(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.lower() == "true"
+    return bool(value)
+
+
+def _same(a: Any, b: Any) -> bool:
+    return lookup_key(a) == lookup_key(b) or (
+        isinstance(a, str) and isinstance(b, str) and a.lower() == b.lower()
+    )
+
+
+def _applies(entry: CompiledEntry, facts: Mapping[str, Any]) -> bool:
+    """Whether the entry's condition holds on the facts read so far; a condition on a fact
+    not read yet is taken to hold (the key is there, so the launch meant it)."""
+    if not entry.entry.when.strip() or entry.entry.when.strip() == "true":
+        return True
+    try:
+        return bool(entry.when.evaluate(facts))
+    except (KeyError, TypeError):
+        return True
+
+
+def choose_launch(
+    mapping: MappingRecord,
+    module: str,
+    options: Mapping[str, Any],
+    backend: str | None,
+    read: Mapping[str, Any] | None = None,
+) -> Launch:
+    """The mapping's entry point this launch is: the same command, every fixed option present,
+    the execution and placement the keys gave (`read`), the most specific (most fixed options
+    matched, then one whose execution the present keys' conditions name, an overlapped
+    execution before sync)."""
+    read = read or {}
+
+    def present(fixed: str) -> bool:
+        key, sep, value = fixed.lstrip("-+").partition("=")
+        got = options.get(key)
+        if got is None:
+            return False
+        if not sep:
+            return _truth(got)
+        return _same(got, value) or _same(
+            str(got).removesuffix(".yaml"), value.removesuffix(".yaml")
+        )
+
+    def agrees(launch: Launch) -> bool:
+        given = {"plan.execution": launch.execution, "plan.placement": launch.placement}
+        return all(
+            read.get(f, v) == v and v not in read.get(f"not {f}", ()) for f, v in given.items()
+        )
+
+    named = " ".join(e.when for e in mapping.entries if e.key.lstrip("+") in options)
+    fitting = [
+        launch
+        for launch in mapping.launches
+        if launch.command.split()[-1].removesuffix(".py").replace("/", ".") == module
+        and launch.component in (None, backend)
+        and all(present(f) for f in launch.fixed if not f.startswith("--config"))
+        and agrees(launch)
+    ]
+    if not fitting:
+        raise LookupError(f"{mapping.id} has no entry point `{module}` for this launch")
+    return max(
+        fitting,
+        key=lambda la: (len(la.fixed), f"'{la.execution}'" in named, la.execution != "sync"),
+    )
+
+
+@dataclass
+class _Read:
+    facts: dict[str, Any]
+    config: Mapping[str, Any]
+    uses: list[Use] = field(default_factory=list)
+    used: set[str] = field(default_factory=set)
+    ambiguous: dict[str, list[str]] = field(default_factory=dict)
+    pools: dict[str, dict[str, int]] = field(default_factory=dict)
+    pending: list[MappingEntry] = field(default_factory=list)
+
+    def entry(self, e: MappingEntry) -> None:
+        """Invert one entry whose key the launch gives."""
+        key = e.key.lstrip("+")
+        value = self.config[key]
+        got: Any = None
+        match e.transform:
+            case "identity":
+                got = value
+            case "flag":
+                got = _truth(value)
+                if e.fact == "plan.train.offload_optimizer":
+                    got = 1.0 if got else 0.0
+                elif e.fact.startswith("plan.pools."):
+                    if got:
+                        return  # the pool's size comes from its nodes x GPUs keys
+                    got = 0
+            case "equals":
+                if not _truth(value):
+                    self.facts.setdefault(f"not {e.fact}", set()).add(e.argument)
+                    self.uses.append(Use(e.key, value, e.fact, f"not {e.argument}"))
+                    self.used.add(key)
+                    return
+                got = e.argument
+            case "lookup":
+                options = [k for k, v in (e.table or {}).items() if _same(v, value) or v == value]
+                if not options:
+                    return
+                if len(options) > 1:
+                    # keep the value that names itself (grpo -> grpo) first
+                    options.sort(key=lambda k: (not _same(k, value), k))
+                    self.ambiguous.setdefault(e.fact, options)
+                    self.uses.append(Use(e.key, value, e.fact, None))
+                    self.used.add(key)
+                    return
+                got = _typed(e.fact, options[0])
+            case "nodes" | "gpus_per_node":
+                self.pools.setdefault(e.fact, {})[e.transform] = int(value)
+                self.uses.append(Use(e.key, value, e.fact, None))
+                self.used.add(key)
+                return
+            case _:
+                self.pending.append(e)
+                return
+        if e.fact.startswith("input."):
+            self.facts[e.fact] = value
+        else:
+            self.facts.setdefault(e.fact, got)
+        self.uses.append(Use(e.key, value, e.fact, got))
+        self.used.add(key)
+
+
+def read_launch(
+    mapping: MappingRecord,
+    module: str,
+    config: Mapping[str, Any],
+    backend: str | None,
+    engine: str | None,
+) -> Reading:
+    """The facts the launch gives: unconditional entries first (they may settle the execution
+    and placement, as NeMo-RL's keys do), then the entry point, then the entries whose
+    conditions hold on what was read."""
+    given = config
+    mine = [c for c in compile_mapping(mapping) if c.entry.component in (None, backend, engine)]
+    keys = {c.entry.key.lstrip("+") for c in mine}
+    defaulted = {k: v for k, v in mapping.config_defaults.items() if k in keys and k not in config}
+    config = {**config, **defaulted}
+    compiled = [c for c in mine if c.entry.key.lstrip("+") in config]
+    state = _Read({"run.training_backend": backend, "run.rollout_engine": engine}, config)
+    # staleness is read first: it tells one-step-off from async where a flag says only "async"
+    first = [
+        c
+        for c in compiled
+        if not c.entry.when.strip()
+        or c.entry.when.strip() == "true"
+        or c.entry.fact == "plan.max_staleness"
+    ]
+    for c in first:
+        state.entry(c.entry)
+    _settle({f: v for f, v in state.ambiguous.items() if f.startswith("plan.")}, state.facts)
+    try:
+        launch = choose_launch(mapping, module, config, backend, state.facts)
+    except LookupError:
+        launch = choose_launch(mapping, module, config, backend)
+    facts = state.facts
+    facts["plan.execution"], facts["plan.placement"] = launch.execution, launch.placement
+    for c in compiled:
+        if c not in first and _applies(c, facts):
+            state.entry(c.entry)
+    fixed = {f.lstrip("-+").partition("=")[0] for f in (*mapping.fixed, *launch.fixed)}
+    for k in config:
+        if k in fixed:
+            state.uses.append(Use(k, config[k], "launch (fixed by the entry point)", config[k]))
+            state.used.add(k)
+    for fact, shape in state.pools.items():
+        if {"nodes", "gpus_per_node"} <= shape.keys():
+            facts.setdefault(fact, shape["nodes"] * shape["gpus_per_node"])
+    uses = [
+        Use(
+            u.key,
+            u.value,
+            u.fact,
+            facts.get(u.fact) if u.fact_value is None else u.fact_value,
+            u.key.lstrip("+") in defaulted,
+        )
+        for u in state.uses
+    ]
+    _settle(state.ambiguous, facts)
+    if "workload.prompts_per_step" in facts:
+        # the derived fact OpenRLHF and NeMo-RL count optimizer batches in
+        samples = facts.get("workload.samples_per_prompt", 1)
+        facts["workload.responses_per_step"] = facts["workload.prompts_per_step"] * samples
+    used = state.used
+    _solve(state.pending, config, facts, uses, used)
+    context = None
+    for key, value in config.items():
+        # a model-config override, not a mapping entry: it sets the scenario's context
+        if key.endswith("max_position_embeddings") and isinstance(value, int):
+            context = value
+            uses.append(Use(key, value, "models.context_tokens", value))
+            used.add(key)
+    unmapped = {k: v for k, v in given.items() if k not in used}
+    facts = {k: v for k, v in facts.items() if not k.startswith("not ")}
+    return Reading(
+        mapping, launch, backend, engine, facts, uses, unmapped, state.ambiguous, context
+    )
+
+
+def _settle(ambiguous: dict[str, list[str]], facts: dict[str, Any]) -> None:
+    """A lookup that left a choice takes the value another key fixed, else its first; an
+    overlapped execution one step stale is one-step-off."""
+    for fact, options in ambiguous.items():
+        if fact in facts:
+            continue
+        if {"async", "one-step-off"} <= set(options) and facts.get("plan.max_staleness") == 1:
+            facts[fact] = "one-step-off"
+        else:
+            facts[fact] = _typed(fact, options[0])
+
+
+def _solve(
+    pending: list[MappingEntry],
+    config: Mapping[str, Any],
+    facts: dict[str, Any],
+    uses: list[Use],
+    used: set[str],
+) -> None:
+    """`key = fact / argument` (or x, +) solved for the side not yet known, until nothing
+    more follows."""
+    progress = True
+    while pending and progress:
+        progress = False
+        for e in list(pending):
+            key = e.key.lstrip("+")
+            value, other = config[key], str(e.argument)
+            if not isinstance(value, int | float) or isinstance(value, bool):
+                pending.remove(e)
+                continue
+            if e.fact in facts and other not in facts:
+                target, got = other, _inverse(e.transform, value, fact=facts[e.fact])
+            elif other in facts and e.fact not in facts:
+                target, got = e.fact, _inverse(e.transform, value, argument=facts[other])
+            elif e.fact in facts:
+                target, got = e.fact, facts[e.fact]
+            else:
+                continue
+            if isinstance(got, float) and got.is_integer():
+                got = int(got)
+            facts.setdefault(target, got)
+            uses.append(Use(e.key, value, target, facts[target]))
+            used.add(key)
+            pending.remove(e)
+            progress = True
+
+
+def _inverse(transform: str, value: float, fact: Any = None, argument: Any = None) -> Any:
+    """From `value = fact (/, *, +) argument`, the side not given."""
+    if fact is not None:
+        return {"divide": fact / value, "multiply": value / fact, "add": value - fact}[transform]
+    return {"divide": argument * value, "multiply": value / argument, "add": value - argument}[
+        transform
+    ]
