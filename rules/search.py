@@ -161,7 +161,8 @@ def offload_options(resolved: Resolved, choices: tuple[Offload, ...]) -> tuple[O
 def train_layouts(
     resolved: Resolved, gpus: int, offloads: tuple[Offload, ...] = (NO_OFFLOAD,)
 ) -> dict[str, np.ndarray]:
-    """Every (tp, pp, cp, ep, etp, zero, recompute, offload) that factorises `gpus` GPUs.
+    """Every (tp, pp, cp, ep, etp, zero, recompute, offload) that factorises `gpus` GPUs
+    (recompute as its code in cost.plans.RECOMPUTE).
 
     An MoE's experts keep the dense layers' tensor parallelism (etp = tp, ep out of dp x cp)
     or, for an ep larger than that allows, are folded whole over the tensor ranks too (etp = 1,
@@ -188,7 +189,7 @@ def train_layouts(
             continue
         shapes.append((tp, pp, cp, ep, etp, dp))
     settings = [
-        (z, r, o.phase, o.optimizer, o.params, o.frozen)
+        (z, RECOMPUTE.index(r), o.phase, o.optimizer, o.params, o.frozen)
         for z in zeros
         for r in recomputes
         for o in offloads
