@@ -214,6 +214,7 @@ class Condition:
         if isinstance(node, ast.Compare):
             result: Any = True
             left = self._eval(node.left, env)
+            left_name = dotted(node.left)  # the fact on the left of this comparison, if any
             for op, right_node in zip(node.ops, node.comparators, strict=True):
                 if isinstance(op, ast.In | ast.NotIn):
                     options = [self._eval(e, env) for e in right_node.elts]  # type: ignore[attr-defined]
@@ -223,13 +224,13 @@ class Condition:
                 else:
                     right = self._eval(right_node, env)
                     equality = isinstance(op, ast.Eq | ast.NotEq)
-                    if equality and isinstance(right, str) and dotted(node.left) in env:
-                        step = _equals(dotted(node.left), right, env)  # type: ignore[arg-type]
+                    if equality and isinstance(right, str) and left_name in env:
+                        step = _equals(left_name, right, env)  # type: ignore[arg-type]
                         step = step if isinstance(op, ast.Eq) else np.logical_not(step)
                     else:
                         step = COMPARE[type(op)](left, right)
                 result = np.logical_and(result, step)
-                left = right
+                left, left_name = right, dotted(right_node)
             return result
         if isinstance(node, ast.Call):
             args = [self._eval(a, env) for a in node.args]

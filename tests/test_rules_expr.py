@@ -34,6 +34,19 @@ def test_text_facts_arithmetic_and_functions() -> None:
     assert c.evaluate(env).tolist() == [True, False, False]
 
 
+def test_chained_text_comparison_compares_each_pair() -> None:
+    # The second link compares plan.execution (not plan.placement) with 'sync', and the
+    # equality kept in the env for other conditions does not leak across facts.
+    c = Condition("plan.placement != plan.execution != 'sync'", FACTS)
+    env = {
+        "plan.placement": np.array(["colocated", "colocated"]),
+        "plan.execution": np.array(["sync", "async"]),
+    }
+    assert c.evaluate(env).tolist() == [False, True]
+    assert c.evaluate(env).tolist() == [False, True]
+    assert Condition("plan.placement == 'colocated'", FACTS).evaluate(env).tolist() == [True, True]
+
+
 def test_chained_comparison() -> None:
     c = Condition("1 < plan.train.tp <= 8", FACTS)
     assert c.evaluate({"plan.train.tp": np.array([1, 2, 8, 16])}).tolist() == [
