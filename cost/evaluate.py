@@ -83,12 +83,12 @@ class CostTable:
 
     def stage_row(self, name: str, i: int) -> dict[str, Any]:
         s = self.stages[name]
-        work, depth = float(s.work_seconds[i]), float(s.depth_seconds[i])
+        lower, upper = s.brent_at(i)
         return {
             "name": name,
             "seconds": float(s.seconds[i]),
-            "lower_seconds": max(work, depth),
-            "upper_seconds": work + depth,
+            "lower_seconds": float(lower),
+            "upper_seconds": float(upper),
             "work_seconds": float(s.work_seconds[i]),
             "work_flop": float(s.work_flop[i]),
             "hbm_bytes": float(s.hbm_bytes[i]),

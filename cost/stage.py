@@ -37,11 +37,16 @@ class StageCost:
 
     @property
     def lower_seconds(self) -> FloatArray:
-        return np.maximum(self.work_seconds, self.depth_seconds)
+        return self.brent_at(slice(None))[0]
 
     @property
     def upper_seconds(self) -> FloatArray:
-        return self.work_seconds + self.depth_seconds
+        return self.brent_at(slice(None))[1]
+
+    def brent_at(self, rows: Any) -> tuple[FloatArray, FloatArray]:
+        """Brent's bounds max(W/p, D) and W/p + D of some plans only."""
+        work, depth = self.work_seconds[rows], self.depth_seconds[rows]
+        return np.maximum(work, depth), work + depth
 
     @property
     def bound(self) -> IntArray:
