@@ -42,6 +42,13 @@ def model_parallel(tp: Any, pp: Any, ep: Any, zero: Any) -> Any:
     return (tp * pp > 1) | ((ep > 1) & (zero < 3))
 
 
+def _engine(table: PlanTable) -> tuple[np.ndarray, np.ndarray]:
+    """A rollout engine's GPUs (its tensor group, or its expert group where experts spread
+    wider, times its pipeline) and whether experts spread beyond the tensor group."""
+    engine = np.maximum(table.rollout_tp, table.rollout_ep) * table.rollout_pp
+    return engine, table.rollout_ep > table.rollout_tp
+
+
 def complexity(
     table: PlanTable,
     gpus_per_node: int,
@@ -70,11 +77,10 @@ def complexity(
     # tensor group runs at it by default: vLLM's and verl's tensor_parallel_size 1). An engine
     # whose experts spread beyond its tensor group spans its expert group, and of two engines
     # of one size the one without expert parallelism beyond tp is the simpler to run.
-    engine = np.maximum(table.rollout_tp, table.rollout_ep) * table.rollout_pp
+    engine, wide_ep = _engine(table)
     rollout_degree = np.log2(engine).astype(np.int64)
     if default_rollout_tp is not None:
         rollout_degree = np.abs(rollout_degree - int(np.log2(default_rollout_tp)))
-    wide_ep = table.rollout_ep > table.rollout_tp
     family_off = np.zeros(len(table), dtype=bool)
     if default_model_parallel is not None:
         family = model_parallel(table.train_tp, table.train_pp, table.train_ep, table.train_zero)
@@ -87,6 +93,14 @@ def complexity(
     for part, width in zip(parts, (4, 16, 4, 2, 3, 2, 32, 2, 2), strict=True):
         score = score * width + np.asarray(part, dtype=np.int64)
     return score
+
+
+def rollout_shape(table: PlanTable) -> np.ndarray:
+    """The rollout engine's part of `complexity`, one code per plan: pipelined or not, the
+    engine's size (tensor or expert group times pipeline) and experts spread beyond its tensor
+    group. Of two layouts with one shape, a tie keeps the faster."""
+    engine, wide_ep = _engine(table)
+    return (table.rollout_pp > 1) * 4096 + engine.astype(np.int64) * 2 + wide_ep
 
 
 FOLDED = ("staleness", "prefix_caching")

@@ -12,7 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from rules.frameworks import (
     pool_of,
     supports,
 )
-from rules.ranking import TIE_FRACTION, complexity, rank
+from rules.ranking import TIE_FRACTION, complexity, rank, rollout_shape
 from rules.runcost import add_run_totals
 from rules.scenario import Resolved
 from rules.search import (
@@ -52,6 +52,12 @@ from rules.search import (
 
 SHORTLIST = 4
 """Layouts kept per disaggregated pool size for composition."""
+COARSE_SPLITS = 16
+"""Disaggregated splits costed first on a coarse grid, before refining around the best."""
+PROBES = 5
+"""Training layouts each colocated rollout layout is costed beside on a coarse grid."""
+COLOCATED_ROLLOUTS = 8
+"""Rollout layouts kept per probe on a coarse grid, besides the fastest of each engine shape."""
 
 
 class InvalidRecords(Exception):
@@ -78,6 +84,15 @@ def recommender_for(resolved: Resolved, catalog: Catalog, **options: Any) -> Rec
         components=components,
         **options,
     )
+
+
+class Shortlists(NamedTuple):
+    """Per pool size, the disaggregated pools' kept layouts and their fastest seconds."""
+
+    rollouts: dict[int, dict[str, np.ndarray]]
+    trains: dict[int, dict[str, np.ndarray]]
+    rollout_seconds: dict[int, float]
+    train_seconds: dict[int, float]
 
 
 class NoFeasiblePlan(Exception):
@@ -217,6 +232,7 @@ class Recommender:
         within: Collection[str] | None = None,
         filter_frameworks: bool = True,
         exhaustive: bool = False,
+        full_grid: bool = False,
     ) -> None:
         """`frameworks` with their `constraints` decide which plans can run (none given: every
         plan is judged on physics alone, as calibration does); `only` keeps one framework and
@@ -248,6 +264,14 @@ class Recommender:
         self.filter_frameworks = filter_frameworks
         self.exhaustive = exhaustive
         """Pair every layout (tests compare the pruned search against it)."""
+        self.coarse = resolved.scenario.cluster.gpus > FINE_GRID_UP_TO_GPUS and not (
+            exhaustive or full_grid
+        )
+        """Above FINE_GRID_UP_TO_GPUS, search coarse to fine (see `_colocated_rollouts` and
+        `_searched_splits`); `full_grid` turns it off (tests compare the two)."""
+        self.coarse_splits: list[int] = []
+        self.refined_around: list[int] = []
+        """Rollout pool sizes of the coarse splits and of the best ones refined around."""
         self._layouts: dict[tuple[str, int, tuple[Offload, ...]], dict[str, np.ndarray]] = {}
         self.framework_masks: dict[str, np.ndarray] = {}
         self.final_env: dict[str, Any] = {}
@@ -342,18 +366,20 @@ class Recommender:
 
     def _pool_shortlists(
         self, pool: str, sizes: list[tuple[int, int]], weights: list[int]
-    ) -> tuple[dict[int, dict[str, np.ndarray]], dict[int, int]]:
+    ) -> tuple[dict[int, dict[str, np.ndarray]], dict[int, int], dict[int, float]]:
         """The fastest feasible layouts of a disaggregated pool, for every (size, other) pair
-        of `sizes`, costed in one call; `weights[k]` is how many candidate plans one layout
-        of pair k stands for (the other pool's layouts times the execution modes)."""
+        of `sizes`, costed in one call, how many fit and the pool's fastest seconds per size;
+        `weights[k]` is how many candidate plans one layout of pair k stands for (the other
+        pool's layouts times the execution modes)."""
         r = self.resolved
         per_node = r.scenario.cluster.gpus_per_node
         per_size = [self.layouts(pool, size, self.train_offloads) for size, _ in sizes]
         counts = np.array([len(layouts["tp"]) for layouts in per_size])
         out: dict[int, dict[str, np.ndarray]] = {}
         feasible: dict[int, int] = {}
+        fastest: dict[int, float] = {}
         if not counts.sum():
-            return out, feasible
+            return out, feasible, fastest
         layouts = {k: np.concatenate([x[k] for x in per_size]) for k in per_size[0]}
         group = np.repeat(np.arange(len(sizes)), counts)
         other = np.array([o for _, o in sizes])[group]
@@ -380,7 +406,7 @@ class Recommender:
         alive = self._reject(self._env(table), n, pool, weight)
         keep = np.flatnonzero(alive)
         if not keep.size:
-            return out, feasible
+            return out, feasible, fastest
         costs = _cost(r, table.take(keep), self.overheads)
         overflows = costs.pool_overflow_gib
         if pool == "rollout":
@@ -398,9 +424,13 @@ class Recommender:
         self._note_closest(costs, ~fits, excess)
         ok = keep[fits]
         order = ok[np.lexsort((seconds[fits], group[ok]))]
+        by_row = np.empty(n)
+        by_row[keep] = seconds
         for k, (size, _) in enumerate(sizes):
             mine = order[group[order] == k]
             feasible[size] = len(mine)
+            if len(mine):
+                fastest[size] = float(by_row[mine[0]])
             keep_mask = np.arange(len(mine)) < (len(mine) if self.exhaustive else SHORTLIST)
             if pool == "train" and r.scenario.cluster.gpus <= FINE_GRID_UP_TO_GPUS:
                 # Weight sync depends on the trainer's tp, pp, cp and ZeRO stage, and when
@@ -410,7 +440,7 @@ class Recommender:
                 keep_mask[np.unique(sync, axis=0, return_index=True)[1]] = True
             kept = mine[keep_mask]
             out[size] = {key: v[kept] for key, v in layouts.items()}
-        return out, feasible
+        return out, feasible, fastest
 
     def _note_closest(self, costs: CostTable, failing: np.ndarray, excess: np.ndarray) -> None:
         """Keep the plan that misses the memory by the least, to explain a failed search."""
@@ -436,10 +466,13 @@ class Recommender:
             return []
         per_layout = len(modes) * len(prefixes)
         self.search.candidates += nr * nt * per_layout
-        tr = self._train_frontier(split, tr, nr * per_layout)
+        tr, resident = self._train_frontier(split, tr, nr * per_layout)
         nt = len(tr["tp"])
         if not nt:
             return []
+        if self.coarse and nr > COLOCATED_ROLLOUTS:
+            ro = self._colocated_rollouts(split, ro, tr, resident)
+            nr = len(ro["tp"])
         ri, ti = np.meshgrid(np.arange(nr), np.arange(nt), indexing="ij")
         ri, ti = ri.ravel(), ti.ravel()
         out = []
@@ -458,12 +491,13 @@ class Recommender:
 
     def _train_frontier(
         self, split: Split, tr: dict[str, np.ndarray], weight: int
-    ) -> dict[str, np.ndarray]:
+    ) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """The colocated training layouts worth pairing with rollout layouts: those that pass
         the training pool's rules and constraints and fit, and among layouts that sync weights
         alike (same tp, pp, cp, ZeRO stage), only those no other beats on both the trainer's
         time and the state it keeps on the GPUs during the rollout (less state leaves more KV
-        cache). `weight` is how many candidates one layout stands for."""
+        cache). `weight` is how many candidates one layout stands for. Returns those layouts
+        and the trainer state (GiB per GPU) each keeps during the rollout."""
         r = self.resolved
         n = len(tr["tp"])
         reference_tp = _reference_rollout_tp(split.rollout_gpus, r.scenario.cluster.gpus_per_node)
@@ -476,7 +510,7 @@ class Recommender:
         alive = self._reject(self._env(table), n, "train", np.full(n, weight))
         keep = np.flatnonzero(alive)
         if not keep.size:
-            return {k: v[keep] for k, v in tr.items()}
+            return {k: v[keep] for k, v in tr.items()}, np.zeros(0)
         costs = _cost(r, table.take(keep), self.overheads)
         trainer = sum(costs.stages[s].seconds for s in ("assessment", "training", "switch"))
         resident = costs.memory_terms_gib["rollout"]["trainer_state"]
@@ -485,7 +519,7 @@ class Recommender:
         self.search.rejected["memory"] += int((~fits).sum()) * weight
         self._note_closest(costs, ~fits, excess)
         if self.exhaustive:
-            return {k: v[keep[fits]] for k, v in tr.items()}
+            return {k: v[keep[fits]] for k, v in tr.items()}, resident[fits]
         frontier = []
         ok = np.flatnonzero(fits)
         groups = np.stack([tr[k][keep[ok]] for k in ("tp", "pp", "cp", "zero")], axis=1)
@@ -494,9 +528,57 @@ class Recommender:
             least = np.inf
             for i in mine[np.lexsort((resident[mine], trainer[mine]))]:
                 if resident[i] < least:
-                    frontier.append(keep[i])
+                    frontier.append(i)
                     least = resident[i]
-        return {k: v[np.sort(np.asarray(frontier, dtype=np.int64))] for k, v in tr.items()}
+        chosen = np.sort(np.asarray(frontier, dtype=np.int64))
+        return {k: v[keep[chosen]] for k, v in tr.items()}, resident[chosen]
+
+    def _colocated_rollouts(
+        self,
+        split: Split,
+        ro: dict[str, np.ndarray],
+        tr: dict[str, np.ndarray],
+        resident: np.ndarray,
+    ) -> dict[str, np.ndarray]:
+        """The rollout layouts worth pairing with every training layout of a large colocated
+        cluster: each rollout layout is costed beside `PROBES` training layouts that span the
+        trainer state they leave on the GPUs (which sets the KV cache), and per probe the
+        `COLOCATED_ROLLOUTS` fastest that fit stay, with the fastest of every engine shape
+        (so that the simpler engine a tie prefers is still there)."""
+        nr = len(ro["tp"])
+        by_state = np.argsort(resident, kind="stable")
+        probes = by_state[np.unique(np.linspace(0, len(by_state) - 1, PROBES).round().astype(int))]
+        ri = np.tile(np.arange(nr), len(probes))
+        ti = np.repeat(probes, nr)
+        execution, staleness = executions(
+            "colocated", self.resolved.scenario.plan, self.resolved.max_staleness
+        )[0]
+        rows = self._combine(
+            "colocated",
+            execution,
+            staleness,
+            prefix_caching_options(self.resolved)[0],
+            {k: v[ri] for k, v in ro.items()},
+            {k: v[ti] for k, v in tr.items()},
+        )
+        table = PlanTable.from_arrays(**rows, **self.fixed)
+        n = len(table)
+        # Only ranks the rollout layouts: nothing here counts as rejected.
+        alive = self._reject(self._env(table), n, "rollout", np.zeros(n, dtype=int))
+        keep = np.flatnonzero(alive)
+        costs = _cost(self.resolved, table.take(keep), self.overheads)
+        fits = costs.feasible | (not self.enforce_memory)
+        keep, seconds = keep[fits], costs.step_seconds[fits]
+        shape = rollout_shape(table.take(keep))
+        chosen: set[int] = set()
+        for probe in probes:
+            mine = np.flatnonzero(ti[keep] == probe)
+            mine = mine[np.argsort(seconds[mine], kind="stable")]
+            chosen.update(int(ri[keep[k]]) for k in mine[:COLOCATED_ROLLOUTS])
+            first = np.unique(shape[mine], return_index=True)[1]
+            chosen.update(int(ri[keep[k]]) for k in mine[first])
+        picked = np.array(sorted(chosen), dtype=np.int64)
+        return {k: v[picked] for k, v in ro.items()}
 
     @staticmethod
     def _combine(
@@ -524,28 +606,10 @@ class Recommender:
         modes = executions("disaggregated", r.scenario.plan, r.max_staleness)
         prefixes = prefix_caching_options(r)
         per_layout = len(modes) * len(prefixes)
-        n_train = [
-            len(self.layouts("train", s.train_gpus, self.train_offloads)["tp"]) for s in chosen
-        ]
-        n_roll = [len(self.layouts("rollout", s.rollout_gpus)["tp"]) for s in chosen]
-        self.search.candidates += sum(a * b for a, b in zip(n_roll, n_train, strict=True)) * (
-            per_layout
-        )
-        rollouts, feasible_rollouts = self._pool_shortlists(
-            "rollout",
-            [(s.rollout_gpus, s.train_gpus) for s in chosen],
-            [t * per_layout for t in n_train],
-        )
-        # Training layouts of a split whose rollout pool has no feasible layout stand for no
-        # further candidates: they are already counted as rejected with the rollout pool.
-        trains, _ = self._pool_shortlists(
-            "train",
-            [(s.train_gpus, s.rollout_gpus) for s in chosen],
-            [feasible_rollouts.get(s.rollout_gpus, 0) * per_layout for s in chosen],
-        )
+        chosen, lists = self._searched_splits(chosen, per_layout)
         out = []
         for split in chosen:
-            ro, tr = rollouts.get(split.rollout_gpus), trains.get(split.train_gpus)
+            ro, tr = lists.rollouts.get(split.rollout_gpus), lists.trains.get(split.train_gpus)
             if ro is None or tr is None or not len(ro["tp"]) or not len(tr["tp"]):
                 continue
             ri, ti = np.meshgrid(np.arange(len(ro["tp"])), np.arange(len(tr["tp"])), indexing="ij")
@@ -563,6 +627,69 @@ class Recommender:
                 for prefix in prefixes
             ]
         return out
+
+    def _searched_splits(
+        self, chosen: list[Split], per_layout: int
+    ) -> tuple[list[Split], Shortlists]:
+        """The splits to compose and their pools' shortlists. On a coarse grid with more than
+        COARSE_SPLITS splits, the pools are first costed at COARSE_SPLITS evenly spaced splits
+        and at every power-of-two rollout pool; then at every split between the coarse
+        neighbours of the best split by the sum of the two pools' fastest times (sync) and by
+        their maximum (overlapped)."""
+        if not self.coarse or len(chosen) <= COARSE_SPLITS:
+            return chosen, self._shortlists(chosen, per_layout)
+        spaced = np.linspace(0, len(chosen) - 1, COARSE_SPLITS).round().astype(int)
+        first = sorted(
+            {chosen[i] for i in spaced}
+            | {s for s in chosen if s.rollout_gpus & (s.rollout_gpus - 1) == 0},
+            key=lambda s: s.rollout_gpus,
+        )
+        lists = self._shortlists(first, per_layout)
+        self.coarse_splits = [s.rollout_gpus for s in first]
+        costed = [s for s in first if s.rollout_gpus in lists.rollout_seconds
+                  and s.train_gpus in lists.train_seconds]  # fmt: skip
+        if not costed:
+            return first, lists
+        times = np.array(
+            [(lists.rollout_seconds[s.rollout_gpus], lists.train_seconds[s.train_gpus])
+             for s in costed]
+        )  # fmt: skip
+        around = {costed[int(np.argmin(times.sum(axis=1)))],
+                  costed[int(np.argmin(times.max(axis=1)))]}  # fmt: skip
+        self.refined_around = sorted(s.rollout_gpus for s in around)
+        finer: set[Split] = set()
+        for best in around:
+            k = first.index(best)
+            low = first[k - 1].rollout_gpus if k else 0
+            high = first[k + 1].rollout_gpus if k + 1 < len(first) else math.inf
+            finer |= {s for s in chosen if low < s.rollout_gpus < high} - set(first)
+        more = self._shortlists(sorted(finer, key=lambda s: s.rollout_gpus), per_layout)
+        for mine, theirs in zip(lists, more, strict=True):
+            mine.update(theirs)
+        return sorted(set(first) | finer, key=lambda s: s.rollout_gpus), lists
+
+    def _shortlists(self, chosen: list[Split], per_layout: int) -> Shortlists:
+        """Both pools' shortlists at these splits, their candidates counted."""
+        n_train = [
+            len(self.layouts("train", s.train_gpus, self.train_offloads)["tp"]) for s in chosen
+        ]
+        n_roll = [len(self.layouts("rollout", s.rollout_gpus)["tp"]) for s in chosen]
+        self.search.candidates += sum(a * b for a, b in zip(n_roll, n_train, strict=True)) * (
+            per_layout
+        )
+        rollouts, feasible_rollouts, rollout_seconds = self._pool_shortlists(
+            "rollout",
+            [(s.rollout_gpus, s.train_gpus) for s in chosen],
+            [t * per_layout for t in n_train],
+        )
+        # Training layouts of a split whose rollout pool has no feasible layout stand for no
+        # further candidates: they are already counted as rejected with the rollout pool.
+        trains, _, train_seconds = self._pool_shortlists(
+            "train",
+            [(s.train_gpus, s.rollout_gpus) for s in chosen],
+            [feasible_rollouts.get(s.rollout_gpus, 0) * per_layout for s in chosen],
+        )
+        return Shortlists(rollouts, trains, rollout_seconds, train_seconds)
 
     # -- the whole search ------------------------------------------------------------------
 
@@ -900,6 +1027,8 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
             "seconds": round(search.seconds, 4),
             "split_every_gpus": split_unit(resolved),
             "exhaustive": recommender.exhaustive,
+            "coarse_splits_rollout_gpus": recommender.coarse_splits,
+            "refined_around_rollout_gpus": recommender.refined_around,
         },
         "rejected": [{"reason": k, "count": v} for k, v in (+search.rejected).most_common()],
         "plans": plans,
@@ -911,11 +1040,12 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
             if recommender.offload_fallback
             else []
         )
-        + _grid_notes(resolved),
+        + _grid_notes(recommender),
     }
 
 
-def _grid_notes(resolved: Resolved) -> list[str]:
+def _grid_notes(recommender: Recommender) -> list[str]:
+    resolved = recommender.resolved
     cluster = resolved.scenario.cluster
     unit, per_node = split_unit(resolved), cluster.gpus_per_node
     notes = []
@@ -931,6 +1061,20 @@ def _grid_notes(resolved: Resolved) -> list[str]:
             f"disaggregated pool size keeps its {SHORTLIST} fastest training layouts, without "
             "the fastest of every weight-sync group (tp, pp, cp, ZeRO stage) kept below that "
             "size; fix plan.train fields to cost another layout"
+        )
+    if recommender.coarse:
+        notes.append(
+            f"above {FINE_GRID_UP_TO_GPUS} GPUs each colocated rollout layout was costed beside "
+            f"{PROBES} training layouts and only the {COLOCATED_ROLLOUTS} fastest per probe "
+            "(and the fastest of each engine shape) were paired with every training layout"
+        )
+    if recommender.coarse_splits:
+        coarse = ", ".join(map(str, recommender.coarse_splits))
+        around = " and ".join(map(str, recommender.refined_around)) or "none"
+        notes.append(
+            f"disaggregated splits were costed first at rollout pools of {coarse} GPUs, then "
+            f"at every split between the neighbours of the best ({around} rollout GPUs); "
+            "fix plan.rollout.gpus to cost another split"
         )
     return notes
 

@@ -151,7 +151,48 @@ def test_the_quick_exhaustive_comparisons_cover_most_deployments() -> None:
 def test_coarse_split_grid_is_said() -> None:
     result = search("grpo-deepseek-v3-4096xh800.yaml", top=1)
     assert result["search"]["split_every_gpus"] > 8
-    assert any("splits were searched every" in n for n in result["resolution_notes"])
+    notes = result["resolution_notes"]
+    assert any("splits were searched every" in n for n in notes)
+    coarse, around = (result["search"][k] for k in ("coarse_splits_rollout_gpus",
+                                                    "refined_around_rollout_gpus"))  # fmt: skip
+    assert len(coarse) >= 16 and around and set(around) <= set(coarse)
+    assert any(f"neighbours of the best ({around[0]}" in n for n in notes)
+    assert any("costed beside 5 training layouts" in n for n in notes)
+
+
+COARSE_CASES = [
+    ("grpo-deepseek-v3-4096xh800.yaml", None),
+    ("slime-qwen3-30b-a3b-grpo-8xh100", 96),
+    ("nemo-rl-llama-3.1-8b-grpo-fsdp2-32xh100", 256),
+]
+
+
+@pytest.mark.parametrize(("case", "nodes"), COARSE_CASES)
+def test_the_coarse_search_keeps_the_full_grid_top_plans(case: str, nodes: int | None) -> None:
+    # bench/bench_coarse.py compares the two on every deployment at 96 and 256 nodes.
+    if nodes is None:
+        scenario = read_scenario(EXAMPLES / case)
+    else:
+        published = CATALOG.of("deployment")[case].scenario  # type: ignore[attr-defined]
+        scenario = published.model_copy(
+            update={
+                "plan": type(published.plan)(),
+                "cluster": published.cluster.model_copy(update={"nodes": nodes}),
+            }
+        )
+    resolved = resolve(scenario, CATALOG.records)
+    assert resolved.gpus > 512
+    keys = ("placement", "execution", "rollout", "train", "step_seconds")
+    coarse = recommend(recommender_for(resolved, CATALOG), 3)
+    full = recommend(recommender_for(resolved, CATALOG, full_grid=True), 3)
+    assert [{k: p[k] for k in keys} for p in coarse["plans"]] == [
+        {k: p[k] for k in keys} for p in full["plans"]
+    ]
+    assert (
+        coarse["search"]["candidates"] < full["search"]["candidates"]
+        or not (full["search"]["coarse_splits_rollout_gpus"])
+    )
+    assert full["search"]["coarse_splits_rollout_gpus"] == []
 
 
 def test_the_faster_published_mode_ranks_ahead_not_tied() -> None:
