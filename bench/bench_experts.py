@@ -91,8 +91,17 @@ def main() -> None:
             try:
                 own_best = recommend(recommender_for(same_choice, catalog, only=d.framework), 1)
             except NoFeasiblePlan as exc:
-                print(f"{d.id}: no plan of the expert's own mode: {str(exc)[:160]}")
-                continue
+                # The scenario only approximates some published layouts (OpenRLHF's reward
+                # model on the critic's GPUs), and the framework's constraints may refuse the
+                # approximation. The best plan of that mode on physics alone is at least as
+                # fast as any the framework runs, so the gain over it is a lower bound.
+                print(
+                    f"{d.id}: {d.framework} runs no plan of the expert's own mode as the "
+                    f"scenario writes it ({str(exc)[:90]}...); compared on physics alone"
+                )
+                own_best = recommend(
+                    recommender_for(same_choice, catalog, filter_frameworks=False), 1
+                )
             own_gain = 1.0 - top["step_seconds"] / own_best["plans"][0]["step_seconds"]
             if own_gain >= JUSTIFIED_GAIN or abs(own_gain) < TIE_FRACTION:
                 counts["justified"] += 1
