@@ -132,6 +132,50 @@ def test_table_10_models_are_records() -> None:
         assert model.params_active / 1e9 == pytest.approx(17.18, abs=0.01)  # type: ignore[attr-defined]
 
 
+# §2.4.1's variants as the survey reads their compute profile: (family, critic, reference, online).
+# The survey names two DPPOs (the divergence trust region [198] and dynamic pruning [286]).
+SURVEY_VARIANTS = {
+    "vapo": ("ppo", True, False, True),
+    "rto": ("ppo", True, True, True),
+    "safe-rlhf": ("ppo", True, True, True),
+    "dppo-divergence": ("ppo", False, False, True),
+    "mdpo": ("ppo", True, False, True),
+    "dapo": ("grpo", False, False, True),
+    "dppo-dynamic-pruning": ("grpo", False, False, True),
+    "graph-grpo": ("grpo", False, False, True),
+    "riskpo": ("grpo", False, False, True),
+    "gbmpo": ("grpo", False, True, True),
+    "microcoder-grpo": ("grpo", False, False, True),
+    "pipo": ("grpo", False, False, True),
+    "alphadpo": ("dpo", False, True, False),
+    "reward-aware-po": ("dpo", False, True, False),
+}
+
+
+def test_section_2_4_1_variants_are_records_with_their_paper() -> None:
+    algorithms = shipped().of("algorithm")
+    sources = shipped().of("source")
+    item = next(i for i in survey_map() if i.id == "s2.4.1")
+    listed = {rid for kind, rid in item.record_refs() if kind == "algorithm"}
+    assert set(SURVEY_VARIANTS) | {"rloo", "remax", "maxrl"} == listed
+    for aid, (family, critic, reference, online) in SURVEY_VARIANTS.items():
+        algo = algorithms[aid]
+        assert (algo.variant_of, algo.needs_critic, algo.needs_reference, algo.online) == (  # type: ignore[attr-defined]
+            family,
+            critic,
+            reference,
+            online,
+        ), aid
+    for aid in listed - {"rloo", "remax", "dapo", "vapo"}:
+        assert "§2.4.1" in locator_parts(survey_locator("algorithm", aid) or ""), aid
+        papers = [s for s in algorithms[aid].sources if s != SURVEY]  # type: ignore[attr-defined]
+        assert papers and all(sources[s].type == "paper" for s in papers), aid  # type: ignore[attr-defined]
+    # Offline preference variants never generate; critic-free ones never train a value model.
+    offline = [a for a in listed if not algorithms[a].online]  # type: ignore[attr-defined]
+    assert sorted(offline) == ["alphadpo", "reward-aware-po"]
+    assert not algorithms["maxrl"].needs_critic and algorithms["maxrl"].grouped  # type: ignore[attr-defined]
+
+
 def test_locators_name_subsections_of_an_item() -> None:
     assert locator_parts("§4.3, §4.7; Table 9") == ["§4.3", "§4.7", "Table 9"]
     records = list(shipped().all())
