@@ -110,7 +110,7 @@ TABLE_10 = {
     ],
     # Open models with their configuration.
     "open": ["deepseek-v3", "deepseek-r1", "llama-4-scout", "llama-4-maverick", "llama-3.1-405b",
-             "qwen2.5-72b", "qwen3-235b-a22b"],
+             "qwen2.5-72b", "qwen3-235b-a22b", "kimi-k2", "kimi-k2.5", "qwen2-57b-a14b"],
 }  # fmt: skip
 
 
@@ -130,6 +130,20 @@ def test_table_10_models_are_records() -> None:
     assert maverick.params_total / 1e9 == pytest.approx(400.71, abs=0.01)  # type: ignore[attr-defined]
     for model in (scout, maverick):
         assert model.params_active / 1e9 == pytest.approx(17.18, abs=0.01)  # type: ignore[attr-defined]
+    # Qwen2-57B-A14B by hand (28 layers, h 3584, head 128, 28 heads, 4 KV heads with QKV bias):
+    # attention 3584*4608 + 4608 + 3584*3584 = 29,364,736 and 7,168 of norms per layer; experts
+    # 3*3584*2560 = 27,525,120 each, 64 routed + the shared one written as 8 (20480 = 8 * 2560),
+    # router 3584*64; embeddings 2*151936*3584; final norm 3584.
+    qwen2 = models["qwen2-57b-a14b"]
+    expert, layer = 27_525_120, 29_364_736 + 7_168
+    embed = 2 * 151_936 * 3_584 + 3_584
+    assert qwen2.params_total == 28 * (layer + 72 * expert + 3_584 * 64) + embed  # type: ignore[attr-defined]
+    assert qwen2.params_total == 57_408_558_592  # type: ignore[attr-defined]
+    assert qwen2.params_active == 28 * (layer + 16 * expert + 3_584 * 64) + embed  # type: ignore[attr-defined]
+    # Kimi K2 as published in Table 10: 1T MoE, 32B active.
+    k2 = models["kimi-k2"]
+    assert k2.params_total / 1e12 == pytest.approx(1.026, abs=0.001)  # type: ignore[attr-defined]
+    assert k2.params_active / 1e9 == pytest.approx(32.86, abs=0.01)  # type: ignore[attr-defined]
 
 
 # §2.4.1's variants as the survey reads their compute profile: (family, critic, reference, online).
