@@ -110,7 +110,9 @@ TABLE_10 = {
     ],
     # Open models with their configuration.
     "open": ["deepseek-v3", "deepseek-r1", "llama-4-scout", "llama-4-maverick", "llama-3.1-405b",
-             "qwen2.5-72b", "qwen3-235b-a22b", "kimi-k2", "kimi-k2.5", "qwen2-57b-a14b"],
+             "qwen2.5-72b", "qwen3-235b-a22b", "kimi-k2", "kimi-k2.5", "qwen2-57b-a14b",
+             "gemma-2-2b", "gemma-2-9b", "gemma-2-27b", "phi-3-mini", "internlm2-7b",
+             "chatglm3-6b"],
 }  # fmt: skip
 
 
@@ -140,6 +142,14 @@ def test_table_10_models_are_records() -> None:
     assert qwen2.params_total == 28 * (layer + 72 * expert + 3_584 * 64) + embed  # type: ignore[attr-defined]
     assert qwen2.params_total == 57_408_558_592  # type: ignore[attr-defined]
     assert qwen2.params_active == 28 * (layer + 16 * expert + 3_584 * 64) + embed  # type: ignore[attr-defined]
+    # Gemma 2 by hand: Hugging Face counts 2,614,341,888 / 9,241,705,984 / 27,227,128,320
+    # parameters; the architecture leaves out Gemma 2's two extra norms per layer (2 * hidden).
+    for mid, layers, hidden, published in (
+        ("gemma-2-2b", 26, 2_304, 2_614_341_888),
+        ("gemma-2-9b", 42, 3_584, 9_241_705_984),
+        ("gemma-2-27b", 46, 4_608, 27_227_128_320),
+    ):
+        assert models[mid].params_total + layers * 2 * hidden == published, mid  # type: ignore[attr-defined]
     # Kimi K2 as published in Table 10: 1T MoE, 32B active.
     k2 = models["kimi-k2"]
     assert k2.params_total / 1e12 == pytest.approx(1.026, abs=0.001)  # type: ignore[attr-defined]
