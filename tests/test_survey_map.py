@@ -181,7 +181,8 @@ def test_section_2_4_1_variants_are_records_with_their_paper() -> None:
     sources = shipped().of("source")
     item = next(i for i in survey_map() if i.id == "s2.4.1")
     listed = {rid for kind, rid in item.record_refs() if kind == "algorithm"}
-    assert set(SURVEY_VARIANTS) | {"rloo", "remax", "maxrl"} == listed
+    # At least these (the DPO family's IPO, ORPO, SimPO and KTO may join the list).
+    assert set(SURVEY_VARIANTS) | {"rloo", "remax", "maxrl"} <= listed
     for aid, (family, critic, reference, online) in SURVEY_VARIANTS.items():
         algo = algorithms[aid]
         assert (algo.variant_of, algo.needs_critic, algo.needs_reference, algo.online) == (  # type: ignore[attr-defined]
@@ -195,8 +196,9 @@ def test_section_2_4_1_variants_are_records_with_their_paper() -> None:
         papers = [s for s in algorithms[aid].sources if s != SURVEY]  # type: ignore[attr-defined]
         assert papers and all(sources[s].type == "paper" for s in papers), aid  # type: ignore[attr-defined]
     # Offline preference variants never generate; critic-free ones never train a value model.
-    offline = [a for a in listed if not algorithms[a].online]  # type: ignore[attr-defined]
-    assert sorted(offline) == ["alphadpo", "reward-aware-po"]
+    offline = {a for a in listed if not algorithms[a].online}  # type: ignore[attr-defined]
+    assert {"alphadpo", "reward-aware-po"} <= offline
+    assert offline.isdisjoint(a for a, profile in SURVEY_VARIANTS.items() if profile[3])
     assert not algorithms["maxrl"].needs_critic and algorithms["maxrl"].grouped  # type: ignore[attr-defined]
 
 
