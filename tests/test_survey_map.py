@@ -112,7 +112,7 @@ TABLE_10 = {
     "open": ["deepseek-v3", "deepseek-r1", "llama-4-scout", "llama-4-maverick", "llama-3.1-405b",
              "qwen2.5-72b", "qwen3-235b-a22b", "kimi-k2", "kimi-k2.5", "qwen2-57b-a14b",
              "gemma-2-2b", "gemma-2-9b", "gemma-2-27b", "phi-3-mini", "internlm2-7b",
-             "chatglm3-6b"],
+             "chatglm3-6b", "phi-4"],
 }  # fmt: skip
 
 
