@@ -150,6 +150,11 @@ def test_table_10_models_are_records() -> None:
         ("gemma-2-27b", 46, 4_608, 27_227_128_320),
     ):
         assert models[mid].params_total + layers * 2 * hidden == published, mid  # type: ignore[attr-defined]
+    # Phi-4 by hand: per layer 5120*7680 + 5120*5120 (attention, 10 KV heads of 128) +
+    # 3*5120*17920 (gated MLP) + 2*5120 (norms); 40 layers, untied 100352-token embeddings.
+    per_layer = 5_120 * 7_680 + 5_120 * 5_120 + 3 * 5_120 * 17_920 + 2 * 5_120
+    phi4 = 40 * per_layer + 2 * 100_352 * 5_120 + 5_120
+    assert models["phi-4"].params_total == phi4 == 14_659_507_200  # type: ignore[attr-defined]
     # Kimi K2 as published in Table 10: 1T MoE, 32B active.
     k2 = models["kimi-k2"]
     assert k2.params_total / 1e12 == pytest.approx(1.026, abs=0.001)  # type: ignore[attr-defined]
