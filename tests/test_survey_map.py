@@ -110,7 +110,9 @@ TABLE_10 = {
     ],
     # Open models with their configuration.
     "open": ["deepseek-v3", "deepseek-r1", "llama-4-scout", "llama-4-maverick", "llama-3.1-405b",
-             "qwen2.5-72b", "qwen3-235b-a22b"],
+             "qwen2.5-72b", "qwen3-235b-a22b", "kimi-k2", "kimi-k2.5", "qwen2-57b-a14b",
+             "gemma-2-2b", "gemma-2-9b", "gemma-2-27b", "phi-3-mini", "internlm2-7b",
+             "chatglm3-6b", "phi-4"],
 }  # fmt: skip
 
 
@@ -130,6 +132,79 @@ def test_table_10_models_are_records() -> None:
     assert maverick.params_total / 1e9 == pytest.approx(400.71, abs=0.01)  # type: ignore[attr-defined]
     for model in (scout, maverick):
         assert model.params_active / 1e9 == pytest.approx(17.18, abs=0.01)  # type: ignore[attr-defined]
+    # Qwen2-57B-A14B by hand (28 layers, h 3584, head 128, 28 heads, 4 KV heads with QKV bias):
+    # attention 3584*4608 + 4608 + 3584*3584 = 29,364,736 and 7,168 of norms per layer; experts
+    # 3*3584*2560 = 27,525,120 each, 64 routed + the shared one written as 8 (20480 = 8 * 2560),
+    # router 3584*64; embeddings 2*151936*3584; final norm 3584.
+    qwen2 = models["qwen2-57b-a14b"]
+    expert, layer = 27_525_120, 29_364_736 + 7_168
+    embed = 2 * 151_936 * 3_584 + 3_584
+    assert qwen2.params_total == 28 * (layer + 72 * expert + 3_584 * 64) + embed  # type: ignore[attr-defined]
+    assert qwen2.params_total == 57_408_558_592  # type: ignore[attr-defined]
+    assert qwen2.params_active == 28 * (layer + 16 * expert + 3_584 * 64) + embed  # type: ignore[attr-defined]
+    # Gemma 2 by hand: Hugging Face counts 2,614,341,888 / 9,241,705,984 / 27,227,128,320
+    # parameters; the architecture leaves out Gemma 2's two extra norms per layer (2 * hidden).
+    for mid, layers, hidden, published in (
+        ("gemma-2-2b", 26, 2_304, 2_614_341_888),
+        ("gemma-2-9b", 42, 3_584, 9_241_705_984),
+        ("gemma-2-27b", 46, 4_608, 27_227_128_320),
+    ):
+        assert models[mid].params_total + layers * 2 * hidden == published, mid  # type: ignore[attr-defined]
+    # Phi-4 by hand: per layer 5120*7680 + 5120*5120 (attention, 10 KV heads of 128) +
+    # 3*5120*17920 (gated MLP) + 2*5120 (norms); 40 layers, untied 100352-token embeddings.
+    per_layer = 5_120 * 7_680 + 5_120 * 5_120 + 3 * 5_120 * 17_920 + 2 * 5_120
+    phi4 = 40 * per_layer + 2 * 100_352 * 5_120 + 5_120
+    assert models["phi-4"].params_total == phi4 == 14_659_507_200  # type: ignore[attr-defined]
+    # Kimi K2 as published in Table 10: 1T MoE, 32B active.
+    k2 = models["kimi-k2"]
+    assert k2.params_total / 1e12 == pytest.approx(1.026, abs=0.001)  # type: ignore[attr-defined]
+    assert k2.params_active / 1e9 == pytest.approx(32.86, abs=0.01)  # type: ignore[attr-defined]
+
+
+# §2.4.1's variants as the survey reads their compute profile: (family, critic, reference, online).
+# The survey names two DPPOs (the divergence trust region [198] and dynamic pruning [286]).
+SURVEY_VARIANTS = {
+    "vapo": ("ppo", True, False, True),
+    "rto": ("ppo", True, True, True),
+    "safe-rlhf": ("ppo", True, True, True),
+    "dppo-divergence": ("ppo", False, False, True),
+    "mdpo": ("ppo", True, False, True),
+    "dapo": ("grpo", False, False, True),
+    "dppo-dynamic-pruning": ("grpo", False, False, True),
+    "graph-grpo": ("grpo", False, False, True),
+    "riskpo": ("grpo", False, False, True),
+    "gbmpo": ("grpo", False, True, True),
+    "microcoder-grpo": ("grpo", False, False, True),
+    "pipo": ("grpo", False, False, True),
+    "alphadpo": ("dpo", False, True, False),
+    "reward-aware-po": ("dpo", False, True, False),
+}
+
+
+def test_section_2_4_1_variants_are_records_with_their_paper() -> None:
+    algorithms = shipped().of("algorithm")
+    sources = shipped().of("source")
+    item = next(i for i in survey_map() if i.id == "s2.4.1")
+    listed = {rid for kind, rid in item.record_refs() if kind == "algorithm"}
+    # At least these (the DPO family's IPO, ORPO, SimPO and KTO may join the list).
+    assert set(SURVEY_VARIANTS) | {"rloo", "remax", "maxrl"} <= listed
+    for aid, (family, critic, reference, online) in SURVEY_VARIANTS.items():
+        algo = algorithms[aid]
+        assert (algo.variant_of, algo.needs_critic, algo.needs_reference, algo.online) == (  # type: ignore[attr-defined]
+            family,
+            critic,
+            reference,
+            online,
+        ), aid
+    for aid in listed - {"rloo", "remax", "dapo", "vapo"}:
+        assert "§2.4.1" in locator_parts(survey_locator("algorithm", aid) or ""), aid
+        papers = [s for s in algorithms[aid].sources if s != SURVEY]  # type: ignore[attr-defined]
+        assert papers and all(sources[s].type == "paper" for s in papers), aid  # type: ignore[attr-defined]
+    # Offline preference variants never generate; critic-free ones never train a value model.
+    offline = {a for a in listed if not algorithms[a].online}  # type: ignore[attr-defined]
+    assert {"alphadpo", "reward-aware-po"} <= offline
+    assert offline.isdisjoint(a for a, profile in SURVEY_VARIANTS.items() if profile[3])
+    assert not algorithms["maxrl"].needs_critic and algorithms["maxrl"].grouped  # type: ignore[attr-defined]
 
 
 def test_locators_name_subsections_of_an_item() -> None:
