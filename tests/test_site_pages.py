@@ -25,6 +25,7 @@ from rlmguide.sitegen import pages as site
 from rlmguide.sitegen.formulas_page import FORMULAS_PAGE, GROUPS
 from rlmguide.sitegen.generate import generate
 from rlmguide.sitegen.mdtext import html, html_code, number, page_dir
+from rlmguide.sitegen.notation_page import NOTATION, NOTATION_PAGE, STAGES
 from rlmguide.sitegen.survey_pages import MAP_PAGE, survey_map
 
 RULE = """\
@@ -603,6 +604,55 @@ def test_formulas_page_states_every_formula_the_code_evaluates(
     assert "2P + 2P/P_z" in row_of(page, "ZeRO-1 (optimizer states sharded)")
     # The survey is cited with the tables and sections the page states.
     assert "(2026), Table 3, Table 4, Table 7, Table 8, §3.7.1, Table 9, Appendix B:" in page
+
+
+def _has_path(obj: Any, path: list[str]) -> bool:
+    for name in path:
+        if name not in type(obj).model_fields:
+            return False
+        obj = getattr(obj, name)
+    return True
+
+
+def test_notation_page_names_fields_and_functions_that_exist(
+    real: tuple[Catalog, dict[str, str]],
+) -> None:
+    import dataclasses
+    import importlib
+
+    import cost.survey_iteration
+    import cost.survey_model
+    from rules.facts import STAGES as JSON_STAGES
+    from rules.scenario import read_scenario
+
+    catalog, pages = real
+    page = pages[NOTATION_PAGE]
+    scenario = read_scenario(REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml")
+    moe = catalog.of("model")["deepseek-v3"]
+    classes = {
+        "Iteration": cost.survey_iteration.Iteration,
+        "SurveyShape": cost.survey_model.SurveyShape,
+        "Degrees": cost.survey_model.Degrees,
+    }
+    for symbol in NOTATION:
+        for field in symbol.fields:
+            head, *rest = field.split(".")
+            owner = moe if head == "model" else getattr(scenario, head)
+            assert _has_path(owner, rest), field
+        if symbol.survey_input:
+            name, attribute = symbol.survey_input.split(".")
+            cls = classes[name]
+            known = {f.name for f in dataclasses.fields(cls)}
+            assert attribute in known or isinstance(getattr(cls, attribute, None), property)
+        row = row_of(page, html(symbol.symbol))
+        assert all(html_code(f) in row for f in symbol.fields), symbol.symbol
+    # The JSON `stages` of recommend and estimate carry these names, in this order.
+    assert tuple(s.json_stage for s in STAGES) == JSON_STAGES
+    for stage in STAGES:
+        module, function = stage.function.rsplit(".", 1)
+        assert callable(getattr(importlib.import_module(module), function)), stage.function
+        assert html_code(stage.function) in row_of(page, html(stage.survey))
+    assert "(2026), Table 1, Appendix A:" in page
 
 
 def test_survey_map_directions_and_locators(real: tuple[Catalog, dict[str, str]]) -> None:

@@ -19,6 +19,7 @@ from rlmguide.sitegen.deployment_pages import deployment_pages
 from rlmguide.sitegen.formulas_page import formula_pages
 from rlmguide.sitegen.mapping_pages import mapping_pages
 from rlmguide.sitegen.matrix_page import matrix_page
+from rlmguide.sitegen.notation_page import notation_pages
 from rlmguide.sitegen.pages import MATRIX, Index, Pages, build_index, merge
 from rlmguide.sitegen.sql_pages import sql_pages
 from rlmguide.sitegen.survey_pages import survey_pages
@@ -42,6 +43,7 @@ BUILDERS: tuple[Callable[[Index], Pages], ...] = (
     mapping_pages,
     survey_pages,
     formula_pages,
+    notation_pages,
     kinds.source_pages,
 )
 
