@@ -1,6 +1,7 @@
-"""The coarse-to-fine search above 512 GPUs against the full grid: the same top plans, and the
-time each takes, on the large bundled scenarios and on every published deployment moved to 96
-and 256 nodes (its model and workload, the plan left open).
+"""The pruned search (rollout layouts probed where colocated pairs are many, splits coarse to
+fine above 512 GPUs) against the full grid: the same top plans, and the time each takes, on the
+large bundled scenarios and on every published deployment as published and moved to 96 and 256
+nodes (its model and workload, the plan left open).
 
 Run: python bench/bench_coarse.py [--quick]. A row says "same" when the top three plans
 (placement, execution, both layouts, step time) of the two searches agree; the last line
@@ -26,7 +27,7 @@ LARGE = (
     ROOT / "bench" / "scenarios" / "grpo-llama-3.1-405b-32768xh100.yaml",
     ROOT / "bench" / "scenarios" / "grpo-deepseek-v3-32768xh100.yaml",
 )
-NODES = (96, 256)
+NODES = (None, 96, 256)
 KEYS = ("placement", "execution", "rollout", "train", "step_seconds")
 
 
@@ -41,9 +42,11 @@ def main() -> None:
         for d in sorted(catalog.of("deployment").values(), key=lambda d: d.id):
             open_plan = type(d.scenario.plan)()
             for nodes in NODES:
-                cluster = d.scenario.cluster.model_copy(update={"nodes": nodes})
+                cluster = d.scenario.cluster.model_copy(
+                    update={"nodes": nodes or d.scenario.cluster.nodes}
+                )
                 scenario = d.scenario.model_copy(update={"plan": open_plan, "cluster": cluster})
-                cases.append((f"{d.id} @{nodes} nodes", scenario))
+                cases.append((f"{d.id} @{cluster.nodes} nodes", scenario))
     print(f"{'scenario':<60} {'GPUs':>7} {'coarse s':>9} {'full s':>8}  top 3")
     differ = compared = 0
     for label, scenario in cases:

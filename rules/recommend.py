@@ -57,7 +57,10 @@ COARSE_SPLITS = 16
 PROBES = 5
 """Training layouts each colocated rollout layout is costed beside on a coarse grid."""
 COLOCATED_ROLLOUTS = 8
-"""Rollout layouts kept per probe on a coarse grid, besides the fastest of each engine shape."""
+"""Rollout layouts kept per probe, besides the fastest of each engine shape."""
+PROBED_ABOVE = 50_000
+"""Colocated pairs of rollout and training layouts (times execution modes) beyond which the
+rollout layouts are probed first: mixtures of experts from about a hundred GPUs."""
 
 
 class InvalidRecords(Exception):
@@ -264,11 +267,12 @@ class Recommender:
         self.filter_frameworks = filter_frameworks
         self.exhaustive = exhaustive
         """Pair every layout (tests compare the pruned search against it)."""
-        self.coarse = resolved.scenario.cluster.gpus > FINE_GRID_UP_TO_GPUS and not (
-            exhaustive or full_grid
-        )
-        """Above FINE_GRID_UP_TO_GPUS, search coarse to fine (see `_colocated_rollouts` and
-        `_searched_splits`); `full_grid` turns it off (tests compare the two)."""
+        self.pruned = not (exhaustive or full_grid)
+        self.coarse = resolved.scenario.cluster.gpus > FINE_GRID_UP_TO_GPUS and self.pruned
+        """Above FINE_GRID_UP_TO_GPUS, search the splits coarse to fine (`_searched_splits`),
+        and wherever colocated pairs are many, probe the rollout layouts first
+        (`_colocated_rollouts`); `full_grid` turns both off (tests compare the two)."""
+        self.probed = False
         self.coarse_splits: list[int] = []
         self.refined_around: list[int] = []
         """Rollout pool sizes of the coarse splits and of the best ones refined around."""
@@ -470,9 +474,9 @@ class Recommender:
         nt = len(tr["tp"])
         if not nt:
             return []
-        if self.coarse and nr > COLOCATED_ROLLOUTS:
+        if self.pruned and nr > COLOCATED_ROLLOUTS and nr * nt * per_layout > PROBED_ABOVE:
             ro = self._colocated_rollouts(split, ro, tr, resident)
-            nr = len(ro["tp"])
+            nr, self.probed = len(ro["tp"]), True
         ri, ti = np.meshgrid(np.arange(nr), np.arange(nt), indexing="ij")
         ri, ti = ri.ravel(), ti.ravel()
         out = []
@@ -1062,9 +1066,9 @@ def _grid_notes(recommender: Recommender) -> list[str]:
             "the fastest of every weight-sync group (tp, pp, cp, ZeRO stage) kept below that "
             "size; fix plan.train fields to cost another layout"
         )
-    if recommender.coarse:
+    if recommender.probed:
         notes.append(
-            f"above {FINE_GRID_UP_TO_GPUS} GPUs each colocated rollout layout was costed beside "
+            "with this many colocated layouts, each rollout layout was costed beside "
             f"{PROBES} training layouts and only the {COLOCATED_ROLLOUTS} fastest per probe "
             "(and the fastest of each engine shape) were paired with every training layout"
         )
