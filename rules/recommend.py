@@ -67,9 +67,21 @@ class InvalidRecords(Exception):
     """Rule or constraint records that do not compile; `rlmguide validate` lists them all."""
 
 
-def recommender_for(resolved: Resolved, catalog: Catalog, **options: Any) -> Recommender:
-    """A recommender with the catalog's active rules, frameworks, constraints and components
-    (the catalog must hold those kinds)."""
+@dataclass(frozen=True)
+class Judges:
+    """What a recommender judges plans with, compiled once from a catalog: its active rules,
+    frameworks, constraints (inherited by the components that extend others) and the role of
+    each component."""
+
+    rules: list[CompiledRule]
+    frameworks: list[Framework]
+    constraints: list[CompiledConstraint]
+    components: dict[str, str]
+
+
+def judges_of(catalog: Catalog) -> Judges:
+    """The catalog's judges (the catalog must hold rules, frameworks, constraints and
+    components); records that do not compile raise InvalidRecords."""
     from rules.engine import active, compile_rules
 
     rules, problems = compile_rules(catalog)
@@ -77,14 +89,27 @@ def recommender_for(resolved: Resolved, catalog: Catalog, **options: Any) -> Rec
     if problems or more:
         raise InvalidRecords(str((problems + more)[0]))
     every = catalog.of("component").values()
-    components = {c.id: c.role for c in every}  # type: ignore[attr-defined]
     extends = {c.id: c.extends for c in every if c.extends}  # type: ignore[attr-defined]
+    return Judges(
+        active(rules),
+        list(catalog.of("framework").values()),  # type: ignore[arg-type]
+        inherit(constraints, extends),
+        {c.id: c.role for c in every},  # type: ignore[attr-defined]
+    )
+
+
+def recommender_for(
+    resolved: Resolved, catalog: Catalog, judges: Judges | None = None, **options: Any
+) -> Recommender:
+    """A recommender with the catalog's judges (`judges`, where a caller searches many
+    scenarios on one catalog, compiled once)."""
+    j = judges or judges_of(catalog)
     return Recommender(
         resolved,
-        active(rules),
-        catalog.of("framework").values(),  # type: ignore[arg-type]
-        constraints=inherit(constraints, extends),
-        components=components,
+        j.rules,
+        j.frameworks,
+        constraints=j.constraints,
+        components=j.components,
         **options,
     )
 
@@ -277,7 +302,6 @@ class Recommender:
         self.refined_around: list[int] = []
         """Rollout pool sizes of the coarse splits and of the best ones refined around."""
         self._layouts: dict[tuple[str, int, tuple[Offload, ...]], dict[str, np.ndarray]] = {}
-        self.framework_masks: dict[str, np.ndarray] = {}
         self.final_env: dict[str, Any] = {}
         self.final_size = 0
         """The facts of the rows `run` returned (row_facts and pairs_for read them)."""
@@ -760,12 +784,6 @@ class Recommender:
         if not ok.size:
             raise NoFeasiblePlan(self._binding())
         costs = costs.take(ok)
-        if self.frameworks:
-            env = self._env(costs.plans, costs)
-            seen: dict[str, np.ndarray] = {}
-            self.framework_masks = {
-                x.id: x.runnable(env, len(ok), "plan", seen)[0] for x in self.supports
-            }
         final = {**self.facts, **plan_facts(costs.plans, costs)}
         self.final_env, self.final_size = final, len(ok)
         fired = {rule.id: rule.fires(final, len(ok)) for rule in self.rules}
@@ -886,8 +904,18 @@ class Recommender:
         return [pair for pair, ok in by_pair.items() if ok[row]]
 
     def frameworks_for(self, row: int) -> list[str]:
-        """The frameworks whose claims and constraints allow row `row` of the result."""
-        return sorted(fid for fid, mask in self.framework_masks.items() if mask[row])
+        """The frameworks whose claims and constraints allow row `row` of the result (judged
+        on that row alone: only the plans shown need it)."""
+        if not self.frameworks:
+            return []
+        n = self.final_size
+        env = {
+            name: value[row : row + 1] if np.shape(value)[:1] == (n,) else value
+            for name, value in self.final_env.items()
+            if not name.startswith("_")  # memoised intermediates of all rows
+        }
+        seen: dict[str, np.ndarray] = {}
+        return sorted(x.id for x in self.supports if x.runnable(env, 1, "plan", seen)[0][0])
 
 
 TERM_NAMES = {

@@ -138,15 +138,17 @@ def recommend_sizes(
     **options: Any,
 ) -> dict[str, Any]:  # fmt: skip
     """The recommendation at the chosen node count, with its `sizing` summary."""
-    from rules.recommend import NoFeasiblePlan, recommend, recommender_for
+    from rules.recommend import NoFeasiblePlan, judges_of, recommend, recommender_for
     from rules.scenario import InputError, resolve
+
+    judges = judges_of(catalog)
 
     def recommend_at(nodes: int) -> dict[str, Any]:
         s = resolved.scenario
         scenario = s.model_copy(update={"cluster": s.cluster.model_copy(update={"nodes": nodes})})
         try:
             at = resolve(scenario, catalog.records)
-            return recommend(recommender_for(at, catalog, **options), top)
+            return recommend(recommender_for(at, catalog, judges, **options), top)
         except (NoFeasiblePlan, InputError, PlanError) as exc:
             raise Unfit(str(exc)) from None
 

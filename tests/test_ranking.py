@@ -169,7 +169,9 @@ COARSE_CASES = [
 
 
 @pytest.mark.parametrize(("case", "nodes"), COARSE_CASES)
-def test_the_probed_and_coarse_search_keeps_the_full_grid_top_plans(case: str, nodes: int | None) -> None:
+def test_the_probed_and_coarse_search_keeps_the_full_grid_top_plans(
+    case: str, nodes: int | None
+) -> None:
     # bench/bench_coarse.py compares the two on every deployment at 96 and 256 nodes.
     if case.endswith(".yaml"):
         scenario = read_scenario(EXAMPLES / case)
