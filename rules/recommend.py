@@ -32,7 +32,7 @@ from rules.frameworks import (
     supports,
 )
 from rules.ranking import TIE_FRACTION, complexity, rank
-from rules.runcost import add_run_totals
+from rules.runcost import BilledPart, add_run_totals
 from rules.scenario import Resolved
 from rules.search import (
     FINE_GRID_UP_TO_GPUS,
@@ -58,9 +58,12 @@ class InvalidRecords(Exception):
     """Rule or constraint records that do not compile; `rlmguide validate` lists them all."""
 
 
-def recommender_for(resolved: Resolved, catalog: Catalog, **options: Any) -> Recommender:
+def recommender_for(
+    resolved: Resolved, catalog: Catalog, factory: Any = None, **options: Any
+) -> Recommender:
     """A recommender with the catalog's active rules, frameworks, constraints and components
-    (the catalog must hold those kinds)."""
+    (the catalog must hold those kinds); `factory` builds it (default `Recommender`; a
+    subclass that costs plans across the parts of a mixed cluster, rules.mixed)."""
     from rules.engine import active, compile_rules
 
     rules, problems = compile_rules(catalog)
@@ -70,7 +73,7 @@ def recommender_for(resolved: Resolved, catalog: Catalog, **options: Any) -> Rec
     every = catalog.of("component").values()
     components = {c.id: c.role for c in every}  # type: ignore[attr-defined]
     extends = {c.id: c.extends for c in every if c.extends}  # type: ignore[attr-defined]
-    return Recommender(
+    return (factory or Recommender)(
         resolved,
         active(rules),
         catalog.of("framework").values(),  # type: ignore[arg-type]
@@ -323,6 +326,18 @@ class Recommender:
                 self.search.rejected[reason] += int(weight[left].sum())
         return some
 
+    def cost(self, resolved: Resolved, table: PlanTable) -> CostTable:
+        """Cost `table` for `resolved` (the scenario, or it at another response length)."""
+        return _cost(resolved, table, self.overheads)
+
+    def splits(self) -> list[Split]:
+        """The pool splits searched (rules.search.splits)."""
+        return splits(self.resolved)
+
+    def billed(self) -> list[BilledPart] | None:
+        """The GPUs a plan bills, each part at its price; None: the whole cluster."""
+        return None
+
     def _env(self, table: PlanTable, costs: CostTable | None = None) -> dict[str, Any]:
         return {**self.facts, **plan_facts(table, costs)}
 
@@ -381,7 +396,7 @@ class Recommender:
         keep = np.flatnonzero(alive)
         if not keep.size:
             return out, feasible
-        costs = _cost(r, table.take(keep), self.overheads)
+        costs = self.cost(r, table.take(keep))
         overflows = costs.pool_overflow_gib
         if pool == "rollout":
             seconds = costs.stages["rollout"].seconds
@@ -477,7 +492,7 @@ class Recommender:
         keep = np.flatnonzero(alive)
         if not keep.size:
             return {k: v[keep] for k, v in tr.items()}
-        costs = _cost(r, table.take(keep), self.overheads)
+        costs = self.cost(r, table.take(keep))
         trainer = sum(costs.stages[s].seconds for s in ("assessment", "training", "switch"))
         resident = costs.memory_terms_gib["rollout"]["trainer_state"]
         excess = np.max([v for k, v in costs.pool_overflow_gib.items() if k != "rollout"], axis=0)
@@ -586,7 +601,7 @@ class Recommender:
         start = self._start
         vetoing_rule = self._scenario_rejection()
         rows: list[dict[str, Any]] = []
-        chosen = splits(self.resolved)
+        chosen = self.splits()
         for split in chosen:
             if split.placement == "colocated":
                 rows += self._colocated_rows(split)
@@ -614,7 +629,7 @@ class Recommender:
             self.search.seconds = time.perf_counter() - start
             raise NoFeasiblePlan(self._binding())
         table = table.take(keep)
-        costs = _cost(self.resolved, table, self.overheads)
+        costs = self.cost(self.resolved, table)
         env = self._env(table, costs)
         n = len(table)
         alive = self._reject(env, n, "plan", np.ones(n, dtype=int))
@@ -680,7 +695,7 @@ class Recommender:
     def _fixed_fields_binding(self) -> str:
         """No candidate at all: name the fixed field that no pool size can host."""
         plan = self.resolved.scenario.plan
-        chosen = splits(self.resolved)
+        chosen = self.splits()
         for pool, fixed, degrees in (
             ("rollout", plan.rollout, ("tp", "pp")),
             ("train", plan.train, ("tp", "pp", "cp")),
@@ -887,7 +902,7 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
         plan["also_as"] = _folded(costs, ranked.folded[position - 1])
         plans.append({"rank": position, **plan})
     run = add_run_totals(
-        resolved, costs, list(ranked.rows), plans, lambda r, t: _cost(r, t, recommender.overheads)
+        resolved, costs, list(ranked.rows), plans, recommender.cost, recommender.billed()
     )
     time_order = np.argsort(costs.step_seconds, kind="stable")
     search = recommender.search
