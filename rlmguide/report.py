@@ -176,3 +176,7 @@ def print_report(result: dict[str, Any], fmt: str) -> None:
         print_survey(best["survey_model"], fmt)
     if "sizing" in result:
         print_sizing(result["sizing"], fmt)
+    if "mixed" in result:
+        from rlmguide.mixedreport import print_mixed
+
+        print_mixed(result["mixed"], fmt)
