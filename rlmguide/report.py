@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlmguide.formats import print_rows
-from rlmguide.runreport import print_run, print_sizing
+from rlmguide.runreport import print_mixed, print_run, print_sizing
 from rlmguide.survey_report import print_survey
 
 
@@ -177,6 +177,4 @@ def print_report(result: dict[str, Any], fmt: str) -> None:
     if "sizing" in result:
         print_sizing(result["sizing"], fmt)
     if "mixed" in result:
-        from rlmguide.mixedreport import print_mixed
-
         print_mixed(result["mixed"], fmt)

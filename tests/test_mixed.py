@@ -334,3 +334,12 @@ def test_objective_cost_picks_the_cheapest_option_by_library() -> None:
         "rollout": cheapest["rollout_part"],
         "train": cheapest["train_part"],
     }
+
+
+def test_the_markdown_report_lists_every_option_with_its_bill() -> None:
+    done = invoke("recommend", str(EXAMPLE), "--top", "1", "--format", "markdown")
+    assert done.exit_code == 0, done.output
+    assert "mixed cluster: options searched, objective time" in done.output
+    for label in ("part a100", "part h100", "rollout on a100, training on h100"):
+        assert f"| {label} |" in done.output
+    assert "a100 16 x 2.79 = " in done.output and "<- chosen" in done.output
