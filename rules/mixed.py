@@ -227,7 +227,9 @@ class CrossingRecommender(Recommender):
         workload = resolved.scenario.workload
         rollout = _with_workload(self.cross.rollout.resolved, workload)
         trainer = _with_workload(self.cross.train.resolved, workload)
-        # The weight sync is the trainer's broadcast, over the link between the parts.
+        # The weight sync is the trainer's broadcast, over the link between the parts; its
+        # ZeRO-3 regather and the copy into the engine are costed at the training part's
+        # NVLink and HBM rates (the copy is a small share of the stage).
         cluster = trainer.scenario.cluster.model_copy(
             update={"scale_out_gbps_per_gpu": self.cross.link_gbps}
         )

@@ -13,6 +13,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from conftest import REPO
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cost.mixed import link_gbps
 from kb.load import load_catalog
@@ -343,3 +345,41 @@ def test_the_markdown_report_lists_every_option_with_its_bill() -> None:
     for label in ("part a100", "part h100", "rollout on a100, training on h100"):
         assert f"| {label} |" in done.output
     assert "a100 16 x 2.79 = " in done.output and "<- chosen" in done.output
+
+
+@given(
+    gpus=st.lists(st.integers(1, 4096), min_size=2, max_size=4),
+    prices=st.lists(st.floats(0.01, 100), min_size=4, max_size=4),
+    step_seconds=st.floats(1, 1e5),
+    factor=st.floats(0.1, 10),
+)
+def test_billing_laws(
+    gpus: list[int], prices: list[float], step_seconds: float, factor: float
+) -> None:
+    """The bill is the sum of the parts' bills; the blended price times the GPUs is the
+    hourly bill; scaling one part's price scales that part's cost and no other."""
+    from rules.runcost import BilledPart, _billing, blended_rate
+
+    def parts(scale: float) -> list[BilledPart]:
+        return [
+            BilledPart(f"p{i}", g, {"per_gpu_hour": prices[i] * (scale if i == 0 else 1.0),
+                                    "currency": "USD", "default": False, "origin": "test"},
+                       None)
+            for i, g in enumerate(gpus)
+        ]  # fmt: skip
+
+    total = sum(gpus)
+    hours = step_seconds / 3600
+    rate = blended_rate(parts(1.0))
+    assert rate is not None
+    bills = _billing(parts(1.0), hours, hours * total, total)
+    hourly = sum(g * prices[i] for i, g in enumerate(gpus))
+    assert rate["per_gpu_hour"] * total == pytest.approx(hourly)
+    assert sum(b["cost_per_step"] for b in bills) == pytest.approx(hours * hourly)
+    assert sum(b["run_gpu_hours"] for b in bills) == pytest.approx(hours * total)
+    scaled = _billing(parts(factor), hours, hours * total, total)
+    for i, (before, after) in enumerate(zip(bills, scaled, strict=True)):
+        expected = factor if i == 0 else 1.0
+        assert after["cost_per_step"] == pytest.approx(expected * before["cost_per_step"])
+    unpriced = [*parts(1.0)[:-1], BilledPart("none", 1, None, None)]
+    assert blended_rate(unpriced) is None
