@@ -32,6 +32,7 @@ from cost.overheads import DEFAULT_OVERHEADS
 from cost.plans import PlanError, PlanTable
 from kb.load import Catalog
 from kb.schema import Cluster, ClusterPart, Scenario, Workload
+from rules.facts import scenario_facts
 from rules.recommend import (
     NoFeasiblePlan,
     Recommender,
@@ -194,6 +195,13 @@ def crossing_resolved(cross: Crossing) -> Resolved:
     return replace(base, scenario=scenario, notes=tuple(notes))
 
 
+ROLLOUT_PART_FACTS = (
+    "cluster.gpus_per_node", "cluster.memory_gib", "cluster.scale_up_domain",
+    "cluster.scale_out_gbps_per_gpu",
+)  # fmt: skip
+"""Cluster facts a rollout pool on another part reads from that part."""
+
+
 class CrossingRecommender(Recommender):
     """Disaggregated plans with rollout on the whole of one part and training on the whole of
     another: each pool laid out and costed on its own part's accelerator."""
@@ -201,6 +209,15 @@ class CrossingRecommender(Recommender):
     def __init__(self, cross: Crossing, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.cross = cross
+        rollout = scenario_facts(cross.rollout.resolved)
+        self.rollout_facts = {name: rollout[name] for name in ROLLOUT_PART_FACTS}
+        """The rollout part's node, domain, memory and network: what the rules and framework
+        constraints on the rollout pool read (plan.rollout.tp <= cluster.scale_up_domain)."""
+
+    def _reject(self, env: Any, size: int, level: str, weight: Any) -> Any:
+        if level == "rollout":
+            env = {**env, **self.rollout_facts}
+        return super()._reject(env, size, level, weight)
 
     def splits(self) -> list[Split]:
         plan = self.resolved.scenario.plan

@@ -383,3 +383,21 @@ def test_billing_laws(
         assert after["cost_per_step"] == pytest.approx(expected * before["cost_per_step"])
     unpriced = [*parts(1.0)[:-1], BilledPart("none", 1, None, None)]
     assert blended_rate(unpriced) is None
+
+
+def test_rules_on_the_rollout_pool_read_the_rollout_parts_cluster_facts(tmp_path: Path) -> None:
+    data = with_cluster()
+    data["cluster"]["parts"][0].update(accelerator="l40s-48gb", gpus_per_node=4, nodes=4)
+    mixed = resolve_mixed(parse_scenario(data), catalog())
+    l40s, h100 = mixed.parts
+    cross = crossing(mixed, l40s, h100)
+    recommender = CrossingRecommender(cross, crossing_resolved(cross), [], [])
+    # The training part's facts stay the scenario's; the rollout pool's are its own part's.
+    assert recommender.facts["cluster.memory_gib"] == 80
+    assert recommender.rollout_facts["cluster.memory_gib"] == 48
+    assert recommender.rollout_facts["cluster.gpus_per_node"] == 4
+    result = recommend_json(write(tmp_path, data))
+    across = next(
+        o for o in result["mixed"]["options"] if o["rollout_part"] == "a100" != o["train_part"]
+    )
+    assert across["billing"][0]["gpus"] == 16 and across["billing"][0]["price_per_gpu_hour"] is None
