@@ -37,6 +37,7 @@ from rules.recommend import (
     NoFeasiblePlan,
     Recommender,
     _cost,
+    normalised,
     recommend,
     recommender_for,
 )
@@ -373,7 +374,9 @@ def recommend_mixed(
         "sources": SOURCES,
         "seconds": round(time.perf_counter() - started, 3),
     }
-    return {**results[pick], "mixed": summary}
+    # The scenario as given (its parts), not the one the chosen option was judged by.
+    scenario = normalised(replace(mixed.parts[0].resolved, scenario=mixed.scenario))
+    return {**results[pick], "scenario": scenario, "mixed": summary}
 
 
 def check_mixed_flags(mixed: MixedResolved, sizing: dict[str, Any]) -> None:

@@ -123,6 +123,10 @@ def test_the_chosen_option_is_on_the_frontier_and_the_frontier_is_non_dominated(
 
 def test_the_output_says_which_part_each_pool_uses() -> None:
     result = recommend_json(str(EXAMPLE))
+    cluster = result["scenario"]["cluster"]
+    assert [p["name"] for p in cluster["parts"]] == ["a100", "h100"]
+    assert cluster["accelerator"] is None and cluster["link_gbps_between_parts"] == 100
+    assert result["scenario"]["workload"]["samples_per_prompt"] == 8
     chosen = next(o for o in result["mixed"]["options"] if o["chosen"])
     for plan in result["plans"]:
         assert plan["parts"] == {"rollout": chosen["rollout_part"], "train": chosen["train_part"]}
