@@ -36,6 +36,9 @@ def layout(plan: dict[str, Any]) -> tuple[str, str]:
     pools = {k: v for k, v in plan.get("pools", {}).items() if v}
     if pools:
         train += "; own pools " + ", ".join(f"{k} {v}" for k, v in pools.items())
+    if parts := plan.get("parts"):  # a mixed cluster: the part each pool runs on
+        rollout = f"{rollout} (on {parts['rollout']})"
+        train = f"{train} (on {parts['train']})"
     return rollout, train
 
 

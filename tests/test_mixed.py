@@ -349,6 +349,7 @@ def test_the_markdown_report_lists_every_option_with_its_bill() -> None:
     for label in ("part a100", "part h100", "rollout on a100, training on h100"):
         assert f"| {label} |" in done.output
     assert "a100 16 x 2.79 = " in done.output and "<- chosen" in done.output
+    assert "(on a100) |" in done.output and "(on h100) |" in done.output
 
 
 @given(
