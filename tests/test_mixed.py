@@ -406,3 +406,27 @@ def test_rules_on_the_rollout_pool_read_the_rollout_parts_cluster_facts(tmp_path
         o for o in result["mixed"]["options"] if o["rollout_part"] == "a100" != o["train_part"]
     )
     assert across["billing"][0]["gpus"] == 16 and across["billing"][0]["price_per_gpu_hour"] is None
+
+
+def test_memory_of_each_pool_is_judged_against_its_own_parts_capacity() -> None:
+    data = with_cluster()
+    data["cluster"]["parts"][0]["accelerator"] = "l40s-48gb"
+    mixed = resolve_mixed(parse_scenario(data), catalog())
+    l40s, h100 = mixed.parts
+    cross = crossing(mixed, l40s, h100)
+    resolved = crossing_resolved(cross)
+    recommender = recommender_for(
+        resolved, catalog(), lambda *a, **k: CrossingRecommender(cross, *a, **k)
+    )
+    costs, _ = recommender.run()
+    table = costs.plans.take(np.arange(min(len(costs), 50)))
+    mixed_costs = recommender.cost(resolved, table)
+    on_l40s, on_h100 = _cost(l40s.resolved, table), _cost(h100.resolved, table)
+    rollout_room = mixed_costs.pool_overflow_gib["rollout"]
+    np.testing.assert_allclose(rollout_room, on_l40s.pool_overflow_gib["rollout"])
+    # 48 GiB cards leave 32 GiB less room than 80 GiB ones (x the usable fraction).
+    assert np.all(rollout_room > on_h100.pool_overflow_gib["rollout"] + 25)
+    np.testing.assert_allclose(
+        mixed_costs.pool_overflow_gib["training"], on_h100.pool_overflow_gib["training"]
+    )
+    assert np.all(mixed_costs.feasible)  # the search kept only plans that fit on both parts
