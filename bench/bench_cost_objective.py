@@ -9,9 +9,11 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from kb.load import load_catalog
 from kb.paths import DEFAULT_ROOTS, RULES_ROOT
+from rules.mixed import recommend_mixed, resolve_mixed
 from rules.scenario import read_scenario, resolve
 from rules.sizing import Objective, recommend_sizes
 
@@ -26,7 +28,11 @@ def main() -> None:
     for path in sorted(EXAMPLES.glob("*.yaml")):
         scenario = read_scenario(path)
         workload = scenario.workload.model_copy(update={"steps": steps})
-        resolved = resolve(scenario.model_copy(update={"workload": workload}), catalog.records)
+        scenario = scenario.model_copy(update={"workload": workload})
+        if scenario.cluster.parts is not None:
+            total += _mixed(path.stem, scenario, catalog)
+            continue
+        resolved = resolve(scenario, catalog.records)
         start = time.perf_counter()
         result = recommend_sizes(resolved, catalog, max_nodes, Objective("cost"), 1)
         seconds = time.perf_counter() - start
@@ -42,6 +48,24 @@ def main() -> None:
             flush=True,
         )
     print(f"total {total:.1f} s")
+
+
+def _mixed(name: str, scenario: Any, catalog: Any) -> float:
+    """A mixed cluster: `--objective cost` over its parts and pairs of parts (as given)."""
+    start = time.perf_counter()
+    mixed = recommend_mixed(resolve_mixed(scenario, catalog), catalog, 1, Objective("cost"))
+    seconds = time.perf_counter() - start
+    summary = mixed["mixed"]
+    chosen = next(o for o in summary["options"] if o["chosen"])
+    cost = summary["cost_axis"]
+    print(
+        f"{name}: {len(summary['options'])} part options searched "
+        f"({len(summary['infeasible'])} without a plan), chosen {chosen['label']}: "
+        f"{chosen['run_days']:.2f} days, {cost} {chosen[cost]:,.0f}; frontier "
+        f"{summary['frontier']}; {seconds:.1f} s",
+        flush=True,
+    )
+    return seconds
 
 
 if __name__ == "__main__":

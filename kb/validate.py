@@ -61,6 +61,10 @@ class Checker:
         cluster, models = scenario.cluster, scenario.models
         if isinstance(cluster.accelerator, str):
             self.ref(record, f"{path}.cluster.accelerator", "accelerator", cluster.accelerator)
+        for i, part in enumerate(cluster.parts or ()):
+            if isinstance(part.accelerator, str):
+                where = f"{path}.cluster.parts[{i}].accelerator"
+                self.ref(record, where, "accelerator", part.accelerator)
         for role in ("policy", "critic", "reward"):
             value = getattr(models, role)
             if isinstance(value, str) and value != "verifier":

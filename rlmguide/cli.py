@@ -510,9 +510,11 @@ def load_scenario(
     assignments: tuple[str, ...],
     deployment: str | None = None,
     keep_plan: bool = True,
+    mixed: bool = False,
 ) -> Any:
     """The scenario file, a deployment's scenario (or an empty one) with flags and `--set`
-    applied, resolved."""
+    applied, resolved; with `mixed`, a mixed-accelerator cluster resolves part by part
+    (rules.mixed), else it is refused with a one-line message."""
     from kb.load import load_catalog
     from rules.scenario import InputError, parse_assignment, parse_scenario, read_mapping, resolve
 
@@ -545,6 +547,10 @@ def load_scenario(
         scenario = parse_scenario(data, origin)
         # a recommendation reads only the kinds it resolves, ranks with and cites
         catalog = load_catalog(record_roots(), RECOMMEND_KINDS)
+        if mixed and scenario.cluster.parts is not None:
+            from rules.mixed import resolve_mixed
+
+            return resolve_mixed(scenario, catalog), catalog
         return resolve(scenario, catalog.records), catalog
     except InputError as exc:
         raise BadInput(str(exc)) from None
@@ -680,6 +686,34 @@ def _size_search(
     return result
 
 
+def _mixed_search(
+    mixed: Any, catalog: Any, top: int, framework: str | None, sizing: dict[str, Any]
+) -> dict[str, Any]:
+    """`recommend` on every part of a mixed cluster and across parts (rules.mixed)."""
+    from rules.mixed import check_mixed_flags, recommend_mixed
+    from rules.recommend import InvalidRecords
+    from rules.scenario import InputError
+    from rules.sizing import Objective, SizingError
+
+    try:
+        check_mixed_flags(mixed, sizing)
+    except InputError as exc:
+        raise BadInput(str(exc)) from None
+    objective = Objective(sizing["objective"] or "time", sizing["deadline"], sizing["budget"])
+    try:
+        with _progress("searching plans on each part and across parts"):
+            result = recommend_mixed(mixed, catalog, top, objective, only=framework)
+    except SizingError as exc:
+        raise Failure(str(exc)) from None
+    except InvalidRecords as exc:
+        raise Failure(
+            f"invalid rule or constraint records; run `rlmguide validate`: {exc}"
+        ) from None
+    if where := non_finite(result):
+        raise BadInput(f"the scenario's numbers give a non-finite estimate at {where}")
+    return result
+
+
 @cli.command()
 @scenario_options
 @click.option(
@@ -728,8 +762,20 @@ def recommend(
     Example: rlmguide recommend examples/grpo-qwen2.5-7b-8xh100.yaml --top 3
     """
     resolved, catalog = load_scenario(
-        scenario_file, flags, assignments, deployment, keep_plan=False
+        scenario_file, flags, assignments, deployment, keep_plan=False, mixed=True
     )
+    sizing = {"objective": objective, "max_nodes": max_nodes, "deadline": deadline,
+              "budget": budget}  # fmt: skip
+    if not hasattr(resolved, "accelerator"):  # a mixed-accelerator cluster (rules.mixed)
+        if emit is not None:
+            raise BadInput(
+                "--emit: a launch script runs on one accelerator; export the part a plan uses "
+                "(give its cluster.accelerator, nodes and gpus_per_node)"
+            )
+        if framework is not None:
+            _check_framework(framework, catalog)
+        emit_plans(_mixed_search(resolved, catalog, top, framework, sizing), fmt, plot)
+        return
     if emit is not None:
         if framework not in (None, emit):
             raise BadInput(f"--emit {emit} and --framework {framework} name different frameworks")
@@ -738,8 +784,6 @@ def recommend(
         return
     if framework is not None:
         _check_framework(framework, catalog)
-    sizing = {"objective": objective, "max_nodes": max_nodes, "deadline": deadline,
-              "budget": budget}  # fmt: skip
     if any(v is not None for v in sizing.values()):
         emit_plans(_size_search(resolved, catalog, top, framework, sizing), fmt, plot)
         return

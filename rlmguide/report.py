@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlmguide.formats import print_rows
-from rlmguide.runreport import print_run, print_sizing
+from rlmguide.runreport import print_mixed, print_run, print_sizing
 from rlmguide.survey_report import print_survey
 
 
@@ -36,6 +36,9 @@ def layout(plan: dict[str, Any]) -> tuple[str, str]:
     pools = {k: v for k, v in plan.get("pools", {}).items() if v}
     if pools:
         train += "; own pools " + ", ".join(f"{k} {v}" for k, v in pools.items())
+    if parts := plan.get("parts"):  # a mixed cluster: the part each pool runs on
+        rollout = f"{rollout} (on {parts['rollout']})"
+        train = f"{train} (on {parts['train']})"
     return rollout, train
 
 
@@ -176,3 +179,5 @@ def print_report(result: dict[str, Any], fmt: str) -> None:
         print_survey(best["survey_model"], fmt)
     if "sizing" in result:
         print_sizing(result["sizing"], fmt)
+    if "mixed" in result:
+        print_mixed(result["mixed"], fmt)

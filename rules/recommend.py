@@ -32,7 +32,7 @@ from rules.frameworks import (
     supports,
 )
 from rules.ranking import TIE_FRACTION, complexity, rank, rollout_shape
-from rules.runcost import add_run_totals
+from rules.runcost import BilledPart, add_run_totals
 from rules.scenario import Resolved
 from rules.search import (
     FINE_GRID_UP_TO_GPUS,
@@ -99,12 +99,17 @@ def judges_of(catalog: Catalog) -> Judges:
 
 
 def recommender_for(
-    resolved: Resolved, catalog: Catalog, judges: Judges | None = None, **options: Any
+    resolved: Resolved,
+    catalog: Catalog,
+    judges: Judges | None = None,
+    factory: Any = None,
+    **options: Any,
 ) -> Recommender:
     """A recommender with the catalog's judges (`judges`, where a caller searches many
-    scenarios on one catalog, compiled once)."""
+    scenarios on one catalog, compiled once); `factory` builds it (default `Recommender`; a
+    subclass that costs plans across the parts of a mixed cluster, rules.mixed)."""
     j = judges or judges_of(catalog)
-    return Recommender(
+    return (factory or Recommender)(
         resolved,
         j.rules,
         j.frameworks,
@@ -375,6 +380,18 @@ class Recommender:
                 self.search.rejected[reason] += int(weight[left].sum())
         return some
 
+    def cost(self, resolved: Resolved, table: PlanTable) -> CostTable:
+        """Cost `table` for `resolved` (the scenario, or it at another response length)."""
+        return _cost(resolved, table, self.overheads)
+
+    def splits(self) -> list[Split]:
+        """The pool splits searched (rules.search.splits)."""
+        return splits(self.resolved)
+
+    def billed(self) -> list[BilledPart] | None:
+        """The GPUs a plan bills, each part at its price; None: the whole cluster."""
+        return None
+
     def _env(self, table: PlanTable, costs: CostTable | None = None) -> dict[str, Any]:
         return {**self.facts, **plan_facts(table, costs)}
 
@@ -435,7 +452,7 @@ class Recommender:
         keep = np.flatnonzero(alive)
         if not keep.size:
             return out, feasible, fastest
-        costs = _cost(r, table.take(keep), self.overheads)
+        costs = self.cost(r, table.take(keep))
         overflows = costs.pool_overflow_gib
         if pool == "rollout":
             seconds = costs.stages["rollout"].seconds
@@ -539,7 +556,7 @@ class Recommender:
         keep = np.flatnonzero(alive)
         if not keep.size:
             return {k: v[keep] for k, v in tr.items()}, np.zeros(0)
-        costs = _cost(r, table.take(keep), self.overheads)
+        costs = self.cost(r, table.take(keep))
         trainer = sum(costs.stages[s].seconds for s in ("assessment", "training", "switch"))
         resident = costs.memory_terms_gib["rollout"]["trainer_state"]
         excess = np.max([v for k, v in costs.pool_overflow_gib.items() if k != "rollout"], axis=0)
@@ -594,7 +611,7 @@ class Recommender:
         # Only ranks the rollout layouts: nothing here counts as rejected.
         alive = self._reject(self._env(table), n, "rollout", np.zeros(n, dtype=int))
         keep = np.flatnonzero(alive)
-        costs = _cost(self.resolved, table.take(keep), self.overheads)
+        costs = self.cost(self.resolved, table.take(keep))
         fits = costs.feasible | (not self.enforce_memory)
         keep, seconds = keep[fits], costs.step_seconds[fits]
         shape = rollout_shape(table.take(keep))
@@ -741,7 +758,7 @@ class Recommender:
         start = self._start
         vetoing_rule = self._scenario_rejection()
         rows: list[dict[str, Any]] = []
-        chosen = splits(self.resolved)
+        chosen = self.splits()
         for split in chosen:
             if split.placement == "colocated":
                 rows += self._colocated_rows(split)
@@ -769,7 +786,7 @@ class Recommender:
             self.search.seconds = time.perf_counter() - start
             raise NoFeasiblePlan(self._binding())
         table = table.take(keep)
-        costs = _cost(self.resolved, table, self.overheads)
+        costs = self.cost(self.resolved, table)
         env = self._env(table, costs)
         n = len(table)
         alive = self._reject(env, n, "plan", np.ones(n, dtype=int))
@@ -829,7 +846,7 @@ class Recommender:
     def _fixed_fields_binding(self) -> str:
         """No candidate at all: name the fixed field that no pool size can host."""
         plan = self.resolved.scenario.plan
-        chosen = splits(self.resolved)
+        chosen = self.splits()
         for pool, fixed, degrees in (
             ("rollout", plan.rollout, ("tp", "pp")),
             ("train", plan.train, ("tp", "pp", "cp")),
@@ -1046,7 +1063,7 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
         plan["also_as"] = _folded(costs, ranked.folded[position - 1])
         plans.append({"rank": position, **plan})
     run = add_run_totals(
-        resolved, costs, list(ranked.rows), plans, lambda r, t: _cost(r, t, recommender.overheads)
+        resolved, costs, list(ranked.rows), plans, recommender.cost, recommender.billed()
     )
     time_order = np.argsort(costs.step_seconds, kind="stable")
     search = recommender.search

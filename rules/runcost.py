@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -67,6 +67,46 @@ def price(resolved: Resolved) -> dict[str, Any] | None:
     }
 
 
+@dataclass(frozen=True)
+class BilledPart:
+    """GPUs billed together at one price: a whole single-accelerator cluster, or one part of
+    a mixed cluster that a plan uses."""
+
+    name: str | None
+    gpus: int
+    rate: dict[str, Any] | None
+    """`price(...)` of the part: per GPU-hour, currency and origin; None when unknown."""
+    watts: float | None
+
+
+def billed_part(resolved: Resolved, name: str | None = None) -> BilledPart:
+    """The cluster of `resolved` as one billed part, at its price and power per GPU."""
+    cluster = resolved.scenario.cluster
+    watts = cluster.watts_per_gpu or resolved.accelerator.tdp_watts
+    return BilledPart(name, cluster.gpus, price(resolved), watts)
+
+
+def blended_rate(parts: list[BilledPart]) -> dict[str, Any] | None:
+    """The price of one GPU-hour across the billed parts (their GPU-weighted mean), or None
+    when some part has no known price: a bill with an unpriced part has no total."""
+    if len(parts) == 1:
+        return parts[0].rate
+    if any(p.rate is None for p in parts):
+        return None
+    gpus = sum(p.gpus for p in parts)
+    per_hour = sum(p.gpus * p.rate["per_gpu_hour"] for p in parts) / gpus  # type: ignore[index]
+    shown = ", ".join(
+        f"{p.name} {p.gpus} GPUs at {p.rate['per_gpu_hour']:g} ({p.rate['origin']})"  # type: ignore[index]
+        for p in parts
+    )
+    return {
+        "per_gpu_hour": per_hour,
+        "currency": parts[0].rate["currency"],  # type: ignore[index]
+        "default": any(p.rate["default"] for p in parts),  # type: ignore[index]
+        "origin": f"GPU-weighted mean over the parts: {shown}",
+    }
+
+
 def run_steps(resolved: Resolved, terms: RunTerms) -> int | None:
     """RL steps of the run: given, or from a sample or token budget."""
     w = resolved.scenario.workload
@@ -115,17 +155,23 @@ def add_run_totals(
     rows: list[int],
     plans: list[dict[str, Any]],
     recost: Recost,
+    parts: list[BilledPart] | None = None,
 ) -> dict[str, Any]:
     """Add the per-step and run totals to each plan (plans[k] is costs row rows[k]; `recost`
     prices the rows at the length schedule's other lengths); return what the totals assumed:
-    steps, terms with their source or `assumption`, price, power."""
+    steps, terms with their source or `assumption`, price, power. `parts` are the GPUs
+    billed, each at its own price (default: the whole cluster at its price); with more than
+    one, each plan lists its `billing` per part."""
     cluster = resolved.scenario.cluster
     terms = run_terms(resolved)
     steps = run_steps(resolved, terms)
-    rate = price(resolved)
+    parts = parts or [billed_part(resolved)]
+    rate = blended_rate(parts)
     per_hour = rate["per_gpu_hour"] if rate else None
-    watts = cluster.watts_per_gpu or resolved.accelerator.tdp_watts
-    gpus = cluster.gpus
+    gpus = sum(p.gpus for p in parts)
+    # Energy is linear in GPU-hours, so a mixed bill's power per GPU is the GPU-weighted mean.
+    known = all(p.watts for p in parts)
+    watts = sum(p.gpus * p.watts for p in parts) / gpus if known else None  # type: ignore[operator]
     params = resolved.policy.params_total + (resolved.critic.params_total if resolved.critic else 0)
     means = _schedule_means(resolved, costs, rows, terms, recost) if steps and rows else None
     for k, (row, plan) in enumerate(zip(rows, plans, strict=True)):
@@ -165,6 +211,8 @@ def add_run_totals(
                 },
             )
         plan.update(totals)
+        if len(parts) > 1 or parts[0].name is not None:
+            plan["billing"] = _billing(parts, per_step / gpus, totals["run_gpu_hours"], gpus)
     given = resolved.scenario.run.model_dump(exclude_none=True)
     return {
         "steps": steps,
@@ -172,8 +220,9 @@ def add_run_totals(
         "price": rate,
         "watts_per_gpu": watts,
         "watts_origin": "cluster.watts_per_gpu"
-        if cluster.watts_per_gpu
-        else "accelerator TDP (GPU only; hosts and network excluded)",
+        if cluster.watts_per_gpu and len(parts) == 1
+        else "accelerator TDP (GPU only; hosts and network excluded)"
+        + (", GPU-weighted over the parts" if len(parts) > 1 else ""),
         "terms": {
             name: {
                 "value": getattr(terms, name),
@@ -188,3 +237,29 @@ def add_run_totals(
             for name in (f.name for f in fields(terms))
         },
     }
+
+
+def _billing(
+    parts: list[BilledPart], step_hours: float, run_gpu_hours: float | None, gpus: int
+) -> list[dict[str, Any]]:
+    """Each part's GPU-hours and cost per step and per run: its GPUs are held for the whole
+    step and run, busy or waiting for the other part."""
+    rows = []
+    for part in parts:
+        per_hour = part.rate["per_gpu_hour"] if part.rate else None
+        hours = part.gpus * step_hours
+        run_hours = run_gpu_hours * part.gpus / gpus if run_gpu_hours is not None else None
+        rows.append(
+            {
+                "part": part.name,
+                "gpus": part.gpus,
+                "price_per_gpu_hour": per_hour,
+                "currency": part.rate["currency"] if part.rate else None,
+                "price_origin": part.rate["origin"] if part.rate else None,
+                "gpu_hours_per_step": hours,
+                "cost_per_step": hours * per_hour if per_hour else None,
+                "run_gpu_hours": run_hours,
+                "run_cost": run_hours * per_hour if per_hour and run_hours is not None else None,
+            }
+        )
+    return rows

@@ -176,6 +176,12 @@ def _architecture(
 def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> Resolved:
     """Replace ids by records and check what no single field can check alone."""
     cluster, models, workload = scenario.cluster, scenario.models, scenario.workload
+    if cluster.parts is not None or cluster.accelerator is None:
+        raise InputError(
+            "cluster.parts: a mixed-accelerator cluster is planned by `rlmguide recommend` "
+            "only; to estimate, export or review a plan, give the one part it runs on "
+            "(cluster.accelerator, nodes, gpus_per_node)"
+        )
     if isinstance(cluster.accelerator, InlineAccelerator):
         accelerator_id, accelerator = "inline", cluster.accelerator
     else:

@@ -79,9 +79,16 @@ def _nodes(count: int) -> str:
 
 
 def _choose(
-    sizes: list[dict[str, Any]], objective: Objective, time_key: str, cost_key: str
+    sizes: list[dict[str, Any]],
+    objective: Objective,
+    time_key: str,
+    cost_key: str,
+    label: Callable[[dict[str, Any]], str] = lambda s: _nodes(s["nodes"]),
+    kind: str = "size",
 ) -> tuple[int, str]:
-    """The chosen size's index and why; SizingError when the constraints exclude every size."""
+    """The chosen size's index and why; SizingError when the constraints exclude every size.
+    `label` names a size and `kind` what is chosen (rules.mixed chooses among the parts of a
+    mixed cluster with it)."""
     unit = "days" if time_key == "run_days" else "s per step"
     deadline, budget = objective.deadline_days, objective.budget
     if deadline is not None and time_key != "run_days":
@@ -93,29 +100,29 @@ def _choose(
     if not in_time:
         f = sizes[fastest]
         raise SizingError(
-            f"the deadline binds: no searched size finishes within {deadline:g} days; the "
-            f"fastest ({_nodes(f['nodes'])}) takes {f[time_key]:.3g} {unit}"
+            f"the deadline binds: no searched {kind} finishes within {deadline:g} days; the "
+            f"fastest ({label(f)}) takes {f[time_key]:.3g} {unit}"
         )
     if not in_budget:
         c = sizes[cheapest]
         raise SizingError(
-            f"the budget binds: no searched size costs at most {budget:g}; the cheapest "
-            f"({_nodes(c['nodes'])}) costs {c[cost_key]:.4g}"
+            f"the budget binds: no searched {kind} costs at most {budget:g}; the cheapest "
+            f"({label(c)}) costs {c[cost_key]:.4g}"
         )
     both = sorted(set(in_time) & set(in_budget))
     if not both:
         c = min(in_time, key=lambda i: sizes[i][cost_key])
         raise SizingError(
             f"the deadline and the budget bind together: within {deadline:g} days the "
-            f"cheapest size ({_nodes(sizes[c]['nodes'])}) costs {sizes[c][cost_key]:.4g}, over "
+            f"cheapest {kind} ({label(sizes[c])}) costs {sizes[c][cost_key]:.4g}, over "
             f"the budget of {budget:g}"
         )
     if objective.name == "time":
         pick = min(both, key=lambda i: (sizes[i][time_key], sizes[i][cost_key]))
-        why = f"the fastest searched size ({time_key})"
+        why = f"the fastest searched {kind} ({time_key})"
     else:
         pick = min(both, key=lambda i: (sizes[i][cost_key], sizes[i][time_key]))
-        why = f"the cheapest searched size ({cost_key})"
+        why = f"the cheapest searched {kind} ({cost_key})"
     limits = []
     if deadline is not None:
         limits.append(f"within {deadline:g} days")
@@ -127,8 +134,8 @@ def _choose(
     if other != pick:
         o = sizes[other]
         why += (
-            f"; the {'cheapest' if objective.name == 'time' else 'fastest'} size "
-            f"({_nodes(o['nodes'])}) takes {o[time_key]:.3g} {unit} for {o[cost_key]:,.4g}"
+            f"; the {'cheapest' if objective.name == 'time' else 'fastest'} {kind} "
+            f"({label(o)}) takes {o[time_key]:.3g} {unit} for {o[cost_key]:,.4g}"
         )
     return pick, why
 

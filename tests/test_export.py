@@ -601,7 +601,12 @@ def test_export_reproduces_the_deployments_plan(record_id: str, version: str | N
     )
 
 
-EXAMPLES = sorted(str(p) for p in (REPO / "examples").glob("*.yaml"))
+EXAMPLES = sorted(
+    str(p)
+    for p in (REPO / "examples").glob("*.yaml")
+    if "parts" not in yaml.safe_load(p.read_text())["cluster"]
+)
+"""The single-accelerator examples; a mixed cluster is refused (tests/test_mixed.py)."""
 REFUSED_EXAMPLES = {
     # 70B PPO with a reward model on 1,024 GPUs: every NeMo-RL launch is refused by a constraint
     # record (its reward model needs GPUs of its own, its DTensor offload is all or nothing, ...)

@@ -504,7 +504,12 @@ def test_review_json_and_table_from_a_real_process() -> None:
     assert "actor_rollout_ref.rollout.tensor_model_parallel_size" in table.output
 
 
-EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
+EXAMPLES = sorted(
+    p
+    for p in (REPO / "examples").glob("*.yaml")
+    if "parts" not in yaml.safe_load(p.read_text())["cluster"]
+)
+"""The single-accelerator examples; a mixed cluster is refused (tests/test_mixed.py)."""
 MAPPED = ("verl", "openrlhf", "nemo-rl")
 
 

@@ -125,6 +125,13 @@ CASES = [
     ),
     (
         "results/fw-one-step.yaml",
+        "cluster: {accelerator: gpu-x, nodes: 1, gpus_per_node: 8}",
+        "cluster: {parts: [{name: a, accelerator: gpu-x}, {name: b, accelerator: gpu-z}]}",
+        "results/fw-one-step.yaml: scenario.cluster.parts[1].accelerator: unknown accelerator "
+        "'gpu-z'",
+    ),
+    (
+        "results/fw-one-step.yaml",
         "policy: model-7b",
         "policy: model-8b",
         "results/fw-one-step.yaml: scenario.models.policy: unknown model 'model-8b'",

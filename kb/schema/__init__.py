@@ -31,6 +31,7 @@ from kb.schema.records import (
 )
 from kb.schema.scenario import (
     Cluster,
+    ClusterPart,
     Efficiency,
     InlineAccelerator,
     InlineModel,
@@ -56,6 +57,7 @@ __all__ = [
     "Architecture",
     "Claim",
     "Cluster",
+    "ClusterPart",
     "Component",
     "Constraint",
     "Dated",

@@ -35,6 +35,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "cluster.gpus_per_node": (1, 128),
     "cluster.scale_up_domain_gpus": (1, MAX_GPUS),
     "cluster.accelerator.scale_up_domain_gpus": (1, MAX_GPUS),
+    "cluster.parts*.nodes": (1, 8_192),
+    "cluster.parts*.gpus_per_node": (1, 128),
+    "cluster.parts*.scale_up_domain_gpus": (1, MAX_GPUS),
     "models.context_tokens": (1, 2 * TOKENS[1]),
     "models.*.max_context_tokens": (1, 2 * TOKENS[1]),
     "models.*.layers": (1, 1_024),
@@ -109,7 +112,13 @@ def out_of_bounds(scenario: BaseModel) -> str | None:
                 f"{path}: {_shown(value)} is outside the supported range {_shown(low)} to "
                 f"{_shown(high)}{why}"
             )
-    nodes, per_node = scenario.cluster.nodes, scenario.cluster.gpus_per_node  # type: ignore[attr-defined]
+    cluster = scenario.cluster  # type: ignore[attr-defined]
+    if cluster.parts is not None and cluster.gpus > MAX_GPUS:
+        return (
+            f"cluster.parts: {cluster.gpus:,} GPUs in all exceed the {MAX_GPUS:,} GPUs the plan "
+            "search is bounded to"
+        )
+    nodes, per_node = cluster.nodes, cluster.gpus_per_node
     if nodes * per_node > MAX_GPUS:
         return (
             f"cluster: {nodes:,} nodes x {per_node} GPUs = {nodes * per_node:,} GPUs exceeds the "
@@ -133,6 +142,8 @@ def annotate(schema: dict[str, Any]) -> dict[str, Any]:
             walk(branch, path, depth + 1)
         for name, child in node.get("properties", {}).items():
             walk(child, f"{path}.{name}" if path else name, depth + 1)
+        if isinstance(node.get("items"), dict):  # the parts of a mixed cluster
+            walk(node["items"], f"{path}[]", depth + 1)
         if node.get("type") in ("integer", "number"):
             low, high = next(
                 (r for p, r in BOUNDS.items() if fnmatch.fnmatchcase(path, p)), ANY_NUMBER

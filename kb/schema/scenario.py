@@ -32,10 +32,11 @@ class InlineModel(Architecture):
     name: Text = "inline model"
 
 
-class Cluster(Strict):
+class Nodes(Strict):
     """Nodes (a host: its memory, NICs and PCIe) and the scale-up domain (the GPUs one NVLink
     fabric joins) are separate: an HGX board is a node of 8 and a domain of 8, a GB200 NVL72
-    rack is 18 nodes (trays) of 4 GPUs and one domain of 72."""
+    rack is 18 nodes (trays) of 4 GPUs and one domain of 72. What a whole cluster and each part
+    of a mixed one give."""
 
     accelerator: Slug | InlineAccelerator
     nodes: PositiveInt = 1
@@ -63,7 +64,7 @@ class Cluster(Strict):
         return self.nodes * self.gpus_per_node
 
     @model_validator(mode="after")
-    def _domain_tiles_nodes(self) -> Cluster:
+    def _domain_tiles_nodes(self) -> Nodes:
         domain, node = self.scale_up_domain_gpus, self.gpus_per_node
         if domain is not None and domain % node and node % domain:
             raise ValueError(
@@ -71,6 +72,75 @@ class Cluster(Strict):
                 "(NVLink racks of several nodes) or divide it (PCIe cards joined in pairs)"
             )
         return self
+
+
+class ClusterPart(Nodes):
+    """One part of a mixed cluster: nodes of one accelerator, with its own price."""
+
+    name: Slug
+    """How the output names this part (`a100`, `h100-pod`)."""
+
+
+CrossVendorSync = Literal["host-staged", "rdma"]
+
+
+class Cluster(Nodes):
+    """One accelerator (`accelerator`, `nodes`, ...), or a mixed cluster: `parts` of different
+    accelerators and the link between them."""
+
+    accelerator: Slug | InlineAccelerator | None = None  # type: ignore[assignment]
+    parts: list[ClusterPart] | None = None
+    """A mixed cluster: two or more parts, each with its accelerator, nodes, GPUs per node
+    and price. Plans run on one part, or put rollout on one part and training on another."""
+    link_gbps_between_parts: Positive | None = None
+    """Network bandwidth per GPU, Gbit/s one direction, between two parts (weight sync from
+    the trainer's part to the rollout's); unset, the slower part's network per GPU."""
+    cross_vendor_sync: CrossVendorSync = "host-staged"
+    """How weights cross between parts of different vendors, where NCCL and RCCL cannot form
+    one group: `host-staged` (copied to host memory, sent over the network, copied up again:
+    the slowest of the link and the two host links sets the rate) or `rdma` (GPU to GPU over
+    RDMA, as HetCCL does, at the link's rate)."""
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Cluster:
+        if self.parts is None:
+            if self.accelerator is None:
+                raise ValueError("give cluster.accelerator, or cluster.parts for a mixed cluster")
+            stray = [
+                n for n in ("link_gbps_between_parts", "cross_vendor_sync")
+                if n in self.model_fields_set
+            ]  # fmt: skip
+            if stray:
+                raise ValueError(f"{stray[0]} applies to a mixed cluster (cluster.parts) only")
+            return self
+        own = [n for n in self.model_fields_set if n in Nodes.model_fields]
+        if own:
+            raise ValueError(
+                f"with cluster.parts each part gives its own {sorted(own)[0]}; move it into "
+                "the parts"
+            )
+        if len(self.parts) < 2:
+            raise ValueError(
+                "cluster.parts lists at least two parts; for one accelerator give "
+                "cluster.accelerator, nodes and gpus_per_node instead"
+            )
+        names = [p.name for p in self.parts]
+        if len(set(names)) < len(names):
+            twice = next(n for n in names if names.count(n) > 1)
+            raise ValueError(f"cluster.parts: the name {twice!r} is given twice")
+        currencies = {p.currency for p in self.parts if p.currency}
+        if len(currencies) > 1:
+            raise ValueError(
+                f"cluster.parts: prices in {' and '.join(sorted(currencies))}; give every "
+                "part's price in one currency"
+            )
+        return self
+
+    @property
+    def gpus(self) -> int:
+        if self.parts is not None:
+            return sum(p.gpus for p in self.parts)
+        return self.nodes * self.gpus_per_node
 
 
 RewardKind = Literal["verifier", "reward-model", "llm-judge", "process-reward-model"]
