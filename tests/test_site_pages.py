@@ -152,6 +152,7 @@ def test_one_page_per_record_and_rule(small: tuple[Catalog, dict[str, str]]) -> 
     overviews = {site.index_of(k) for k in PLURALS} | {
         MAP_PAGE,
         FORMULAS_PAGE,
+        NOTATION_PAGE,
         site.MATRIX,
         site.FACTS_PAGE,
         site.SQL_REFERENCE,
