@@ -894,6 +894,7 @@ ESTIMATE_REQUIRED = (
     "train.zero",
     "train.recompute",
 )
+OFFLINE_REQUIRED = ("train.tp", "train.zero", "train.recompute")
 
 
 @cli.command()
@@ -925,7 +926,9 @@ def estimate(
 
     resolved, catalog = load_scenario(scenario_file, flags, assignments, deployment)
     plan = resolved.scenario.plan
-    missing = [f"plan.{name}" for name in ESTIMATE_REQUIRED if _get(plan, name) is None]
+    # Offline methods generate nothing: the trainer's layout is the whole plan.
+    required = ESTIMATE_REQUIRED if resolved.algorithm.online else OFFLINE_REQUIRED
+    missing = [f"plan.{name}" for name in required if _get(plan, name) is None]
     if plan.placement == "disaggregated":
         missing += [f"plan.{p}.gpus" for p in ("rollout", "train") if getattr(plan, p).gpus is None]
     if missing:
