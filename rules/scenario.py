@@ -536,9 +536,7 @@ def fill_plan_defaults(resolved: Resolved) -> tuple[Resolved, list[str]]:
     if not resolved.algorithm.online:
         # Nothing is generated: the plan table's rollout columns hold a layout that never
         # runs (cost.offline idles it); it is neither a choice nor shown.
-        r = r.model_copy(
-            update={"gpus": gpus, "tp": 1, "pp": 1, "ep": 1, "prefix_caching": False}
-        )
+        r = r.model_copy(update={"gpus": gpus, "tp": 1, "pp": 1, "ep": 1, "prefix_caching": False})
     rollout = r.model_copy(
         update={
             "gpus": pick("rollout", r.gpus, "gpus", gpus),
