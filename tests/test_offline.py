@@ -291,3 +291,12 @@ def test_offline_step_equals_its_stages_over_many_plans() -> None:
     parts = sum(costs.stages[n].seconds for n in ("assessment", "training", "switch"))
     assert np.allclose(costs.step_seconds, parts, rtol=1e-12)
     assert np.all(costs.stages["rollout"].seconds == 0.0)
+
+
+def test_survey_block_is_refused_offline_in_one_line() -> None:
+    code, out = invoke(
+        "estimate", DPO_EXAMPLE, "--survey",
+        "--set", "plan.train.tp=1", "--set", "plan.train.zero=3",
+        "--set", "plan.train.recompute=none",
+    )  # fmt: skip
+    assert code == 2 and out.startswith("Error: --survey: ") and out.count("\n") == 1
