@@ -437,6 +437,23 @@ def test_algorithm_pages_show_the_survey_specification(
     assert "<td>actor</td> <td>none</td> <td>none</td>" in orpo
 
 
+def test_matrix_page_has_the_survey_table11_view(real: tuple[Catalog, dict[str, str]]) -> None:
+    """The survey's Table 11 column set as a preset view: one row per framework, its 13
+    columns, each cell a cited claim or unknown."""
+    catalog, pages = real
+    page = pages[site.MATRIX]
+    block = page[page.index('<table id="survey-table-11"') :]
+    block = block[: block.index("</table>")]
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", block)
+    assert heads == ["Framework", "DP", "Z1", "Z2", "Z3", "TP", "CP", "EP", "PP",
+                     "AC Share", "Disagg.", "Stage Fusion", "Hybrid", "Async"]  # fmt: skip
+    rows = re.findall(r"<tr>.*?</tr>", block.split("<tbody>")[1])
+    assert len(rows) == len(catalog.of("framework"))
+    verl = next(r for r in rows if re.search(r'href="[./]*verl/"', r))
+    assert verl.count("<td") == 14 and "support-yes" in verl
+    assert "compare --preset table11" in page
+
+
 def test_catalog_tables_have_derived_figures(real: tuple[Catalog, dict[str, str]]) -> None:
     catalog, pages = real
     h100 = catalog.of("accelerator")["h100-sxm-80gb"]
