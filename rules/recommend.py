@@ -232,6 +232,11 @@ class Recommender:
         self.supports = supports(
             self.frameworks, constraints, components or {}, resolved.algorithm.id
         )
+        if self.frameworks and filter_frameworks and not self.supports:
+            raise NoFeasiblePlan(
+                f"no framework in the knowledge base claims {resolved.algorithm.name}, so none "
+                "runs a plan of this scenario; `rlmguide estimate` costs a fixed plan regardless"
+            )
         if only is not None:
             self.supports = [x for x in self.supports if x.id == only]
             if not self.supports:

@@ -300,3 +300,33 @@ def test_survey_block_is_refused_offline_in_one_line() -> None:
         "--set", "plan.train.recompute=none",
     )  # fmt: skip
     assert code == 2 and out.startswith("Error: --survey: ") and out.count("\n") == 1
+
+
+def test_the_family_is_recommended_where_a_framework_claims_it() -> None:
+    """LLaMA-Factory claims IPO, KTO, ORPO and SimPO (pref_loss and stage kto); KTO trains one
+    response per example, half DPO's sequences for the same prompts and plan."""
+    code, out = invoke(
+        "recommend", DPO_EXAMPLE, "--format", "json", "--top", "1",
+        "--set", "workload.algorithm=kto", "--set", "workload.samples_per_prompt=1",
+    )  # fmt: skip
+    assert code == 0, out
+    assert "llama-factory" in json.loads(out)["plans"][0]["frameworks"]
+    flops = {}
+    for algorithm, samples in (("dpo", "2"), ("kto", "1")):
+        code, out = invoke(
+            "estimate", DPO_EXAMPLE, "--format", "json",
+            "--set", f"workload.algorithm={algorithm}",
+            "--set", f"workload.samples_per_prompt={samples}",
+            "--set", "plan.train.tp=2", "--set", "plan.train.zero=1",
+            "--set", "plan.train.recompute=full",
+        )  # fmt: skip
+        assert code == 0, out
+        (plan,) = json.loads(out)["plans"]
+        flops[algorithm] = sum(s["work_flop"] for s in plan["stages"])
+    assert flops["kto"] == pytest.approx(flops["dpo"] / 2, rel=1e-12)
+
+
+def test_an_algorithm_no_framework_claims_is_said_so() -> None:
+    grpo = str(REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml")
+    code, out = invoke("recommend", grpo, "--set", "workload.algorithm=raft")
+    assert code == 1 and "no framework in the knowledge base claims RAFT" in out
