@@ -51,7 +51,8 @@ class Batch:
 
     @classmethod
     def of(cls, workload: Workload, needs: Needs) -> Batch:
-        group = workload.samples_per_prompt or needs.samples_per_prompt or 1
+        default = 2 if needs.offline else 1  # offline preference methods train on pairs
+        group = workload.samples_per_prompt or needs.samples_per_prompt or default
         longest = workload.max_response_tokens or workload.response_tokens
         return cls(
             prompts=workload.prompts_per_step,

@@ -141,8 +141,8 @@ ADAM_MIXED_BYTES_PER_PARAM = 16
 
 
 def _reward_kind(resolved: Resolved) -> str:
-    if resolved.algorithm.reward == "none":
-        return "none"
+    if resolved.algorithm.reward == "none" or not resolved.algorithm.online:
+        return "none"  # offline, nothing scores responses during training
     return "verifier" if resolved.reward is None else resolved.scoring.kind
 
 

@@ -208,7 +208,8 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             f"models.reward: {algorithm.name} scores its samples; give verifier or a reward "
             "model (none is for offline preference methods such as dpo)"
         )
-    if reward is None and algorithm.reward == "model":
+    # Offline, a reward model (AlphaDPO's, RPO's) labelled the dataset before training.
+    if reward is None and algorithm.reward == "model" and algorithm.online:
         raise InputError(
             f"models.reward: {algorithm.name} scores responses with a reward model; "
             "give its id (or a kind with a model) instead of 'verifier'"
@@ -221,12 +222,14 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             "models.reference: with LoRA the reference is the frozen base inside the actor; "
             "remove models.reference or plan.train.lora_rank"
         )
-    samples = workload.samples_per_prompt or algorithm.typical_samples_per_prompt or 1
-    if not algorithm.online and samples != (algorithm.typical_samples_per_prompt or 1):
-        shape = "a chosen and a rejected response" if algorithm.grouped else "one response"
+    # Offline preference methods train on pairs unless their record says otherwise (KTO: 1).
+    typical = algorithm.typical_samples_per_prompt or (1 if algorithm.online else 2)
+    samples = workload.samples_per_prompt or typical
+    if not algorithm.online and samples != typical:
+        shape = "a chosen and a rejected response" if typical == 2 else "one labelled response"
         raise InputError(
             f"workload.samples_per_prompt: {algorithm.name} trains on {shape} per prompt from "
-            f"its dataset, so it is {algorithm.typical_samples_per_prompt or 1} (or left out)"
+            f"its dataset, so it is {typical} (or left out)"
         )
     if algorithm.grouped and samples < 2:
         raise InputError(

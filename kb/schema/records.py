@@ -144,8 +144,9 @@ class Algorithm(Record, Cited):
     needs_critic: bool
     needs_reference: bool
     reward: Literal["model", "verifier", "either", "none"]
-    """`none`: the responses are scored by nobody during training (offline preference
-    methods: the labels are in the dataset)."""
+    """`none`: nobody scores responses (offline preference methods whose labels are human or
+    AI preferences in the dataset). An offline method with `model` had its dataset labelled
+    by a reward model before training (RPO); nothing scores in its loop either."""
     grouped: bool
     typical_samples_per_prompt: PositiveInt | None = None
     extra_generations_per_prompt: NonNegativeInt = 0

@@ -535,8 +535,10 @@ def step_models(alg: Algorithm) -> tuple[list[str], list[str]]:
     """(trained, forward-only) models of one step: what the algorithm costs beyond generation."""
     trained = ["actor", *(["critic"] if alg.needs_critic else [])]
     forward = [*(["reference"] if alg.needs_reference else [])]
+    if not alg.online:
+        return trained, forward  # offline, nothing scores responses in the loop
     if alg.reward == "model":
-        forward.append("reward model")  # "none": offline methods score nothing
+        forward.append("reward model")
     elif alg.reward == "either":
         forward.append("reward model (or a verifier)")
     return trained, forward
