@@ -18,6 +18,9 @@ class Needs:
     """Responses generated but not trained on, such as ReMax's greedy baseline."""
     samples_per_prompt: int | None = None
     """The algorithm's typical group size, used when the workload leaves it out."""
+    offline: bool = False
+    """Offline preference optimisation (DPO and its family): the responses come with the
+    dataset, so nothing is generated (cost.offline)."""
 
     @classmethod
     def of(cls, algorithm: Algorithm) -> Needs:
@@ -26,6 +29,7 @@ class Needs:
             needs_reference=algorithm.needs_reference,
             extra_generations_per_prompt=algorithm.extra_generations_per_prompt,
             samples_per_prompt=algorithm.typical_samples_per_prompt,
+            offline=not algorithm.online,
         )
 
 
@@ -35,7 +39,7 @@ class Batch:
     group: int
     """Trained responses per prompt (the group size)."""
     generated_per_prompt: int
-    """Responses generated per prompt: the group plus extra generations."""
+    """Responses generated per prompt: the group plus extra generations (none offline)."""
     prompt_tokens: float
     response_tokens: float
     """Mean response length."""
@@ -47,12 +51,13 @@ class Batch:
 
     @classmethod
     def of(cls, workload: Workload, needs: Needs) -> Batch:
-        group = workload.samples_per_prompt or needs.samples_per_prompt or 1
+        default = 2 if needs.offline else 1  # offline preference methods train on pairs
+        group = workload.samples_per_prompt or needs.samples_per_prompt or default
         longest = workload.max_response_tokens or workload.response_tokens
         return cls(
             prompts=workload.prompts_per_step,
             group=group,
-            generated_per_prompt=group + needs.extra_generations_per_prompt,
+            generated_per_prompt=0 if needs.offline else group + needs.extra_generations_per_prompt,
             prompt_tokens=float(workload.prompt_tokens),
             response_tokens=float(workload.response_tokens),
             longest_response=float(longest),

@@ -21,9 +21,10 @@ from cost.efficiency import EfficiencyFactors, resolve_efficiency
 from cost.hardware import Hardware
 from cost.layouts import RolloutLayout, TrainLayout, TrainLinks
 from cost.memory import WEIGHT_BYTES, Frozen, Placed, TrainMemory, rollout_memory, training_memory
+from cost.offline import NO_GENERATION, no_generation, offline_step
 from cost.overheads import DEFAULT_OVERHEADS, Overheads
 from cost.plans import COLOCATED, PARTIAL_ROLLOUT, PlanTable, check_plans
-from cost.rollout import rollout_stage
+from cost.rollout import RolloutExtras, rollout_stage
 from cost.stage import BOUNDS, STAGES, StageCost
 from cost.training import training_stage
 from cost.units import FP8_BYTES, GIB
@@ -63,6 +64,8 @@ class CostTable:
     """Per pool, how far its peak exceeds the usable memory (negative: room left)."""
     assessment_parts: dict[str, FloatArray]
     """Seconds of each model's part of the assessment (cost.assessment.Assessment)."""
+    offline: bool = False
+    """Offline preference optimisation: no rollout or weight sync to show (cost.offline)."""
 
     def __len__(self) -> int:
         return len(self.plans)
@@ -77,6 +80,8 @@ class CostTable:
                 values[f.name] = {p: {k: v[rows] for k, v in t.items()} for p, t in value.items()}
             elif f.name in ("pool_overflow_gib", "assessment_parts"):
                 values[f.name] = {k: v[rows] for k, v in value.items()}
+            elif f.name == "offline":
+                values[f.name] = value
             else:
                 values[f.name] = value.take(rows) if f.name == "plans" else value[rows]
         return CostTable(**values)
@@ -103,17 +108,24 @@ class CostTable:
         frameworks, which the guideline engine adds; extra keys carry the feasibility."""
         moved = float(self.stages["switch"].seconds[i]) > 0.0
         names = [n for n in STAGES if n != "switch" or moved]
+        plan = self.plans.row(i)
+        memory = {
+            "rollout": float(self.memory_rollout_gib[i]),
+            "train": float(self.memory_train_gib[i]),
+        }
+        if self.offline:
+            # Nothing is generated: no rollout layout, stage or memory is shown as if it ran.
+            names = [n for n in names if n not in NO_GENERATION]
+            plan.update(rollout=None, prefix_caching=None, offline=True)
+            del memory["rollout"]
         return {
-            **self.plans.row(i),
+            **plan,
             "step_seconds": float(self.step_seconds[i]),
             "step_lower_seconds": float(self.step_lower_seconds[i]),
             "step_upper_seconds": float(self.step_upper_seconds[i]),
             "tokens_per_second": float(self.tokens_per_second[i]),
             "stages": [self.stage_row(n, i) for n in names],
-            "memory_gib_per_gpu": {
-                "rollout": float(self.memory_rollout_gib[i]),
-                "train": float(self.memory_train_gib[i]),
-            },
+            "memory_gib_per_gpu": memory,
             "bottleneck": STAGES[int(self.bottleneck[i])],
             "feasible": bool(self.feasible[i]),
             "overflow_gib": float(self.overflow_gib[i]),
@@ -327,6 +339,8 @@ def evaluate(
     critic_fig = ModelFigures.of(critic_arch) if critic_arch is not None else None
     reward_fig = ModelFigures.of(reward) if reward is not None else None
     reference_fig = ModelFigures.of(reference) if reference is not None else actor
+    # Offline there is no behaviour policy whose log-probs could be recomputed.
+    old_log_probs = old_log_probs and not needs.offline
     assessed = Assessed(Reference(reference_fig, reference_fp8), scoring, old_log_probs)
     usable = hw.memory_bytes * overheads.usable_memory_fraction
     colocated = plans.placement == COLOCATED
@@ -344,9 +358,111 @@ def evaluate(
     assessment, training = assessed_parts.stage, side.training.take(spread)
     switch = side.switch.take(spread)
 
+    if needs.offline:
+        # Offline preference optimisation: the pairs come with the dataset (cost.offline).
+        rollout, sync = no_generation(n)
+        timing = offline_step(assessment, training, switch)
+        generated = None
+    else:
+        generated = _generation(
+            plans, actor, batch, train_mem.resident, colocated, usable, hw, fabric, eff, overheads
+        )
+        rollout, sync = generated.rollout, generated.sync
+        timing = compose_step(
+            plans.placement,
+            plans.execution,
+            plans.staleness,
+            rollout,
+            assessment,
+            training,
+            sync,
+            switch,
+        )
+    stages = {
+        "rollout": rollout,
+        "assessment": assessment,
+        "training": training,
+        "weight_sync": sync,
+        "switch": switch,
+    }
+    step = timing.step.seconds
+
+    peaks = {"training": train_mem.bytes}
+    terms = {"training": train_mem.terms}
+    if generated is not None:
+        # An offline plan has no rollout pool: only the trainer's memory binds.
+        peaks = {"rollout": generated.peak, **peaks}
+        terms = {"rollout": generated.terms, **terms}
+    for role, memory in own_memory.items():
+        peaks[role] = memory.bytes
+        terms[role] = memory.terms
+    overflows = {pool: peak - usable for pool, peak in peaks.items()}
+    # Each pool fills its own nodes: the fullest pool's GPUs set a node's host memory.
+    host_node = np.max([m.host for m in (train_mem, *own_memory.values())], axis=0) * hw.node_gpus
+    if hw.host_memory_bytes is not None:
+        host_room = hw.host_memory_bytes * overheads.host_memory_usable_fraction
+        overflows["host"] = host_node - host_room
+    terms["host"] = {"offloaded_state_per_node": host_node}
+    overflow = np.max(np.stack(list(overflows.values())), axis=0)
+    # A micro-batch sized to fill the memory exactly must not fail on a rounding error.
+    overflow = np.where(overflow > usable * 1e-9, overflow, 0.0)
+    zero = np.zeros(n)
+    return CostTable(
+        plans=plans,
+        stages=stages,
+        step_seconds=step,
+        step_lower_seconds=timing.step.lower,
+        step_upper_seconds=timing.step.upper,
+        tokens_per_second=batch.trained_tokens / step,
+        memory_rollout_gib=generated.used / GIB if generated is not None else zero,
+        memory_train_gib=train_mem.bytes / GIB,
+        feasible=overflow <= 0.0,
+        overflow_gib=overflow / GIB,
+        offload_gib=train_mem.host / GIB,
+        bottleneck=bottleneck(stages, colocated, timing),
+        rollout_concurrency=generated.extras.concurrency if generated is not None else zero,
+        rollout_min_token_seconds=(
+            generated.extras.min_token_seconds if generated is not None else zero
+        ),
+        rollout_idle_seconds=timing.rollout_idle,
+        train_idle_seconds=timing.train_idle,
+        memory_terms_gib={p: {k: v / GIB for k, v in t.items()} for p, t in terms.items()},
+        pool_overflow_gib={p: v / GIB for p, v in overflows.items()},
+        assessment_parts=assessed_parts.parts,
+        offline=needs.offline,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """The rollout side of online plans: the rollout and weight-sync stages and the rollout
+    pool's memory (its peak, its terms, what it uses)."""
+
+    rollout: StageCost
+    sync: StageCost
+    extras: RolloutExtras
+    peak: FloatArray
+    terms: dict[str, FloatArray]
+    used: FloatArray
+
+
+def _generation(
+    plans: PlanTable,
+    actor: ModelFigures,
+    batch: Batch,
+    trainer_resident: FloatArray,
+    colocated: BoolArray,
+    usable: float,
+    hw: Hardware,
+    fabric: Fabric,
+    eff: EfficiencyFactors,
+    overheads: Overheads,
+) -> Generation:
+    """Rollout, weight sync and the rollout pool's memory, for plans that generate."""
+    n = len(plans)
     # Memory of the rollout phase; colocated, whatever the trainer did not park stays.
     r_layout = RolloutLayout.of(plans)
-    resident = np.where(colocated, train_mem.resident, 0.0)
+    resident = np.where(colocated, trainer_resident, 0.0)
     shared = rollout_memory(actor, r_layout, batch, usable, overheads, resident=resident)
     caps = np.where(
         plans.execution == PARTIAL_ROLLOUT,
@@ -385,71 +501,16 @@ def evaluate(
         eff,
         overheads,
     ).take(spread)
-    stages = {
-        "rollout": rollout,
-        "assessment": assessment,
-        "training": training,
-        "weight_sync": sync,
-        "switch": switch,
-    }
-    timing = compose_step(
-        plans.placement,
-        plans.execution,
-        plans.staleness,
-        rollout,
-        assessment,
-        training,
-        sync,
-        switch,
-    )
-    step = timing.step.seconds
-
     # Peaks per pool: the rollout must hold at least one longest sequence beside what stays.
     kv_used = np.maximum(extras.concurrency, 1.0) * shared.kv_per_sequence
-    rollout_terms = {
+    terms = {
         "weights": shared.weights,
         "kv_cache": np.maximum(kv_used, shared.minimum - shared.weights - shared.workspace),
         "workspace": np.full(n, shared.workspace),
         "trainer_state": resident,
     }
-    rollout_peak = shared.minimum + resident
-    peaks = {"rollout": rollout_peak, "training": train_mem.bytes}
-    terms = {"rollout": rollout_terms, "training": train_mem.terms}
-    for role, memory in own_memory.items():
-        peaks[role] = memory.bytes
-        terms[role] = memory.terms
-    overflows = {pool: peak - usable for pool, peak in peaks.items()}
-    # Each pool fills its own nodes: the fullest pool's GPUs set a node's host memory.
-    host_node = np.max([m.host for m in (train_mem, *own_memory.values())], axis=0) * hw.node_gpus
-    if hw.host_memory_bytes is not None:
-        host_room = hw.host_memory_bytes * overheads.host_memory_usable_fraction
-        overflows["host"] = host_node - host_room
-    terms["host"] = {"offloaded_state_per_node": host_node}
-    overflow = np.max(np.stack(list(overflows.values())), axis=0)
-    # A micro-batch sized to fill the memory exactly must not fail on a rounding error.
-    overflow = np.where(overflow > usable * 1e-9, overflow, 0.0)
-    rollout_memory_bytes = shared.weights + shared.workspace + kv_used + resident
-    return CostTable(
-        plans=plans,
-        stages=stages,
-        step_seconds=step,
-        step_lower_seconds=timing.step.lower,
-        step_upper_seconds=timing.step.upper,
-        tokens_per_second=batch.trained_tokens / step,
-        memory_rollout_gib=rollout_memory_bytes / GIB,
-        memory_train_gib=train_mem.bytes / GIB,
-        feasible=overflow <= 0.0,
-        overflow_gib=overflow / GIB,
-        offload_gib=train_mem.host / GIB,
-        bottleneck=bottleneck(stages, colocated, timing),
-        rollout_concurrency=extras.concurrency,
-        rollout_min_token_seconds=extras.min_token_seconds,
-        rollout_idle_seconds=timing.rollout_idle,
-        train_idle_seconds=timing.train_idle,
-        memory_terms_gib={p: {k: v / GIB for k, v in t.items()} for p, t in terms.items()},
-        pool_overflow_gib={p: v / GIB for p, v in overflows.items()},
-        assessment_parts=assessed_parts.parts,
-    )
+    used = shared.weights + shared.workspace + kv_used + resident
+    return Generation(rollout, sync, extras, shared.minimum + resident, terms, used)
 
 
 TRAINER_STAGES = ("assessment", "training", "switch")

@@ -28,9 +28,9 @@ from kb.paths import PLURALS
 from kb.schema import KINDS, Framework
 
 LINKED = {"sources", "locators", "claims", "examples"}
-JSON_FIELDS = {"scenario", "launches", "entries", "config_defaults"}
+JSON_FIELDS = {"scenario", "launches", "entries", "config_defaults", "specification"}
 """Fields stored as one JSON column: a scenario, a mapping's launches, entries and config
-defaults."""
+defaults, an algorithm's §5 specification (its steps and parallelism annotations)."""
 
 VIEWS = {
     "features": (

@@ -401,7 +401,15 @@ def show(record_id: str, kind: str | None, fmt: str) -> None:
 @cli.command()
 @click.argument("ids", nargs=-1, required=True, metavar="ID ID...")
 @format_option(("table", "json", "markdown"))
-def compare(ids: tuple[str, ...], fmt: str) -> None:
+@click.option(
+    "--preset",
+    type=click.Choice(["table11"]),
+    default=None,
+    help="Show only a preset column set: table11 is the survey's Table 11 (DP, Z1-Z3, TP, CP, "
+    "EP, PP, AC Share, Disagg., Stage Fusion, Hybrid, Async), each cell the best claim among "
+    "the features that mean the column.",
+)
+def compare(ids: tuple[str, ...], fmt: str, preset: str | None) -> None:
     """Compare frameworks side by side: every feature claimed by any, each cell with its source."""
     from rlmguide.formats import plain
 
@@ -429,22 +437,60 @@ def compare(ids: tuple[str, ...], fmt: str) -> None:
             "as_of": plain(as_of),
             "stale": stale,
         }
+    if preset is not None:
+        _compare_preset(ids, features, preset, fmt)
+        return
     if fmt == "json":
         click.echo(dumps({"frameworks": list(ids), "features": list(features.values())}))
         return
 
-    def show_cell(c: dict[str, Any] | None) -> str:
-        if c is None:
-            return "unknown"
-        flag = ", stale" if c["stale"] else ""
-        return f"{c['support']} ({c['source']}, as of {c['as_of'] or 'unknown'}{flag})"
-
     table = [
-        (f["feature"], f["kind"], *(show_cell(f["cells"][i]) for i in ids))
+        (f["feature"], f["kind"], *(_show_cell(f["cells"][i]) for i in ids))
         for f in features.values()
     ]
     title = "claims: support (source, date of the evidence, stale when over a year old)"
     print_rows(["feature", "kind", *ids], table, fmt, title=title)
+
+
+def _show_cell(c: dict[str, Any] | None) -> str:
+    if c is None:
+        return "unknown"
+    flag = ", stale" if c["stale"] else ""
+    return f"{c['support']} ({c['source']}, as of {c['as_of'] or 'unknown'}{flag})"
+
+
+def _compare_preset(
+    ids: tuple[str, ...], features: dict[str, dict[str, Any]], preset: str, fmt: str
+) -> None:
+    """The frameworks under a preset column set (kb.survey_columns): per column and framework,
+    the best claim among the column's features, with the feature it came from."""
+    from kb.survey_columns import PRESETS, best_feature
+
+    columns = []
+    for column in PRESETS[preset]:
+        cells: dict[str, Any] = {}
+        for fid in ids:
+            supports = {
+                f: e["cells"][fid]["support"] for f, e in features.items() if e["cells"][fid]
+            }
+            best = best_feature(column, supports)
+            cells[fid] = None if best is None else {"feature": best, **features[best]["cells"][fid]}
+        columns.append(
+            {"column": column.label, "group": column.group, "features": list(column.features),
+             "cells": cells}
+        )  # fmt: skip
+    if fmt == "json":
+        click.echo(dumps({"frameworks": list(ids), "preset": preset, "columns": columns}))
+        return
+
+    def shown(column: dict[str, Any], cell: dict[str, Any] | None) -> str:
+        # Which feature a cell comes from, where several mean the column.
+        via = f"{cell['feature']}: " if cell and len(column["features"]) > 1 else ""
+        return via + _show_cell(cell)
+
+    table = [(c["column"], c["group"], *(shown(c, c["cells"][i]) for i in ids)) for c in columns]
+    title = "the survey's Table 11 columns (arXiv:2608.27046, §6.2): best claim per column"
+    print_rows(["column", "group", *ids], table, fmt, title=title)
 
 
 SCENARIO_FLAGS = {
@@ -938,6 +984,7 @@ ESTIMATE_REQUIRED = (
     "train.zero",
     "train.recompute",
 )
+OFFLINE_REQUIRED = ("train.tp", "train.zero", "train.recompute")
 
 
 @cli.command()
@@ -969,13 +1016,21 @@ def estimate(
 
     resolved, catalog = load_scenario(scenario_file, flags, assignments, deployment)
     plan = resolved.scenario.plan
-    missing = [f"plan.{name}" for name in ESTIMATE_REQUIRED if _get(plan, name) is None]
+    # Offline methods generate nothing: the trainer's layout is the whole plan.
+    required = ESTIMATE_REQUIRED if resolved.algorithm.online else OFFLINE_REQUIRED
+    missing = [f"plan.{name}" for name in required if _get(plan, name) is None]
     if plan.placement == "disaggregated":
         missing += [f"plan.{p}.gpus" for p in ("rollout", "train") if getattr(plan, p).gpus is None]
     if missing:
         raise BadInput(
             f"estimate needs a fixed plan; missing: {', '.join(missing)} "
             "(or use `rlmguide recommend` to search)"
+        )
+    if survey and not resolved.algorithm.online:
+        raise BadInput(
+            f"--survey: the survey's per-stage model is given here for online algorithms; "
+            f"{resolved.algorithm.name} has no generation stage, and its work is the two "
+            "stages estimate shows (Table 4: reference forward, policy forward and backward)"
         )
     resolved, chosen = fill_plan_defaults(resolved)
     recommender = _recommender(resolved, catalog, enforce_memory=False, filter_frameworks=False)

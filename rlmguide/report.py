@@ -9,8 +9,12 @@ from rlmguide.runreport import print_mixed, print_run, print_sizing
 from rlmguide.survey_report import print_survey
 
 
-def layout(plan: dict[str, Any]) -> tuple[str, str]:
-    r, t = plan["rollout"], plan["train"]
+def layout(plan: dict[str, Any]) -> tuple[str | None, str]:
+    """The rollout and training layouts as text; no rollout (None) for an offline plan."""
+    r = plan["rollout"]
+    train = _train_layout(plan)
+    if r is None:
+        return None, train
     attention = f" adp{r['attention_dp']}" if r.get("attention_dp", 1) > 1 else ""
     fp8 = " fp8" if r.get("precision") == "fp8" else ""
     rollout = f"{r['gpus']} GPUs: tp{r['tp']} pp{r['pp']} ep{r['ep']}{attention} x dp{r['dp']}{fp8}"
@@ -19,6 +23,14 @@ def layout(plan: dict[str, Any]) -> tuple[str, str]:
         rollout += ", no prefix caching"
     if r.get("cuda_graphs") is False:
         rollout += ", eager"
+    if parts := plan.get("parts"):  # a mixed cluster: the part each pool runs on
+        rollout = f"{rollout} (on {parts['rollout']})"
+        train = f"{train} (on {parts['train']})"
+    return rollout, train
+
+
+def _train_layout(plan: dict[str, Any]) -> str:
+    t = plan["train"]
     # Expert tensor parallelism is shown only where experts are folded (etp differs from tp).
     folded = f" etp{t['etp']}" if t.get("etp", t["tp"]) != t["tp"] else ""
     offload = [k for k, v in t.get("offload", {}).items() if v]
@@ -36,10 +48,7 @@ def layout(plan: dict[str, Any]) -> tuple[str, str]:
     pools = {k: v for k, v in plan.get("pools", {}).items() if v}
     if pools:
         train += "; own pools " + ", ".join(f"{k} {v}" for k, v in pools.items())
-    if parts := plan.get("parts"):  # a mixed cluster: the part each pool runs on
-        rollout = f"{rollout} (on {parts['rollout']})"
-        train = f"{train} (on {parts['train']})"
-    return rollout, train
+    return train
 
 
 def _variants(plan: dict[str, Any]) -> str:
@@ -61,6 +70,14 @@ def print_report(result: dict[str, Any], fmt: str) -> None:
         f"{search['candidates']:,} candidate plans, {search['feasible']:,} feasible, "
         f"searched in {search['seconds']:.2f} s"
     )
+    if result["plans"][0].get("offline"):
+        _print_offline_plans(result, fmt, summary)
+    else:
+        _print_online_plans(result, fmt, summary)
+    _print_best(result, fmt)
+
+
+def _print_online_plans(result: dict[str, Any], fmt: str, summary: str) -> None:
     rows = []
     for plan in result["plans"]:
         rollout, train = layout(plan)
@@ -96,6 +113,33 @@ def print_report(result: dict[str, Any], fmt: str) -> None:
         fmt,
         title=summary,
     )
+
+
+def _print_offline_plans(result: dict[str, Any], fmt: str, summary: str) -> None:
+    """Offline preference optimisation: the trainer's layout is the whole plan; there is no
+    rollout, placement or execution mode to show."""
+    rows = [
+        (
+            plan["rank"],
+            _train_layout(plan),
+            f"{plan['step_seconds']:.1f}",
+            f"{plan['tokens_per_second']:,.0f}",
+            f"{plan['memory_gib_per_gpu']['train']:.0f}",
+            plan["bottleneck"],
+            _variants(plan),
+        )
+        for plan in result["plans"]
+    ]
+    print_rows(
+        ["rank", "train (offline: nothing generated)", "step s", "tokens/s", "GiB/GPU",
+         "bottleneck", "also / tie"],
+        rows,
+        fmt,
+        title=summary,
+    )  # fmt: skip
+
+
+def _print_best(result: dict[str, Any], fmt: str) -> None:
     best = result["plans"][0]
     total = sum(s["seconds"] for s in best["stages"]) or 1.0
     stages = [

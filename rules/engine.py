@@ -11,7 +11,7 @@ import numpy as np
 from kb.load import Catalog, Problem
 from kb.schema import Rule
 from rules.expr import Condition, ConditionError
-from rules.facts import FACTS, SCENARIO_FACTS
+from rules.facts import FACTS, GENERATION_FACTS, SCENARIO_FACTS
 
 SCENARIO_NAMES = {fact.name for fact in SCENARIO_FACTS}
 
@@ -47,6 +47,12 @@ class CompiledRule(Guarded):
     @property
     def scenario_only(self) -> bool:
         return self.names <= SCENARIO_NAMES
+
+    @property
+    def about_generation(self) -> bool:
+        """It names a fact of the rollout, the placement or the overlap of generation with
+        training, so it cannot apply to an offline method, which generates nothing."""
+        return bool(self.names & GENERATION_FACTS)
 
     def fires(self, env: Mapping[str, Any], size: int) -> np.ndarray:
         """Where the rule fires, as a boolean array of `size` candidates.

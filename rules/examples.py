@@ -29,4 +29,5 @@ def fires_on(
         return rule.record.effect == "require" and recommender.search.rejected[rule.id] > 0
     if rule.record.effect == "require":
         return recommender.search.rejected[rule.id] > 0
-    return bool(fired[rule.id].any())
+    # Rules about generation are left out of offline scenarios (Recommender): they never fire.
+    return rule.id in fired and bool(fired[rule.id].any())

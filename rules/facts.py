@@ -35,6 +35,12 @@ SCENARIO_FACTS = (
     Fact("model.weights_gib", "number", "bf16 weights of the policy, GiB"),
     Fact("model.state_gib", "number", "weights, gradients and Adam states of the policy, GiB"),
     Fact("workload.algorithm", "text", "algorithm id"),
+    Fact(
+        "workload.online",
+        "bool",
+        "the algorithm samples from the policy (false: offline preference optimisation, "
+        "DPO and its family, which generates nothing)",
+    ),
     Fact("workload.needs_critic", "bool", "the algorithm trains a value model"),
     Fact("workload.needs_reference", "bool", "the algorithm needs reference log-probs"),
     Fact("workload.reward_model", "bool", "responses are scored by a reward model on GPUs"),
@@ -42,7 +48,7 @@ SCENARIO_FACTS = (
         "workload.reward_kind",
         "text",
         "how responses are scored",
-        ("verifier", "reward-model", "llm-judge", "process-reward-model"),
+        ("verifier", "reward-model", "llm-judge", "process-reward-model", "none"),
     ),
     Fact(
         "workload.recompute_old_logprobs",
@@ -113,9 +119,31 @@ PLAN_FACTS = (
 
 FACTS = {fact.name: fact for fact in (*SCENARIO_FACTS, *PLAN_FACTS)}
 
+GENERATION_FACTS = frozenset(
+    {
+        "plan.placement",
+        "plan.execution",
+        "plan.max_staleness",
+        "plan.prefix_caching",
+        "plan.memory.rollout_gib",
+        "plan.share.rollout",
+        "plan.share.weight_sync",
+        "workload.tail_ratio",
+        *(name for name in FACTS if name.startswith("plan.rollout.")),
+    }
+)
+"""Facts about generation: the rollout, where it runs beside training and how the two
+overlap. A rule naming one says nothing about offline preference optimisation."""
+
 BF16_BYTES = 2
 ADAM_MIXED_BYTES_PER_PARAM = 16
 """bf16 weights and gradients plus fp32 master weights and two Adam moments (ZeRO, 1910.02054)."""
+
+
+def _reward_kind(resolved: Resolved) -> str:
+    if resolved.algorithm.reward == "none" or not resolved.algorithm.online:
+        return "none"  # offline, nothing scores responses during training
+    return "verifier" if resolved.reward is None else resolved.scoring.kind
 
 
 def scenario_facts(resolved: Resolved) -> dict[str, Any]:
@@ -142,10 +170,11 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
         "model.weights_gib": policy.params_total * BF16_BYTES / 2**30,
         "model.state_gib": policy.params_total * ADAM_MIXED_BYTES_PER_PARAM / 2**30,
         "workload.algorithm": resolved.algorithm.id,
+        "workload.online": resolved.algorithm.online,
         "workload.needs_critic": resolved.algorithm.needs_critic,
         "workload.needs_reference": resolved.algorithm.needs_reference,
         "workload.reward_model": resolved.reward is not None,
-        "workload.reward_kind": "verifier" if resolved.reward is None else resolved.scoring.kind,
+        "workload.reward_kind": _reward_kind(resolved),
         "workload.recompute_old_logprobs": w.recompute_old_logprobs,
         "model.reference_own": resolved.reference is not None,
         "model.reference_fp8": resolved.reference_fp8,

@@ -274,11 +274,18 @@ class Recommender:
         self.resolved = resolved
         self.enforce_memory = enforce_memory
         self.overheads = overheads
-        self.rules = rules
+        # Rules about the rollout, placement or overlap say nothing about an offline method.
+        online = resolved.algorithm.online
+        self.rules = [r for r in rules if online or not r.about_generation]
         self.frameworks = list(frameworks)
         self.supports = supports(
             self.frameworks, constraints, components or {}, resolved.algorithm.id
         )
+        if self.frameworks and filter_frameworks and not self.supports:
+            raise NoFeasiblePlan(
+                f"no framework in the knowledge base claims {resolved.algorithm.name}, so none "
+                "runs a plan of this scenario; `rlmguide estimate` costs a fixed plan regardless"
+            )
         if only is not None:
             self.supports = [x for x in self.supports if x.id == only]
             if not self.supports:
@@ -316,7 +323,9 @@ class Recommender:
         self.usable_gib = resolved.accelerator.memory_gib * overheads.usable_memory_fraction
         self.search = Search()
         self.fixed = fixed_columns(resolved)
-        self.colocated_offloads = offload_options(resolved, (NO_OFFLOAD, PHASE_OFFLOAD))
+        # Offline there is no rollout phase to park the trainer's state for.
+        phases = (NO_OFFLOAD, PHASE_OFFLOAD) if resolved.algorithm.online else (NO_OFFLOAD,)
+        self.colocated_offloads = offload_options(resolved, phases)
         self.train_offloads = offload_options(resolved, (NO_OFFLOAD,))
         self.offload_fallback = False
         """Set when no plan fitted without a CPU optimizer or streamed parameters."""
@@ -558,7 +567,9 @@ class Recommender:
             return {k: v[keep] for k, v in tr.items()}, np.zeros(0)
         costs = self.cost(r, table.take(keep))
         trainer = sum(costs.stages[s].seconds for s in ("assessment", "training", "switch"))
-        resident = costs.memory_terms_gib["rollout"]["trainer_state"]
+        rollout_terms = costs.memory_terms_gib.get("rollout")
+        # Offline nothing stays beside a rollout: the trainer's time alone decides.
+        resident = rollout_terms["trainer_state"] if rollout_terms else np.zeros(keep.size)
         excess = np.max([v for k, v in costs.pool_overflow_gib.items() if k != "rollout"], axis=0)
         fits = (excess <= 0.0) | (not self.enforce_memory)
         self.search.rejected["memory"] += int((~fits).sum()) * weight
@@ -986,7 +997,11 @@ def memory_shortfall(plan: Mapping[str, Any], usable_gib: float) -> str:
 def _describe(plan: Mapping[str, Any]) -> str:
     ro, tr = plan["rollout"], plan["train"]
     offload = [k for k, v in tr["offload"].items() if v]
-    rollout = f"rollout {ro['gpus']} GPUs tp {ro['tp']} pp {ro['pp']} ep {ro['ep']}"
+    rollout = (
+        "no rollout (offline)"
+        if ro is None
+        else f"rollout {ro['gpus']} GPUs tp {ro['tp']} pp {ro['pp']} ep {ro['ep']}"
+    )
     train = (
         f"train {tr['gpus']} GPUs tp {tr['tp']} pp {tr['pp']} cp {tr['cp']} ep {tr['ep']} "
         f"zero {tr['zero']} recompute {tr['recompute']}"
@@ -1181,4 +1196,7 @@ def normalised(resolved: Resolved) -> dict[str, Any]:
     data["workload"]["max_response_tokens"] = resolved.max_response_tokens
     if resolved.critic is not None and data["models"]["critic"] is None:
         data["models"]["critic"] = "same as policy"
+    if not resolved.algorithm.online:
+        data["models"]["reward"] = "none"
+        data["plan"]["rollout"] = None
     return data

@@ -196,11 +196,7 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
     )  # type: ignore[assignment]
     critic = None
     if not algorithm.online:
-        raise InputError(
-            f"workload.algorithm: {algorithm.name} is offline (it trains on a fixed dataset and "
-            "generates nothing), so there is no rollout to lay out; choose an online algorithm "
-            "such as online-dpo or grpo"
-        )
+        _check_offline(scenario, algorithm)
     if algorithm.needs_critic:
         critic = (
             policy
@@ -213,7 +209,13 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             "or choose an algorithm with a value model (ppo, vapo)"
         )
     reward, scoring = _reward(models.reward, catalog["model"])
-    if reward is None and algorithm.reward == "model":
+    if models.reward == "none" and algorithm.reward != "none":
+        raise InputError(
+            f"models.reward: {algorithm.name} scores its samples; give verifier or a reward "
+            "model (none is for offline preference methods such as dpo)"
+        )
+    # Offline, a reward model (AlphaDPO's, RPO's) labelled the dataset before training.
+    if reward is None and algorithm.reward == "model" and algorithm.online:
         raise InputError(
             f"models.reward: {algorithm.name} scores responses with a reward model; "
             "give its id (or a kind with a model) instead of 'verifier'"
@@ -226,7 +228,15 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             "models.reference: with LoRA the reference is the frozen base inside the actor; "
             "remove models.reference or plan.train.lora_rank"
         )
-    samples = workload.samples_per_prompt or algorithm.typical_samples_per_prompt or 1
+    # Offline preference methods train on pairs unless their record says otherwise (KTO: 1).
+    typical = algorithm.typical_samples_per_prompt or (1 if algorithm.online else 2)
+    samples = workload.samples_per_prompt or typical
+    if not algorithm.online and samples != typical:
+        shape = "a chosen and a rejected response" if typical == 2 else "one labelled response"
+        raise InputError(
+            f"workload.samples_per_prompt: {algorithm.name} trains on {shape} per prompt from "
+            f"its dataset, so it is {typical} (or left out)"
+        )
     if algorithm.grouped and samples < 2:
         raise InputError(
             f"workload.samples_per_prompt: {algorithm.name} compares a group of "
@@ -301,6 +311,8 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         if getattr(pools, model) and idle:
             raise InputError(f"plan.pools.{model}: {why}, so a pool for it would sit idle")
     tolerance = workload.max_staleness
+    if not algorithm.online:
+        tolerance = 0  # nothing is sampled, so no sample can lag the trainer
     if tolerance is None:
         tolerance = algorithm.max_staleness
     if tolerance is None and scenario.plan.max_staleness:
@@ -323,6 +335,10 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             f"plan.execution: {fixed.execution} trains on samples of an older policy, and the "
             "workload is strictly on-policy (workload.max_staleness: 0)"
         )
+    if not algorithm.online:
+        # The trainer's GPUs run everything, one iteration after the other.
+        forced = scenario.plan.model_copy(update={"placement": "colocated", "execution": "sync"})
+        scenario = scenario.model_copy(update={"plan": forced})
     _check_fixed_plan(scenario)
     return Resolved(
         scenario,
@@ -343,11 +359,46 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
     )
 
 
+def _check_offline(scenario: Scenario, algorithm: Algorithm) -> None:
+    """An offline preference method (DPO and its family) trains on a fixed dataset and
+    generates nothing: no rollout to lay out, no pools to split, nothing to overlap and
+    nobody scoring responses. What a scenario fixes to the contrary is named."""
+    plan, models = scenario.plan, scenario.models
+    why = f"{algorithm.name} is offline: it trains on a fixed dataset and generates nothing"
+    if "reward" in models.model_fields_set and models.reward != "none":
+        raise InputError(
+            f"models.reward: {why}, and its labels come with the data; remove models.reward "
+            "or set it to none"
+        )
+    if plan.placement not in (None, "colocated"):
+        raise InputError(
+            f"plan.placement: {why}, so there is no rollout pool to place apart; use colocated "
+            "(the trainer's GPUs) or leave it out"
+        )
+    if plan.execution not in (None, "sync") or plan.max_staleness:
+        field = "plan.execution" if plan.execution not in (None, "sync") else "plan.max_staleness"
+        raise InputError(f"{field}: {why}, so there is no generation to overlap with training")
+    given = sorted(plan.rollout.model_fields_set)
+    if given:
+        raise InputError(
+            f"plan.rollout.{given[0]}: {why}, so there is no rollout engine to lay out; remove "
+            "plan.rollout"
+        )
+    if plan.train.offload is not None and plan.train.offload.phase:
+        raise InputError(
+            f"plan.train.offload.phase: {why}, so there is no rollout phase to park the "
+            "trainer's state for"
+        )
+    if scenario.workload.max_staleness:
+        raise InputError(f"workload.max_staleness: {why}, so no sample lags the trainer; remove it")
+
+
 def _reward(
     value: str | InlineModel | Reward, models: Mapping[str, Record]
 ) -> tuple[Architecture | None, Scoring]:
-    """The reward model's architecture (None for a verifier) and how it scores."""
-    if value == "verifier":
+    """The reward model's architecture (None for a verifier, or for nobody scoring in
+    offline preference methods) and how it scores."""
+    if value in ("verifier", "none"):
         return None, ONE_PASS
     if not isinstance(value, Reward):
         return _architecture(value, models, "models.reward"), ONE_PASS
@@ -491,6 +542,10 @@ def fill_plan_defaults(resolved: Resolved) -> tuple[Resolved, list[str]]:
     if plan.placement == "colocated":
         # One pool given: the other shares exactly those GPUs.
         gpus = r.gpus or t.gpus or gpus
+    if not resolved.algorithm.online:
+        # Nothing is generated: the plan table's rollout columns hold a layout that never
+        # runs (cost.offline idles it); it is neither a choice nor shown.
+        r = r.model_copy(update={"gpus": gpus, "tp": 1, "pp": 1, "ep": 1, "prefix_caching": False})
     rollout = r.model_copy(
         update={
             "gpus": pick("rollout", r.gpus, "gpus", gpus),

@@ -126,6 +126,10 @@ def rollout_layouts(resolved: Resolved, gpus: int) -> dict[str, np.ndarray]:
     """Every (tp, pp, ep) with a whole number of replicas on `gpus` GPUs. Engines span up to
     two nodes, and up to eight for a mixture of experts (the 32- and 64-GPU engines published
     for DeepSeek-V3/R1)."""
+    if not resolved.algorithm.online:
+        # Offline preference optimisation generates nothing: one layout that never runs
+        # (cost.offline idles the rollout), so the search varies the trainer alone.
+        return _columns(("tp", "pp", "ep", "dp", "attention_dp"), [(1, 1, 1, gpus, 1)], gpus)
     fixed = resolved.scenario.plan.rollout
     moe = resolved.policy.moe
     span = (8 if moe else 2) * resolved.scenario.cluster.gpus_per_node
@@ -226,4 +230,5 @@ def prefix_caching_options(resolved: Resolved) -> list[bool]:
     fixed = resolved.scenario.plan.rollout.prefix_caching
     if fixed is not None:
         return [fixed]
-    return [True, False] if resolved.samples_per_prompt > 1 else [False]
+    generates = resolved.algorithm.online and resolved.samples_per_prompt > 1
+    return [True, False] if generates else [False]

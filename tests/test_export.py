@@ -617,6 +617,11 @@ REFUSED_EXAMPLES = {
         ("grpo-qwen2.5-7b-llm-judge-16xh100", framework): "workload.reward_kind = llm-judge"
         for framework in ("verl", "openrlhf", "nemo-rl")
     },
+    # Offline DPO: verl and NeMo-RL claim no DPO; OpenRLHF's mapping is its PPO launcher, which
+    # has no key for a run that scores nothing (its DPO is another entry point, train_dpo).
+    ("dpo-qwen2.5-7b-8xh100", "verl"): "framework verl does not claim DPO",
+    ("dpo-qwen2.5-7b-8xh100", "nemo-rl"): "framework nemo-rl does not claim DPO",
+    ("dpo-qwen2.5-7b-8xh100", "openrlhf"): "workload.reward_kind = none",
 }
 
 

@@ -168,9 +168,10 @@ def test_estimate_costs_exactly_the_fixed_plan() -> None:
         (("recommend", SMALL, "--set", "plan.train.tp=16"), 2, "plan.train.tp: 16 exceeds"),
         (("recommend", SMALL, "--set", "plan.execution=warp"), 2, "plan.execution"),
         (
-            ("recommend", SMALL, "--set", "workload.algorithm=dpo"),
+            ("recommend", SMALL, *sets("workload.algorithm=dpo", "models.reward=none")),
             2,
-            "workload.algorithm: DPO (Direct Preference Optimization, offline) is offline",
+            "workload.samples_per_prompt: DPO (Direct Preference Optimization, offline) trains "
+            "on a chosen and a rejected response per prompt",
         ),
         (
             ("recommend", SMALL, "--set", "plan.train.tp=4", "--set", "plan.train.etp=3"),

@@ -413,6 +413,49 @@ def test_algorithms_table_lists_the_models_each_needs(
     )
 
 
+def test_algorithm_pages_show_the_survey_specification(
+    real: tuple[Catalog, dict[str, str]],
+) -> None:
+    """Algorithms 1-4 of the survey (§5) with their annotations on the algorithm pages; DPO
+    is offline, with no generation step and no reward model."""
+    _, pages = real
+    ppo, dpo = pages["algorithms/ppo.md"], pages["algorithms/dpo.md"]
+    assert "## Parallelism specification (survey §5)" in ppo
+    decode = row_of(ppo, "Algorithm 1 (rollout generation shared by PPO and GRPO)")
+    assert "<td>generation</td> <td>actor</td>" in decode
+    assert "<td>prompts, candidates per prompt</td>" in decode
+    assert "one decode step per token" in decode
+    critic = [r for r in re.findall(r"<tr[ >].*?</tr>", ppo) if "<td>critic</td>" in r]
+    assert any("<td>reward, reference</td>" in r for r in critic)
+    assert "Algorithm 4 (DPO)" in dpo and "Algorithm 1 " not in dpo
+    assert "none: offline, trains on a fixed dataset" in dpo
+    assert "<td>TP, PP, SP, CP, EP</td>" in dpo
+    row = row_of(pages[site.index_of("algorithm")], "DPO (Direct Preference Optimization, offline)")
+    assert "<td>actor</td> <td>reference</td> <td>none</td>" in row
+    orpo = row_of(
+        pages[site.index_of("algorithm")],
+        "ORPO (Odds Ratio Preference Optimization, reference-free, offline)",
+    )
+    assert "<td>actor</td> <td>none</td> <td>none</td>" in orpo
+
+
+def test_matrix_page_has_the_survey_table11_view(real: tuple[Catalog, dict[str, str]]) -> None:
+    """The survey's Table 11 column set as a preset view: one row per framework, its 13
+    columns, each cell a cited claim or unknown."""
+    catalog, pages = real
+    page = pages[site.MATRIX]
+    block = page[page.index('<table id="survey-table-11"') :]
+    block = block[: block.index("</table>")]
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", block)
+    assert heads == ["Framework", "DP", "Z1", "Z2", "Z3", "TP", "CP", "EP", "PP",
+                     "AC Share", "Disagg.", "Stage Fusion", "Hybrid", "Async"]  # fmt: skip
+    rows = re.findall(r"<tr>.*?</tr>", block.split("<tbody>")[1])
+    assert len(rows) == len(catalog.of("framework"))
+    verl = next(r for r in rows if re.search(r'href="[./]*verl/"', r))
+    assert verl.count("<td") == 14 and "support-yes" in verl
+    assert "compare --preset table11" in page
+
+
 def test_catalog_tables_have_derived_figures(real: tuple[Catalog, dict[str, str]]) -> None:
     catalog, pages = real
     h100 = catalog.of("accelerator")["h100-sxm-80gb"]

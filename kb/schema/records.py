@@ -108,6 +108,33 @@ class Technique(Record, Cited):
     tradeoffs: Text | None = None
 
 
+Intra = Literal["tp", "pp", "sp", "cp", "ep"]
+ModelRole = Literal["actor", "critic", "reward", "reference"]
+
+
+class SpecStep(Strict):
+    """One model invocation of the survey's parallelism-focused specifications (§5,
+    Algorithms 1-4) with its annotations."""
+
+    algorithm: Annotated[int, Field(ge=1, le=4)]
+    """The survey's algorithm the step is a line of: 1 is the rollout generation that PPO and
+    GRPO share, 2 PPO, 3 GRPO, 4 DPO."""
+    stage: Literal["generation", "assessment", "training"]
+    model: ModelRole
+    step: Text
+    """What the invocation computes, in words."""
+    dp_loops: list[Text] = []
+    """The [DP] loops around it, outermost first (prompts, candidates, minibatches, pairs):
+    independent sample-level work."""
+    concurrent_with: list[ModelRole] = []
+    """The other models of its [inter-model concurrency] fork-join region: no data
+    dependency, so they run at once when placed on separate device groups."""
+    intra: list[Intra] = []
+    """The intra-model tags of the line ([TP, PP, SP, CP, EP])."""
+    sequential: Text | None = None
+    """A chain no parallelism removes (the token-by-token decode loop)."""
+
+
 class Algorithm(Record, Cited):
     """An RL algorithm for LLM post-training and the models it needs."""
 
@@ -116,7 +143,10 @@ class Algorithm(Record, Cited):
     variant_of: Slug | None = None
     needs_critic: bool
     needs_reference: bool
-    reward: Literal["model", "verifier", "either"]
+    reward: Literal["model", "verifier", "either", "none"]
+    """`none`: nobody scores responses (offline preference methods whose labels are human or
+    AI preferences in the dataset). An offline method with `model` had its dataset labelled
+    by a reward model before training (RPO); nothing scores in its loop either."""
     grouped: bool
     typical_samples_per_prompt: PositiveInt | None = None
     extra_generations_per_prompt: NonNegativeInt = 0
@@ -126,9 +156,21 @@ class Algorithm(Record, Cited):
     max_staleness: NonNegativeInt | None = None
     """Policy versions of lag the algorithm is designed to tolerate, where its source says."""
     online: bool = True
-    """False for offline methods (DPO) that train on a fixed dataset and never sample: there is
-    no rollout to lay out, so recommend and estimate refuse them."""
+    """False for offline methods (DPO and its family) that train on a fixed dataset and never
+    sample: no generation stage, no rollout to lay out and no weight sync; an iteration is
+    the reference's forward over the batch (if any) and the policy's forward and backward."""
+    specification: list[SpecStep] = []
+    """The survey's §5 specification of the algorithm (Algorithms 1-4), step by step, with
+    its parallelism annotations; empty where the survey gives none."""
     description: Text
+
+    @model_validator(mode="after")
+    def _offline_has_no_generation(self) -> Algorithm:
+        if not self.online and any(s.stage == "generation" for s in self.specification):
+            raise ValueError("an offline algorithm has no generation stage in its specification")
+        if self.reward == "none" and self.online:
+            raise ValueError("an online algorithm scores its samples: reward cannot be none")
+        return self
 
 
 class Component(Record, Cited):

@@ -212,7 +212,7 @@ def _form(value: object) -> str:
 
 
 RewardForm = Annotated[
-    Annotated[Literal["verifier"] | Slug, Tag("tagged-id")]
+    Annotated[Literal["verifier", "none"] | Slug, Tag("tagged-id")]
     | Annotated[InlineModel, Tag("tagged-inline")]
     | Annotated[Reward, Tag("tagged-spec")],
     Discriminator(_form),
@@ -229,7 +229,9 @@ class Models(Strict):
     policy: Slug | InlineModel
     critic: Slug | InlineModel | None = None
     reward: RewardForm = "verifier"
-    """`verifier`, a reward model's id (or inline architecture), or a `Reward` by kind."""
+    """`verifier`, a reward model's id (or inline architecture), or a `Reward` by kind;
+    `none` for offline preference methods (DPO and its family), whose labels are in the data.
+    Left out with such an algorithm, it is `none`."""
     reference: ReferenceForm | None = None
     """Unset, the policy's architecture in bf16; a model id (or inline architecture) for
     another one; or a `Reference` with a precision."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from kb.evidence import claim_stale
 from kb.schema import Framework, Record
+from kb.survey_columns import TABLE11, best_feature
 from rlmguide.sitegen.mdtext import (
     SEARCH_EXCLUDE,
     UNKNOWN,
@@ -119,6 +120,50 @@ def matrix_table(ix: Index) -> str:
     )
 
 
+def survey_table11(ix: Index) -> str:
+    """The matrix under the survey's Table 11 column set (kb.survey_columns): one row per
+    framework, one column per survey column, each cell the best cited claim among the
+    features that mean it."""
+    # One header row (tables.js sorts by it); the group and the features are in the tooltip.
+    heads = " ".join(
+        f'<th title="{html(c.group)}: {html(c.meaning)} ({html(", ".join(c.features))})">'
+        f"{html(c.label)}</th>"
+        for c in TABLE11
+    )
+    rows = []
+    for fw in ix.frameworks:
+        supports = {f: by_fw[fw.id].support for f, by_fw in ix.claims.items() if fw.id in by_fw}
+        cells = []
+        for column in TABLE11:
+            feature = best_feature(column, supports)
+            cells.append(
+                f'<td class="support-unknown">{UNKNOWN}</td>'
+                if feature is None
+                else matrix_cell(ix, feature, fw)
+            )
+        name = ix.record_link(MATRIX, "framework", fw.id)
+        rows.append(f"<tr><td>{name}</td>{''.join(cells)}</tr>")
+    return "\n".join(
+        [
+            "## The survey's Table 11 columns",
+            "<p>The same claims under the column set of the survey's Table 11 (arXiv:2608.27046, "
+            "§6.2): DP, Z1, Z2, Z3, TP, CP, EP and PP are intra-model parallelism, AC Share to "
+            "Async inter-model. Each cell is the best claim among the features that mean the "
+            "column (hover a heading for them); the survey's own cells are an image and are not "
+            "reproduced. "
+            "<code>rlmguide compare --preset table11</code> gives the same view.</p>",
+            '<div class="matrix-scroll">',
+            f'<table id="survey-table-11" class="matrix"{SEARCH_EXCLUDE}>',
+            f"<thead><tr><th>Framework</th>{heads}</tr></thead>",
+            "<tbody>",
+            *rows,
+            "</tbody>",
+            "</table>",
+            "</div>",
+        ]
+    )
+
+
 TOOLS = """\
 <div class="matrix-tools">
 <input type="search" class="matrix-find" placeholder="Find features by name, e.g. async"
@@ -159,4 +204,5 @@ def matrix_page(ix: Index) -> str:
     ]
     if unclaimed:
         blocks.append("No framework claims these features yet: " + ", ".join(unclaimed) + ".")
+    blocks.append(survey_table11(ix))
     return document(*blocks)

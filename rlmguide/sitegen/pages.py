@@ -535,6 +535,8 @@ def step_models(alg: Algorithm) -> tuple[list[str], list[str]]:
     """(trained, forward-only) models of one step: what the algorithm costs beyond generation."""
     trained = ["actor", *(["critic"] if alg.needs_critic else [])]
     forward = [*(["reference"] if alg.needs_reference else [])]
+    if not alg.online:
+        return trained, forward  # offline, nothing scores responses in the loop
     if alg.reward == "model":
         forward.append("reward model")
     elif alg.reward == "either":
@@ -555,6 +557,12 @@ def algorithm_fields(ix: Index, src: str, alg: Algorithm) -> str:
             ("Trained models", html(", ".join(trained))),
             ("Forward-only models", html(", ".join(forward)) if forward else "none"),
             ("Reward", html(alg.reward)),
+            (
+                "Generation",
+                "online: samples from the policy"
+                if alg.online
+                else "none: offline, trains on a fixed dataset",
+            ),
             ("Samples a group per prompt", cell(alg.grouped)),
             ("Typical samples per prompt", cell(alg.typical_samples_per_prompt)),
             ("Extra generations per prompt", cell(alg.extra_generations_per_prompt)),
@@ -576,11 +584,54 @@ def algorithm_page(ix: Index, alg: Algorithm) -> str:
         "## Off-policy tolerance",
         show(alg.off_policy),
     ]
+    if alg.specification:
+        blocks += specification_section(alg)
     if variants:
         items = [link(src, page_of("algorithm", a.id), esc(a.name)) for a in variants]
         blocks += ["## Variants", bullets(items)]
     blocks += [support_block(ix, src, alg.id), sources_section(ix, src, alg.sources, alg.locators)]
     return document(*blocks)
+
+
+SURVEY_ALGORITHMS = {
+    1: "Algorithm 1 (rollout generation shared by PPO and GRPO)",
+    2: "Algorithm 2 (PPO)",
+    3: "Algorithm 3 (GRPO)",
+    4: "Algorithm 4 (DPO)",
+}
+
+
+def specification_section(alg: Algorithm) -> list[str]:
+    """The survey's §5 specification: every model invocation with its [DP] loops, the
+    models it may run concurrently with, and its intra-model parallelism tags."""
+    rows = [
+        [
+            html(SURVEY_ALGORITHMS[s.algorithm]),
+            html(s.stage),
+            html(s.model),
+            html(s.step),
+            html(", ".join(s.dp_loops)) if s.dp_loops else "none",
+            html(", ".join(s.concurrent_with)) if s.concurrent_with else "none",
+            html(", ".join(t.upper() for t in s.intra)) if s.intra else "none",
+            html(s.sequential) if s.sequential else "none",
+        ]
+        for s in alg.specification
+    ]
+    headers = [
+        "Survey algorithm", "Stage", "Model", "Step", "[DP] loops",
+        "Inter-model concurrency with", "Intra-model tags", "Sequential chain",
+    ]  # fmt: skip
+    return [
+        "## Parallelism specification (survey §5)",
+        "The steps of the algorithm as the survey's parallelism-focused specification gives "
+        "them (arXiv:2608.27046, §5). [DP] loops are independent sample-level work; models of "
+        "one inter-model concurrency region have no data dependency and run at once when "
+        "placed on separate device groups; the tags are the intra-model parallelism each "
+        "invocation admits (TP and PP for capacity or latency, SP on trainable passes, CP on "
+        "long contexts, EP for mixtures of experts only). The same table is the "
+        "`specification` JSON column of the `algorithms` table.",
+        table(headers, rows),
+    ]
 
 
 def algorithms_index(ix: Index) -> str:
