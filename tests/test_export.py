@@ -7,6 +7,7 @@ deployment records, whose values are written out below as read by hand from the 
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from functools import cache
@@ -34,7 +35,7 @@ SMALL = str(REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml")
 DEPLOYMENTS: dict[str, Deployment] = load_catalog(DEFAULT_ROOTS, ("deployment",)).of(  # type: ignore[assignment]
     "deployment"
 )
-MAPPED = ("verl", "openrlhf", "nemo-rl")
+MAPPED = ("verl", "openrlhf", "nemo-rl", "slime")
 REFUSED = {
     # the reward model shares the actor's 2 GPUs outside colocate_all, which OpenRLHF's
     # launcher cannot do (constraint openrlhf-reward-model-shares-gpus-only-in-colocate-all)
@@ -494,6 +495,8 @@ def read_plan(done: Exported) -> dict[str, Any]:
     args = read_back(done)
     if done.framework == "nemo-rl":
         return nemo_rl_plan(args)
+    if done.framework == "slime":
+        return slime_plan(args)
     if done.mapping.syntax == "hydra":
         megatron = "actor_rollout_ref.actor.megatron."
         train_gpus = args["trainer.nnodes"] * args["trainer.n_gpus_per_node"]
@@ -569,6 +572,27 @@ def nemo_rl_plan(args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def slime_plan(args: dict[str, Any]) -> dict[str, Any]:
+    """slime's reading of its flags (slime/utils/arguments.py at 624b824): the rollout takes the
+    actor's GPUs under --colocate (L1939-L1952), an engine's GPUs are TP x SGLang's PP
+    (sglang_utils/arguments.py L173-L181); absent Megatron degrees are 1."""
+    train = args["actor-num-nodes"] * args["actor-num-gpus-per-node"]
+    rollout_tp = args["rollout-num-gpus-per-engine"] // args.get("sglang-pp-size", 1)
+    prompts, samples = args["rollout-batch-size"], args["n-samples-per-prompt"]
+    return {
+        "train.tp": args.get("tensor-model-parallel-size", 1),
+        "train.pp": args.get("pipeline-model-parallel-size", 1),
+        "train.cp": args.get("context-parallel-size", 1),
+        "train.ep": args.get("expert-model-parallel-size", 1),
+        "train.gpus": train,
+        "rollout.gpus": train if args.get("colocate") else args["rollout-num-gpus"],
+        "rollout.tp": rollout_tp,
+        "prompts": prompts,
+        "samples": samples,
+        "minibatches": prompts * samples // args["global-batch-size"],
+    }
+
+
 def planned(plan: dict[str, Any], workload: dict[str, Any]) -> dict[str, Any]:
     """The same values from a plan and workload, as the planner states them."""
     return {
@@ -610,8 +634,11 @@ REFUSED_EXAMPLES = {
     # for them yet, so every launch is refused rather than written as a plain reward model.
     **{
         ("grpo-qwen2.5-7b-llm-judge-16xh100", framework): "workload.reward_kind = llm-judge"
-        for framework in ("verl", "openrlhf", "nemo-rl")
+        for framework in ("verl", "openrlhf", "nemo-rl", "slime")
     },
+    # slime has no reward-model pool (only a remote scorer behind --rm-url): PPO with a reward
+    # model is refused
+    ("ppo-llama-3.1-70b-1024xh100", "slime"): "workload.reward_model = true",
 }
 
 
@@ -742,9 +769,9 @@ def test_export_writes_an_executable_script_from_a_real_process(tmp_path: Path) 
 
 
 def test_a_framework_without_a_mapping_fails_with_the_ones_there_are() -> None:
-    done = CliRunner().invoke(cli, ["export", SMALL, "--framework", "slime"])
+    done = CliRunner().invoke(cli, ["export", SMALL, "--framework", "areal"])
     assert done.exit_code == 1
-    assert "nemo-rl, openrlhf, verl" in done.output
+    assert "nemo-rl, openrlhf, slime, verl" in done.output
 
 
 def test_validate_names_a_mapping_entry_with_an_unknown_fact(
@@ -763,3 +790,88 @@ def test_validate_names_a_mapping_entry_with_an_unknown_fact(
         "openrlhf-0.11.0.yaml: entries[3].fact: unknown fact 'plan.rollout.tensor_parallel'"
         in done.output
     )
+
+
+# -- slime ---------------------------------------------------------------------------------
+
+
+@cache
+def slime_parser() -> argparse.ArgumentParser:
+    """An argparse parser with slime's options as declared at 624b824 (and the Megatron and
+    SGLang options the mapping emits), from the extract in tests/fixtures/frameworks/."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    types = {"int": int, "float": float, "str": str}
+    rows = (FIXTURES / "slime-624b824-arguments-options.tsv").read_text().splitlines()
+    for row in rows:
+        if row.startswith("#"):
+            continue
+        _, name, kind, action, nargs = row.split("\t")
+        if action == "store":
+            many = None if nargs == "None" else nargs
+            parser.add_argument(name, type=types.get(kind, str), nargs=many)
+        elif action == "BooleanOptionalAction":
+            parser.add_argument(name, action=argparse.BooleanOptionalAction)
+        else:
+            parser.add_argument(name, action=action)
+    return parser
+
+
+def slime_words(done: Exported) -> list[str]:
+    text = script(done, "test", "policy")
+    inputs = {var: f"${{{var}}}" for var, _ in INPUTS.values()}
+    words, _ = command_arguments(text, done.launch.command.split()[-1].removesuffix(".py"), inputs)
+    return words
+
+
+def slime_exports() -> list[tuple[str, str]]:
+    """Every bundled example slime runs, by name."""
+    return [
+        (example, Path(example).stem)
+        for example in EXAMPLES
+        if (Path(example).stem, "slime") not in REFUSED_EXAMPLES
+    ]
+
+
+@pytest.mark.parametrize("example", [e for e, _ in slime_exports()], ids=lambda p: Path(p).stem)
+def test_every_slime_flag_exists_in_its_parser_with_its_type(example: str) -> None:
+    catalog, mappings = _catalogs()
+    done = build(resolve(parse_example(example), catalog.records), catalog, mappings, "slime")
+    parser = slime_parser()
+    declared = {a.dest: a for a in parser._actions}
+    # slime's own parser takes the words: an unknown flag or a value of the wrong type fails
+    parsed, unknown = parser.parse_known_args(slime_words(done))
+    assert unknown == [], unknown
+    for arg in done.arguments:
+        action = declared[arg.key.replace("-", "_")]
+        got = getattr(parsed, action.dest)
+        if arg.value is None:  # left out: the parser's default (None) stands
+            assert got is None, arg.key
+        elif isinstance(arg.value, bool):
+            assert action.nargs == 0, arg.key  # a switch, written alone or left out
+            assert bool(got) == arg.value, arg.key
+        else:
+            assert action.type is type(arg.value) or (
+                action.type is float and isinstance(arg.value, int)
+            ), (arg.key, arg.value, action.type)
+            if not str(arg.value).startswith("${"):
+                assert got == arg.value, arg.key
+
+
+def test_the_slime_parser_refuses_a_flag_it_does_not_declare() -> None:
+    """The oracle can fail: a misspelt flag and a text for an integer are caught."""
+    parser = slime_parser()
+    _, unknown = parser.parse_known_args(["--tensor-parallel-size", "2"])
+    assert unknown == ["--tensor-parallel-size", "2"]
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--rollout-batch-size", "many"])
+
+
+def test_slime_refuses_what_its_constraints_forbid() -> None:
+    """One-step-off on shared GPUs: train_async.py asserts --colocate is off (constraint
+    slime-async-not-colocated), and the export says so."""
+    catalog, mappings = _catalogs()
+    scenario = parse_example(SMALL)
+    fixed = scenario.plan.model_copy(update={"execution": "one-step-off", "placement": "colocated"})
+    resolved = resolve(scenario.model_copy(update={"plan": fixed}), catalog.records)
+    with pytest.raises(NotExpressible, match="one-step-off"):
+        build(resolved, catalog, mappings, "slime")

@@ -300,6 +300,9 @@ class Shell:
                 current = (current or "") + part.text
                 continue
             got = self._expand(part.text)
+            if part.quote == '"' and isinstance(got, list) and len(word.parts) == 1:
+                fields.extend(got)  # "${NAME[@]}": one field per element, none when empty
+                continue
             if part.quote == '"':
                 current = (current or "") + (" ".join(got) if isinstance(got, list) else got)
                 continue
