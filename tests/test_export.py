@@ -875,3 +875,92 @@ def test_slime_refuses_what_its_constraints_forbid() -> None:
     resolved = resolve(scenario.model_copy(update={"plan": fixed}), catalog.records)
     with pytest.raises(NotExpressible, match="one-step-off"):
         build(resolved, catalog, mappings, "slime")
+
+
+def slime_passes_its_checks(args: dict[str, Any], entry_point: str) -> None:
+    """slime's and Megatron's cross-field checks on a parsed launch, each reproduced from its
+    source line (slime at 624b824, Megatron-LM at 1dcf0da): none imports without a GPU stack."""
+    world = args["actor-num-nodes"] * args["actor-num-gpus-per-node"]
+    model = (
+        args.get("tensor-model-parallel-size", 1)
+        * args.get("pipeline-model-parallel-size", 1)
+        * args.get("context-parallel-size", 1)
+    )
+    # megatron/training/arguments.py L314-L319: the world divides by TP x PP x CP
+    assert world % model == 0, f"world size {world} is not divisible by {model}"
+    samples = args["rollout-batch-size"] * args.get("n-samples-per-prompt", 1)
+    if (steps := args.get("num-steps-per-rollout")) is not None:
+        # slime/utils/arguments.py L1971-L1979: the global batch agrees with the step count
+        assert args["global-batch-size"] == samples // steps, "global batch != samples / steps"
+    # slime/utils/dp_schedule.py L122-L185 (constraint slime-train-batch-divides-over-dp)
+    assert args["global-batch-size"] % (world // model) == 0, "global batch over DP ranks"
+    pp = args.get("sglang-pp-size", 1)
+    # slime/backends/sglang_utils/arguments.py L174-L181: an engine's GPUs divide by its PP
+    assert args.get("rollout-num-gpus-per-engine", 1) % pp == 0, "engine GPUs over SGLang PP"
+    if args.get("sglang-dp-size", 1) > 1:  # L183-L184
+        assert args.get("sglang-enable-dp-attention"), "DP size without DP attention"
+    if args.get("recompute-granularity") == "selective":  # Megatron arguments.py L898-L901
+        assert args.get("recompute-method") is None, "selective recompute takes no method"
+    if args.get("optimizer-cpu-offload"):  # Megatron arguments.py L1189-L1193
+        assert args.get("use-precision-aware-optimizer"), "CPU Adam needs the precision-aware one"
+    if entry_point == "train_async":  # train_async.py L11
+        assert not args.get("colocate"), "async training cannot colocate"
+
+
+@pytest.mark.parametrize("example", [e for e, _ in slime_exports()], ids=lambda p: Path(p).stem)
+def test_exported_slime_launches_pass_slimes_checks(example: str) -> None:
+    catalog, mappings = _catalogs()
+    done = build(resolve(parse_example(example), catalog.records), catalog, mappings, "slime")
+    entry_point = done.launch.command.split()[-1].removesuffix(".py")
+    slime_passes_its_checks(argparse_config(slime_words(done)), entry_point)
+
+
+@pytest.mark.parametrize(
+    "record_id", [d for d in EXPORTABLE if DEPLOYMENTS[d].framework == "slime"]
+)
+def test_exported_slime_deployments_pass_slimes_checks(record_id: str) -> None:
+    done = exported(record_id)
+    entry_point = done.launch.command.split()[-1].removesuffix(".py")
+    slime_passes_its_checks(argparse_config(slime_words(done)), entry_point)
+
+
+def test_slimes_checks_can_fail() -> None:
+    good = {
+        "actor-num-nodes": 1,
+        "actor-num-gpus-per-node": 8,
+        "tensor-model-parallel-size": 2,
+        "rollout-batch-size": 32,
+        "n-samples-per-prompt": 8,
+        "global-batch-size": 256,
+        "num-steps-per-rollout": 1,
+    }
+    slime_passes_its_checks(good, "train")
+    for bad, says in (
+        ({"tensor-model-parallel-size": 3}, "not divisible"),
+        ({"num-steps-per-rollout": 2}, "samples / steps"),
+        ({"global-batch-size": 2, "num-steps-per-rollout": None}, "over DP ranks"),
+        ({"rollout-num-gpus-per-engine": 3, "sglang-pp-size": 2}, "SGLang PP"),
+        ({"sglang-dp-size": 2}, "DP attention"),
+        ({"recompute-granularity": "selective", "recompute-method": "uniform"}, "no method"),
+        ({"optimizer-cpu-offload": True}, "precision-aware"),
+        ({"colocate": True}, "cannot colocate"),
+    ):
+        with pytest.raises(AssertionError, match=says):
+            slime_passes_its_checks({**good, **bad}, "train_async")
+
+
+def test_the_slime_mapping_page_links_megatron_flags_to_megatron() -> None:
+    """The generated page of the slime mapping: Megatron's keys link to Megatron-LM at the
+    commit slime pins, slime's to slime; the lines run before the command are shown."""
+    from kb.schema.records import KINDS
+    from rlmguide.sitegen.mapping_pages import mapping_pages
+    from rlmguide.sitegen.pages import build_index
+
+    catalog = load_catalog(record_roots(), tuple(KINDS))
+    (page,) = [v for k, v in mapping_pages(build_index(catalog)).items() if "slime-" in k]
+    megatron = "https://github.com/NVIDIA/Megatron-LM/blob/1dcf0dafa884ad52ffb243625717a3471643e087"
+    assert f"{megatron}/megatron/core/model_parallel_config.py" in page
+    slime = "https://github.com/THUDM/slime/blob/624b824a898ab0ec1fcb4d373004c7f3852bf515"
+    assert f"{slime}/slime/utils/arguments.py" in page
+    assert f"{slime}/megatron/" not in page
+    assert "Before the command" in page and "MODEL_ARGS_SCRIPT" in page

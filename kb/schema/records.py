@@ -612,6 +612,9 @@ class Mapping(Record):
     """Training backends and rollout engines the mapping covers, preferred first."""
     fixed: list[Text] = []
     """Arguments every launch needs whatever the plan, as the syntax writes them."""
+    repositories: dict[Text, Url] = {}
+    """Path prefix -> where files under it are read when they belong to another repository the
+    framework passes flags to (slime's `megatron/` at the Megatron-LM commit it pins)."""
     preamble: list[Text] = []
     """Shell lines the launch script runs before the command (slime sources the policy's
     architecture flags from its scripts/models/<model>.sh)."""
