@@ -752,3 +752,23 @@ def test_slime_keys_outside_the_plan_are_named() -> None:
     # the model's architecture came from models/qwen3-30B-A3B.sh, sourced by the script
     assert any(u["key"] == "moe-router-topk" for u in got["unmapped"])
     assert got["unknown_variables"] == ["NVLINK_COUNT"]
+
+
+def test_a_slime_script_without_a_prompt_bound_asks_for_it() -> None:
+    script = str(FIXTURES / SLIME / "run-qwen3-4B.sh")
+    args = ["review", script, "--accelerator", "h100-sxm-80gb"]
+    done = CliRunner().invoke(cli, args)
+    assert done.exit_code == 2
+    assert done.output.strip().splitlines() == [
+        "Error: the launch does not give workload.prompt_tokens; give --prompt-tokens N "
+        "(the mean prompt length)"
+    ]
+    done = CliRunner().invoke(cli, [*args, "--prompt-tokens", "2048", "--format", "json"])
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.output)
+    assert (data["framework"], data["entry_point"]) == ("slime", "python3 train.py")
+    assert data["unsourced"] == [] and data["unknown_variables"] == ["NVLINK_COUNT"]
+    fields = {(u["key"], u["field"]) for u in data["understood"]}
+    assert ("rollout-num-gpus-per-engine", "plan.rollout.tp") in fields
+    # --colocate places the rollout on the actor's GPUs and forces phase offload
+    assert {("colocate", "plan.placement"), ("colocate", "plan.train.offload_phase")} <= fields

@@ -177,7 +177,12 @@ def scenario_of(
         if v is None
     ]
     if missing:
-        raise ReviewError(f"the launch does not give {', '.join(missing)}")
+        hint = (
+            "; give --prompt-tokens N (the mean prompt length)"
+            if "workload.prompt_tokens" in missing
+            else ""
+        )
+        raise ReviewError(f"the launch does not give {', '.join(missing)}{hint}")
     minibatches = f.get("workload.minibatches_per_step", 1)
     if "workload.algorithm" not in f:
         # NeMo-RL's run_grpo.py runs GRPO; verl's adv_estimator and OpenRLHF's advantage
