@@ -734,6 +734,11 @@ def test_the_environment_and_a_missing_source_are_followed(tmp_path: Path) -> No
     env = {"NUM_GPUS": "100", "MODE": "async"}
     words, _ = command_arguments(script.read_text(), "train_async", env, path=script)
     assert words[:2] == ["--actor-num-gpus-per-node", "64"]  # the elif branch
+    moved = script.read_text().replace("python3 ${ENTRY}", "python3 /root/slime/${ENTRY}")
+    assert (
+        command_arguments(moved, "train", path=script)[0]
+        == command_arguments(script.read_text(), "train", path=script)[0]
+    )
     (tmp_path / "scripts" / "models" / "tiny.sh").unlink()
     words, shell = command_arguments(script.read_text(), "train", path=script)
     assert shell.unsourced == [f"{script.parent}/models/tiny.sh"]

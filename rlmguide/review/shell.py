@@ -487,12 +487,15 @@ class _Runner:
             return None, True
         words = [f for w in statement for f in shell.expand(w)]
         if head in ("source", ".") and len(words) > 1:
-            return self._source(words[1]), True
+            # an unset variable names the file by the words written (${MODEL_ARGS_SCRIPT})
+            return self._source(words[1] or statement[1].raw), True
         if head in ("[", "[[", "test", "!", "true", "false"):
             return None, self._test(statement)
         for i, w in enumerate(words):
             if w == self.module or w.removesuffix(".py").replace("/", ".") == self.module:
                 return words[i + 1 :], True
+            if "." not in self.module and w.endswith(".py") and Path(w).stem == self.module:
+                return words[i + 1 :], True  # a top-level script by path (/root/slime/train.py)
         return None, True
 
     def _source(self, name: str) -> list[str] | None:
