@@ -28,9 +28,9 @@ from kb.paths import PLURALS
 from kb.schema import KINDS, Framework
 
 LINKED = {"sources", "locators", "claims", "examples"}
-JSON_FIELDS = {"scenario", "launches", "entries", "config_defaults"}
-"""Fields stored as one JSON column: a scenario, a mapping's launches, entries and config
-defaults."""
+JSON_FIELDS = {"scenario", "launches", "entries", "config_defaults", "repositories"}
+"""Fields stored as one JSON column: a scenario, a mapping's launches, entries, config
+defaults and other repositories."""
 
 VIEWS = {
     "features": (
