@@ -964,3 +964,20 @@ def test_the_slime_mapping_page_links_megatron_flags_to_megatron() -> None:
     assert f"{slime}/slime/utils/arguments.py" in page
     assert f"{slime}/megatron/" not in page
     assert "Before the command" in page and "MODEL_ARGS_SCRIPT" in page
+
+
+def test_the_slime_mapping_is_a_row_of_the_database() -> None:
+    """The knowledge base builds with the slime mapping: its other repository and the lines
+    before its command are columns of `mappings`."""
+    import duckdb
+
+    from kb.db import ensure_database
+
+    con = duckdb.connect(str(ensure_database(record_roots())), read_only=True)
+    ((repositories, preamble),) = con.execute(
+        "SELECT repositories, preamble FROM mappings WHERE framework = 'slime'"
+    ).fetchall()
+    assert json.loads(repositories)["megatron/"].endswith(
+        "1dcf0dafa884ad52ffb243625717a3471643e087"
+    )
+    assert preamble[-1] == 'source "${MODEL_ARGS_SCRIPT}"'
