@@ -17,10 +17,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from conftest import REPO
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rlmguide.cli import cli
 from rlmguide.review import Hardware, ReviewError, review
-from rlmguide.review.shell import command_arguments
+from rlmguide.review.shell import ShellError, command_arguments
 
 FIXTURES = Path(__file__).parent / "fixtures" / "review"
 
@@ -777,3 +779,39 @@ def test_a_slime_script_without_a_prompt_bound_asks_for_it() -> None:
     assert ("rollout-num-gpus-per-engine", "plan.rollout.tp") in fields
     # --colocate places the rollout on the actor's GPUs and forces phase offload
     assert {("colocate", "plan.placement"), ("colocate", "plan.train.offload_phase")} <= fields
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    num_gpus=st.one_of(st.none(), st.integers(-3, 130).map(str), st.sampled_from(["", "x", "08"])),
+    mode=st.one_of(st.none(), st.sampled_from(["sync", "sy", "async", "", "syn*"])),
+)
+def test_conditions_choose_the_branch_bash_chooses(
+    tmp_path: Path, num_gpus: str | None, mode: str | None
+) -> None:
+    """For any NUM_GPUS and MODE in the environment (unset, empty, numbers, text), the reader
+    takes the `if`/`elif`/`else` branches bash takes: the same words reach the launch."""
+    script = tmp_path / "scripts" / "run.sh"
+    if not script.exists():
+        _slime_tree(tmp_path)
+    stub = tmp_path / "bin" / "python3"
+    if not stub.exists():
+        stub.parent.mkdir()
+        stub.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')
+        stub.chmod(0o755)
+    given = {k: v for k, v in (("NUM_GPUS", num_gpus), ("MODE", mode)) if v is not None}
+    env = {"PATH": f"{stub.parent}:/usr/bin:/bin", **given}
+    ran = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env)
+    if "error token is" in ran.stderr:
+        # bash's arithmetic fails (08 is no octal number): bash drops that assignment and goes
+        # on; the reader refuses the script instead of reading a launch without it
+        with pytest.raises(ShellError, match="not a number in base 8"):
+            command_arguments(script.read_text(), "train", given, path=script)
+        return
+    assert ran.returncode == 0, ran.stderr
+    entry, *words = ran.stdout.splitlines()
+    module = Path(entry).stem
+    got, _ = command_arguments(script.read_text(), module, given, path=script)
+    assert got == words

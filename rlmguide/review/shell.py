@@ -194,14 +194,34 @@ def lex_statements(text: str) -> list[tuple[list[Word], str]]:
     return statements
 
 
+def _quotient(a: int, b: int) -> int:
+    """Integer division as bash does it: toward zero."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
 _OPS = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
+    ast.FloorDiv: _quotient,
+    ast.Mod: lambda a, b: a - b * _quotient(a, b),
     ast.Pow: operator.pow,
 }
+NUMBER = re.compile(r"\b0[xX][0-9a-fA-F]+\b|\b0[0-9]+\b")
+
+
+def _literals(text: str, expr: str) -> str:
+    """Bash's integer literals in decimal: 010 is 8, 0x10 is 16; 08 is an error."""
+
+    def decimal(m: re.Match[str]) -> str:
+        token = m.group()
+        try:
+            return str(int(token, 16 if token[1] in "xX" else 8))
+        except ValueError:
+            raise ShellError(f"$(({expr})): {token} is not a number in base 8") from None
+
+    return NUMBER.sub(decimal, text)
 
 
 @dataclass
@@ -224,32 +244,33 @@ class Shell:
         found = self.variables.get(name, "")
         return " ".join(found) if isinstance(found, list) else found
 
-    def arithmetic(self, expr: str) -> str:
-        """`$((expr))`: integers, bare names read as variables (bash's rules)."""
-        text = self.expand_text(expr).replace("/", "//")
+    def arithmetic(self, expr: str, depth: int = 0) -> str:
+        """`$((expr))`: integers as bash reads them (a leading 0 is octal, 0x hex), bare names
+        read as variables whose text is itself an expression (empty is 0), division and
+        remainder truncating toward zero."""
+        text = _literals(self.expand_text(expr), expr).replace("/", "//")
         try:
-            tree = ast.parse(text.strip(), mode="eval").body
+            tree = ast.parse(text.strip() or "0", mode="eval").body
         except SyntaxError:
             raise ShellError(f"cannot read $(({expr}))") from None
-        return str(self._evaluate(tree, expr))
+        return str(self._evaluate(tree, expr, depth))
 
-    def _evaluate(self, node: ast.expr, expr: str) -> int:
+    def _evaluate(self, node: ast.expr, expr: str, depth: int = 0) -> int:
         if isinstance(node, ast.Constant) and isinstance(node.value, int):
             return node.value
         if isinstance(node, ast.Name):
-            raw = self.value(node.id).strip() or "0"
-            try:
-                return int(raw)
-            except ValueError:
-                raise ShellError(f"$(({expr})): {node.id}={raw!r} is not a number") from None
+            raw = self.value(node.id).strip()
+            if depth > 8:
+                raise ShellError(f"$(({expr})): {node.id} refers to itself")
+            return int(self.arithmetic(raw, depth + 1)) if raw else 0
         if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            return int(
-                _OPS[type(node.op)](
-                    self._evaluate(node.left, expr), self._evaluate(node.right, expr)
-                )
-            )
+            left = self._evaluate(node.left, expr, depth)
+            right = self._evaluate(node.right, expr, depth)
+            if isinstance(node.op, ast.FloorDiv | ast.Mod) and right == 0:
+                raise ShellError(f"$(({expr})): division by 0")
+            return int(_OPS[type(node.op)](left, right))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-            inner = self._evaluate(node.operand, expr)
+            inner = self._evaluate(node.operand, expr, depth)
             return -inner if isinstance(node.op, ast.USub) else inner
         raise ShellError(f"cannot read $(({expr}))")
 
