@@ -856,9 +856,9 @@ def review(
     prompt_tokens: int | None,
     fmt: str,
 ) -> None:
-    """Read a launch script (verl Hydra overrides, OpenRLHF train_ppo_ray flags) or a NeMo-RL
-    YAML recipe as the framework would, cost its plan and compare it with the best plan the same
-    framework can run.
+    """Read a launch script (verl Hydra overrides, OpenRLHF train_ppo_ray flags, a slime
+    train.py script with the model flags it sources) or a NeMo-RL YAML recipe as the framework
+    would, cost its plan and compare it with the best plan the same framework can run.
 
     Example: rlmguide review run_qwen3moe-30b_megatron_96gb.sh --accelerator h20-96gb
     """

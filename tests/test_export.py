@@ -981,3 +981,34 @@ def test_the_slime_mapping_is_a_row_of_the_database() -> None:
         "1dcf0dafa884ad52ffb243625717a3471643e087"
     )
     assert preamble[-1] == 'source "${MODEL_ARGS_SCRIPT}"'
+
+
+def test_slime_export_json_by_hand() -> None:
+    """examples/grpo-qwen2.5-7b-8xh100.yaml on slime, checked by hand: 128 prompts x 8 samples
+    in 4 optimizer steps is a global batch of 1024 / 4 = 256 samples; the context bound is the
+    512-token prompt plus the 8192-token longest response; the one-step-off plan runs through
+    train_async.py with the actor and the rollout on 4 GPUs each of the one node."""
+    done = CliRunner().invoke(
+        cli, ["export", SMALL, "--framework", "slime", "--format", "json"], catch_exceptions=False
+    )
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.output)
+    args = {a["key"]: a["value"] for a in data["arguments"]}
+    assert (data["command"], data["plan"]["execution"]) == (
+        "python3 train_async.py",
+        "one-step-off",
+    )
+    assert (args["rollout-batch-size"], args["n-samples-per-prompt"]) == (128, 8)
+    assert (args["global-batch-size"], args["num-steps-per-rollout"]) == (256, 4)
+    assert (args["rollout-max-context-len"], args["rollout-max-response-len"]) == (8704, 8192)
+    assert (args["actor-num-nodes"], args["actor-num-gpus-per-node"]) == (1, 4)
+    assert args["rollout-num-gpus"] == 4 and args["colocate"] is False  # left out of the script
+    assert args["rollout-num-gpus-per-engine"] == data["plan"]["rollout"]["tp"]
+    assert args["pipeline-model-parallel-size"] == data["plan"]["train"]["pp"]
+    assert data["preamble"][-1] == 'source "${MODEL_ARGS_SCRIPT}"'
+    assert set(data["inputs"]) == {
+        "MODEL_PATH",
+        "TRAIN_DATA",
+        "REWARD_FUNCTION",
+        "MEGATRON_CHECKPOINT",
+    }
