@@ -1012,3 +1012,22 @@ def test_slime_export_json_by_hand() -> None:
         "REWARD_FUNCTION",
         "MEGATRON_CHECKPOINT",
     }
+
+
+@pytest.mark.parametrize(
+    ("assignment", "reason"),
+    [
+        # the constraint record refuses it before any key is written
+        ("plan.train.zero=3", "by constraint slime-megatron-distributed-optimizer-only"),
+        # (with parameter offload or LoRA fixed, the planner names the distributed-optimizer
+        # constraint as the one refusing every candidate of this scenario)
+        ("plan.train.lora_rank=16", "by constraint slime-"),
+        ("plan.train.offload.params=true", "slime-megatron-distributed-optimizer-only"),
+        # no slime flag says it: refused by name rather than dropped
+        ("workload.epochs=2", "has no key for workload.epochs = 2"),
+    ],
+)
+def test_slime_refuses_with_the_reason(assignment: str, reason: str) -> None:
+    done = CliRunner().invoke(cli, ["export", SMALL, "--framework", "slime", "--set", assignment])
+    assert done.exit_code == 1
+    assert reason in done.output
