@@ -28,9 +28,12 @@ from kb.paths import PLURALS
 from kb.schema import KINDS, Framework
 
 LINKED = {"sources", "locators", "claims", "examples"}
-JSON_FIELDS = {"scenario", "launches", "entries", "config_defaults", "specification"}
-"""Fields stored as one JSON column: a scenario, a mapping's launches, entries and config
-defaults, an algorithm's §5 specification (its steps and parallelism annotations)."""
+JSON_FIELDS = {
+    "scenario", "launches", "entries", "config_defaults", "repositories", "specification",
+}  # fmt: skip
+"""Fields stored as one JSON column: a scenario, a mapping's launches, entries, config
+defaults and other repositories, an algorithm's §5 specification (its steps and parallelism
+annotations)."""
 
 VIEWS = {
     "features": (

@@ -932,7 +932,8 @@ def export(
     "--prompt-tokens",
     "prompt_tokens",
     type=click.IntRange(1),
-    help="Mean prompt length, where the file bounds only prompt + response (NeMo-RL).",
+    help="Mean prompt length, where the file bounds only prompt + response (NeMo-RL) or no "
+    "prompt at all (slime without --rollout-max-context-len).",
 )
 @format_option(("table", "json", "markdown"))
 def review(
@@ -945,9 +946,9 @@ def review(
     prompt_tokens: int | None,
     fmt: str,
 ) -> None:
-    """Read a launch script (verl Hydra overrides, OpenRLHF train_ppo_ray flags) or a NeMo-RL
-    YAML recipe as the framework would, cost its plan and compare it with the best plan the same
-    framework can run.
+    """Read a launch script (verl Hydra overrides, OpenRLHF train_ppo_ray flags, a slime
+    train.py script with the model flags it sources) or a NeMo-RL YAML recipe as the framework
+    would, cost its plan and compare it with the best plan the same framework can run.
 
     Example: rlmguide review run_qwen3moe-30b_megatron_96gb.sh --accelerator h20-96gb
     """

@@ -7,6 +7,7 @@ deployment records, whose values are written out below as read by hand from the 
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from functools import cache
@@ -34,7 +35,7 @@ SMALL = str(REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml")
 DEPLOYMENTS: dict[str, Deployment] = load_catalog(DEFAULT_ROOTS, ("deployment",)).of(  # type: ignore[assignment]
     "deployment"
 )
-MAPPED = ("verl", "openrlhf", "nemo-rl")
+MAPPED = ("verl", "openrlhf", "nemo-rl", "slime")
 REFUSED = {
     # the reward model shares the actor's 2 GPUs outside colocate_all, which OpenRLHF's
     # launcher cannot do (constraint openrlhf-reward-model-shares-gpus-only-in-colocate-all)
@@ -494,6 +495,8 @@ def read_plan(done: Exported) -> dict[str, Any]:
     args = read_back(done)
     if done.framework == "nemo-rl":
         return nemo_rl_plan(args)
+    if done.framework == "slime":
+        return slime_plan(args)
     if done.mapping.syntax == "hydra":
         megatron = "actor_rollout_ref.actor.megatron."
         train_gpus = args["trainer.nnodes"] * args["trainer.n_gpus_per_node"]
@@ -569,6 +572,27 @@ def nemo_rl_plan(args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def slime_plan(args: dict[str, Any]) -> dict[str, Any]:
+    """slime's reading of its flags (slime/utils/arguments.py at 624b824): the rollout takes the
+    actor's GPUs under --colocate (L1939-L1952), an engine's GPUs are TP x SGLang's PP
+    (sglang_utils/arguments.py L173-L181); absent Megatron degrees are 1."""
+    train = args["actor-num-nodes"] * args["actor-num-gpus-per-node"]
+    rollout_tp = args["rollout-num-gpus-per-engine"] // args.get("sglang-pp-size", 1)
+    prompts, samples = args["rollout-batch-size"], args["n-samples-per-prompt"]
+    return {
+        "train.tp": args.get("tensor-model-parallel-size", 1),
+        "train.pp": args.get("pipeline-model-parallel-size", 1),
+        "train.cp": args.get("context-parallel-size", 1),
+        "train.ep": args.get("expert-model-parallel-size", 1),
+        "train.gpus": train,
+        "rollout.gpus": train if args.get("colocate") else args["rollout-num-gpus"],
+        "rollout.tp": rollout_tp,
+        "prompts": prompts,
+        "samples": samples,
+        "minibatches": prompts * samples // args["global-batch-size"],
+    }
+
+
 def planned(plan: dict[str, Any], workload: dict[str, Any]) -> dict[str, Any]:
     """The same values from a plan and workload, as the planner states them."""
     return {
@@ -615,13 +639,17 @@ REFUSED_EXAMPLES = {
     # for them yet, so every launch is refused rather than written as a plain reward model.
     **{
         ("grpo-qwen2.5-7b-llm-judge-16xh100", framework): "workload.reward_kind = llm-judge"
-        for framework in ("verl", "openrlhf", "nemo-rl")
+        for framework in ("verl", "openrlhf", "nemo-rl", "slime")
     },
     # Offline DPO: verl and NeMo-RL claim no DPO; OpenRLHF's mapping is its PPO launcher, which
     # has no key for a run that scores nothing (its DPO is another entry point, train_dpo).
     ("dpo-qwen2.5-7b-8xh100", "verl"): "framework verl does not claim DPO",
     ("dpo-qwen2.5-7b-8xh100", "nemo-rl"): "framework nemo-rl does not claim DPO",
     ("dpo-qwen2.5-7b-8xh100", "openrlhf"): "workload.reward_kind = none",
+    # slime has no reward-model pool (only a remote scorer behind --rm-url): PPO with a reward
+    # model is refused
+    ("ppo-llama-3.1-70b-1024xh100", "slime"): "workload.reward_model = true",
+    ("dpo-qwen2.5-7b-8xh100", "slime"): "framework slime does not claim DPO",
 }
 
 
@@ -752,9 +780,9 @@ def test_export_writes_an_executable_script_from_a_real_process(tmp_path: Path) 
 
 
 def test_a_framework_without_a_mapping_fails_with_the_ones_there_are() -> None:
-    done = CliRunner().invoke(cli, ["export", SMALL, "--framework", "slime"])
+    done = CliRunner().invoke(cli, ["export", SMALL, "--framework", "areal"])
     assert done.exit_code == 1
-    assert "nemo-rl, openrlhf, verl" in done.output
+    assert "nemo-rl, openrlhf, slime, verl" in done.output
 
 
 def test_validate_names_a_mapping_entry_with_an_unknown_fact(
@@ -773,3 +801,244 @@ def test_validate_names_a_mapping_entry_with_an_unknown_fact(
         "openrlhf-0.11.0.yaml: entries[3].fact: unknown fact 'plan.rollout.tensor_parallel'"
         in done.output
     )
+
+
+# -- slime ---------------------------------------------------------------------------------
+
+
+@cache
+def slime_parser() -> argparse.ArgumentParser:
+    """An argparse parser with slime's options as declared at 624b824 (and the Megatron and
+    SGLang options the mapping emits), from the extract in tests/fixtures/frameworks/."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    types = {"int": int, "float": float, "str": str}
+    rows = (FIXTURES / "slime-624b824-arguments-options.tsv").read_text().splitlines()
+    for row in rows:
+        if row.startswith("#"):
+            continue
+        _, name, kind, action, nargs = row.split("\t")
+        if action == "store":
+            many = None if nargs == "None" else nargs
+            parser.add_argument(name, type=types.get(kind, str), nargs=many)
+        elif action == "BooleanOptionalAction":
+            parser.add_argument(name, action=argparse.BooleanOptionalAction)
+        else:
+            parser.add_argument(name, action=action)
+    return parser
+
+
+def slime_words(done: Exported) -> list[str]:
+    text = script(done, "test", "policy")
+    inputs = {var: f"${{{var}}}" for var, _ in INPUTS.values()}
+    words, _ = command_arguments(text, done.launch.command.split()[-1].removesuffix(".py"), inputs)
+    return words
+
+
+def slime_exports() -> list[tuple[str, str]]:
+    """Every bundled example slime runs, by name."""
+    return [
+        (example, Path(example).stem)
+        for example in EXAMPLES
+        if (Path(example).stem, "slime") not in REFUSED_EXAMPLES
+    ]
+
+
+@pytest.mark.parametrize("example", [e for e, _ in slime_exports()], ids=lambda p: Path(p).stem)
+def test_every_slime_flag_exists_in_its_parser_with_its_type(example: str) -> None:
+    catalog, mappings = _catalogs()
+    done = build(resolve(parse_example(example), catalog.records), catalog, mappings, "slime")
+    parser = slime_parser()
+    declared = {a.dest: a for a in parser._actions}
+    # slime's own parser takes the words: an unknown flag or a value of the wrong type fails
+    parsed, unknown = parser.parse_known_args(slime_words(done))
+    assert unknown == [], unknown
+    for arg in done.arguments:
+        action = declared[arg.key.replace("-", "_")]
+        got = getattr(parsed, action.dest)
+        if arg.value is None:  # left out: the parser's default (None) stands
+            assert got is None, arg.key
+        elif isinstance(arg.value, bool):
+            assert action.nargs == 0, arg.key  # a switch, written alone or left out
+            assert bool(got) == arg.value, arg.key
+        else:
+            assert action.type is type(arg.value) or (
+                action.type is float and isinstance(arg.value, int)
+            ), (arg.key, arg.value, action.type)
+            if not str(arg.value).startswith("${"):
+                assert got == arg.value, arg.key
+
+
+def test_the_slime_parser_refuses_a_flag_it_does_not_declare() -> None:
+    """The oracle can fail: a misspelt flag and a text for an integer are caught."""
+    parser = slime_parser()
+    _, unknown = parser.parse_known_args(["--tensor-parallel-size", "2"])
+    assert unknown == ["--tensor-parallel-size", "2"]
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--rollout-batch-size", "many"])
+
+
+def test_slime_refuses_what_its_constraints_forbid() -> None:
+    """One-step-off on shared GPUs: train_async.py asserts --colocate is off (constraint
+    slime-async-not-colocated), and the export says so."""
+    catalog, mappings = _catalogs()
+    scenario = parse_example(SMALL)
+    fixed = scenario.plan.model_copy(update={"execution": "one-step-off", "placement": "colocated"})
+    resolved = resolve(scenario.model_copy(update={"plan": fixed}), catalog.records)
+    with pytest.raises(NotExpressible, match="one-step-off"):
+        build(resolved, catalog, mappings, "slime")
+
+
+def slime_passes_its_checks(args: dict[str, Any], entry_point: str) -> None:
+    """slime's and Megatron's cross-field checks on a parsed launch, each reproduced from its
+    source line (slime at 624b824, Megatron-LM at 1dcf0da): none imports without a GPU stack."""
+    world = args["actor-num-nodes"] * args["actor-num-gpus-per-node"]
+    model = (
+        args.get("tensor-model-parallel-size", 1)
+        * args.get("pipeline-model-parallel-size", 1)
+        * args.get("context-parallel-size", 1)
+    )
+    # megatron/training/arguments.py L314-L319: the world divides by TP x PP x CP
+    assert world % model == 0, f"world size {world} is not divisible by {model}"
+    samples = args["rollout-batch-size"] * args.get("n-samples-per-prompt", 1)
+    if (steps := args.get("num-steps-per-rollout")) is not None:
+        # slime/utils/arguments.py L1971-L1979: the global batch agrees with the step count
+        assert args["global-batch-size"] == samples // steps, "global batch != samples / steps"
+    # slime/utils/dp_schedule.py L122-L185 (constraint slime-train-batch-divides-over-dp)
+    assert args["global-batch-size"] % (world // model) == 0, "global batch over DP ranks"
+    pp = args.get("sglang-pp-size", 1)
+    # slime/backends/sglang_utils/arguments.py L174-L181: an engine's GPUs divide by its PP
+    assert args.get("rollout-num-gpus-per-engine", 1) % pp == 0, "engine GPUs over SGLang PP"
+    if args.get("sglang-dp-size", 1) > 1:  # L183-L184
+        assert args.get("sglang-enable-dp-attention"), "DP size without DP attention"
+    if args.get("recompute-granularity") == "selective":  # Megatron arguments.py L898-L901
+        assert args.get("recompute-method") is None, "selective recompute takes no method"
+    if args.get("optimizer-cpu-offload"):  # Megatron arguments.py L1189-L1193
+        assert args.get("use-precision-aware-optimizer"), "CPU Adam needs the precision-aware one"
+    if entry_point == "train_async":  # train_async.py L11
+        assert not args.get("colocate"), "async training cannot colocate"
+
+
+@pytest.mark.parametrize("example", [e for e, _ in slime_exports()], ids=lambda p: Path(p).stem)
+def test_exported_slime_launches_pass_slimes_checks(example: str) -> None:
+    catalog, mappings = _catalogs()
+    done = build(resolve(parse_example(example), catalog.records), catalog, mappings, "slime")
+    entry_point = done.launch.command.split()[-1].removesuffix(".py")
+    slime_passes_its_checks(argparse_config(slime_words(done)), entry_point)
+
+
+@pytest.mark.parametrize(
+    "record_id", [d for d in EXPORTABLE if DEPLOYMENTS[d].framework == "slime"]
+)
+def test_exported_slime_deployments_pass_slimes_checks(record_id: str) -> None:
+    done = exported(record_id)
+    entry_point = done.launch.command.split()[-1].removesuffix(".py")
+    slime_passes_its_checks(argparse_config(slime_words(done)), entry_point)
+
+
+def test_slimes_checks_can_fail() -> None:
+    good = {
+        "actor-num-nodes": 1,
+        "actor-num-gpus-per-node": 8,
+        "tensor-model-parallel-size": 2,
+        "rollout-batch-size": 32,
+        "n-samples-per-prompt": 8,
+        "global-batch-size": 256,
+        "num-steps-per-rollout": 1,
+    }
+    slime_passes_its_checks(good, "train")
+    for bad, says in (
+        ({"tensor-model-parallel-size": 3}, "not divisible"),
+        ({"num-steps-per-rollout": 2}, "samples / steps"),
+        ({"global-batch-size": 2, "num-steps-per-rollout": None}, "over DP ranks"),
+        ({"rollout-num-gpus-per-engine": 3, "sglang-pp-size": 2}, "SGLang PP"),
+        ({"sglang-dp-size": 2}, "DP attention"),
+        ({"recompute-granularity": "selective", "recompute-method": "uniform"}, "no method"),
+        ({"optimizer-cpu-offload": True}, "precision-aware"),
+        ({"colocate": True}, "cannot colocate"),
+    ):
+        with pytest.raises(AssertionError, match=says):
+            slime_passes_its_checks({**good, **bad}, "train_async")
+
+
+def test_the_slime_mapping_page_links_megatron_flags_to_megatron() -> None:
+    """The generated page of the slime mapping: Megatron's keys link to Megatron-LM at the
+    commit slime pins, slime's to slime; the lines run before the command are shown."""
+    from kb.schema.records import KINDS
+    from rlmguide.sitegen.mapping_pages import mapping_pages
+    from rlmguide.sitegen.pages import build_index
+
+    catalog = load_catalog(record_roots(), tuple(KINDS))
+    (page,) = [v for k, v in mapping_pages(build_index(catalog)).items() if "slime-" in k]
+    megatron = "https://github.com/NVIDIA/Megatron-LM/blob/1dcf0dafa884ad52ffb243625717a3471643e087"
+    assert f"{megatron}/megatron/core/model_parallel_config.py" in page
+    slime = "https://github.com/THUDM/slime/blob/624b824a898ab0ec1fcb4d373004c7f3852bf515"
+    assert f"{slime}/slime/utils/arguments.py" in page
+    assert f"{slime}/megatron/" not in page
+    assert "Before the command" in page and "MODEL_ARGS_SCRIPT" in page
+
+
+def test_the_slime_mapping_is_a_row_of_the_database() -> None:
+    """The knowledge base builds with the slime mapping: its other repository and the lines
+    before its command are columns of `mappings`."""
+    import duckdb
+
+    from kb.db import ensure_database
+
+    con = duckdb.connect(str(ensure_database(record_roots())), read_only=True)
+    ((repositories, preamble),) = con.execute(
+        "SELECT repositories, preamble FROM mappings WHERE framework = 'slime'"
+    ).fetchall()
+    assert json.loads(repositories)["megatron/"].endswith(
+        "1dcf0dafa884ad52ffb243625717a3471643e087"
+    )
+    assert preamble[-1] == 'source "${MODEL_ARGS_SCRIPT}"'
+
+
+def test_slime_export_json_by_hand() -> None:
+    """examples/grpo-qwen2.5-7b-8xh100.yaml on slime, checked by hand: 128 prompts x 8 samples
+    in 4 optimizer steps is a global batch of 1024 / 4 = 256 samples; the context bound is the
+    512-token prompt plus the 8192-token longest response; the one-step-off plan runs through
+    train_async.py with the actor and the rollout on 4 GPUs each of the one node."""
+    done = CliRunner().invoke(
+        cli, ["export", SMALL, "--framework", "slime", "--format", "json"], catch_exceptions=False
+    )
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.output)
+    args = {a["key"]: a["value"] for a in data["arguments"]}
+    assert (data["command"], data["plan"]["execution"]) == (
+        "python3 train_async.py",
+        "one-step-off",
+    )
+    assert (args["rollout-batch-size"], args["n-samples-per-prompt"]) == (128, 8)
+    assert (args["global-batch-size"], args["num-steps-per-rollout"]) == (256, 4)
+    assert (args["rollout-max-context-len"], args["rollout-max-response-len"]) == (8704, 8192)
+    assert (args["actor-num-nodes"], args["actor-num-gpus-per-node"]) == (1, 4)
+    assert args["rollout-num-gpus"] == 4 and args["colocate"] is False  # left out of the script
+    assert args["rollout-num-gpus-per-engine"] == data["plan"]["rollout"]["tp"]
+    assert args["pipeline-model-parallel-size"] == data["plan"]["train"]["pp"]
+    assert data["preamble"][-1] == 'source "${MODEL_ARGS_SCRIPT}"'
+    assert set(data["inputs"]) == {
+        "MODEL_PATH",
+        "TRAIN_DATA",
+        "REWARD_FUNCTION",
+        "MEGATRON_CHECKPOINT",
+    }
+
+
+@pytest.mark.parametrize(
+    ("assignment", "reason"),
+    [
+        # the constraint record refuses it before any key is written
+        ("plan.train.zero=3", "by constraint slime-megatron-distributed-optimizer-only"),
+        # (with parameter offload or LoRA fixed, the planner names the distributed-optimizer
+        # constraint as the one refusing every candidate of this scenario)
+        ("plan.train.lora_rank=16", "by constraint slime-"),
+        ("plan.train.offload.params=true", "slime-megatron-distributed-optimizer-only"),
+        # no slime flag says it: refused by name rather than dropped
+        ("workload.epochs=2", "has no key for workload.epochs = 2"),
+    ],
+)
+def test_slime_refuses_with_the_reason(assignment: str, reason: str) -> None:
+    done = CliRunner().invoke(cli, ["export", SMALL, "--framework", "slime", "--set", assignment])
+    assert done.exit_code == 1
+    assert reason in done.output

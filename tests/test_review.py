@@ -17,10 +17,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from conftest import REPO
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rlmguide.cli import cli
 from rlmguide.review import Hardware, ReviewError, review
-from rlmguide.review.shell import command_arguments
+from rlmguide.review.shell import ShellError, command_arguments
 
 FIXTURES = Path(__file__).parent / "fixtures" / "review"
 
@@ -40,6 +42,7 @@ def w(*values: Any) -> dict[str, Any]:
 
 
 RECIPES_A = "nemo-rl-5fb5889/examples/configs/recipes/llm/"
+SLIME = "slime-624b824/scripts/"
 RECIPES_B = "nemo-rl-6c70893/examples/configs/recipes/llm/"
 OFF = {"phase": False, "optimizer": 0.0, "params": False, "frozen": False}
 READINGS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -330,6 +333,110 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
             "qwen3-32b",
         ),
     ),
+    # slime (scripts/ of THUDM/slime at 624b824, each sourcing its models/*.sh through the
+    # BASH_SOURCE idiom). NUM_GPUS: no nvidia-smi, so DETECTED_GPUS=0 and the fallback 8;
+    # actor 1 x 8 with --colocate (offload forced on; reference in pinned host memory via
+    # --use-kl-loss); 2 GPUs per engine; Megatron TP 2, recompute full; 32 prompts x 8, global
+    # batch 256 -> 1
+    SLIME + "run-qwen3-4B.sh": (
+        "h100-sxm-80gb",
+        reading(
+            8,
+            8,
+            "colocated",
+            "sync",
+            {"gpus": 8, "tp": 2, "pp": 1, "ep": 1, "attention_dp": 1},
+            {
+                "gpus": 8,
+                "tp": 2,
+                "pp": 1,
+                "cp": 1,
+                "ep": 1,
+                "etp": 1,
+                "zero": 1,
+                "recompute": "full",
+            },
+            {**OFF, "phase": True, "frozen": True},
+            w("grpo", 32, 8, 2048, 8192, 1),
+            "qwen3-4b",
+        ),
+    ),
+    # 1 x 8 colocated; one 8-GPU engine (plain TP 8); Megatron TP 4 EP 8 ETP 1; CPU Adam
+    # (--optimizer-cpu-offload, fraction at Megatron's default 1.0)
+    SLIME + "run-qwen3-30B-A3B.sh": (
+        "h100-sxm-80gb",
+        reading(
+            8,
+            8,
+            "colocated",
+            "sync",
+            {"gpus": 8, "tp": 8, "pp": 1, "ep": 1, "attention_dp": 1},
+            {
+                "gpus": 8,
+                "tp": 4,
+                "pp": 1,
+                "cp": 1,
+                "ep": 8,
+                "etp": 1,
+                "zero": 1,
+                "recompute": "full",
+            },
+            {**OFF, "phase": True, "optimizer": 1.0, "frozen": True},
+            w("grpo", 32, 8, 2048, 8192, 1),
+            "qwen3-30b-a3b",
+        ),
+    ),
+    # actor 8 x 8 plus 64 rollout GPUs: 16 nodes, disaggregated (no --colocate, no offload);
+    # engines of 32 GPUs with EP 32 and 4 DP-attention groups; Megatron TP 4 PP 4 CP 2 EP 16;
+    # GSPO without a KL term (no reference to park); 8 prompts x 8, global batch 64 -> 1
+    SLIME + "run-qwen3-235B-A22B.sh": (
+        "h100-sxm-80gb",
+        reading(
+            128,
+            8,
+            "disaggregated",
+            "sync",
+            {"gpus": 64, "tp": 32, "pp": 1, "ep": 32, "attention_dp": 4},
+            {
+                "gpus": 64,
+                "tp": 4,
+                "pp": 4,
+                "cp": 2,
+                "ep": 16,
+                "etp": 1,
+                "zero": 1,
+                "recompute": "full",
+            },
+            {**OFF, "optimizer": 1.0},
+            w("gspo", 8, 8, 2048, 8192, 1),
+            "qwen3-235b-a22b",
+        ),
+    ),
+    # 16 x 8 colocated; two 64-GPU engines with EP 64 and 8 DP-attention groups; Megatron TP 8
+    # PP 4 CP 4 EP 32; 128 prompts x 8 in --num-steps-per-rollout 4 optimizer steps; 32k responses
+    SLIME + "run-deepseek-r1.sh": (
+        "h100-sxm-80gb",
+        reading(
+            128,
+            8,
+            "colocated",
+            "sync",
+            {"gpus": 128, "tp": 64, "pp": 1, "ep": 64, "attention_dp": 8},
+            {
+                "gpus": 128,
+                "tp": 8,
+                "pp": 4,
+                "cp": 4,
+                "ep": 32,
+                "etp": 1,
+                "zero": 1,
+                "recompute": "full",
+            },
+            {**OFF, "phase": True, "optimizer": 1.0, "frozen": True},
+            w("grpo", 128, 8, 2048, 32768, 4),
+            "deepseek-r1",
+        ),
+    ),
 }
 GIVEN = {
     # the recipe's model_name is a sentence ("Follow instructions in ...docs/guides/deepseek.md")
@@ -339,7 +446,9 @@ GIVEN = {
 
 def _read(name: str) -> dict[str, Any]:
     accelerator, _ = READINGS[name]
-    prompt = 128 if name.endswith(".yaml") else None
+    # NeMo-RL bounds prompt and response together; slime's scripts bound no prompt (the slime
+    # deployment records take 2048, the prompt cap of verl's DAPO recipes on the same data)
+    prompt = 128 if name.endswith(".yaml") else 2048 if name.startswith(SLIME) else None
     return review(
         FIXTURES / name,
         hardware=Hardware(accelerator, prompt_tokens=prompt),
@@ -510,7 +619,7 @@ EXAMPLES = sorted(
     if "parts" not in yaml.safe_load(p.read_text())["cluster"]
 )
 """The single-accelerator examples; a mixed cluster is refused (tests/test_mixed.py)."""
-MAPPED = ("verl", "openrlhf", "nemo-rl")
+MAPPED = ("verl", "openrlhf", "nemo-rl", "slime")
 
 
 def _plan_terms(plan: dict[str, Any]) -> dict[str, Any]:
@@ -568,3 +677,146 @@ def test_a_default_of_no_entry_is_a_mapping_error() -> None:
     broken = verl.model_copy(update={"config_defaults": {"trainer.no_such_key": 1}})
     with pytest.raises(MappingError, match=r"config_defaults\.trainer\.no_such_key"):
         compile_mapping(broken)
+
+
+# -- slime launch scripts ----------------------------------------------------------------------
+
+SLIME_LAUNCH = """#!/bin/bash
+set -e
+SCRIPT_DIR="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" &>/dev/null && pwd)"
+source "${SCRIPT_DIR}/models/tiny.sh"
+[ -f "${SCRIPT_DIR}/no-such-env.sh" ] && source "${SCRIPT_DIR}/no-such-env.sh"
+if command -v no-such-tool-here >/dev/null 2>&1; then
+    DETECTED=$(no-such-tool-here -L | wc -l)
+else
+    DETECTED=0
+fi
+NUM_GPUS=${NUM_GPUS:-${DETECTED}}
+if [ -z "$NUM_GPUS" ] || [ "$NUM_GPUS" -le 0 ]; then
+    NUM_GPUS=8
+elif [ "$NUM_GPUS" -gt 64 ]; then
+    NUM_GPUS=64
+fi
+if [[ "${MODE:-sync}" == "sy"* ]]; then ENTRY=train.py; else ENTRY=train_async.py; fi
+PERF=(
+   --tensor-model-parallel-size $(( NUM_GPUS / 4 ))  # a comment
+   --sequence-parallel
+)
+python3 ${ENTRY} --actor-num-gpus-per-node ${NUM_GPUS} --colocate "${MODEL_ARGS[@]}" ${PERF[@]} "$@"
+"""
+
+
+def _slime_tree(tmp_path: Path) -> Path:
+    scripts = tmp_path / "scripts"
+    (scripts / "models").mkdir(parents=True)
+    (scripts / "models" / "tiny.sh").write_text(
+        'MODEL_ARGS=(\n   --num-layers 4\n   --rotary-base "${ROTARY:-1000000}"\n)\n'
+    )
+    (scripts / "run.sh").write_text(SLIME_LAUNCH)
+    return scripts / "run.sh"
+
+
+def test_a_slime_launch_is_read_as_bash_runs_it(tmp_path: Path) -> None:
+    """Sourcing through the BASH_SOURCE idiom, `if`/`elif`/`else` on tests, `&&` chains,
+    defaults and arithmetic: the words review reads are the words bash passes (python3 replaced
+    by a stub that prints its arguments)."""
+    script = _slime_tree(tmp_path)
+    stub = tmp_path / "bin" / "python3"
+    stub.parent.mkdir()
+    stub.write_text('#!/bin/sh\nshift\nprintf "%s\\n" "$@"\n')
+    stub.chmod(0o755)
+    env = {"PATH": f"{stub.parent}:/usr/bin:/bin"}
+    ran = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, check=True)
+    words, shell = command_arguments(script.read_text(), "train", path=script)
+    assert words == ran.stdout.splitlines()
+    assert words == [
+        "--actor-num-gpus-per-node", "8", "--colocate", "--num-layers", "4",
+        "--rotary-base", "1000000", "--tensor-model-parallel-size", "2", "--sequence-parallel",
+    ]  # fmt: skip
+    assert shell.unsourced == []  # the `[ -f ... ] &&` guard kept the missing file unread
+
+
+def test_the_environment_and_a_missing_source_are_followed(tmp_path: Path) -> None:
+    script = _slime_tree(tmp_path)
+    env = {"NUM_GPUS": "100", "MODE": "async"}
+    words, _ = command_arguments(script.read_text(), "train_async", env, path=script)
+    assert words[:2] == ["--actor-num-gpus-per-node", "64"]  # the elif branch
+    moved = script.read_text().replace("python3 ${ENTRY}", "python3 /root/slime/${ENTRY}")
+    assert (
+        command_arguments(moved, "train", path=script)[0]
+        == command_arguments(script.read_text(), "train", path=script)[0]
+    )
+    (tmp_path / "scripts" / "models" / "tiny.sh").unlink()
+    words, shell = command_arguments(script.read_text(), "train", path=script)
+    assert shell.unsourced == [f"{script.parent}/models/tiny.sh"]
+    assert "--num-layers" not in words
+
+
+def test_slime_keys_outside_the_plan_are_named() -> None:
+    name = SLIME + "run-qwen3-30B-A3B.sh"
+    got = _read(name)
+    keys = {u["key"] for u in got["understood"]} | {u["key"] for u in got["unmapped"]}
+    words, _ = command_arguments((FIXTURES / name).read_text(), "train", path=FIXTURES / name)
+    assert keys >= {x[2:] for x in words if x.startswith("--")}
+    unmapped = {u["key"] for u in got["unmapped"]}
+    assert {"sglang-mem-fraction-static", "max-tokens-per-gpu", "num-experts"} <= unmapped
+    assert "rollout-num-gpus-per-engine" not in unmapped
+    # the model's architecture came from models/qwen3-30B-A3B.sh, sourced by the script
+    assert any(u["key"] == "moe-router-topk" for u in got["unmapped"])
+    assert got["unknown_variables"] == ["NVLINK_COUNT"]
+
+
+def test_a_slime_script_without_a_prompt_bound_asks_for_it() -> None:
+    script = str(FIXTURES / SLIME / "run-qwen3-4B.sh")
+    args = ["review", script, "--accelerator", "h100-sxm-80gb"]
+    done = CliRunner().invoke(cli, args)
+    assert done.exit_code == 2
+    assert done.output.strip().splitlines() == [
+        "Error: the launch does not give workload.prompt_tokens; give --prompt-tokens N "
+        "(the mean prompt length)"
+    ]
+    done = CliRunner().invoke(cli, [*args, "--prompt-tokens", "2048", "--format", "json"])
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.output)
+    assert (data["framework"], data["entry_point"]) == ("slime", "python3 train.py")
+    assert data["unsourced"] == [] and data["unknown_variables"] == ["NVLINK_COUNT"]
+    fields = {(u["key"], u["field"]) for u in data["understood"]}
+    assert ("rollout-num-gpus-per-engine", "plan.rollout.tp") in fields
+    # --colocate places the rollout on the actor's GPUs and forces phase offload
+    assert {("colocate", "plan.placement"), ("colocate", "plan.train.offload_phase")} <= fields
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    num_gpus=st.one_of(st.none(), st.integers(-3, 130).map(str), st.sampled_from(["", "x", "08"])),
+    mode=st.one_of(st.none(), st.sampled_from(["sync", "sy", "async", "", "syn*"])),
+)
+def test_conditions_choose_the_branch_bash_chooses(
+    tmp_path: Path, num_gpus: str | None, mode: str | None
+) -> None:
+    """For any NUM_GPUS and MODE in the environment (unset, empty, numbers, text), the reader
+    takes the `if`/`elif`/`else` branches bash takes: the same words reach the launch."""
+    script = tmp_path / "scripts" / "run.sh"
+    if not script.exists():
+        _slime_tree(tmp_path)
+    stub = tmp_path / "bin" / "python3"
+    if not stub.exists():
+        stub.parent.mkdir()
+        stub.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')
+        stub.chmod(0o755)
+    given = {k: v for k, v in (("NUM_GPUS", num_gpus), ("MODE", mode)) if v is not None}
+    env = {"PATH": f"{stub.parent}:/usr/bin:/bin", **given}
+    ran = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env)
+    if "error token is" in ran.stderr:
+        # bash's arithmetic fails (08 is no octal number): bash drops that assignment and goes
+        # on; the reader refuses the script instead of reading a launch without it
+        with pytest.raises(ShellError, match="not a number in base 8"):
+            command_arguments(script.read_text(), "train", given, path=script)
+        return
+    assert ran.returncode == 0, ran.stderr
+    entry, *words = ran.stdout.splitlines()
+    module = Path(entry).stem
+    got, _ = command_arguments(script.read_text(), module, given, path=script)
+    assert got == words

@@ -654,6 +654,12 @@ class Mapping(Record):
     """Training backends and rollout engines the mapping covers, preferred first."""
     fixed: list[Text] = []
     """Arguments every launch needs whatever the plan, as the syntax writes them."""
+    repositories: dict[Text, Url] = {}
+    """Path prefix -> where files under it are read when they belong to another repository the
+    framework passes flags to (slime's `megatron/` at the Megatron-LM commit it pins)."""
+    preamble: list[Text] = []
+    """Shell lines the launch script runs before the command (slime sources the policy's
+    architecture flags from its scripts/models/<model>.sh)."""
     implied: list[Text] = []
     """Plan facts the framework realises without a key (NeMo-RL always keeps the reference
     weights on the host): a plan may set them without a key accounting for them."""

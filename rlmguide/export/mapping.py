@@ -25,6 +25,14 @@ INPUTS = {
         "REWARD_MODEL_PATH",
         "the Hugging Face id or local path of the reward model",
     ),
+    "input.fp8_model_path": (
+        "FP8_MODEL_PATH",
+        "the Hugging Face id or local path of the policy's block-quantised FP8 checkpoint",
+    ),
+    "input.megatron_checkpoint": (
+        "MEGATRON_CHECKPOINT",
+        "the policy converted to Megatron's torch_dist checkpoint format",
+    ),
 }
 """Values only the user can give: each becomes a shell variable the script insists on."""
 
@@ -179,6 +187,7 @@ def apply(entry: MappingEntry, facts: Mapping[str, Any]) -> Any:
 
 
 NEUTRAL = {
+    "workload.epochs": 1,
     "plan.rollout.pp": 1,
     "plan.rollout.ep": 1,
     "plan.rollout.attention_dp": 1,

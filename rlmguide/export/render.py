@@ -43,7 +43,8 @@ def words(exported: Exported) -> list[str]:
                 lines.append(f"--{a.key}")
             continue
         lines.append(f"--{a.key} {_word(hydra_value(a.value))}")
-    return lines
+    # shell words the launch always passes as written (slime's "${MODEL_ARGS[@]}")
+    return lines + [f for f in fixed if not f.startswith("--")]
 
 
 def script(exported: Exported, origin: str, policy: str) -> str:
@@ -69,6 +70,7 @@ def script(exported: Exported, origin: str, policy: str) -> str:
     for var, text in exported.inputs.items():
         what = f"{text} ({policy})" if var == "MODEL_PATH" else text
         lines.append(f': "${{{var}:?set {var} to {what}}}"')
+    lines += m.preamble
     command = exported.launch.command
     body = words(exported)
     lines += ["", f"{command} \\"]

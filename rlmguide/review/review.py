@@ -38,11 +38,15 @@ def _module(command: str) -> str:
 
 
 def parse_launch(
-    text: str, mappings: dict[str, MappingRecord], framework: str | None
-) -> tuple[str, dict[str, Any], list[MappingRecord], list[str]]:
+    text: str,
+    mappings: dict[str, MappingRecord],
+    framework: str | None,
+    path: Path | None = None,
+) -> tuple[str, dict[str, Any], list[MappingRecord], list[str], list[str]]:
     """The entry-point module, the arguments as the framework's parser holds them, the
-    mappings of the framework whose entry point the script runs, and the variables the launch
-    used that only a command substitution sets (not run, so read as empty)."""
+    mappings of the framework whose entry point the script runs, the variables the launch
+    used that only a command substitution sets (not run, so read as empty), and the files it
+    sources that could not be read."""
     candidates = sorted(
         (m for m in mappings.values() if framework in (None, m.framework)),
         key=lambda m: m.committed,
@@ -51,7 +55,7 @@ def parse_launch(
     modules = sorted({_module(la.command) for m in candidates for la in m.launches})
     for module in modules:
         try:
-            words, shell = command_arguments(text, module)
+            words, shell = command_arguments(text, module, path=path)
         except ShellError as exc:
             if str(exc).startswith("no `"):
                 continue
@@ -61,7 +65,7 @@ def parse_launch(
             config = hydra_config(words) if own[0].syntax == "hydra" else argparse_config(words)
         except ValueError as exc:
             raise ReviewError(f"cannot read the arguments of {module}: {exc}") from None
-        return module, config, own, sorted(shell.used_unknown)
+        return module, config, own, sorted(shell.used_unknown), shell.unsourced
     known = ", ".join(modules)
     raise ReviewError(f"no launch of a mapped framework in the file (looked for: {known})")
 
@@ -173,7 +177,12 @@ def scenario_of(
         if v is None
     ]
     if missing:
-        raise ReviewError(f"the launch does not give {', '.join(missing)}")
+        hint = (
+            "; give --prompt-tokens N (the mean prompt length)"
+            if "workload.prompt_tokens" in missing
+            else ""
+        )
+        raise ReviewError(f"the launch does not give {', '.join(missing)}{hint}")
     minibatches = f.get("workload.minibatches_per_step", 1)
     if "workload.algorithm" not in f:
         # NeMo-RL's run_grpo.py runs GRPO; verl's adv_estimator and OpenRLHF's advantage
@@ -216,8 +225,13 @@ def scenario_of(
         assumed.append(
             {"field": "cluster.nodes", "value": nodes, "why": "the pools' GPUs over whole nodes"}
         )
+    # nothing frozen to park where the launch loads no reference and no reward model
+    frozen = f.get("workload.needs_reference") is not False or f.get("workload.reward_model")
     for name in reading.mapping.implied:
-        f.setdefault(name, True)  # what the framework does by itself (NeMo-RL parks the reference)
+        if name != "plan.train.offload_frozen" or frozen:
+            f.setdefault(
+                name, True
+            )  # what the framework does by itself (NeMo-RL parks the reference)
     offload = {
         "phase": f.get("plan.train.offload_phase", False),
         "optimizer": float(f.get("plan.train.offload_optimizer", 0.0)),
@@ -232,7 +246,7 @@ def scenario_of(
     }
     rollout = {
         "gpus": rollout_gpus,
-        **{d: f.get(f"plan.rollout.{d}") for d in ("tp", "pp", "ep")},
+        **{d: f.get(f"plan.rollout.{d}") for d in ("tp", "pp", "ep", "attention_dp")},
     }
     plan: dict[str, Any] = {
         "placement": f["plan.placement"],
@@ -283,10 +297,11 @@ def read_file(
         raise ReviewError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     recipe_keys: set[str] | None = None
     unknown: list[str] = []
+    unsourced: list[str] = []
     if path.suffix in (".yaml", ".yml"):
         module, config, own, recipe_keys = parse_recipe(path, mappings, framework)
     else:
-        module, config, own, unknown = parse_launch(text, mappings, framework)
+        module, config, own, unknown, unsourced = parse_launch(text, mappings, framework, path)
     mapping = pick_version(own, config)
     backend, engine = pick_components(mapping, config, roles)
     try:
@@ -297,6 +312,7 @@ def read_file(
         # the defaults chain's other keys are the framework's defaults, not the recipe's words
         reading.unmapped = {k: v for k, v in reading.unmapped.items() if k in recipe_keys}
     reading.unknown_variables = unknown
+    reading.unsourced = unsourced
     return reading
 
 
@@ -342,5 +358,6 @@ def understood(reading: Reading) -> dict[str, Any]:
         ],
         "ambiguous": reading.ambiguous,
         "unknown_variables": reading.unknown_variables,
+        "unsourced": reading.unsourced,
         "unmapped": [{"key": k, "value": v} for k, v in sorted(reading.unmapped.items())],
     }

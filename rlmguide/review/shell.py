@@ -10,14 +10,21 @@ reported as unknown if the launch uses it.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import operator
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 SEPARATORS = {";", "&&", "||", "|", "&"}
+OWN_FOLDER = re.compile(r"dirname\b.*(BASH_SOURCE|\$0\b|\$\{0\})", re.S)
+"""`$(dirname "${BASH_SOURCE[0]}")` and `$(cd -- "$(dirname -- "$0")" && pwd)`: the folder of
+the file being read."""
+OPENERS = {"for": "done", "while": "done", "until": "done", "select": "done", "case": "esac"}
+"""Loops and case blocks: not run (a launch script's plan is in its straight-line part)."""
 
 
 class ShellError(ValueError):
@@ -78,8 +85,14 @@ def _dollar(text: str, i: int) -> int:
 
 def lex(text: str) -> list[list[Word]]:
     """The script as statements of words (quotes kept per part for expansion)."""
+    return [words for words, _ in lex_statements(text)]
+
+
+def lex_statements(text: str) -> list[tuple[list[Word], str]]:
+    """The statements with the separator that ends each (newline, `;`, `&&`, `||`, `|`, `&`,
+    or "" at the end): `&&` and `||` chain the next statement on this one's status."""
     text = text.replace("\\\r\n", "").replace("\\\n", "")
-    statements: list[list[Word]] = []
+    statements: list[tuple[list[Word], str]] = []
     current: list[Word] = []
     stack: list[tuple[list[Word], Word]] = []  # open array assignments
     word: Word | None = None
@@ -108,7 +121,7 @@ def lex(text: str) -> list[list[Word]]:
         elif c == "\n":
             flush()
             if not stack and current:
-                statements.append(current)
+                statements.append((current, "\n"))
                 current = []
             i += 1
         elif c == "#" and word is None:
@@ -155,12 +168,17 @@ def lex(text: str) -> list[list[Word]]:
             current, word = outer, None
             current.append(owner)
             i += 1
+        elif c == "&" and (
+            text[i + 1 : i + 2] == ">" or (word is not None and word.raw.endswith((">", "<")))
+        ):
+            add(c, "")  # a redirection (`2>&1`, `&>/dev/null`), not a separator
+            i += 1
         elif c in ";&|(){}":
             flush()
             two = text[i : i + 2]
             token = two if two in SEPARATORS else c
             if not stack and token in SEPARATORS and current:
-                statements.append(current)
+                statements.append((current, token))
                 current = []
             elif token not in SEPARATORS:
                 current.append(Word([Part(token, "'")]))
@@ -172,18 +190,38 @@ def lex(text: str) -> list[list[Word]]:
         raise ShellError("unbalanced '(' in an array assignment")
     flush()
     if current:
-        statements.append(current)
+        statements.append((current, ""))
     return statements
+
+
+def _quotient(a: int, b: int) -> int:
+    """Integer division as bash does it: toward zero."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
 
 
 _OPS = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
+    ast.FloorDiv: _quotient,
+    ast.Mod: lambda a, b: a - b * _quotient(a, b),
     ast.Pow: operator.pow,
 }
+NUMBER = re.compile(r"\b0[xX][0-9a-fA-F]+\b|\b0[0-9]+\b")
+
+
+def _literals(text: str, expr: str) -> str:
+    """Bash's integer literals in decimal: 010 is 8, 0x10 is 16; 08 is an error."""
+
+    def decimal(m: re.Match[str]) -> str:
+        token = m.group()
+        try:
+            return str(int(token, 16 if token[1] in "xX" else 8))
+        except ValueError:
+            raise ShellError(f"$(({expr})): {token} is not a number in base 8") from None
+
+    return NUMBER.sub(decimal, text)
 
 
 @dataclass
@@ -193,6 +231,12 @@ class Shell:
     variables: dict[str, str | list[str]] = field(default_factory=dict)
     unknown: set[str] = field(default_factory=set)
     used_unknown: set[str] = field(default_factory=set)
+    here: Path | None = None
+    """The folder of the file being read: what `$(dirname "${BASH_SOURCE[0]}")` gives."""
+    unsourced: list[str] = field(default_factory=list)
+    """Files a `source` named that could not be read."""
+    substituted: bool = False
+    """A command substitution was met (and not run) since the flag was last cleared."""
 
     def value(self, name: str) -> str:
         if name in self.unknown:
@@ -200,32 +244,33 @@ class Shell:
         found = self.variables.get(name, "")
         return " ".join(found) if isinstance(found, list) else found
 
-    def arithmetic(self, expr: str) -> str:
-        """`$((expr))`: integers, bare names read as variables (bash's rules)."""
-        text = self.expand_text(expr).replace("/", "//")
+    def arithmetic(self, expr: str, depth: int = 0) -> str:
+        """`$((expr))`: integers as bash reads them (a leading 0 is octal, 0x hex), bare names
+        read as variables whose text is itself an expression (empty is 0), division and
+        remainder truncating toward zero."""
+        text = _literals(self.expand_text(expr), expr).replace("/", "//")
         try:
-            tree = ast.parse(text.strip(), mode="eval").body
+            tree = ast.parse(text.strip() or "0", mode="eval").body
         except SyntaxError:
             raise ShellError(f"cannot read $(({expr}))") from None
-        return str(self._evaluate(tree, expr))
+        return str(self._evaluate(tree, expr, depth))
 
-    def _evaluate(self, node: ast.expr, expr: str) -> int:
+    def _evaluate(self, node: ast.expr, expr: str, depth: int = 0) -> int:
         if isinstance(node, ast.Constant) and isinstance(node.value, int):
             return node.value
         if isinstance(node, ast.Name):
-            raw = self.value(node.id).strip() or "0"
-            try:
-                return int(raw)
-            except ValueError:
-                raise ShellError(f"$(({expr})): {node.id}={raw!r} is not a number") from None
+            raw = self.value(node.id).strip()
+            if depth > 8:
+                raise ShellError(f"$(({expr})): {node.id} refers to itself")
+            return int(self.arithmetic(raw, depth + 1)) if raw else 0
         if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            return int(
-                _OPS[type(node.op)](
-                    self._evaluate(node.left, expr), self._evaluate(node.right, expr)
-                )
-            )
+            left = self._evaluate(node.left, expr, depth)
+            right = self._evaluate(node.right, expr, depth)
+            if isinstance(node.op, ast.FloorDiv | ast.Mod) and right == 0:
+                raise ShellError(f"$(({expr})): division by 0")
+            return int(_OPS[type(node.op)](left, right))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-            inner = self._evaluate(node.operand, expr)
+            inner = self._evaluate(node.operand, expr, depth)
             return -inner if isinstance(node.op, ast.USub) else inner
         raise ShellError(f"cannot read $(({expr}))")
 
@@ -274,7 +319,10 @@ class Shell:
             if token.startswith("$(("):
                 pieces.append(self.arithmetic(token[3:-2]))
             elif token.startswith("$("):
-                pass  # command substitution is not run
+                if self.here is not None and OWN_FOLDER.search(token):
+                    pieces.append(str(self.here))  # the script's own folder
+                else:
+                    self.substituted = True  # command substitution is not run
             elif token.startswith("${"):
                 got = self.parameter(token[2:-1])
                 if isinstance(got, list) and token == text:
@@ -300,6 +348,9 @@ class Shell:
                 current = (current or "") + part.text
                 continue
             got = self._expand(part.text)
+            if part.quote == '"' and isinstance(got, list) and len(word.parts) == 1:
+                fields.extend(got)  # "${NAME[@]}": one field per element, none when empty
+                continue
             if part.quote == '"':
                 current = (current or "") + (" ".join(got) if isinstance(got, list) else got)
                 continue
@@ -331,10 +382,11 @@ class Shell:
             self.variables[name] = values
             return True
         rest = [Part(first.text[match.end() :], ""), *word.parts[1:]]  # type: ignore[union-attr]
+        self.substituted = False
         value = "".join(
             p.text if p.quote == "'" else self.expand_text(p.text) for p in rest if p.text
         )
-        if any("$(" in p.text and not p.text.startswith("$((") for p in rest if p.quote != "'"):
+        if self.substituted:
             self.unknown.add(name)
         else:
             self.unknown.discard(name)
@@ -343,21 +395,219 @@ class Shell:
 
 
 def command_arguments(
-    text: str, module: str, environment: Mapping[str, str] | None = None
+    text: str,
+    module: str,
+    environment: Mapping[str, str] | None = None,
+    path: Path | None = None,
 ) -> tuple[list[str], Shell]:
     """The expanded arguments after `python3 -m MODULE` (or `python MODULE.py`) in a
-    script run with `environment` (nothing else is set), with the shell state at that point."""
+    script run with `environment` (nothing else is set), with the shell state at that point.
+    `path` is the script's file: `source` reads files relative to it, and the BASH_SOURCE
+    idiom gives its folder."""
     shell = Shell(dict(environment or {}))
-    for statement in lex(text):
+    found = _Runner(shell, module).run(text, path)
+    if found is None:
+        raise ShellError(f"no `{module}` command in the script")
+    return found, shell
+
+
+@dataclass
+class _Block:
+    """An open `if`: whether the statements around it run, whether a branch was taken,
+    whether the current branch runs."""
+
+    outer: bool
+    taken: bool = False
+    running: bool = False
+
+
+@dataclass
+class _Runner:
+    shell: Shell
+    module: str
+    depth: int = 0
+
+    def run(self, text: str, path: Path | None) -> list[str] | None:
+        """Run the statements of one file; the launch's arguments once the module is met."""
+        saved, self.shell.here = self.shell.here, (path.parent if path else self.shell.here)
+        try:
+            return self._statements(lex_statements(text))
+        finally:
+            self.shell.here = saved
+
+    def _statements(self, statements: list[tuple[list[Word], str]]) -> list[str] | None:
+        blocks: list[_Block] = []
+        skipped = 0  # open loops and case blocks
+        chain, status = "", True
+        queue = list(statements)
+        i = 0
+        while i < len(queue):
+            words, sep = queue[i]
+            head = words[0].raw
+            running = skipped == 0 and all(b.running for b in blocks)
+            i += 1
+            if head in OPENERS:
+                skipped += 1
+                continue
+            if head in ("done", "esac"):
+                skipped = max(0, skipped - 1)
+                continue
+            if skipped:
+                continue
+            if head in ("if", "elif"):
+                condition = [(words[1:], sep)]
+                while i < len(queue) and queue[i][0][0].raw != "then":
+                    condition.append(queue[i])
+                    i += 1
+                if i == len(queue):
+                    raise ShellError(f"`{head}` without `then`")
+                if head == "if":
+                    blocks.append(_Block(outer=running))
+                block = blocks[-1] if blocks else None
+                if block is None:
+                    raise ShellError("`elif` outside an `if`")
+                block.running = block.outer and not block.taken and self._condition(condition)
+                block.taken = block.taken or block.running
+                queue[i] = (queue[i][0][1:], queue[i][1])  # what follows `then`
+                if not queue[i][0]:
+                    i += 1
+                continue
+            if head == "else":
+                if not blocks:
+                    raise ShellError("`else` outside an `if`")
+                block = blocks[-1]
+                block.running, block.taken = block.outer and not block.taken, True
+                if words[1:]:
+                    queue.insert(i, (words[1:], sep))
+                continue
+            if head == "fi":
+                if blocks:
+                    blocks.pop()
+                chain, status = sep, True
+                continue
+            if not running:
+                continue
+            if (chain == "&&" and not status) or (chain == "||" and status):
+                chain = sep  # skipped: the status stays the one that decided
+                continue
+            found, status = self._statement(words)
+            if found is not None:
+                return found
+            chain = sep
+        return None
+
+    def _statement(self, statement: list[Word]) -> tuple[list[str] | None, bool]:
+        """Run one statement: (the launch's arguments if it is the launch, its status)."""
+        shell = self.shell
         head = statement[0].raw
         if head in ("export", "local", "declare", "readonly"):
             for w in statement[1:]:
                 shell.assign(w)
-            continue
+            return None, True
         if all(shell.assign(w) for w in statement):
-            continue
+            return None, True
         words = [f for w in statement for f in shell.expand(w)]
+        if head in ("source", ".") and len(words) > 1:
+            # an unset variable names the file by the words written (${MODEL_ARGS_SCRIPT})
+            return self._source(words[1] or statement[1].raw), True
+        if head in ("[", "[[", "test", "!", "true", "false"):
+            return None, self._test(statement)
         for i, w in enumerate(words):
-            if w == module or w.removesuffix(".py").replace("/", ".") == module:
-                return words[i + 1 :], shell
-    raise ShellError(f"no `{module}` command in the script")
+            if w == self.module or w.removesuffix(".py").replace("/", ".") == self.module:
+                return words[i + 1 :], True
+            if "." not in self.module and w.endswith(".py") and Path(w).stem == self.module:
+                return words[i + 1 :], True  # a top-level script by path (/root/slime/train.py)
+        return None, True
+
+    def _source(self, name: str) -> list[str] | None:
+        """`source FILE`: relative names from the script's folder (or a folder above it, where
+        a script is run from its repository's root)."""
+        if self.depth >= 8:
+            raise ShellError(f"`source {name}` nests too deeply")
+        here = self.shell.here
+        candidates = [Path(name)] if Path(name).is_absolute() or here is None else []
+        if here is not None and not Path(name).is_absolute():
+            candidates = [folder / name for folder in (here, *here.parents)]
+        for candidate in candidates:
+            if candidate.is_file():
+                try:
+                    text = candidate.read_text()
+                except (OSError, UnicodeDecodeError):
+                    break
+                inner = _Runner(self.shell, self.module, self.depth + 1)
+                return inner.run(text, candidate)
+        self.shell.unsourced.append(name)
+        return None
+
+    def _condition(self, pieces: list[tuple[list[Word], str]]) -> bool:
+        """An `if` condition: tests chained by `&&` and `||`, left to right as bash does; a
+        command is not run and is taken as failed."""
+        status: bool | None = None
+        chain = ""
+        for words, sep in pieces:
+            if not words:
+                continue
+            if status is None or (chain == "&&" and status) or (chain == "||" and not status):
+                status = self._test(words)
+            chain = sep
+        return bool(status)
+
+    def _test(self, words: list[Word]) -> bool:
+        head = words[0].raw
+        if head == "!":
+            return not self._test(words[1:]) if words[1:] else False
+        if head in ("true", ":"):
+            return True
+        if head not in ("[", "[[", "test"):
+            return False  # a command: not run
+        args = [f for w in words[1:] for f in self.shell.expand(w)]
+        if head != "test" and args and args[-1] in ("]", "]]"):
+            args = args[:-1]
+        return _truth(args, glob=head == "[[")
+
+
+def _number(text: str) -> int | None:
+    try:
+        return int(text.strip())
+    except ValueError:
+        return None
+
+
+COMPARE = {
+    "-eq": operator.eq,
+    "-ne": operator.ne,
+    "-lt": operator.lt,
+    "-le": operator.le,
+    "-gt": operator.gt,
+    "-ge": operator.ge,
+}
+
+
+def _truth(args: list[str], glob: bool = False) -> bool:
+    """`[ ... ]` over expanded arguments: string and integer comparisons, -z/-n, file tests
+    (against this machine's files: sourced helpers next to the script)."""
+    if args and args[0] == "!":
+        return not _truth(args[1:], glob)
+    if not args:
+        return False
+    if len(args) == 1:
+        return args[0] != ""
+    if len(args) == 2:
+        op, value = args
+        if op == "-z":
+            return value == ""
+        if op == "-n":
+            return value != ""
+        if op in ("-f", "-e", "-d", "-r", "-s"):
+            target = Path(value)
+            return target.is_dir() if op == "-d" else target.is_file() or target.is_dir()
+        return False
+    left, op, right = args[0], args[1], args[2]
+    if op in ("=", "=="):
+        return fnmatch.fnmatchcase(left, right) if glob else left == right
+    if op == "!=":
+        return not (fnmatch.fnmatchcase(left, right) if glob else left == right)
+    if op in COMPARE:
+        a, b = _number(left), _number(right)
+        return a is not None and b is not None and COMPARE[op](a, b)
+    return False

@@ -53,6 +53,13 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
             fmt,
             title="Set by a command substitution (not run: read as empty)",
         )
+    if result["unsourced"]:
+        print_rows(
+            ["sourced file"],
+            [(f,) for f in result["unsourced"]],
+            fmt,
+            title="Sourced but not found (its settings are missing from the reading)",
+        )
     print_rows(
         ["config key", "value"],
         [(u["key"], u["value"]) for u in result["unmapped"]],

@@ -47,6 +47,8 @@ class Reading:
     """An overridden max_position_embeddings: the run extends the model's context."""
     unknown_variables: list[str] = field(default_factory=list)
     """Shell variables the launch used that only a command substitution sets (read as empty)."""
+    unsourced: list[str] = field(default_factory=list)
+    """Files the script sources that could not be read (their settings are missing)."""
 
 
 def _typed(fact: str, key: str) -> Any:

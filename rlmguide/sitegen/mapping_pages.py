@@ -13,6 +13,9 @@ def code_at(m: Mapping, path: str) -> str:
     """A file of the framework's repository, linked at the mapping's commit where the
     repository is on GitHub."""
     shown = html_code(path)
+    for prefix, base in m.repositories.items():
+        if path.startswith(prefix):  # a file of another repository (slime's Megatron flags)
+            return anchor(f"{base.rstrip('/')}/{path}", shown, f"{base.rstrip('/')}/{path}")
     root = m.url.split("/blob/")[0].split("/tree/")[0]
     if not root.startswith("https://github.com/"):
         return shown
@@ -78,6 +81,11 @@ def mapping_page(ix: Index, m: Mapping) -> str:
                     ", ".join(ix.record_link(src, "component", c) for c in m.components),
                 ),
                 ("Always written", html_code(" ".join(m.fixed)) if m.fixed else "nothing"),
+                *(
+                    [("Before the command", "<br>".join(html_code(line) for line in m.preamble))]
+                    if m.preamble
+                    else []
+                ),
                 ("Read on", html(str(m.checked))),
             ]
         ),
