@@ -22,7 +22,13 @@ from cost.hardware import Hardware
 from cost.layouts import RolloutLayout, TrainLayout, TrainLinks
 from cost.memory import WEIGHT_BYTES, Frozen, Placed, TrainMemory, rollout_memory, training_memory
 from cost.overheads import DEFAULT_OVERHEADS, Overheads
-from cost.plans import COLOCATED, PARTIAL_ROLLOUT, PlanTable, check_plans
+from cost.plans import (
+    PARTIAL_ROLLOUT,
+    PlanTable,
+    check_plans,
+    intra_stage,
+    shares_gpus,
+)
 from cost.rollout import rollout_stage
 from cost.stage import BOUNDS, STAGES, StageCost
 from cost.training import training_stage
@@ -138,6 +144,7 @@ TRAIN_COLUMNS = (
     "train_gpus", "train_tp", "train_pp", "train_cp", "train_ep", "train_etp", "train_zero",
     "train_recompute", "train_fp8", "train_lora_rank", "offload_phase", "offload_optimizer",
     "offload_params", "offload_frozen", "critic_gpus", "reference_gpus", "reward_gpus",
+    "critic_shared", "fusion",
 )  # fmt: skip
 """The plan fields the trainer's side (memory, assessment, training, offload) depends on."""
 ROLLOUT_COLUMNS = (
@@ -190,6 +197,8 @@ def _trainer_side(
     c_layout, c_links, critic_apart = _own_pool(fabric, t_layout, plans.critic_gpus)
     ref_layout, ref_links, ref_apart = _own_pool(fabric, t_layout, plans.reference_gpus)
     rm_layout, rm_links, rm_apart = _own_pool(fabric, t_layout, plans.reward_gpus)
+    # A shared critic is a value head on the actor: no critic weights, gradients or states.
+    separate_critic = ~plans.critic_shared
     # With LoRA the reference is the frozen base inside the actor: no second copy.
     separate_reference = needs.needs_reference & ~t_layout.lora
 
@@ -199,7 +208,7 @@ def _trainer_side(
     trained: list[Placed] = [(actor, everywhere)]
     frozen: list[Frozen] = [(ref.fig, separate_reference & ~ref_apart, ref_bytes)]
     if critic_fig is not None:
-        trained.append((critic_fig, ~critic_apart))
+        trained.append((critic_fig, ~critic_apart & separate_critic))
     if reward_fig is not None:
         frozen.append((reward_fig, ~rm_apart, WEIGHT_BYTES))
     train_mem = training_memory(trained, frozen, t_layout, batch, usable, overheads)
@@ -207,7 +216,7 @@ def _trainer_side(
     own_memory: dict[str, TrainMemory] = {}
     if critic_fig is not None and critic_apart.any():
         own_memory["critic"] = training_memory(
-            [(critic_fig, critic_apart)], [], c_layout, batch, usable, overheads
+            [(critic_fig, critic_apart & separate_critic)], [], c_layout, batch, usable, overheads
         )
     if ref_apart.any():
         own_memory["reference"] = training_memory(
@@ -237,6 +246,7 @@ def _trainer_side(
         overheads,
         pools,
         assessed.scoring,
+        plans.critic_shared,
     )
     critic_tokens = (
         np.maximum(own_memory["critic"].micro_tokens, batch.sequence_tokens)
@@ -255,6 +265,8 @@ def _trainer_side(
         overheads,
         critic_pool=(c_layout, c_links, critic_tokens),
         critic_apart=critic_apart,
+        critic_shared=plans.critic_shared,
+        intra_fused=intra_stage(plans.fusion),
     )
     switch = switch_stage(train_mem.switch, t_layout.gpus, hw)
     return TrainerSide(train_mem, own_memory, assessment, training, switch)
@@ -329,7 +341,7 @@ def evaluate(
     reference_fig = ModelFigures.of(reference) if reference is not None else actor
     assessed = Assessed(Reference(reference_fig, reference_fp8), scoring, old_log_probs)
     usable = hw.memory_bytes * overheads.usable_memory_fraction
-    colocated = plans.placement == COLOCATED
+    colocated = shares_gpus(plans.placement)
     n = len(plans)
 
     # The trainer's side depends on the training layout alone: cost each distinct one once.
@@ -401,6 +413,7 @@ def evaluate(
         training,
         sync,
         switch,
+        plans.fusion,
     )
     step = timing.step.seconds
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from cost.evaluate import CostTable
-from cost.plans import ASYNC, COLOCATED, ONE_STEP_OFF, PARTIAL_ROLLOUT, SYNC, PlanTable
+from cost.plans import ASYNC, ONE_STEP_OFF, PARTIAL_ROLLOUT, SYNC, PlanTable, shares_gpus
 
 TIE_FRACTION = 0.2
 """Paired differences below 20% of the faster plan's step are ties: the model's own error on
@@ -57,10 +57,10 @@ def complexity(
     for code, order in EXECUTION_ORDER.items():
         execution[table.execution == code] = order
     staleness = np.where(table.execution == SYNC, 0, np.minimum(table.staleness, 15))
-    pools = (table.placement != COLOCATED).astype(np.int64)
+    pools = (~shares_gpus(table.placement)).astype(np.int64)
     pools += (table.critic_gpus > 0) + (table.reference_gpus > 0) + (table.reward_gpus > 0)
     rollout = table.rollout_gpus
-    odd_split = (table.placement != COLOCATED) & (
+    odd_split = ~shares_gpus(table.placement) & (
         (rollout % gpus_per_node != 0) | (rollout & (rollout - 1) != 0)
     )
     offload = np.where(

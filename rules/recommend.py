@@ -19,7 +19,7 @@ import numpy as np
 from cost.batch import Needs
 from cost.evaluate import CostTable, evaluate
 from cost.overheads import DEFAULT_OVERHEADS, Overheads
-from cost.plans import EXECUTIONS, PLACEMENTS, RECOMPUTE, PlanTable
+from cost.plans import CRITICS, EXECUTIONS, FUSIONS, PLACEMENTS, RECOMPUTE, PlanTable, shares_gpus
 from kb.load import Catalog
 from kb.schema import Framework, Offload
 from rules.engine import CompiledRule
@@ -129,6 +129,8 @@ def plan_facts(table: PlanTable, costs: CostTable | None = None) -> dict[str, An
         "plan.max_staleness": np.where(sync, 0, table.staleness),
         "plan.prefix_caching": table.prefix_caching,
         "plan.train.recompute": np.asarray(RECOMPUTE)[table.train_recompute],
+        "plan.critic": np.asarray(CRITICS)[table.critic_shared.astype(np.int64)],
+        "plan.fusion": np.asarray(FUSIONS)[table.fusion],
     }
     for pool in ("rollout", "train"):
         for degree in ("gpus", "tp", "pp", "ep", "etp", "dp", "cp", "zero", "attention_dp"):
@@ -192,6 +194,8 @@ def fixed_columns(resolved: Resolved) -> dict[str, Any]:
         "critic_gpus": plan.pools.critic or 0,
         "reference_gpus": plan.pools.reference or 0,
         "reward_gpus": plan.pools.reward or 0,
+        "critic_shared": plan.critic == "shared",
+        "fusion": plan.fusion or "none",
     }
 
 
@@ -446,7 +450,7 @@ class Recommender:
         for (execution, staleness), prefix in ((m, p) for m in modes for p in prefixes):
             out.append(
                 self._combine(
-                    "colocated",
+                    split.placement,
                     execution,
                     staleness,
                     prefix,
@@ -588,7 +592,7 @@ class Recommender:
         rows: list[dict[str, Any]] = []
         chosen = splits(self.resolved)
         for split in chosen:
-            if split.placement == "colocated":
+            if split.placement in ("colocated", "partially-colocated"):
                 rows += self._colocated_rows(split)
         rows += self._disaggregated_rows([s for s in chosen if s.placement == "disaggregated"])
         if vetoing_rule is not None:
@@ -603,7 +607,7 @@ class Recommender:
         merged = {k: _stack([p[k] for p in rows], lengths) for k in rows[0]}
         table = PlanTable.from_arrays(**merged, **self.fixed)
         n = len(table)
-        colocated = table.placement == PLACEMENTS.index("colocated")
+        colocated = shares_gpus(table.placement)
         env = self._env(table)
         alive = np.ones(n, dtype=bool)
         for level in ("rollout", "train"):
@@ -619,7 +623,7 @@ class Recommender:
         n = len(table)
         alive = self._reject(env, n, "plan", np.ones(n, dtype=int))
         fits = costs.feasible | (not self.enforce_memory)
-        colocated = table.placement == PLACEMENTS.index("colocated")
+        colocated = shares_gpus(table.placement)
         self.search.rejected["memory"] += int((alive & ~fits & colocated).sum())
         # A disaggregated combination of two fitting pools can still overflow (weight-sync
         # buffers); it is rejected too but was never counted as a candidate of its own.
