@@ -87,6 +87,28 @@ class CostTable:
                 values[f.name] = value.take(rows) if f.name == "plans" else value[rows]
         return CostTable(**values)
 
+    def concat(self, other: CostTable) -> CostTable:
+        """This table's plans, then `other`'s (a key one table lacks counts as 0 there)."""
+
+        def join(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+            zeros_a, zeros_b = np.zeros(len(self)), np.zeros(len(other))
+            return {k: np.concatenate([a.get(k, zeros_a), b.get(k, zeros_b)]) for k in {**a, **b}}
+
+        values: dict[str, Any] = {}
+        for f in fields(self):
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            if f.name == "plans":
+                values[f.name] = a.concat(b)
+            elif f.name == "stages":
+                values[f.name] = {k: v.concat(b[k]) for k, v in a.items()}
+            elif f.name == "memory_terms_gib":
+                values[f.name] = {p: join(a.get(p, {}), b.get(p, {})) for p in {**a, **b}}
+            elif f.name in ("pool_overflow_gib", "assessment_parts"):
+                values[f.name] = join(a, b)
+            else:
+                values[f.name] = np.concatenate([a, b])
+        return CostTable(**values)
+
     def stage_row(self, name: str, i: int) -> dict[str, Any]:
         s = self.stages[name]
         lower, upper = s.brent_at(i)

@@ -356,6 +356,15 @@ class PlanTable:
                 columns[key].append(value)
         return cls.from_arrays(**columns)
 
+    def concat(self, other: PlanTable) -> PlanTable:
+        """This table's rows, then `other`'s."""
+        return PlanTable(
+            **{
+                f.name: np.concatenate([getattr(self, f.name), getattr(other, f.name)])
+                for f in fields(self)
+            }
+        )
+
     def take(self, rows: npt.ArrayLike) -> PlanTable:
         """The sub-table of the given rows (indices or a boolean mask)."""
         index = np.asarray(rows)

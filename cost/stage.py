@@ -105,6 +105,15 @@ class StageCost:
         values = {f.name: getattr(summed, f.name) for f in fields(self)}
         return StageCost(**{**values, "seconds": seconds, "depth_seconds": depth})
 
+    def concat(self, other: StageCost) -> StageCost:
+        """This stage's plans, then `other`'s."""
+        return StageCost(
+            **{
+                f.name: np.concatenate([getattr(self, f.name), getattr(other, f.name)])
+                for f in fields(self)
+            }
+        )
+
     def take(self, rows: np.ndarray) -> StageCost:
         return StageCost(**{f.name: getattr(self, f.name)[rows] for f in fields(self)})
 

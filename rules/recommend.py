@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import reduce
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,17 @@ import numpy as np
 from cost.batch import Needs
 from cost.evaluate import CostTable, evaluate
 from cost.overheads import DEFAULT_OVERHEADS, Overheads
-from cost.plans import CRITICS, EXECUTIONS, FUSIONS, PLACEMENTS, RECOMPUTE, PlanTable, shares_gpus
+from cost.plans import (
+    CRITICS,
+    EXECUTIONS,
+    FUSIONS,
+    PLACEMENTS,
+    RECOMPUTE,
+    PlanTable,
+    inter_stage,
+    shares_gpus,
+    valid_rows,
+)
 from kb.load import Catalog
 from kb.schema import Framework, Offload
 from rules.engine import CompiledRule
@@ -52,6 +63,15 @@ from rules.search import (
 
 SHORTLIST = 4
 """Layouts kept per disaggregated pool size for composition."""
+
+
+VARIANT_BASE = 16
+"""The fastest plans of a search that are costed again under Table 9's other configurations."""
+CONFIGURATION_FEATURES = {
+    ("critic", "shared"): "shared-actor-critic",
+    ("fusion", "inter-stage"): "inter-stage-fusion",
+    ("fusion", "intra-stage"): "intra-stage-fusion",
+}
 
 
 class InvalidRecords(Exception):
@@ -633,16 +653,83 @@ class Recommender:
         if not ok.size:
             raise NoFeasiblePlan(self._binding())
         costs = costs.take(ok)
+        if self.frameworks and self.filter_frameworks:
+            costs = self._with_configurations(costs)
         if self.frameworks:
             env = self._env(costs.plans, costs)
             seen: dict[str, np.ndarray] = {}
             self.framework_masks = {
-                x.id: x.runnable(env, len(ok), "plan", seen)[0] for x in self.supports
+                x.id: x.runnable(env, len(costs), "plan", seen)[0] for x in self.supports
             }
         final = {**self.facts, **plan_facts(costs.plans, costs)}
-        self.final_env, self.final_size = final, len(ok)
-        fired = {rule.id: rule.fires(final, len(ok)) for rule in self.rules}
+        self.final_env, self.final_size = final, len(costs)
+        fired = {rule.id: rule.fires(final, len(costs)) for rule in self.rules}
         return costs, fired
+
+    def _with_configurations(self, costs: CostTable) -> CostTable:
+        """The best plans again under Table 9's other configurations (shared actor-critic,
+        inter- and intra-stage fusion, survey §4.1, §4.3), where the scenario leaves them open:
+        a variant some framework in the KB runs joins the search like any plan. Variants are
+        of the VARIANT_BASE fastest plans and of the fastest of each placement and execution
+        mode (a framework that fuses stages may run only synchronous plans): a configuration
+        changes the assessment and training, not which layouts are best."""
+        order = np.argsort(costs.step_seconds, kind="stable")
+        pair = (costs.plans.placement * len(EXECUTIONS) + costs.plans.execution)[order]
+        _, firsts = np.unique(pair, return_index=True)
+        base = np.union1d(order[:VARIANT_BASE], order[firsts])
+        variants, alive, runnable = self.configuration_variants(costs.plans.take(base))
+        joined = np.flatnonzero(alive & runnable)
+        if variants is None or not joined.size:
+            return costs
+        self.search.candidates += int(joined.size)
+        return costs.concat(variants.take(joined))
+
+    def configuration_variants(
+        self, base: PlanTable
+    ) -> tuple[CostTable | None, np.ndarray, np.ndarray]:
+        """`base`'s plans under every other Table 9 configuration that applies, costed: the
+        variants, where they pass memory and the require rules, and where some framework in
+        the KB runs them (no table where no configuration applies)."""
+        plan = self.resolved.scenario.plan
+        has_critic = self.resolved.critic is not None
+        critics = (
+            [plan.critic] if plan.critic else ["separate"] + (["shared"] if has_critic else [])
+        )
+        fusions = [plan.fusion] if plan.fusion else list(FUSIONS)
+        tables = [
+            replace(
+                base,
+                critic_shared=np.full(len(base), c == "shared"),
+                fusion=np.full(len(base), FUSIONS.index(f), dtype=np.int64),
+            )
+            for c in critics
+            for f in fusions
+        ]
+        table = reduce(PlanTable.concat, tables)
+        same = (table.critic_shared == np.tile(base.critic_shared, len(tables))) & (
+            table.fusion == np.tile(base.fusion, len(tables))
+        )
+        # Fusing the assessment into the rollout changes nothing where they already overlap.
+        waits = np.isin(
+            table.execution, (EXECUTIONS.index("sync"), EXECUTIONS.index("partial-rollout"))
+        )
+        useful = ~same & (waits | ~inter_stage(table.fusion))
+        ok = useful & valid_rows(table, self.resolved.policy, self.resolved.critic)
+        table = table.take(np.flatnonzero(ok))
+        n = len(table)
+        if not n:
+            return None, np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)
+        variants = _cost(self.resolved, table, self.overheads)
+        env = self._env(table, variants)
+        alive = variants.feasible | (not self.enforce_memory)
+        for rule in self.rules:
+            if rule.record.effect == "require":
+                alive &= ~rule.fires(env, n)
+        runnable = np.zeros(n, dtype=bool)
+        seen: dict[str, np.ndarray] = {}
+        for support in self.supports:
+            runnable |= support.runnable(env, n, "plan", seen)[0]
+        return variants, alive, runnable
 
     def _scenario_rejection(self) -> str | None:
         for rule in self.rules:
@@ -860,9 +947,54 @@ def _move_notes(costs: CostTable, order: np.ndarray, best: int) -> list[str]:
     return notes
 
 
-def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
+def what_if(recommender: Recommender, costs: CostTable, best: int) -> list[dict[str, Any]]:
+    """The best runnable plan (row `best`) under each Table 9 configuration that no framework
+    in the KB runs with it, and what each would gain: for reading, not launching.
+    `claimed_by` lists the frameworks that claim the technique yet cannot run the plan (their
+    other claims or constraints refuse it)."""
+    variants, alive, runnable = recommender.configuration_variants(costs.plans.take([best]))
+    best_seconds = float(costs.step_seconds[best])
+    found: list[dict[str, Any]] = []
+    if variants is None:
+        return found
+    for i in np.flatnonzero(alive & ~runnable):
+        row = variants.row(int(i))
+        used = {("critic", row["critic"]), *(("fusion", f) for f in _fusion_parts(row["fusion"]))}
+        features = sorted(CONFIGURATION_FEATURES[u] for u in used if u in CONFIGURATION_FEATURES)
+        claimed = sorted(
+            f.id
+            for f in recommender.frameworks
+            if any(c.feature in features and c.support in ("yes", "partial") for c in f.claims)
+        )
+        seconds = float(variants.step_seconds[i])
+        found.append(
+            {
+                "critic": row["critic"],
+                "fusion": row["fusion"],
+                "placement": row["placement"],
+                "execution": row["execution"],
+                "step_seconds": seconds,
+                "stages": row["stages"],
+                "gain_percent": round(100 * (1 - seconds / best_seconds), 1),
+                "over_step_seconds": best_seconds,
+                "runnable": False,
+                "techniques": features,
+                "claimed_by": claimed,
+                "note": "no framework in the knowledge base runs this configuration with this "
+                "plan: what it would gain, not a plan to launch",
+            }
+        )
+    return sorted(found, key=lambda w: w["step_seconds"])
+
+
+def _fusion_parts(fusion: str) -> tuple[str, ...]:
+    return ("inter-stage", "intra-stage") if fusion == "both" else (fusion,)
+
+
+def recommend(recommender: Recommender, top: int, with_what_if: bool = False) -> dict[str, Any]:
     """Run the search and shape the result as DESIGN.md's JSON: plans by predicted step time,
-    ties toward the simpler plan, each distinct (see rules.ranking)."""
+    ties toward the simpler plan, each distinct (see rules.ranking). With `with_what_if`, the
+    Table 9 configurations no framework runs, under `what_if` (see `what_if`)."""
     resolved = recommender.resolved
     costs, fired = recommender.run()
     per_node = resolved.scenario.cluster.gpus_per_node
@@ -916,6 +1048,7 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
             else []
         )
         + _grid_notes(resolved),
+        **({"what_if": what_if(recommender, costs, ranked.rows[0])} if with_what_if else {}),
     }
 
 
