@@ -74,6 +74,17 @@ CONFIGURATION_FEATURES = {
 }
 
 
+def fixed_configuration(resolved: Resolved) -> list[tuple[str, str]]:
+    """(technique, plan field) of each Table 9 configuration the scenario fixes."""
+    plan = resolved.scenario.plan
+    used = [("critic", plan.critic)] + [("fusion", f) for f in _fusion_parts(plan.fusion or "")]
+    return [
+        (CONFIGURATION_FEATURES[(name, value)], f"plan.{name}: {getattr(plan, name)}")
+        for name, value in used
+        if (name, value) in CONFIGURATION_FEATURES
+    ]
+
+
 class InvalidRecords(Exception):
     """Rule or constraint records that do not compile; `rlmguide validate` lists them all."""
 
@@ -261,6 +272,12 @@ class Recommender:
                     f"framework {only} does not claim {resolved.algorithm.name}, so it runs no "
                     "plan of this scenario"
                 )
+            for feature, field in fixed_configuration(resolved):
+                if feature not in self.supports[0].claimed:
+                    raise NoFeasiblePlan(
+                        f"framework {only} does not claim {feature} ({field}), so it runs no "
+                        "plan of this scenario"
+                    )
         if within is not None:
             # Keep the (backend, engine) pairs made of these components (an exporter's mapping
             # covers only some of a framework's backends and engines).

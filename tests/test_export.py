@@ -612,6 +612,12 @@ REFUSED_EXAMPLES = {
         ("grpo-qwen2.5-7b-llm-judge-16xh100", framework): "workload.reward_kind = llm-judge"
         for framework in ("verl", "openrlhf", "nemo-rl")
     },
+    # A shared actor-critic with inter-stage fusion: none of the mapped frameworks claims them.
+    **{
+        ("ppo-qwen2.5-7b-shared-critic-fused-16xh100", framework): "does not claim "
+        "shared-actor-critic (plan.critic: shared)"
+        for framework in ("verl", "openrlhf", "nemo-rl")
+    },
 }
 
 
