@@ -69,12 +69,6 @@ SCENARIO_FACTS = (
         "parameters of the frozen assessment models (reference and reward model; 0 for a "
         "verifier and no reference), billions",
     ),
-    Fact(
-        "cluster.state_share",
-        "number",
-        "the trained models' weights, gradients and Adam states (actor, and critic when the "
-        "algorithm has one) over the cluster's HBM",
-    ),
 )
 
 PLAN_FACTS = (
@@ -178,8 +172,6 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
         "workload.sequence_tokens": w.prompt_tokens + resolved.max_response_tokens,
         "workload.minibatches_per_step": w.minibatches_per_step,
         "model.assessment_params_b": _assessment_params(resolved) / 1e9,
-        "cluster.state_share": _trained_state_bytes(resolved)
-        / (s.cluster.gpus * acc.memory_gib * 2**30),
     }
 
 
@@ -191,11 +183,3 @@ def _assessment_params(resolved: Resolved) -> float:
         reference = (resolved.reference or resolved.policy).params_total
     reward = resolved.reward.params_total if resolved.reward is not None else 0.0
     return reference + reward
-
-
-def _trained_state_bytes(resolved: Resolved) -> float:
-    """Mixed-precision Adam state of the actor and, when the algorithm has one, the critic."""
-    params = resolved.policy.params_total
-    if resolved.critic is not None:
-        params += resolved.critic.params_total
-    return params * ADAM_MIXED_BYTES_PER_PARAM
