@@ -33,6 +33,7 @@ from cost.plans import (
     SYNC,
     PlanError,
 )
+from cost.survey_iteration import plan_configuration
 from cost.training import value_head_stage
 from rlmguide.cli import cli
 
@@ -287,3 +288,15 @@ def test_recommend_what_if_is_marked_not_runnable_and_never_a_plan(tmp_path: Pat
     # Without the flag, no what_if key.
     plain = json.loads(invoke("recommend", scenario, "--format", "json").output)  # type: ignore[attr-defined]
     assert "what_if" not in plain
+
+
+def test_the_plan_s_table_9_row_follows_its_configuration() -> None:
+    assert plan_configuration("colocated", "sync", True) == "baseline"
+    assert plan_configuration("colocated", "sync", True, critic="shared") == "shared actor-critic"
+    assert plan_configuration("colocated", "sync", True, "shared", "inter-stage") == "stage fusion"
+    assert plan_configuration("disaggregated", "async", True, fusion="both") == "combined"
+    assert plan_configuration("partially-colocated", "sync", False) == "hybrid"
+    done = invoke("estimate", str(EXAMPLE), "--survey", "--format", "json")
+    survey = json.loads(done.output)["plans"][0]["survey_model"]  # type: ignore[attr-defined]
+    assert survey["configuration"] == "stage fusion"
+    assert [c["configuration"] for c in survey["table9"] if c["this_plan"]] == ["stage fusion"]
