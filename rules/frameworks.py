@@ -35,6 +35,17 @@ CONFIGURATION_FEATURES = (
 """Table 9's configurations (survey §4.1, §4.3): a framework must claim the technique to run
 a plan that uses it."""
 
+
+def configuration_techniques(critic: str | None, fusion: str | None) -> list[tuple[str, str]]:
+    """(technique, plan field) of each Table 9 configuration a plan uses."""
+    given = {"plan.critic": critic, "plan.fusion": fusion}
+    return [
+        (feature, f"{fact}: {given[fact]}")
+        for fact, feature, values in CONFIGURATION_FEATURES
+        if given[fact] in values
+    ]
+
+
 POOL_FEATURES = {
     "rollout": (
         ("plan.rollout.tp", "rollout-tensor-parallelism"),

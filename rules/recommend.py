@@ -38,6 +38,7 @@ from rules.facts import STAGES, scenario_facts
 from rules.frameworks import (
     CompiledConstraint,
     compile_constraints,
+    configuration_techniques,
     inherit,
     pool_of,
     supports,
@@ -67,22 +68,6 @@ SHORTLIST = 4
 
 VARIANT_BASE = 16
 """The fastest plans of a search that are costed again under Table 9's other configurations."""
-CONFIGURATION_FEATURES = {
-    ("critic", "shared"): "shared-actor-critic",
-    ("fusion", "inter-stage"): "inter-stage-fusion",
-    ("fusion", "intra-stage"): "intra-stage-fusion",
-}
-
-
-def fixed_configuration(resolved: Resolved) -> list[tuple[str, str]]:
-    """(technique, plan field) of each Table 9 configuration the scenario fixes."""
-    plan = resolved.scenario.plan
-    used = [("critic", plan.critic)] + [("fusion", f) for f in _fusion_parts(plan.fusion or "")]
-    return [
-        (CONFIGURATION_FEATURES[(name, value)], f"plan.{name}: {getattr(plan, name)}")
-        for name, value in used
-        if (name, value) in CONFIGURATION_FEATURES
-    ]
 
 
 class InvalidRecords(Exception):
@@ -272,7 +257,8 @@ class Recommender:
                     f"framework {only} does not claim {resolved.algorithm.name}, so it runs no "
                     "plan of this scenario"
                 )
-            for feature, field in fixed_configuration(resolved):
+            plan = resolved.scenario.plan
+            for feature, field in configuration_techniques(plan.critic, plan.fusion):
                 if feature not in self.supports[0].claimed:
                     raise NoFeasiblePlan(
                         f"framework {only} does not claim {feature} ({field}), so it runs no "
@@ -976,8 +962,7 @@ def what_if(recommender: Recommender, costs: CostTable, best: int) -> list[dict[
         return found
     for i in np.flatnonzero(alive & ~runnable):
         row = variants.row(int(i))
-        used = {("critic", row["critic"]), *(("fusion", f) for f in _fusion_parts(row["fusion"]))}
-        features = sorted(CONFIGURATION_FEATURES[u] for u in used if u in CONFIGURATION_FEATURES)
+        features = sorted(f for f, _ in configuration_techniques(row["critic"], row["fusion"]))
         claimed = sorted(
             f.id
             for f in recommender.frameworks
@@ -1002,10 +987,6 @@ def what_if(recommender: Recommender, costs: CostTable, best: int) -> list[dict[
             }
         )
     return sorted(found, key=lambda w: w["step_seconds"])
-
-
-def _fusion_parts(fusion: str) -> tuple[str, ...]:
-    return ("inter-stage", "intra-stage") if fusion == "both" else (fusion,)
 
 
 def recommend(recommender: Recommender, top: int, with_what_if: bool = False) -> dict[str, Any]:
