@@ -35,7 +35,7 @@ from cost.memory import WEIGHT_BYTES, default_micro_tokens, model_parallel_param
 from cost.model_pass import flops_per_token, forward_counts
 from cost.overheads import Overheads
 from cost.stage import StageCost, choose, idle_stage
-from cost.training import micro_batches, pipeline_stage
+from cost.training import micro_batches, pipeline_stage, value_head_stage
 from cost.units import BF16_BYTES
 
 RewardKind = Literal["reward-model", "process-reward-model", "llm-judge"]
@@ -266,11 +266,15 @@ def assessment_stage(
     overheads: Overheads,
     pools: dict[str, OwnPool] | None = None,
     scoring: Scoring = ONE_PASS,
+    critic_shared: BoolArray | None = None,
 ) -> Assessment:
     """The passes run one after another on the training GPUs; a model on its own pool runs
     its pass there, beside the others, and the slowest pool sets the stage's time. With LoRA
     the reference is the base model inside the actor: its pass still runs (adapters off).
-    Without `old_log_probs` the rollout engine's log-probs are trusted and no pass runs."""
+    Without `old_log_probs` the rollout engine's log-probs are trusted and no pass runs.
+    Where `critic_shared`, the values come from a head on the policy: with old log-probs
+    recomputed the actor's pass yields them for the head's FLOPs alone, otherwise the policy's
+    forward pass runs for them (survey §4.1, Table 9)."""
     trained = float(batch.trained_sequences)
 
     def forward(fig: ModelFigures, fp8: bool = False) -> Pass:
@@ -284,7 +288,22 @@ def assessment_stage(
     if old_log_probs:
         passes.append(("actor", forward(policy)))
     if critic is not None:
-        passes.append(("critic", forward(critic)))
+        separate = forward(critic)
+        if critic_shared is not None and critic_shared.any():
+            mask = critic_shared
+            head_only = old_log_probs
+
+            def critic_pass(lay: TrainLayout, lnk: TrainLinks) -> StageCost:
+                head = value_head_stage(
+                    policy, batch.trained_tokens, lay, hw, eff.forward_compute, passes=1.0
+                )
+                if not head_only:
+                    head = forward(policy)(lay, lnk) + head
+                return choose(mask, head, separate(lay, lnk))
+
+            passes.append(("critic", critic_pass))
+        else:
+            passes.append(("critic", separate))
     if reward is not None:
         # The reward also scores responses that are generated but not trained on.
         generated = float(batch.generated_sequences)

@@ -16,7 +16,13 @@ span keeps lower <= seconds <= upper.
   of one step overlaps the next k steps: the rollout pool needs its queued work plus 1/k of
   its drain per step (never less than its work W/p);
 - partial-rollout: the rollout stage itself caps its decode depth (`decode_caps`), the tail
-  carries over to the next step and is counted there at the full-batch rate.
+  carries over to the next step and is counted there at the full-batch rate;
+- inter-stage fusion (survey §4.3, Table 9: depth max{D_G, D_A} + D_T): in the plans where the
+  assessment waits for the rollout (sync, partial-rollout), finished responses stream into
+  the assessment while the long tail decodes. On separate pools the two run side by side,
+  max(T_G, T_A); on one pool the assessment can only fill the GPUs the tail leaves idle, so
+  the pair takes max(T_G, T_A, W_G + W_A). Overlapping modes already hide the assessment
+  behind the rollout and are unchanged.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from functools import reduce
 import numpy as np
 
 from cost.arrays import BoolArray, FloatArray, IntArray
-from cost.plans import ASYNC, COLOCATED, ONE_STEP_OFF
+from cost.plans import ASYNC, ONE_STEP_OFF, inter_stage, shares_gpus
 from cost.stage import StageCost
 
 
@@ -78,6 +84,21 @@ def streamed_rollout(rollout: StageCost, staleness: FloatArray) -> Span:
     return Span(amortised, np.maximum(work, depth / staleness), work + depth / staleness)
 
 
+def fused_assessment(rollout: StageCost, assessment: StageCost, one_pool: BoolArray) -> Span:
+    """Rollout and assessment with inter-stage fusion: side by side on separate pools; on one
+    pool, the assessment's work fills the tail's idle GPUs. Lower bound: the longer chain, and
+    on one pool the summed work; upper bound: one after the other."""
+    r, p = Span.of(rollout), Span.of(assessment)
+    both = rollout.work_seconds + assessment.work_seconds
+    side_by_side = par(r, p)
+    crowded = Span(
+        np.maximum(side_by_side.seconds, both),
+        np.maximum(side_by_side.lower, both),
+        r.upper + p.upper,
+    )
+    return where(one_pool, crowded, side_by_side)
+
+
 @dataclass(frozen=True, slots=True)
 class StepTime:
     step: Span
@@ -95,19 +116,25 @@ def compose_step(
     training: StageCost,
     weight_sync: StageCost,
     switch: StageCost,
+    fusion: IntArray | None = None,
 ) -> StepTime:
     r, p, t, s, w = (Span.of(x) for x in (rollout, assessment, training, weight_sync, switch))
     streamed = streamed_rollout(rollout, staleness.astype(np.float64))
     # Offload traffic (parking state, loading frozen models) is the trainer's, in any placement.
     trainer = seq(p, t, w)
-    in_turn = seq(r, trainer, s)
+    is_colocated = shares_gpus(placement)
+    fused = np.zeros(len(placement), dtype=bool) if fusion is None else inter_stage(fusion)
+    in_turn = where(
+        fused,
+        seq(fused_assessment(rollout, assessment, is_colocated), t, w, s),
+        seq(r, trainer, s),
+    )
     one_step_off = seq(par(r, trainer), s)
     streaming = seq(par(streamed, trainer), s)
     is_async = execution == ASYNC
     disaggregated = where(
         execution == ONE_STEP_OFF, one_step_off, where(is_async, streaming, in_turn)
     )
-    is_colocated = placement == COLOCATED
     step = where(is_colocated, in_turn, disaggregated)
     rollout_busy = np.where(is_async, streamed.seconds, rollout.seconds) + weight_sync.seconds
     train_busy = trainer.seconds + weight_sync.seconds

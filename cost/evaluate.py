@@ -23,7 +23,7 @@ from cost.layouts import RolloutLayout, TrainLayout, TrainLinks
 from cost.memory import WEIGHT_BYTES, Frozen, Placed, TrainMemory, rollout_memory, training_memory
 from cost.offline import NO_GENERATION, no_generation, offline_step
 from cost.overheads import DEFAULT_OVERHEADS, Overheads
-from cost.plans import COLOCATED, PARTIAL_ROLLOUT, PlanTable, check_plans
+from cost.plans import PARTIAL_ROLLOUT, PlanTable, check_plans, intra_stage, shares_gpus
 from cost.rollout import RolloutExtras, rollout_stage
 from cost.stage import BOUNDS, STAGES, StageCost
 from cost.training import training_stage
@@ -84,6 +84,32 @@ class CostTable:
                 values[f.name] = value
             else:
                 values[f.name] = value.take(rows) if f.name == "plans" else value[rows]
+        return CostTable(**values)
+
+    def concat(self, other: CostTable) -> CostTable:
+        """This table's plans, then `other`'s (a key one table lacks counts as 0 there)."""
+
+        def join(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+            zeros_a, zeros_b = np.zeros(len(self)), np.zeros(len(other))
+            return {k: np.concatenate([a.get(k, zeros_a), b.get(k, zeros_b)]) for k in {**a, **b}}
+
+        values: dict[str, Any] = {}
+        for f in fields(self):
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            if f.name == "plans":
+                values[f.name] = a.concat(b)
+            elif f.name == "stages":
+                values[f.name] = {k: v.concat(b[k]) for k, v in a.items()}
+            elif f.name == "memory_terms_gib":
+                values[f.name] = {p: join(a.get(p, {}), b.get(p, {})) for p in {**a, **b}}
+            elif f.name in ("pool_overflow_gib", "assessment_parts"):
+                values[f.name] = join(a, b)
+            elif f.name == "offline":
+                if a != b:
+                    raise ValueError("an offline and an online table cannot be joined")
+                values[f.name] = a
+            else:
+                values[f.name] = np.concatenate([a, b])
         return CostTable(**values)
 
     def stage_row(self, name: str, i: int) -> dict[str, Any]:
@@ -150,6 +176,7 @@ TRAIN_COLUMNS = (
     "train_gpus", "train_tp", "train_pp", "train_cp", "train_ep", "train_etp", "train_zero",
     "train_recompute", "train_fp8", "train_lora_rank", "offload_phase", "offload_optimizer",
     "offload_params", "offload_frozen", "critic_gpus", "reference_gpus", "reward_gpus",
+    "critic_shared", "fusion",
 )  # fmt: skip
 """The plan fields the trainer's side (memory, assessment, training, offload) depends on."""
 ROLLOUT_COLUMNS = (
@@ -202,6 +229,8 @@ def _trainer_side(
     c_layout, c_links, critic_apart = _own_pool(fabric, t_layout, plans.critic_gpus)
     ref_layout, ref_links, ref_apart = _own_pool(fabric, t_layout, plans.reference_gpus)
     rm_layout, rm_links, rm_apart = _own_pool(fabric, t_layout, plans.reward_gpus)
+    # A shared critic is a value head on the actor: no critic weights, gradients or states.
+    separate_critic = ~plans.critic_shared
     # With LoRA the reference is the frozen base inside the actor: no second copy.
     separate_reference = needs.needs_reference & ~t_layout.lora
 
@@ -211,7 +240,7 @@ def _trainer_side(
     trained: list[Placed] = [(actor, everywhere)]
     frozen: list[Frozen] = [(ref.fig, separate_reference & ~ref_apart, ref_bytes)]
     if critic_fig is not None:
-        trained.append((critic_fig, ~critic_apart))
+        trained.append((critic_fig, ~critic_apart & separate_critic))
     if reward_fig is not None:
         frozen.append((reward_fig, ~rm_apart, WEIGHT_BYTES))
     train_mem = training_memory(trained, frozen, t_layout, batch, usable, overheads)
@@ -219,7 +248,7 @@ def _trainer_side(
     own_memory: dict[str, TrainMemory] = {}
     if critic_fig is not None and critic_apart.any():
         own_memory["critic"] = training_memory(
-            [(critic_fig, critic_apart)], [], c_layout, batch, usable, overheads
+            [(critic_fig, critic_apart & separate_critic)], [], c_layout, batch, usable, overheads
         )
     if ref_apart.any():
         own_memory["reference"] = training_memory(
@@ -249,6 +278,7 @@ def _trainer_side(
         overheads,
         pools,
         assessed.scoring,
+        plans.critic_shared,
     )
     critic_tokens = (
         np.maximum(own_memory["critic"].micro_tokens, batch.sequence_tokens)
@@ -267,6 +297,8 @@ def _trainer_side(
         overheads,
         critic_pool=(c_layout, c_links, critic_tokens),
         critic_apart=critic_apart,
+        critic_shared=plans.critic_shared,
+        intra_fused=intra_stage(plans.fusion),
     )
     switch = switch_stage(train_mem.switch, t_layout.gpus, hw)
     return TrainerSide(train_mem, own_memory, assessment, training, switch)
@@ -343,7 +375,7 @@ def evaluate(
     old_log_probs = old_log_probs and not needs.offline
     assessed = Assessed(Reference(reference_fig, reference_fp8), scoring, old_log_probs)
     usable = hw.memory_bytes * overheads.usable_memory_fraction
-    colocated = plans.placement == COLOCATED
+    colocated = shares_gpus(plans.placement)
     n = len(plans)
 
     # The trainer's side depends on the training layout alone: cost each distinct one once.
@@ -377,6 +409,7 @@ def evaluate(
             training,
             sync,
             switch,
+            plans.fusion,
         )
     stages = {
         "rollout": rollout,

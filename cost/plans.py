@@ -19,14 +19,31 @@ from cost.arrays import BoolArray, FloatArray, IntArray
 from kb.schema import Offload, Plan
 from kb.schema.specs import Architecture
 
-PLACEMENTS = ("colocated", "disaggregated")
+PLACEMENTS = ("colocated", "disaggregated", "partially-colocated")
 EXECUTIONS = ("sync", "one-step-off", "async", "partial-rollout")
 RECOMPUTE = ("none", "selective", "full")
+CRITICS = ("separate", "shared")
+FUSIONS = ("none", "inter-stage", "intra-stage", "both")
 
-COLOCATED, DISAGGREGATED = 0, 1
+COLOCATED, DISAGGREGATED, PARTIALLY_COLOCATED = 0, 1, 2
+FUSION_NONE, FUSION_INTER, FUSION_INTRA, FUSION_BOTH = 0, 1, 2, 3
 SYNC, ONE_STEP_OFF, ASYNC, PARTIAL_ROLLOUT = 0, 1, 2, 3
 RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL = 0, 1, 2
 ZERO_MEANS_OFF = frozenset({"train.lora_rank", "pools.critic", "pools.reference", "pools.reward"})
+
+
+def shares_gpus(placement: IntArray) -> BoolArray:
+    """Rollout and training on one pool: colocated, or partially colocated (whose frozen
+    models sit apart on their own pools, which `plans.pools` already describes)."""
+    return placement != DISAGGREGATED
+
+
+def inter_stage(fusion: IntArray) -> BoolArray:
+    return (fusion == FUSION_INTER) | (fusion == FUSION_BOTH)
+
+
+def intra_stage(fusion: IntArray) -> BoolArray:
+    return (fusion == FUSION_INTRA) | (fusion == FUSION_BOTH)
 
 
 class PlanError(ValueError):
@@ -105,6 +122,10 @@ class PlanTable:
     """GPUs of the critic's own pool; 0 = it shares the actor's training pool."""
     reference_gpus: IntArray
     reward_gpus: IntArray
+    critic_shared: BoolArray
+    """The critic is a value head on the policy (survey §4.1), not a network of its own."""
+    fusion: IntArray
+    """Index into FUSIONS (survey §4.3)."""
 
     def __len__(self) -> int:
         return int(self.placement.shape[0])
@@ -141,6 +162,8 @@ class PlanTable:
         critic_gpus: npt.ArrayLike = 0,
         reference_gpus: npt.ArrayLike = 0,
         reward_gpus: npt.ArrayLike = 0,
+        critic_shared: npt.ArrayLike = False,
+        fusion: npt.ArrayLike = 0,
     ) -> PlanTable:
         """Scalars broadcast against the arrays; categorical fields take names or codes.
         Expert tensor parallelism defaults to the dense layers' tp."""
@@ -158,6 +181,7 @@ class PlanTable:
             "train.offload.optimizer": offload_optimizer, "train.offload.params": offload_params,
             "train.offload.frozen": offload_frozen, "pools.critic": critic_gpus,
             "pools.reference": reference_gpus, "pools.reward": reward_gpus,
+            "critic": critic_shared, "fusion": fusion,
         }  # fmt: skip
         sizes = {name: np.shape(v)[0] for name, v in counts.items() if np.ndim(v)}
         n = max(sizes.values(), default=1)
@@ -196,7 +220,7 @@ class PlanTable:
             name: np.ascontiguousarray(column(counts[name]).astype(bool))
             for name in ("rollout.precision", "rollout.cuda_graphs", "train.precision",
                          "train.offload.phase",
-                         "train.offload.params", "train.offload.frozen")
+                         "train.offload.params", "train.offload.frozen", "critic")
         }  # fmt: skip
         zero = np.ascontiguousarray(column(train_zero).astype(np.int64))
         bad = np.flatnonzero((zero < 0) | (zero > 3))
@@ -205,6 +229,7 @@ class PlanTable:
         # Categorical fields are coded before broadcasting, so a scalar name is looked up once.
         place = np.ascontiguousarray(column(_codes("placement", placement, PLACEMENTS)))
         execution_codes = np.ascontiguousarray(column(_codes("execution", execution, EXECUTIONS)))
+        fusion_codes = np.ascontiguousarray(column(_codes("fusion", fusion, FUSIONS)))
         recompute = np.ascontiguousarray(
             column(_codes("train.recompute", train_recompute, RECOMPUTE))
         )
@@ -260,6 +285,8 @@ class PlanTable:
             critic_gpus=ints["pools.critic"],
             reference_gpus=ints["pools.reference"],
             reward_gpus=ints["pools.reward"],
+            critic_shared=flags["critic"],
+            fusion=fusion_codes,
         )
 
     @classmethod
@@ -277,8 +304,9 @@ class PlanTable:
         for i, plan in enumerate(plans):
             r, t = plan.rollout, plan.train
             offload = t.offload or Offload()
-            gpus_r = r.gpus or (t.gpus if plan.placement == "colocated" else None)
-            gpus_t = t.gpus or (r.gpus if plan.placement == "colocated" else None)
+            one_pool = plan.placement in ("colocated", "partially-colocated")
+            gpus_r = r.gpus or (t.gpus if one_pool else None)
+            gpus_t = t.gpus or (r.gpus if one_pool else None)
             required = {
                 "placement": plan.placement,
                 "execution": plan.execution,
@@ -321,10 +349,21 @@ class PlanTable:
                 "critic_gpus": plan.pools.critic or 0,
                 "reference_gpus": plan.pools.reference or 0,
                 "reward_gpus": plan.pools.reward or 0,
+                "critic_shared": plan.critic == "shared",
+                "fusion": plan.fusion or "none",
             }
             for key, value in row.items():
                 columns[key].append(value)
         return cls.from_arrays(**columns)
+
+    def concat(self, other: PlanTable) -> PlanTable:
+        """This table's rows, then `other`'s."""
+        return PlanTable(
+            **{
+                f.name: np.concatenate([getattr(self, f.name), getattr(other, f.name)])
+                for f in fields(self)
+            }
+        )
 
     def take(self, rows: npt.ArrayLike) -> PlanTable:
         """The sub-table of the given rows (indices or a boolean mask)."""
@@ -372,6 +411,8 @@ class PlanTable:
                 "reference": int(self.reference_gpus[i]) or None,
                 "reward": int(self.reward_gpus[i]) or None,
             },
+            "critic": CRITICS[int(self.critic_shared[i])],
+            "fusion": FUSIONS[int(self.fusion[i])],
         }
 
 
@@ -379,7 +420,7 @@ def used_gpus(table: PlanTable) -> IntArray:
     """GPUs a plan occupies: the shared pool or both pools, plus any model's own pool. Colocated
     pools of different sizes overlap (slime's --colocate, ROLL's device mappings): the smaller
     one's GPUs also serve the larger."""
-    colocated = table.placement == COLOCATED
+    colocated = shares_gpus(table.placement)
     pools = np.where(
         colocated,
         np.maximum(table.rollout_gpus, table.train_gpus),
@@ -458,7 +499,7 @@ def plan_problems(
                 expert_ranks(table.train_dp, table.train_cp, table.train_tp, table.train_etp),
                 "dp * cp * tp / etp",
             )
-    colocated = table.placement == COLOCATED
+    colocated = shares_gpus(table.placement)
     rows = np.flatnonzero(colocated & np.isin(table.execution, (ONE_STEP_OFF, ASYNC)))
     if rows.size:
         found.append(
@@ -466,6 +507,7 @@ def plan_problems(
                 "execution", "overlapping rollout with training needs disaggregated pools", rows
             )
         )
+    found += _configuration_problems(table, critic is not None)
     rows = np.flatnonzero(table.offload_params & (table.train_zero < 3))
     if rows.size:
         found.append(
@@ -483,6 +525,48 @@ def plan_problems(
                     "rollout.gpus", f"plan uses more than the cluster's {cluster_gpus} GPUs", rows
                 )
             )
+    return found
+
+
+def _configuration_problems(table: PlanTable, has_critic: bool) -> list[PlanError]:
+    """Table 9's choices that do not apply to the plan (survey §4.1-§4.3)."""
+    found: list[PlanError] = []
+
+    def check(bad: BoolArray, field: str, reason: str) -> None:
+        rows = np.flatnonzero(bad)
+        if rows.size:
+            found.append(PlanError(field, reason, rows))
+
+    shared = table.critic_shared
+    if not has_critic:
+        check(shared, "critic", "a shared actor-critic needs an algorithm with a critic")
+    check(
+        shared & (table.critic_gpus > 0),
+        "pools.critic",
+        "a shared critic is the policy's value head: it has no pool of its own",
+    )
+    intra = intra_stage(table.fusion)
+    check(
+        intra & (shared | (table.critic_gpus > 0) | (not has_critic)),
+        "fusion",
+        "intra-stage fusion pipelines the actor's and a separate critic's updates on the same "
+        "GPUs: this plan has no such critic (critic-free algorithm, shared value head or a "
+        "critic pool of its own)",
+    )
+    check(
+        inter_stage(table.fusion) & (table.placement != DISAGGREGATED) & table.offload_frozen,
+        "fusion",
+        "inter-stage fusion runs the assessment while the rollout decodes: the frozen models "
+        "cannot be parked on the host then (train.offload.frozen)",
+    )
+    check(
+        (table.placement == PARTIALLY_COLOCATED)
+        & (table.reference_gpus == 0)
+        & (table.reward_gpus == 0),
+        "placement",
+        "partially-colocated puts the reference and/or reward model on a group of its own: "
+        "give plan.pools.reference or plan.pools.reward",
+    )
     return found
 
 

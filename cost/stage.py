@@ -91,6 +91,29 @@ class StageCost:
                 values[f.name] = np.where(slower, a, b)
         return StageCost(**values)
 
+    def pipelined(self, other: StageCost) -> StageCost:
+        """Two parts interleaved on the same GPUs (intra-stage fusion of the actor's and the
+        critic's updates, survey §4.3): each one's pipeline bubbles are filled with the other's
+        micro-batches, so the work adds up but the depth is the longer chain, and the time is
+        at least either part's and at least the summed work: max(T_a, T_b, W_a + W_b). It lies
+        between max(W, D) and W + D (Brent) and never exceeds T_a + T_b."""
+        summed = self + other
+        seconds = np.maximum(
+            np.maximum(self.seconds, other.seconds), self.work_seconds + other.work_seconds
+        )
+        depth = np.maximum(self.depth_seconds, other.depth_seconds)
+        values = {f.name: getattr(summed, f.name) for f in fields(self)}
+        return StageCost(**{**values, "seconds": seconds, "depth_seconds": depth})
+
+    def concat(self, other: StageCost) -> StageCost:
+        """This stage's plans, then `other`'s."""
+        return StageCost(
+            **{
+                f.name: np.concatenate([getattr(self, f.name), getattr(other, f.name)])
+                for f in fields(self)
+            }
+        )
+
     def take(self, rows: np.ndarray) -> StageCost:
         return StageCost(**{f.name: getattr(self, f.name)[rows] for f in fields(self)})
 

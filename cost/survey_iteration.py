@@ -331,12 +331,24 @@ def configurations(models: Models, it: Iteration, lay: Layouts) -> list[Configur
     return [c for c in found if c is not None]
 
 
-def plan_configuration(placement: str, execution: str, same_layout: bool) -> str:
+def plan_configuration(
+    placement: str,
+    execution: str,
+    same_layout: bool,
+    critic: str = "separate",
+    fusion: str = "none",
+) -> str:
     """The Table 9 row a calibrated plan stands closest to: an off-policy execution is bounded
-    asynchrony; otherwise a disaggregated plan is `disaggregated`; a colocated one is `hybrid`
-    when its rollout and training layouts differ (they are resharded), else the baseline."""
+    asynchrony (combined when its stages are fused too); a fused plan is stage fusion; a shared
+    value head is the shared actor-critic; otherwise a disaggregated plan is `disaggregated`; a
+    colocated (or partially colocated) one is `hybrid` when its rollout and training layouts
+    differ (they are resharded), else the baseline."""
     if execution != "sync":
-        return "asynchronous"
+        return "combined" if fusion != "none" else "asynchronous"
+    if fusion != "none":
+        return "stage fusion"
+    if critic == "shared":
+        return "shared actor-critic"
     if placement == "disaggregated":
         return "disaggregated"
     return "baseline" if same_layout else "hybrid"

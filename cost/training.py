@@ -176,6 +176,38 @@ def train_model_stage(
     )
 
 
+def value_head_stage(
+    fig: ModelFigures,
+    tokens: float,
+    layout: TrainLayout,
+    hw: Hardware,
+    rate: float,
+    passes: float,
+) -> StageCost:
+    """A shared actor-critic's value head (hidden -> 1) over `tokens` tokens: 2 x hidden FLOPs
+    a token per pass (forward 1 pass, training 3: forward and the two backward products),
+    spread over the pool's GPUs at `rate` of peak. It is what remains of the critic once the
+    value is a head on the policy (survey §4.1, Table 9); its hidden + 1 parameters (with
+    their Adam states, well under a megabyte) are left out of memory."""
+    flop = passes * 2.0 * fig.hidden * tokens
+    gpus = layout.gpus
+    seconds = flop / (gpus * hw.flops * rate)
+    zero = np.zeros_like(seconds)
+    return StageCost(
+        seconds=seconds,
+        work_seconds=seconds,
+        depth_seconds=zero,
+        work_flop=np.full_like(seconds, flop),
+        hbm_bytes=zero,
+        link_bytes=zero,
+        gpus=gpus,
+        compute_seconds=seconds,
+        hbm_seconds=zero,
+        scale_up_seconds=zero,
+        scale_out_seconds=zero,
+    )
+
+
 def training_stage(
     actor: ModelFigures,
     critic: ModelFigures | None,
@@ -188,16 +220,28 @@ def training_stage(
     overheads: Overheads,
     critic_pool: tuple[TrainLayout, TrainLinks, FloatArray] | None = None,
     critic_apart: BoolArray | None = None,
+    critic_shared: BoolArray | None = None,
+    intra_fused: BoolArray | None = None,
 ) -> StageCost:
     """Actor, then critic on the same GPUs (verl and OpenRLHF train them in turn); a critic
     on its own pool (`critic_apart`) trains beside the actor, and the slower one sets the
-    stage's time."""
+    stage's time. Where `intra_fused`, the two updates on the same GPUs are pipelined
+    (`StageCost.pipelined`); where `critic_shared`, the critic is a value head on the actor
+    and only the head's FLOPs remain (its loss is back-propagated with the actor's)."""
     stage = train_model_stage(actor, layout, links, batch, micro_tokens, hw, eff, overheads)
     if critic is None:
         return stage
     shared = train_model_stage(critic, layout, links, batch, micro_tokens, hw, eff, overheads)
-    if critic_pool is None or critic_apart is None:
-        return stage + shared
-    own_layout, own_links, own_tokens = critic_pool
-    apart = train_model_stage(critic, own_layout, own_links, batch, own_tokens, hw, eff, overheads)
-    return choose(critic_apart, stage.beside(apart), stage + shared)
+    n = layout.gpus.shape[0]
+    fused = np.zeros(n, dtype=bool) if intra_fused is None else intra_fused
+    in_turn = choose(fused, stage.pipelined(shared), stage + shared)
+    if critic_pool is not None and critic_apart is not None:
+        own_layout, own_links, own_tokens = critic_pool
+        apart = train_model_stage(
+            critic, own_layout, own_links, batch, own_tokens, hw, eff, overheads
+        )
+        in_turn = choose(critic_apart, stage.beside(apart), in_turn)
+    if critic_shared is None or not critic_shared.any():
+        return in_turn
+    head = value_head_stage(actor, batch.trained_tokens, layout, hw, eff.train_compute, passes=3.0)
+    return choose(critic_shared, stage + head, in_turn)

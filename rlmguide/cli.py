@@ -628,13 +628,13 @@ def _progress(message: str) -> Any:
     return Console(stderr=True).status(message)
 
 
-def _run(recommender: Any, top: int) -> dict[str, Any]:
+def _run(recommender: Any, top: int, what_if: bool = False) -> dict[str, Any]:
     from cost.plans import PlanError
     from rules.recommend import NoFeasiblePlan, recommend
 
     try:
         with _progress("searching plans"):
-            result = recommend(recommender, top)
+            result = recommend(recommender, top, what_if)
     except NoFeasiblePlan as exc:
         raise Failure(f"no feasible plan: {exc}") from None
     except (PlanError, OverflowError) as exc:
@@ -780,6 +780,13 @@ def _mixed_search(
     metavar="ID",
     help="Print the top plan this framework can run as its launch script (see `export`).",
 )
+@click.option(
+    "--what-if",
+    "what_if",
+    is_flag=True,
+    help="Also show what Table 9's configurations no framework in the KB runs (shared "
+    "actor-critic, stage fusion) would gain over the best runnable plan; never a plan to launch.",
+)
 @format_option(("table", "json", "markdown"))
 @PLOT_OPTION
 @sizing_options
@@ -790,6 +797,7 @@ def recommend(
     top: int,
     framework: str | None,
     emit: str | None,
+    what_if: bool,
     fmt: str,
     plot: Path | None,
     objective: str | None,
@@ -833,7 +841,7 @@ def recommend(
     if any(v is not None for v in sizing.values()):
         emit_plans(_size_search(resolved, catalog, top, framework, sizing), fmt, plot)
         return
-    emit_plans(_run(_recommender(resolved, catalog, only=framework), top), fmt, plot)
+    emit_plans(_run(_recommender(resolved, catalog, only=framework), top, what_if), fmt, plot)
 
 
 def _check_framework(framework: str, catalog: Any) -> None:

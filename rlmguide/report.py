@@ -48,7 +48,17 @@ def _train_layout(plan: dict[str, Any]) -> str:
     pools = {k: v for k, v in plan.get("pools", {}).items() if v}
     if pools:
         train += "; own pools " + ", ".join(f"{k} {v}" for k, v in pools.items())
-    return train
+    return train + configuration(plan)
+
+
+def configuration(plan: dict[str, Any]) -> str:
+    """Table 9's choices where they depart from a separate critic and no fusion."""
+    parts = []
+    if plan.get("critic") == "shared":
+        parts.append("shared actor-critic")
+    if plan.get("fusion", "none") != "none":
+        parts.append(f"{plan['fusion']} fusion")
+    return "; " + ", ".join(parts) if parts else ""
 
 
 def _variants(plan: dict[str, Any]) -> str:
@@ -62,6 +72,26 @@ def _variants(plan: dict[str, Any]) -> str:
     if plan.get("tie"):
         parts.append(f"tie: simpler than a plan {plan['tie']['faster_by_percent']}% faster")
     return "; ".join(parts)
+
+
+def _print_what_if(found: list[dict[str, Any]], fmt: str) -> None:
+    title = "what if: configurations no framework in the KB runs (not plans to launch)"
+    if not found:
+        rows = [("none", "", "", "", "every configuration tried is runnable, or none applies")]
+    else:
+        rows = [
+            (
+                f"critic {w['critic']}, fusion {w['fusion']}",
+                f"{w['placement']} {w['execution']}",
+                f"{w['step_seconds']:.1f}",
+                f"{w['gain_percent']:+.1f}%",
+                "claimed by " + ", ".join(w["claimed_by"]) + " (cannot run this plan)"
+                if w["claimed_by"]
+                else "claimed by no framework",
+            )
+            for w in found
+        ]
+    print_rows(["configuration", "plan", "step s", "gain", "frameworks"], rows, fmt, title=title)
 
 
 def print_report(result: dict[str, Any], fmt: str) -> None:
@@ -219,6 +249,8 @@ def _print_best(result: dict[str, Any], fmt: str) -> None:
     notes += [("scenario", n) for n in result.get("resolution_notes", [])]
     print_rows(["", "note"], notes, fmt, title="notes")
     print_run(result, fmt)
+    if "what_if" in result:
+        _print_what_if(result["what_if"], fmt)
     if "survey_model" in best:
         print_survey(best["survey_model"], fmt)
     if "sizing" in result:

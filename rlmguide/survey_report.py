@@ -67,7 +67,13 @@ def survey_block(models: Models, it: Iteration, plan: dict[str, Any]) -> dict[st
             }
         )
     same = ro["tp"] == tr["tp"] and ro["pp"] == tr["pp"]
-    mine = plan_configuration(plan["placement"], plan["execution"], same)
+    mine = plan_configuration(
+        plan["placement"],
+        plan["execution"],
+        same,
+        plan.get("critic", "separate"),
+        plan.get("fusion", "none"),
+    )
     table9 = [
         {
             "configuration": c.name,

@@ -25,7 +25,7 @@ def lanes(plan: Mapping[str, Any]) -> list[tuple[str, list[tuple[str, float, flo
     """(pool label, [(stage, start, seconds)]) for one plan in steady state."""
     seconds = {s["name"]: s["seconds"] for s in plan["stages"]}
     order = ["rollout", "assessment", "training", "weight_sync", "switch"]
-    if plan["placement"] == "colocated":
+    if plan["placement"] in ("colocated", "partially-colocated"):
         t, bars = 0.0, []
         for name in order:
             if seconds.get(name):

@@ -11,7 +11,9 @@ from typing import Any
 from rules.expr import Fact
 from rules.scenario import Resolved
 
-PLACEMENTS = ("colocated", "disaggregated")
+PLACEMENTS = ("colocated", "disaggregated", "partially-colocated")
+CRITICS = ("separate", "shared")
+FUSIONS = ("none", "inter-stage", "intra-stage", "both")
 EXECUTIONS = ("sync", "one-step-off", "async", "partial-rollout")
 RECOMPUTE = ("none", "selective", "full")
 STAGES = ("rollout", "assessment", "training", "weight_sync")
@@ -67,6 +69,12 @@ SCENARIO_FACTS = (
     Fact("workload.tail_ratio", "number", "longest over mean response length"),
     Fact("workload.sequence_tokens", "number", "prompt plus longest response"),
     Fact("workload.minibatches_per_step", "number", "optimizer steps per RL step"),
+    Fact(
+        "model.assessment_params_b",
+        "number",
+        "parameters of the frozen assessment models (reference and reward model; 0 for a "
+        "verifier and no reference), billions",
+    ),
 )
 
 PLAN_FACTS = (
@@ -74,6 +82,10 @@ PLAN_FACTS = (
     Fact("plan.execution", "text", "how rollout and training overlap", EXECUTIONS),
     Fact("plan.max_staleness", "number", "policy versions a sample may lag (0 when sync)"),
     Fact("plan.prefix_caching", "bool", "the rollout engine shares each prompt's prefill"),
+    Fact(
+        "plan.critic", "text", "a critic network of its own, or a value head on the policy", CRITICS
+    ),
+    Fact("plan.fusion", "text", "stage fusion (survey §4.3)", FUSIONS),
     *(
         Fact(f"plan.rollout.{d}", "number", f"rollout {label}")
         for d, label in (
@@ -188,4 +200,15 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
         "workload.tail_ratio": resolved.max_response_tokens / w.response_tokens,
         "workload.sequence_tokens": w.prompt_tokens + resolved.max_response_tokens,
         "workload.minibatches_per_step": w.minibatches_per_step,
+        "model.assessment_params_b": _assessment_params(resolved) / 1e9,
     }
+
+
+def _assessment_params(resolved: Resolved) -> float:
+    """Parameters of the frozen models the assessment runs: the reference (the policy's
+    architecture unless another is given) and the reward model."""
+    reference = 0.0
+    if resolved.algorithm.needs_reference:
+        reference = (resolved.reference or resolved.policy).params_total
+    reward = resolved.reward.params_total if resolved.reward is not None else 0.0
+    return reference + reward

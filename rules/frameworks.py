@@ -27,6 +27,25 @@ EXECUTION_FEATURE = {
 }
 """The technique a framework must claim to run each execution mode."""
 
+CONFIGURATION_FEATURES = (
+    ("plan.critic", "shared-actor-critic", ("shared",)),
+    ("plan.fusion", "inter-stage-fusion", ("inter-stage", "both")),
+    ("plan.fusion", "intra-stage-fusion", ("intra-stage", "both")),
+)
+"""Table 9's configurations (survey §4.1, §4.3): a framework must claim the technique to run
+a plan that uses it."""
+
+
+def configuration_techniques(critic: str | None, fusion: str | None) -> list[tuple[str, str]]:
+    """(technique, plan field) of each Table 9 configuration a plan uses."""
+    given = {"plan.critic": critic, "plan.fusion": fusion}
+    return [
+        (feature, f"{fact}: {given[fact]}")
+        for fact, feature, values in CONFIGURATION_FEATURES
+        if given[fact] in values
+    ]
+
+
 POOL_FEATURES = {
     "rollout": (
         ("plan.rollout.tp", "rollout-tensor-parallelism"),
@@ -187,10 +206,17 @@ def _uses(env: Mapping[str, Any], size: int, level: str) -> dict[str, np.ndarray
     if level == "plan":
         placement = np.broadcast_to(np.asarray(env["plan.placement"]), (size,))
         execution = np.broadcast_to(np.asarray(env["plan.execution"]), (size,))
+        # Partial co-location takes both: the actor's pool is colocated and the frozen models
+        # sit on groups of their own, as a disaggregated placement puts them.
+        partial = placement == "partially-colocated"
         for name in ("colocated", "disaggregated"):
-            uses[f"{name}-placement"] = placement == name
+            uses[f"{name}-placement"] = (placement == name) | partial
         for mode, feature in EXECUTION_FEATURE.items():
             uses[feature] = execution == mode
+        for fact, feature, values in CONFIGURATION_FEATURES:
+            if fact in env:
+                value = np.broadcast_to(np.asarray(env[fact]), (size,))
+                uses[feature] = np.isin(value, values)
     if isinstance(env, dict):
         env[key] = uses
     return uses

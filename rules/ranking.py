@@ -4,7 +4,8 @@ Two plans on the same cluster share most of the model's error (the same efficien
 decode floor), so what decides between them is their paired difference, not their absolute
 bands. A difference below `TIE_FRACTION` of the faster plan's step time is a tie, and a tie
 goes to the simpler plan: synchronous before one-step-off before partial rollouts before
-asynchronous, less staleness, one pool before two, whole-node and power-of-two splits, no
+asynchronous, less staleness, fewer of Table 9's configurations (shared critic, fusion), one
+pool before two, whole-node and power-of-two splits, no
 offload before phase offload before a CPU optimizer, no rollout pipeline before one, then the
 smaller rollout engine (its tensor group, or its expert group where experts spread wider; or,
 for one framework, the engine nearest its default size), an engine without expert parallelism
@@ -22,7 +23,16 @@ from typing import Any
 import numpy as np
 
 from cost.evaluate import CostTable
-from cost.plans import ASYNC, COLOCATED, ONE_STEP_OFF, PARTIAL_ROLLOUT, SYNC, PlanTable
+from cost.plans import (
+    ASYNC,
+    ONE_STEP_OFF,
+    PARTIAL_ROLLOUT,
+    SYNC,
+    PlanTable,
+    inter_stage,
+    intra_stage,
+    shares_gpus,
+)
 
 TIE_FRACTION = 0.2
 """Paired differences below 20% of the faster plan's step are ties: the model's own error on
@@ -64,10 +74,10 @@ def complexity(
     for code, order in EXECUTION_ORDER.items():
         execution[table.execution == code] = order
     staleness = np.where(table.execution == SYNC, 0, np.minimum(table.staleness, 15))
-    pools = (table.placement != COLOCATED).astype(np.int64)
+    pools = (~shares_gpus(table.placement)).astype(np.int64)
     pools += (table.critic_gpus > 0) + (table.reference_gpus > 0) + (table.reward_gpus > 0)
     rollout = table.rollout_gpus
-    odd_split = (table.placement != COLOCATED) & (
+    odd_split = ~shares_gpus(table.placement) & (
         (rollout % gpus_per_node != 0) | (rollout & (rollout - 1) != 0)
     )
     offload = np.where(
@@ -85,12 +95,17 @@ def complexity(
     if default_model_parallel is not None:
         family = model_parallel(table.train_tp, table.train_pp, table.train_ep, table.train_zero)
         family_off = family != default_model_parallel
+    # Table 9's configurations: each departure from a separate critic and no fusion is one
+    # more mechanism to run and trust.
+    configuration = (
+        table.critic_shared.astype(np.int64) + inter_stage(table.fusion) + intra_stage(table.fusion)
+    )
     parts = (
-        execution, staleness, np.minimum(pools, 3), odd_split, offload, table.rollout_pp > 1,
-        np.minimum(rollout_degree, 31), wide_ep, family_off,
+        execution, staleness, configuration, np.minimum(pools, 3), odd_split, offload,
+        table.rollout_pp > 1, np.minimum(rollout_degree, 31), wide_ep, family_off,
     )  # fmt: skip
     score = np.zeros(len(table), dtype=np.int64)
-    for part, width in zip(parts, (4, 16, 4, 2, 3, 2, 32, 2, 2), strict=True):
+    for part, width in zip(parts, (4, 16, 4, 4, 2, 3, 2, 32, 2, 2), strict=True):
         score = score * width + np.asarray(part, dtype=np.int64)
     return score
 

@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import reduce
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -19,7 +20,17 @@ import numpy as np
 from cost.batch import Needs
 from cost.evaluate import CostTable, evaluate
 from cost.overheads import DEFAULT_OVERHEADS, Overheads
-from cost.plans import EXECUTIONS, PLACEMENTS, RECOMPUTE, PlanTable
+from cost.plans import (
+    CRITICS,
+    EXECUTIONS,
+    FUSIONS,
+    PLACEMENTS,
+    RECOMPUTE,
+    PlanTable,
+    inter_stage,
+    shares_gpus,
+    valid_rows,
+)
 from kb.load import Catalog
 from kb.schema import Framework, Offload
 from rules.engine import CompiledRule
@@ -27,6 +38,7 @@ from rules.facts import STAGES, scenario_facts
 from rules.frameworks import (
     CompiledConstraint,
     compile_constraints,
+    configuration_techniques,
     inherit,
     pool_of,
     supports,
@@ -61,6 +73,10 @@ COLOCATED_ROLLOUTS = 8
 PROBED_ABOVE = 50_000
 """Colocated pairs of rollout and training layouts (times execution modes) beyond which the
 rollout layouts are probed first: mixtures of experts from about a hundred GPUs."""
+
+
+VARIANT_BASE = 16
+"""The fastest plans of a search that are costed again under Table 9's other configurations."""
 
 
 class InvalidRecords(Exception):
@@ -177,6 +193,8 @@ def plan_facts(table: PlanTable, costs: CostTable | None = None) -> dict[str, An
         "plan.max_staleness": np.where(sync, 0, table.staleness),
         "plan.prefix_caching": table.prefix_caching,
         "plan.train.recompute": np.asarray(RECOMPUTE)[table.train_recompute],
+        "plan.critic": np.asarray(CRITICS)[table.critic_shared.astype(np.int64)],
+        "plan.fusion": np.asarray(FUSIONS)[table.fusion],
     }
     for pool in ("rollout", "train"):
         for degree in ("gpus", "tp", "pp", "ep", "etp", "dp", "cp", "zero", "attention_dp"):
@@ -240,6 +258,8 @@ def fixed_columns(resolved: Resolved) -> dict[str, Any]:
         "critic_gpus": plan.pools.critic or 0,
         "reference_gpus": plan.pools.reference or 0,
         "reward_gpus": plan.pools.reward or 0,
+        "critic_shared": plan.critic == "shared",
+        "fusion": plan.fusion or "none",
     }
 
 
@@ -293,6 +313,13 @@ class Recommender:
                     f"framework {only} does not claim {resolved.algorithm.name}, so it runs no "
                     "plan of this scenario"
                 )
+            plan = resolved.scenario.plan
+            for feature, field in configuration_techniques(plan.critic, plan.fusion):
+                if feature not in self.supports[0].claimed:
+                    raise NoFeasiblePlan(
+                        f"framework {only} does not claim {feature} ({field}), so it runs no "
+                        "plan of this scenario"
+                    )
         if within is not None:
             # Keep the (backend, engine) pairs made of these components (an exporter's mapping
             # covers only some of a framework's backends and engines).
@@ -533,7 +560,7 @@ class Recommender:
         for (execution, staleness), prefix in ((m, p) for m in modes for p in prefixes):
             out.append(
                 self._combine(
-                    "colocated",
+                    split.placement,
                     execution,
                     staleness,
                     prefix,
@@ -771,7 +798,7 @@ class Recommender:
         rows: list[dict[str, Any]] = []
         chosen = self.splits()
         for split in chosen:
-            if split.placement == "colocated":
+            if split.placement in ("colocated", "partially-colocated"):
                 rows += self._colocated_rows(split)
         rows += self._disaggregated_rows([s for s in chosen if s.placement == "disaggregated"])
         if vetoing_rule is not None:
@@ -786,7 +813,7 @@ class Recommender:
         merged = {k: _stack([p[k] for p in rows], lengths) for k in rows[0]}
         table = PlanTable.from_arrays(**merged, **self.fixed)
         n = len(table)
-        colocated = table.placement == PLACEMENTS.index("colocated")
+        colocated = shares_gpus(table.placement)
         env = self._env(table)
         alive = np.ones(n, dtype=bool)
         for level in ("rollout", "train"):
@@ -802,7 +829,7 @@ class Recommender:
         n = len(table)
         alive = self._reject(env, n, "plan", np.ones(n, dtype=int))
         fits = costs.feasible | (not self.enforce_memory)
-        colocated = table.placement == PLACEMENTS.index("colocated")
+        colocated = shares_gpus(table.placement)
         self.search.rejected["memory"] += int((alive & ~fits & colocated).sum())
         # A disaggregated combination of two fitting pools can still overflow (weight-sync
         # buffers); it is rejected too but was never counted as a candidate of its own.
@@ -812,10 +839,81 @@ class Recommender:
         if not ok.size:
             raise NoFeasiblePlan(self._binding())
         costs = costs.take(ok)
+        if self.frameworks and self.filter_frameworks:
+            costs = self._with_configurations(costs)
         final = {**self.facts, **plan_facts(costs.plans, costs)}
-        self.final_env, self.final_size = final, len(ok)
-        fired = {rule.id: rule.fires(final, len(ok)) for rule in self.rules}
+        self.final_env, self.final_size = final, len(costs)
+        fired = {rule.id: rule.fires(final, len(costs)) for rule in self.rules}
         return costs, fired
+
+    def _with_configurations(self, costs: CostTable) -> CostTable:
+        """The best plans again under Table 9's other configurations (shared actor-critic,
+        inter- and intra-stage fusion, survey §4.1, §4.3), where the scenario leaves them open:
+        a variant some framework in the KB runs joins the search like any plan. Variants are
+        of the VARIANT_BASE fastest plans and of the fastest of each placement and execution
+        mode (a framework that fuses stages may run only synchronous plans): a configuration
+        changes the assessment and training, not which layouts are best."""
+        order = np.argsort(costs.step_seconds, kind="stable")
+        pair = (costs.plans.placement * len(EXECUTIONS) + costs.plans.execution)[order]
+        _, firsts = np.unique(pair, return_index=True)
+        base = np.union1d(order[:VARIANT_BASE], order[firsts])
+        variants, alive, runnable = self.configuration_variants(costs.plans.take(base))
+        joined = np.flatnonzero(alive & runnable)
+        if variants is None or not joined.size:
+            return costs
+        self.search.candidates += int(joined.size)
+        return costs.concat(variants.take(joined))
+
+    def configuration_variants(
+        self, base: PlanTable
+    ) -> tuple[CostTable | None, np.ndarray, np.ndarray]:
+        """`base`'s plans under every other Table 9 configuration that applies, costed: the
+        variants, where they pass memory and the require rules, and where some framework in
+        the KB runs them (no table where no configuration applies)."""
+        plan = self.resolved.scenario.plan
+        has_critic = self.resolved.critic is not None
+        critics = (
+            [plan.critic] if plan.critic else ["separate"] + (["shared"] if has_critic else [])
+        )
+        # Offline nothing is generated: no stage can stream behind a rollout.
+        fusions = (
+            [plan.fusion] if plan.fusion else list(FUSIONS) if self.resolved.algorithm.online
+            else ["none"]
+        )  # fmt: skip
+        tables = [
+            replace(
+                base,
+                critic_shared=np.full(len(base), c == "shared"),
+                fusion=np.full(len(base), FUSIONS.index(f), dtype=np.int64),
+            )
+            for c in critics
+            for f in fusions
+        ]
+        table = reduce(PlanTable.concat, tables)
+        same = (table.critic_shared == np.tile(base.critic_shared, len(tables))) & (
+            table.fusion == np.tile(base.fusion, len(tables))
+        )
+        # Fusing the assessment into the rollout changes nothing where they already overlap.
+        waits = np.isin(
+            table.execution, (EXECUTIONS.index("sync"), EXECUTIONS.index("partial-rollout"))
+        )
+        useful = ~same & (waits | ~inter_stage(table.fusion))
+        ok = useful & valid_rows(table, self.resolved.policy, self.resolved.critic)
+        table = table.take(np.flatnonzero(ok))
+        n = len(table)
+        if not n:
+            return None, np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)
+        variants = self.cost(self.resolved, table)
+        env = self._env(table, variants)
+        alive = variants.feasible | (not self.enforce_memory)
+        for rule in self.rules:
+            if rule.record.effect == "require":
+                alive &= ~rule.fires(env, n)
+        runnable = np.zeros(n, dtype=bool)
+        seen: dict[str, np.ndarray] = {}
+        for support in self.supports:
+            runnable |= support.runnable(env, n, "plan", seen)[0]
+        return variants, alive, runnable
 
     def _scenario_rejection(self) -> str | None:
         for rule in self.rules:
@@ -1047,9 +1145,49 @@ def _move_notes(costs: CostTable, order: np.ndarray, best: int) -> list[str]:
     return notes
 
 
-def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
+def what_if(recommender: Recommender, costs: CostTable, best: int) -> list[dict[str, Any]]:
+    """The best runnable plan (row `best`) under each Table 9 configuration that no framework
+    in the KB runs with it, and what each would gain: for reading, not launching.
+    `claimed_by` lists the frameworks that claim the technique yet cannot run the plan (their
+    other claims or constraints refuse it)."""
+    variants, alive, runnable = recommender.configuration_variants(costs.plans.take([best]))
+    best_seconds = float(costs.step_seconds[best])
+    found: list[dict[str, Any]] = []
+    if variants is None:
+        return found
+    for i in np.flatnonzero(alive & ~runnable):
+        row = variants.row(int(i))
+        features = sorted(f for f, _ in configuration_techniques(row["critic"], row["fusion"]))
+        claimed = sorted(
+            f.id
+            for f in recommender.frameworks
+            if any(c.feature in features and c.support in ("yes", "partial") for c in f.claims)
+        )
+        seconds = float(variants.step_seconds[i])
+        found.append(
+            {
+                "critic": row["critic"],
+                "fusion": row["fusion"],
+                "placement": row["placement"],
+                "execution": row["execution"],
+                "step_seconds": seconds,
+                "stages": row["stages"],
+                "gain_percent": round(100 * (1 - seconds / best_seconds), 1),
+                "over_step_seconds": best_seconds,
+                "runnable": False,
+                "techniques": features,
+                "claimed_by": claimed,
+                "note": "no framework in the knowledge base runs this configuration with this "
+                "plan: what it would gain, not a plan to launch",
+            }
+        )
+    return sorted(found, key=lambda w: w["step_seconds"])
+
+
+def recommend(recommender: Recommender, top: int, with_what_if: bool = False) -> dict[str, Any]:
     """Run the search and shape the result as DESIGN.md's JSON: plans by predicted step time,
-    ties toward the simpler plan, each distinct (see rules.ranking)."""
+    ties toward the simpler plan, each distinct (see rules.ranking). With `with_what_if`, the
+    Table 9 configurations no framework runs, under `what_if` (see `what_if`)."""
     resolved = recommender.resolved
     costs, fired = recommender.run()
     per_node = resolved.scenario.cluster.gpus_per_node
@@ -1105,6 +1243,7 @@ def recommend(recommender: Recommender, top: int) -> dict[str, Any]:
             else []
         )
         + _grid_notes(recommender),
+        **({"what_if": what_if(recommender, costs, ranked.rows[0])} if with_what_if else {}),
     }
 
 

@@ -29,6 +29,7 @@ from kb.schema import (
     InlineModel,
     Model,
     Offload,
+    Plan,
     Record,
     Reference,
     Reward,
@@ -310,6 +311,7 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
     for model, (idle, why) in unused.items():
         if getattr(pools, model) and idle:
             raise InputError(f"plan.pools.{model}: {why}, so a pool for it would sit idle")
+    _check_configuration(scenario.plan, critic is not None, algorithm.name)
     tolerance = workload.max_staleness
     if not algorithm.online:
         tolerance = 0  # nothing is sampled, so no sample can lag the trainer
@@ -451,7 +453,8 @@ def _check_fixed_layouts(scenario: Scenario) -> None:
         ("rollout", plan.rollout, ("tp", "pp")),
         ("train", train, ("tp", "pp", "cp")),
     ):
-        size = pool.gpus or (gpus if plan.placement == "colocated" else None)
+        one_pool = plan.placement in ("colocated", "partially-colocated")
+        size = pool.gpus or (gpus if one_pool else None)
         values = [getattr(pool, d) for d in degrees]
         if size is None or any(v is None for v in values):
             continue
@@ -470,6 +473,31 @@ def _check_fixed_layouts(scenario: Scenario) -> None:
                     f"plan.train.ep: {train.ep} does not divide dp x cp x tp / etp = {host}; "
                     "etp: 1 folds the experts over the tensor ranks too"
                 )
+
+
+def _check_configuration(plan: Plan, has_critic: bool, algorithm: str) -> None:
+    """Table 9's choices (survey §4.1-§4.3) that the plan's models cannot take."""
+    if plan.critic == "shared" and not has_critic:
+        raise InputError(
+            f"plan.critic: shared puts the critic's value head on the policy, but {algorithm} "
+            "trains no critic"
+        )
+    if plan.critic == "shared" and plan.pools.critic:
+        raise InputError("plan.pools.critic: a shared critic is the policy's value head and has "
+                         "no pool of its own")  # fmt: skip
+    if plan.fusion in ("intra-stage", "both") and (
+        not has_critic or plan.critic == "shared" or plan.pools.critic
+    ):
+        raise InputError(
+            f"plan.fusion: {plan.fusion} pipelines the actor's and a separate critic's updates on "
+            "the same GPUs; this plan has none (critic-free algorithm, shared value head or "
+            "a critic pool of its own)"
+        )
+    if plan.placement == "partially-colocated" and not (plan.pools.reference or plan.pools.reward):
+        raise InputError(
+            "plan.placement: partially-colocated puts the reference and/or reward model on a "
+            "small group of their own: give plan.pools.reference or plan.pools.reward"
+        )
 
 
 def _check_fixed_plan(scenario: Scenario) -> None:
@@ -539,7 +567,7 @@ def fill_plan_defaults(resolved: Resolved) -> tuple[Resolved, list[str]]:
 
     r, t = plan.rollout, plan.train
     group = resolved.samples_per_prompt > 1
-    if plan.placement == "colocated":
+    if plan.placement in ("colocated", "partially-colocated"):
         # One pool given: the other shares exactly those GPUs.
         gpus = r.gpus or t.gpus or gpus
     if not resolved.algorithm.online:

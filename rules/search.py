@@ -78,6 +78,10 @@ def splits(resolved: Resolved) -> list[Split]:
     cluster, plan = resolved.scenario.cluster, resolved.scenario.plan
     gpus = cluster.gpus - plan.pools.total
     found = [Split("colocated", gpus, gpus)]
+    if plan.placement == "partially-colocated":
+        # The survey's partial co-location is the one-pool split with the frozen models on
+        # their own small groups (plan.pools); searched under that name when it is asked for.
+        found.append(Split("partially-colocated", gpus, gpus))
     unit = split_unit(resolved)
     sizes = set(range(unit, gpus, unit))
     fixed = plan.rollout.gpus or (gpus - plan.train.gpus if plan.train.gpus else None)
@@ -88,6 +92,8 @@ def splits(resolved: Resolved) -> list[Split]:
     if all(given) and given[0] != given[1] and max(given) <= gpus:  # type: ignore[type-var]
         # Colocated pools of different sizes overlap (a framework constraint may refuse it).
         found.append(Split("colocated", *given))  # type: ignore[arg-type]
+        if plan.placement == "partially-colocated":
+            found.append(Split("partially-colocated", *given))  # type: ignore[arg-type]
     keep = []
     for split in found:
         if plan.placement and split.placement != plan.placement:
@@ -103,7 +109,7 @@ def splits(resolved: Resolved) -> list[Split]:
 def executions(placement: str, plan: Plan, tolerance: int = 1) -> list[tuple[str, int]]:
     """(execution, staleness) pairs: pools that share GPUs cannot overlap, only pause; no
     plan lags more than the workload's `tolerance` policy versions."""
-    if placement == "colocated":
+    if placement in ("colocated", "partially-colocated"):
         options = [("sync", 0), ("partial-rollout", 1)]
     else:
         options = [("sync", 0), ("one-step-off", 1), ("partial-rollout", 1)]

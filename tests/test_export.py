@@ -650,6 +650,12 @@ REFUSED_EXAMPLES = {
     # model is refused
     ("ppo-llama-3.1-70b-1024xh100", "slime"): "workload.reward_model = true",
     ("dpo-qwen2.5-7b-8xh100", "slime"): "framework slime does not claim DPO",
+    # A shared actor-critic with inter-stage fusion: none of the mapped frameworks claims them.
+    **{
+        ("ppo-qwen2.5-7b-shared-critic-fused-16xh100", framework): "does not claim "
+        "shared-actor-critic (plan.critic: shared)"
+        for framework in ("verl", "openrlhf", "nemo-rl", "slime")
+    },
 }
 
 

@@ -9,7 +9,17 @@ from pydantic import Discriminator, Field, StringConstraints, Tag, model_validat
 from kb.schema.common import NonNegativeInt, Positive, PositiveInt, Slug, Strict, Text
 from kb.schema.specs import AcceleratorFigures, Architecture
 
-Placement = Literal["colocated", "disaggregated"]
+Placement = Literal["colocated", "disaggregated", "partially-colocated"]
+"""Where the models run (survey §4.2): colocated, every stage on one pool; disaggregated,
+rollout and training on pools of their own; partially-colocated, actor generation and
+training share one pool while the reference and/or reward model sit on a small group of their
+own (plan.pools), so their assessment runs beside the actor's."""
+CriticForm = Literal["separate", "shared"]
+"""survey §4.1: a critic network of its own, or a value head on the policy (shared
+actor-critic)."""
+Fusion = Literal["none", "inter-stage", "intra-stage", "both"]
+"""survey §4.3: inter-stage, assessment streams behind the rollout's long tail; intra-stage,
+the actor's and the critic's updates are pipelined together."""
 Execution = Literal["sync", "one-step-off", "async", "partial-rollout"]
 Recompute = Literal["none", "selective", "full"]
 Precision = Literal["bf16", "fp8"]
@@ -380,6 +390,11 @@ class Plan(Strict):
     placement: Placement | None = None
     execution: Execution | None = None
     max_staleness: Annotated[int, Field(ge=1, le=16)] | None = None
+    critic: CriticForm | None = None
+    """Unset, separate (a shared critic changes the trained model: never searched, only shown
+    as a what-if)."""
+    fusion: Fusion | None = None
+    """Unset, none (fusion is offered as a variant where a framework in the KB runs it)."""
     rollout: RolloutPlan = RolloutPlan()
     train: TrainPlan = TrainPlan()
     pools: ModelPools = ModelPools()

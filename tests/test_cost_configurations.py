@@ -1,0 +1,302 @@
+"""Table 9's configurations (survey §4.1-§4.3): shared actor-critic, inter- and intra-stage
+fusion, partial co-location and concurrent assessment; orderings as properties, numbers worked
+by hand, and the CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_cost_compose import PREP, ROLLOUT, SWITCH, SYNC_STAGE, TRAIN, stage
+from test_cost_laws import run, scenarios, within
+from test_cost_specs import H100, QWEN25_7B, one_plan, workload
+
+from cost import Needs, PlanTable, evaluate
+from cost.compose import compose_step, fused_assessment
+from cost.hardware import Hardware
+from cost.layouts import TrainLayout
+from cost.overheads import DEFAULT_OVERHEADS
+from cost.plans import (
+    COLOCATED,
+    DISAGGREGATED,
+    FUSION_BOTH,
+    FUSION_INTER,
+    FUSION_INTRA,
+    FUSION_NONE,
+    PARTIAL_ROLLOUT,
+    SYNC,
+    PlanError,
+)
+from cost.survey_iteration import plan_configuration
+from cost.training import value_head_stage
+from rlmguide.cli import cli
+
+EXAMPLE = (
+    Path(__file__).parent.parent / "examples" / "ppo-qwen2.5-7b-shared-critic-fused-16xh100.yaml"
+)
+PPO = Needs(needs_critic=True)
+
+
+def variant(plans: PlanTable, **columns: object) -> PlanTable:
+    """The same plans with some columns set for every row."""
+    n = len(plans)
+    values = {k: np.full(n, v) for k, v in columns.items()}
+    return dataclasses.replace(plans, **values)
+
+
+def with_critic(scenario: tuple) -> tuple:  # type: ignore[type-arg]
+    accelerator, arch, wl, needs, plans = scenario
+    return accelerator, arch, wl, dataclasses.replace(needs, needs_critic=True), plans
+
+
+# -- numbers worked by hand ------------------------------------------------------------------
+
+
+def test_fused_assessment_fills_the_tail_on_one_pool_and_runs_beside_on_two() -> None:
+    # Rollout 100 s (work 60, depth 50); assessment 20 s of work: on one pool the assessment
+    # fits in the 40 s the tail leaves idle, max(100, 20, 60 + 20) = 100; on separate pools
+    # max(100, 20) = 100.
+    one, two = np.array([True]), np.array([False])
+    assert fused_assessment(ROLLOUT, PREP, one).seconds[0] == 100
+    assert fused_assessment(ROLLOUT, PREP, two).seconds[0] == 100
+    # 50 s of assessment work no longer fits the idle tail: max(100, 50, 60 + 50) = 110 on one
+    # pool; beside it on its own pool, max(100, 50) = 100.
+    heavy = stage(50, 50, 2)
+    assert fused_assessment(ROLLOUT, heavy, one).seconds[0] == 110
+    assert fused_assessment(ROLLOUT, heavy, two).seconds[0] == 100
+    # Brent: lower max(60 + 50, 50, 2) = 110, upper the sequential bound 160 + 52 = 212.
+    span = fused_assessment(ROLLOUT, heavy, one)
+    assert (span.lower[0], span.upper[0]) == (110, (60 + 50) + (50 + 2))
+
+
+def test_inter_stage_fusion_in_a_step_worked_by_hand() -> None:
+    # Stages as in test_cost_compose: unfused 100 + 20 + 50 + 5 + 3 = 178; fused, the
+    # assessment hides in the rollout's tail: 100 + 50 + 5 + 3 = 158, in either placement.
+    for placement in (COLOCATED, DISAGGREGATED):
+        steps = []
+        for fusion in (FUSION_NONE, FUSION_INTER):
+            timing = compose_step(
+                np.array([placement]), np.array([SYNC]), np.array([1]),
+                ROLLOUT, PREP, TRAIN, SYNC_STAGE, SWITCH, np.array([fusion]),
+            )  # fmt: skip
+            steps.append(float(timing.step.seconds[0]))
+        assert steps == [178, 158]
+
+
+def test_pipelined_updates_worked_by_hand() -> None:
+    # Actor T 8 (W 6, D 4), critic T 5 (W 3, D 3): in turn 13 s; pipelined max(8, 5, 6 + 3)
+    # = 9 s, depth max(4, 3) = 4, work 9: inside Brent's max(9, 4) <= 9 <= 9 + 4.
+    actor, critic = stage(8, 6, 4), stage(5, 3, 3)
+    fused = actor.pipelined(critic)
+    assert (actor + critic).seconds[0] == 13
+    assert (fused.seconds[0], fused.work_seconds[0], fused.depth_seconds[0]) == (9, 9, 4)
+
+
+def test_value_head_flops_worked_by_hand() -> None:
+    # Qwen2.5-7B's hidden is 3,584: training the head over 1e6 tokens is 3 passes x 2 x 3,584
+    # x 1e6 = 2.1504e10 FLOPs; on 8 H100s (989 TFLOP/s) at a rate of 0.5 that is 2.1504e10 /
+    # (8 x 989e12 x 0.5) = 5.4358e-6 s.
+    layout = TrainLayout.of(one_plan())
+    hw = Hardware.of(H100, 8, DEFAULT_OVERHEADS)
+    head = value_head_stage(QWEN25_7B, 1e6, layout, hw, 0.5, passes=3.0)
+    assert head.work_flop[0] == pytest.approx(2.1504e10)
+    assert head.seconds[0] == pytest.approx(2.1504e10 / (8 * 989e12 * 0.5))
+    assert head.depth_seconds[0] == 0
+
+
+def test_shared_critic_training_is_the_actor_plus_the_head() -> None:
+    # 512 x 16 responses of 1,024 + 4,096 tokens: 4.194e7 tokens trained; the head adds
+    # 6 x 3,584 x 4.194e7 FLOPs to the actor's training, the critic's whole pass is gone.
+    plan = one_plan(train_recompute="full")
+    separate = evaluate(H100, QWEN25_7B, workload(), plan, needs=PPO)
+    shared = evaluate(H100, QWEN25_7B, workload(), variant(plan, critic_shared=True), needs=PPO)
+    actor = evaluate(H100, QWEN25_7B, workload(), plan, needs=Needs())
+    tokens = 512 * 16 * (1024 + 4096)
+    head = 6 * 3584 * tokens
+    actor_flop = float(actor.stages["training"].work_flop[0])
+    assert float(shared.stages["training"].work_flop[0]) == pytest.approx(actor_flop + head)
+    assert float(separate.stages["training"].work_flop[0]) == pytest.approx(2 * actor_flop)
+    # Assessment: the critic's forward pass becomes the head's forward on the actor's pass.
+    drop = float(separate.stages["assessment"].work_flop[0]) - float(
+        shared.stages["assessment"].work_flop[0]
+    )
+    critic_forward = float(actor.stages["assessment"].work_flop[0]) / 2  # reference + actor
+    assert drop == pytest.approx(critic_forward - 2 * 3584 * tokens)
+
+
+# -- the survey's orderings as properties -----------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(scenarios())
+def test_shared_critic_does_less_work_and_holds_less_state(scenario: tuple) -> None:  # type: ignore[type-arg]
+    scenario = with_critic(scenario)
+    plans = scenario[4]
+    separate = run(scenario)
+    shared = run((*scenario[:4], variant(plans, critic_shared=True)))
+    for name in ("assessment", "training"):
+        assert np.all(shared.stages[name].work_flop < separate.stages[name].work_flop)
+    assert np.all(shared.memory_train_gib <= separate.memory_train_gib + 1e-9)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(scenarios())
+def test_inter_stage_fusion_never_deepens_the_step(scenario: tuple) -> None:  # type: ignore[type-arg]
+    plans = scenario[4]
+    plain = run(scenario)
+    fused = run((*scenario[:4], variant(plans, fusion=FUSION_INTER)))
+    assert np.all(fused.step_seconds <= plain.step_seconds * (1 + 1e-12))
+    assert np.all(fused.step_lower_seconds <= plain.step_lower_seconds * (1 + 1e-12))
+    assert within(fused.step_lower_seconds, fused.step_seconds, fused.step_upper_seconds)
+    # Where the assessment waited for the rollout, never below the longer of the two chains
+    # it overlaps (overlapping modes amortise the rollout over steps).
+    floor = np.maximum(fused.stages["rollout"].seconds, fused.stages["assessment"].seconds)
+    waits = np.isin(plans.execution, (SYNC, PARTIAL_ROLLOUT))
+    assert np.all(fused.step_seconds[waits] >= floor[waits] * (1 - 1e-12))
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(scenarios(), st.sampled_from([FUSION_INTRA, FUSION_BOTH]))
+def test_intra_stage_fusion_never_lengthens_training(scenario: tuple, fusion: int) -> None:  # type: ignore[type-arg]
+    scenario = with_critic(scenario)
+    plain = run(scenario)
+    fused = run((*scenario[:4], variant(scenario[4], fusion=fusion)))
+    a, b = fused.stages["training"], plain.stages["training"]
+    assert np.all(a.seconds <= b.seconds * (1 + 1e-12))
+    assert np.all(a.work_flop == b.work_flop)  # fusion moves no work, only depth
+    assert within(a.lower_seconds, a.seconds, a.upper_seconds)
+    assert np.all(fused.step_seconds <= plain.step_seconds * (1 + 1e-12))
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(scenarios())
+def test_concurrent_assessment_is_no_longer_than_sequential(scenario: tuple) -> None:  # type: ignore[type-arg]
+    # The reference on a pool of its own, laid out like the training pool: its pass takes the
+    # same time there, and runs beside the others (the maximum) instead of after them (the sum).
+    accelerator, arch, wl, needs, plans = scenario
+    scenario = (accelerator, arch, wl, dataclasses.replace(needs, needs_reference=True), plans)
+    sequential = run(scenario)
+    concurrent = run((*scenario[:4], dataclasses.replace(plans, reference_gpus=plans.train_gpus)))
+    seq_a, con_a = sequential.stages["assessment"], concurrent.stages["assessment"]
+    assert np.all(con_a.seconds <= seq_a.seconds * (1 + 1e-12))
+    parts = sequential.assessment_parts
+    rest = seq_a.seconds - parts["reference"]
+    assert np.allclose(con_a.seconds, np.maximum(rest, parts["reference"]), rtol=1e-9)
+
+
+# -- plan checks -----------------------------------------------------------------------------
+
+
+def test_configurations_that_do_not_apply_are_refused() -> None:
+    grpo = Needs()
+    with pytest.raises(PlanError, match="shared actor-critic needs an algorithm with a critic"):
+        evaluate(H100, QWEN25_7B, workload(), one_plan(critic_shared=True), needs=grpo)
+    with pytest.raises(PlanError, match="intra-stage fusion"):
+        evaluate(H100, QWEN25_7B, workload(), one_plan(fusion="intra-stage"), needs=grpo)
+    with pytest.raises(PlanError, match="frozen models cannot be parked"):
+        plan = one_plan(fusion="inter-stage", offload_frozen=True)
+        evaluate(H100, QWEN25_7B, workload(), plan, needs=PPO)
+    with pytest.raises(PlanError, match="partially-colocated"):
+        evaluate(H100, QWEN25_7B, workload(), one_plan(placement="partially-colocated"), needs=PPO)
+
+
+def test_partially_colocated_costs_like_colocated_with_frozen_models_apart() -> None:
+    fields = dict(rollout_gpus=8, train_gpus=8, reference_gpus=2)
+    partial = evaluate(
+        H100, QWEN25_7B, workload(), one_plan(placement="partially-colocated", **fields),
+        needs=PPO, nodes=2,
+    )  # fmt: skip
+    colocated = evaluate(H100, QWEN25_7B, workload(), one_plan(**fields), needs=PPO, nodes=2)
+    assert partial.step_seconds[0] == colocated.step_seconds[0]
+    assert partial.plans.row(0)["placement"] == "partially-colocated"
+
+
+# -- the CLI ---------------------------------------------------------------------------------
+
+
+def invoke(*args: str) -> object:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def test_estimate_a_ppo_plan_with_a_shared_critic_and_inter_stage_fusion() -> None:
+    done = invoke("estimate", str(EXAMPLE), "--format", "json")
+    assert done.exit_code == 0, done.output  # type: ignore[attr-defined]
+    (plan,) = json.loads(done.output)["plans"]  # type: ignore[attr-defined]
+    assert (plan["critic"], plan["fusion"]) == ("shared", "inter-stage")
+    assert plan["frameworks"] == []  # no framework in the KB runs both
+    plain = invoke(
+        "estimate", str(EXAMPLE), "--set", "plan.critic=separate", "--set", "plan.fusion=none",
+        "--format", "json",
+    )  # fmt: skip
+    (base,) = json.loads(plain.output)["plans"]  # type: ignore[attr-defined]
+    stages = {s["name"]: s for s in plan["stages"]}
+    plain_stages = {s["name"]: s for s in base["stages"]}
+    assert stages["training"]["work_flop"] < 0.51 * plain_stages["training"]["work_flop"]
+    # Fused: the assessment hides in the rollout's tail, so the step is rollout + training +
+    # weight sync, the assessment's seconds gone from it.
+    assert plan["step_seconds"] == pytest.approx(
+        stages["rollout"]["seconds"] + stages["training"]["seconds"]
+        + stages["weight_sync"]["seconds"]
+    )  # fmt: skip
+    assert plan["step_seconds"] < base["step_seconds"]
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("workload.algorithm=grpo,workload.samples_per_prompt=4", "grpo) trains no critic"),
+        ("plan.fusion=intra-stage", "this plan has none"),
+        ("plan.placement=partially-colocated", "give plan.pools.reference"),
+    ],
+)
+def test_configuration_mistakes_are_one_line_errors(setting: str, message: str) -> None:
+    flags = [arg for one in setting.split(",") for arg in ("--set", one)]
+    done = CliRunner().invoke(cli, ["estimate", str(EXAMPLE), *flags])
+    assert done.exit_code == 2
+    assert message in done.output.lower()
+    assert "Traceback" not in done.output
+
+
+def open_configuration(tmp_path: Path) -> Path:
+    """The example with the configuration (and the plan) left to the search."""
+    lines = EXAMPLE.read_text().splitlines()
+    kept = lines[: lines.index("plan:")]
+    path = tmp_path / "ppo.yaml"
+    path.write_text("\n".join(kept) + "\n")
+    return path
+
+
+def test_recommend_what_if_is_marked_not_runnable_and_never_a_plan(tmp_path: Path) -> None:
+    scenario = str(open_configuration(tmp_path))
+    done = invoke("recommend", scenario, "--what-if", "--format", "json")
+    result = json.loads(done.output)  # type: ignore[attr-defined]
+    assert result["what_if"], "the shared critic is run by no framework in the KB"
+    for entry in result["what_if"]:
+        assert entry["runnable"] is False
+        assert "not a plan to launch" in entry["note"]
+    shared = [w for w in result["what_if"] if w["critic"] == "shared" and w["fusion"] == "none"]
+    assert shared and shared[0]["gain_percent"] > 0
+    assert "flexrlhf" in shared[0]["claimed_by"]
+    for plan in result["plans"]:
+        assert plan["frameworks"]  # every plan shown is runnable
+    # Without the flag, no what_if key.
+    plain = json.loads(invoke("recommend", scenario, "--format", "json").output)  # type: ignore[attr-defined]
+    assert "what_if" not in plain
+
+
+def test_the_plan_s_table_9_row_follows_its_configuration() -> None:
+    assert plan_configuration("colocated", "sync", True) == "baseline"
+    assert plan_configuration("colocated", "sync", True, critic="shared") == "shared actor-critic"
+    assert plan_configuration("colocated", "sync", True, "shared", "inter-stage") == "stage fusion"
+    assert plan_configuration("disaggregated", "async", True, fusion="both") == "combined"
+    assert plan_configuration("partially-colocated", "sync", False) == "hybrid"
+    done = invoke("estimate", str(EXAMPLE), "--survey", "--format", "json")
+    survey = json.loads(done.output)["plans"][0]["survey_model"]  # type: ignore[attr-defined]
+    assert survey["configuration"] == "stage fusion"
+    assert [c["configuration"] for c in survey["table9"] if c["this_plan"]] == ["stage fusion"]
