@@ -45,7 +45,7 @@ from rules.recommend import (
 from rules.runcost import BilledPart, billed_part, run_steps, run_terms
 from rules.scenario import InputError, Resolved, resolve
 from rules.search import Split, rollout_layouts, train_layouts
-from rules.sizing import SIZE_KEYS, Objective, SizingError, _choose, frontier
+from rules.sizing import SIZE_KEYS, Objective, SizingError, _choose, frontier, objective_axes
 
 SOURCES = {
     "cross_part_plans": ["arxiv-2504.15930", "arxiv-2512.12476"],
@@ -360,11 +360,7 @@ def recommend_mixed(
             "are compared on GPU-hours"
         )
     summary = {
-        "objective": objective.name,
-        "deadline_days": objective.deadline_days,
-        "budget": objective.budget,
-        "time_axis": time_key,
-        "cost_axis": cost_key,
+        **objective_axes(objective, time_key, cost_key),
         "link_gbps_per_gpu": mixed.link_gbps,
         "link_origin": mixed.link_origin,
         "options": rows,

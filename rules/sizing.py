@@ -63,6 +63,17 @@ def axes(plan: dict[str, Any]) -> tuple[str, str]:
     return time_key, cost_key
 
 
+def objective_axes(objective: Objective, time_key: str, cost_key: str) -> dict[str, Any]:
+    """The objective and the axes its frontier is drawn on, as the JSON summaries give them."""
+    return {
+        "objective": objective.name,
+        "deadline_days": objective.deadline_days,
+        "budget": objective.budget,
+        "time_axis": time_key,
+        "cost_axis": cost_key,
+    }
+
+
 def frontier(points: list[tuple[float, float]]) -> list[int]:
     """Indices of the non-dominated points (lower is better on both), fastest first; of equal
     points the first is kept."""
@@ -204,11 +215,7 @@ def choose_size(
         s["chosen"] = i == pick
     chosen = sizes[pick]
     summary = {
-        "objective": objective.name,
-        "deadline_days": objective.deadline_days,
-        "budget": objective.budget,
-        "time_axis": time_key,
-        "cost_axis": cost_key,
+        **objective_axes(objective, time_key, cost_key),
         "searched_nodes": counts,
         "grid": f"every count 1..{max_nodes}"
         if max_nodes <= EXHAUSTIVE_UP_TO

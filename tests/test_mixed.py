@@ -16,7 +16,9 @@ from conftest import REPO
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cost.evaluate import CostTable
 from cost.mixed import link_gbps
+from cost.plans import PlanTable
 from kb.load import load_catalog
 from kb.paths import record_roots
 from rlmguide.cli import cli
@@ -153,17 +155,23 @@ def test_a_doubled_price_on_one_part_doubles_that_parts_cost_only(tmp_path: Path
 # --- costing across parts -----------------------------------------------------------------
 
 
-def test_each_pool_is_costed_on_its_own_parts_accelerator() -> None:
-    mixed = resolve_mixed(parse_scenario(BASE), catalog())
-    a100, h100 = mixed.parts
-    cross = crossing(mixed, a100, h100)
+def _crossing_costs(mixed: Any, rollout: Any, train: Any) -> tuple[PlanTable, CostTable]:
+    """Up to 50 plans of the crossing (rollout on one part, training on the other), costed
+    across the parts."""
+    cross = crossing(mixed, rollout, train)
     resolved = crossing_resolved(cross)
     recommender = recommender_for(
         resolved, catalog(), factory=lambda *a, **k: CrossingRecommender(cross, *a, **k)
     )
     costs, _ = recommender.run()
     table = costs.plans.take(np.arange(min(len(costs), 50)))
-    mixed_costs = recommender.cost(resolved, table)
+    return table, recommender.cost(resolved, table)
+
+
+def test_each_pool_is_costed_on_its_own_parts_accelerator() -> None:
+    mixed = resolve_mixed(parse_scenario(BASE), catalog())
+    a100, h100 = mixed.parts
+    table, mixed_costs = _crossing_costs(mixed, a100, h100)
     on_a100 = _cost(a100.resolved, table)
     on_h100 = _cost(h100.resolved, table)
     np.testing.assert_allclose(
@@ -178,6 +186,7 @@ def test_each_pool_is_costed_on_its_own_parts_accelerator() -> None:
     # A slower link between the parts slows the weight sync and nothing else.
     slow = crossing(mixed, a100, h100)
     slow = type(slow)(slow.rollout, slow.train, slow.link_gbps / 10, slow.transport)
+    resolved = crossing_resolved(slow)
     slower = CrossingRecommender(slow, resolved, [], []).cost(resolved, table)
     assert np.all(slower.stages["weight_sync"].seconds > mixed_costs.stages["weight_sync"].seconds)
     np.testing.assert_allclose(
@@ -413,14 +422,7 @@ def test_memory_of_each_pool_is_judged_against_its_own_parts_capacity() -> None:
     data["cluster"]["parts"][0]["accelerator"] = "l40s-48gb"
     mixed = resolve_mixed(parse_scenario(data), catalog())
     l40s, h100 = mixed.parts
-    cross = crossing(mixed, l40s, h100)
-    resolved = crossing_resolved(cross)
-    recommender = recommender_for(
-        resolved, catalog(), factory=lambda *a, **k: CrossingRecommender(cross, *a, **k)
-    )
-    costs, _ = recommender.run()
-    table = costs.plans.take(np.arange(min(len(costs), 50)))
-    mixed_costs = recommender.cost(resolved, table)
+    table, mixed_costs = _crossing_costs(mixed, l40s, h100)
     on_l40s, on_h100 = _cost(l40s.resolved, table), _cost(h100.resolved, table)
     rollout_room = mixed_costs.pool_overflow_gib["rollout"]
     np.testing.assert_allclose(rollout_room, on_l40s.pool_overflow_gib["rollout"])
