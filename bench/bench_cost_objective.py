@@ -32,6 +32,9 @@ def main() -> None:
         if scenario.cluster.parts is not None:
             total += _mixed(path.stem, scenario, catalog)
             continue
+        if scenario.plan.rollout.gpus or scenario.plan.train.gpus:
+            print(f"{path.stem}: skipped, its plan fixes the pool sizes (no other size fits)")
+            continue
         resolved = resolve(scenario, catalog.records)
         start = time.perf_counter()
         result = recommend_sizes(resolved, catalog, max_nodes, Objective("cost"), 1)
