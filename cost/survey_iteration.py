@@ -16,6 +16,8 @@ from cost.survey_model import (
     Role,
     SurveyShape,
     activations_per_token,
+    backward_depth,
+    backward_flops,
     forward_depth,
     forward_flops,
     generation_depth,
@@ -153,6 +155,58 @@ def stages(models: Models, it: Iteration, shared: bool = False) -> Stages:
         train_depth_max=_max(updates),
         train_memory_sum=sum(fits),
         train_memory_max=_max(fits),
+    )
+
+
+@states(
+    "Table 4",
+    "Assessment of DPO (offline)",
+    "W_A, D_A, M_A",
+    "B_pairs(S+T)[C_f(π_θ) + C_f(π_ref)]; max{D_f(π_θ), D_f(π_ref)} (concurrent) or their "
+    "sum; |π_θ| + |π_ref| + B_pairs(S+T) M_Act(π_θ)",
+    "B.2.2",
+    "Read with B_pairs(S+T) as the tokens of both responses of every pair (a pair is two "
+    "sequences). ORPO and SimPO drop π_ref. Nothing is generated.",
+)
+@states(
+    "Table 4",
+    "Training of DPO (offline)",
+    "W_T, D_T, M_T",
+    "B_pairs(S+T) C_b(π_θ); D_b(π_θ); 4|π_θ| + B_pairs(S+T) M_Act(π_θ)",
+    "B.2.2",
+    "The policy's forward is counted in the Assessment, as Table 4 splits it; the whole "
+    "iteration is Θ(B_pairs(S+T)[C_f(π_θ) + C_f(π_ref) + C_b(π_θ)]) work and "
+    "Θ(max{D_f(π_θ), D_f(π_ref), D_b(π_θ)}) depth (takeaway 6).",
+)
+def offline_stages(models: Models, it: Iteration) -> Stages:
+    """Assessment and Training of one offline preference-optimisation iteration (DPO and its
+    family); `it.sequences` counts both responses of every pair."""
+    b, m = it.sequences, it.context
+    pi = models.policy
+    forwards = [s for s in (pi, models.reference) if s is not None]
+    depths = [float(forward_depth(s, m)) for s in forwards]
+    weights = tuple(parameters(s, "policy") for s in forwards)
+    held = b * m * activations_per_token(pi)
+    # The policy's group holds its activations for the backward; the reference's only the
+    # inference buffer of its forward.
+    buffers = (held, *(b * m * inference_buffer_per_token(s) for s in forwards[1:]))
+    update = float(backward_depth(pi, m, b))
+    trained = 4.0 * parameters(pi, "policy") + held
+    return Stages(
+        gen_work=0.0,
+        gen_depth=0.0,
+        gen_memory=0.0,
+        assess_work=b * m * sum(float(forward_flops(s, m, "policy")) for s in forwards),
+        assess_depth_sum=sum(depths),
+        assess_depth_max=_max(depths),
+        assess_memory_sum=sum(weights) + held,
+        assess_memory_groups=tuple(w + x for w, x in zip(weights, buffers, strict=True)),
+        assess_weights=weights,
+        train_work=b * m * float(backward_flops(pi, m, "policy")),
+        train_depth_sum=update,
+        train_depth_max=update,
+        train_memory_sum=trained,
+        train_memory_max=trained,
     )
 
 

@@ -1035,12 +1035,6 @@ def estimate(
             f"estimate needs a fixed plan; missing: {', '.join(missing)} "
             "(or use `rlmguide recommend` to search)"
         )
-    if survey and not resolved.algorithm.online:
-        raise BadInput(
-            f"--survey: the survey's per-stage model is given here for online algorithms; "
-            f"{resolved.algorithm.name} has no generation stage, and its work is the two "
-            "stages estimate shows (Table 4: reference forward, policy forward and backward)"
-        )
     resolved, chosen = fill_plan_defaults(resolved)
     recommender = _recommender(resolved, catalog, enforce_memory=False, filter_frameworks=False)
     result = _run(recommender, 1)

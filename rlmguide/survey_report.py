@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from cost.survey_iteration import Iteration, Layouts, Models, configurations, plan_configuration
+from cost.survey_iteration import (
+    Iteration,
+    Layouts,
+    Models,
+    configurations,
+    offline_stages,
+    plan_configuration,
+)
 from cost.survey_iteration import stages as survey_stages
 from cost.survey_model import Degrees, SurveyShape, global_, parameters, per_rank, zero_state
 from rlmguide.formats import print_rows
@@ -42,10 +49,13 @@ def _wdm(work: float, depth: float, memory: float) -> dict[str, float]:
 
 
 def survey_block(models: Models, it: Iteration, plan: dict[str, Any]) -> dict[str, Any]:
-    """The `survey_model` block of one costed plan (a row of `estimate`'s JSON)."""
+    """The `survey_model` block of one costed plan (a row of `estimate`'s JSON). An offline
+    plan (no rollout) has no generation stage and no Table 9 configuration: its iteration is
+    B.2.2's, the forward passes then the policy's backward."""
     ro, tr = plan["rollout"], plan["train"]
     calibrated = {s["name"]: s for s in plan["stages"]}
-    st = survey_stages(models, it)
+    offline = ro is None
+    st = offline_stages(models, it) if offline else survey_stages(models, it)
     figures = {
         "generation": (st.gen_work, st.gen_depth, st.gen_depth, st.gen_memory, st.gen_memory),
         "assessment": (st.assess_work, st.assess_depth_sum, st.assess_depth_max,
@@ -53,6 +63,8 @@ def survey_block(models: Models, it: Iteration, plan: dict[str, Any]) -> dict[st
         "training": (st.train_work, st.train_depth_sum, st.train_depth_max,
                      st.train_memory_sum, st.train_memory_max),
     }  # fmt: skip
+    if offline:
+        del figures["generation"]
     stage_rows = []
     for name, (work, depth, depth_max, memory, memory_max) in figures.items():
         own = calibrated.get(CALIBRATED_STAGE[name], {})
@@ -66,24 +78,36 @@ def survey_block(models: Models, it: Iteration, plan: dict[str, Any]) -> dict[st
                 "calibrated_seconds": own.get("seconds"),
             }
         )
-    same = ro["tp"] == tr["tp"] and ro["pp"] == tr["pp"]
-    mine = plan_configuration(
-        plan["placement"],
-        plan["execution"],
-        same,
-        plan.get("critic", "separate"),
-        plan.get("fusion", "none"),
-    )
-    table9 = [
-        {
-            "configuration": c.name,
-            "work_flop": c.work,
-            "depth_ops": c.depth,
-            "peak_memory_elements": c.memory,
-            "this_plan": c.name == mine,
-        }
-        for c in configurations(models, it, Layouts(float(ro["tp"]), float(tr["tp"])))
-    ]
+    if offline:
+        mine = "offline (Algorithm 4, B.2.2)"
+        table9 = [
+            {
+                "configuration": mine,
+                "work_flop": st.assess_work + st.train_work,
+                "depth_ops": st.assess_depth_max + st.train_depth_sum,
+                "peak_memory_elements": max(st.assess_memory_sum, st.train_memory_sum),
+                "this_plan": True,
+            }
+        ]
+    else:
+        same = ro["tp"] == tr["tp"] and ro["pp"] == tr["pp"]
+        mine = plan_configuration(
+            plan["placement"],
+            plan["execution"],
+            same,
+            plan.get("critic", "separate"),
+            plan.get("fusion", "none"),
+        )
+        table9 = [
+            {
+                "configuration": c.name,
+                "work_flop": c.work,
+                "depth_ops": c.depth,
+                "peak_memory_elements": c.memory,
+                "this_plan": c.name == mine,
+            }
+            for c in configurations(models, it, Layouts(float(ro["tp"]), float(tr["tp"])))
+        ]
     deg = Degrees(dp=tr["dp"], pp=tr["pp"], tp=tr["tp"], cp=tr["cp"], ep=tr["ep"])
     rank = per_rank(models.policy, it.sequences, it.context, deg)
     whole = global_(models.policy, it.sequences, it.context, deg)
@@ -93,6 +117,7 @@ def survey_block(models: Models, it: Iteration, plan: dict[str, Any]) -> dict[st
         "source": SURVEY,
         "units": UNITS,
         "configuration": mine,
+        "offline": offline,
         "step_seconds": plan["step_seconds"],
         "stages": stage_rows,
         "table9": table9,
@@ -149,8 +174,12 @@ def print_survey(block: dict[str, Any], fmt: str) -> None:
         ["Table 9 configuration", "work FLOP", "iteration depth ops", "peak memory elements"],
         rows,
         fmt,
-        title=f"iteration by Table 9 (> the plan's own; its calibrated step: "
-        f"{block['step_seconds']:.1f} s)",
+        title=(
+            "iteration of offline preference optimisation (B.2.2"
+            if block["offline"]
+            else "iteration by Table 9 (> the plan's own"
+        )
+        + f"; its calibrated step: {block['step_seconds']:.1f} s)",
     )
     lay = block["policy_training_layout"]
     print_rows(

@@ -293,13 +293,23 @@ def test_offline_step_equals_its_stages_over_many_plans() -> None:
     assert np.all(costs.stages["rollout"].seconds == 0.0)
 
 
-def test_survey_block_is_refused_offline_in_one_line() -> None:
+def test_survey_block_of_dpo_has_no_generation_and_the_b22_iteration() -> None:
     code, out = invoke(
-        "estimate", DPO_EXAMPLE, "--survey",
+        "estimate", DPO_EXAMPLE, "--survey", "--format", "json",
         "--set", "plan.train.tp=1", "--set", "plan.train.zero=3",
         "--set", "plan.train.recompute=none",
     )  # fmt: skip
-    assert code == 2 and out.startswith("Error: --survey: ") and out.count("\n") == 1
+    assert code == 0, out
+    block = json.loads(out)["plans"][0]["survey_model"]
+    assert block["offline"] and block["configuration"] == "offline (Algorithm 4, B.2.2)"
+    assessment, training = block["stages"]
+    assert (assessment["name"], training["name"]) == ("assessment", "training")
+    # Table 4: the assessment's forwards (policy and reference) cost what the backward does
+    # (C_b = 2 C_f); the iteration adds them.
+    assert assessment["work_flop"] == pytest.approx(training["work_flop"])
+    (iteration,) = block["table9"]
+    assert iteration["work_flop"] == pytest.approx(assessment["work_flop"] + training["work_flop"])
+    assert iteration["depth_ops"] > training["depth_ops"]
 
 
 def test_the_family_is_recommended_where_a_framework_claims_it() -> None:

@@ -17,7 +17,14 @@ from test_cost_specs import one_plan
 from cost.architecture import ModelFigures
 from cost.layouts import TrainLayout
 from cost.memory import trained_state as calibrated_state
-from cost.survey_iteration import Iteration, Layouts, Models, configurations, stages
+from cost.survey_iteration import (
+    Iteration,
+    Layouts,
+    Models,
+    configurations,
+    offline_stages,
+    stages,
+)
 from cost.survey_model import (
     Degrees,
     SurveyShape,
@@ -59,6 +66,30 @@ def test_parameter_counts_by_hand() -> None:
     assert parameters(SHAPE, "policy") == SURVEY_PARAMS
     assert parameters(SHAPE, "critic") == SURVEY_PARAMS + 8  # the scalar head adds d
     assert CANONICAL.params_total == CALIBRATED_PARAMS  # the survey leaves out the 40 norms
+
+
+def test_dpo_iteration_in_the_surveys_units_by_hand() -> None:
+    # B.2.2 / Table 4, DPO column: 3 pairs (6 sequences: chosen and rejected), S = 4, T = 6,
+    # so B_pairs(S+T) = 60 tokens. C_f^tok(pi) at m = 10: 2L[4d^2 + 2 d d_ff + m d] + 2Vd =
+    # 4[256 + 512 + 80] + 256 = 3648.
+    it = Iteration(prompts=3, samples=2, prompt_tokens=4, response_tokens=6)
+    dpo = offline_stages(Models(policy=SHAPE, reference=SHAPE), it)
+    orpo = offline_stages(Models(policy=SHAPE), it)
+    assert (dpo.gen_work, dpo.gen_depth, dpo.gen_memory) == (0.0, 0.0, 0.0)
+    assert dpo.assess_work == 60 * (3648 + 3648)  # policy and reference forwards
+    assert orpo.assess_work == 60 * 3648  # reference-free: the policy's forward only
+    assert dpo.train_work == orpo.train_work == 60 * 2 * 3648  # C_b = 2 C_f
+    # Memory in elements: both models' weights and the policy's activations L d per token
+    # (60 x 16 = 960); the reference's group holds d per token (60 x 8 = 480).
+    assert dpo.assess_memory_sum == 2 * SURVEY_PARAMS + 960 == 4288
+    assert dpo.assess_memory_groups == (SURVEY_PARAMS + 960, SURVEY_PARAMS + 480)
+    assert dpo.train_memory_sum == 4 * SURVEY_PARAMS + 960 == 7616
+    # Depth: the forwards run concurrently (max) or on one group (sum); the backward is
+    # D_b = D_f + log(B(S+T)).
+    d_f = float(forward_depth(SHAPE, 10))
+    assert dpo.assess_depth_max == pytest.approx(d_f)
+    assert dpo.assess_depth_sum == pytest.approx(2 * d_f)
+    assert dpo.train_depth_sum == pytest.approx(d_f + math.log2(60))
 
 
 def test_decode_closed_form_of_b13_by_hand() -> None:
