@@ -112,7 +112,7 @@ TABLE_10 = {
     "open": ["deepseek-v3", "deepseek-r1", "llama-4-scout", "llama-4-maverick", "llama-3.1-405b",
              "qwen2.5-72b", "qwen3-235b-a22b", "kimi-k2", "kimi-k2.5", "qwen2-57b-a14b",
              "gemma-2-2b", "gemma-2-9b", "gemma-2-27b", "phi-3-mini", "internlm2-7b",
-             "chatglm3-6b", "phi-4"],
+             "chatglm3-6b", "phi-4", "athene-70b", "starling-lm-7b-alpha", "hermes-3-70b"],
 }  # fmt: skip
 
 
@@ -155,6 +155,22 @@ def test_table_10_models_are_records() -> None:
     per_layer = 5_120 * 7_680 + 5_120 * 5_120 + 3 * 5_120 * 17_920 + 2 * 5_120
     phi4 = 40 * per_layer + 2 * 100_352 * 5_120 + 5_120
     assert models["phi-4"].params_total == phi4 == 14_659_507_200  # type: ignore[attr-defined]
+    # Llama 3 70B's shapes, which Athene-70B and Hermes 3 70B keep, by hand: per layer
+    # 8192*(8192 + 2*1024) (attention, 8 KV heads of 128) + 8192*8192 (output) + 3*8192*28672
+    # (gated MLP) + 2*8192 (norms); 80 layers, untied 128256-token embeddings. The leaderboard
+    # request files count Athene-70B at 70.554B, the same figure.
+    per_layer = 8_192 * 10_240 + 8_192 * 8_192 + 3 * 8_192 * 28_672 + 2 * 8_192
+    llama70 = 80 * per_layer + 2 * 128_256 * 8_192 + 8_192
+    assert llama70 == 70_553_706_496
+    for mid in ("athene-70b", "hermes-3-70b"):
+        assert models[mid].params_total == llama70, mid  # type: ignore[attr-defined]
+    assert models["hermes-3-70b"].max_context_tokens == 131_072  # type: ignore[attr-defined]
+    assert models["athene-70b"].max_context_tokens == 8_192  # type: ignore[attr-defined]
+    # Starling-LM-7B-alpha (Mistral-7B shapes, vocab 32002) by hand: per layer
+    # 4096*(4096 + 2*1024) + 4096*4096 + 3*4096*14336 + 2*4096; 32 layers; untied embeddings.
+    per_layer = 4_096 * 6_144 + 4_096 * 4_096 + 3 * 4_096 * 14_336 + 2 * 4_096
+    starling = 32 * per_layer + 2 * 32_002 * 4_096 + 4_096
+    assert models["starling-lm-7b-alpha"].params_total == starling == 7_241_748_480  # type: ignore[attr-defined]
     # Kimi K2 as published in Table 10: 1T MoE, 32B active.
     k2 = models["kimi-k2"]
     assert k2.params_total / 1e12 == pytest.approx(1.026, abs=0.001)  # type: ignore[attr-defined]
