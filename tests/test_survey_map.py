@@ -112,7 +112,8 @@ TABLE_10 = {
     "open": ["deepseek-v3", "deepseek-r1", "llama-4-scout", "llama-4-maverick", "llama-3.1-405b",
              "qwen2.5-72b", "qwen3-235b-a22b", "kimi-k2", "kimi-k2.5", "qwen2-57b-a14b",
              "gemma-2-2b", "gemma-2-9b", "gemma-2-27b", "phi-3-mini", "internlm2-7b",
-             "chatglm3-6b", "phi-4", "athene-70b", "starling-lm-7b-alpha", "hermes-3-70b"],
+             "chatglm3-6b", "phi-4", "athene-70b", "starling-lm-7b-alpha", "hermes-3-70b",
+             "zephyr-orpo-141b-a35b", "nemotron-4-340b", "phi-4-reasoning"],
 }  # fmt: skip
 
 
@@ -171,6 +172,26 @@ def test_table_10_models_are_records() -> None:
     per_layer = 4_096 * 6_144 + 4_096 * 4_096 + 3 * 4_096 * 14_336 + 2 * 4_096
     starling = 32 * per_layer + 2 * 32_002 * 4_096 + 4_096
     assert models["starling-lm-7b-alpha"].params_total == starling == 7_241_748_480  # type: ignore[attr-defined]
+    # Phi-4-reasoning keeps Phi-4's architecture (its card) with a 32k context.
+    reasoning = models["phi-4-reasoning"]
+    assert reasoning.params_total == phi4 and reasoning.max_context_tokens == 32_768  # type: ignore[attr-defined]
+    # Zephyr 141B-A35B by hand (Mixtral-8x22B shapes): attention 6144*(6144 + 2*1024) +
+    # 6144*6144 and 2*6144 of norms per layer; experts 3*6144*16384 each, 8 with router
+    # 6144*8; 56 layers; untied 32000-token embeddings. The leaderboard counts 140.621B.
+    attention = 6_144 * 8_192 + 6_144 * 6_144 + 2 * 6_144
+    expert, router = 3 * 6_144 * 16_384, 6_144 * 8
+    embed = 2 * 32_000 * 6_144 + 6_144
+    zephyr = models["zephyr-orpo-141b-a35b"]
+    assert zephyr.params_total == 56 * (attention + 8 * expert + router) + embed  # type: ignore[attr-defined]
+    assert zephyr.params_total / 1e9 == pytest.approx(140.621, abs=0.0005)  # type: ignore[attr-defined]
+    assert zephyr.params_active == 56 * (attention + 2 * expert + router) + embed  # type: ignore[attr-defined]
+    # Nemotron-4 340B by hand: a plain (ungated) MLP, so 2*18432*73728; attention
+    # 18432*(18432 + 2*8*192) + 18432*18432; 2*18432 norm weights; 96 layers; untied
+    # 256000-token embeddings: 341.0B, the "340B-class" of Table 10.
+    attention = 18_432 * (18_432 + 2 * 8 * 192) + 18_432 * 18_432
+    per_layer = attention + 2 * 18_432 * 73_728 + 2 * 18_432
+    nemotron = 96 * per_layer + 2 * 256_000 * 18_432 + 18_432
+    assert models["nemotron-4-340b"].params_total == nemotron == 341_025_638_400  # type: ignore[attr-defined]
     # Kimi K2 as published in Table 10: 1T MoE, 32B active.
     k2 = models["kimi-k2"]
     assert k2.params_total / 1e12 == pytest.approx(1.026, abs=0.001)  # type: ignore[attr-defined]
