@@ -114,7 +114,40 @@ TABLE_10 = {
              "gemma-2-2b", "gemma-2-9b", "gemma-2-27b", "phi-3-mini", "internlm2-7b",
              "chatglm3-6b", "phi-4", "athene-70b", "starling-lm-7b-alpha", "hermes-3-70b",
              "zephyr-orpo-141b-a35b", "nemotron-4-340b", "phi-4-reasoning"],
+    # Open weights without a configuration read at a pinned version: what is published.
+    "open, unconfigured": ["dapo-qwen-32b", "rstar-math"],
 }  # fmt: skip
+
+
+# Table 10's 41 rows (20 aligned LLMs, 21 RLMs), each with the records that stand for it.
+TABLE_10_ROWS = {
+    "InstructGPT": ["instructgpt"], "GPT-4": ["gpt-4"], "Gemini 1.x": ["gemini-1"],
+    "Claude 3": ["claude-3"], "Reka": ["reka"], "InternLM2": ["internlm2-7b"],
+    "Zephyr": ["zephyr-orpo-141b-a35b"], "Phi-3": ["phi-3-mini"], "Phi-4": ["phi-4"],
+    "ChatGLM": ["chatglm3-6b"], "Gemma 2": ["gemma-2-2b", "gemma-2-9b", "gemma-2-27b"],
+    "Starling-7B": ["starling-lm-7b-alpha"], "Hermes 3": ["hermes-3-70b"],
+    "Athene-70B": ["athene-70b"], "Llama 3 & 3.1": ["llama-3.1-405b"],
+    "Qwen2 & Qwen2.5": ["qwen2.5-72b", "qwen2-57b-a14b"], "Nemotron-4 340B": ["nemotron-4-340b"],
+    "DeepSeek-V3": ["deepseek-v3"], "Llama 4 Scout": ["llama-4-scout"],
+    "Llama 4 Maverick": ["llama-4-maverick"],
+    "OpenAI o1": ["openai-o1"], "OpenAI o3": ["openai-o3"], "OpenAI o4-mini": ["openai-o4-mini"],
+    "GPT-5": ["gpt-5"], "GPT-5.4 Thinking": ["gpt-5.4-thinking"],
+    "GPT-5.5 Thinking": ["gpt-5.5-thinking"], "Claude 3.7 Sonnet": ["claude-3.7-sonnet"],
+    "Claude 4 family": ["claude-4"], "Gemini 2.5 Pro": ["gemini-2.5-pro"],
+    "Gemini 2.5 Flash": ["gemini-2.5-flash"], "Gemini 2.5 Deep Think": ["gemini-2.5-deep-think"],
+    "DeepSeek-R1": ["deepseek-r1"], "DAPO": ["dapo-qwen-32b"], "Qwen3": ["qwen3-235b-a22b"],
+    "Kimi k1.5": ["kimi-k1.5"], "Kimi K2": ["kimi-k2"], "Kimi K2.5": ["kimi-k2.5"],
+    "Phi-4-reasoning": ["phi-4-reasoning"], "rStar-Math": ["rstar-math"], "Grok 4": ["grok-4"],
+    "Grok 4 Heavy": ["grok-4-heavy"],
+}  # fmt: skip
+
+
+def test_every_table_10_row_is_recorded() -> None:
+    assert len(TABLE_10_ROWS) == 41
+    ids = [mid for row in TABLE_10_ROWS.values() for mid in row]
+    assert sorted(ids) == sorted(mid for group in TABLE_10.values() for mid in group)
+    models = shipped().of("model")
+    assert [mid for mid in ids if mid not in models] == []
 
 
 def test_table_10_models_are_records() -> None:
@@ -126,6 +159,11 @@ def test_table_10_models_are_records() -> None:
     for mid in TABLE_10["open"]:
         assert models[mid].architecture is not None, mid  # type: ignore[attr-defined]
         assert "Table 10" in locator_parts(survey_locator("model", mid) or "")
+    for mid in TABLE_10["open, unconfigured"]:
+        model = models[mid]
+        assert model.access == "open" and model.architecture is None, mid  # type: ignore[attr-defined]
+        assert model.architecture_absent and model.scale, mid  # type: ignore[attr-defined]
+        assert survey_locator("model", mid) == "Table 10"
     # Llama 4's published scales (Table 10): about 109B and 400B in total, 17B active; the
     # text model alone, counted from the configuration, by hand: 107.8B / 17.2B and 400.7B / 17.2B.
     scout, maverick = models["llama-4-scout"], models["llama-4-maverick"]
