@@ -164,3 +164,5 @@ def test_an_open_model_without_a_configuration_says_why() -> None:
         Model(**{**CLOSED, "access": "open"}, scale="32B dense")
     with pytest.raises(ValidationError, match="architecture_absent is for a model without"):
         Model(**QWEN25_7B, architecture_absent=why)
+    with pytest.raises(ValidationError, match="architecture_absent is for open weights"):
+        Model(**CLOSED, scale="undisclosed", architecture_absent=why)

@@ -396,6 +396,10 @@ class Model(Record, Cited):
             if self.architecture_absent is not None:
                 raise ValueError("architecture_absent is for a model without an architecture")
             return self
+        if self.architecture_absent is not None and self.access != "open":
+            raise ValueError(
+                "architecture_absent is for open weights; a closed model's is unpublished"
+            )
         if self.access == "open" and self.architecture_absent is None:
             raise ValueError(
                 "an open model gives its architecture from its published configuration "
