@@ -170,7 +170,10 @@ def _architecture(
         return value
     record: Model = _lookup(models, value, field, "model")  # type: ignore[assignment]
     if record.architecture is None:
-        raise InputError(f"{field}: {value} has no published architecture, so it cannot be costed")
+        # Open weights whose configuration was not read say so: "unpublished" would be wrong.
+        unread = "no architecture read at a pinned version"
+        what = unread if record.architecture_absent else "no published architecture"
+        raise InputError(f"{field}: {value} has {what}, so it cannot be costed")
     return record.architecture
 
 

@@ -153,6 +153,11 @@ def test_estimate_costs_exactly_the_fixed_plan() -> None:
             2,
             "models.policy: openai-o3 has no published architecture, so it cannot be costed",
         ),
+        (
+            ("recommend", SMALL, "--policy", "dapo-qwen-32b"),
+            2,
+            "dapo-qwen-32b has no architecture read at a pinned version, so it cannot be costed",
+        ),
         (("recommend", SMALL, "--accelerator", "h100"), 2, "unknown accelerator 'h100'"),
         (("recommend", SMALL, "--algorithm", "grpoo"), 2, "did you mean grpo"),
         (

@@ -154,3 +154,15 @@ def test_an_open_model_must_give_its_architecture_whole() -> None:
     with pytest.raises(ValidationError, match="active_params_b is derived"):
         Model(**QWEN25_7B, active_params_b=7.0)
     assert Model(**QWEN25_7B).architecture is not None
+
+
+def test_an_open_model_without_a_configuration_says_why() -> None:
+    why = "no config.json found at a pinned version"
+    m = Model(**{**CLOSED, "access": "open"}, scale="32B dense", architecture_absent=why)
+    assert m.architecture is None and m.params_total is None
+    with pytest.raises(ValidationError, match="or says in architecture_absent why"):
+        Model(**{**CLOSED, "access": "open"}, scale="32B dense")
+    with pytest.raises(ValidationError, match="architecture_absent is for a model without"):
+        Model(**QWEN25_7B, architecture_absent=why)
+    with pytest.raises(ValidationError, match="architecture_absent is for open weights"):
+        Model(**CLOSED, scale="undisclosed", architecture_absent=why)

@@ -464,6 +464,11 @@ def test_catalog_tables_have_derived_figures(real: tuple[Catalog, dict[str, str]
     row = row_of(pages[site.index_of("model")], model.name)
     assert f"<td>{model.kv_bytes_per_token / 1024:.4g}</td>" in row
     assert "KV cache per token, bf16" in pages["models/deepseek-v3.md"]
+    # A model without an architecture says why: unpublished, or open but not read at a pin.
+    assert "Its architecture is not published" in pages["models/openai-o1.md"]
+    dapo = pages["models/dapo-qwen-32b.md"]
+    assert "Its weights are open but its architecture is not recorded" in dapo
+    assert "no copy of its config.json was found at a pinned version" in dapo
 
 
 def test_record_text_is_escaped(fixture_kb: Path) -> None:

@@ -112,8 +112,42 @@ TABLE_10 = {
     "open": ["deepseek-v3", "deepseek-r1", "llama-4-scout", "llama-4-maverick", "llama-3.1-405b",
              "qwen2.5-72b", "qwen3-235b-a22b", "kimi-k2", "kimi-k2.5", "qwen2-57b-a14b",
              "gemma-2-2b", "gemma-2-9b", "gemma-2-27b", "phi-3-mini", "internlm2-7b",
-             "chatglm3-6b", "phi-4"],
+             "chatglm3-6b", "phi-4", "athene-70b", "starling-lm-7b-alpha", "hermes-3-70b",
+             "zephyr-orpo-141b-a35b", "nemotron-4-340b", "phi-4-reasoning"],
+    # Open weights without a configuration read at a pinned version: what is published.
+    "open, unconfigured": ["dapo-qwen-32b", "rstar-math"],
 }  # fmt: skip
+
+
+# Table 10's 41 rows (20 aligned LLMs, 21 RLMs), each with the records that stand for it.
+TABLE_10_ROWS = {
+    "InstructGPT": ["instructgpt"], "GPT-4": ["gpt-4"], "Gemini 1.x": ["gemini-1"],
+    "Claude 3": ["claude-3"], "Reka": ["reka"], "InternLM2": ["internlm2-7b"],
+    "Zephyr": ["zephyr-orpo-141b-a35b"], "Phi-3": ["phi-3-mini"], "Phi-4": ["phi-4"],
+    "ChatGLM": ["chatglm3-6b"], "Gemma 2": ["gemma-2-2b", "gemma-2-9b", "gemma-2-27b"],
+    "Starling-7B": ["starling-lm-7b-alpha"], "Hermes 3": ["hermes-3-70b"],
+    "Athene-70B": ["athene-70b"], "Llama 3 & 3.1": ["llama-3.1-405b"],
+    "Qwen2 & Qwen2.5": ["qwen2.5-72b", "qwen2-57b-a14b"], "Nemotron-4 340B": ["nemotron-4-340b"],
+    "DeepSeek-V3": ["deepseek-v3"], "Llama 4 Scout": ["llama-4-scout"],
+    "Llama 4 Maverick": ["llama-4-maverick"],
+    "OpenAI o1": ["openai-o1"], "OpenAI o3": ["openai-o3"], "OpenAI o4-mini": ["openai-o4-mini"],
+    "GPT-5": ["gpt-5"], "GPT-5.4 Thinking": ["gpt-5.4-thinking"],
+    "GPT-5.5 Thinking": ["gpt-5.5-thinking"], "Claude 3.7 Sonnet": ["claude-3.7-sonnet"],
+    "Claude 4 family": ["claude-4"], "Gemini 2.5 Pro": ["gemini-2.5-pro"],
+    "Gemini 2.5 Flash": ["gemini-2.5-flash"], "Gemini 2.5 Deep Think": ["gemini-2.5-deep-think"],
+    "DeepSeek-R1": ["deepseek-r1"], "DAPO": ["dapo-qwen-32b"], "Qwen3": ["qwen3-235b-a22b"],
+    "Kimi k1.5": ["kimi-k1.5"], "Kimi K2": ["kimi-k2"], "Kimi K2.5": ["kimi-k2.5"],
+    "Phi-4-reasoning": ["phi-4-reasoning"], "rStar-Math": ["rstar-math"], "Grok 4": ["grok-4"],
+    "Grok 4 Heavy": ["grok-4-heavy"],
+}  # fmt: skip
+
+
+def test_every_table_10_row_is_recorded() -> None:
+    assert len(TABLE_10_ROWS) == 41
+    ids = [mid for row in TABLE_10_ROWS.values() for mid in row]
+    assert sorted(ids) == sorted(mid for group in TABLE_10.values() for mid in group)
+    models = shipped().of("model")
+    assert [mid for mid in ids if mid not in models] == []
 
 
 def test_table_10_models_are_records() -> None:
@@ -125,6 +159,11 @@ def test_table_10_models_are_records() -> None:
     for mid in TABLE_10["open"]:
         assert models[mid].architecture is not None, mid  # type: ignore[attr-defined]
         assert "Table 10" in locator_parts(survey_locator("model", mid) or "")
+    for mid in TABLE_10["open, unconfigured"]:
+        model = models[mid]
+        assert model.access == "open" and model.architecture is None, mid  # type: ignore[attr-defined]
+        assert model.architecture_absent and model.scale, mid  # type: ignore[attr-defined]
+        assert survey_locator("model", mid) == "Table 10"
     # Llama 4's published scales (Table 10): about 109B and 400B in total, 17B active; the
     # text model alone, counted from the configuration, by hand: 107.8B / 17.2B and 400.7B / 17.2B.
     scout, maverick = models["llama-4-scout"], models["llama-4-maverick"]
@@ -155,6 +194,42 @@ def test_table_10_models_are_records() -> None:
     per_layer = 5_120 * 7_680 + 5_120 * 5_120 + 3 * 5_120 * 17_920 + 2 * 5_120
     phi4 = 40 * per_layer + 2 * 100_352 * 5_120 + 5_120
     assert models["phi-4"].params_total == phi4 == 14_659_507_200  # type: ignore[attr-defined]
+    # Llama 3 70B's shapes, which Athene-70B and Hermes 3 70B keep, by hand: per layer
+    # 8192*(8192 + 2*1024) (attention, 8 KV heads of 128) + 8192*8192 (output) + 3*8192*28672
+    # (gated MLP) + 2*8192 (norms); 80 layers, untied 128256-token embeddings. The leaderboard
+    # request files count Athene-70B at 70.554B, the same figure.
+    per_layer = 8_192 * 10_240 + 8_192 * 8_192 + 3 * 8_192 * 28_672 + 2 * 8_192
+    llama70 = 80 * per_layer + 2 * 128_256 * 8_192 + 8_192
+    assert llama70 == 70_553_706_496
+    for mid in ("athene-70b", "hermes-3-70b"):
+        assert models[mid].params_total == llama70, mid  # type: ignore[attr-defined]
+    assert models["hermes-3-70b"].max_context_tokens == 131_072  # type: ignore[attr-defined]
+    assert models["athene-70b"].max_context_tokens == 8_192  # type: ignore[attr-defined]
+    # Starling-LM-7B-alpha (Mistral-7B shapes, vocab 32002) by hand: per layer
+    # 4096*(4096 + 2*1024) + 4096*4096 + 3*4096*14336 + 2*4096; 32 layers; untied embeddings.
+    per_layer = 4_096 * 6_144 + 4_096 * 4_096 + 3 * 4_096 * 14_336 + 2 * 4_096
+    starling = 32 * per_layer + 2 * 32_002 * 4_096 + 4_096
+    assert models["starling-lm-7b-alpha"].params_total == starling == 7_241_748_480  # type: ignore[attr-defined]
+    # Phi-4-reasoning keeps Phi-4's architecture (its card) with a 32k context.
+    reasoning = models["phi-4-reasoning"]
+    assert reasoning.params_total == phi4 and reasoning.max_context_tokens == 32_768  # type: ignore[attr-defined]
+    # Zephyr 141B-A35B by hand (Mixtral-8x22B shapes): attention 6144*(6144 + 2*1024) +
+    # 6144*6144 and 2*6144 of norms per layer; experts 3*6144*16384 each, 8 with router
+    # 6144*8; 56 layers; untied 32000-token embeddings. The leaderboard counts 140.621B.
+    attention = 6_144 * 8_192 + 6_144 * 6_144 + 2 * 6_144
+    expert, router = 3 * 6_144 * 16_384, 6_144 * 8
+    embed = 2 * 32_000 * 6_144 + 6_144
+    zephyr = models["zephyr-orpo-141b-a35b"]
+    assert zephyr.params_total == 56 * (attention + 8 * expert + router) + embed  # type: ignore[attr-defined]
+    assert zephyr.params_total / 1e9 == pytest.approx(140.621, abs=0.0005)  # type: ignore[attr-defined]
+    assert zephyr.params_active == 56 * (attention + 2 * expert + router) + embed  # type: ignore[attr-defined]
+    # Nemotron-4 340B by hand: a plain (ungated) MLP, so 2*18432*73728; attention
+    # 18432*(18432 + 2*8*192) + 18432*18432; 2*18432 norm weights; 96 layers; untied
+    # 256000-token embeddings: 341.0B, the "340B-class" of Table 10.
+    attention = 18_432 * (18_432 + 2 * 8 * 192) + 18_432 * 18_432
+    per_layer = attention + 2 * 18_432 * 73_728 + 2 * 18_432
+    nemotron = 96 * per_layer + 2 * 256_000 * 18_432 + 18_432
+    assert models["nemotron-4-340b"].params_total == nemotron == 341_025_638_400  # type: ignore[attr-defined]
     # Kimi K2 as published in Table 10: 1T MoE, 32B active.
     k2 = models["kimi-k2"]
     assert k2.params_total / 1e12 == pytest.approx(1.026, abs=0.001)  # type: ignore[attr-defined]

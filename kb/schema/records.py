@@ -363,6 +363,9 @@ class Model(Record, Cited):
     architecture (derived from the architecture otherwise: `params_active`)."""
     post_training: Text | None = None
     """The post-training signal as published ("PPO-like: SFT, reward model, PPO")."""
+    architecture_absent: Text | None = None
+    """Why an open model carries no architecture: its weights are published but no
+    configuration was found at a pinned version (the shapes are never guessed)."""
     # The architecture (kb.schema.specs.Architecture), all or nothing: given, it is checked as
     # one and the derived figures below follow from it.
     layers: PositiveInt | None = None
@@ -390,11 +393,18 @@ class Model(Record, Cited):
                 raise ValueError("; ".join(map(_problem, error.errors()))) from None
             if self.active_params_b is not None:
                 raise ValueError("active_params_b is derived from the architecture (params_active)")
+            if self.architecture_absent is not None:
+                raise ValueError("architecture_absent is for a model without an architecture")
             return self
-        if self.access == "open":
+        if self.architecture_absent is not None and self.access != "open":
+            raise ValueError(
+                "architecture_absent is for open weights; a closed model's is unpublished"
+            )
+        if self.access == "open" and self.architecture_absent is None:
             raise ValueError(
                 "an open model gives its architecture from its published configuration "
-                "(layers, hidden, heads, kv_heads, ffn, vocab, max_context_tokens)"
+                "(layers, hidden, heads, kv_heads, ffn, vocab, max_context_tokens), or says "
+                "in architecture_absent why none was found"
             )
         if self.scale is None and self.post_training is None:
             raise ValueError("a model without an architecture gives its scale or post_training")

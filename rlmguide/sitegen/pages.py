@@ -972,10 +972,13 @@ def model_page(ix: Index, model: Model) -> str:
     src = page_of("model", model.id)
     arch = model.architecture
     if arch is None:
-        body = [
-            fields([*model_identity(model), *model_published(model)]),
-            "Its architecture is not published, so the planner cannot cost it.",
-        ]
+        absent = (
+            f"Its weights are open but its architecture is not recorded: "
+            f"{esc(model.architecture_absent)} The planner cannot cost it."
+            if model.architecture_absent
+            else "Its architecture is not published, so the planner cannot cost it."
+        )
+        body = [fields([*model_identity(model), *model_published(model)]), absent]
     else:
         body = [
             fields([*model_identity(model), *model_architecture(arch)]),
