@@ -940,6 +940,21 @@ class Recommender:
                 f"{reason} ({record.title}): {record.statement} ({record.file} at "
                 f"{record.commit[:10]})"
             )
+        plan = self.resolved.scenario.plan
+        fixed = configuration_techniques(plan.critic, plan.fusion)
+        if reason not in {r.id for r in self.rules} and fixed:
+            claims = "; ".join(
+                f"{feature} ({field}) is claimed by "
+                + (", ".join(sorted(x.id for x in self.supports if feature in x.claimed))
+                   or "no framework")
+                for feature, field in fixed
+            )  # fmt: skip
+            return (
+                f"{reason}: {count} of {self.search.candidates} candidates; the plan fixes "
+                f"Table 9's configuration: {claims}, and none of those runs the rest of the "
+                "plan; `rlmguide estimate` costs it and `recommend --what-if` shows what it "
+                "would gain"
+            )
         if reason not in {r.id for r in self.rules}:
             return (
                 f"{reason}: {count} of {self.search.candidates} candidates need what no "

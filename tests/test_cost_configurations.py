@@ -300,3 +300,15 @@ def test_the_plan_s_table_9_row_follows_its_configuration() -> None:
     survey = json.loads(done.output)["plans"][0]["survey_model"]  # type: ignore[attr-defined]
     assert survey["configuration"] == "stage fusion"
     assert [c["configuration"] for c in survey["table9"] if c["this_plan"]] == ["stage fusion"]
+
+
+def test_recommend_names_who_claims_a_fixed_configuration_no_framework_runs() -> None:
+    # The example fixes a shared critic and inter-stage fusion; no framework in the KB runs
+    # both with the rest of the plan, and the refusal says which framework claims each.
+    done = invoke("recommend", str(EXAMPLE))
+    assert done.exit_code == 1  # type: ignore[attr-defined]
+    message = done.output  # type: ignore[attr-defined]
+    assert message.count("\n") == 1
+    assert "shared-actor-critic (plan.critic: shared) is claimed by flexrlhf" in message
+    assert "inter-stage-fusion (plan.fusion: inter-stage) is claimed by " in message
+    assert "recommend --what-if" in message
