@@ -473,6 +473,23 @@ def test_review_reproduces_the_engineers_reading(name: str) -> None:
     assert got["estimate"]["step_seconds"] > 0
 
 
+@pytest.mark.parametrize("name", sorted(READINGS), ids=lambda n: Path(n).stem)
+def test_the_recommendation_is_a_plan_the_mapping_can_launch(name: str) -> None:
+    # What review proposes must be exportable: the same framework, a launch of its mapping
+    # (slime has no entry point for partial rollouts, for one).
+    from kb.load import load_catalog
+    from kb.paths import record_roots
+
+    got = _read(name)
+    top = got["recommendation"]
+    if top is None:
+        return
+    mapping = load_catalog(record_roots(), ("mapping",)).of("mapping")[got["mapping"]]
+    launches = {(x.execution, x.placement) for x in mapping.launches}  # type: ignore[attr-defined]
+    assert (top["execution"], top["placement"]) in launches
+    assert got["framework"] in top["frameworks"]
+
+
 def test_verl_defaults_are_its_trainer_yamls_at_the_commit() -> None:
     """Each default of the verl mapping is the value verl's generated trainer configs give the
     key (tests/fixtures/frameworks/, at the mapping's commit)."""

@@ -89,6 +89,8 @@ def review(
     hardware: Hardware | None = None,
 ) -> dict[str, Any]:
     """The reading of a launch file, its plan's estimate and the framework's best plan."""
+    from rlmguide.export.mapping import NotExpressible
+    from rlmguide.export.search import find_plan
     from rules.recommend import NoFeasiblePlan, recommend, recommender_for
     from rules.scenario import fill_plan_defaults, parse_scenario, resolve
 
@@ -138,8 +140,9 @@ def review(
     name = reading.mapping.framework
     try:
         unplanned = _unplanned(data, catalog, str(path))
-        top = recommend(recommender_for(unplanned, catalog, only=name), 1)["plans"][0]
-    except NoFeasiblePlan as exc:
+        # The best plan the framework runs with a launch of this mapping: one to export.
+        top = find_plan(unplanned, catalog, name, reading.mapping).plan
+    except (NoFeasiblePlan, NotExpressible) as exc:
         # the reading and its estimate stand; the comparison says why there is none
         return {**result, "recommendation": None, "no_recommendation": str(exc), "changes": []}
 
@@ -147,7 +150,7 @@ def review(
         changed = _with(data, field, value, top)
         try:
             plan = estimate(changed)
-        except ValueError:
+        except (ValueError, NoFeasiblePlan):  # a change that leaves no split or layout
             return None
         return plan["step_seconds"] if plan["feasible"] else None
 
