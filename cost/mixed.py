@@ -63,6 +63,7 @@ def across(rollout_side: CostTable, trainer_side: CostTable, sync_side: CostTabl
         plans.staleness,
         *(stages[name] for name in ("rollout", "assessment", "training", "weight_sync")),
         stages["switch"],
+        plans.fusion,
     )
     step = timing.step.seconds
     # Each pool is judged against its own part's memory.

@@ -3,6 +3,7 @@ each pool costed on its own accelerator, weight sync over the link, billing per 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from pathlib import Path
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 
 from cost.evaluate import CostTable
 from cost.mixed import link_gbps
-from cost.plans import PlanTable
+from cost.plans import EXECUTIONS, FUSIONS, PlanTable
 from kb.load import load_catalog
 from kb.paths import record_roots
 from rlmguide.cli import cli
@@ -155,17 +156,38 @@ def test_a_doubled_price_on_one_part_doubles_that_parts_cost_only(tmp_path: Path
 # --- costing across parts -----------------------------------------------------------------
 
 
-def _crossing_costs(mixed: Any, rollout: Any, train: Any) -> tuple[PlanTable, CostTable]:
-    """Up to 50 plans of the crossing (rollout on one part, training on the other), costed
-    across the parts."""
+def _crossing(mixed: Any, rollout: Any, train: Any) -> tuple[PlanTable, Any, Any]:
+    """Up to 50 plans of the crossing (rollout on one part, training on the other), with the
+    recommender that costs them across the parts and its scenario."""
     cross = crossing(mixed, rollout, train)
     resolved = crossing_resolved(cross)
     recommender = recommender_for(
         resolved, catalog(), factory=lambda *a, **k: CrossingRecommender(cross, *a, **k)
     )
     costs, _ = recommender.run()
-    table = costs.plans.take(np.arange(min(len(costs), 50)))
+    return costs.plans.take(np.arange(min(len(costs), 50))), recommender, resolved
+
+
+def _crossing_costs(mixed: Any, rollout: Any, train: Any) -> tuple[PlanTable, CostTable]:
+    table, recommender, resolved = _crossing(mixed, rollout, train)
     return table, recommender.cost(resolved, table)
+
+
+def test_a_fused_assessment_streams_behind_the_rollout_across_parts_too() -> None:
+    # Inter-stage fusion on pools apart: a synchronous step takes max(rollout, assessment)
+    # where it took their sum (Table 9), whichever parts the pools sit on.
+    mixed = resolve_mixed(parse_scenario(BASE), catalog())
+    table, recommender, resolved = _crossing(mixed, *mixed.parts)
+    sync = table.take(np.flatnonzero(table.execution == EXECUTIONS.index("sync")))
+    assert len(sync)
+    fused = dataclasses.replace(
+        sync, fusion=np.full(len(sync), FUSIONS.index("inter-stage"), dtype=np.int64)
+    )
+    plain, streamed = recommender.cost(resolved, sync), recommender.cost(resolved, fused)
+    saved = plain.step_seconds - streamed.step_seconds
+    overlap = np.minimum(plain.stages["rollout"].seconds, plain.stages["assessment"].seconds)
+    assert np.all(saved > 0)
+    assert np.all(saved <= overlap + 1e-9)
 
 
 def test_each_pool_is_costed_on_its_own_parts_accelerator() -> None:
