@@ -110,6 +110,12 @@ PLAN_FACTS = (
         )
     ),
     Fact("plan.train.recompute", "text", "activation recomputation", RECOMPUTE),
+    Fact(
+        "plan.train.sequence_parallel",
+        "bool",
+        "sequence parallelism inside the tensor group (Korthikanti et al.): on wherever "
+        "tp > 1, as the cost model's activation memory assumes",
+    ),
     Fact("plan.rollout.attention_dp", "number", "DP-attention groups per rollout engine"),
     Fact("plan.rollout.fp8", "bool", "the rollout engine runs fp8 weights"),
     Fact("plan.rollout.eager", "bool", "the rollout engine decodes without CUDA graphs"),

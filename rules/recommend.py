@@ -205,6 +205,7 @@ def plan_facts(table: PlanTable, costs: CostTable | None = None) -> dict[str, An
     facts["plan.rollout.eager"] = table.rollout_eager
     facts["plan.train.fp8"] = table.train_fp8
     facts["plan.train.lora_rank"] = table.train_lora_rank
+    facts["plan.train.sequence_parallel"] = table.train_tp > 1
     for kind in ("phase", "optimizer", "params", "frozen"):
         facts[f"plan.train.offload_{kind}"] = getattr(table, f"offload_{kind}")
     for model in ("critic", "reference", "reward"):

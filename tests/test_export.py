@@ -1048,3 +1048,23 @@ def test_slime_refuses_with_the_reason(assignment: str, reason: str) -> None:
     done = CliRunner().invoke(cli, ["export", SMALL, "--framework", "slime", "--set", assignment])
     assert done.exit_code == 1
     assert reason in done.output
+
+
+@pytest.mark.parametrize(("tp", "on"), [(4, True), (1, False)])
+def test_nemo_rl_turns_on_the_sequence_parallelism_the_plan_is_costed_with(
+    tp: int, on: bool
+) -> None:
+    # NeMo-RL's base config leaves dtensor_cfg.sequence_parallel off; the cost model's
+    # activations with tp > 1 assume it (Korthikanti et al.), so the launch must say so.
+    plan = [
+        "--set", "plan.placement=colocated", "--set", "plan.execution=sync",
+        "--set", "plan.rollout.tp=4", "--set", f"plan.train.tp={tp}",
+        "--set", "plan.train.zero=3", "--set", "plan.train.recompute=full",
+    ]  # fmt: skip
+    example = str(REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml")
+    done = CliRunner().invoke(
+        cli, ["export", example, "--framework", "nemo-rl", *plan], catch_exceptions=False
+    )
+    assert done.exit_code == 0, done.output
+    assert f"policy.dtensor_cfg.tensor_parallel_size={tp}" in done.output
+    assert ("policy.dtensor_cfg.sequence_parallel=True" in done.output) is on

@@ -684,6 +684,32 @@ def test_export_then_review_gives_the_same_plan(
         assert workload[name] == scenario["workload"][name]
 
 
+@pytest.mark.parametrize("with_sp", [True, False])
+def test_tensor_parallel_training_without_sequence_parallelism_is_said(
+    tmp_path: Path, with_sp: bool
+) -> None:
+    # NeMo-RL's base config leaves sequence parallelism off; a launch that keeps the default
+    # with tp > 1 holds more activations than the estimate, which assumes it.
+    example = REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml"
+    out = tmp_path / "run.sh"
+    plan = [
+        "--set", "plan.placement=colocated", "--set", "plan.execution=sync",
+        "--set", "plan.rollout.tp=4", "--set", "plan.train.tp=4",
+        "--set", "plan.train.zero=3", "--set", "plan.train.recompute=full",
+    ]  # fmt: skip
+    done = CliRunner().invoke(
+        cli, ["export", str(example), "--framework", "nemo-rl", "--out", str(out), *plan]
+    )
+    assert done.exit_code == 0, done.output
+    if not with_sp:
+        lines = out.read_text().splitlines()
+        out.write_text("\n".join(x for x in lines if "sequence_parallel" not in x) + "\n")
+    got = review(out, "nemo-rl", policy="qwen2.5-32b", hardware=Hardware("h100-sxm-80gb", 8, 8))
+    said = [a for a in got["assumed"] if a["field"] == "plan.train.sequence_parallel"]
+    assert got["estimate"]["train"]["tp"] == 4
+    assert bool(said) is not with_sp
+
+
 def test_a_default_of_no_entry_is_a_mapping_error() -> None:
     from kb.load import load_catalog
     from kb.paths import record_roots

@@ -200,6 +200,16 @@ def scenario_of(
             "why": "a launch gives only the longest response; its mean is taken as that",
         }
     )
+    if (f.get("plan.train.tp") or 1) > 1 and f.get("plan.train.sequence_parallel") is False:
+        assumed.append(
+            {
+                "field": "plan.train.sequence_parallel",
+                "value": True,
+                "why": "the launch trains with tensor parallelism but no sequence parallelism; "
+                "the estimate assumes it (Korthikanti et al.), so this launch keeps more "
+                "activations per GPU than estimated: turn it on",
+            }
+        )
     train_gpus = f.get("plan.train.gpus")
     colocated = f["plan.placement"] == "colocated"
     rollout_gpus = train_gpus if colocated else f.get("plan.rollout.gpus")
