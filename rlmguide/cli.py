@@ -602,15 +602,17 @@ def load_scenario(
         raise BadInput(str(exc)) from None
 
 
+def _invalid_records(exc: Exception) -> Failure:
+    return Failure(f"invalid rule or constraint records; run `rlmguide validate`: {exc}")
+
+
 def _recommender(resolved: Any, catalog: Any, **options: Any) -> Any:
     from rules.recommend import InvalidRecords, NoFeasiblePlan, recommender_for
 
     try:
         return recommender_for(resolved, catalog, **options)
     except InvalidRecords as exc:
-        raise Failure(
-            f"invalid rule or constraint records; run `rlmguide validate`: {exc}"
-        ) from None
+        raise _invalid_records(exc) from None
     except NoFeasiblePlan as exc:
         raise Failure(f"no feasible plan: {exc}") from None
 
@@ -702,7 +704,7 @@ def _size_search(
     """`recommend` over node counts (rules.sizing), after checking the flags make sense."""
     from kb.schema.bounds import MAX_GPUS
     from rules.runcost import price, run_steps, run_terms
-    from rules.sizing import Objective, SizingError, recommend_sizes
+    from rules.sizing import Objective, recommend_sizes
 
     cluster = resolved.scenario.cluster
     max_nodes = sizing["max_nodes"] or cluster.nodes
@@ -722,11 +724,25 @@ def _size_search(
             "knowledge base; set cluster.price_per_gpu_hour"
         )
     objective = Objective(sizing["objective"] or "time", sizing["deadline"], sizing["budget"])
+    return _searched(
+        f"searching plans on 1..{max_nodes} nodes",
+        lambda: recommend_sizes(resolved, catalog, max_nodes, objective, top, only=framework),
+    )
+
+
+def _searched(message: str, search: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """A search over several clusters (node counts, parts), with progress on standard error
+    and its failures as one line."""
+    from rules.recommend import InvalidRecords
+    from rules.sizing import SizingError
+
     try:
-        with _progress(f"searching plans on 1..{max_nodes} nodes"):
-            result = recommend_sizes(resolved, catalog, max_nodes, objective, top, only=framework)
+        with _progress(message):
+            result = search()
     except SizingError as exc:
         raise Failure(str(exc)) from None
+    except InvalidRecords as exc:
+        raise _invalid_records(exc) from None
     if where := non_finite(result):
         raise BadInput(f"the scenario's numbers give a non-finite estimate at {where}")
     return result
@@ -737,27 +753,18 @@ def _mixed_search(
 ) -> dict[str, Any]:
     """`recommend` on every part of a mixed cluster and across parts (rules.mixed)."""
     from rules.mixed import check_mixed_flags, recommend_mixed
-    from rules.recommend import InvalidRecords
     from rules.scenario import InputError
-    from rules.sizing import Objective, SizingError
+    from rules.sizing import Objective
 
     try:
         check_mixed_flags(mixed, sizing)
     except InputError as exc:
         raise BadInput(str(exc)) from None
     objective = Objective(sizing["objective"] or "time", sizing["deadline"], sizing["budget"])
-    try:
-        with _progress("searching plans on each part and across parts"):
-            result = recommend_mixed(mixed, catalog, top, objective, only=framework)
-    except SizingError as exc:
-        raise Failure(str(exc)) from None
-    except InvalidRecords as exc:
-        raise Failure(
-            f"invalid rule or constraint records; run `rlmguide validate`: {exc}"
-        ) from None
-    if where := non_finite(result):
-        raise BadInput(f"the scenario's numbers give a non-finite estimate at {where}")
-    return result
+    return _searched(
+        "searching plans on each part and across parts",
+        lambda: recommend_mixed(mixed, catalog, top, objective, only=framework),
+    )
 
 
 @cli.command()

@@ -44,8 +44,16 @@ from rules.recommend import (
 )
 from rules.runcost import BilledPart, billed_part, run_steps, run_terms
 from rules.scenario import InputError, Resolved, resolve
-from rules.search import Split, rollout_layouts, train_layouts
-from rules.sizing import SIZE_KEYS, Objective, SizingError, _choose, frontier, objective_axes
+from rules.search import Split
+from rules.sizing import (
+    SIZE_KEYS,
+    Objective,
+    SizingError,
+    _choose,
+    axes,
+    frontier,
+    objective_axes,
+)
 
 SOURCES = {
     "cross_part_plans": ["arxiv-2504.15930", "arxiv-2512.12476"],
@@ -232,15 +240,8 @@ class CrossingRecommender(Recommender):
             return []
         return [split]
 
-    def layouts(self, pool: str, gpus: int, offloads: tuple = ()) -> dict[str, Any]:
-        key = (pool, gpus, offloads)
-        if key not in self._layouts:
-            self._layouts[key] = (
-                rollout_layouts(self.cross.rollout.resolved, gpus)
-                if pool == "rollout"
-                else train_layouts(self.cross.train.resolved, gpus, offloads)
-            )
-        return self._layouts[key]
+    def pool_resolved(self, pool: str) -> Resolved:
+        return self.cross.rollout.resolved if pool == "rollout" else self.cross.train.resolved
 
     def cost(self, resolved: Resolved, table: PlanTable) -> CostTable:
         workload = resolved.scenario.workload
@@ -270,17 +271,6 @@ def _label(option: dict[str, Any]) -> str:
     if option["rollout_part"] == option["train_part"]:
         return f"part {option['rollout_part']}"
     return f"rollout on {option['rollout_part']}, training on {option['train_part']}"
-
-
-def _axes(options: list[dict[str, Any]]) -> tuple[str, str]:
-    """Run totals where the run's length is known; a price where every option has one,
-    else GPU-hours (an unpriced part makes prices incomparable)."""
-    run = options[0].get("run_days") is not None
-    time_key = "run_days" if run else "step_seconds"
-    priced = all(o.get("cost_per_step") is not None for o in options)
-    if priced:
-        return time_key, "run_cost" if run else "cost_per_step"
-    return time_key, "run_gpu_hours" if run else "gpu_hours_per_step"
 
 
 def recommend_mixed(
@@ -345,7 +335,7 @@ def recommend_mixed(
             "no feasible plan on any part or pair of parts; "
             + "; ".join(f"{_label(x)}: {x['reason']}" for x in infeasible[:3])
         )
-    time_key, cost_key = _axes(rows)
+    time_key, cost_key = axes(rows)
     kept = frontier([(r[time_key], r[cost_key]) for r in rows])
     pick, why = _choose(rows, objective, time_key, cost_key, _label, "option")
     for i, r in enumerate(rows):

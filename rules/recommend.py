@@ -438,11 +438,16 @@ class Recommender:
         """A pool's layouts on `gpus` GPUs, enumerated once per search."""
         key = (pool, gpus, offloads)
         if key not in self._layouts:
-            r = self.resolved
+            r = self.pool_resolved(pool)
             self._layouts[key] = (
                 rollout_layouts(r, gpus) if pool == "rollout" else train_layouts(r, gpus, offloads)
             )
         return self._layouts[key]
+
+    def pool_resolved(self, pool: str) -> Resolved:
+        """The scenario a pool's layouts are enumerated for (a pool on another part of a mixed
+        cluster has that part's, rules.mixed)."""
+        return self.resolved
 
     # -- pools -----------------------------------------------------------------------------
 
@@ -638,7 +643,7 @@ class Recommender:
             "colocated", self.resolved.scenario.plan, self.resolved.max_staleness
         )[0]
         rows = self._combine(
-            "colocated",
+            split.placement,
             execution,
             staleness,
             prefix_caching_options(self.resolved)[0],
@@ -941,22 +946,21 @@ class Recommender:
                 f"{reason} ({record.title}): {record.statement} ({record.file} at "
                 f"{record.commit[:10]})"
             )
-        plan = self.resolved.scenario.plan
-        fixed = configuration_techniques(plan.critic, plan.fusion)
-        if reason not in {r.id for r in self.rules} and fixed:
-            claims = "; ".join(
-                f"{feature} ({field}) is claimed by "
-                + (", ".join(sorted(x.id for x in self.supports if feature in x.claimed))
-                   or "no framework")
-                for feature, field in fixed
-            )  # fmt: skip
-            return (
-                f"{reason}: {count} of {self.search.candidates} candidates; the plan fixes "
-                f"Table 9's configuration: {claims}, and none of those runs the rest of the "
-                "plan; `rlmguide estimate` costs it and `recommend --what-if` shows what it "
-                "would gain"
-            )
         if reason not in {r.id for r in self.rules}:
+            plan = self.resolved.scenario.plan
+            if fixed := configuration_techniques(plan.critic, plan.fusion):
+                claims = "; ".join(
+                    f"{feature} ({field}) is claimed by "
+                    + (", ".join(sorted(x.id for x in self.supports if feature in x.claimed))
+                       or "no framework")
+                    for feature, field in fixed
+                )  # fmt: skip
+                return (
+                    f"{reason}: {count} of {self.search.candidates} candidates; the plan fixes "
+                    f"Table 9's configuration: {claims}, and none of those runs the rest of "
+                    "the plan; `rlmguide estimate` costs it and `recommend --what-if` shows "
+                    "what it would gain"
+                )
             return (
                 f"{reason}: {count} of {self.search.candidates} candidates need what no "
                 "framework in the knowledge base claims or allows (its placement, execution "

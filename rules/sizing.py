@@ -51,12 +51,13 @@ class Objective:
     budget: float | None = None
 
 
-def axes(plan: dict[str, Any]) -> tuple[str, str]:
-    """The time and cost keys a plan can be compared on: run totals where the run's length
-    is known, per-step ones otherwise; a price where known, GPU-hours otherwise."""
-    run = plan.get("run_days") is not None
+def axes(plans: list[dict[str, Any]]) -> tuple[str, str]:
+    """The time and cost keys plans can be compared on: run totals where the run's length
+    is known, per-step ones otherwise; a price where every plan has one, GPU-hours otherwise
+    (an unpriced part makes prices incomparable)."""
+    run = plans[0].get("run_days") is not None
     time_key = "run_days" if run else "step_seconds"
-    priced = plan.get("cost_per_step") is not None
+    priced = all(plan.get("cost_per_step") is not None for plan in plans)
     cost_key = ("run_cost" if run else "cost_per_step") if priced else (
         "run_gpu_hours" if run else "gpu_hours_per_step"
     )  # fmt: skip
@@ -207,7 +208,7 @@ def choose_size(
             f"no feasible plan on any searched size ({', '.join(map(str, counts))} nodes); "
             f"at {max_nodes} nodes: {infeasible[-1]['reason']}"
         )
-    time_key, cost_key = axes(results[sizes[0]["nodes"]]["plans"][0])
+    time_key, cost_key = axes([results[sizes[0]["nodes"]]["plans"][0]])
     kept = frontier([(s[time_key], s[cost_key]) for s in sizes])
     pick, why = _choose(sizes, objective, time_key, cost_key)
     for i, s in enumerate(sizes):
