@@ -32,6 +32,11 @@ RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL = 0, 1, 2
 ZERO_MEANS_OFF = frozenset({"train.lora_rank", "pools.critic", "pools.reference", "pools.reward"})
 
 
+ONE_POOL = frozenset({"colocated", "partially-colocated"})
+"""The placements, by name, whose rollout and training share one pool (`shares_gpus` on the
+table's codes)."""
+
+
 def shares_gpus(placement: IntArray) -> BoolArray:
     """Rollout and training on one pool: colocated, or partially colocated (whose frozen
     models sit apart on their own pools, which `plans.pools` already describes)."""
@@ -304,7 +309,7 @@ class PlanTable:
         for i, plan in enumerate(plans):
             r, t = plan.rollout, plan.train
             offload = t.offload or Offload()
-            one_pool = plan.placement in ("colocated", "partially-colocated")
+            one_pool = plan.placement in ONE_POOL
             gpus_r = r.gpus or (t.gpus if one_pool else None)
             gpus_t = t.gpus or (r.gpus if one_pool else None)
             required = {

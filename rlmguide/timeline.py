@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cost.plans import ONE_POOL
 from rlmguide.sitegen.svgplot import save
 
 COLOURS = {
@@ -25,7 +26,7 @@ def lanes(plan: Mapping[str, Any]) -> list[tuple[str, list[tuple[str, float, flo
     """(pool label, [(stage, start, seconds)]) for one plan in steady state."""
     seconds = {s["name"]: s["seconds"] for s in plan["stages"]}
     order = ["rollout", "assessment", "training", "weight_sync", "switch"]
-    if plan["placement"] in ("colocated", "partially-colocated"):
+    if plan["placement"] in ONE_POOL:
         t, bars = 0.0, []
         for name in order:
             if seconds.get(name):

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+# The plan table's codes index these names (rules.recommend.plan_facts): one vocabulary.
+from cost.plans import CRITICS, EXECUTIONS, FUSIONS, PLACEMENTS, RECOMPUTE
 from rules.expr import Fact
 from rules.scenario import Resolved
 
-PLACEMENTS = ("colocated", "disaggregated", "partially-colocated")
-CRITICS = ("separate", "shared")
-FUSIONS = ("none", "inter-stage", "intra-stage", "both")
-EXECUTIONS = ("sync", "one-step-off", "async", "partial-rollout")
-RECOMPUTE = ("none", "selective", "full")
 STAGES = ("rollout", "assessment", "training", "weight_sync")
 
 SCENARIO_FACTS = (

@@ -24,6 +24,7 @@ from cost.plans import (
     CRITICS,
     EXECUTIONS,
     FUSIONS,
+    ONE_POOL,
     PLACEMENTS,
     RECOMPUTE,
     PlanTable,
@@ -804,7 +805,7 @@ class Recommender:
         rows: list[dict[str, Any]] = []
         chosen = self.splits()
         for split in chosen:
-            if split.placement in ("colocated", "partially-colocated"):
+            if split.placement in ONE_POOL:
                 rows += self._colocated_rows(split)
         rows += self._disaggregated_rows([s for s in chosen if s.placement == "disaggregated"])
         if vetoing_rule is not None:

@@ -18,7 +18,7 @@ import yaml
 from pydantic import ValidationError
 
 from cost.assessment import ONE_PASS, Scoring
-from cost.plans import expert_ranks
+from cost.plans import ONE_POOL, expert_ranks
 from kb.files import read_text_file
 from kb.load import describe, format_location, parse_yaml, yaml_problem
 from kb.schema import (
@@ -456,7 +456,7 @@ def _check_fixed_layouts(scenario: Scenario) -> None:
         ("rollout", plan.rollout, ("tp", "pp")),
         ("train", train, ("tp", "pp", "cp")),
     ):
-        one_pool = plan.placement in ("colocated", "partially-colocated")
+        one_pool = plan.placement in ONE_POOL
         size = pool.gpus or (gpus if one_pool else None)
         values = [getattr(pool, d) for d in degrees]
         if size is None or any(v is None for v in values):
@@ -570,7 +570,7 @@ def fill_plan_defaults(resolved: Resolved) -> tuple[Resolved, list[str]]:
 
     r, t = plan.rollout, plan.train
     group = resolved.samples_per_prompt > 1
-    if plan.placement in ("colocated", "partially-colocated"):
+    if plan.placement in ONE_POOL:
         # One pool given: the other shares exactly those GPUs.
         gpus = r.gpus or t.gpus or gpus
     if not resolved.algorithm.online:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cost.plans import expert_ranks
+from cost.plans import ONE_POOL, expert_ranks
 from kb.schema import Offload, Plan
 from rules.scenario import Resolved
 
@@ -109,7 +109,7 @@ def splits(resolved: Resolved) -> list[Split]:
 def executions(placement: str, plan: Plan, tolerance: int = 1) -> list[tuple[str, int]]:
     """(execution, staleness) pairs: pools that share GPUs cannot overlap, only pause; no
     plan lags more than the workload's `tolerance` policy versions."""
-    if placement in ("colocated", "partially-colocated"):
+    if placement in ONE_POOL:
         options = [("sync", 0), ("partial-rollout", 1)]
     else:
         options = [("sync", 0), ("one-step-off", 1), ("partial-rollout", 1)]
