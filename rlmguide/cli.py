@@ -1080,6 +1080,8 @@ def site_build(out: Path | None) -> None:
 
     try:
         target = sitebuild.build(out) if out else sitebuild.build()
+    except sitebuild.OutputFolderError as exc:
+        raise BadInput(str(exc)) from None
     except Exception as exc:  # mkdocs reports strict-mode warnings as an Abort
         raise Failure(f"site build failed: {exc}") from None
     click.echo(f"site written to {target}")

@@ -18,10 +18,49 @@ REPO = Path(__file__).resolve().parent.parent.parent
 CONFIG_FILE = REPO / "site" / "mkdocs.yml"
 DEFAULT_OUT = REPO / "build" / "site"
 SHOWN_PROBLEMS = 10
+SENTINEL = ".rlmguide-site"
+"""Marks a folder a site build made: MkDocs empties its output folder before writing, so a
+build may only reuse a folder that carries this mark (MkDocs keeps dot-files)."""
 
 
 class SiteError(Exception):
     """The records do not validate, so no site can be generated from them."""
+
+
+class OutputFolderError(ValueError):
+    """The output folder holds files a site build did not write: building would delete them."""
+
+
+def claim_output_folder(out_dir: Path) -> Path:
+    """The folder to build into, resolved; refuses one whose contents are not a former build.
+
+    MkDocs deletes everything but dot-files in its `site_dir`, so a user's folder (`--out .`,
+    a symlink to their home, the cache) must never become one. An empty or missing folder is
+    taken and marked; a marked one is a previous build and is replaced.
+    """
+    target = Path(out_dir).resolve()
+    if target.exists() and not target.is_dir():
+        raise OutputFolderError(f"--out {out_dir}: exists and is not a folder")
+    if target == REPO or target in REPO.parents or REPO / "site" in (target, *target.parents):
+        raise OutputFolderError(
+            f"--out {out_dir}: is the project or its site sources; choose a folder of its own"
+        )
+    if target.is_dir() and not (target / SENTINEL).is_file():
+        try:
+            occupied = next(target.iterdir(), None) is not None
+        except OSError as exc:
+            raise OutputFolderError(f"--out {out_dir}: cannot be read ({exc.strerror})") from None
+        if occupied:
+            raise OutputFolderError(
+                f"--out {out_dir}: holds files a site build did not write and building would "
+                "delete them; give an empty or new folder"
+            )
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        (target / SENTINEL).write_text("written by rlmguide site build; safe to replace\n")
+    except OSError as exc:
+        raise OutputFolderError(f"--out {out_dir}: cannot be written ({exc.strerror})") from None
+    return target
 
 
 @dataclass(frozen=True)
@@ -120,7 +159,7 @@ def build(out_dir: Path = DEFAULT_OUT) -> Path:
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.config import load_config
 
-    out_dir = Path(out_dir).resolve()
+    out_dir = claim_output_folder(out_dir)
     config = load_config(config_file=str(CONFIG_FILE), site_dir=str(out_dir), strict=True)
     given = os.environ.get("SOURCE_DATE_EPOCH")
     os.environ["SOURCE_DATE_EPOCH"] = given or content_epoch()
