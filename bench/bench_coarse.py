@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kb.load import load_catalog
-from kb.paths import DEFAULT_ROOTS, RULES_ROOT
-from rules.recommend import NoFeasiblePlan, recommend, recommender_for
-from rules.scenario import InputError, read_scenario, resolve
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
+from rlmguide.rules.recommend import NoFeasiblePlan, recommend, recommender_for
+from rlmguide.rules.scenario import InputError, read_scenario, resolve
 
 ROOT = Path(__file__).parent.parent
 LARGE = (

@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kb.load import load_catalog
-from kb.paths import DEFAULT_ROOTS, RULES_ROOT
-from rules.mixed import recommend_mixed, resolve_mixed
-from rules.scenario import read_scenario, resolve
-from rules.sizing import Objective, recommend_sizes
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
+from rlmguide.rules.mixed import recommend_mixed, resolve_mixed
+from rlmguide.rules.scenario import read_scenario, resolve
+from rlmguide.rules.sizing import Objective, recommend_sizes
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 

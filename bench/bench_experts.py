@@ -17,11 +17,11 @@ import sys
 import time
 from typing import Any
 
-from kb.load import load_catalog
-from kb.paths import DEFAULT_ROOTS, RULES_ROOT
-from rules.ranking import TIE_FRACTION, model_parallel
-from rules.recommend import NoFeasiblePlan, recommend, recommender_for
-from rules.scenario import fill_plan_defaults, resolve
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
+from rlmguide.rules.ranking import TIE_FRACTION, model_parallel
+from rlmguide.rules.recommend import NoFeasiblePlan, recommend, recommender_for
+from rlmguide.rules.scenario import fill_plan_defaults, resolve
 
 JUSTIFIED_GAIN = 0.10
 

@@ -16,10 +16,9 @@ import statistics
 import time
 
 import numpy as np
-
-from cost import Needs, PlanTable, evaluate, valid_rows
-from kb.schema import Workload
-from kb.schema.specs import AcceleratorFigures, Architecture
+from rlmguide.cost import Needs, PlanTable, evaluate, valid_rows
+from rlmguide.kb.schema import Workload
+from rlmguide.kb.schema.specs import AcceleratorFigures, Architecture
 
 # H100 SXM datasheet figures; Qwen2.5-7B and Qwen3-30B-A3B configs (published numbers).
 H100 = AcceleratorFigures(

@@ -12,11 +12,11 @@ import sys
 import time
 from pathlib import Path
 
-from kb.load import load_catalog
-from kb.paths import DEFAULT_ROOTS, RULES_ROOT
-from rules.recommend import recommend, recommender_for
-from rules.scenario import Resolved, read_scenario, resolve
-from rules.search import FINE_GRID_UP_TO_GPUS
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
+from rlmguide.rules.recommend import recommend, recommender_for
+from rlmguide.rules.scenario import Resolved, read_scenario, resolve
+from rlmguide.rules.search import FINE_GRID_UP_TO_GPUS
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kb.load import load_catalog
-from kb.paths import DEFAULT_ROOTS, RULES_ROOT
-from rules.recommend import recommend, recommender_for
-from rules.scenario import read_scenario, resolve
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
+from rlmguide.rules.recommend import recommend, recommender_for
+from rlmguide.rules.scenario import read_scenario, resolve
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 SCENARIOS = Path(__file__).parent / "scenarios"

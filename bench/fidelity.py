@@ -14,17 +14,17 @@ import sys
 import time
 from dataclasses import replace
 
-from cost.overheads import DEFAULT_OVERHEADS, Overheads
-from kb.load import load_catalog
-from kb.paths import DEFAULT_ROOTS, RULES_ROOT
-from rules.fidelity import (
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
+from rlmguide.rules.fidelity import (
     Comparison,
     calibration,
     leave_one_out,
     median_abs_log_error,
     paired,
 )
-from rules.ranking import TIE_FRACTION
+from rlmguide.rules.ranking import TIE_FRACTION
 
 DECODE_STEP_SECONDS = (1e-3, 2e-3, 4e-3, 6e-3)
 BUCKET_SECONDS = (10e-3, 20e-3, 40e-3)

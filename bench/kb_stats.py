@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from kb.coverage import DIMENSIONS, framework_dimensions
-from kb.evidence import claim_stale, is_pinned
-from kb.load import load_catalog
-from kb.paths import DEFAULT_ROOTS, PLURALS, RULES_ROOT
+from rlmguide.kb.coverage import DIMENSIONS, framework_dimensions
+from rlmguide.kb.evidence import claim_stale, is_pinned
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import DEFAULT_ROOTS, PLURALS, RULES_ROOT
 
 PRIMARY = {"paper", "repository", "documentation", "model-config", "datasheet"}
 LAYOUT_SCOPES = {"intra-model", "inter-model", "execution"}

@@ -6,14 +6,14 @@ Brent bounds max(W/p, D) <= T <= W/p + D, work, depth, traffic and bound; the st
 placement and execution mode; memory per GPU and feasibility. It imports `kb.schema` only.
 """
 
-from cost.assessment import Scoring
-from cost.batch import Batch, Needs
-from cost.compose import Span, par, seq
-from cost.efficiency import DEFAULTS as EFFICIENCY_DEFAULTS
-from cost.efficiency import EfficiencyFactors, resolve_efficiency
-from cost.evaluate import CostTable, evaluate
-from cost.overheads import DEFAULT_OVERHEADS, Overheads
-from cost.plans import (
+from rlmguide.cost.assessment import Scoring
+from rlmguide.cost.batch import Batch, Needs
+from rlmguide.cost.compose import Span, par, seq
+from rlmguide.cost.efficiency import DEFAULTS as EFFICIENCY_DEFAULTS
+from rlmguide.cost.efficiency import EfficiencyFactors, resolve_efficiency
+from rlmguide.cost.evaluate import CostTable, evaluate
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads
+from rlmguide.cost.plans import (
     EXECUTIONS,
     PLACEMENTS,
     RECOMPUTE,
@@ -23,7 +23,7 @@ from cost.plans import (
     plan_problems,
     valid_rows,
 )
-from cost.stage import BOUNDS, STAGES, StageCost
+from rlmguide.cost.stage import BOUNDS, STAGES, StageCost
 
 __all__ = [
     "BOUNDS",

@@ -10,10 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from cost.arrays import FloatArray
-from cost.units import BF16_BYTES
-from kb.schema.specs import Architecture
+from rlmguide.cost.arrays import FloatArray
+from rlmguide.cost.units import BF16_BYTES
+from rlmguide.kb.schema.specs import Architecture
 
 
 @dataclass(frozen=True, slots=True)

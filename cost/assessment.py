@@ -23,20 +23,19 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
-
-from cost.architecture import ModelFigures
-from cost.arrays import BoolArray, FloatArray
-from cost.batch import Batch
-from cost.collectives import all_reduce_bytes, split_by_link
-from cost.efficiency import EfficiencyFactors
-from cost.hardware import Hardware
-from cost.layouts import TrainLayout, TrainLinks
-from cost.memory import WEIGHT_BYTES, default_micro_tokens, model_parallel_params
-from cost.model_pass import flops_per_token, forward_counts
-from cost.overheads import Overheads
-from cost.stage import StageCost, choose, idle_stage
-from cost.training import micro_batches, pipeline_stage, value_head_stage
-from cost.units import BF16_BYTES
+from rlmguide.cost.architecture import ModelFigures
+from rlmguide.cost.arrays import BoolArray, FloatArray
+from rlmguide.cost.batch import Batch
+from rlmguide.cost.collectives import all_reduce_bytes, split_by_link
+from rlmguide.cost.efficiency import EfficiencyFactors
+from rlmguide.cost.hardware import Hardware
+from rlmguide.cost.layouts import TrainLayout, TrainLinks
+from rlmguide.cost.memory import WEIGHT_BYTES, default_micro_tokens, model_parallel_params
+from rlmguide.cost.model_pass import flops_per_token, forward_counts
+from rlmguide.cost.overheads import Overheads
+from rlmguide.cost.stage import StageCost, choose, idle_stage
+from rlmguide.cost.training import micro_batches, pipeline_stage, value_head_stage
+from rlmguide.cost.units import BF16_BYTES
 
 RewardKind = Literal["reward-model", "process-reward-model", "llm-judge"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kb.schema import Algorithm, Workload
+from rlmguide.kb.schema import Algorithm, Workload
 
 
 @dataclass(frozen=True, slots=True)

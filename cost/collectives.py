@@ -18,11 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from cost.arrays import BoolArray, FloatArray
-from cost.efficiency import EfficiencyFactors
-from cost.hardware import Hardware
-from cost.overheads import Overheads
+from rlmguide.cost.arrays import BoolArray, FloatArray
+from rlmguide.cost.efficiency import EfficiencyFactors
+from rlmguide.cost.hardware import Hardware
+from rlmguide.cost.overheads import Overheads
 
 
 @dataclass(frozen=True, slots=True)

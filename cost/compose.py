@@ -31,10 +31,9 @@ from dataclasses import dataclass
 from functools import reduce
 
 import numpy as np
-
-from cost.arrays import BoolArray, FloatArray, IntArray
-from cost.plans import ASYNC, ONE_STEP_OFF, inter_stage, shares_gpus
-from cost.stage import StageCost
+from rlmguide.cost.arrays import BoolArray, FloatArray, IntArray
+from rlmguide.cost.plans import ASYNC, ONE_STEP_OFF, inter_stage, shares_gpus
+from rlmguide.cost.stage import StageCost
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from kb.schema import Efficiency
+from rlmguide.kb.schema import Efficiency
 
 
 @dataclass(frozen=True, slots=True)

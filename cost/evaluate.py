@@ -10,27 +10,40 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
-
-from cost.architecture import ModelFigures
-from cost.arrays import BoolArray, FloatArray, IntArray, floats, unique_rows
-from cost.assessment import ONE_PASS, Assessment, OwnPool, Reference, Scoring, assessment_stage
-from cost.batch import Batch, Needs
-from cost.collectives import Fabric
-from cost.compose import StepTime, compose_step
-from cost.efficiency import EfficiencyFactors, resolve_efficiency
-from cost.hardware import Hardware
-from cost.layouts import RolloutLayout, TrainLayout, TrainLinks
-from cost.memory import WEIGHT_BYTES, Frozen, Placed, TrainMemory, rollout_memory, training_memory
-from cost.offline import NO_GENERATION, no_generation, offline_step
-from cost.overheads import DEFAULT_OVERHEADS, Overheads
-from cost.plans import PARTIAL_ROLLOUT, PlanTable, check_plans, intra_stage, shares_gpus
-from cost.rollout import RolloutExtras, rollout_stage
-from cost.stage import BOUNDS, STAGES, StageCost
-from cost.training import training_stage
-from cost.units import FP8_BYTES, GIB
-from cost.weight_sync import switch_stage, weight_sync_stage
-from kb.schema import Efficiency, Workload
-from kb.schema.specs import AcceleratorFigures, Architecture
+from rlmguide.cost.architecture import ModelFigures
+from rlmguide.cost.arrays import BoolArray, FloatArray, IntArray, floats, unique_rows
+from rlmguide.cost.assessment import (
+    ONE_PASS,
+    Assessment,
+    OwnPool,
+    Reference,
+    Scoring,
+    assessment_stage,
+)
+from rlmguide.cost.batch import Batch, Needs
+from rlmguide.cost.collectives import Fabric
+from rlmguide.cost.compose import StepTime, compose_step
+from rlmguide.cost.efficiency import EfficiencyFactors, resolve_efficiency
+from rlmguide.cost.hardware import Hardware
+from rlmguide.cost.layouts import RolloutLayout, TrainLayout, TrainLinks
+from rlmguide.cost.memory import (
+    WEIGHT_BYTES,
+    Frozen,
+    Placed,
+    TrainMemory,
+    rollout_memory,
+    training_memory,
+)
+from rlmguide.cost.offline import NO_GENERATION, no_generation, offline_step
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads
+from rlmguide.cost.plans import PARTIAL_ROLLOUT, PlanTable, check_plans, intra_stage, shares_gpus
+from rlmguide.cost.rollout import RolloutExtras, rollout_stage
+from rlmguide.cost.stage import BOUNDS, STAGES, StageCost
+from rlmguide.cost.training import training_stage
+from rlmguide.cost.units import FP8_BYTES, GIB
+from rlmguide.cost.weight_sync import switch_stage, weight_sync_stage
+from rlmguide.kb.schema import Efficiency, Workload
+from rlmguide.kb.schema.specs import AcceleratorFigures, Architecture
 
 
 @dataclass(frozen=True, slots=True)

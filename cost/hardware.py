@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from cost.arrays import BoolArray, FloatArray
-from cost.overheads import Overheads
-from cost.units import gbits_per_s, gbytes_per_s, gib_to_bytes, tbytes_per_s, tflops
-from kb.schema.specs import AcceleratorFigures
+from rlmguide.cost.arrays import BoolArray, FloatArray
+from rlmguide.cost.overheads import Overheads
+from rlmguide.cost.units import gbits_per_s, gbytes_per_s, gib_to_bytes, tbytes_per_s, tflops
+from rlmguide.kb.schema.specs import AcceleratorFigures
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-
-from cost.arrays import BoolArray, FloatArray, IntArray, floats
-from cost.collectives import Fabric, Link, group_link
-from cost.plans import PlanTable, expert_ranks
-from cost.units import BF16_BYTES, FP8_BYTES
+from rlmguide.cost.arrays import BoolArray, FloatArray, IntArray, floats
+from rlmguide.cost.collectives import Fabric, Link, group_link
+from rlmguide.cost.plans import PlanTable, expert_ranks
+from rlmguide.cost.units import BF16_BYTES, FP8_BYTES
 
 
 @dataclass(frozen=True, slots=True)

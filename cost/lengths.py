@@ -17,8 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from cost.arrays import FloatArray
+from rlmguide.cost.arrays import FloatArray
 
 
 @dataclass(frozen=True, slots=True)

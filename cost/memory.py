@@ -17,14 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from cost.architecture import ModelFigures
-from cost.arrays import BoolArray, FloatArray, IntArray
-from cost.batch import Batch
-from cost.layouts import RolloutLayout, TrainLayout
-from cost.overheads import Overheads
-from cost.plans import RECOMPUTE_FULL
-from cost.units import BF16_BYTES, FP32_BYTES
+from rlmguide.cost.architecture import ModelFigures
+from rlmguide.cost.arrays import BoolArray, FloatArray, IntArray
+from rlmguide.cost.batch import Batch
+from rlmguide.cost.layouts import RolloutLayout, TrainLayout
+from rlmguide.cost.overheads import Overheads
+from rlmguide.cost.plans import RECOMPUTE_FULL
+from rlmguide.cost.units import BF16_BYTES, FP32_BYTES
 
 WEIGHT_BYTES = BF16_BYTES
 GRADIENT_BYTES = BF16_BYTES

@@ -19,10 +19,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-
-from cost.compose import compose_step
-from cost.evaluate import CostTable, bottleneck
-from cost.plans import COLOCATED
+from rlmguide.cost.compose import compose_step
+from rlmguide.cost.evaluate import CostTable, bottleneck
+from rlmguide.cost.plans import COLOCATED
 
 TRAINER_POOLS = ("training", "critic", "reference", "reward", "host")
 """The pools of `CostTable.pool_overflow_gib` that live on the training part."""

@@ -17,14 +17,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from cost.architecture import ModelFigures
-from cost.arrays import FloatArray
-from cost.collectives import all_reduce_bytes, gather_bytes, split_by_link, transfer_seconds
-from cost.layouts import TrainLayout, TrainLinks
-from cost.memory import model_parallel_params
-from cost.plans import RECOMPUTE_FULL, RECOMPUTE_SELECTIVE
-from cost.units import BF16_BYTES
+from rlmguide.cost.architecture import ModelFigures
+from rlmguide.cost.arrays import FloatArray
+from rlmguide.cost.collectives import (
+    all_reduce_bytes,
+    gather_bytes,
+    split_by_link,
+    transfer_seconds,
+)
+from rlmguide.cost.layouts import TrainLayout, TrainLinks
+from rlmguide.cost.memory import model_parallel_params
+from rlmguide.cost.plans import RECOMPUTE_FULL, RECOMPUTE_SELECTIVE
+from rlmguide.cost.units import BF16_BYTES
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,9 +15,8 @@ A pair is two trained sequences of one prompt (`Batch.group` = 2, `generated_per
 from __future__ import annotations
 
 import numpy as np
-
-from cost.compose import Span, StepTime, seq
-from cost.stage import StageCost, idle_stage
+from rlmguide.cost.compose import Span, StepTime, seq
+from rlmguide.cost.stage import StageCost, idle_stage
 
 NO_GENERATION = ("rollout", "weight_sync")
 """Stages an offline plan does not run (and its output does not show)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from cost.units import GIB
+from rlmguide.cost.units import GIB
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,10 +14,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-
-from cost.arrays import BoolArray, FloatArray, IntArray
-from kb.schema import Offload, Plan
-from kb.schema.specs import Architecture
+from rlmguide.cost.arrays import BoolArray, FloatArray, IntArray
+from rlmguide.kb.schema import Offload, Plan
+from rlmguide.kb.schema.specs import Architecture
 
 PLACEMENTS = ("colocated", "disaggregated", "partially-colocated")
 EXECUTIONS = ("sync", "one-step-off", "async", "partial-rollout")

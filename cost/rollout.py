@@ -22,11 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from cost.architecture import ModelFigures
-from cost.arrays import BoolArray, FloatArray
-from cost.batch import Batch
-from cost.collectives import (
+from rlmguide.cost.architecture import ModelFigures
+from rlmguide.cost.arrays import BoolArray, FloatArray
+from rlmguide.cost.batch import Batch
+from rlmguide.cost.collectives import (
     Fabric,
     all_reduce_bytes,
     gather_bytes,
@@ -34,14 +33,14 @@ from cost.collectives import (
     split_by_link,
     transfer_seconds,
 )
-from cost.efficiency import EfficiencyFactors
-from cost.hardware import Hardware
-from cost.layouts import RolloutLayout
-from cost.lengths import length_grid, mean_position
-from cost.memory import rollout_kv_bytes_per_token
-from cost.overheads import Overheads
-from cost.stage import StageCost
-from cost.units import BF16_BYTES
+from rlmguide.cost.efficiency import EfficiencyFactors
+from rlmguide.cost.hardware import Hardware
+from rlmguide.cost.layouts import RolloutLayout
+from rlmguide.cost.lengths import length_grid, mean_position
+from rlmguide.cost.memory import rollout_kv_bytes_per_token
+from rlmguide.cost.overheads import Overheads
+from rlmguide.cost.stage import StageCost
+from rlmguide.cost.units import BF16_BYTES
 
 
 @dataclass(frozen=True, slots=True)

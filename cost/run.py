@@ -13,8 +13,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 import numpy.typing as npt
-
-from cost.units import BF16_BYTES, FP32_BYTES
+from rlmguide.cost.units import BF16_BYTES, FP32_BYTES
 
 Number = float | npt.NDArray[np.float64]
 

@@ -12,8 +12,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
-
-from cost.arrays import FloatArray, IntArray
+from rlmguide.cost.arrays import FloatArray, IntArray
 
 STAGES = ("rollout", "assessment", "training", "weight_sync", "switch")
 BOUNDS = ("compute", "memory-bandwidth", "scale-up", "scale-out", "depth")

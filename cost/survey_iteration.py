@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cost.survey_formula import states
-from cost.survey_model import (
+from rlmguide.cost.survey_formula import states
+from rlmguide.cost.survey_model import (
     Role,
     SurveyShape,
     activations_per_token,

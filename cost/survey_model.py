@@ -26,10 +26,9 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-
-from cost.arrays import FloatArray, floats
-from cost.survey_formula import states
-from kb.schema.specs import Architecture
+from rlmguide.cost.arrays import FloatArray, floats
+from rlmguide.cost.survey_formula import states
+from rlmguide.kb.schema.specs import Architecture
 
 Num = npt.ArrayLike
 Role = Literal["policy", "reward", "critic", "shared"]

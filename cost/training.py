@@ -14,19 +14,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from cost.architecture import ModelFigures
-from cost.arrays import BoolArray, FloatArray
-from cost.batch import Batch
-from cost.collectives import all_reduce_bytes, split_by_link, transfer_seconds
-from cost.efficiency import EfficiencyFactors
-from cost.hardware import Hardware
-from cost.layouts import TrainLayout, TrainLinks
-from cost.memory import OPTIMIZER_BYTES, trainable_params
-from cost.model_pass import PassCounts, flops_per_token, micro_pass, training_counts
-from cost.overheads import Overheads
-from cost.stage import StageCost, choose
-from cost.units import BF16_BYTES
+from rlmguide.cost.architecture import ModelFigures
+from rlmguide.cost.arrays import BoolArray, FloatArray
+from rlmguide.cost.batch import Batch
+from rlmguide.cost.collectives import all_reduce_bytes, split_by_link, transfer_seconds
+from rlmguide.cost.efficiency import EfficiencyFactors
+from rlmguide.cost.hardware import Hardware
+from rlmguide.cost.layouts import TrainLayout, TrainLinks
+from rlmguide.cost.memory import OPTIMIZER_BYTES, trainable_params
+from rlmguide.cost.model_pass import PassCounts, flops_per_token, micro_pass, training_counts
+from rlmguide.cost.overheads import Overheads
+from rlmguide.cost.stage import StageCost, choose
+from rlmguide.cost.units import BF16_BYTES
 
 # Adam reads fp32 master, moments and the bf16 gradient and writes them back with the bf16
 # weight: 2 x (12 + 2) bytes per parameter of the optimizer's shard.

@@ -13,17 +13,22 @@ go into the engine (an HBM copy) bucket by bucket, and each bucket has a fixed c
 from __future__ import annotations
 
 import numpy as np
-
-from cost.architecture import ModelFigures
-from cost.arrays import BoolArray, FloatArray
-from cost.collectives import Fabric, gather_bytes, group_link, split_by_link, transfer_seconds
-from cost.efficiency import EfficiencyFactors
-from cost.hardware import Hardware
-from cost.layouts import RolloutLayout, TrainLayout, TrainLinks
-from cost.memory import rollout_weight_bytes
-from cost.overheads import Overheads
-from cost.stage import StageCost
-from cost.units import BF16_BYTES
+from rlmguide.cost.architecture import ModelFigures
+from rlmguide.cost.arrays import BoolArray, FloatArray
+from rlmguide.cost.collectives import (
+    Fabric,
+    gather_bytes,
+    group_link,
+    split_by_link,
+    transfer_seconds,
+)
+from rlmguide.cost.efficiency import EfficiencyFactors
+from rlmguide.cost.hardware import Hardware
+from rlmguide.cost.layouts import RolloutLayout, TrainLayout, TrainLinks
+from rlmguide.cost.memory import rollout_weight_bytes
+from rlmguide.cost.overheads import Overheads
+from rlmguide.cost.stage import StageCost
+from rlmguide.cost.units import BF16_BYTES
 
 
 def weight_sync_stage(

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from kb.files import read_regular
+from rlmguide.kb.files import read_regular
 
 CHECKSUM = re.compile(r"[0-9a-f]{64}")
 DIGEST = re.compile(r"[0-9a-f]{24}")

@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-
-from kb.cache import CacheError, read_sealed
-from kb.load import Catalog, Problem
-from kb.schema import KINDS
+from rlmguide.kb.cache import CacheError, read_sealed
+from rlmguide.kb.load import Catalog, Problem
+from rlmguide.kb.schema import KINDS
 
 FORMAT = 1
 

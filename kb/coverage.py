@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kb.load import Catalog
-from kb.schema import Component, Technique
+from rlmguide.kb.load import Catalog
+from rlmguide.kb.schema import Component, Technique
 
 DIMENSION_OF_TECHNIQUE = {
     "rollout-parallelism": "rollout parallelism",

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-
-from kb.cache import (
+from rlmguide.kb.cache import (
     CHECKSUM,
     CacheError,
     CacheMissing,
@@ -24,9 +23,9 @@ from kb.cache import (
     read_name,
     warn,
 )
-from kb.derived import Derivation
-from kb.limits import SQL_MEMORY_LIMIT, SQL_TEMP_LIMIT, SQL_THREADS
-from kb.paths import RecordRoot, cache_dir, fast_content_hash
+from rlmguide.kb.derived import Derivation
+from rlmguide.kb.limits import SQL_MEMORY_LIMIT, SQL_TEMP_LIMIT, SQL_THREADS
+from rlmguide.kb.paths import RecordRoot, cache_dir, fast_content_hash
 
 KEEP_OLD_FILES = 3
 
@@ -67,8 +66,8 @@ def _damage(database: Path) -> str | None:
 
 
 def _catalog(roots: Sequence[RecordRoot]) -> Any:
-    from kb.load import load_catalog
-    from kb.validate import validate
+    from rlmguide.kb.load import load_catalog
+    from rlmguide.kb.validate import validate
 
     catalog = load_catalog(roots)
     errors = [p for p in validate(catalog) if getattr(p, "severity", "error") == "error"]
@@ -111,7 +110,7 @@ def ensure_database(roots: Sequence[RecordRoot], derived: Derivation | None = No
         target = folder / f"kb-{_file_digest(catalog.digest, derived)}.duckdb"
         if catalog.digest != digest and _damage(target) is None:
             return target
-        from kb.store import build_file
+        from rlmguide.kb.store import build_file
 
         tables = derived.tables(roots) if derived is not None else []
         try:
@@ -138,7 +137,7 @@ def open_knowledge_base(
         return connect_read_only(ensure_database(roots, derived))
     except CacheUnwritable as exc:
         warn(f"{exc}; using an in-memory database for this run (set RLMGUIDE_CACHE_DIR)")
-    from kb.store import populate
+    from rlmguide.kb.store import populate
 
     catalog = _catalog(roots)
     unlocked = {k: v for k, v in LOCKED_CONFIG.items() if k != "lock_configuration"}

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kb.paths import RecordRoot
+from rlmguide.kb.paths import RecordRoot
 
 
 @dataclass(frozen=True)

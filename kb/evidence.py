@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from kb.schema import Claim, Framework, Release
+from rlmguide.kb.schema import Claim, Framework, Release
 
 PINNED_SOURCE_TYPES = frozenset({"repository", "documentation"})
 """Source types whose content changes under a fixed address, so a claim must pin a version."""

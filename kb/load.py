@@ -12,9 +12,8 @@ from pathlib import Path
 import pydantic
 import yaml
 from pydantic import ValidationError
-
-from kb.files import UnreadableFile, decode, read_regular
-from kb.paths import (
+from rlmguide.kb.files import UnreadableFile, decode, read_regular
+from rlmguide.kb.paths import (
     PLURALS,
     RecordRoot,
     cache_dir,
@@ -23,7 +22,7 @@ from kb.paths import (
     record_files,
     unreadable,
 )
-from kb.schema import KINDS, Record
+from rlmguide.kb.schema import KINDS, Record
 
 KIND_OF_FOLDER = {plural: kind for kind, plural in PLURALS.items()}
 KEEP_CATALOGS = 12
@@ -149,8 +148,8 @@ def load_catalog(roots: Iterable[RecordRoot], kinds: Iterable[str] | None = None
     a record or of the code that reads it names another file. The cached copy is JSON that is
     checksummed and validated again on every read (see `kb.catalog_cache`).
     """
-    from kb.cache import CacheError, CacheMissing, prune, warn, write_sealed
-    from kb.catalog_cache import from_json, to_json
+    from rlmguide.kb.cache import CacheError, CacheMissing, prune, warn, write_sealed
+    from rlmguide.kb.catalog_cache import from_json, to_json
 
     roots = list(roots)
     wanted = sorted(set(kinds)) if kinds is not None else None

@@ -76,7 +76,7 @@ def unreadable(reason: Exception) -> bytes:
 
 def record_bytes(path: Path) -> bytes:
     """A record file's bytes for hashing; an unreadable one hashes as its reason, never hangs."""
-    from kb.files import read_regular
+    from rlmguide.kb.files import read_regular
 
     try:
         return read_regular(path)
@@ -124,7 +124,15 @@ def fast_content_hash(roots: Iterable[RecordRoot]) -> str:
     git's index; any ordinary edit changes the modification time. The remembered digest is
     used as a file name, so one that is not a bare digest is ignored and recomputed.
     """
-    from kb.cache import DIGEST, CacheError, CacheMissing, prune, read_name, warn, write_atomic
+    from rlmguide.kb.cache import (
+        DIGEST,
+        CacheError,
+        CacheMissing,
+        prune,
+        read_name,
+        warn,
+        write_atomic,
+    )
 
     roots = list(roots)
     memo = cache_dir() / "signatures" / stat_signature(roots)

@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import duckdb
-
-from kb.limits import DEFAULT_LIMITS, Limits
-from kb.paths import QUERIES_DIR
+from rlmguide.kb.limits import DEFAULT_LIMITS, Limits
+from rlmguide.kb.paths import QUERIES_DIR
 
 ALLOWED = {"SELECT", "EXPLAIN", "PRAGMA"}
 

@@ -20,12 +20,11 @@ from typing import Any, Literal
 
 import duckdb
 from pydantic import BaseModel
-
-from kb.derived import Table
-from kb.evidence import claim_stale
-from kb.load import Catalog
-from kb.paths import PLURALS
-from kb.schema import KINDS, Framework
+from rlmguide.kb.derived import Table
+from rlmguide.kb.evidence import claim_stale
+from rlmguide.kb.load import Catalog
+from rlmguide.kb.paths import PLURALS
+from rlmguide.kb.schema import KINDS, Framework
 
 LINKED = {"sources", "locators", "claims", "examples"}
 JSON_FIELDS = {
@@ -310,7 +309,7 @@ def build_file(
 
     The checksum is written first so that no reader ever sees the new file without it.
     """
-    from kb.cache import file_checksum, write_atomic
+    from rlmguide.kb.cache import file_checksum, write_atomic
 
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(dir=target.parent, prefix=".build-", suffix=".duckdb")

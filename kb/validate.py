@@ -9,9 +9,9 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Iterable
 
-from kb.evidence import PINNED_SOURCE_TYPES, is_pinned
-from kb.load import Catalog, Problem
-from kb.schema import (
+from rlmguide.kb.evidence import PINNED_SOURCE_TYPES, is_pinned
+from rlmguide.kb.load import Catalog, Problem
+from rlmguide.kb.schema import (
     Algorithm,
     Component,
     Constraint,
@@ -224,7 +224,7 @@ MIN_DIMENSIONS = 10
 
 def check_coverage(c: Checker) -> None:
     """Warnings, not errors: thin frameworks, unclaimed techniques, uncited sources."""
-    from kb.coverage import framework_dimensions
+    from rlmguide.kb.coverage import framework_dimensions
 
     for fid, dims in framework_dimensions(c.catalog).items():
         if len(dims) < MIN_DIMENSIONS:

@@ -17,9 +17,9 @@ from typing import Any
 
 import click
 
-from kb.paths import PLURALS, record_roots
 from rlmguide.formats import ROW_FORMATS, dumps, non_finite, print_rows
-from rules import RECOMMEND_KINDS
+from rlmguide.kb.paths import PLURALS, record_roots
+from rlmguide.rules import RECOMMEND_KINDS
 
 LIST_SQL = {
     "source": "SELECT id, type, year, title FROM sources ORDER BY id",
@@ -109,7 +109,7 @@ def param_option(func: Callable) -> Callable:
 
 def limit_options(func: Callable) -> Callable:
     """The time and row limits of a user query (see kb.query for how they are enforced)."""
-    from kb.limits import DEFAULT_MAX_ROWS, DEFAULT_SECONDS
+    from rlmguide.kb.limits import DEFAULT_MAX_ROWS, DEFAULT_SECONDS
 
     func = click.option(
         "--max-rows",
@@ -144,7 +144,7 @@ def _invalid(exc: Any) -> Failure:
 
 
 def database() -> Path:
-    from kb.db import CacheUnwritable, InvalidRecords
+    from rlmguide.kb.db import CacheUnwritable, InvalidRecords
     from rlmguide.knowledge import database as built
 
     try:
@@ -157,7 +157,7 @@ def database() -> Path:
 
 @functools.cache
 def connection() -> Any:
-    from kb.db import InvalidRecords
+    from rlmguide.kb.db import InvalidRecords
     from rlmguide.knowledge import open_database
 
     try:
@@ -174,8 +174,8 @@ def fetch(sql: str, params: dict[str, Any] | list[Any] | None = None) -> tuple[l
 def run_user_sql(
     sql: str, params: tuple[tuple[str, str], ...], fmt: str, timeout: float, max_rows: int
 ) -> None:
-    from kb.limits import Limits
-    from kb.query import QueryError, QueryTimeout, run
+    from rlmguide.kb.limits import Limits
+    from rlmguide.kb.query import QueryError, QueryTimeout, run
 
     values = {k: _number_or_text(v) for k, v in params}
     try:
@@ -237,7 +237,7 @@ def sql(
 
 def _read_stdin() -> str:
     """Standard input as UTF-8 text of bounded size (`yes | rlmguide sql -` must not fill RAM)."""
-    from kb.files import MAX_FILE_BYTES, UnreadableFile, decode
+    from rlmguide.kb.files import MAX_FILE_BYTES, UnreadableFile, decode
 
     data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
@@ -263,7 +263,7 @@ def query(
     max_rows: int,
 ) -> None:
     """Run a canned query by NAME (see --list)."""
-    from kb.query import canned_queries
+    from rlmguide.kb.query import canned_queries
 
     queries = canned_queries()
     if list_all or name is None:
@@ -296,7 +296,7 @@ def db_path() -> None:
 )
 def db_export(parquet_dir: Path) -> None:
     """Export every table and view to Parquet files."""
-    from kb.export import export
+    from rlmguide.kb.export import export
 
     written = export(database(), parquet_dir, ("parquet",))
     click.echo(f"wrote {len(written)} Parquet files to {parquet_dir}")
@@ -464,7 +464,7 @@ def _compare_preset(
 ) -> None:
     """The frameworks under a preset column set (kb.survey_columns): per column and framework,
     the best claim among the column's features, with the feature it came from."""
-    from kb.survey_columns import PRESETS, best_feature
+    from rlmguide.kb.survey_columns import PRESETS, best_feature
 
     columns = []
     for column in PRESETS[preset]:
@@ -535,7 +535,7 @@ def scenario_options(func: Callable) -> Callable:
 
 def deployment_scenario(record_id: str, keep_plan: bool) -> dict[str, Any]:
     """A deployment record's scenario as a mapping (without its plan for a new search)."""
-    from kb.load import load_catalog
+    from rlmguide.kb.load import load_catalog
 
     deployments = load_catalog(record_roots(), ("deployment",)).of("deployment")
     if record_id not in deployments:
@@ -561,8 +561,14 @@ def load_scenario(
     """The scenario file, a deployment's scenario (or an empty one) with flags and `--set`
     applied, resolved; with `mixed`, a mixed-accelerator cluster resolves part by part
     (rules.mixed), else it is refused with a one-line message."""
-    from kb.load import load_catalog
-    from rules.scenario import InputError, parse_assignment, parse_scenario, read_mapping, resolve
+    from rlmguide.kb.load import load_catalog
+    from rlmguide.rules.scenario import (
+        InputError,
+        parse_assignment,
+        parse_scenario,
+        read_mapping,
+        resolve,
+    )
 
     if path is not None and deployment is not None:
         raise BadInput("give a scenario file or --deployment, not both")
@@ -594,7 +600,7 @@ def load_scenario(
         # a recommendation reads only the kinds it resolves, ranks with and cites
         catalog = load_catalog(record_roots(), RECOMMEND_KINDS)
         if mixed and scenario.cluster.parts is not None:
-            from rules.mixed import resolve_mixed
+            from rlmguide.rules.mixed import resolve_mixed
 
             return resolve_mixed(scenario, catalog), catalog
         return resolve(scenario, catalog.records), catalog
@@ -607,7 +613,7 @@ def _invalid_records(exc: Exception) -> Failure:
 
 
 def _recommender(resolved: Any, catalog: Any, **options: Any) -> Any:
-    from rules.recommend import InvalidRecords, NoFeasiblePlan, recommender_for
+    from rlmguide.rules.recommend import InvalidRecords, NoFeasiblePlan, recommender_for
 
     try:
         return recommender_for(resolved, catalog, **options)
@@ -631,8 +637,8 @@ def _progress(message: str) -> Any:
 
 
 def _run(recommender: Any, top: int, what_if: bool = False) -> dict[str, Any]:
-    from cost.plans import PlanError
-    from rules.recommend import NoFeasiblePlan, recommend
+    from rlmguide.cost.plans import PlanError
+    from rlmguide.rules.recommend import NoFeasiblePlan, recommend
 
     try:
         with _progress("searching plans"):
@@ -702,9 +708,9 @@ def _size_search(
     resolved: Any, catalog: Any, top: int, framework: str | None, sizing: dict[str, Any]
 ) -> dict[str, Any]:
     """`recommend` over node counts (rules.sizing), after checking the flags make sense."""
-    from kb.schema.bounds import MAX_GPUS
-    from rules.runcost import price, run_steps, run_terms
-    from rules.sizing import Objective, recommend_sizes
+    from rlmguide.kb.schema.bounds import MAX_GPUS
+    from rlmguide.rules.runcost import price, run_steps, run_terms
+    from rlmguide.rules.sizing import Objective, recommend_sizes
 
     cluster = resolved.scenario.cluster
     max_nodes = sizing["max_nodes"] or cluster.nodes
@@ -733,8 +739,8 @@ def _size_search(
 def _searched(message: str, search: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """A search over several clusters (node counts, parts), with progress on standard error
     and its failures as one line."""
-    from rules.recommend import InvalidRecords
-    from rules.sizing import SizingError
+    from rlmguide.rules.recommend import InvalidRecords
+    from rlmguide.rules.sizing import SizingError
 
     try:
         with _progress(message):
@@ -752,9 +758,9 @@ def _mixed_search(
     mixed: Any, catalog: Any, top: int, framework: str | None, sizing: dict[str, Any]
 ) -> dict[str, Any]:
     """`recommend` on every part of a mixed cluster and across parts (rules.mixed)."""
-    from rules.mixed import check_mixed_flags, recommend_mixed
-    from rules.scenario import InputError
-    from rules.sizing import Objective
+    from rlmguide.rules.mixed import check_mixed_flags, recommend_mixed
+    from rlmguide.rules.scenario import InputError
+    from rlmguide.rules.sizing import Objective
 
     try:
         check_mixed_flags(mixed, sizing)
@@ -861,8 +867,8 @@ def _check_framework(framework: str, catalog: Any) -> None:
 
 def _export(resolved: Any, catalog: Any, framework: str, version: str | None) -> Any:
     """The launch of the best plan `framework` can run (or of the scenario's own plan)."""
-    from kb.load import load_catalog
     from rlmguide.export import MappingError, NotExpressible, UnknownVersion, build
+    from rlmguide.kb.load import load_catalog
 
     _check_framework(framework, catalog)
     mappings = load_catalog(record_roots(), ("mapping",)).of("mapping")
@@ -970,7 +976,7 @@ def review(
     from rlmguide.review import Hardware, NotCostable, ReviewError
     from rlmguide.review import review as run_review
     from rlmguide.review.show import print_review
-    from rules.recommend import NoFeasiblePlan
+    from rlmguide.rules.recommend import NoFeasiblePlan
 
     try:
         with _progress("reading and searching plans"):
@@ -1027,8 +1033,8 @@ def estimate(
     With --deployment ID, cost a published deployment as written (`--set` tries a variation).
     A plan that does not fit is still broken down, then reported as a failure (exit 1).
     """
-    from rules.recommend import memory_shortfall
-    from rules.scenario import fill_plan_defaults
+    from rlmguide.rules.recommend import memory_shortfall
+    from rlmguide.rules.scenario import fill_plan_defaults
 
     resolved, catalog = load_scenario(scenario_file, flags, assignments, deployment)
     plan = resolved.scenario.plan
@@ -1105,12 +1111,12 @@ def site_serve(port: int) -> None:
 @cli.command()
 def validate() -> None:
     """Check every record: schema, references, citations, taxonomy; exit 1 on any error."""
-    from cost.efficiency import default_sources
-    from kb.load import load_catalog
-    from kb.validate import validate as check
+    from rlmguide.cost.efficiency import default_sources
     from rlmguide.export.mapping import mapping_problems
-    from rules.engine import compile_rules
-    from rules.frameworks import compile_constraints
+    from rlmguide.kb.load import load_catalog
+    from rlmguide.kb.validate import validate as check
+    from rlmguide.rules.engine import compile_rules
+    from rlmguide.rules.frameworks import compile_constraints
 
     catalog = load_catalog(record_roots())
     problems = check(catalog, default_sources()) + compile_rules(catalog)[1]
@@ -1136,7 +1142,7 @@ def validate() -> None:
 )
 def schema(kind: str | None, out: Path | None) -> None:
     """Print the JSON schema of a record KIND (or of `scenario`), for editors and validators."""
-    from kb.schema import KINDS, Scenario
+    from rlmguide.kb.schema import KINDS, Scenario
 
     models: dict[str, Any] = {**KINDS, "scenario": Scenario}
     if kind is not None and kind != "scenario":
@@ -1156,7 +1162,7 @@ def schema(kind: str | None, out: Path | None) -> None:
 
 def _json_schema(name: str, model: Any) -> dict[str, Any]:
     """A kind's JSON schema; the scenario's carries the supported ranges of its numbers."""
-    from kb.schema.bounds import annotate
+    from rlmguide.kb.schema.bounds import annotate
 
     document: dict[str, Any] = model.model_json_schema()
     return annotate(document) if name == "scenario" else document

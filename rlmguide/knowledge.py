@@ -10,19 +10,19 @@ from pathlib import Path
 
 import duckdb
 
-from kb.paths import RecordRoot, record_roots
-from rules.atlas import ATLAS
+from rlmguide.kb.paths import RecordRoot, record_roots
+from rlmguide.rules.atlas import ATLAS
 
 
 def database(roots: Sequence[RecordRoot] | None = None) -> Path:
     """The built database file (records and atlas), built first if needed."""
-    from kb.db import ensure_database
+    from rlmguide.kb.db import ensure_database
 
     return ensure_database(record_roots() if roots is None else roots, ATLAS)
 
 
 def open_database(roots: Sequence[RecordRoot] | None = None) -> duckdb.DuckDBPyConnection:
     """A locked read-only connection to it (see `kb.db.open_knowledge_base`)."""
-    from kb.db import open_knowledge_base
+    from rlmguide.kb.db import open_knowledge_base
 
     return open_knowledge_base(record_roots() if roots is None else roots, ATLAS)

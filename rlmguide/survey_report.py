@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cost.survey_iteration import (
+from rlmguide.cost.survey_iteration import (
     Iteration,
     Layouts,
     Models,
@@ -13,8 +13,15 @@ from cost.survey_iteration import (
     offline_stages,
     plan_configuration,
 )
-from cost.survey_iteration import stages as survey_stages
-from cost.survey_model import Degrees, SurveyShape, global_, parameters, per_rank, zero_state
+from rlmguide.cost.survey_iteration import stages as survey_stages
+from rlmguide.cost.survey_model import (
+    Degrees,
+    SurveyShape,
+    global_,
+    parameters,
+    per_rank,
+    zero_state,
+)
 from rlmguide.formats import print_rows
 
 SURVEY = "arxiv-2608.27046"

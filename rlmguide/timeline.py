@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from cost.plans import ONE_POOL
+from rlmguide.cost.plans import ONE_POOL
 from rlmguide.sitegen.svgplot import save
 
 COLOURS = {

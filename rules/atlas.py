@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rules import RECOMMEND_KINDS as READ_KINDS
+from rlmguide.rules import RECOMMEND_KINDS as READ_KINDS
 
 REPO = Path(__file__).resolve().parent.parent
 CODE_GLOBS = ("cost/*.py", "rules/*.py", "rules/records/*.yaml")
@@ -141,8 +141,8 @@ def _pool(layout: dict[str, Any], keys: Sequence[str]) -> str:
 
 def plan_row(setup: Setup, catalog: Any) -> list[Any]:
     """One atlas row: the setup, then its top plan (or the reason none fits)."""
-    from rules.recommend import NoFeasiblePlan, recommend, recommender_for
-    from rules.scenario import parse_scenario, resolve
+    from rlmguide.rules.recommend import NoFeasiblePlan, recommend, recommender_for
+    from rlmguide.rules.scenario import parse_scenario, resolve
 
     model = catalog.records["model"][setup.model]
     workload = WORKLOADS[setup.algorithm]
@@ -219,7 +219,7 @@ def compute(roots: Sequence[Any], workers: int | None = None) -> list[list[Any]]
     import subprocess
     import sys
 
-    from kb.load import load_catalog
+    from rlmguide.kb.load import load_catalog
 
     catalog = load_catalog(roots, READ_KINDS)
     setups = grid(catalog.records)
@@ -227,14 +227,15 @@ def compute(roots: Sequence[Any], workers: int | None = None) -> list[list[Any]]
     if workers <= 1:
         return [plan_row(s, catalog) for s in setups]
     shares = _shares(setups, catalog, workers)
-    # The checkout first on the path, so a build run from it (site/hooks.py) finds `rules`.
-    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    # The workers import what this process imported: its path first (a checkout run by
+    # site/hooks.py, or pytest's root), then any the caller set.
+    path = os.pathsep.join(filter(None, [*sys.path, os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": path}
     jobs = []
     for share in shares:
         job = {"roots": [[str(r), k] for r, k in roots], "setups": [vars(setups[i]) for i in share]}
         process = subprocess.Popen(
-            [sys.executable, "-m", "rules.atlas"],
+            [sys.executable, "-m", "rlmguide.rules.atlas"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
@@ -257,7 +258,7 @@ def _work() -> None:
     """A worker: the rows of the setups given as JSON on standard input, as JSON out."""
     import sys
 
-    from kb.load import load_catalog
+    from rlmguide.kb.load import load_catalog
 
     job = json.load(sys.stdin)
     catalog = load_catalog([(Path(r), k) for r, k in job["roots"]], READ_KINDS)
@@ -276,8 +277,8 @@ def code_digest() -> str:
     Remembered per the files' sizes and modification times (as `kb.paths.fast_content_hash`
     does for records): reading 300 KB of code took 20-60 ms of every warm `rlmguide sql`.
     """
-    from kb.cache import DIGEST, CacheError, read_name, write_atomic
-    from kb.paths import cache_dir
+    from rlmguide.kb.cache import DIGEST, CacheError, read_name, write_atomic
+    from rlmguide.kb.paths import cache_dir
 
     files = _code_files()
     signature = hashlib.blake2b(digest_size=12)
@@ -298,7 +299,7 @@ def code_digest() -> str:
 
 def input_digest(roots: Sequence[Any]) -> str:
     """A digest of what the rows depend on: the records of the kinds read and the code."""
-    from kb.paths import PLURALS, record_bytes, record_files
+    from rlmguide.kb.paths import PLURALS, record_bytes, record_files
 
     folders = {PLURALS[kind] for kind in READ_KINDS}
     digest = hashlib.blake2b(digest_size=12)
@@ -315,8 +316,8 @@ def atlas_rows(roots: Sequence[Any]) -> list[list[Any]]:
     The cache file is sealed with a checksum and read as JSON data only; a damaged one is
     reported and recomputed, and a read-only cache only costs the computation.
     """
-    from kb.cache import CacheError, CacheMissing, read_sealed, warn, write_sealed
-    from kb.paths import cache_dir
+    from rlmguide.kb.cache import CacheError, CacheMissing, read_sealed, warn, write_sealed
+    from rlmguide.kb.paths import cache_dir
 
     path = cache_dir() / "atlas" / f"atlas-{input_digest(roots)}.json"
     try:
@@ -343,7 +344,7 @@ class Atlas:
         return code_digest()
 
     def tables(self, roots: Sequence[Any]) -> list[Any]:
-        from kb.derived import Table
+        from rlmguide.kb.derived import Table
 
         return [Table(TABLE, DOC, COLUMNS, atlas_rows(roots))]
 

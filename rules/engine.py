@@ -7,11 +7,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
-
-from kb.load import Catalog, Problem
-from kb.schema import Rule
-from rules.expr import Condition, ConditionError
-from rules.facts import FACTS, GENERATION_FACTS, SCENARIO_FACTS
+from rlmguide.kb.load import Catalog, Problem
+from rlmguide.kb.schema import Rule
+from rlmguide.rules.expr import Condition, ConditionError
+from rlmguide.rules.facts import FACTS, GENERATION_FACTS, SCENARIO_FACTS
 
 SCENARIO_NAMES = {fact.name for fact in SCENARIO_FACTS}
 

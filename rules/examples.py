@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kb.schema import Framework, Scenario
-from kb.schema.records import Record
-from rules.engine import CompiledRule
-from rules.recommend import NoFeasiblePlan, Recommender
-from rules.scenario import resolve
+from rlmguide.kb.schema import Framework, Scenario
+from rlmguide.kb.schema.records import Record
+from rlmguide.rules.engine import CompiledRule
+from rlmguide.rules.recommend import NoFeasiblePlan, Recommender
+from rlmguide.rules.scenario import resolve
 
 
 def fires_on(

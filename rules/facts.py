@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 # The plan table's codes index these names (rules.recommend.plan_facts): one vocabulary.
-from cost.plans import CRITICS, EXECUTIONS, FUSIONS, PLACEMENTS, RECOMPUTE
-from rules.expr import Fact
-from rules.scenario import Resolved
+from rlmguide.cost.plans import CRITICS, EXECUTIONS, FUSIONS, PLACEMENTS, RECOMPUTE
+from rlmguide.rules.expr import Fact
+from rlmguide.rules.scenario import Resolved
 
 STAGES = ("rollout", "assessment", "training", "weight_sync")
 

@@ -17,12 +17,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-
-from cost.overheads import DEFAULT_OVERHEADS, Overheads
-from kb.schema import Deployment, Result, Scenario
-from kb.schema.records import Record
-from rules.recommend import NoFeasiblePlan, Recommender
-from rules.scenario import InputError, fill_plan_defaults, resolve
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads
+from rlmguide.kb.schema import Deployment, Result, Scenario
+from rlmguide.kb.schema.records import Record
+from rlmguide.rules.recommend import NoFeasiblePlan, Recommender
+from rlmguide.rules.scenario import InputError, fill_plan_defaults, resolve
 
 STAGE_OF_METRIC = {
     "rollout_seconds": "rollout",

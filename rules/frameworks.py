@@ -14,10 +14,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-
-from kb.load import Catalog, Problem
-from kb.schema import Constraint, Framework
-from rules.engine import Guarded, compile_kind
+from rlmguide.kb.load import Catalog, Problem
+from rlmguide.kb.schema import Constraint, Framework
+from rlmguide.rules.engine import Guarded, compile_kind
 
 EXECUTION_FEATURE = {
     "sync": "synchronous-execution",

@@ -26,14 +26,14 @@ from dataclasses import dataclass, replace
 from itertools import permutations
 from typing import Any
 
-from cost.evaluate import CostTable
-from cost.mixed import across, link_gbps
-from cost.overheads import DEFAULT_OVERHEADS
-from cost.plans import PlanError, PlanTable
-from kb.load import Catalog
-from kb.schema import Cluster, ClusterPart, Scenario, Workload
-from rules.facts import scenario_facts
-from rules.recommend import (
+from rlmguide.cost.evaluate import CostTable
+from rlmguide.cost.mixed import across, link_gbps
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS
+from rlmguide.cost.plans import PlanError, PlanTable
+from rlmguide.kb.load import Catalog
+from rlmguide.kb.schema import Cluster, ClusterPart, Scenario, Workload
+from rlmguide.rules.facts import scenario_facts
+from rlmguide.rules.recommend import (
     NoFeasiblePlan,
     Recommender,
     _cost,
@@ -42,10 +42,10 @@ from rules.recommend import (
     recommend,
     recommender_for,
 )
-from rules.runcost import BilledPart, billed_part, run_steps, run_terms
-from rules.scenario import InputError, Resolved, resolve
-from rules.search import Split
-from rules.sizing import (
+from rlmguide.rules.runcost import BilledPart, billed_part, run_steps, run_terms
+from rlmguide.rules.scenario import InputError, Resolved, resolve
+from rlmguide.rules.search import Split
+from rlmguide.rules.sizing import (
     SIZE_KEYS,
     Objective,
     SizingError,

@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
-from cost.evaluate import CostTable
-from cost.plans import (
+from rlmguide.cost.evaluate import CostTable
+from rlmguide.cost.plans import (
     ASYNC,
     ONE_STEP_OFF,
     PARTIAL_ROLLOUT,

@@ -16,11 +16,10 @@ from functools import reduce
 from typing import Any, NamedTuple
 
 import numpy as np
-
-from cost.batch import Needs
-from cost.evaluate import CostTable, evaluate
-from cost.overheads import DEFAULT_OVERHEADS, Overheads
-from cost.plans import (
+from rlmguide.cost.batch import Needs
+from rlmguide.cost.evaluate import CostTable, evaluate
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads
+from rlmguide.cost.plans import (
     CRITICS,
     EXECUTIONS,
     FUSIONS,
@@ -32,11 +31,11 @@ from cost.plans import (
     shares_gpus,
     valid_rows,
 )
-from kb.load import Catalog
-from kb.schema import Framework, Offload
-from rules.engine import CompiledRule
-from rules.facts import STAGES, scenario_facts
-from rules.frameworks import (
+from rlmguide.kb.load import Catalog
+from rlmguide.kb.schema import Framework, Offload
+from rlmguide.rules.engine import CompiledRule
+from rlmguide.rules.facts import STAGES, scenario_facts
+from rlmguide.rules.frameworks import (
     CompiledConstraint,
     compile_constraints,
     configuration_techniques,
@@ -44,10 +43,10 @@ from rules.frameworks import (
     pool_of,
     supports,
 )
-from rules.ranking import TIE_FRACTION, complexity, rank, rollout_shape
-from rules.runcost import BilledPart, add_run_totals
-from rules.scenario import Resolved
-from rules.search import (
+from rlmguide.rules.ranking import TIE_FRACTION, complexity, rank, rollout_shape
+from rlmguide.rules.runcost import BilledPart, add_run_totals
+from rlmguide.rules.scenario import Resolved
+from rlmguide.rules.search import (
     FINE_GRID_UP_TO_GPUS,
     HEAVY_OFFLOADS,
     MAX_SPLITS,
@@ -99,7 +98,7 @@ class Judges:
 def judges_of(catalog: Catalog) -> Judges:
     """The catalog's judges (the catalog must hold rules, frameworks, constraints and
     components); records that do not compile raise InvalidRecords."""
-    from rules.engine import active, compile_rules
+    from rlmguide.rules.engine import active, compile_rules
 
     rules, problems = compile_rules(catalog)
     constraints, more = compile_constraints(catalog)

@@ -14,10 +14,9 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
-
-from cost.evaluate import CostTable
-from cost.plans import PlanTable
-from cost.run import (
+from rlmguide.cost.evaluate import CostTable
+from rlmguide.cost.plans import PlanTable
+from rlmguide.cost.run import (
     ASSUMED,
     DEFAULT_RUN_TERMS,
     SECONDS_PER_DAY,
@@ -28,7 +27,7 @@ from cost.run import (
     mean_length,
     run_time,
 )
-from rules.scenario import Resolved
+from rlmguide.rules.scenario import Resolved
 
 TERM_SOURCES = {
     "checkpoint_bytes_per_param": "arxiv-1910.02054",

@@ -16,12 +16,11 @@ from typing import Any
 
 import yaml
 from pydantic import ValidationError
-
-from cost.assessment import ONE_PASS, Scoring
-from cost.plans import ONE_POOL, expert_ranks
-from kb.files import read_text_file
-from kb.load import describe, format_location, parse_yaml, yaml_problem
-from kb.schema import (
+from rlmguide.cost.assessment import ONE_PASS, Scoring
+from rlmguide.cost.plans import ONE_POOL, expert_ranks
+from rlmguide.kb.files import read_text_file
+from rlmguide.kb.load import describe, format_location, parse_yaml, yaml_problem
+from rlmguide.kb.schema import (
     AcceleratorFigures,
     Algorithm,
     Architecture,
@@ -35,7 +34,7 @@ from kb.schema import (
     Reward,
     Scenario,
 )
-from kb.schema.bounds import out_of_bounds
+from rlmguide.kb.schema.bounds import out_of_bounds
 
 RACK_SCALE = 8
 """Scale-up domains larger than an 8-GPU board span several nodes (NVL72 racks of trays)."""

@@ -12,10 +12,9 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
-
-from cost.plans import ONE_POOL, expert_ranks
-from kb.schema import Offload, Plan
-from rules.scenario import Resolved
+from rlmguide.cost.plans import ONE_POOL, expert_ranks
+from rlmguide.kb.schema import Offload, Plan
+from rlmguide.rules.scenario import Resolved
 
 MAX_STALENESS = (1, 2, 4)
 RECOMPUTE = ("none", "selective", "full")

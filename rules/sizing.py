@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cost.plans import PlanError
-from kb.load import Catalog
-from rules.scenario import Resolved
-from rules.search import powers_of_two
+from rlmguide.cost.plans import PlanError
+from rlmguide.kb.load import Catalog
+from rlmguide.rules.scenario import Resolved
+from rlmguide.rules.search import powers_of_two
 
 EXHAUSTIVE_UP_TO = 16
 """Every node count up to this many is searched; above it the powers of two and the maximum."""
@@ -157,8 +157,8 @@ def recommend_sizes(
     **options: Any,
 ) -> dict[str, Any]:  # fmt: skip
     """The recommendation at the chosen node count, with its `sizing` summary."""
-    from rules.recommend import NoFeasiblePlan, judges_of, recommend, recommender_for
-    from rules.scenario import InputError, resolve
+    from rlmguide.rules.recommend import NoFeasiblePlan, judges_of, recommend, recommender_for
+    from rlmguide.rules.scenario import InputError, resolve
 
     judges = judges_of(catalog)
 

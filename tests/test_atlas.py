@@ -9,10 +9,9 @@ from typing import Any
 import duckdb
 import pytest
 from conftest import run_cli
-
-from kb.load import load_catalog
-from kb.paths import record_roots
-from rules import atlas
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import record_roots
+from rlmguide.rules import atlas
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +80,7 @@ def test_warm_build_reads_the_atlas_from_its_cache(
 ) -> None:
     """The rows are computed once per input digest: a database rebuilt for other reasons (a
     source edited, the file lost) reads them back instead of searching again."""
-    from kb.db import ensure_database
+    from rlmguide.kb.db import ensure_database
 
     roots = [(fixture_kb, None)]
     computed: list[int] = []

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import duckdb
 import pytest
+import rlmguide.kb.db
+import rlmguide.kb.load
 from click.testing import CliRunner
-
-import kb.db
-import kb.load
-from kb.db import checksum_file, ensure_database, open_knowledge_base
-from kb.load import load_catalog
-from kb.paths import content_hash
+from rlmguide.kb.db import checksum_file, ensure_database, open_knowledge_base
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import content_hash
 
 
 def roots(kb_root: Path) -> list[tuple[Path, None]]:
@@ -140,15 +139,15 @@ def test_reproducer_record_edited_during_a_cold_run_leaves_no_stale_file(
     original = record.read_text()
     edited = original.replace("A fixture repository", "Edited mid-run")
     before = content_hash(roots(fixture_kb))
-    hashed = kb.db.fast_content_hash
+    hashed = rlmguide.kb.db.fast_content_hash
 
     def hash_then_edit(given: object) -> str:
         digest = hashed(given)  # type: ignore[arg-type]
         record.write_text(edited)
         return digest
 
-    monkeypatch.setattr(kb.db, "fast_content_hash", hash_then_edit)
-    monkeypatch.setattr(kb.load, "fast_content_hash", hash_then_edit)
+    monkeypatch.setattr(rlmguide.kb.db, "fast_content_hash", hash_then_edit)
+    monkeypatch.setattr(rlmguide.kb.load, "fast_content_hash", hash_then_edit)
     built = ensure_database(roots(fixture_kb))
     monkeypatch.undo()
     monkeypatch.setenv("RLMGUIDE_CACHE_DIR", str(empty_cache))
@@ -200,8 +199,8 @@ def test_unwritable_cache_dir_as_a_process(use_fixture_kb: Path, tmp_path: Path)
 
 
 def test_stale_catalogs_and_signatures_are_pruned(fixture_kb: Path, empty_cache: Path) -> None:
-    from kb.load import KEEP_CATALOGS
-    from kb.paths import KEEP_SIGNATURES
+    from rlmguide.kb.load import KEEP_CATALOGS
+    from rlmguide.kb.paths import KEEP_SIGNATURES
 
     for folder, suffix, count in (("catalogs", ".json", 30), ("signatures", "", 100)):
         (empty_cache / folder).mkdir(parents=True)

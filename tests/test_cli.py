@@ -11,8 +11,8 @@ import click
 import pytest
 from click.testing import CliRunner
 from conftest import REPO, run_cli
+from rlmguide.kb.paths import PLURALS
 
-from kb.paths import PLURALS
 from rlmguide.cli import cli
 
 pytestmark = pytest.mark.usefixtures("use_fixture_kb")

@@ -6,18 +6,17 @@ import itertools
 
 import numpy as np
 import pytest
+from rlmguide.cost import Needs, Scoring, evaluate
+from rlmguide.cost.architecture import ModelFigures
+from rlmguide.cost.assessment import verdict_decode
+from rlmguide.cost.collectives import Fabric
+from rlmguide.cost.efficiency import EfficiencyFactors
+from rlmguide.cost.hardware import Hardware
+from rlmguide.cost.layouts import TrainLayout, TrainLinks
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS
+from rlmguide.cost.units import GIB
+from rlmguide.kb.schema import AcceleratorFigures, Architecture
 from test_cost_specs import H100, QWEN7B_PARAMS, QWEN25_7B, one_plan, random_plans, workload
-
-from cost import Needs, Scoring, evaluate
-from cost.architecture import ModelFigures
-from cost.assessment import verdict_decode
-from cost.collectives import Fabric
-from cost.efficiency import EfficiencyFactors
-from cost.hardware import Hardware
-from cost.layouts import TrainLayout, TrainLinks
-from cost.overheads import DEFAULT_OVERHEADS
-from cost.units import GIB
-from kb.schema import AcceleratorFigures, Architecture
 
 P = float(QWEN7B_PARAMS)
 ATTENTION = 401_408  # forward attention FLOPs per token per context token (Qwen2.5-7B)

@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from cost.compose import Span, compose_step, par, seq, streamed_rollout
-from cost.plans import ASYNC, COLOCATED, DISAGGREGATED, ONE_STEP_OFF, PARTIAL_ROLLOUT, SYNC
-from cost.stage import StageCost
+from rlmguide.cost.compose import Span, compose_step, par, seq, streamed_rollout
+from rlmguide.cost.plans import ASYNC, COLOCATED, DISAGGREGATED, ONE_STEP_OFF, PARTIAL_ROLLOUT, SYNC
+from rlmguide.cost.stage import StageCost
 
 
 def stage(seconds: float, work: float, depth: float) -> StageCost:

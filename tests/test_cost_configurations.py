@@ -13,16 +13,12 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_cost_compose import PREP, ROLLOUT, SWITCH, SYNC_STAGE, TRAIN, stage
-from test_cost_laws import run, scenarios, within
-from test_cost_specs import H100, QWEN25_7B, one_plan, workload
-
-from cost import Needs, PlanTable, evaluate
-from cost.compose import compose_step, fused_assessment
-from cost.hardware import Hardware
-from cost.layouts import TrainLayout
-from cost.overheads import DEFAULT_OVERHEADS
-from cost.plans import (
+from rlmguide.cost import Needs, PlanTable, evaluate
+from rlmguide.cost.compose import compose_step, fused_assessment
+from rlmguide.cost.hardware import Hardware
+from rlmguide.cost.layouts import TrainLayout
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS
+from rlmguide.cost.plans import (
     COLOCATED,
     DISAGGREGATED,
     FUSION_BOTH,
@@ -33,8 +29,12 @@ from cost.plans import (
     SYNC,
     PlanError,
 )
-from cost.survey_iteration import plan_configuration
-from cost.training import value_head_stage
+from rlmguide.cost.survey_iteration import plan_configuration
+from rlmguide.cost.training import value_head_stage
+from test_cost_compose import PREP, ROLLOUT, SWITCH, SYNC_STAGE, TRAIN, stage
+from test_cost_laws import run, scenarios, within
+from test_cost_specs import H100, QWEN25_7B, one_plan, workload
+
 from rlmguide.cli import cli
 
 EXAMPLE = (

@@ -6,13 +6,12 @@ import dataclasses
 import re
 
 import pytest
+from rlmguide.cost import EFFICIENCY_DEFAULTS, EfficiencyFactors, evaluate, resolve_efficiency
+from rlmguide.cost.efficiency import default_sources
+from rlmguide.cost.overheads import Overheads
+from rlmguide.kb.schema import Efficiency
+from rlmguide.kb.schema.common import SLUG_PATTERN
 from test_cost_specs import H100, QWEN25_7B, one_plan, workload
-
-from cost import EFFICIENCY_DEFAULTS, EfficiencyFactors, evaluate, resolve_efficiency
-from cost.efficiency import default_sources
-from cost.overheads import Overheads
-from kb.schema import Efficiency
-from kb.schema.common import SLUG_PATTERN
 
 
 def test_factors_are_the_schema_fields() -> None:

@@ -13,13 +13,12 @@ import json
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rlmguide.cost import STAGES, CostTable, Needs, PlanTable, evaluate
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads
+from rlmguide.cost.plans import PARTIAL_ROLLOUT
+from rlmguide.kb.schema import Workload
+from rlmguide.kb.schema.specs import AcceleratorFigures, Architecture
 from test_cost_specs import A100, H100, LLAMA31_70B, QWEN3_30B_A3B, QWEN25_7B, random_plans
-
-from cost import STAGES, CostTable, Needs, PlanTable, evaluate
-from cost.overheads import DEFAULT_OVERHEADS, Overheads
-from cost.plans import PARTIAL_ROLLOUT
-from kb.schema import Workload
-from kb.schema.specs import AcceleratorFigures, Architecture
 
 ARCHS = {"qwen2.5-7b": QWEN25_7B, "llama-3.1-70b": LLAMA31_70B, "qwen3-30b-a3b": QWEN3_30B_A3B}
 TOLERANCE = 1e-9

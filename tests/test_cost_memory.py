@@ -6,6 +6,20 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rlmguide.cost import evaluate
+from rlmguide.cost.architecture import ModelFigures
+from rlmguide.cost.batch import Batch, Needs
+from rlmguide.cost.layouts import RolloutLayout, TrainLayout
+from rlmguide.cost.memory import (
+    activation_bytes,
+    host_state_bytes,
+    rollout_memory,
+    trained_state,
+    training_memory,
+)
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS
+from rlmguide.cost.plans import PlanTable
+from rlmguide.cost.units import GIB
 from test_cost_specs import (
     H100,
     LLAMA31_70B,
@@ -15,21 +29,6 @@ from test_cost_specs import (
     one_plan,
     workload,
 )
-
-from cost import evaluate
-from cost.architecture import ModelFigures
-from cost.batch import Batch, Needs
-from cost.layouts import RolloutLayout, TrainLayout
-from cost.memory import (
-    activation_bytes,
-    host_state_bytes,
-    rollout_memory,
-    trained_state,
-    training_memory,
-)
-from cost.overheads import DEFAULT_OVERHEADS
-from cost.plans import PlanTable
-from cost.units import GIB
 
 P = float(QWEN7B_PARAMS)
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from rlmguide.cost import PlanError, PlanTable, check_plans, plan_problems, valid_rows
+from rlmguide.kb.schema import Plan
 from test_cost_specs import DEEPSEEK_V3, LLAMA31_70B, QWEN3_30B_A3B, QWEN25_7B, one_plan
-
-from cost import PlanError, PlanTable, check_plans, plan_problems, valid_rows
-from kb.schema import Plan
 
 
 def test_dp_follows_from_gpus_and_the_other_degrees() -> None:

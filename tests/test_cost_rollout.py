@@ -6,17 +6,16 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rlmguide.cost import evaluate
+from rlmguide.cost.architecture import ModelFigures
+from rlmguide.cost.collectives import Fabric
+from rlmguide.cost.efficiency import EfficiencyFactors
+from rlmguide.cost.hardware import Hardware
+from rlmguide.cost.layouts import RolloutLayout
+from rlmguide.cost.lengths import length_grid, mean_position, shape_exponent
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS
+from rlmguide.cost.rollout import DecodeModel
 from test_cost_specs import H100, QWEN3_30B_A3B, QWEN7B_PARAMS, QWEN25_7B, one_plan, workload
-
-from cost import evaluate
-from cost.architecture import ModelFigures
-from cost.collectives import Fabric
-from cost.efficiency import EfficiencyFactors
-from cost.hardware import Hardware
-from cost.layouts import RolloutLayout
-from cost.lengths import length_grid, mean_position, shape_exponent
-from cost.overheads import DEFAULT_OVERHEADS
-from cost.rollout import DecodeModel
 
 P = float(QWEN7B_PARAMS)
 EFF = EfficiencyFactors()

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from cost.architecture import ModelFigures
-from cost.plans import PlanTable
-from cost.units import GIB, gbits_per_s, gbytes_per_s, gib_to_bytes, tbytes_per_s, tflops
-from kb.schema import Workload
-from kb.schema.specs import AcceleratorFigures, Architecture
+from rlmguide.cost.architecture import ModelFigures
+from rlmguide.cost.plans import PlanTable
+from rlmguide.cost.units import GIB, gbits_per_s, gbytes_per_s, gib_to_bytes, tbytes_per_s, tflops
+from rlmguide.kb.schema import Workload
+from rlmguide.kb.schema.specs import AcceleratorFigures, Architecture
 
 # Qwen2.5-7B config.json: 28 layers, hidden 3584, 28 heads, 4 KV heads, FFN 18944,
 # vocab 152064, untied embeddings, q/k/v biases.
@@ -193,7 +192,6 @@ def test_cost_imports_kb_schema_only() -> None:
         "math",
         "typing",
         "numpy",
-        "cost",
     }
     for path in sorted((Path(__file__).parent.parent / "cost").glob("*.py")):
         tree = ast.parse(path.read_text())
@@ -206,7 +204,7 @@ def test_cost_imports_kb_schema_only() -> None:
             for name in names:
                 ok = (
                     name.split(".")[0] in allowed_roots
-                    or name == "kb.schema"
-                    or name.startswith("kb.schema.")
+                    or name == "rlmguide.cost"
+                    or name.startswith(("rlmguide.cost.", "rlmguide.kb.schema"))
                 )
                 assert ok, f"{path.name} imports {name}"

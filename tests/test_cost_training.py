@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from rlmguide.cost import Needs, evaluate
+from rlmguide.cost.batch import Batch
+from rlmguide.cost.collectives import (
+    Fabric,
+    all_reduce_bytes,
+    gather_bytes,
+    group_link,
+    transfer_seconds,
+)
+from rlmguide.cost.efficiency import EfficiencyFactors
+from rlmguide.cost.hardware import Hardware
+from rlmguide.cost.layouts import TrainLayout
+from rlmguide.cost.memory import default_micro_tokens
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS
+from rlmguide.cost.training import micro_batches
 from test_cost_specs import H100, QWEN7B_PARAMS, QWEN25_7B, one_plan, workload
-
-from cost import Needs, evaluate
-from cost.batch import Batch
-from cost.collectives import Fabric, all_reduce_bytes, gather_bytes, group_link, transfer_seconds
-from cost.efficiency import EfficiencyFactors
-from cost.hardware import Hardware
-from cost.layouts import TrainLayout
-from cost.memory import default_micro_tokens
-from cost.overheads import DEFAULT_OVERHEADS
-from cost.training import micro_batches
 
 P = float(QWEN7B_PARAMS)
 EFF = EfficiencyFactors()

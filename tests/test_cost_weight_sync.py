@@ -5,10 +5,9 @@ from __future__ import annotations
 import math
 
 import pytest
+from rlmguide.cost import evaluate
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS
 from test_cost_specs import H100, QWEN7B_PARAMS, QWEN25_7B, one_plan, workload
-
-from cost import evaluate
-from cost.overheads import DEFAULT_OVERHEADS
 
 P = float(QWEN7B_PARAMS)
 BUCKETS = math.ceil(2 * P / 2**29)  # 15,231,233,024 bytes in 512 MiB buckets: 29

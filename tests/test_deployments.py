@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from conftest import REPO, run_cli
+from rlmguide.cost import evaluate
+from rlmguide.cost.plans import PlanTable
+from rlmguide.cost.stage import STAGES
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import DEFAULT_ROOTS
+from rlmguide.kb.schema import Deployment
 from test_cost_specs import H100, QWEN25_7B, workload
 
-from cost import evaluate
-from cost.plans import PlanTable
-from cost.stage import STAGES
-from kb.load import load_catalog
-from kb.paths import DEFAULT_ROOTS
-from kb.schema import Deployment
 from rlmguide.cli import cli
 
 DEPLOYMENTS: dict[str, Deployment] = load_catalog(DEFAULT_ROOTS, ("deployment",)).of(  # type: ignore[assignment]
@@ -179,8 +179,8 @@ def test_bottleneck_is_never_the_pool_that_waits() -> None:
 
 
 def _domain(cluster: dict[str, object]) -> int:
-    from kb.schema import Scenario
-    from rules.scenario import resolve
+    from rlmguide.kb.schema import Scenario
+    from rlmguide.rules.scenario import resolve
 
     catalog = load_catalog(DEFAULT_ROOTS, ("accelerator", "model", "algorithm")).records
     scenario = Scenario.model_validate(
@@ -203,10 +203,10 @@ def test_a_rack_is_one_scale_up_domain_of_several_nodes() -> None:
 
 
 def test_tensor_groups_inside_a_rack_stay_on_nvlink() -> None:
-    from cost.collectives import Fabric, group_link
-    from cost.efficiency import resolve_efficiency
-    from cost.hardware import Hardware
-    from cost.overheads import DEFAULT_OVERHEADS
+    from rlmguide.cost.collectives import Fabric, group_link
+    from rlmguide.cost.efficiency import resolve_efficiency
+    from rlmguide.cost.hardware import Hardware
+    from rlmguide.cost.overheads import DEFAULT_OVERHEADS
 
     def link(domain: int) -> bool:
         hw = Hardware.of(H100, 4, DEFAULT_OVERHEADS, domain_gpus=domain)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-
-from kb.evidence import commit_of, is_pinned, stale, years_before
-from kb.schema import Release
+from rlmguide.kb.evidence import commit_of, is_pinned, stale, years_before
+from rlmguide.kb.schema import Release
 
 D = dt.date
 

@@ -18,17 +18,17 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from conftest import REPO, run_cli
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import DEFAULT_ROOTS, record_roots
+from rlmguide.kb.schema import Deployment, MappingEntry
+from rlmguide.rules import RECOMMEND_KINDS
+from rlmguide.rules.scenario import resolve
 
-from kb.load import load_catalog
-from kb.paths import DEFAULT_ROOTS, record_roots
-from kb.schema import Deployment, MappingEntry
 from rlmguide.cli import cli
 from rlmguide.export import Exported, NotExpressible, build, script
 from rlmguide.export.mapping import INPUTS, apply, lookup_key, pool_shape
 from rlmguide.review.config import argparse_config, hydra_config
 from rlmguide.review.shell import command_arguments
-from rules import RECOMMEND_KINDS
-from rules.scenario import resolve
 
 FIXTURES = Path(__file__).parent / "fixtures" / "frameworks"
 SMALL = str(REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml")
@@ -690,7 +690,7 @@ def test_every_bundled_example_exports_and_reads_back_to_its_plan(
 
 
 def parse_example(path: str) -> Any:
-    from rules.scenario import parse_scenario, read_mapping
+    from rlmguide.rules.scenario import parse_scenario, read_mapping
 
     return parse_scenario(read_mapping(Path(path)), path)
 
@@ -969,7 +969,8 @@ def test_slimes_checks_can_fail() -> None:
 def test_the_slime_mapping_page_links_megatron_flags_to_megatron() -> None:
     """The generated page of the slime mapping: Megatron's keys link to Megatron-LM at the
     commit slime pins, slime's to slime; the lines run before the command are shown."""
-    from kb.schema.records import KINDS
+    from rlmguide.kb.schema.records import KINDS
+
     from rlmguide.sitegen.mapping_pages import mapping_pages
     from rlmguide.sitegen.pages import build_index
 
@@ -987,8 +988,7 @@ def test_the_slime_mapping_is_a_row_of_the_database() -> None:
     """The knowledge base builds with the slime mapping: its other repository and the lines
     before its command are columns of `mappings`."""
     import duckdb
-
-    from kb.db import ensure_database
+    from rlmguide.kb.db import ensure_database
 
     con = duckdb.connect(str(ensure_database(record_roots())), read_only=True)
     ((repositories, preamble),) = con.execute(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from kb.load import load_catalog
-from kb.paths import DEFAULT_ROOTS, RULES_ROOT
-from rules.fidelity import calibration, median_abs_log_error
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
+from rlmguide.rules.fidelity import calibration, median_abs_log_error
 
 
 def test_calibration_against_published_results() -> None:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import functools
 
 import pytest
-
-from kb.load import Catalog, load_catalog
-from kb.paths import DEFAULT_ROOTS, RULES_ROOT
-from kb.validate import validate
+from rlmguide.kb.load import Catalog, load_catalog
+from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
+from rlmguide.kb.validate import validate
 
 
 @functools.cache

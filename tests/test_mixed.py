@@ -16,18 +16,18 @@ from click.testing import CliRunner
 from conftest import REPO
 from hypothesis import given
 from hypothesis import strategies as st
+from rlmguide.cost.evaluate import CostTable
+from rlmguide.cost.mixed import link_gbps
+from rlmguide.cost.plans import EXECUTIONS, FUSIONS, PlanTable
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import record_roots
+from rlmguide.rules import RECOMMEND_KINDS
+from rlmguide.rules.mixed import CrossingRecommender, crossing, crossing_resolved, resolve_mixed
+from rlmguide.rules.recommend import _cost, recommender_for
+from rlmguide.rules.scenario import InputError, parse_scenario
+from rlmguide.rules.sizing import Objective
 
-from cost.evaluate import CostTable
-from cost.mixed import link_gbps
-from cost.plans import EXECUTIONS, FUSIONS, PlanTable
-from kb.load import load_catalog
-from kb.paths import record_roots
 from rlmguide.cli import cli
-from rules import RECOMMEND_KINDS
-from rules.mixed import CrossingRecommender, crossing, crossing_resolved, resolve_mixed
-from rules.recommend import _cost, recommender_for
-from rules.scenario import InputError, parse_scenario
-from rules.sizing import Objective
 
 EXAMPLE = REPO / "examples" / "grpo-qwen2.5-7b-mixed-16xa100-8xh100.yaml"
 BASE = yaml.safe_load(EXAMPLE.read_text())
@@ -360,7 +360,7 @@ def test_single_accelerator_scenarios_are_unchanged() -> None:
 
 
 def test_objective_cost_picks_the_cheapest_option_by_library() -> None:
-    from rules.mixed import recommend_mixed
+    from rlmguide.rules.mixed import recommend_mixed
 
     mixed = resolve_mixed(parse_scenario(BASE), catalog())
     result = recommend_mixed(mixed, catalog(), 1, Objective("cost"))
@@ -394,7 +394,7 @@ def test_billing_laws(
 ) -> None:
     """The bill is the sum of the parts' bills; the blended price times the GPUs is the
     hourly bill; scaling one part's price scales that part's cost and no other."""
-    from rules.runcost import BilledPart, _billing, blended_rate
+    from rlmguide.rules.runcost import BilledPart, _billing, blended_rate
 
     def parts(scale: float) -> list[BilledPart]:
         return [

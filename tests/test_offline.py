@@ -16,15 +16,15 @@ from click.testing import CliRunner
 from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rlmguide.cost import Needs, evaluate
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import record_roots
+from rlmguide.kb.schema import Workload
+from rlmguide.kb.schema.specs import Architecture
+from rlmguide.rules.engine import active, compile_rules
 from test_cost_specs import H100, QWEN25_7B, one_plan
 
-from cost import Needs, evaluate
-from kb.load import load_catalog
-from kb.paths import record_roots
-from kb.schema import Workload
-from kb.schema.specs import Architecture
 from rlmguide.cli import cli
-from rules.engine import active, compile_rules
 
 DPO_EXAMPLE = str(REPO / "examples" / "dpo-qwen2.5-7b-8xh100.yaml")
 DPO = Needs(needs_reference=True, samples_per_prompt=2, offline=True)

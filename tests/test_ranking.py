@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from conftest import REPO
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
+from rlmguide.rules.ranking import TIE_FRACTION, complexity
+from rlmguide.rules.recommend import recommend, recommender_for
+from rlmguide.rules.scenario import read_scenario, resolve
 
-from kb.load import load_catalog
-from kb.paths import DEFAULT_ROOTS, RULES_ROOT
 from rlmguide.cli import cli
-from rules.ranking import TIE_FRACTION, complexity
-from rules.recommend import recommend, recommender_for
-from rules.scenario import read_scenario, resolve
 
 CATALOG = load_catalog([*DEFAULT_ROOTS, RULES_ROOT])
 EXAMPLES = REPO / "examples"
@@ -79,7 +79,7 @@ def test_a_tie_goes_to_the_simpler_plan() -> None:
 
 
 def test_complexity_orders_execution_modes_as_the_issue_asks() -> None:
-    from cost.plans import PlanTable
+    from rlmguide.cost.plans import PlanTable
 
     table = PlanTable.from_arrays(
         placement=np.array(["colocated", "disaggregated", "disaggregated", "disaggregated"]),
@@ -203,7 +203,7 @@ def test_the_probed_and_coarse_search_keeps_the_full_grid_top_plans(
 def test_the_faster_published_mode_ranks_ahead_not_tied() -> None:
     # NeMo-RL's performance summary: Llama-3.1-8B on the same 16 H100s, 92.8 s on-policy and
     # 64.8 s one-step-off. The model must put one-step-off ahead by more than the tie.
-    from rules.fidelity import calibration
+    from rlmguide.rules.fidelity import calibration
 
     predicted = {c.result.id: c.predicted for c in calibration(CATALOG.records)}
     sync = predicted["nemo-rl-perf-llama-8b-grpo-16gpu"]
@@ -213,7 +213,7 @@ def test_the_faster_published_mode_ranks_ahead_not_tied() -> None:
 
 
 def test_every_constraint_record_compiles_and_cites_code() -> None:
-    from rules.frameworks import compile_constraints
+    from rlmguide.rules.frameworks import compile_constraints
 
     compiled, problems = compile_constraints(CATALOG)
     assert not problems
@@ -224,10 +224,10 @@ def test_every_constraint_record_compiles_and_cites_code() -> None:
 
 
 def test_a_framework_runs_a_plan_only_where_its_code_allows_it() -> None:
-    from cost.plans import PlanTable
-    from rules.facts import scenario_facts
-    from rules.frameworks import compile_constraints, supports
-    from rules.recommend import plan_facts
+    from rlmguide.cost.plans import PlanTable
+    from rlmguide.rules.facts import scenario_facts
+    from rlmguide.rules.frameworks import compile_constraints, supports
+    from rlmguide.rules.recommend import plan_facts
 
     resolved = resolve(read_scenario(EXAMPLES / "grpo-qwen2.5-7b-8xh100.yaml"), CATALOG.records)
     components = {c.id: c.role for c in CATALOG.of("component").values()}
@@ -252,7 +252,7 @@ def test_a_framework_runs_a_plan_only_where_its_code_allows_it() -> None:
 
 
 def test_a_components_refusal_binds_every_framework_on_it() -> None:
-    from rules.frameworks import compile_constraints, supports
+    from rlmguide.rules.frameworks import compile_constraints, supports
 
     components = {c.id: c.role for c in CATALOG.of("component").values()}
     found = supports(
@@ -273,10 +273,10 @@ def test_a_model_library_is_not_a_backend_and_a_layer_inherits_its_base() -> Non
     # verl claims Hugging Face Transformers (its models) and MindSpeed (Megatron on Ascend):
     # neither may open a backend without constraints. A ZeRO-3 plan with tensor parallelism
     # is refused by verl's FSDP (no TP) and by Megatron-LM (ZeRO-1 at most), so by MindSpeed.
-    from cost.plans import PlanTable
-    from rules.facts import scenario_facts
-    from rules.frameworks import compile_constraints, inherit, supports
-    from rules.recommend import plan_facts
+    from rlmguide.cost.plans import PlanTable
+    from rlmguide.rules.facts import scenario_facts
+    from rlmguide.rules.frameworks import compile_constraints, inherit, supports
+    from rlmguide.rules.recommend import plan_facts
 
     every = CATALOG.of("component").values()
     components = {c.id: c.role for c in every}
@@ -301,7 +301,7 @@ def test_a_model_library_is_not_a_backend_and_a_layer_inherits_its_base() -> Non
 
 
 def test_the_smaller_rollout_engine_is_the_simpler_and_wide_expert_parallelism_last() -> None:
-    from cost.plans import PlanTable
+    from rlmguide.cost.plans import PlanTable
 
     # Engines of 8 (tp 4 x ep 8), 16 (tp 16) and 16 (tp 4 x ep 16): 8 first, then at equal
     # size the one without expert parallelism beyond its tensor group.
@@ -315,7 +315,7 @@ def test_the_smaller_rollout_engine_is_the_simpler_and_wide_expert_parallelism_l
 
 
 def test_the_tie_is_the_models_measured_error_on_differences() -> None:
-    from rules.fidelity import calibration, paired
+    from rlmguide.rules.fidelity import calibration, paired
 
     pairs = paired(calibration(CATALOG.records))
     assert len(pairs) >= 5

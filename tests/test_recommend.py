@@ -305,10 +305,10 @@ def test_random_scenarios_never_crash(case: dict) -> None:
 
 
 def test_moe_training_layouts_fold_experts_only_where_ep_needs_it() -> None:
-    from kb.load import load_catalog
-    from kb.paths import record_roots
-    from rules.scenario import read_scenario, resolve
-    from rules.search import train_layouts
+    from rlmguide.kb.load import load_catalog
+    from rlmguide.kb.paths import record_roots
+    from rlmguide.rules.scenario import read_scenario, resolve
+    from rlmguide.rules.search import train_layouts
 
     catalog = load_catalog(record_roots(), kinds={"accelerator", "model", "algorithm"})
     scenario = read_scenario(REPO / "examples" / "grpo-deepseek-v3-4096xh800.yaml")

@@ -477,8 +477,8 @@ def test_review_reproduces_the_engineers_reading(name: str) -> None:
 def test_the_recommendation_is_a_plan_the_mapping_can_launch(name: str) -> None:
     # What review proposes must be exportable: the same framework, a launch of its mapping
     # (slime has no entry point for partial rollouts, for one).
-    from kb.load import load_catalog
-    from kb.paths import record_roots
+    from rlmguide.kb.load import load_catalog
+    from rlmguide.kb.paths import record_roots
 
     got = _read(name)
     top = got["recommendation"]
@@ -493,8 +493,9 @@ def test_the_recommendation_is_a_plan_the_mapping_can_launch(name: str) -> None:
 def test_verl_defaults_are_its_trainer_yamls_at_the_commit() -> None:
     """Each default of the verl mapping is the value verl's generated trainer configs give the
     key (tests/fixtures/frameworks/, at the mapping's commit)."""
-    from kb.load import load_catalog
-    from kb.paths import record_roots
+    from rlmguide.kb.load import load_catalog
+    from rlmguide.kb.paths import record_roots
+
     from rlmguide.review.recipe import flatten
 
     frameworks = Path(__file__).parent / "fixtures" / "frameworks"
@@ -711,8 +712,9 @@ def test_tensor_parallel_training_without_sequence_parallelism_is_said(
 
 
 def test_a_default_of_no_entry_is_a_mapping_error() -> None:
-    from kb.load import load_catalog
-    from kb.paths import record_roots
+    from rlmguide.kb.load import load_catalog
+    from rlmguide.kb.paths import record_roots
+
     from rlmguide.export.mapping import MappingError, compile_mapping
 
     mappings = load_catalog(record_roots(), ("mapping",)).of("mapping").values()

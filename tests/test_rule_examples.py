@@ -5,11 +5,10 @@ from __future__ import annotations
 import functools
 
 import pytest
-
-from kb.load import Catalog, load_catalog
-from kb.paths import DEFAULT_ROOTS, RULES_ROOT
-from rules.engine import CompiledRule, active, compile_rules
-from rules.examples import fires_on
+from rlmguide.kb.load import Catalog, load_catalog
+from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
+from rlmguide.rules.engine import CompiledRule, active, compile_rules
+from rlmguide.rules.examples import fires_on
 
 
 @functools.cache

@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from rules.expr import Condition, ConditionError
-from rules.facts import FACTS
+from rlmguide.rules.expr import Condition, ConditionError
+from rlmguide.rules.facts import FACTS
 
 
 def test_evaluates_over_arrays_and_scalars() -> None:

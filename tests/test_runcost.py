@@ -13,10 +13,8 @@ from click.testing import CliRunner
 from conftest import REPO, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from cost.run import DEFAULT_RUN_TERMS, RunTerms, length_schedule, run_time
-from rlmguide.cli import cli
-from rules.sizing import (
+from rlmguide.cost.run import DEFAULT_RUN_TERMS, RunTerms, length_schedule, run_time
+from rlmguide.rules.sizing import (
     Objective,
     SizingError,
     Unfit,
@@ -24,6 +22,8 @@ from rules.sizing import (
     frontier,
     node_counts,
 )
+
+from rlmguide.cli import cli
 
 SMALL = str(REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml")
 NO_EXTRAS = (

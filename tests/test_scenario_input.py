@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import REPO
+from rlmguide.kb.schema.bounds import MAX_GPUS
 
-from kb.schema.bounds import MAX_GPUS
 from rlmguide.cli import cli
 
 SMALL = str(REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml")

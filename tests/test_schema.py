@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
-
-from kb.load import parse_yaml
-from kb.schema import Accelerator, Framework, Model, Scenario, Source
+from rlmguide.kb.load import parse_yaml
+from rlmguide.kb.schema import Accelerator, Framework, Model, Scenario, Source
 
 QWEN25_7B = dict(
     id="qwen-7b",

@@ -7,9 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from rlmguide.kb.paths import PLURALS
 from site_support import REPO, BuiltSite, broken_links
-
-from kb.paths import PLURALS
 
 
 def test_strict_build_logs_no_warning(built_site: BuiltSite) -> None:
@@ -76,8 +75,8 @@ def test_link_check_finds_broken_links_and_anchors(tmp_path: Path) -> None:
 
 
 def test_calibration_page_shows_read_and_fitted_constants(built_site: BuiltSite) -> None:
-    from cost.efficiency import DEFAULTS
-    from cost.overheads import FITTED
+    from rlmguide.cost.efficiency import DEFAULTS
+    from rlmguide.cost.overheads import FITTED
 
     html = (built_site.root / "results" / "calibration" / "index.html").read_text()
     assert "The model" in html and "Fitted to the table above" in html
@@ -187,8 +186,8 @@ def test_published_database_is_dated_by_the_records(built_site: BuiltSite) -> No
     """The site's DuckDB file opens, holds the atlas, and is dated by the newest record date,
     not the build day (so its bytes repeat: test_same_records_build_the_same_bytes)."""
     import duckdb
+    from rlmguide.kb.load import load_catalog
 
-    from kb.load import load_catalog
     from rlmguide.sitegen.sitebuild import content_date
 
     path = built_site.root / "data" / "rlmguide.duckdb"

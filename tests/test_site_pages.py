@@ -16,11 +16,11 @@ from typing import Any
 import duckdb
 import pytest
 from conftest import REPO
+from rlmguide.kb.db import connect_read_only, ensure_database
+from rlmguide.kb.load import Catalog, load_catalog
+from rlmguide.kb.paths import PLURALS, RecordRoot
+from rlmguide.kb.validate import validate
 
-from kb.db import connect_read_only, ensure_database
-from kb.load import Catalog, load_catalog
-from kb.paths import PLURALS, RecordRoot
-from kb.validate import validate
 from rlmguide.sitegen import pages as site
 from rlmguide.sitegen.formulas_page import FORMULAS_PAGE, GROUPS
 from rlmguide.sitegen.generate import generate
@@ -107,7 +107,7 @@ def small(fixture_kb: Path) -> Iterator[tuple[Catalog, dict[str, str]]]:
 @pytest.fixture(scope="module")
 def real(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Catalog, dict[str, str]]]:
     """The shipped records and their generated pages (built once for this module)."""
-    from kb.paths import record_roots
+    from rlmguide.kb.paths import record_roots
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RLMGUIDE_CACHE_DIR", str(tmp_path_factory.mktemp("pages-cache")))
@@ -529,7 +529,8 @@ def test_data_downloads_cover_every_relation(
 ) -> None:
     import json
 
-    from kb.db import ensure_database
+    from rlmguide.kb.db import ensure_database
+
     from rlmguide.sitegen.data_files import DATA_PAGE, data_files
 
     catalog, _ = small
@@ -555,7 +556,7 @@ def test_data_downloads_cover_every_relation(
 
 
 def test_canned_queries_show_their_output(small: tuple[Catalog, dict[str, str]]) -> None:
-    from kb.query import canned_queries
+    from rlmguide.kb.query import canned_queries
 
     _, pages = small
     page = pages[site.SQL_QUERIES]
@@ -640,7 +641,7 @@ def test_rule_pages_link_their_techniques_and_the_frameworks_claiming_them(
 def test_formulas_page_states_every_formula_the_code_evaluates(
     real: tuple[Catalog, dict[str, str]],
 ) -> None:
-    from cost.survey_formula import FORMULAS
+    from rlmguide.cost.survey_formula import FORMULAS
 
     page = real[1][FORMULAS_PAGE]
     assert {f.table for f in FORMULAS} == set(GROUPS)  # no formula left out of a group
@@ -669,19 +670,18 @@ def test_notation_page_names_fields_and_functions_that_exist(
     import dataclasses
     import importlib
 
-    import cost.survey_iteration
-    import cost.survey_model
-    from rules.facts import STAGES as JSON_STAGES
-    from rules.scenario import read_scenario
+    from rlmguide.cost import survey_iteration, survey_model
+    from rlmguide.rules.facts import STAGES as JSON_STAGES
+    from rlmguide.rules.scenario import read_scenario
 
     catalog, pages = real
     page = pages[NOTATION_PAGE]
     scenario = read_scenario(REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml")
     moe = catalog.of("model")["deepseek-v3"]
     classes = {
-        "Iteration": cost.survey_iteration.Iteration,
-        "SurveyShape": cost.survey_model.SurveyShape,
-        "Degrees": cost.survey_model.Degrees,
+        "Iteration": survey_iteration.Iteration,
+        "SurveyShape": survey_model.SurveyShape,
+        "Degrees": survey_model.Degrees,
     }
     for symbol in NOTATION:
         for field in symbol.fields:

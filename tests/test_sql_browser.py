@@ -11,9 +11,9 @@ import re
 from pathlib import Path
 
 import pytest
+from rlmguide.kb.query import canned_queries
 from site_support import REPO, BuiltSite
 
-from kb.query import canned_queries
 from rlmguide.sitegen import sql_browser
 from rlmguide.sitegen.sql_browser import (
     BROWSER_PAGE,

@@ -13,10 +13,10 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from rlmguide.kb.db import LOCKED_CONFIG, connect_read_only, ensure_database
+from rlmguide.kb.limits import Limits
+from rlmguide.kb.query import QueryError, QueryTimeout, run, unique_names
 
-from kb.db import LOCKED_CONFIG, connect_read_only, ensure_database
-from kb.limits import Limits
-from kb.query import QueryError, QueryTimeout, run, unique_names
 from rlmguide.cli import cli
 
 pytestmark = pytest.mark.usefixtures("use_fixture_kb")

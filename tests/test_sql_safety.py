@@ -6,9 +6,8 @@ import hashlib
 from pathlib import Path
 
 import pytest
-
-from kb.db import connect_read_only, ensure_database
-from kb.query import QueryError, run
+from rlmguide.kb.db import connect_read_only, ensure_database
+from rlmguide.kb.query import QueryError, run
 
 
 def digest(path: Path) -> str:

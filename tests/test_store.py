@@ -8,9 +8,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
-from kb.db import InvalidRecords, ensure_database
-from kb.paths import PLURALS
+from rlmguide.kb.db import InvalidRecords, ensure_database
+from rlmguide.kb.paths import PLURALS
 
 
 def open_db(root: Path) -> duckdb.DuckDBPyConnection:

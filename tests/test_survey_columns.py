@@ -7,8 +7,8 @@ import json
 
 from click.testing import CliRunner
 from conftest import REPO
+from rlmguide.kb.survey_columns import TABLE11, best_feature
 
-from kb.survey_columns import TABLE11, best_feature
 from rlmguide.cli import cli
 
 LABELS = ["DP", "Z1", "Z2", "Z3", "TP", "CP", "EP", "PP",

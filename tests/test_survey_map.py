@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from rlmguide.kb.load import Catalog, load_catalog
+from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
+from rlmguide.kb.schema import Framework
 
-from kb.load import Catalog, load_catalog
-from kb.paths import DEFAULT_ROOTS, RULES_ROOT
-from kb.schema import Framework
 from rlmguide.sitegen.survey_pages import SURVEY, MapItem, cited_at, locator_parts, survey_map
 
 

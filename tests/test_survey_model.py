@@ -12,12 +12,10 @@ import pytest
 from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_cost_specs import one_plan
-
-from cost.architecture import ModelFigures
-from cost.layouts import TrainLayout
-from cost.memory import trained_state as calibrated_state
-from cost.survey_iteration import (
+from rlmguide.cost.architecture import ModelFigures
+from rlmguide.cost.layouts import TrainLayout
+from rlmguide.cost.memory import trained_state as calibrated_state
+from rlmguide.cost.survey_iteration import (
     Iteration,
     Layouts,
     Models,
@@ -25,7 +23,7 @@ from cost.survey_iteration import (
     offline_stages,
     stages,
 )
-from cost.survey_model import (
+from rlmguide.cost.survey_model import (
     Degrees,
     SurveyShape,
     backward_depth,
@@ -42,7 +40,8 @@ from cost.survey_model import (
     train_depth,
     zero_state,
 )
-from kb.schema.specs import Architecture
+from rlmguide.kb.schema.specs import Architecture
+from test_cost_specs import one_plan
 
 # The canonical model of the survey's Table 3: multi-head attention (kv_heads = heads), a
 # two-projection FFN, no bias. L = 2, d = 8, d_ff = 32, h = 2 (head width 4), V = 16. Embeddings

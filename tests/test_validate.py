@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from kb.load import load_catalog
-from kb.validate import validate
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.validate import validate
 
 
 def problems(

@@ -11,13 +11,13 @@ import click
 import pytest
 from click.testing import CliRunner
 from conftest import REPO
+from rlmguide.kb.db import InvalidRecords, ensure_database
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.validate import validate
+from rlmguide.rules.expr import Condition, ConditionError
+from rlmguide.rules.facts import FACTS
 
-from kb.db import InvalidRecords, ensure_database
-from kb.load import load_catalog
-from kb.validate import validate
 from rlmguide.cli import cli
-from rules.expr import Condition, ConditionError
-from rules.facts import FACTS
 
 
 def errors(root: Path) -> list[str]:

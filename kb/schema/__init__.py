@@ -4,7 +4,7 @@ Everything here is pure data description: no I/O. The cost core and the guidelin
 import these models; nothing here imports them back.
 """
 
-from kb.schema.records import (
+from rlmguide.kb.schema.records import (
     KINDS,
     Accelerator,
     Algorithm,
@@ -29,7 +29,7 @@ from kb.schema.records import (
     Source,
     Technique,
 )
-from kb.schema.scenario import (
+from rlmguide.kb.schema.scenario import (
     Cluster,
     ClusterPart,
     Efficiency,
@@ -47,7 +47,12 @@ from kb.schema.scenario import (
     TrainPlan,
     Workload,
 )
-from kb.schema.specs import AcceleratorFigures, Architecture, MixtureOfExperts, MultiHeadLatent
+from rlmguide.kb.schema.specs import (
+    AcceleratorFigures,
+    Architecture,
+    MixtureOfExperts,
+    MultiHeadLatent,
+)
 
 __all__ = [
     "KINDS",

@@ -18,8 +18,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import ErrorDetails
-
-from kb.schema.common import (
+from rlmguide.kb.schema.common import (
     Date,
     NonNegativeInt,
     Positive,
@@ -30,8 +29,8 @@ from kb.schema.common import (
     Text,
     Url,
 )
-from kb.schema.scenario import Currency, Execution, Placement, Scenario
-from kb.schema.specs import (
+from rlmguide.kb.schema.scenario import Currency, Execution, Placement, Scenario
+from rlmguide.kb.schema.specs import (
     AcceleratorFigures,
     Architecture,
     MixtureOfExperts,

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import Discriminator, Field, StringConstraints, Tag, model_validator
-
-from kb.schema.common import NonNegativeInt, Positive, PositiveInt, Slug, Strict, Text
-from kb.schema.specs import AcceleratorFigures, Architecture
+from rlmguide.kb.schema.common import NonNegativeInt, Positive, PositiveInt, Slug, Strict, Text
+from rlmguide.kb.schema.specs import AcceleratorFigures, Architecture
 
 Placement = Literal["colocated", "disaggregated", "partially-colocated"]
 """Where the models run (survey §4.2): colocated, every stage on one pool; disaggregated,

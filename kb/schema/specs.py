@@ -8,8 +8,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, computed_field, model_validator
-
-from kb.schema.common import NonNegativeInt, Positive, PositiveInt, Strict
+from rlmguide.kb.schema.common import NonNegativeInt, Positive, PositiveInt, Strict
 
 BYTES_BF16 = 2
 

@@ -12,9 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kb.load import Catalog
-from kb.schema import Launch
-from kb.schema import Mapping as MappingRecord
 from rlmguide.export.mapping import (
     INPUTS,
     CompiledEntry,
@@ -24,7 +21,10 @@ from rlmguide.export.mapping import (
     unexpressed,
 )
 from rlmguide.export.search import Found, find_plan
-from rules.scenario import Resolved
+from rlmguide.kb.load import Catalog
+from rlmguide.kb.schema import Launch
+from rlmguide.kb.schema import Mapping as MappingRecord
+from rlmguide.rules.scenario import Resolved
 
 
 class UnknownVersion(ValueError):

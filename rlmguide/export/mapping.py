@@ -11,11 +11,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kb.load import Catalog, Problem
-from kb.schema import Mapping as MappingRecord
-from kb.schema import MappingEntry
-from rules.expr import Condition, ConditionError, Fact
-from rules.facts import FACTS
+from rlmguide.kb.load import Catalog, Problem
+from rlmguide.kb.schema import Mapping as MappingRecord
+from rlmguide.kb.schema import MappingEntry
+from rlmguide.rules.expr import Condition, ConditionError, Fact
+from rlmguide.rules.facts import FACTS
 
 INPUTS = {
     "input.model_path": ("MODEL_PATH", "the Hugging Face id or local path of the policy"),

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kb.load import Catalog
-from kb.schema import Mapping as MappingRecord
 from rlmguide.export.mapping import NotExpressible
-from rules.recommend import NoFeasiblePlan, Recommender, recommend, recommender_for
-from rules.scenario import Resolved, fill_plan_defaults, resolve
+from rlmguide.kb.load import Catalog
+from rlmguide.kb.schema import Mapping as MappingRecord
+from rlmguide.rules.recommend import NoFeasiblePlan, Recommender, recommend, recommender_for
+from rlmguide.rules.scenario import Resolved, fill_plan_defaults, resolve
 
 COMPLETE = ("placement", "execution", "rollout.tp", "train.tp", "train.zero", "train.recompute")
 """The plan fields that make a scenario's plan complete (as `estimate` requires)."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kb.load import load_catalog
-from kb.paths import record_roots
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import record_roots
 from rlmguide.review.review import (
     Hardware,
     ReviewError,
@@ -20,7 +20,7 @@ from rlmguide.review.review import (
     scenario_of,
     understood,
 )
-from rules import RECOMMEND_KINDS
+from rlmguide.rules import RECOMMEND_KINDS
 
 __all__ = ["Hardware", "NotCostable", "ReviewError", "changes", "review"]
 
@@ -91,8 +91,8 @@ def review(
     """The reading of a launch file, its plan's estimate and the framework's best plan."""
     from rlmguide.export.mapping import NotExpressible
     from rlmguide.export.search import find_plan
-    from rules.recommend import NoFeasiblePlan, recommend, recommender_for
-    from rules.scenario import fill_plan_defaults, parse_scenario, resolve
+    from rlmguide.rules.recommend import NoFeasiblePlan, recommend, recommender_for
+    from rlmguide.rules.scenario import fill_plan_defaults, parse_scenario, resolve
 
     hardware = hardware or Hardware()
     roots = record_roots()
@@ -158,7 +158,7 @@ def review(
 
 
 def _unplanned(data: dict[str, Any], catalog: Any, origin: str) -> Any:
-    from rules.scenario import parse_scenario, resolve
+    from rlmguide.rules.scenario import parse_scenario, resolve
 
     free = {k: v for k, v in data.items() if k != "plan"}
     return resolve(parse_scenario(free, origin), catalog.records)

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kb.load import Catalog
-from kb.schema import Mapping as MappingRecord
-from kb.schema import MappingEntry
 from rlmguide.export.mapping import lookup_key
+from rlmguide.kb.load import Catalog
+from rlmguide.kb.schema import Mapping as MappingRecord
+from rlmguide.kb.schema import MappingEntry
 from rlmguide.review.config import argparse_config, hydra_config, match_model
 from rlmguide.review.recipe import RecipeError, recipe_config
 from rlmguide.review.shell import ShellError, command_arguments

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb.schema import Launch, MappingEntry
-from kb.schema import Mapping as MappingRecord
 from rlmguide.export.mapping import CompiledEntry, compile_mapping, lookup_key
+from rlmguide.kb.schema import Launch, MappingEntry
+from rlmguide.kb.schema import Mapping as MappingRecord
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,10 @@ from typing import Any
 
 import duckdb
 
+from rlmguide.rules.atlas import TABLE
 from rlmguide.sitegen.data_files import download_links
 from rlmguide.sitegen.mdtext import document, front_matter, html, number, table
 from rlmguide.sitegen.pages import page_of, to_page
-from rules.atlas import TABLE
 
 ATLAS_PAGE = "atlas.md"
 TABLE_ID = "atlas-table"

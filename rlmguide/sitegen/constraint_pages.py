@@ -3,7 +3,7 @@ an index grouped by framework. The planner reads the same records (rules.framewo
 
 from __future__ import annotations
 
-from kb.schema import Constraint
+from rlmguide.kb.schema import Constraint
 from rlmguide.sitegen.mdtext import anchor, cell, document, esc, fields, html_code, table
 from rlmguide.sitegen.pages import Index, Pages, index_of, page_of, record_pages, sources_section
 

@@ -15,9 +15,9 @@ import posixpath
 from pathlib import Path
 from typing import Any
 
-from kb.cache import CacheError, read_sealed, write_sealed
-from kb.load import Catalog
-from kb.paths import PLURALS, cache_dir, fast_content_hash
+from rlmguide.kb.cache import CacheError, read_sealed, write_sealed
+from rlmguide.kb.load import Catalog
+from rlmguide.kb.paths import PLURALS, cache_dir, fast_content_hash
 from rlmguide.sitegen.mdtext import (
     UNKNOWN,
     anchor,
@@ -87,7 +87,7 @@ def cost_pages(catalog: Catalog, roots: Any) -> dict[str, str]:
 
 def calibration_pages(catalog: Catalog) -> dict[str, str]:
     """The calibration table and its predicted-vs-reported scatter plot."""
-    from rules.fidelity import calibration, median_abs_log_error
+    from rlmguide.rules.fidelity import calibration, median_abs_log_error
 
     comparisons = calibration(catalog.records)
     scored = [c for c in comparisons if c.ratio]
@@ -187,8 +187,8 @@ def calibration_plot(scored: list[Any]) -> str:
 def _constants_section() -> list[str]:
     """The achieved fractions of peak with their sources, and the constants fitted to the
     table above, so a reader sees which numbers are read and which are tuned."""
-    from cost.efficiency import DEFAULTS
-    from cost.overheads import DEFAULT_OVERHEADS, FITTED
+    from rlmguide.cost.efficiency import DEFAULTS
+    from rlmguide.cost.overheads import DEFAULT_OVERHEADS, FITTED
 
     lines = [
         "",
@@ -220,7 +220,7 @@ def recommendation_page(catalog: Catalog, sizing: dict[str, Any] | None) -> str:
     import contextlib
 
     from rlmguide.report import print_report
-    from rules.scenario import read_scenario
+    from rlmguide.rules.scenario import read_scenario
 
     name = PLOT_EXAMPLES[0]
     result = _search(catalog, read_scenario(EXAMPLES / name), top=3)
@@ -263,8 +263,8 @@ TOKEN_COST_EXAMPLES = PLOT_EXAMPLES[:2]
 
 def _sizing(catalog: Catalog) -> dict[str, Any] | None:
     """`recommend --objective cost --max-nodes 8` on the one-node example for a 500-step run."""
-    from rules.scenario import read_scenario, resolve
-    from rules.sizing import Objective, SizingError, recommend_sizes
+    from rlmguide.rules.scenario import read_scenario, resolve
+    from rlmguide.rules.sizing import Objective, SizingError, recommend_sizes
 
     scenario = read_scenario(EXAMPLES / PLOT_EXAMPLES[0])
     workload = scenario.workload.model_copy(update={"steps": SIZING_STEPS})
@@ -308,7 +308,7 @@ def frontier_svg(sizing: dict[str, Any]) -> str:
 
 def token_cost_section(catalog: Catalog) -> list[str]:
     """Cost per million trained tokens of the top plan, per priced accelerator and setup."""
-    from rules.scenario import read_scenario
+    from rlmguide.rules.scenario import read_scenario
 
     rows = []
     for accelerator in sorted(catalog.of("accelerator").values(), key=lambda a: a.id):
@@ -372,8 +372,8 @@ def linked_ids(report: str, catalog: Catalog) -> str:
 
 
 def _search(catalog: Catalog, scenario: Any, top: int = 50) -> dict[str, Any] | None:
-    from rules.recommend import NoFeasiblePlan, recommend, recommender_for
-    from rules.scenario import resolve
+    from rlmguide.rules.recommend import NoFeasiblePlan, recommend, recommender_for
+    from rlmguide.rules.scenario import resolve
 
     try:
         return recommend(recommender_for(resolve(scenario, catalog.records), catalog), top)
@@ -388,9 +388,9 @@ def plot_pages(catalog: Catalog) -> dict[str, str]:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter, NullLocator
 
-    from kb.schema import Scenario
+    from rlmguide.kb.schema import Scenario
+    from rlmguide.rules.scenario import read_scenario
     from rlmguide.timeline import COLOURS, draw_axes
-    from rules.scenario import read_scenario
 
     base = read_scenario(EXAMPLES / SWEEP_BASE)
     best: dict[tuple[str, str], list[float]] = {}

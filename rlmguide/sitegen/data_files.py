@@ -18,9 +18,9 @@ from pathlib import Path
 
 import duckdb
 
-from kb.cache import file_checksum, prune, write_atomic
-from kb.export import FORMATS, export
-from kb.paths import cache_dir
+from rlmguide.kb.cache import file_checksum, prune, write_atomic
+from rlmguide.kb.export import FORMATS, export
+from rlmguide.kb.paths import cache_dir
 from rlmguide.sitegen.mdtext import bullets, code, document, link
 
 DATA_DIR = "data"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from kb.schema import Deployment
+from rlmguide.kb.schema import Deployment
 from rlmguide.sitegen.mdtext import (
     UNKNOWN,
     anchor,

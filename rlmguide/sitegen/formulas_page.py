@@ -7,15 +7,14 @@ and derives it, what this code reads into it, and the function that computes it.
 
 from __future__ import annotations
 
-import cost.survey_iteration
-import cost.survey_model
-from cost.survey_formula import FORMULAS, Formula
+from rlmguide.cost import survey_iteration, survey_model
+from rlmguide.cost.survey_formula import FORMULAS, Formula
 from rlmguide.sitegen.mdtext import document, html, html_code, table
 from rlmguide.sitegen.pages import Index, Pages, sources_section
 
 FORMULAS_PAGE = "survey/formulas.md"
 SURVEY = "arxiv-2608.27046"
-MODULES = (cost.survey_model, cost.survey_iteration)
+MODULES = (survey_model, survey_iteration)
 """The modules whose marks fill FORMULAS (importing them registers their formulas)."""
 GROUPS = {
     "Table 3": "Table 3: building blocks (§2.5, B.1)",

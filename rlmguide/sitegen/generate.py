@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 
 import duckdb
 
-from kb.load import Catalog
+from rlmguide.kb.load import Catalog
 from rlmguide.sitegen import pages as kinds
 from rlmguide.sitegen.atlas_page import atlas_pages
 from rlmguide.sitegen.constraint_pages import constraint_pages

@@ -4,7 +4,7 @@ export` reads the same records (rlmguide.export)."""
 
 from __future__ import annotations
 
-from kb.schema import Mapping, MappingEntry
+from rlmguide.kb.schema import Mapping, MappingEntry
 from rlmguide.sitegen.mdtext import anchor, document, esc, fields, html, html_code, table
 from rlmguide.sitegen.pages import Index, Pages, index_of, page_of, record_pages, sources_section
 

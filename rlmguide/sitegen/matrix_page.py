@@ -8,9 +8,9 @@ script needs rides on the table as attributes, so there is no second copy to dri
 
 from __future__ import annotations
 
-from kb.evidence import claim_stale
-from kb.schema import Framework, Record
-from kb.survey_columns import TABLE11, best_feature
+from rlmguide.kb.evidence import claim_stale
+from rlmguide.kb.schema import Framework, Record
+from rlmguide.kb.survey_columns import TABLE11, best_feature
 from rlmguide.sitegen.mdtext import (
     SEARCH_EXCLUDE,
     UNKNOWN,

@@ -81,17 +81,17 @@ class Stage(NamedTuple):
 STAGES: tuple[Stage, ...] = (
     Stage("Generation", "The policy prefills each prompt and decodes K responses token by token "
           "(KV cache grows with S + t); the one stage whose depth grows with T.",
-          "rollout", "cost.rollout.rollout_stage"),
+          "rollout", "rlmguide.cost.rollout.rollout_stage"),
     Stage("Assessment", "Scores every response and prepares training targets: reference "
           "log-probs for the KL term, rewards (verifier, reward model, LLM judge), the critic's "
           "values for PPO's advantages, and old log-probs where they are recomputed.",
-          "assessment", "cost.assessment.assessment_stage"),
+          "assessment", "rlmguide.cost.assessment.assessment_stage"),
     Stage("Training", "Forward and backward passes of the policy (and the critic) over the "
           "batch's minibatches and epochs, with the optimizer step.",
-          "training", "cost.training.training_stage"),
+          "training", "rlmguide.cost.training.training_stage"),
     Stage("(between iterations)", "The updated weights reach the generation engines; the "
           "survey folds this into its placements (Table 9), rlmguide costs it as a stage.",
-          "weight_sync", "cost.weight_sync.weight_sync_stage"),
+          "weight_sync", "rlmguide.cost.weight_sync.weight_sync_stage"),
 )  # fmt: skip
 
 

@@ -19,10 +19,10 @@ from typing import Any
 
 import yaml
 
-from kb.evidence import claim_stale
-from kb.load import Catalog
-from kb.paths import PLURALS
-from kb.schema import (
+from rlmguide.kb.evidence import claim_stale
+from rlmguide.kb.load import Catalog
+from rlmguide.kb.paths import PLURALS
+from rlmguide.kb.schema import (
     Accelerator,
     Algorithm,
     Architecture,
@@ -36,6 +36,8 @@ from kb.schema import (
     Source,
     Technique,
 )
+from rlmguide.rules.engine import compile_rules
+from rlmguide.rules.facts import PLAN_FACTS, SCENARIO_FACTS
 from rlmguide.sitegen.mdtext import (
     SEARCH_EXCLUDE,
     UNKNOWN,
@@ -57,8 +59,6 @@ from rlmguide.sitegen.mdtext import (
     table,
 )
 from rlmguide.sitegen.tree_svg import Node, tree_svg
-from rules.engine import compile_rules
-from rules.facts import PLAN_FACTS, SCENARIO_FACTS
 
 Pages = dict[str, str]
 

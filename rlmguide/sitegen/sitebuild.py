@@ -81,18 +81,18 @@ class GeneratedSite:
 
 def generated_site() -> GeneratedSite:
     """Every generated page, the navigation and the edit links, from the current records."""
-    from cost.efficiency import default_sources
-    from kb.db import connect_read_only
-    from kb.load import load_catalog
-    from kb.paths import record_roots
-    from kb.validate import validate
+    from rlmguide.cost.efficiency import default_sources
+    from rlmguide.kb.db import connect_read_only
+    from rlmguide.kb.load import load_catalog
+    from rlmguide.kb.paths import record_roots
+    from rlmguide.kb.validate import validate
     from rlmguide.knowledge import database as knowledge_base
+    from rlmguide.rules.engine import compile_rules
     from rlmguide.sitegen.cost_pages import cost_pages
     from rlmguide.sitegen.data_files import data_files
     from rlmguide.sitegen.generate import generate
     from rlmguide.sitegen.pages import edit_paths, navigation, unlisted
     from rlmguide.sitegen.sql_browser import VendorError, browser_pages, vendor
-    from rules.engine import compile_rules
 
     roots = record_roots()
     catalog = load_catalog(roots)
@@ -143,8 +143,8 @@ def content_date(catalog: Any) -> dt.date:
 
 def content_epoch() -> str:
     """The newest date the records carry, as seconds since the epoch (UTC midnight)."""
-    from kb.load import load_catalog
-    from kb.paths import record_roots
+    from rlmguide.kb.load import load_catalog
+    from rlmguide.kb.paths import record_roots
 
     return str(calendar.timegm(content_date(load_catalog(record_roots())).timetuple()))
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kb.query import CannedQuery, canned_queries
+from rlmguide.kb.query import CannedQuery, canned_queries
 from rlmguide.sitegen.data_files import DATA_DIR, DATA_PAGE
 from rlmguide.sitegen.mdtext import code, document, html, link
 from rlmguide.sitegen.pages import SQL_QUERIES, SQL_REFERENCE

@@ -17,9 +17,9 @@ from typing import Any, Literal
 import duckdb
 from pydantic import BaseModel
 
-from kb.paths import PLURALS
-from kb.query import QueryError, canned_queries, run
-from kb.schema import KINDS, Claim, RuleExample
+from rlmguide.kb.paths import PLURALS
+from rlmguide.kb.query import QueryError, canned_queries, run
+from rlmguide.kb.schema import KINDS, Claim, RuleExample
 from rlmguide.sitegen.data_files import DATA_PAGE, SKIPPED, data_page, download_links
 from rlmguide.sitegen.mdtext import (
     cell,

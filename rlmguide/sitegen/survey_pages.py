@@ -17,8 +17,8 @@ from typing import Literal
 import yaml
 from pydantic import TypeAdapter, model_validator
 
-from kb.schema import Direction, Record
-from kb.schema.common import Strict, Text
+from rlmguide.kb.schema import Direction, Record
+from rlmguide.kb.schema.common import Strict, Text
 from rlmguide.sitegen.mdtext import bullets, cell, document, esc, fields, html, html_code, table
 from rlmguide.sitegen.pages import Index, Pages, index_of, page_of, record_pages, sources_section
 
