@@ -151,7 +151,7 @@ def build(
     backend, engine = _pair(found, framework, mapping)
     launch = _launch(mapping, found.plan, backend)
     facts = found.recommender.row_facts(found.row)
-    facts |= computed(found.plan, facts)
+    facts |= computed(found.plan, facts, engine)
     facts |= {
         "workload.epochs": found.recommender.resolved.scenario.workload.epochs,
         "run.training_backend": backend or "",
