@@ -301,3 +301,77 @@ def test_every_export_writes_the_engine_memory_and_micro_batch_the_plan_assumed(
     tokens = written[budget] * group
     longest = 1024 + 8192
     assert longest <= tokens <= max(train["micro_batch_tokens"], longest + group - 1)
+
+
+# -- algorithms as the frameworks run them -----------------------------------------------------
+
+DAPO = _scenario({}, algorithm="dapo", max_response_tokens=20480, steps=200)
+DAPO["run"] = {"oversampling": 1.5}
+
+
+def _words(framework: str, data: dict[str, Any] = DAPO) -> dict[str, Any]:
+    return {a.key: a.value for a in _export(data, framework).arguments}
+
+
+def test_verl_runs_dapo_through_its_recipe_trainer() -> None:
+    done = _export(DAPO, "verl")
+    assert done.launch.command == "python3 -m recipe.dapo.main_dapo"
+    words = {a.key: a.value for a in done.arguments}
+    # 1.5 x 256 prompts per generation batch; the last fifth of 20,480 tokens punished
+    assert words["data.gen_batch_size"] == 384
+    assert words["algorithm.filter_groups.enable"] is True
+    assert words["reward_model.overlong_buffer.len"] == 4096
+    assert words["actor_rollout_ref.actor.clip_ratio_high"] == 0.28
+    assert words["trainer.total_training_steps"] == 200
+
+
+def test_dapo_one_step_off_on_verl_does_not_bill_an_oversampling_it_does_not_run() -> None:
+    plan = {"placement": "disaggregated", "execution": "one-step-off"}
+    with pytest.raises(NotExpressible, match="without dynamic sampling"):
+        _export({**DAPO, "plan": plan}, "verl")
+    unbilled = {k: v for k, v in DAPO.items() if k != "run"}
+    words = _words("verl", {**unbilled, "plan": plan})
+    assert words["reward_model.reward_manager"] == "dapo"
+    assert words["+reward_model.reward_kwargs.overlong_buffer_cfg.len"] == 4096
+
+
+@pytest.mark.parametrize(
+    ("framework", "refill", "clip"),
+    [
+        ("openrlhf", ("algo.dynamic_filtering_enable", True),
+         ("actor.eps_clip_low_high", [0.2, 0.28])),
+        ("nemo-rl", ("grpo.batch_multiplier", 1.5), ("loss_fn.ratio_clip_max", 0.28)),
+        ("slime", ("over-sampling-batch-size", 384), ("eps-clip-high", 0.28)),
+    ],
+)  # fmt: skip
+def test_dapo_refills_and_clips_higher_on_every_framework(
+    framework: str, refill: tuple[str, Any], clip: tuple[str, Any]
+) -> None:
+    words = _words(framework)
+    assert words[refill[0]] == refill[1]
+    assert words[clip[0]] == clip[1]
+
+
+def test_openrlhf_writes_a_two_valued_flag_as_two_words() -> None:
+    text = script(_export(DAPO, "openrlhf"), "test", "qwen2.5-7b")
+    assert "--actor.eps_clip_low_high 0.2 0.28 \\" in text
+
+
+@pytest.mark.parametrize(
+    ("framework", "key"),
+    [
+        ("verl", "actor_rollout_ref.actor.kl_loss_coef"),
+        ("openrlhf", "algo.kl.init_coef"),
+        ("nemo-rl", "loss_fn.reference_policy_kl_penalty"),
+        ("slime", "kl-loss-coef"),
+    ],
+)
+def test_a_kl_loss_comes_with_its_coefficient(framework: str, key: str) -> None:
+    words = _words(framework, _scenario({}))  # GRPO keeps a reference
+    assert words[key] == 0.001
+
+
+def test_verl_asks_for_the_validation_data_it_loads_before_training() -> None:
+    done = _export(_scenario({}), "verl")
+    assert {a.key: a.value for a in done.arguments}["data.val_files"] == "${VAL_DATA}"
+    assert ': "${VAL_DATA:?' in script(done, "test", "qwen2.5-7b")

@@ -91,6 +91,27 @@ LAUNCH_FACTS = {
             "token budget is per GPU of it",
         ),
         Fact(
+            "launch.oversampling",
+            "number",
+            "prompts generated per prompt trained (the scenario's run.oversampling; 1: none)",
+        ),
+        Fact(
+            "launch.gen_batch_prompts",
+            "number",
+            "prompts one generation batch samples where dynamic sampling refills the step",
+        ),
+        Fact(
+            "launch.overlong_buffer_tokens",
+            "number",
+            "DAPO's soft overlong punishment: the last tokens before the response limit",
+        ),
+        Fact(
+            "launch.dynamic_sampling",
+            "bool",
+            "groups whose rewards are all equal are dropped and the step refilled (DAPO)",
+        ),
+        Fact("launch.kl_coef", "number", "the KL coefficient a launch writes with a reference"),
+        Fact(
             "launch.normalized_advantages",
             "bool",
             "advantages are normalised over the batch (slime's --normalize-advantages)",
@@ -106,9 +127,21 @@ ABSENT = {
     "launch.dataset_epochs": 0,
     "launch.sequence_packing": False,
     "launch.normalized_advantages": False,
+    "launch.dynamic_sampling": False,
 }
 """What a launch that writes no key for a launch fact runs with (a mapping's `reads` and
 `config_defaults` give the framework's own default where it differs)."""
+
+
+KL_COEF = 0.001
+"""The KL coefficient every export writes where the algorithm keeps a reference: verl's
+kl_loss_coef and kl_ctrl.kl_coef default (verl/trainer/config/_generated_ppo_trainer.yaml at
+b178a3cd), so a run is the same whichever framework launches it (slime's --kl-loss-coef
+defaults to 0, which would load the reference for nothing)."""
+
+OVERLONG_SHARE = 0.2
+"""DAPO's soft overlong punishment covers the last fifth of the response limit: a 4,096-token
+buffer under a 20,480-token maximum (arXiv-2503.14476, its verl recipe scripts)."""
 
 
 def pipeline_split(layers: int, pp: int) -> tuple[int, int]:
@@ -187,10 +220,18 @@ def computed(
         first, last = pipeline_split(int(facts["model.layers"]), pp)
     except ValueError:
         first, last = -1, -1  # no split: the pipeline check names the record
+    oversampling = float(facts.get("launch.oversampling", 1.0))
     out = {
         "launch.pp_first_layers": first,
         "launch.pp_last_layers": last,
         "launch.run_steps": int(plan.get("run_steps") or 0),
+        "launch.gen_batch_prompts": math.ceil(
+            oversampling * int(facts["workload.prompts_per_step"])
+        ),
+        "launch.overlong_buffer_tokens": int(
+            facts["workload.max_response_tokens"] * OVERLONG_SHARE
+        ),
+        "launch.kl_coef": KL_COEF,
         **derived(plan),
         **micro_batch(plan, facts),
     }
@@ -227,7 +268,10 @@ def typed(facts: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _truth(value: Any) -> bool:
-    return value.lower() == "true" if isinstance(value, str) else bool(value)
+    """A key's value as a switch: true, or a non-empty setting (a filter's import path)."""
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "false", "none", "null", "0")
+    return bool(value)
 
 
 def compile_checks(catalog: Catalog) -> tuple[list[CompiledConstraint], list[Problem]]:
