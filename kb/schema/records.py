@@ -350,6 +350,10 @@ class Model(Record, Cited):
     kind: ClassVar[str] = "model"
     name: Text
     family: Text
+    aliases: list[Text] = []
+    """Other names launches use for this architecture: Hugging Face ids (`Qwen/Qwen2-7B-Instruct`),
+    variants of the same shapes (-Instruct, -Base, -Thinking, fine-tunes such as Tulu 3) and local
+    folder names. `review` matches a model path by these; one alias names one record."""
     organisation: Text | None = None
     released: Text | None = None
     access: Literal["open", "closed", "mixed"] = "open"

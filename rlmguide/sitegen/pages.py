@@ -910,6 +910,7 @@ def model_identity(model: Model) -> list[tuple[str, str]]:
     return [
         ("Id", html_code(model.id)),
         ("Family", html(model.family)),
+        ("Also known as", cell(model.aliases)),
         ("Organisation", cell(model.organisation)),
         ("Released", cell(model.released)),
         ("Weights", html(model.access)),
