@@ -33,8 +33,12 @@ from rlmguide.kb.schema.scenario import Currency, Execution, Placement, Scenario
 from rlmguide.kb.schema.specs import (
     AcceleratorFigures,
     Architecture,
+    LayerKind,
+    LinearAttention,
     MixtureOfExperts,
     MultiHeadLatent,
+    SparseAttention,
+    VisionTower,
 )
 
 Commit = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")]
@@ -384,6 +388,15 @@ class Model(Record, Cited):
     qkv_bias: bool = False
     mla: MultiHeadLatent | None = None
     moe: MixtureOfExperts | None = None
+    layer_pattern: list[LayerKind] | None = None
+    sliding_window: PositiveInt | None = None
+    linear: LinearAttention | None = None
+    sparse: SparseAttention | None = None
+    attention_output_gate: bool = False
+    mtp_layers: NonNegativeInt = 0
+    vision: VisionTower | None = None
+    """The vision encoder of a vision-language model (its vision_config). The architecture
+    above is the language tower, which the planner costs; the encoder's share is stated."""
     _architecture: Architecture | None = PrivateAttr(None)
 
     @model_validator(mode="after")
@@ -442,8 +455,49 @@ class Model(Record, Cited):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def kv_bytes_per_token(self) -> int | None:
-        """KV-cache bytes per token over all layers in bf16 (MLA caches the latent + RoPE key)."""
+        """KV-cache bytes per token in bf16 of the layers that cache every token (full and
+        sparse attention; MLA caches the latent + RoPE key)."""
         return self._architecture.kv_bytes_per_token if self._architecture else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def layer_mix(self) -> str | None:
+        """How many layers of each kind (`36 linear + 12 full`)."""
+        return self._architecture.layer_mix if self._architecture else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def window_kv_bytes_per_token(self) -> int | None:
+        """KV-cache bytes per token in bf16 of the sliding-window layers (at most
+        sliding_window tokens)."""
+        return self._architecture.window_kv_bytes_per_token if self._architecture else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def state_bytes_per_sequence(self) -> int | None:
+        """Bytes in bf16 the linear layers keep per sequence, whatever its length."""
+        return self._architecture.state_bytes_per_sequence if self._architecture else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def costing_gap(self) -> str | None:
+        """Why the planner cannot cost this model yet; null when it can (or has no
+        architecture: see architecture_absent)."""
+        return self._architecture.costing_gap if self._architecture else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def vision_params(self) -> int | None:
+        """Weights of the vision encoder's blocks (a vision-language model only)."""
+        return self.vision.params if self.vision else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def vision_share(self) -> float | None:
+        """The vision encoder's share of all weights (encoder blocks and language tower)."""
+        if self.vision is None or self._architecture is None:
+            return None
+        return self.vision.params / (self.vision.params + self._architecture.params_total)
 
 
 class RuleExample(Strict):
