@@ -7,7 +7,8 @@ git snapshot given on the command line; it fetches nothing. A model is named whe
 (`actor_rollout_ref.model.path=`, `--pretrain`, `--hf-checkpoint`, `model_name:`, `pretrain:`,
 `MODEL_PATH=`, ...) takes a value whose path has a component of a known model family; one launch
 file naming one model (its slug, as `review` reduces it) is one pair. A pair is covered when
-`review` would match that name to a record (by id, name or alias).
+`review` would match that name to a record (by id, name or alias), and costable when that record
+has an architecture the cost model costs today (no `costing_gap`).
 
 Run: python bench/model_coverage.py verl=/work/.mirror/volcengine+verl/repo \\
          openrlhf=PATH nemo-rl=PATH slime=PATH areal=PATH roll=PATH skyrl=PATH [--missing]
@@ -27,6 +28,7 @@ from pathlib import Path
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.model_names import match_model, model_slug
 from rlmguide.kb.paths import DEFAULT_ROOTS
+from rlmguide.kb.schema import Record
 
 LAUNCH = re.compile(r"^(?:[\w.-]+/)?(?:examples|recipes?|scripts)/.*\.(?:sh|ya?ml)$")
 NOT_LAUNCH = re.compile(r"(^|/)(tests?|scripts/models)/")
@@ -59,14 +61,21 @@ MAPPED = ("verl", "openrlhf", "nemo-rl", "slime")
 def pinned_commit(framework: str, catalog) -> str:
     """The commit the knowledge base read the framework at: its newest mapping's, else the
     `-g<hash>` of the version most of its claims pin."""
-    mappings = [m for m in catalog.of("mapping").values() if m.framework == framework]
+    mappings = [m for m in catalog.of("mapping").values() if m.framework == framework]  # type: ignore[attr-defined]
     if mappings:
-        return max(mappings, key=lambda m: m.committed).commit
-    versions = Counter(c.version for c in catalog.of("framework")[framework].claims)
+        return max(mappings, key=lambda m: m.committed).commit  # type: ignore[attr-defined]
+    claims = catalog.of("framework")[framework].claims  # type: ignore[attr-defined]
+    versions = Counter(c.version for c in claims)
     for version, _ in versions.most_common():
         if version and (found := re.search(r"-g([0-9a-f]{7,40})$", version)):
             return found.group(1)
     raise SystemExit(f"{framework}: no pinned commit in the knowledge base")
+
+
+def _costable(record: Record) -> bool:
+    """A record the planner costs today: an architecture with no costing gap."""
+    architecture = getattr(record, "architecture", None)
+    return architecture is not None and architecture.costing_gap is None
 
 
 def git(snapshot: Path, *args: str) -> str:
@@ -121,7 +130,7 @@ def main() -> None:
     missing: dict[str, set[str]] = defaultdict(set)
     totals = Counter()
     print(f"{'framework':10} {'commit':12} {'files':>6} {'pairs':>6} {'covered':>8} {'share':>7}"
-          f" {'models':>7} {'with record':>12}")  # fmt: skip
+          f" {'costable':>9} {'models':>7} {'with record':>12}")  # fmt: skip
     for spec in args.snapshots:
         framework, _, where = spec.partition("=")
         path, _, commit = where.partition("@")
@@ -134,18 +143,20 @@ def main() -> None:
             for slug in named_models(text)
         }
         files = len({name for name, _ in pairs})
-        covered = {p for p in pairs if match_model(p[1], models)}
+        matched = {p: match_model(p[1], models) for p in pairs}
+        covered = {p for p, model in matched.items() if model}
+        costable = {p for p in covered if _costable(models[matched[p]])}
         distinct = {slug for _, slug in pairs}
         known = {slug for _, slug in covered}
         for name, slug in pairs - covered:
             missing[slug].add(f"{framework}:{name}")
         share = 100 * len(covered) / len(pairs) if pairs else 0.0
         print(f"{framework:10} {commit[:12]:12} {files:6} {len(pairs):6} {len(covered):8}"
-              f" {share:6.1f}% {len(distinct):7} {len(known):12}")  # fmt: skip
-        totals.update(files=files, pairs=len(pairs), covered=len(covered))
+              f" {share:6.1f}% {len(costable):9} {len(distinct):7} {len(known):12}")  # fmt: skip
+        totals.update(files=files, pairs=len(pairs), covered=len(covered), costable=len(costable))
     share = 100 * totals["covered"] / totals["pairs"] if totals["pairs"] else 0.0
     print(f"{'all':10} {'':12} {totals['files']:6} {totals['pairs']:6} {totals['covered']:8}"
-          f" {share:6.1f}%")  # fmt: skip
+          f" {share:6.1f}% {totals['costable']:9}")  # fmt: skip
     if args.missing:
         print("\nnamed without a record (frameworks, launch files):")
         ranked = sorted(missing.items(), key=lambda kv: (-len({w.split(":")[0] for w in kv[1]}),
