@@ -70,6 +70,13 @@ CASES = [
     ),
     (
         "frameworks/fw-one.yaml",
+        "as_of: 2026-01-10",
+        "as_of: null",
+        "frameworks/fw-one.yaml: claims[2]: as_of is null: say in as_of_unknown why the "
+        "evidence has no date",
+    ),
+    (
+        "frameworks/fw-one.yaml",
         "source: repo-b}",
         "source: repo-z}",
         "frameworks/fw-one.yaml: latest_release.source: unknown source 'repo-z'",

@@ -203,11 +203,16 @@ class Dated(Strict):
     """The date of the evidence itself: the commit date of the pinned version for code or docs
     read from a repository, the release or publication date of a docs or paper version; null
     when it is not known. Required (even as null) so that no record leaves it out by accident."""
+    as_of_unknown: Text | None = None
+    """Why as_of is null: what the evidence is and why its date could not be read (a commit of
+    a repository too large to fetch, a journal issue dated by volume and number)."""
 
     @model_validator(mode="after")
     def _evidence_before_reading(self) -> Dated:
         if self.as_of is not None and self.as_of > self.checked:
             raise ValueError(f"as_of {self.as_of} is after checked {self.checked}")
+        if self.as_of is not None and self.as_of_unknown is not None:
+            raise ValueError("as_of_unknown is for a null as_of")
         return self
 
 
@@ -221,6 +226,12 @@ class Claim(Dated):
     version: Text | None = None
     """The pinned version read: a commit, a `git describe` name, a release tag, a paper
     version. A repository or documentation source needs one that does not float (not `main`)."""
+
+    @model_validator(mode="after")
+    def _undated_says_why(self) -> Claim:
+        if self.as_of is None and self.as_of_unknown is None:
+            raise ValueError("as_of is null: say in as_of_unknown why the evidence has no date")
+        return self
 
 
 class Release(Strict):
