@@ -115,7 +115,7 @@ def named_models(text: str) -> set[str]:
                 continue
             for part in COMPONENT.findall(value):
                 part = FORMAT_SUFFIX.sub("", part.strip(" -"))
-                if FAMILY.search(part) and re.search(r"\d", part):
+                if FAMILY.search(part) and re.search(r"\d", part) and not FILE.search(part):
                     found.add(model_slug(part))
     return found
 
