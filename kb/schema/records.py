@@ -383,7 +383,8 @@ class Model(Record, Cited):
     """The post-training signal as published ("PPO-like: SFT, reward model, PPO")."""
     architecture_absent: Text | None = None
     """Why an open model carries no architecture: its weights are published but no
-    configuration was found at a pinned version (the shapes are never guessed)."""
+    configuration was found at a pinned version, or its configuration uses parts the
+    architecture schema does not describe yet (the shapes are never guessed)."""
     # The architecture (kb.schema.specs.Architecture), all or nothing: given, it is checked as
     # one and the derived figures below follow from it.
     layers: PositiveInt | None = None
