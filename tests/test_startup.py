@@ -391,3 +391,17 @@ def test_engines_schedule_the_tokens_their_workspace_was_costed_at(
     from rlmguide.export.startup import ENGINE_BATCHED_TOKENS
 
     assert _words(framework, SMALL)[key] == ENGINE_BATCHED_TOKENS == 8192
+
+
+def test_openrlhf_launcher_asserts_bind_the_plan() -> None:
+    from rlmguide.rules.frameworks import compile_constraints
+
+    catalog, _ = _catalogs()
+    found = {c.id: c for c in compile_constraints(catalog)[0]}
+    group = found["openrlhf-group-advantages-need-several-samples"]
+    assert tripped([group], {"workload.algorithm": "grpo", "workload.samples_per_prompt": 1})
+    assert not tripped([group], {"workload.algorithm": "ppo", "workload.samples_per_prompt": 1})
+    batches = found["openrlhf-enough-sample-batches-for-the-actors"]
+    plan = {"plan.train.gpus": 64, "plan.train.cp": 2, "plan.train.tp": 2}
+    assert tripped([batches], {**plan, "workload.responses_per_step": 15})  # 64 / 4 = 16 ranks
+    assert not tripped([batches], {**plan, "workload.responses_per_step": 16})
