@@ -1059,7 +1059,7 @@ def estimate(
     emit_plans(result, fmt, plot)
     (plan,) = result["plans"]
     if not plan["feasible"]:
-        raise Failure(f"the plan does not fit: {memory_shortfall(plan, recommender.usable_gib)}")
+        raise Failure(f"the plan does not fit: {memory_shortfall(plan)}")
 
 
 def _get(plan: Any, dotted: str) -> Any:

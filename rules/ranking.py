@@ -18,7 +18,6 @@ row stands for them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from rlmguide.cost.evaluate import CostTable
@@ -30,6 +29,7 @@ from rlmguide.cost.plans import (
     PlanTable,
     inter_stage,
     intra_stage,
+    model_parallel,
     shares_gpus,
 )
 
@@ -42,13 +42,6 @@ predicted ratio between the two runs is off from the reported one by a median fa
 smaller than that."""
 
 EXECUTION_ORDER = {SYNC: 0, ONE_STEP_OFF: 1, PARTIAL_ROLLOUT: 2, ASYNC: 3}
-
-
-def model_parallel(tp: Any, pp: Any, ep: Any, zero: Any) -> Any:
-    """The training family: model-parallel (tensor or pipeline groups, or experts spread
-    outside ZeRO-3: Megatron's way) rather than data-parallel sharded (ZeRO-3/FSDP, whatever
-    else it folds in). Arrays or scalars."""
-    return (tp * pp > 1) | ((ep > 1) & (zero < 3))
 
 
 def _engine(table: PlanTable) -> tuple[np.ndarray, np.ndarray]:
