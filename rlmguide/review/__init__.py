@@ -18,6 +18,7 @@ from rlmguide.review.review import (
     ReviewError,
     read_file,
     scenario_of,
+    startup_checks,
     understood,
 )
 from rlmguide.rules import RECOMMEND_KINDS
@@ -107,11 +108,15 @@ def review(
     except ValueError as exc:
         raise ReviewError(f"the scenario read from {path} is not valid: {exc}") from None
 
+    facts: dict[str, Any] = {}
+
     def estimate(changed: dict[str, Any]) -> dict[str, Any]:
         scenario = parse_scenario(changed, str(path))
         filled, chosen = fill_plan_defaults(resolve(scenario, catalog.records))
         one = recommender_for(filled, catalog, enforce_memory=False, filter_frameworks=False)
         (plan,) = recommend(one, 1)["plans"]
+        if changed is data:
+            facts.update(one.row_facts(one.ranked_rows[0]))
         return {**plan, "chosen": chosen}
 
     try:
@@ -136,6 +141,7 @@ def review(
         "assumed": assumed,
         "scenario": data,
         "estimate": reviewed,
+        "startup": startup_checks(reading, catalog, facts),
     }
     name = reading.mapping.framework
     try:
@@ -161,6 +167,12 @@ def _unplanned(data: dict[str, Any], catalog: Any, origin: str) -> Any:
     from rlmguide.rules.scenario import parse_scenario, resolve
 
     free = {k: v for k, v in data.items() if k != "plan"}
+    plan = data.get("plan") or {}
+    if plan.get("execution") not in (None, "sync") and "max_staleness" not in free["workload"]:
+        # The launch runs a lagging mode: the lag it accepts is the run's, as a scenario whose
+        # plan fixes that mode states it (rules.scenario), so the comparison may keep it.
+        lag = plan.get("max_staleness") or 1
+        free = {**free, "workload": {**free["workload"], "max_staleness": lag}}
     return resolve(parse_scenario(free, origin), catalog.records)
 
 
