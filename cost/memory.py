@@ -126,7 +126,7 @@ class LayerTerms:
     """Bytes per token that one transformer layer keeps for its backward pass, averaged over
     the model's dense and expert layers, in one training code path. Elements are bf16 (2
     bytes) unless said; every term is divided by tensor parallelism under sequence
-    parallelism (`per_layer`), which Megatron turns on with tp > 1 in every RL framework.
+    parallelism (`per_layer`), which a plan with tp > 1 assumes (exports turn it on).
 
     - norms: each of the two norms' input and output (the output is what the next
       projection keeps). Megatron-Core's Transformer Engine LayerNormLinear keeps both, 4h
