@@ -49,6 +49,9 @@ class ModelFigures:
     """Intermediate width of one routed expert (0 without experts)."""
     shared_ffn: int
     """Intermediate width of the shared experts together (0 without)."""
+    expert_width: int
+    """Width of the tokens routed experts read and write: the hidden size, or a latent MoE's
+    narrower projection."""
     dense_layers: int
     """Layers with a dense MLP (all of them without experts)."""
     q_lora_rank: int
@@ -95,10 +98,11 @@ class ModelFigures:
             attention_v_dim=v,
             attention_params=float(arch.layers * arch.attention_params),
             lora_width=float(lora_width),
-            ffn=arch.ffn,
+            ffn=arch.ffn or 0,
             gated=arch.ffn_kind == "gated",
             expert_ffn=moe.expert_ffn if moe else 0,
-            shared_ffn=moe.expert_ffn * moe.shared_experts if moe else 0,
+            shared_ffn=(moe.shared_expert_ffn or moe.expert_ffn) * moe.shared_experts if moe else 0,
+            expert_width=(moe.latent or arch.hidden) if moe else arch.hidden,
             dense_layers=dense_layers,
             q_lora_rank=(arch.mla.q_lora_rank or 0) if arch.mla else 0,
             kv_lora_rank=arch.mla.kv_lora_rank if arch.mla else 0,

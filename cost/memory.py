@@ -177,19 +177,19 @@ class LayerTerms:
         qk, v = fig.attention_qk_dim, fig.attention_v_dim
         elements = fig.heads * qk + qk_heads * (qk + v) + fig.heads * v + 2.0 * latents
         attention = BF16_BYTES * elements + FP32_BYTES * fig.heads
-        dense_mlp = _mlp_bytes(fig.ffn, fig.gated, megatron)
-        sparse = fig.layers - fig.dense_layers
-        k = float(fig.experts_per_token) if sparse else 0.0
+        k = float(fig.experts_per_token) if fig.sparse_layers else 0.0
         expert_mlp = k * _mlp_bytes(fig.expert_ffn, fig.gated, megatron)
         expert_mlp += _mlp_bytes(fig.shared_ffn, fig.gated, megatron)
-        share = sparse / fig.layers  # routed layers among all (dense MLPs elsewhere)
+        # Per layer on average: dense MLPs on some layers, routed experts on the others.
+        dense, share = fig.dense_layers / fig.layers, fig.sparse_layers / fig.layers
+        copies = share * k * BF16_BYTES * fig.expert_width
         return cls(
             norms=2.0 * norm,
             attention=attention,
-            mlp=(1.0 - share) * dense_mlp + share * expert_mlp,
-            router=share * 2.0 * FP32_BYTES * fig.experts if sparse else 0.0,
-            dispatch=share * k * BF16_BYTES * h,
-            combine=0.0 if megatron else share * k * BF16_BYTES * h,
+            mlp=dense * _mlp_bytes(fig.ffn, fig.gated, megatron) + share * expert_mlp,
+            router=share * 2.0 * FP32_BYTES * fig.experts if fig.sparse_layers else 0.0,
+            dispatch=copies,
+            combine=0.0 if megatron else copies,
             dropout=2.0 * h if dropout else 0.0,
         )
 
