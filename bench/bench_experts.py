@@ -11,7 +11,8 @@ cost.overheads.READ_FROM_ONE_FRAMEWORK). A departure from the expert's placement
 justified when the top plan predicts a gain of at least 10% over the best plan of the expert's
 own placement and execution, or lies within the ranking's tie of it (the ranking then chose the
 simpler plan); every top plan that departs from the simplest plan beyond the tie names the
-simpler plan it beat and its predicted gain.
+simpler plan it beat and its predicted gain. A run that lags the trainer tolerates its own lag:
+where its workload states no tolerance, the search may use lagging plans up to the expert's.
 
 Run: python bench/bench_experts.py [--heldout DIR] [ID ...]
   --heldout DIR  also judge the deployment records in DIR (kept outside the knowledge base so that
@@ -91,12 +92,22 @@ class Verdict:
         return gain is not None and (gain >= JUSTIFIED_GAIN or abs(gain) < TIE_FRACTION)
 
 
+def searched(d: Deployment) -> Any:
+    """The deployment's scenario with its plan left to the search. Where the run lags the trainer
+    and its workload states no tolerance, the expert's lag is taken as the run's tolerance (the
+    run's decision, which an algorithm record without one leaves on-policy): lagging plans up to
+    it may then compete."""
+    scenario, plan = d.scenario, d.scenario.plan
+    workload = scenario.workload
+    if workload.max_staleness is None and plan.execution not in (None, "sync"):
+        workload = workload.model_copy(update={"max_staleness": plan.max_staleness or 1})
+    return scenario.model_copy(update={"plan": type(plan)(), "workload": workload})
+
+
 def judge(d: Deployment, catalog: Any, judges: Any, expert: dict[str, Any], lofo: bool) -> Verdict:
     held_out = d.framework if lofo else None
     verdict = Verdict(d, expert)
-    resolved = resolve(
-        d.scenario.model_copy(update={"plan": type(d.scenario.plan)()}), catalog.records
-    )
+    resolved = resolve(searched(d), catalog.records)
     start = time.perf_counter()
     try:
         result = recommend(
@@ -123,7 +134,7 @@ def judge(d: Deployment, catalog: Any, judges: Any, expert: dict[str, Any], lofo
             update={"rollout": type(plan.rollout)(gpus=plan.rollout.gpus),
                     "train": type(plan.train)(gpus=plan.train.gpus)}
         )  # fmt: skip
-        same_choice = resolve(d.scenario.model_copy(update={"plan": own}), catalog.records)
+        same_choice = resolve(searched(d).model_copy(update={"plan": own}), catalog.records)
         try:
             own_best = recommend(
                 recommender_for(same_choice, catalog, judges, only=d.framework, held_out=held_out),
