@@ -52,7 +52,6 @@ def test_every_deployment_is_costed_as_written(record_id: str) -> None:
 OFFLOAD_BY_CHOICE = {
     "slime-qwen3-235b-a22b-gspo-128xh100": "Adam states sharded over 64 GPUs",
     "slime-qwen3-30b-a3b-grpo-fp8-16xh100": "the 8-GPU script's CPU Adam kept on 16 GPUs",
-    "verl-qwen3-30b-a3b-dapo-megatron-ep8-32xh20": "dpsk.md keeps OFFLOAD_FRACTION 1 at 32 GPUs",
     "verl-qwen3-30b-a3b-grpo-fully-async-megatron-128xh20": "CPU Adam on a 32-GPU trainer",
     "openrlhf-llama-3-8b-ppo-deepspeed-tp2-hybrid-8xa100": "--adam_offload for an 8B model",
     "prime-rl-qwen3-1.7b-wordle-multiturn-async-8xh100": "optim_cpu_offload is prime-rl's default",
