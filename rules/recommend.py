@@ -33,6 +33,7 @@ from rlmguide.cost.plans import (
 )
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.schema import Framework, Offload
+from rlmguide.rules.agentic import agentic_notes
 from rlmguide.rules.engine import CompiledRule
 from rlmguide.rules.facts import STAGES, scenario_facts
 from rlmguide.rules.frameworks import (
@@ -1255,7 +1256,8 @@ def recommend(recommender: Recommender, top: int, with_what_if: bool = False) ->
         "rejected": [{"reason": k, "count": v} for k, v in (+search.rejected).most_common()],
         "plans": plans,
         "departure": _departure(costs, ranked.rows[0], scores),
-        "notes": _move_notes(costs, time_order, ranked.rows[0]),
+        "notes": _move_notes(costs, time_order, ranked.rows[0])
+        + agentic_notes(costs, time_order, ranked.rows[0]),
         "resolution_notes": list(resolved.notes)
         + (
             ["no plan fitted without a CPU optimizer or streamed parameters, so they were searched"]
