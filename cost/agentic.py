@@ -50,6 +50,60 @@ from rlmguide.cost.overheads import Overheads
 from rlmguide.cost.rollout import DecodeModel, RolloutExtras, length_grids
 from rlmguide.cost.stage import StageCost
 
+FORMULAS: tuple[tuple[str, str, str], ...] = (
+    (
+        "Mean context of a decoded token",
+        "S + (m_N - 1/2)(r + o) + m_r",
+        "m_N = E[N^2] / (2 E[N]) over the turn distribution (mean N, longest N_max), m_r the "
+        "same over one turn's length (mean r, longest L)",
+    ),
+    (
+        "Prefill per episode, context kept",
+        "S + (N - 1) o",
+        "the prompt once (once per group with prefix caching), then every observation",
+    ),
+    (
+        "Prefill per episode, re-prefilled",
+        "N S + N (m_N - 1/2)(r + o)",
+        "every turn j prefills S + (j - 1)(r + o) again (context rebuilt, or no prefix caching)",
+    ),
+    (
+        "Episodes in flight per engine",
+        "c = min(n, KV capacity / (S + N r + (N - 1) o), episodes_per_engine)",
+        "kept contexts hold their KV while their environment step runs; re-prefilled ones "
+        "free it (c = n, the decode batch bounded by the KV room)",
+    ),
+    (
+        "Decode batch",
+        "b = c N r tau(b) / (N r tau(b) + u + N e)",
+        "Little's law: episodes decode a share of their time; a fixed point from b = c, "
+        "tau(b) the decode step's latency",
+    ),
+    ("GPU work", "W_gpu = prefill + n N r tau(b) / b", "every decoded token at batch b"),
+    (
+        "Environment work",
+        "W_env = n (u + N e) / (slots / engines)",
+        "the environment pool as a resource of its own: the bound is 'environment'",
+    ),
+    (
+        "Depth: the longest episode's chain",
+        "D = u + (N_max - 1)(r tau(b) + e) + e_max + drain(L)",
+        "turns x (decode + environment), the longest turn draining at the shrinking batch",
+    ),
+    (
+        "Rollout time, independent episodes",
+        "T = prefill + max((n - c) N r tau(b) / b, (n - c)(u + N e) / (slots / engines)) + D",
+        "held within max(W, D) <= T <= W + D, W = max(W_gpu, W_env)",
+    ),
+    (
+        "Rollout time, lockstep",
+        "T = prefill + (n / c)(N_max (drain_turn(c N / N_max) + max(e_max, c e / (slots / "
+        "engines))) + u)",
+        "every turn waits for the batch's slowest decode and slowest environment step",
+    ),
+)
+"""The formulas above as the site states them (quantity, formula, how to read it)."""
+
 FIXED_POINT_ITERATIONS = 12
 """Iterations of the decode batch's fixed point; from b = c it falls monotonically, and a
 dozen steps bring it within a fraction of a percent on the calibration table's settings."""
