@@ -79,6 +79,16 @@ class CostTable:
     """Per pool, how far its peak exceeds the usable memory (negative: room left)."""
     assessment_parts: dict[str, FloatArray]
     """Seconds of each model's part of the assessment (cost.assessment.Assessment)."""
+    rollout_memory_fraction: FloatArray
+    """Share of one rollout GPU's HBM the engine is budgeted: its weights, workspace (the
+    activation profile, CUDA graphs, sampler) and the KV cache it may fill. What vLLM's
+    gpu_memory_utilization must be set to for the plan's KV cache to exist (0 offline)."""
+    train_micro_tokens: FloatArray
+    """Tokens of one training micro-batch the training memory was costed at, over the
+    context-parallel group (a GPU holds this / cp)."""
+    headroom_gib: dict[str, FloatArray]
+    """Per pool (rollout, train, and critic / reference / reward on pools of their own), the
+    GiB per GPU its peak leaves free of the HBM."""
     offline: bool = False
     """Offline preference optimisation: no rollout or weight sync to show (cost.offline)."""
     agentic_parts: dict[str, FloatArray] = field(default_factory=dict)
@@ -95,7 +105,12 @@ class CostTable:
                 values[f.name] = {k: v.take(rows) for k, v in value.items()}
             elif f.name == "memory_terms_gib":
                 values[f.name] = {p: {k: v[rows] for k, v in t.items()} for p, t in value.items()}
-            elif f.name in ("pool_overflow_gib", "assessment_parts", "agentic_parts"):
+            elif f.name in (
+                "pool_overflow_gib",
+                "assessment_parts",
+                "headroom_gib",
+                "agentic_parts",
+            ):
                 values[f.name] = {k: v[rows] for k, v in value.items()}
             elif f.name == "offline":
                 values[f.name] = value
@@ -119,7 +134,12 @@ class CostTable:
                 values[f.name] = {k: v.concat(b[k]) for k, v in a.items()}
             elif f.name == "memory_terms_gib":
                 values[f.name] = {p: join(a.get(p, {}), b.get(p, {})) for p in {**a, **b}}
-            elif f.name in ("pool_overflow_gib", "assessment_parts", "agentic_parts"):
+            elif f.name in (
+                "pool_overflow_gib",
+                "assessment_parts",
+                "headroom_gib",
+                "agentic_parts",
+            ):
                 values[f.name] = join(a, b)
             elif f.name == "offline":
                 if a != b:
@@ -152,15 +172,24 @@ class CostTable:
         moved = float(self.stages["switch"].seconds[i]) > 0.0
         names = [n for n in STAGES if n != "switch" or moved]
         plan = self.plans.row(i)
+        plan["rollout"]["memory_fraction"] = float(self.rollout_memory_fraction[i])
+        plan["train"]["micro_batch_tokens"] = int(self.train_micro_tokens[i])
         memory = {
             "rollout": float(self.memory_rollout_gib[i]),
             "train": float(self.memory_train_gib[i]),
+        }
+        # A model's own pool (critic, reference, reward) only where the plan gives it one.
+        headroom = {
+            k: float(v[i])
+            for k, v in self.headroom_gib.items()
+            if k in ("rollout", "train") or plan["pools"].get(k)
         }
         if self.offline:
             # Nothing is generated: no rollout layout, stage or memory is shown as if it ran.
             names = [n for n in names if n not in NO_GENERATION]
             plan.update(rollout=None, prefix_caching=None, offline=True)
             del memory["rollout"]
+            headroom.pop("rollout", None)
         return {
             **plan,
             "step_seconds": float(self.step_seconds[i]),
@@ -169,6 +198,7 @@ class CostTable:
             "tokens_per_second": float(self.tokens_per_second[i]),
             "stages": [self.stage_row(n, i) for n in names],
             "memory_gib_per_gpu": memory,
+            "headroom_gib_per_gpu": headroom,
             "bottleneck": STAGES[int(self.bottleneck[i])],
             "feasible": bool(self.feasible[i]),
             "overflow_gib": float(self.overflow_gib[i]),
@@ -465,6 +495,12 @@ def evaluate(
     # A micro-batch sized to fill the memory exactly must not fail on a rounding error.
     overflow = np.where(overflow > usable * 1e-9, overflow, 0.0)
     zero = np.zeros(n)
+    memory_bytes = hw.memory_bytes
+    headroom = {"train": memory_bytes - train_mem.bytes}
+    if generated is not None:
+        headroom = {"rollout": memory_bytes - generated.resident - generated.engine, **headroom}
+    for role, memory in own_memory.items():
+        headroom[role] = memory_bytes - memory.bytes
     return CostTable(
         plans=plans,
         stages=stages,
@@ -487,6 +523,11 @@ def evaluate(
         memory_terms_gib={p: {k: v / GIB for k, v in t.items()} for p, t in terms.items()},
         pool_overflow_gib={p: v / GIB for p, v in overflows.items()},
         assessment_parts=assessed_parts.parts,
+        rollout_memory_fraction=(
+            generated.engine / memory_bytes if generated is not None else zero
+        ),
+        train_micro_tokens=train_mem.costed_tokens,
+        headroom_gib={p: v / GIB for p, v in headroom.items()},
         offline=needs.offline,
         agentic_parts=generated.agentic if generated is not None else {},
     )
@@ -503,6 +544,9 @@ class Generation:
     peak: FloatArray
     terms: dict[str, FloatArray]
     used: FloatArray
+    engine: FloatArray
+    """Bytes per GPU the engine is budgeted (weights, workspace, the KV cache it may fill)."""
+    resident: FloatArray
     agentic: dict[str, FloatArray]
 
 
@@ -581,7 +625,11 @@ def _generation(
         waiting = agentic["episodes_in_flight_per_engine"] - agentic["decode_batch"]
         kept = agentic["kv_kept"] > 0
         agentic["kv_held_gib"] = np.where(kept, waiting * shared.kv_per_sequence, 0.0) / GIB
-    return Generation(rollout, sync, extras, shared.minimum + resident, terms, used, agentic)
+    # The engine takes all the room its budget leaves for KV, not only what the plan fills.
+    engine = np.maximum(usable - resident, used - resident)
+    return Generation(
+        rollout, sync, extras, shared.minimum + resident, terms, used, engine, resident, agentic
+    )
 
 
 TRAINER_STAGES = ("assessment", "training", "switch")

@@ -122,6 +122,7 @@ def _print_online_plans(result: dict[str, Any], fmt: str, summary: str) -> None:
                 f"{plan['step_seconds']:.1f}",
                 f"{plan['tokens_per_second']:,.0f}",
                 "{rollout:.0f} / {train:.0f}".format(**plan["memory_gib_per_gpu"]),
+                "{rollout:.0f} / {train:.0f}".format(**plan["headroom_gib_per_gpu"]),
                 plan["bottleneck"],
                 _variants(plan),
             )
@@ -136,6 +137,7 @@ def _print_online_plans(result: dict[str, Any], fmt: str, summary: str) -> None:
             "step s",
             "tokens/s",
             "GiB/GPU r/t",
+            "headroom GiB r/t",
             "bottleneck",
             "also / tie",
         ],
@@ -155,6 +157,7 @@ def _print_offline_plans(result: dict[str, Any], fmt: str, summary: str) -> None
             f"{plan['step_seconds']:.1f}",
             f"{plan['tokens_per_second']:,.0f}",
             f"{plan['memory_gib_per_gpu']['train']:.0f}",
+            f"{plan['headroom_gib_per_gpu']['train']:.0f}",
             plan["bottleneck"],
             _variants(plan),
         )
@@ -162,7 +165,7 @@ def _print_offline_plans(result: dict[str, Any], fmt: str, summary: str) -> None
     ]
     print_rows(
         ["rank", "train (offline: nothing generated)", "step s", "tokens/s", "GiB/GPU",
-         "bottleneck", "also / tie"],
+         "headroom GiB", "bottleneck", "also / tie"],
         rows,
         fmt,
         title=summary,
