@@ -215,8 +215,7 @@ def agentic_rollout_stage(
     decode_tokens = n * N * r
     wave_tokens = in_flight * ((N - 1.0) * r + tail_per_sequence)
     queued_tokens = np.maximum(decode_tokens - wave_tokens, 0.0)
-    replicas = batch.generated_sequences / n
-    slots = episode.environment_slots / replicas
+    slots = episode.environment_slots / layout.dp  # the pool's share of one engine
     env_work = n * t.environment / slots
     queued_env = np.maximum(n - in_flight, 0.0) * t.environment / slots
 

@@ -256,6 +256,7 @@ class EnvironmentTime(Strict):
     distribution: its mean and its longest, with where the figure comes from."""
 
     mean_seconds: Seconds
+    """Mean seconds of one step."""
     max_seconds: Seconds | None = None
     """The slowest step (unset: the mean); it sits on the longest episode's chain."""
     source: Text | None = None
