@@ -105,8 +105,9 @@ FORMULAS: tuple[tuple[str, str, str], ...] = (
 """The formulas above as the site states them (quantity, formula, how to read it)."""
 
 FIXED_POINT_ITERATIONS = 12
-"""Iterations of the decode batch's fixed point; from b = c it falls monotonically, and a
-dozen steps bring it within a fraction of a percent on the calibration table's settings."""
+"""Iterations of the decode batch's fixed point. From b = c the iteration falls monotonically
+toward the fixed point (so a batch not yet converged is slightly too large, the optimistic
+side); tests/test_cost_agentic.py checks the residual of Little's law within 0.1%."""
 
 
 @dataclass(frozen=True, slots=True)

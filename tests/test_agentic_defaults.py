@@ -18,7 +18,9 @@ from rlmguide.rules.scenario import fill_plan_defaults, read_scenario, resolve
 
 CATALOG = load_catalog(DEFAULT_ROOTS).records
 EXAMPLES = sorted(
-    path for path in (REPO / "examples").glob("*.yaml") if read_scenario(path).workload.agent is None
+    path
+    for path in (REPO / "examples").glob("*.yaml")
+    if read_scenario(path).workload.agent is None
 )
 """The single-turn examples (an agentic one has its own block, not a defaulted one)."""
 DEPLOYMENTS = sorted(CATALOG["deployment"])

@@ -241,3 +241,28 @@ def test_bad_agentic_input_is_one_line_naming_the_field(
     assert len(lines) == 1 and f"workload.agent{field and '.' + field}" in lines[0]
     assert reason in lines[0]
     assert "Traceback" not in result.stderr
+
+
+def test_a_reward_per_turn_scores_every_turns_prefix() -> None:
+    # A reward model after each of 6 turns reads each turn's prefix: the passes of a process
+    # reward model scoring per prefix, 6 steps; a reward per episode is one pass.
+    from rlmguide.kb.load import load_catalog
+    from rlmguide.kb.paths import DEFAULT_ROOTS
+    from rlmguide.kb.schema import Scenario
+    from rlmguide.rules.scenario import resolve
+
+    catalog = load_catalog(DEFAULT_ROOTS).records
+    data = {
+        "cluster": {"accelerator": "h100-sxm-80gb", "nodes": 1},
+        "models": {"policy": "qwen2.5-7b", "reward": "qwen2.5-7b"},
+        "workload": {
+            "algorithm": "ppo", "prompts_per_step": 8, "prompt_tokens": 512,
+            "response_tokens": 256, "agent": {"turns": 5.2, "reward": "turn"},
+        },
+    }  # fmt: skip
+    scoring = resolve(Scenario.model_validate(data), catalog).scoring
+    assert (scoring.kind, scoring.steps_per_response, scoring.per_prefix) == (
+        "process-reward-model", 6, True,
+    )  # fmt: skip
+    data["workload"]["agent"] = {"turns": 5.2}  # type: ignore[index]
+    assert resolve(Scenario.model_validate(data), catalog).scoring.kind == "reward-model"
