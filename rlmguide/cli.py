@@ -1113,6 +1113,7 @@ def validate() -> None:
     """Check every record: schema, references, citations, taxonomy; exit 1 on any error."""
     from rlmguide.cost.efficiency import default_sources
     from rlmguide.export.mapping import mapping_problems
+    from rlmguide.export.startup import compile_checks
     from rlmguide.kb.load import load_catalog
     from rlmguide.kb.validate import validate as check
     from rlmguide.rules.engine import compile_rules
@@ -1120,7 +1121,7 @@ def validate() -> None:
 
     catalog = load_catalog(record_roots())
     problems = check(catalog, default_sources()) + compile_rules(catalog)[1]
-    problems += compile_constraints(catalog)[1]
+    problems += compile_constraints(catalog)[1] + compile_checks(catalog)[1]
     problems += mapping_problems(catalog)
     errors = [p for p in problems if p.severity == "error"]
     for problem in problems:

@@ -575,6 +575,12 @@ class Constraint(Record, Dated):
     """Where in the file (for example `L210-L218`, or the function name)."""
     commit: Commit
     url: Url
+    checks: Literal["plan", "launch"] = "plan"
+    """`plan`: a refusal the planner respects (its condition reads plan and scenario facts).
+    `launch`: a start-up check on the values a launch writes, its condition reading the
+    `launch.*` facts as well (layers per pipeline stage, token budgets, the engine's memory
+    fraction); the planner does not judge it: `export` adapts the launch to it or refuses,
+    naming the record, and `review` reports a launch that would trip it."""
 
     def cited_sources(self) -> list[str]:
         return [self.source]
@@ -587,12 +593,14 @@ class Constraint(Record, Dated):
 
 
 Transform = Literal[
-    "identity", "flag", "equals", "lookup", "nodes", "gpus_per_node", "divide", "multiply", "add"
-]
+    "identity", "flag", "equals", "lookup", "nodes", "gpus_per_node", "divide", "multiply", "add",
+    "constant",
+]  # fmt: skip
 """How a fact becomes a config value: as is; as a boolean; whether it equals `argument`;
-through `table`; a pool's GPUs as nodes or GPUs per node (whole nodes, or part of one); or
+through `table`; a pool's GPUs as nodes or GPUs per node (whole nodes, or part of one);
 divided by, multiplied by, or added to the fact named by `argument` (unit conversions such as
-prompts -> samples)."""
+prompts -> samples); or `argument` itself, written where `when` holds (a setting the plan
+forces, such as sequence packing off under context parallelism)."""
 
 Value = bool | int | float | str | None
 
@@ -620,7 +628,7 @@ class MappingEntry(Strict):
     @model_validator(mode="after")
     def _arguments(self) -> MappingEntry:
         wants = {"equals": "argument", "divide": "argument", "multiply": "argument",
-                 "add": "argument", "lookup": "table"}  # fmt: skip
+                 "add": "argument", "lookup": "table", "constant": "argument"}  # fmt: skip
         needed = wants.get(self.transform)
         if needed and getattr(self, needed) is None:
             raise ValueError(f"transform {self.transform} needs {needed}")
@@ -636,6 +644,9 @@ class Launch(Strict):
     """What starts the trainer, such as `python3 -m verl.trainer.main_ppo`."""
     component: Slug | None = None
     """Only for runs on this training backend."""
+    algorithms: list[Slug] = []
+    """Only for these algorithms, and they take this entry point over the general one (verl
+    runs DAPO's dynamic sampling through its recipe trainer); empty: any algorithm."""
     fixed: list[Text] = []
     """Arguments the entry point always needs, as the syntax writes them."""
     file: Text
@@ -677,6 +688,10 @@ class Mapping(Record):
     config_defaults: dict[Text, bool | int | float | Text | None] = {}
     """The value the framework's own config gives an entry's key at `commit` (in the entry's
     file): what a launch that leaves the key out runs with. `review` reads it back."""
+    reads: dict[Text, Text] = {}
+    """`launch.*` fact -> the config key the start-up checks read it from, for settings no
+    entry computes from a fact (sequence packing): export and review take the launch's value,
+    else `config_defaults`."""
     notes: Text | None = None
 
     def cited_sources(self) -> list[str]:

@@ -21,6 +21,7 @@ from rlmguide.export.mapping import (
     unexpressed,
 )
 from rlmguide.export.search import Found, find_plan
+from rlmguide.export.startup import binding, compile_checks, computed, read, refusal, tripped
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.schema import Launch
 from rlmguide.kb.schema import Mapping as MappingRecord
@@ -116,6 +117,14 @@ def _pair(found: Found, framework: str, mapping: MappingRecord) -> tuple[str | N
     return min(covered, key=lambda p: tuple(rank.get(c, -1) if c else -1 for c in p))
 
 
+def for_algorithm(mapping: MappingRecord, algorithm: str) -> MappingRecord:
+    """The mapping with the entry points that run `algorithm`: those made for it where the
+    mapping has any (verl's DAPO recipe trainer), else the general ones."""
+    own = [la for la in mapping.launches if algorithm in la.algorithms]
+    general = [la for la in mapping.launches if not la.algorithms]
+    return mapping.model_copy(update={"launches": own or general})
+
+
 def _launch(mapping: MappingRecord, plan: Mapping[str, Any], backend: str | None) -> Launch:
     for launch in mapping.launches:
         if (launch.execution, launch.placement) == (plan["execution"], plan["placement"]) and (
@@ -136,11 +145,13 @@ def build(
     version: str | None = None,
 ) -> Exported:
     mapping = pick_mapping(mappings, framework, version)
+    mapping = for_algorithm(mapping, resolved.scenario.workload.algorithm)
     entries = compile_mapping(mapping)
     found = find_plan(resolved, catalog, framework, mapping)
     backend, engine = _pair(found, framework, mapping)
     launch = _launch(mapping, found.plan, backend)
     facts = found.recommender.row_facts(found.row)
+    facts |= computed(found.plan, facts)
     facts |= {
         "workload.epochs": found.recommender.resolved.scenario.workload.epochs,
         "run.training_backend": backend or "",
@@ -153,6 +164,12 @@ def build(
             f"{mapping.id} has no key for {', '.join(missing)} on {backend} with {engine}"
         )
     arguments = _arguments(active, facts)
+    written = read(mapping, {a.key.lstrip("+"): a.value for a in arguments})
+    checks, _ = compile_checks(catalog)
+    if failed := tripped(binding(checks, framework, backend, engine), facts | written):
+        raise NotExpressible(
+            f"{mapping.id} would stop at start-up: " + "; ".join(refusal(r) for r in failed)
+        )
     used = {a.fact for a in arguments}
     inputs = {var: text for name, (var, text) in INPUTS.items() if name in used}
     return Exported(framework, mapping, launch, backend, engine, arguments, inputs, found)

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rlmguide.export.startup import LAUNCH_FACTS
 from rlmguide.kb.load import Catalog, Problem
 from rlmguide.kb.schema import Mapping as MappingRecord
 from rlmguide.kb.schema import MappingEntry
@@ -42,6 +43,7 @@ EXPORT_FACTS = {
     "run.training_backend": Fact("run.training_backend", "text", "training backend component"),
     "run.rollout_engine": Fact("run.rollout_engine", "text", "rollout engine component"),
     **{name: Fact(name, "text", text) for name, (_, text) in INPUTS.items()},
+    **LAUNCH_FACTS,
 }
 """The facts a mapping may read: the rules' facts plus what only a launch needs."""
 
@@ -83,6 +85,11 @@ def compile_mapping(record: MappingRecord) -> list[CompiledEntry]:
     for i, name in enumerate(record.implied):
         if name not in EXPORT_FACTS:
             raise MappingError(f"implied[{i}]", f"unknown fact {name!r}")
+    for fact, key in record.reads.items():
+        if fact not in LAUNCH_FACTS:
+            raise MappingError(f"reads.{fact}", "not a launch fact")
+        if key not in keys:
+            raise MappingError(f"reads.{fact}", f"no entry has the key {key!r}")
     compiled = []
     for i, entry in enumerate(record.entries):
         named = [("fact", entry.fact)]
@@ -183,6 +190,8 @@ def apply(entry: MappingEntry, facts: Mapping[str, Any]) -> Any:
             return value * other
         case "add":
             return value + other
+        case "constant":
+            return entry.argument
     raise AssertionError(entry.transform)  # the schema admits no other transform
 
 

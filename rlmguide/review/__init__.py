@@ -18,6 +18,7 @@ from rlmguide.review.review import (
     ReviewError,
     read_file,
     scenario_of,
+    startup_checks,
     understood,
 )
 from rlmguide.rules import RECOMMEND_KINDS
@@ -107,11 +108,15 @@ def review(
     except ValueError as exc:
         raise ReviewError(f"the scenario read from {path} is not valid: {exc}") from None
 
+    facts: dict[str, Any] = {}
+
     def estimate(changed: dict[str, Any]) -> dict[str, Any]:
         scenario = parse_scenario(changed, str(path))
         filled, chosen = fill_plan_defaults(resolve(scenario, catalog.records))
         one = recommender_for(filled, catalog, enforce_memory=False, filter_frameworks=False)
         (plan,) = recommend(one, 1)["plans"]
+        if changed is data:
+            facts.update(one.row_facts(one.ranked_rows[0]))
         return {**plan, "chosen": chosen}
 
     try:
@@ -136,6 +141,7 @@ def review(
         "assumed": assumed,
         "scenario": data,
         "estimate": reviewed,
+        "startup": startup_checks(reading, catalog, facts),
     }
     name = reading.mapping.framework
     try:

@@ -348,6 +348,31 @@ def parse_recipe(
     return _module(own[0].launches[0].command), config, own, recipe_keys
 
 
+def startup_checks(
+    reading: Reading, catalog: Catalog, plan_facts: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The start-up checks and constraint records of the framework the launch would trip:
+    its plan's facts (as estimated) with the launch's own values (`launch.*`) as read."""
+    from rlmguide.export.startup import ABSENT, binding, compile_checks, tripped
+    from rlmguide.rules.frameworks import compile_constraints
+
+    checks = compile_checks(catalog)[0] + compile_constraints(catalog)[0]
+    own = {k: v for k, v in reading.facts.items() if k.startswith("launch.") and v is not None}
+    facts = {**ABSENT, **{k: v for k, v in plan_facts.items() if v is not None}, **own}
+    mine = binding(checks, reading.mapping.framework, reading.backend, reading.engine)
+    return [
+        {
+            "constraint": r.id,
+            "title": r.title,
+            "file": r.file,
+            "lines": r.lines,
+            "commit": r.commit,
+            "url": r.url,
+        }
+        for r in tripped(mine, facts)
+    ]
+
+
 def understood(reading: Reading) -> dict[str, Any]:
     """What the file said, in plan terms, and what it said that review does not map."""
     return {

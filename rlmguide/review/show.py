@@ -66,6 +66,16 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
         fmt,
         title=f"Not mapped to the plan ({len(result['unmapped'])} keys)",
     )
+    if result["startup"]:
+        print_rows(
+            ["constraint", "check", "where"],
+            [
+                (c["constraint"], c["title"], f"{c['file']} {c['lines'] or ''}".strip())
+                for c in result["startup"]
+            ],
+            fmt,
+            title=f"Would stop at start-up ({result['framework']}'s own checks)",
+        )
     rows = [_plan_row("reviewed", result["estimate"])]
     if result["recommendation"] is not None:
         rows.append(_plan_row(f"best on {result['framework']}", result["recommendation"]))
