@@ -73,3 +73,12 @@ def test_rollout_gpus_beyond_the_environment_pool_buy_little() -> None:
     assert all(r["lower_seconds"] >= 1920 * (1 - 1e-9) for r in rollouts)
     assert large["step_seconds"] <= small["step_seconds"] <= large["step_seconds"] * 1.1
     assert "size-the-environment-pool" in {r["id"] for r in small["rules"]}
+
+
+def test_the_report_shows_the_agentic_terms_and_the_reason() -> None:
+    result = run_cli("recommend", str(EXAMPLE), "--format", "markdown", "--top", "1")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "agentic episodes of plan 1 (per rollout engine)" in out
+    assert "| KV kept across turns | True |" in out
+    assert "agentic episodes: the longest episode's chain of turns" in out
