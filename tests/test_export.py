@@ -1006,11 +1006,15 @@ def test_the_slime_mapping_is_a_row_of_the_database() -> None:
 def test_slime_export_json_by_hand() -> None:
     """examples/grpo-qwen2.5-7b-8xh100.yaml on slime, checked by hand: 128 prompts x 8 samples
     in 4 optimizer steps is a global batch of 1024 / 4 = 256 samples; the context bound is the
-    512-token prompt plus the 8192-token longest response; the one-step-off plan runs through
-    train_async.py with the actor and the rollout on 4 GPUs each of the one node."""
+    512-token prompt plus the 8192-token longest response; with one policy version of lag
+    allowed, the one-step-off plan runs through train_async.py with the actor and the rollout
+    on 4 GPUs each of the one node."""
     done = CliRunner().invoke(
-        cli, ["export", SMALL, "--framework", "slime", "--format", "json"], catch_exceptions=False
-    )
+        cli,
+        ["export", SMALL, "--framework", "slime", "--format", "json",
+         "--set", "workload.max_staleness=1"],
+        catch_exceptions=False,
+    )  # fmt: skip
     assert done.exit_code == 0, done.output
     data = json.loads(done.output)
     args = {a["key"]: a["value"] for a in data["arguments"]}
@@ -1071,3 +1075,60 @@ def test_nemo_rl_turns_on_the_sequence_parallelism_the_plan_is_costed_with(
     assert done.exit_code == 0, done.output
     assert f"policy.dtensor_cfg.tensor_parallel_size={tp}" in done.output
     assert ("policy.dtensor_cfg.sequence_parallel=True" in done.output) is on
+
+
+# -- the exported plan is the ranked plan -------------------------------------------------------
+
+
+def _key(plan: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(
+        json.dumps(plan[k], sort_keys=True)
+        for k in ("placement", "execution", "rollout", "train", "critic", "fusion")
+    )
+
+
+@pytest.mark.parametrize("framework", MAPPED)
+@pytest.mark.parametrize("staleness", [None, 1])
+def test_export_writes_the_plan_recommend_ranks_first_for_the_framework(
+    framework: str, staleness: int | None
+) -> None:
+    # The same search and tie rule: the exported plan is `recommend --framework`'s plan of
+    # the rank the export names, and every plan ranked above it has no launch in the mapping.
+    given = ["--set", f"workload.max_staleness={staleness}"] if staleness else []
+    done = CliRunner().invoke(
+        cli, ["export", SMALL, "--framework", framework, "--format", "json", *given],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.output)
+    rank = data["rank"]
+    listed = CliRunner().invoke(
+        cli, ["recommend", SMALL, "--framework", framework, "--format", "json",
+              "--top", str(rank), *given],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert listed.exit_code == 0, listed.output
+    plans = json.loads(listed.output)["plans"]
+    assert _key(plans[rank - 1]) == _key(data["plan"])
+    assert data["plan"]["step_seconds"] == pytest.approx(plans[rank - 1]["step_seconds"])
+    assert data["passed_over_count"] == rank - 1
+    launches = {(x.execution, x.placement) for x in data_mapping(framework).launches}
+    for above in plans[: rank - 1]:
+        assert (above["execution"], above["placement"]) not in launches or any(
+            "does not cover" in p["why"] for p in data["passed_over"]
+        )
+    if staleness is None:
+        # GRPO states no off-policy tolerance: the export is on-policy.
+        assert data["plan"]["execution"] == "sync"
+
+
+def data_mapping(framework: str) -> Any:
+    _, mappings = _catalogs()
+    return max((m for m in mappings.values() if m.framework == framework),
+               key=lambda m: m.committed)  # fmt: skip
+
+
+def test_the_script_says_which_rank_it_writes() -> None:
+    done = CliRunner().invoke(cli, ["export", SMALL, "--framework", "verl"])
+    assert done.exit_code == 0, done.output
+    assert "rank 1 of `rlmguide recommend --framework verl`" in done.output

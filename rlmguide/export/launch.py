@@ -74,6 +74,9 @@ class Exported:
             ],
             "inputs": self.inputs,
             "plan": self.plan,
+            "rank": self.found.rank,
+            "passed_over": self.found.result.get("passed_over", []),
+            "passed_over_count": self.found.result.get("passed_over_count", 0),
         }
 
 

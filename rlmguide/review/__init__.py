@@ -167,6 +167,12 @@ def _unplanned(data: dict[str, Any], catalog: Any, origin: str) -> Any:
     from rlmguide.rules.scenario import parse_scenario, resolve
 
     free = {k: v for k, v in data.items() if k != "plan"}
+    plan = data.get("plan") or {}
+    if plan.get("execution") not in (None, "sync") and "max_staleness" not in free["workload"]:
+        # The launch runs a lagging mode: the lag it accepts is the run's, as a scenario whose
+        # plan fixes that mode states it (rules.scenario), so the comparison may keep it.
+        lag = plan.get("max_staleness") or 1
+        free = {**free, "workload": {**free["workload"], "max_staleness": lag}}
     return resolve(parse_scenario(free, origin), catalog.records)
 
 

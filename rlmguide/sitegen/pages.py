@@ -64,7 +64,8 @@ Pages = dict[str, str]
 
 HOME = "index.md"
 SQL_HOWTO = "sql/index.md"
-HAND_WRITTEN = (HOME, SQL_HOWTO)
+PYTHON_API = "python.md"
+HAND_WRITTEN = (HOME, SQL_HOWTO, PYTHON_API)
 """Pages written by hand in `site/docs/`; the generator never produces these paths."""
 
 MATRIX = "frameworks/matrix.md"
@@ -1342,6 +1343,7 @@ def navigation(catalog: Catalog, pages: Mapping[str, str]) -> list[NavItem]:
         entries = [e for f in folders for e in section_entries(f, catalog, pages, placed)]
         if entries:
             nav.append({title: entries})
+    nav.append({"Python API": PYTHON_API})
     for folder in sorted({posixpath.dirname(p) for p in pages if p not in placed}):
         name = folder.replace("-", " ").capitalize() or "More"
         nav.append({name: folder_entries(folder, pages, placed)})
