@@ -172,14 +172,19 @@ def _architecture(
     value: str | InlineModel, models: Mapping[str, Record], field: str
 ) -> Architecture:
     if isinstance(value, InlineModel):
-        return value
-    record: Model = _lookup(models, value, field, "model")  # type: ignore[assignment]
-    if record.architecture is None:
-        # Open weights whose configuration was not read say so: "unpublished" would be wrong.
-        unread = "no architecture read at a pinned version"
-        what = unread if record.architecture_absent else "no published architecture"
-        raise InputError(f"{field}: {value} has {what}, so it cannot be costed")
-    return record.architecture
+        architecture: Architecture = value
+    else:
+        record: Model = _lookup(models, value, field, "model")  # type: ignore[assignment]
+        if record.architecture is None:
+            # Open weights whose configuration was not read say so: "unpublished" is wrong.
+            unread = "no architecture read at a pinned version"
+            what = unread if record.architecture_absent else "no published architecture"
+            raise InputError(f"{field}: {value} has {what}, so it cannot be costed")
+        architecture = record.architecture
+    if gap := architecture.costing_gap:
+        shown = value if isinstance(value, str) else "the inline model"
+        raise InputError(f"{field}: {shown} {gap}")
+    return architecture
 
 
 def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> Resolved:

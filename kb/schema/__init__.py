@@ -52,8 +52,11 @@ from rlmguide.kb.schema.scenario import (
 from rlmguide.kb.schema.specs import (
     AcceleratorFigures,
     Architecture,
+    LinearAttention,
     MixtureOfExperts,
     MultiHeadLatent,
+    SparseAttention,
+    VisionTower,
 )
 
 __all__ = [
@@ -78,6 +81,7 @@ __all__ = [
     "InlineAccelerator",
     "InlineModel",
     "Launch",
+    "LinearAttention",
     "Mapping",
     "MappingEntry",
     "MixtureOfExperts",
@@ -99,7 +103,9 @@ __all__ = [
     "Run",
     "Scenario",
     "Source",
+    "SparseAttention",
     "Technique",
     "TrainPlan",
+    "VisionTower",
     "Workload",
 ]

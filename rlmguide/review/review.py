@@ -11,9 +11,10 @@ from typing import Any
 
 from rlmguide.export.mapping import lookup_key
 from rlmguide.kb.load import Catalog
+from rlmguide.kb.model_names import match_model
 from rlmguide.kb.schema import Mapping as MappingRecord
 from rlmguide.kb.schema import MappingEntry
-from rlmguide.review.config import argparse_config, hydra_config, match_model
+from rlmguide.review.config import argparse_config, hydra_config
 from rlmguide.review.recipe import RecipeError, recipe_config
 from rlmguide.review.shell import ShellError, command_arguments
 from rlmguide.review.understand import Reading, read_launch
