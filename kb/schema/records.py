@@ -672,7 +672,8 @@ divided by, multiplied by, or added to the fact named by `argument` (unit conver
 prompts -> samples); or `argument` itself, written where `when` holds (a setting the plan
 forces, such as sequence packing off under context parallelism)."""
 
-Value = bool | int | float | str | None
+Value = bool | int | float | str | list[bool | int | float | str] | None
+"""A config value; a list is several values of one flag (argparse `nargs`) or a Hydra list."""
 
 
 class MappingEntry(Strict):

@@ -259,6 +259,10 @@ def read_launch(
         samples = facts.get("workload.samples_per_prompt", 1)
         facts["workload.responses_per_step"] = facts["workload.prompts_per_step"] * samples
     used = state.used
+    # the group a per-GPU token budget is per GPU of (OpenRLHF's cp x tp)
+    facts["launch.cp_tp"] = int(facts.get("plan.train.cp") or 1) * int(
+        facts.get("plan.train.tp") or 1
+    )
     _solve(state.pending, config, facts, uses, used)
     context = None
     for key, value in config.items():
