@@ -234,7 +234,7 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
 def _agent_facts(resolved: Resolved) -> dict[str, Any]:
     episode = Episode.of(resolved.scenario.workload)
     return {
-        "workload.agentic": not episode.single_turn,
+        "workload.agentic": resolved.agentic,
         "workload.turns": episode.turns,
         "workload.environment_seconds": episode.setup_seconds
         + episode.turns * episode.environment_seconds,

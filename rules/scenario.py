@@ -77,6 +77,11 @@ class Resolved:
         return self.scenario.cluster.gpus
 
     @property
+    def agentic(self) -> bool:
+        """Episodes of several turns or with environment time (workload.agent)."""
+        return not Episode.of(self.scenario.workload).single_turn
+
+    @property
     def domain_gpus(self) -> int:
         """The scale-up domain: as given; else the accelerator's own when that is rack-scale
         (NVL72: 72 GPUs over trays of 4) or smaller than the node; else the node."""

@@ -82,3 +82,11 @@ def test_the_report_shows_the_agentic_terms_and_the_reason() -> None:
     assert "agentic episodes of plan 1 (per rollout engine)" in out
     assert "| KV kept across turns | True |" in out
     assert "agentic episodes: the longest episode's chain of turns" in out
+
+
+def test_export_refuses_agentic_episodes_it_cannot_launch() -> None:
+    # No mapping has the agent loop's keys yet: a launch would cut every episode to one turn.
+    result = run_cli("export", str(EXAMPLE), "--framework", "verl")
+    assert result.returncode == 1
+    assert "cannot export to verl: workload.agent:" in result.stderr.strip().splitlines()[-1]
+    assert "Traceback" not in result.stderr
