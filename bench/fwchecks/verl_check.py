@@ -1,0 +1,91 @@
+"""verl's own start-up path on exported arguments (run in verl's virtual environment).
+
+The entry module's Hydra main composes the config from the arguments exactly as a launch does
+(`--config-name`, overrides, `+key`), then its TaskRunner.run runs in this process instead of
+a Ray actor: worker classes by strategy, validate_config (the actor's and critic's config
+dataclasses with their __post_init__ and validate, check_mutually_exclusive), the tokenizer,
+reward manager, datasets and the trainer's constructor (dataloaders, step counts), up to
+ResourcePoolManager.create_resource_pool, which would place the GPUs. Then the conversions the
+GPU workers make first, run here on the CPU: RolloutConfig and HFModelConfig.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from common import ReachedGPU, run_cases, run_check
+from fixtures import write_parquet, write_tokenizer
+
+ENTRIES = ("verl.trainer.main_ppo", "verl.experimental.one_step_off_policy.main_ppo")
+
+
+def prepare() -> None:
+    for entry in ENTRIES:
+        importlib.import_module(entry)
+
+
+def _plain_class(runner: Any) -> Any:
+    """A Ray actor class's own class (one-step-off decorates its TaskRunner with ray.remote)."""
+    meta = getattr(runner, "__ray_metadata__", None)
+    return meta.modified_class if meta is not None else runner
+
+
+def check(case: dict[str, Any]) -> list[dict[str, Any]]:
+    roots = case["roots"]
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra re-raises instead of printing and exiting
+    os.environ["HOME"] = case["home"]  # what verl writes under ~ lands in a sandbox
+    os.chdir(case["cwd"])
+    write_tokenizer(Path(case["model_dir"]))
+    write_parquet(Path(case["data"]), case["rows"])
+
+    import verl.trainer.main_ppo as base
+    from verl.single_controller.ray import base as ray_base
+    from verl.utils.config import omega_conf_to_dataclass
+    from verl.workers.config import HFModelConfig
+
+    def create_resource_pool(self: Any) -> None:
+        raise ReachedGPU("ResourcePoolManager.create_resource_pool (Ray placement groups of GPUs)")
+
+    ray_base.ResourcePoolManager.create_resource_pool = create_resource_pool
+    captured: dict[str, Any] = {}
+
+    def run_ppo(config: Any, task_runner_class: Any = None) -> None:
+        captured["config"] = config
+        _plain_class(task_runner_class or base.TaskRunner)().run(config)
+
+    base.run_ppo = run_ppo
+    module = importlib.import_module(case["entry"])
+    # `python3 -m MODULE` runs main with __module__ == "__main__", for which Hydra reads its
+    # config folder by file path (the one-step-off config folder is no Python package)
+    module.main.__wrapped__.__module__ = "__main__"
+    sys.argv = [module.__file__, *case["argv"]]
+    rows = [
+        run_check("launch (Hydra compose, TaskRunner.run to the GPU pools)", roots, module.main)
+    ]
+    config = captured.get("config")
+    if config is None:
+        return rows
+    arr = config.actor_rollout_ref
+    rows.append(
+        run_check(
+            "RolloutConfig (worker, on CPU)", roots, lambda: omega_conf_to_dataclass(arr.rollout)
+        )
+    )
+    rows.append(
+        run_check(
+            "HFModelConfig (worker, on CPU)",
+            roots,
+            lambda: omega_conf_to_dataclass(arr.model, dataclass_type=HFModelConfig),
+        )
+    )
+    return rows
+
+
+if __name__ == "__main__":
+    run_cases(check, prepare)
