@@ -139,8 +139,9 @@ SPECS: dict[str, Spec] = {
             ),
         ),
         gpu_only=(
-            "worker __init__ (fsdp/megatron workers): device mesh, the mini-batch normalisation "
-            "by data-parallel size and its asserts, Megatron's parallel-state initialisation",
+            "the workers past __init__ (they run here as rank 0 of their pool on torch's fake "
+            "process group, Megatron's CUDA seeding skipped): init_model's model build, FSDP "
+            "wrapping, weight loading, optimizer; ranks other than 0",
             "vLLM/SGLang engine start (memory fraction, max_num_seqs against the KV cache)",
         ),
     ),

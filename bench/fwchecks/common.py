@@ -259,3 +259,63 @@ def run_check(
         traceback.print_exc()
         return {"check": name, **outcome(exc, roots, returned)}
     return {"check": name, **outcome(None, roots, returned)}
+
+
+def run_isolated(
+    name: str, roots: list[str], body: Callable[[], Any], returned: str = "returned"
+) -> dict[str, Any]:
+    """run_check in a forked child: a check that initialises process-wide state (a process
+    group, Megatron's parallel state) leaves none for the next."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            row = run_check(name, roots, body, returned)
+        except BaseException as exc:
+            row = {
+                "check": name,
+                "status": "error",
+                "type": type(exc).__name__,
+                "message": first_line(exc),
+            }
+        with os.fdopen(write, "w") as pipe:
+            json.dump(row, pipe)
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        text = pipe.read()
+    os.waitpid(pid, 0)
+    try:
+        return json.loads(text)
+    except ValueError:
+        return {"check": name, "status": "error", "type": "Crash", "message": "no result"}
+
+
+def fake_world(size: int) -> None:
+    """torch.distributed as rank 0 of `size`: init_process_group gives torch's fake process
+    group (collectives do nothing) and groups made with a backend (NCCL, gloo) are fake ones,
+    so code that lays out device meshes and parallel groups runs without GPUs or peers."""
+    import torch.distributed as dist
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    os.environ.update(
+        RANK="0",
+        LOCAL_RANK="0",
+        WORLD_SIZE=str(size),
+        LOCAL_WORLD_SIZE="1",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT="29500",
+    )
+    init, new_group = dist.init_process_group, dist.new_group
+
+    def fake_init(*_: Any, **__: Any) -> None:
+        init("fake", store=FakeStore(), rank=0, world_size=size)
+
+    def fake_group(*args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("backend", None)
+        kwargs.pop("pg_options", None)
+        return new_group(*args, **kwargs)
+
+    dist.init_process_group = fake_init
+    dist.new_group = fake_group

@@ -6,7 +6,8 @@ a Ray actor: worker classes by strategy, validate_config (the actor's and critic
 dataclasses with their __post_init__ and validate, check_mutually_exclusive), the tokenizer,
 reward manager, datasets and the trainer's constructor (dataloaders, step counts), up to
 ResourcePoolManager.create_resource_pool, which would place the GPUs. Then the conversions the
-GPU workers make first, run here on the CPU: RolloutConfig and HFModelConfig.
+GPU workers make first, run here on the CPU (RolloutConfig, HFModelConfig), and each training
+worker's constructor as rank 0 of its pool on torch's fake process group.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from common import ReachedGPU, run_cases, run_check
+from common import ReachedGPU, fake_world, run_cases, run_check, run_isolated
 from fixtures import write_parquet, write_tokenizer
 
 ENTRIES = ("verl.trainer.main_ppo", "verl.experimental.one_step_off_policy.main_ppo")
@@ -45,15 +46,26 @@ def check(case: dict[str, Any]) -> list[dict[str, Any]]:
     write_parquet(Path(case["data"]), case["rows"])
 
     import verl.trainer.main_ppo as base
+    from verl.experimental.one_step_off_policy.ray_trainer import OneStepOffRayTrainer
     from verl.single_controller.ray import base as ray_base
+    from verl.trainer.ppo.ray_trainer import RayPPOTrainer
     from verl.utils.config import omega_conf_to_dataclass
     from verl.workers.config import HFModelConfig
 
+    captured: dict[str, Any] = {}
+
     def create_resource_pool(self: Any) -> None:
+        captured["pools"] = self
         raise ReachedGPU("ResourcePoolManager.create_resource_pool (Ray placement groups of GPUs)")
 
     ray_base.ResourcePoolManager.create_resource_pool = create_resource_pool
-    captured: dict[str, Any] = {}
+    for trainer_class in (RayPPOTrainer, OneStepOffRayTrainer):
+
+        def remember(self: Any, *args: Any, init: Any = trainer_class.__init__, **kwargs: Any):
+            init(self, *args, **kwargs)
+            captured["trainer"] = self
+
+        trainer_class.__init__ = remember
 
     def run_ppo(config: Any, task_runner_class: Any = None) -> None:
         captured["config"] = config
@@ -84,6 +96,47 @@ def check(case: dict[str, Any]) -> list[dict[str, Any]]:
             lambda: omega_conf_to_dataclass(arr.model, dataclass_type=HFModelConfig),
         )
     )
+    if "trainer" in captured and "pools" in captured:
+        rows += worker_rows(captured["trainer"], captured["pools"], roots)
+    return rows
+
+
+def worker_rows(trainer: Any, pools: Any, roots: list[str]) -> list[dict[str, Any]]:
+    """Each training worker's __init__ as init_workers would make it, as rank 0 of its pool
+    on a fake process group: device meshes, Megatron's parallel groups (world size against TP
+    x PP x CP, EP), the mini-batch normalisation by data-parallel size and its asserts. The
+    model is built later, in init_model, on the GPU."""
+    import megatron.core.tensor_parallel as tensor_parallel
+    from verl.trainer.ppo.utils import Role
+    from verl.utils.config import omega_conf_to_dataclass
+
+    mapping = trainer.role_worker_mapping
+    roles = (
+        [Role.Actor, Role.Rollout]
+        if Role.Actor in mapping
+        else [Role.ActorRolloutRef if Role.ActorRolloutRef in mapping else Role.ActorRollout]
+    )
+    if trainer.use_critic:
+        roles.append(Role.Critic)
+    if trainer.use_reference_policy and Role.RefPolicy in mapping:
+        roles.append(Role.RefPolicy)
+    rows = []
+    for role in roles:
+        cls = _plain_class(mapping[role])
+        world = sum(pools.resource_pool_spec[pools.mapping[role]])
+        if role == Role.Critic:
+            kwargs = {"config": omega_conf_to_dataclass(trainer.config.critic)}
+        else:
+            kwargs = {"config": trainer.config.actor_rollout_ref, "role": str(role)}
+
+        def make(cls: Any = cls, kwargs: dict[str, Any] = kwargs, world: int = world) -> None:
+            fake_world(world)
+            # seeds the CUDA generator; nothing of the layout depends on it
+            tensor_parallel.model_parallel_cuda_manual_seed = lambda *_, **__: None
+            cls(**kwargs)
+
+        name = f"{cls.__name__}({role}).__init__ as rank 0 of {world} (fake process group)"
+        rows.append(run_isolated(name, roots, make))
     return rows
 
 
