@@ -77,6 +77,16 @@ class CostTable:
     """Per pool, how far its peak exceeds the usable memory (negative: room left)."""
     assessment_parts: dict[str, FloatArray]
     """Seconds of each model's part of the assessment (cost.assessment.Assessment)."""
+    rollout_memory_fraction: FloatArray
+    """Share of one rollout GPU's HBM the engine is budgeted: its weights, workspace (the
+    activation profile, CUDA graphs, sampler) and the KV cache it may fill. What vLLM's
+    gpu_memory_utilization must be set to for the plan's KV cache to exist (0 offline)."""
+    train_micro_tokens: FloatArray
+    """Tokens of one training micro-batch the training memory was costed at, over the
+    context-parallel group (a GPU holds this / cp)."""
+    headroom_gib: dict[str, FloatArray]
+    """Per pool (rollout, train, and critic / reference / reward on pools of their own), the
+    GiB per GPU its peak leaves free of the HBM."""
     offline: bool = False
     """Offline preference optimisation: no rollout or weight sync to show (cost.offline)."""
 
@@ -91,7 +101,7 @@ class CostTable:
                 values[f.name] = {k: v.take(rows) for k, v in value.items()}
             elif f.name == "memory_terms_gib":
                 values[f.name] = {p: {k: v[rows] for k, v in t.items()} for p, t in value.items()}
-            elif f.name in ("pool_overflow_gib", "assessment_parts"):
+            elif f.name in ("pool_overflow_gib", "assessment_parts", "headroom_gib"):
                 values[f.name] = {k: v[rows] for k, v in value.items()}
             elif f.name == "offline":
                 values[f.name] = value
@@ -115,7 +125,7 @@ class CostTable:
                 values[f.name] = {k: v.concat(b[k]) for k, v in a.items()}
             elif f.name == "memory_terms_gib":
                 values[f.name] = {p: join(a.get(p, {}), b.get(p, {})) for p in {**a, **b}}
-            elif f.name in ("pool_overflow_gib", "assessment_parts"):
+            elif f.name in ("pool_overflow_gib", "assessment_parts", "headroom_gib"):
                 values[f.name] = join(a, b)
             elif f.name == "offline":
                 if a != b:
@@ -148,15 +158,24 @@ class CostTable:
         moved = float(self.stages["switch"].seconds[i]) > 0.0
         names = [n for n in STAGES if n != "switch" or moved]
         plan = self.plans.row(i)
+        plan["rollout"]["memory_fraction"] = float(self.rollout_memory_fraction[i])
+        plan["train"]["micro_batch_tokens"] = int(self.train_micro_tokens[i])
         memory = {
             "rollout": float(self.memory_rollout_gib[i]),
             "train": float(self.memory_train_gib[i]),
+        }
+        # A model's own pool (critic, reference, reward) only where the plan gives it one.
+        headroom = {
+            k: float(v[i])
+            for k, v in self.headroom_gib.items()
+            if k in ("rollout", "train") or plan["pools"].get(k)
         }
         if self.offline:
             # Nothing is generated: no rollout layout, stage or memory is shown as if it ran.
             names = [n for n in names if n not in NO_GENERATION]
             plan.update(rollout=None, prefix_caching=None, offline=True)
             del memory["rollout"]
+            headroom.pop("rollout", None)
         return {
             **plan,
             "step_seconds": float(self.step_seconds[i]),
@@ -165,6 +184,7 @@ class CostTable:
             "tokens_per_second": float(self.tokens_per_second[i]),
             "stages": [self.stage_row(n, i) for n in names],
             "memory_gib_per_gpu": memory,
+            "headroom_gib_per_gpu": headroom,
             "bottleneck": STAGES[int(self.bottleneck[i])],
             "feasible": bool(self.feasible[i]),
             "overflow_gib": float(self.overflow_gib[i]),
@@ -453,6 +473,12 @@ def evaluate(
     # A micro-batch sized to fill the memory exactly must not fail on a rounding error.
     overflow = np.where(overflow > usable * 1e-9, overflow, 0.0)
     zero = np.zeros(n)
+    memory_bytes = hw.memory_bytes
+    headroom = {"train": memory_bytes - train_mem.bytes}
+    if generated is not None:
+        headroom = {"rollout": memory_bytes - generated.resident - generated.engine, **headroom}
+    for role, memory in own_memory.items():
+        headroom[role] = memory_bytes - memory.bytes
     return CostTable(
         plans=plans,
         stages=stages,
@@ -475,6 +501,11 @@ def evaluate(
         memory_terms_gib={p: {k: v / GIB for k, v in t.items()} for p, t in terms.items()},
         pool_overflow_gib={p: v / GIB for p, v in overflows.items()},
         assessment_parts=assessed_parts.parts,
+        rollout_memory_fraction=(
+            generated.engine / memory_bytes if generated is not None else zero
+        ),
+        train_micro_tokens=train_mem.costed_tokens,
+        headroom_gib={p: v / GIB for p, v in headroom.items()},
         offline=needs.offline,
     )
 
@@ -490,6 +521,9 @@ class Generation:
     peak: FloatArray
     terms: dict[str, FloatArray]
     used: FloatArray
+    engine: FloatArray
+    """Bytes per GPU the engine is budgeted (weights, workspace, the KV cache it may fill)."""
+    resident: FloatArray
 
 
 def _generation(
@@ -556,7 +590,11 @@ def _generation(
         "trainer_state": resident,
     }
     used = shared.weights + shared.workspace + kv_used + resident
-    return Generation(rollout, sync, extras, shared.minimum + resident, terms, used)
+    # The engine takes all the room its budget leaves for KV, not only what the plan fills.
+    engine = np.maximum(usable - resident, used - resident)
+    return Generation(
+        rollout, sync, extras, shared.minimum + resident, terms, used, engine, resident
+    )
 
 
 TRAINER_STAGES = ("assessment", "training", "switch")

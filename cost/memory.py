@@ -181,6 +181,10 @@ class TrainMemory:
     micro_tokens: FloatArray
     """Token budget of one training micro-batch (over its context-parallel group): the
     configured budget, or less when the activations of that many tokens do not fit."""
+    costed_tokens: FloatArray
+    """Tokens of the micro-batch the activations were costed at (over the context-parallel
+    group): the budget, capped by what a rank trains per optimizer step, and at least the
+    longest sequence (a micro-batch holds a sequence whole)."""
 
     @property
     def bytes(self) -> FloatArray:
@@ -195,6 +199,7 @@ class TrainMemory:
             self.host[rows],
             self.switch[rows],
             self.micro_tokens[rows],
+            self.costed_tokens[rows],
         )
 
 
@@ -294,7 +299,7 @@ def training_memory(
     switch = np.where(phase, 2.0 * on_gpu, 0.0) + np.where(
         phase | layout.offload_frozen, parked, 0.0
     )
-    return TrainMemory(terms, training, assessment, resident, host, switch, chosen)
+    return TrainMemory(terms, training, assessment, resident, host, switch, chosen, tokens)
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,4 +94,6 @@ def across(rollout_side: CostTable, trainer_side: CostTable, sync_side: CostTabl
         train_idle_seconds=timing.train_idle,
         memory_terms_gib=terms,
         pool_overflow_gib=overflows,
+        rollout_memory_fraction=rollout_side.rollout_memory_fraction,
+        headroom_gib={**trainer_side.headroom_gib, "rollout": rollout_side.headroom_gib["rollout"]},
     )

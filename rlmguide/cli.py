@@ -6,7 +6,6 @@ that a warm `rlmguide sql` costs little more than importing DuckDB.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import os
@@ -17,9 +16,9 @@ from typing import Any
 
 import click
 
-from rlmguide.formats import ROW_FORMATS, dumps, non_finite, print_rows
+from rlmguide.errors import RlmguideError
+from rlmguide.formats import ROW_FORMATS, dumps, print_rows, suggestion
 from rlmguide.kb.paths import PLURALS, record_roots
-from rlmguide.rules import RECOMMEND_KINDS
 
 LIST_SQL = {
     "source": "SELECT id, type, year, title FROM sources ORDER BY id",
@@ -79,11 +78,6 @@ class Interrupted(click.ClickException):
     exit_code = 130
 
 
-def suggestion(name: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
-    return f"; did you mean {', '.join(close)}?" if close else ""
-
-
 def format_option(choices: tuple[str, ...] = ROW_FORMATS) -> Callable[[Callable], Callable]:
     return click.option(
         "--format",
@@ -137,10 +131,9 @@ def _number_or_text(value: str) -> Any:
 
 
 def _invalid(exc: Any) -> Failure:
-    shown = "\n".join(f"  {p}" for p in exc.problems[:10])
-    more = len(exc.problems) - 10
-    tail = f"\n  ... and {more} more" if more > 0 else ""
-    return Failure(f"{exc}; run `rlmguide validate`:\n{shown}{tail}")
+    from rlmguide.api import invalid_records
+
+    return Failure(str(invalid_records(exc)))
 
 
 def database() -> Path:
@@ -210,6 +203,8 @@ class InterruptibleGroup(click.Group):
             return super().invoke(ctx)
         except KeyboardInterrupt:
             raise Interrupted("interrupted") from None
+        except RlmguideError as exc:  # the API's refusals (rlmguide.api), with their exit codes
+            raise (BadInput if exc.exit_code == 2 else Failure)(str(exc)) from None
 
 
 @click.group(cls=InterruptibleGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -533,52 +528,20 @@ def scenario_options(func: Callable) -> Callable:
     )(func)
 
 
-def deployment_scenario(record_id: str, keep_plan: bool) -> dict[str, Any]:
-    """A deployment record's scenario as a mapping (without its plan for a new search)."""
-    from rlmguide.kb.load import load_catalog
-
-    deployments = load_catalog(record_roots(), ("deployment",)).of("deployment")
-    if record_id not in deployments:
-        raise BadInput(
-            f"--deployment: unknown deployment {record_id!r}"
-            + suggestion(record_id, sorted(deployments))
-            + "; see `rlmguide list deployments`"
-        )
-    data = deployments[record_id].scenario.model_dump(mode="json", exclude_unset=True)
-    if not keep_plan:
-        data.pop("plan", None)
-    return data
-
-
 def load_scenario(
     path: Path | None,
     flags: dict[str, Any],
     assignments: tuple[str, ...],
     deployment: str | None = None,
     keep_plan: bool = True,
-    mixed: bool = False,
 ) -> Any:
-    """The scenario file, a deployment's scenario (or an empty one) with flags and `--set`
-    applied, resolved; with `mixed`, a mixed-accelerator cluster resolves part by part
-    (rules.mixed), else it is refused with a one-line message."""
-    from rlmguide.kb.load import load_catalog
-    from rlmguide.rules.scenario import (
-        InputError,
-        parse_assignment,
-        parse_scenario,
-        read_mapping,
-        resolve,
-    )
+    """The scenario file, a deployment's scenario (or an empty one) with the flags and `--set`
+    applied (each value read as YAML: `4`, `[1, 2]`, `fp8`), as an `api.Scenario`."""
+    from rlmguide.api import Scenario
+    from rlmguide.rules.scenario import InputError, parse_assignment, read_mapping
 
     if path is not None and deployment is not None:
         raise BadInput("give a scenario file or --deployment, not both")
-    try:
-        if deployment is not None:
-            data = deployment_scenario(deployment, keep_plan)
-        else:
-            data = read_mapping(path) if path is not None else {}
-    except InputError as exc:
-        raise BadInput(str(exc)) from None
     pairs = [(SCENARIO_FLAGS[k], v) for k, v in flags.items() if v is not None]
     for text in assignments:
         key, sep, value = text.partition("=")
@@ -586,48 +549,22 @@ def load_scenario(
             raise BadInput(f"--set {text!r}: expected PATH=VALUE, e.g. plan.train.tp=4")
         pairs.append((key.strip(), value.strip()))
     try:
-        for dotted, value in pairs:
-            node = data
-            (*parents, leaf), parsed = parse_assignment(dotted, value)
-            for part in parents:
-                child = node.setdefault(part, {})
-                if not isinstance(child, dict):
-                    raise BadInput(f"--set {dotted}: {part} is not a mapping")
-                node = child
-            node[leaf] = parsed
-        origin = str(path) if path else (f"deployment {deployment}" if deployment else "scenario")
-        scenario = parse_scenario(data, origin)
-        # a recommendation reads only the kinds it resolves, ranks with and cites
-        catalog = load_catalog(record_roots(), RECOMMEND_KINDS)
-        if mixed and scenario.cluster.parts is not None:
-            from rlmguide.rules.mixed import resolve_mixed
-
-            return resolve_mixed(scenario, catalog), catalog
-        return resolve(scenario, catalog.records), catalog
+        data = read_mapping(path) if path is not None else {}
+        changes = [
+            (".".join(parts), value)
+            for parts, value in (parse_assignment(dotted, text) for dotted, text in pairs)
+        ]
     except InputError as exc:
         raise BadInput(str(exc)) from None
-
-
-def _invalid_records(exc: Exception) -> Failure:
-    return Failure(f"invalid rule or constraint records; run `rlmguide validate`: {exc}")
-
-
-def _recommender(resolved: Any, catalog: Any, **options: Any) -> Any:
-    from rlmguide.rules.recommend import InvalidRecords, NoFeasiblePlan, recommender_for
-
-    try:
-        return recommender_for(resolved, catalog, **options)
-    except InvalidRecords as exc:
-        raise _invalid_records(exc) from None
-    except NoFeasiblePlan as exc:
-        raise Failure(f"no feasible plan: {exc}") from None
+    if deployment is not None:
+        return Scenario.from_deployment(deployment, keep_plan, changes)
+    return Scenario.from_dict(data, changes, str(path) if path else "scenario")
 
 
 def _progress(message: str) -> Any:
     """A spinner on standard error while a search runs, only for a person at a terminal:
     never on standard output, in JSON or in a pipe."""
     import contextlib
-    import sys
 
     if not sys.stderr.isatty():
         return contextlib.nullcontext()
@@ -636,26 +573,11 @@ def _progress(message: str) -> Any:
     return Console(stderr=True).status(message)
 
 
-def _run(recommender: Any, top: int, what_if: bool = False) -> dict[str, Any]:
-    from rlmguide.cost.plans import PlanError
-    from rlmguide.rules.recommend import NoFeasiblePlan, recommend
-
-    try:
-        with _progress("searching plans"):
-            result = recommend(recommender, top, what_if)
-    except NoFeasiblePlan as exc:
-        raise Failure(f"no feasible plan: {exc}") from None
-    except (PlanError, OverflowError) as exc:
-        raise BadInput(str(exc)) from None
-    if where := non_finite(result):
-        # the bounds on scenario numbers should make this unreachable; never print it as a plan
-        raise BadInput(f"the scenario's numbers give a non-finite estimate at {where}")
-    return result
-
-
-def emit_plans(result: dict[str, Any], fmt: str, plot: Path | None) -> None:
+def emit_plans(found: Any, fmt: str, plot: Path | None) -> None:
+    """An API result of plans (`results.Recommendation`) as the chosen format, and its plot."""
     from rlmguide.report import print_report
 
+    result = found.model_dump(mode="json")
     if plot is not None and "sizing" in result:
         from rlmguide.runreport import draw_frontier
 
@@ -702,75 +624,6 @@ def sizing_options(func: Callable) -> Callable:
         help="With a size search, pick the fastest size (time) or the cheapest (cost); "
         "default time.",
     )(func)
-
-
-def _size_search(
-    resolved: Any, catalog: Any, top: int, framework: str | None, sizing: dict[str, Any]
-) -> dict[str, Any]:
-    """`recommend` over node counts (rules.sizing), after checking the flags make sense."""
-    from rlmguide.kb.schema.bounds import MAX_GPUS
-    from rlmguide.rules.runcost import price, run_steps, run_terms
-    from rlmguide.rules.sizing import Objective, recommend_sizes
-
-    cluster = resolved.scenario.cluster
-    max_nodes = sizing["max_nodes"] or cluster.nodes
-    if max_nodes * cluster.gpus_per_node > MAX_GPUS:
-        raise BadInput(
-            f"--max-nodes {max_nodes}: {max_nodes} x {cluster.gpus_per_node} GPUs exceeds the "
-            f"{MAX_GPUS:,} GPUs the search supports"
-        )
-    if sizing["deadline"] is not None and run_steps(resolved, run_terms(resolved)) is None:
-        raise BadInput(
-            "--deadline needs the run's length: set workload.steps (or trained_samples or "
-            "trained_tokens)"
-        )
-    if sizing["budget"] is not None and price(resolved) is None:
-        raise BadInput(
-            f"--budget needs a price: {resolved.accelerator_id} has no public price in the "
-            "knowledge base; set cluster.price_per_gpu_hour"
-        )
-    objective = Objective(sizing["objective"] or "time", sizing["deadline"], sizing["budget"])
-    return _searched(
-        f"searching plans on 1..{max_nodes} nodes",
-        lambda: recommend_sizes(resolved, catalog, max_nodes, objective, top, only=framework),
-    )
-
-
-def _searched(message: str, search: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """A search over several clusters (node counts, parts), with progress on standard error
-    and its failures as one line."""
-    from rlmguide.rules.recommend import InvalidRecords
-    from rlmguide.rules.sizing import SizingError
-
-    try:
-        with _progress(message):
-            result = search()
-    except SizingError as exc:
-        raise Failure(str(exc)) from None
-    except InvalidRecords as exc:
-        raise _invalid_records(exc) from None
-    if where := non_finite(result):
-        raise BadInput(f"the scenario's numbers give a non-finite estimate at {where}")
-    return result
-
-
-def _mixed_search(
-    mixed: Any, catalog: Any, top: int, framework: str | None, sizing: dict[str, Any]
-) -> dict[str, Any]:
-    """`recommend` on every part of a mixed cluster and across parts (rules.mixed)."""
-    from rlmguide.rules.mixed import check_mixed_flags, recommend_mixed
-    from rlmguide.rules.scenario import InputError
-    from rlmguide.rules.sizing import Objective
-
-    try:
-        check_mixed_flags(mixed, sizing)
-    except InputError as exc:
-        raise BadInput(str(exc)) from None
-    objective = Objective(sizing["objective"] or "time", sizing["deadline"], sizing["budget"])
-    return _searched(
-        "searching plans on each part and across parts",
-        lambda: recommend_mixed(mixed, catalog, top, objective, only=framework),
-    )
 
 
 @cli.command()
@@ -828,67 +681,25 @@ def recommend(
 
     Example: rlmguide recommend examples/grpo-qwen2.5-7b-8xh100.yaml --top 3
     """
-    resolved, catalog = load_scenario(
-        scenario_file, flags, assignments, deployment, keep_plan=False, mixed=True
-    )
-    sizing = {"objective": objective, "max_nodes": max_nodes, "deadline": deadline,
-              "budget": budget}  # fmt: skip
-    if not hasattr(resolved, "accelerator"):  # a mixed-accelerator cluster (rules.mixed)
-        if emit is not None:
+    from rlmguide import api
+
+    scenario = load_scenario(scenario_file, flags, assignments, deployment, keep_plan=False)
+    if emit is not None:
+        if scenario.cluster.parts is not None:
             raise BadInput(
                 "--emit: a launch script runs on one accelerator; export the part a plan uses "
                 "(give its cluster.accelerator, nodes and gpus_per_node)"
             )
-        if framework is not None:
-            _check_framework(framework, catalog)
-        emit_plans(_mixed_search(resolved, catalog, top, framework, sizing), fmt, plot)
-        return
-    if emit is not None:
         if framework not in (None, emit):
             raise BadInput(f"--emit {emit} and --framework {framework} name different frameworks")
-        origin = str(scenario_file or f"deployment {deployment}")
-        click.echo(_launch_script(_export(resolved, catalog, emit, None), origin, resolved))
-        return
-    if framework is not None:
-        _check_framework(framework, catalog)
-    if any(v is not None for v in sizing.values()):
-        emit_plans(_size_search(resolved, catalog, top, framework, sizing), fmt, plot)
-        return
-    emit_plans(_run(_recommender(resolved, catalog, only=framework), top, what_if), fmt, plot)
-
-
-def _check_framework(framework: str, catalog: Any) -> None:
-    known = sorted(catalog.of("framework"))
-    if framework not in known:
-        raise BadInput(
-            f"--framework: unknown framework {framework!r}" + suggestion(framework, known)
-        )
-
-
-def _export(resolved: Any, catalog: Any, framework: str, version: str | None) -> Any:
-    """The launch of the best plan `framework` can run (or of the scenario's own plan)."""
-    from rlmguide.export import MappingError, NotExpressible, UnknownVersion, build
-    from rlmguide.kb.load import load_catalog
-
-    _check_framework(framework, catalog)
-    mappings = load_catalog(record_roots(), ("mapping",)).of("mapping")
-    try:
         with _progress("searching plans"):
-            return build(resolved, catalog, mappings, framework, version)
-    except UnknownVersion as exc:
-        raise BadInput(str(exc)) from None
-    except NotExpressible as exc:
-        raise Failure(f"cannot export to {framework}: {exc}") from None
-    except MappingError as exc:
-        raise Failure(f"invalid mapping record; run `rlmguide validate`: {exc}") from None
-
-
-def _launch_script(exported: Any, origin: str, resolved: Any) -> str:
-    from rlmguide.export import script
-
-    # catalog models and inline ones both carry a name; the bare Architecture does not
-    name = getattr(resolved.policy, "name", resolved.policy_id)
-    return script(exported, origin, f"{name}, model record {resolved.policy_id}")
+            click.echo(api.export(scenario, emit).script)
+        return
+    with _progress("searching plans"):
+        found = api.recommend(scenario, top=top, framework=framework, what_if=what_if,
+                              objective=objective, max_nodes=max_nodes, deadline=deadline,
+                              budget=budget)  # fmt: skip
+    emit_plans(found, fmt, plot)
 
 
 @cli.command("export")
@@ -928,12 +739,12 @@ def export(
 
     Example: rlmguide export examples/grpo-qwen2.5-7b-8xh100.yaml --framework verl
     """
-    resolved, catalog = load_scenario(scenario_file, flags, assignments, deployment)
-    exported = _export(resolved, catalog, framework, version)
-    origin = str(scenario_file or f"deployment {deployment}")
-    text = (
-        dumps(exported.as_json()) if fmt == "json" else _launch_script(exported, origin, resolved)
-    )
+    from rlmguide import api
+
+    scenario = load_scenario(scenario_file, flags, assignments, deployment)
+    with _progress("searching plans"):
+        launch = api.export(scenario, framework, version=version)
+    text = dumps(launch.model_dump(mode="json")) if fmt == "json" else launch.script
     if out is None:
         click.echo(text, nl=fmt == "json")
         return
@@ -973,40 +784,18 @@ def review(
 
     Example: rlmguide review run_qwen3moe-30b_megatron_96gb.sh --accelerator h20-96gb
     """
-    from rlmguide.review import Hardware, NotCostable, ReviewError
-    from rlmguide.review import review as run_review
+    from rlmguide import api
     from rlmguide.review.show import print_review
-    from rlmguide.rules.recommend import NoFeasiblePlan
 
-    try:
-        with _progress("reading and searching plans"):
-            result = run_review(
-                config,
-                framework,
-                policy,
-                Hardware(accelerator, nodes, gpus_per_node, prompt_tokens),
-            )
-    except ReviewError as exc:
-        raise BadInput(str(exc)) from None
-    except NoFeasiblePlan as exc:
-        raise Failure(f"no feasible plan: {exc}") from None
-    except NotCostable as exc:
-        raise Failure(str(exc)) from None
+    with _progress("reading and searching plans"):
+        found = api.review(config, framework=framework, policy=policy, accelerator=accelerator,
+                           nodes=nodes, gpus_per_node=gpus_per_node,
+                           prompt_tokens=prompt_tokens)  # fmt: skip
+    result = found.model_dump(mode="json")
     if fmt == "json":
         click.echo(dumps(result))
     else:
         print_review(result, fmt)
-
-
-ESTIMATE_REQUIRED = (
-    "placement",
-    "execution",
-    "rollout.tp",
-    "train.tp",
-    "train.zero",
-    "train.recompute",
-)
-OFFLINE_REQUIRED = ("train.tp", "train.zero", "train.recompute")
 
 
 @cli.command()
@@ -1033,39 +822,13 @@ def estimate(
     With --deployment ID, cost a published deployment as written (`--set` tries a variation).
     A plan that does not fit is still broken down, then reported as a failure (exit 1).
     """
-    from rlmguide.rules.recommend import memory_shortfall
-    from rlmguide.rules.scenario import fill_plan_defaults
+    from rlmguide import api
 
-    resolved, catalog = load_scenario(scenario_file, flags, assignments, deployment)
-    plan = resolved.scenario.plan
-    # Offline methods generate nothing: the trainer's layout is the whole plan.
-    required = ESTIMATE_REQUIRED if resolved.algorithm.online else OFFLINE_REQUIRED
-    missing = [f"plan.{name}" for name in required if _get(plan, name) is None]
-    if plan.placement == "disaggregated":
-        missing += [f"plan.{p}.gpus" for p in ("rollout", "train") if getattr(plan, p).gpus is None]
-    if missing:
-        raise BadInput(
-            f"estimate needs a fixed plan; missing: {', '.join(missing)} "
-            "(or use `rlmguide recommend` to search)"
-        )
-    resolved, chosen = fill_plan_defaults(resolved)
-    recommender = _recommender(resolved, catalog, enforce_memory=False, filter_frameworks=False)
-    result = _run(recommender, 1)
-    result["chosen"] = chosen
-    if survey:
-        from rlmguide.survey_report import add_survey_model
-
-        add_survey_model(result, resolved)
-    emit_plans(result, fmt, plot)
-    (plan,) = result["plans"]
-    if not plan["feasible"]:
-        raise Failure(f"the plan does not fit: {memory_shortfall(plan, recommender.usable_gib)}")
-
-
-def _get(plan: Any, dotted: str) -> Any:
-    for part in dotted.split("."):
-        plan = getattr(plan, part)
-    return plan
+    scenario = load_scenario(scenario_file, flags, assignments, deployment)
+    found = api.estimate(scenario, survey=survey)
+    emit_plans(found, fmt, plot)
+    if found.shortfall is not None:
+        raise Failure(f"the plan does not fit: {found.shortfall}")
 
 
 @cli.group()
@@ -1113,6 +876,7 @@ def validate() -> None:
     """Check every record: schema, references, citations, taxonomy; exit 1 on any error."""
     from rlmguide.cost.efficiency import default_sources
     from rlmguide.export.mapping import mapping_problems
+    from rlmguide.export.startup import compile_checks
     from rlmguide.kb.load import load_catalog
     from rlmguide.kb.validate import validate as check
     from rlmguide.rules.engine import compile_rules
@@ -1120,7 +884,7 @@ def validate() -> None:
 
     catalog = load_catalog(record_roots())
     problems = check(catalog, default_sources()) + compile_rules(catalog)[1]
-    problems += compile_constraints(catalog)[1]
+    problems += compile_constraints(catalog)[1] + compile_checks(catalog)[1]
     problems += mapping_problems(catalog)
     errors = [p for p in problems if p.severity == "error"]
     for problem in problems:

@@ -6,6 +6,7 @@ import base64
 import csv
 import datetime as dt
 import decimal
+import difflib
 import io
 import json
 import math
@@ -40,6 +41,12 @@ def plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k if isinstance(k, str) else cell(k): plain(v) for k, v in value.items()}
     return value
+
+
+def suggestion(name: str, known: list[str]) -> str:
+    """`; did you mean a, b?` for the known names closest to `name`, else ""."""
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    return f"; did you mean {', '.join(close)}?" if close else ""
 
 
 def iso_duration(value: dt.timedelta) -> str:

@@ -69,9 +69,27 @@ def _variants(plan: dict[str, Any]) -> str:
         parts.append("staleness " + "/".join(str(k) for k in also["max_staleness"]))
     if len(also.get("prefix_caching", [])) > 1:
         parts.append("prefix caching on/off")
-    if plan.get("tie"):
-        parts.append(f"tie: simpler than a plan {plan['tie']['faster_by_percent']}% faster")
+    if tie := plan.get("tie"):
+        where = f"rank {tie['faster_rank']}" if tie.get("faster_rank") else "a plan"
+        if tie.get("faster_listed_under") == "also":
+            where = "a plan under also"
+        parts.append(f"tie: simpler than {where}, {tie['faster_by_percent']}% faster")
+    if others := plan.get("also"):
+        shown = ", ".join(_differs(a) for a in others[:2])
+        rest = plan.get("also_count", len(others)) - 2
+        more = f" and {rest} more" if rest > 0 else ""
+        parts.append(f"also (within 2%): {shown}{more}")
     return "; ".join(parts)
+
+
+def _differs(also: dict[str, Any]) -> str:
+    """A near-identical row in short: the fields it changes and its time against the row."""
+    words = []
+    for key, value in also["differs"].items():
+        if key == "offload":
+            value = "+".join(k for k, v in value.items() if v) or "none"
+        words.append(f"{key} {value}")
+    return f"{' '.join(words)} ({also['change_percent']:+.1f}%)"
 
 
 def _print_what_if(found: list[dict[str, Any]], fmt: str) -> None:
@@ -92,6 +110,27 @@ def _print_what_if(found: list[dict[str, Any]], fmt: str) -> None:
             for w in found
         ]
     print_rows(["configuration", "plan", "step s", "gain", "frameworks"], rows, fmt, title=title)
+
+
+def _print_off_policy(found: list[dict[str, Any]], fmt: str) -> None:
+    rows = [
+        (
+            f"{w['execution']} (staleness {w['max_staleness']})",
+            w["plan"],
+            f"{w['step_seconds']:.1f}",
+            f"{w['gain_percent']:+.1f}%",
+            w["allowed_by"],
+            ", ".join(w["frameworks"]) or "none",
+        )
+        for w in found
+    ]
+    print_rows(
+        ["lag", "plan", "step s", "gain", "ranked with", "frameworks"],
+        rows,
+        fmt,
+        title="what if the run accepted a lag: faster plans that train on older samples "
+        "(not ranked: the scenario is on-policy)",
+    )
 
 
 def print_report(result: dict[str, Any], fmt: str) -> None:
@@ -122,6 +161,7 @@ def _print_online_plans(result: dict[str, Any], fmt: str, summary: str) -> None:
                 f"{plan['step_seconds']:.1f}",
                 f"{plan['tokens_per_second']:,.0f}",
                 "{rollout:.0f} / {train:.0f}".format(**plan["memory_gib_per_gpu"]),
+                "{rollout:.0f} / {train:.0f}".format(**plan["headroom_gib_per_gpu"]),
                 plan["bottleneck"],
                 _variants(plan),
             )
@@ -136,6 +176,7 @@ def _print_online_plans(result: dict[str, Any], fmt: str, summary: str) -> None:
             "step s",
             "tokens/s",
             "GiB/GPU r/t",
+            "headroom GiB r/t",
             "bottleneck",
             "also / tie",
         ],
@@ -155,6 +196,7 @@ def _print_offline_plans(result: dict[str, Any], fmt: str, summary: str) -> None
             f"{plan['step_seconds']:.1f}",
             f"{plan['tokens_per_second']:,.0f}",
             f"{plan['memory_gib_per_gpu']['train']:.0f}",
+            f"{plan['headroom_gib_per_gpu']['train']:.0f}",
             plan["bottleneck"],
             _variants(plan),
         )
@@ -162,7 +204,7 @@ def _print_offline_plans(result: dict[str, Any], fmt: str, summary: str) -> None
     ]
     print_rows(
         ["rank", "train (offline: nothing generated)", "step s", "tokens/s", "GiB/GPU",
-         "bottleneck", "also / tie"],
+         "headroom GiB", "bottleneck", "also / tie"],
         rows,
         fmt,
         title=summary,
@@ -249,6 +291,8 @@ def _print_best(result: dict[str, Any], fmt: str) -> None:
     notes += [("scenario", n) for n in result.get("resolution_notes", [])]
     print_rows(["", "note"], notes, fmt, title="notes")
     print_run(result, fmt)
+    if result.get("off_policy_what_if"):
+        _print_off_policy(result["off_policy_what_if"], fmt)
     if "what_if" in result:
         _print_what_if(result["what_if"], fmt)
     if "survey_model" in best:

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import numpy as np
 from rlmguide.kb.load import Catalog, Problem
 from rlmguide.kb.schema import Rule
-from rlmguide.rules.expr import Condition, ConditionError
+from rlmguide.rules.expr import Condition, ConditionError, Fact
 from rlmguide.rules.facts import FACTS, GENERATION_FACTS, SCENARIO_FACTS
 
 SCENARIO_NAMES = {fact.name for fact in SCENARIO_FACTS}
@@ -72,19 +72,27 @@ def compile_rule(rule: Rule) -> CompiledRule:
 G = TypeVar("G", bound=Guarded)
 
 
-def compile_kind(catalog: Catalog, kind: str, make: type[G]) -> tuple[list[G], list[Problem]]:
-    """Every record of `kind` whose expressions compile, as `make`, and a problem for each
-    one that does not."""
+def compile_kind(
+    catalog: Catalog,
+    kind: str,
+    make: type[G],
+    facts: Mapping[str, Fact] = FACTS,
+    checks: str | None = None,
+) -> tuple[list[G], list[Problem]]:
+    """Every record of `kind` whose expressions compile over `facts`, as `make`, and a
+    problem for each one that does not; with `checks`, only the constraints of that kind."""
     compiled: list[G] = []
     problems: list[Problem] = []
     for record in sorted(catalog.of(kind).values(), key=lambda r: r.id):
+        if checks is not None and getattr(record, "checks", None) != checks:
+            continue
         try:
-            applies = Condition(record.applies, FACTS)  # type: ignore[attr-defined]
+            applies = Condition(record.applies, facts)  # type: ignore[attr-defined]
         except ConditionError as exc:
             problems.append(Problem(catalog.file_of(record), "applies", str(exc)))
             continue
         try:
-            condition = Condition(record.condition, FACTS)  # type: ignore[attr-defined]
+            condition = Condition(record.condition, facts)  # type: ignore[attr-defined]
         except ConditionError as exc:
             problems.append(Problem(catalog.file_of(record), "condition", str(exc)))
             continue

@@ -73,7 +73,9 @@ class CompiledConstraint(Guarded):
 
 
 def compile_constraints(catalog: Catalog) -> tuple[list[CompiledConstraint], list[Problem]]:
-    return compile_kind(catalog, "constraint", CompiledConstraint)
+    """The constraints the planner judges: start-up checks of a launch's own values
+    (`checks: launch`) are export's and review's (rlmguide.export.startup)."""
+    return compile_kind(catalog, "constraint", CompiledConstraint, checks="plan")
 
 
 def inherit(

@@ -5,18 +5,28 @@ decode floor), so what decides between them is their paired difference, not thei
 bands. A difference below `TIE_FRACTION` of the faster plan's step time is a tie, and a tie
 goes to the simpler plan: synchronous before one-step-off before partial rollouts before
 asynchronous, less staleness, fewer of Table 9's configurations (shared critic, fusion), one
-pool before two, whole-node and power-of-two splits, no
-offload before phase offload before a CPU optimizer, no rollout pipeline before one, then the
-smaller rollout engine (its tensor group, or its expert group where experts spread wider; or,
-for one framework, the engine nearest its default size), an engine without expert parallelism
-beyond its tensor group before one with it, and for one framework the training family it
-defaults to for the model's size.
-Rows that differ only in staleness or prefix caching are one plan for the reader: the best
-row stands for them.
+pool before two, whole-node and power-of-two splits, no offload before phase offload before a
+CPU optimizer, no rollout pipeline before one, then fewer parallel degrees: every doubling of
+the rollout engine (its tensor group, or its expert group where experts spread wider; or, for
+one framework, its distance from the engine size it defaults to) and of training's tensor,
+pipeline, context and (for a dense model) expert groups counts one, a group that spans nodes
+counts each doubling beyond the node once more, and a mixture of experts trained without
+expert parallelism counts one, as the frameworks' own MoE launches train with expert groups
+of 4 to 32 (every Megatron MoE deployment record: slime, NeMo-RL and verl; a test keeps it
+so); then an engine without expert parallelism beyond its tensor group, and for one
+framework the training family it defaults to
+for the model's size.
+
+The plan a tie passed over is shown right after the plan that won it, so every tie is
+anchored on a plan in the list. Rows a reader does not tell apart are one row: those that
+differ only in staleness or prefix caching, and those within `NEAR_FRACTION` of each other
+with the same placement, execution mode and rollout layout (training variants, listed as
+"also").
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +51,11 @@ predicted ratio between the two runs is off from the reported one by a median fa
 1.21 (five pairs, 1.14 to 2.05), smaller than the absolute error would suggest, but not
 smaller than that."""
 
+NEAR_FRACTION = 0.02
+"""Rows of one placement, execution mode and rollout layout whose step times differ by less
+than 2% are shown as one row: a tenth of the tie, well inside the model's error, so a list
+of training variants that close says nothing the first of them does not."""
+
 EXECUTION_ORDER = {SYNC: 0, ONE_STEP_OFF: 1, PARTIAL_ROLLOUT: 2, ASYNC: 3}
 
 
@@ -58,17 +73,44 @@ def _engine(table: PlanTable) -> tuple[np.ndarray, np.ndarray]:
     return engine, table.rollout_ep > table.rollout_tp
 
 
+def _doublings(size: np.ndarray) -> np.ndarray:
+    """How many doublings make a group of `size` (a pipeline of 12 stages counts 4)."""
+    return np.ceil(np.log2(np.maximum(size, 1))).astype(np.int64)
+
+
+def degrees(
+    table: PlanTable,
+    gpus_per_node: int,
+    default_rollout_tp: int | None = None,
+    moe: bool = False,
+) -> np.ndarray:
+    """The parallel degrees a plan runs, per plan (see the module's docstring)."""
+    node = int(np.log2(max(gpus_per_node, 1)))
+    engine, _ = _engine(table)
+    rollout = _doublings(engine)
+    spans = np.maximum(rollout - node, 0)
+    if default_rollout_tp is not None:
+        rollout = np.abs(rollout - int(np.log2(default_rollout_tp)))
+    train = _doublings(table.train_tp) + _doublings(table.train_pp) + _doublings(table.train_cp)
+    spans = spans + np.maximum(_doublings(table.train_tp) - node, 0)
+    # A mixture of experts: an expert group is the frameworks' way, its absence costs one.
+    train = train + ((table.train_ep == 1) if moe else _doublings(table.train_ep))
+    return np.asarray(rollout + train + spans, dtype=np.int64)
+
+
 def complexity(
     table: PlanTable,
     gpus_per_node: int,
     default_rollout_tp: int | None = None,
     default_model_parallel: bool | None = None,
+    moe: bool = False,
 ) -> np.ndarray:
     """A score per plan, lower is simpler, built from the tie-break order (most significant
-    first): execution mode, staleness, pools, split shape, offload, rollout pipeline, rollout
-    engine size, then the training family. With a framework's defaults (the search runs for
-    it alone), the engine closest to its `default_rollout_tp` in powers of two is the simpler,
-    and so is the training family it defaults to for this model (`default_model_parallel`)."""
+    first): execution mode, staleness, Table 9's configurations, pools, split shape, offload,
+    rollout pipeline, parallel degrees (`degrees`), wide rollout expert parallelism, then the
+    training family. With a framework's defaults (the search runs for it alone), the engine
+    closest to its `default_rollout_tp` in powers of two is the simpler, and so is the
+    training family it defaults to for this model (`default_model_parallel`)."""
     execution = np.zeros(len(table), dtype=np.int64)
     for code, order in EXECUTION_ORDER.items():
         execution[table.execution == code] = order
@@ -82,14 +124,7 @@ def complexity(
     offload = np.where(
         table.offload_params | (table.offload_optimizer > 0), 2, table.offload_phase.astype(int)
     )
-    # Least significant: a rollout engine no larger than needed (a model that fits at a smaller
-    # tensor group runs at it by default: vLLM's and verl's tensor_parallel_size 1). An engine
-    # whose experts spread beyond its tensor group spans its expert group, and of two engines
-    # of one size the one without expert parallelism beyond tp is the simpler to run.
-    engine, wide_ep = _engine(table)
-    rollout_degree = np.log2(engine).astype(np.int64)
-    if default_rollout_tp is not None:
-        rollout_degree = np.abs(rollout_degree - int(np.log2(default_rollout_tp)))
+    _, wide_ep = _engine(table)
     family_off = np.zeros(len(table), dtype=bool)
     if default_model_parallel is not None:
         family = model_parallel(table.train_tp, table.train_pp, table.train_ep, table.train_zero)
@@ -101,10 +136,12 @@ def complexity(
     )
     parts = (
         execution, staleness, configuration, np.minimum(pools, 3), odd_split, offload,
-        table.rollout_pp > 1, np.minimum(rollout_degree, 31), wide_ep, family_off,
+        table.rollout_pp > 1,
+        np.minimum(degrees(table, gpus_per_node, default_rollout_tp, moe), 127),
+        wide_ep, family_off,
     )  # fmt: skip
     score = np.zeros(len(table), dtype=np.int64)
-    for part, width in zip(parts, (4, 16, 4, 4, 2, 3, 2, 32, 2, 2), strict=True):
+    for part, width in zip(parts, (4, 16, 4, 4, 2, 3, 2, 128, 2, 2), strict=True):
         score = score * width + np.asarray(part, dtype=np.int64)
     return score
 
@@ -119,54 +156,131 @@ def rollout_shape(table: PlanTable) -> np.ndarray:
 
 FOLDED = ("staleness", "prefix_caching")
 """Plan fields a reader does not tell apart: rows differing only there are one plan."""
+CHOICE = (
+    "placement", "execution", "rollout_gpus", "rollout_tp", "rollout_pp", "rollout_ep",
+    "rollout_attention_dp", "critic_gpus", "reference_gpus", "reward_gpus",
+)  # fmt: skip
+"""The fields that make two plans distinct choices for a reader: where each model runs, how
+the steps overlap and the rollout engine. Rows that share them and are within NEAR_FRACTION
+are one row."""
+
+
+def _same(table: PlanTable, row: int, fields: Any) -> np.ndarray:
+    same = np.ones(len(table), dtype=bool)
+    for name in fields:
+        column = getattr(table, name)
+        same &= column == column[row]
+    return same
 
 
 def same_plan(table: PlanTable, row: int) -> np.ndarray:
     """Rows that differ from `row` only in staleness or prefix caching."""
-    same = np.ones(len(table), dtype=bool)
-    for name in table.__dataclass_fields__:
-        if name not in FOLDED:
-            column = getattr(table, name)
-            same &= column == column[row]
-    return same
+    return _same(table, row, (f for f in table.__dataclass_fields__ if f not in FOLDED))
 
 
 @dataclass(frozen=True)
-class Ranked:
-    rows: list[int]
-    """Chosen rows, best first."""
-    fastest: list[int]
-    """For each chosen row, the fastest row it was chosen over as the simpler of a tie (itself
-    where it is the fastest)."""
-    folded: list[list[int]]
-    """For each chosen row, the rows of the same plan it stands for."""
+class Place:
+    """One row of the ranking."""
+
+    row: int
+    anchor: int
+    """The fastest row of the tie this row was chosen in (itself where it is the fastest)."""
+    folded: list[int]
+    """Rows of the same plan it stands for (staleness, prefix caching), itself included."""
+    also: list[int]
+    """Near-identical rows (same choice, within NEAR_FRACTION) shown with it: the fastest
+    ALSO_SHOWN of the distinct ones."""
+    also_count: int
+    """How many distinct near-identical plans it stands for."""
 
 
-def rank(costs: CostTable, top: int, scores: np.ndarray) -> Ranked:
-    """The `top` distinct plans: repeatedly, among the plans within the tie of the fastest one
-    left, the simplest by `scores` (`complexity` of each plan), then the fastest of those."""
+def ranking(
+    costs: CostTable, scores: np.ndarray, eligible: np.ndarray | None = None
+) -> Iterator[Place]:
+    """The distinct plans best first among the `eligible` rows (default all): repeatedly,
+    among the plans within the tie of the fastest one left, the simplest by `scores`
+    (`complexity`), then the fastest of those; where that is not the fastest, the fastest
+    follows it, so the plan a tie passed over is in the list."""
     seconds = costs.step_seconds
+    plans = costs.plans
     order = np.argsort(seconds, kind="stable")
     sorted_seconds = seconds[order]
     score = scores[order]
     position = np.empty(len(order), dtype=np.int64)
     position[order] = np.arange(len(order))
     gone = np.zeros(len(order), dtype=bool)
-    rows: list[int] = []
-    fastest: list[int] = []
-    folded: list[list[int]] = []
-    while len(rows) < top and not gone.all():
+    if eligible is not None:
+        gone |= ~np.asarray(eligible, dtype=bool)[order]
+
+    def take(k: int, anchor: int) -> Place:
+        row = int(order[k])
+        same = position[same_plan(plans, row)]
+        near = _same(plans, row, CHOICE) & (
+            np.abs(seconds - seconds[row]) < NEAR_FRACTION * seconds[row]
+        )
+        near_at = position[near]
+        same, near_at = same[~gone[same]], near_at[~gone[near_at]]
+        also = [int(order[a]) for a in sorted(set(near_at.tolist()) - set(same.tolist()))]
+        gone[same] = True
+        gone[near_at] = True
+        shown, count = _distinct(plans, also, seconds)
+        return Place(row, int(order[anchor]), sorted(int(order[j]) for j in same), shown, count)
+
+    while not gone.all():
         first = int(np.argmin(gone))  # the fastest plan left
         end = int(
             np.searchsorted(sorted_seconds, sorted_seconds[first] * (1 + TIE_FRACTION), "right")
         )
         window = np.flatnonzero(~gone[first:end]) + first
         pick = int(window[np.lexsort((sorted_seconds[window], score[window]))[0]])
-        row = int(order[pick])
-        same = position[same_plan(costs.plans, row)]
-        same = same[~gone[same]]
-        rows.append(row)
-        fastest.append(int(order[first]))
-        folded.append(sorted(int(order[k]) for k in same))
-        gone[same] = True
-    return Ranked(rows, fastest, folded)
+        yield take(pick, first)
+        if pick != first and not gone[first]:
+            yield take(first, first)
+
+
+ALSO_SHOWN = 5
+"""Near-identical plans listed with a row (the rest are counted)."""
+
+
+def _distinct(table: PlanTable, rows: list[int], seconds: np.ndarray) -> tuple[list[int], int]:
+    """Of near-identical rows, one per plan (staleness and prefix-caching variants left out):
+    the fastest ALSO_SHOWN, and how many there are."""
+    if not rows:
+        return [], 0
+    index = np.asarray(rows, dtype=np.int64)
+    among = table.take(index)  # judged among themselves: the full table may hold millions
+    columns = [
+        np.asarray(getattr(among, name), dtype=np.float64)
+        for name in table.__dataclass_fields__
+        if name not in FOLDED
+    ]
+    _, first = np.unique(np.stack(columns, axis=1), axis=0, return_index=True)
+    distinct = index[first]
+    distinct = distinct[np.argsort(seconds[distinct], kind="stable")]
+    return [int(r) for r in distinct[:ALSO_SHOWN]], len(distinct)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    places: list[Place]
+
+    @property
+    def rows(self) -> list[int]:
+        """Chosen rows, best first."""
+        return [p.row for p in self.places]
+
+
+def rank(
+    costs: CostTable, top: int, scores: np.ndarray, eligible: np.ndarray | None = None
+) -> Ranked:
+    """The `top` first places of `ranking`, and, in a list of more than one, the place after
+    them where the last one won a tie over it (so that the plan a tie passed over is shown;
+    a single plan, as `estimate` and the atlas ask for, names it in its `tie`)."""
+    places: list[Place] = []
+    for place in ranking(costs, scores, eligible):
+        if len(places) >= top and (top == 1 or place.row != places[-1].anchor):
+            break
+        places.append(place)
+        if len(places) > top:
+            break
+    return Ranked(places)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import reduce
 from typing import Any, NamedTuple
@@ -43,7 +43,14 @@ from rlmguide.rules.frameworks import (
     pool_of,
     supports,
 )
-from rlmguide.rules.ranking import TIE_FRACTION, complexity, rank, rollout_shape
+from rlmguide.rules.ranking import (
+    TIE_FRACTION,
+    Ranked,
+    complexity,
+    rank,
+    ranking,
+    rollout_shape,
+)
 from rlmguide.rules.runcost import BilledPart, add_run_totals
 from rlmguide.rules.scenario import Resolved
 from rlmguide.rules.search import (
@@ -546,7 +553,7 @@ class Recommender:
         r = self.resolved
         ro = self.layouts("rollout", split.rollout_gpus)
         tr = self.layouts("train", split.train_gpus, self.colocated_offloads)
-        modes = executions("colocated", r.scenario.plan, r.max_staleness)
+        modes = executions("colocated", r.scenario.plan, r.searched_staleness)
         prefixes = prefix_caching_options(r)
         nr, nt = len(ro["tp"]), len(tr["tp"])
         if not nr or not nt or not modes:
@@ -640,7 +647,7 @@ class Recommender:
         ri = np.tile(np.arange(nr), len(probes))
         ti = np.repeat(probes, nr)
         execution, staleness = executions(
-            "colocated", self.resolved.scenario.plan, self.resolved.max_staleness
+            "colocated", self.resolved.scenario.plan, self.resolved.searched_staleness
         )[0]
         rows = self._combine(
             split.placement,
@@ -692,7 +699,7 @@ class Recommender:
         r = self.resolved
         if not chosen:
             return []
-        modes = executions("disaggregated", r.scenario.plan, r.max_staleness)
+        modes = executions("disaggregated", r.scenario.plan, r.searched_staleness)
         prefixes = prefix_caching_options(r)
         per_layout = len(modes) * len(prefixes)
         chosen, lists = self._searched_splits(chosen, per_layout)
@@ -1204,19 +1211,84 @@ def what_if(recommender: Recommender, costs: CostTable, best: int) -> list[dict[
     return sorted(found, key=lambda w: w["step_seconds"])
 
 
-def recommend(recommender: Recommender, top: int, with_what_if: bool = False) -> dict[str, Any]:
+def lagging(recommender: Recommender, plans: PlanTable) -> np.ndarray:
+    """Plans that lag the policy by more than the scenario allows (`Resolved.max_staleness`):
+    what-ifs, never ranked."""
+    lag = np.where(plans.execution == EXECUTIONS.index("sync"), 0, plans.staleness)
+    return np.asarray(lag > recommender.resolved.max_staleness)
+
+
+def scores_of(recommender: Recommender, plans: PlanTable) -> np.ndarray:
+    """Each plan's simplicity (rules.ranking.complexity) as this recommender ranks."""
+    resolved = recommender.resolved
+    return complexity(
+        plans,
+        resolved.scenario.cluster.gpus_per_node,
+        *recommender.framework_defaults(),
+        moe=resolved.policy.moe is not None,
+    )
+
+
+Refusal = Callable[[int], str | None]
+"""Why a row of the result cannot be used (None: it can): see `recommend`'s `first`."""
+PASSED_OVER_SHOWN = 5
+"""Plans passed over by `recommend(first=...)` that the result lists, best first."""
+
+
+def _first(
+    costs: CostTable, scores: np.ndarray, eligible: np.ndarray, refuses: Refusal
+) -> tuple[Ranked, int, list[dict[str, Any]], int]:
+    """Walk the ranking to the first plan `refuses` accepts: that place, its rank in the full
+    ranking, the first PASSED_OVER_SHOWN plans passed over (rank, plan, why) and how many
+    were."""
+    passed: list[dict[str, Any]] = []
+    count = 0
+    for position, place in enumerate(ranking(costs, scores, eligible), start=1):
+        why = refuses(place.row)
+        if why is None:
+            return Ranked([place]), position, passed, count
+        count += 1
+        if len(passed) < PASSED_OVER_SHOWN:
+            passed.append({"rank": position, "plan": _describe(costs.row(place.row)), "why": why})
+    reasons = Counter(p["why"] for p in passed)
+    raise NoFeasiblePlan(
+        f"none of the {count} ranked plans can be used: "
+        + "; ".join(f"{why} ({n} of the first {len(passed)})" for why, n in reasons.items())
+    )
+
+
+def recommend(
+    recommender: Recommender, top: int, with_what_if: bool = False, first: Refusal | None = None
+) -> dict[str, Any]:
     """Run the search and shape the result as DESIGN.md's JSON: plans by predicted step time,
-    ties toward the simpler plan, each distinct (see rules.ranking). With `with_what_if`, the
-    Table 9 configurations no framework runs, under `what_if` (see `what_if`)."""
+    ties toward the simpler plan, each distinct (see rules.ranking); plans that lag the policy
+    more than the scenario allows are not ranked but listed under `off_policy_what_if` with
+    their gain. With `with_what_if`, the Table 9 configurations no framework runs, under
+    `what_if` (see `what_if`). With `first`, the one plan is the best ranked one that `first`
+    does not refuse, with its rank in the full ranking and the plans passed over before it
+    (`passed_over`, `passed_over_count`): the plan an export writes."""
     resolved = recommender.resolved
     costs, fired = recommender.run()
-    per_node = resolved.scenario.cluster.gpus_per_node
-    scores = complexity(costs.plans, per_node, *recommender.framework_defaults())
-    ranked = rank(costs, top, scores)
+    scores = scores_of(recommender, costs.plans)
+    off_policy = lagging(recommender, costs.plans)
+    if off_policy.all():
+        raise NoFeasiblePlan(
+            "every feasible plan lags the policy, and the scenario allows "
+            f"{resolved.max_staleness} policy versions (workload.max_staleness)"
+        )
+    passed: dict[str, Any] = {}
+    start = 1
+    if first is None:
+        ranked = rank(costs, top, scores, ~off_policy)
+    else:
+        ranked, start, skipped, count = _first(costs, scores, ~off_policy, first)
+        passed = {"passed_over": skipped, "passed_over_count": count}
     recommender.ranked_rows = list(ranked.rows)
     by_id = {r.id: r for r in recommender.rules}
+    shown = {place.row: position for position, place in enumerate(ranked.places, start=start)}
     plans = []
-    for position, i in enumerate(ranked.rows, start=1):
+    for position, place in enumerate(ranked.places, start=start):
+        i = place.row
         plan = costs.row(i)
         if plan["execution"] == "sync":
             plan["max_staleness"] = 0
@@ -1232,13 +1304,16 @@ def recommend(recommender: Recommender, top: int, with_what_if: bool = False) ->
             if hits[i] and by_id[rid].record.effect != "require"
         ]
         plan["frameworks"] = recommender.frameworks_for(i)
-        plan["tie"] = _tie(costs, i, ranked.fastest[position - 1])
-        plan["also_as"] = _folded(costs, ranked.folded[position - 1])
+        plan["tie"] = _tie(costs, i, place.anchor, shown, place.also)
+        plan["also_as"] = _folded(costs, place.folded)
+        plan["also"] = [_also(costs, i, k) for k in place.also]
+        plan["also_count"] = place.also_count
         plans.append({"rank": position, **plan})
     run = add_run_totals(
         resolved, costs, list(ranked.rows), plans, recommender.cost, recommender.billed()
     )
     time_order = np.argsort(costs.step_seconds, kind="stable")
+    time_order = time_order[~off_policy[time_order]]
     search = recommender.search
     return {
         "scenario": normalised(resolved),
@@ -1254,8 +1329,9 @@ def recommend(recommender: Recommender, top: int, with_what_if: bool = False) ->
         },
         "rejected": [{"reason": k, "count": v} for k, v in (+search.rejected).most_common()],
         "plans": plans,
-        "departure": _departure(costs, ranked.rows[0], scores),
+        "departure": _departure(costs, ranked, scores, ~off_policy, shown),
         "notes": _move_notes(costs, time_order, ranked.rows[0]),
+        "off_policy_what_if": _off_policy(recommender, costs, off_policy, ranked.rows[0]),
         "resolution_notes": list(resolved.notes)
         + (
             ["no plan fitted without a CPU optimizer or streamed parameters, so they were searched"]
@@ -1264,7 +1340,43 @@ def recommend(recommender: Recommender, top: int, with_what_if: bool = False) ->
         )
         + _grid_notes(recommender),
         **({"what_if": what_if(recommender, costs, ranked.rows[0])} if with_what_if else {}),
+        **passed,
     }
+
+
+def _off_policy(
+    recommender: Recommender, costs: CostTable, off_policy: np.ndarray, best: int
+) -> list[dict[str, Any]]:
+    """The fastest plan of each execution mode and staleness that lags the policy more than
+    the scenario allows, where it beats the top plan: what the run would gain by accepting
+    that lag. Never a plan to launch as the scenario stands."""
+    best_seconds = float(costs.step_seconds[best])
+    rows = np.flatnonzero(off_policy & (costs.step_seconds < best_seconds))
+    found: list[dict[str, Any]] = []
+    seen: set[tuple[int, int]] = set()
+    for i in rows[np.argsort(costs.step_seconds[rows], kind="stable")]:
+        key = (int(costs.plans.execution[i]), int(costs.plans.staleness[i]))
+        if key in seen:
+            continue
+        seen.add(key)
+        seconds = float(costs.step_seconds[i])
+        found.append(
+            {
+                "plan": _describe(costs.row(int(i))),
+                "placement": PLACEMENTS[int(costs.plans.placement[i])],
+                "execution": EXECUTIONS[key[0]],
+                "max_staleness": key[1],
+                "step_seconds": round(seconds, 2),
+                "gain_percent": round(100 * (1 - seconds / best_seconds), 1),
+                "over_step_seconds": round(best_seconds, 2),
+                "frameworks": recommender.frameworks_for(int(i)),
+                "allowed_by": f"workload.max_staleness: {key[1]}",
+                "note": f"trains on samples up to {key[1]} policy version(s) old; "
+                f"{recommender.resolved.algorithm.name} as the scenario states it is "
+                "on-policy, so this is what accepting the lag would gain, not a ranked plan",
+            }
+        )
+    return found
 
 
 def _grid_notes(recommender: Recommender) -> list[str]:
@@ -1302,15 +1414,45 @@ def _grid_notes(recommender: Recommender) -> list[str]:
     return notes
 
 
-def _tie(costs: CostTable, row: int, fastest: int) -> dict[str, Any] | None:
-    """Where a faster plan was passed over as a tie, which one and by how much."""
-    if row == fastest:
+def _tie(
+    costs: CostTable, row: int, anchor: int, shown: Mapping[int, int], also: list[int]
+) -> dict[str, Any] | None:
+    """Where a faster plan was passed over as a tie: which one (its rank in the list, or
+    that it is listed under this row's `also`) and by how much."""
+    if row == anchor:
         return None
-    mine, best = float(costs.step_seconds[row]), float(costs.step_seconds[fastest])
+    mine, best = float(costs.step_seconds[row]), float(costs.step_seconds[anchor])
+    where = (
+        {"faster_rank": shown[anchor]}
+        if anchor in shown
+        else {"faster_rank": None, "faster_listed_under": "also" if anchor in also else None}
+    )
     return {
-        "faster_plan": _describe(costs.row(fastest)),
+        "faster_plan": _describe(costs.row(anchor)),
+        **where,
         "faster_by_percent": round(100 * (mine - best) / mine, 1),
-        "why": f"within the {100 * TIE_FRACTION:.0f}% tie, the simpler plan comes first",
+        "slower_by_percent": round(100 * (mine - best) / best, 1),
+        "why": f"within the {100 * TIE_FRACTION:.0f}% tie of the faster plan, the simpler "
+        "plan comes first",
+    }
+
+
+def _also(costs: CostTable, row: int, other: int) -> dict[str, Any]:
+    """A near-identical row shown with `row`: what differs (training layout, offload, Table 9
+    configuration) and its time against it."""
+    plan, mine = costs.plans.row(other), costs.plans.row(row)
+    seconds = float(costs.step_seconds[other])
+    change = seconds / float(costs.step_seconds[row]) - 1.0
+    differs = {
+        key: plan["train"][key]
+        for key in ("tp", "pp", "cp", "ep", "etp", "zero", "recompute", "offload")
+        if plan["train"][key] != mine["train"][key]
+    }
+    differs |= {key: plan[key] for key in ("critic", "fusion") if plan[key] != mine[key]}
+    return {
+        "differs": differs,
+        "step_seconds": round(seconds, 2),
+        "change_percent": round(100 * change, 1),
     }
 
 
@@ -1331,20 +1473,41 @@ def _folded(costs: CostTable, rows: list[int]) -> dict[str, Any]:
     }
 
 
-def _departure(costs: CostTable, top: int, score: np.ndarray) -> dict[str, Any] | None:
-    """How far the top plan departs from the simplest feasible plan, and what it gains."""
-    simplest_score = score.min()
-    candidates = np.flatnonzero(score == simplest_score)
+def _departure(
+    costs: CostTable,
+    ranked: Ranked,
+    score: np.ndarray,
+    eligible: np.ndarray,
+    shown: Mapping[int, int],
+) -> dict[str, Any] | None:
+    """Where the top plan is not the simplest ranked plan: the simplest, how much slower it
+    is than the fastest plan of the top plan's tie (outside the tie, so it could not win
+    it) and how much step time the top plan saves over it."""
+    rows = np.flatnonzero(eligible)
+    simplest_score = score[rows].min()
+    candidates = rows[score[rows] == simplest_score]
     simplest = int(candidates[np.argmin(costs.step_seconds[candidates])])
+    top, anchor = ranked.places[0].row, ranked.places[0].anchor
     if score[top] == simplest_score:
         return None
-    gain = 1.0 - float(costs.step_seconds[top]) / float(costs.step_seconds[simplest])
+    seconds = costs.step_seconds
+    gain = 1.0 - float(seconds[top]) / float(seconds[simplest])
+    beyond = float(seconds[simplest]) / float(seconds[anchor]) - 1.0
+    fastest = (
+        "the top plan"
+        if anchor == top
+        else f"the fastest plan (rank {shown[anchor]})"
+        if anchor in shown
+        else "the fastest plan of its tie"
+    )
     return {
         "simplest_plan": _describe(costs.row(simplest)),
-        "simplest_step_seconds": round(float(costs.step_seconds[simplest]), 2),
+        "simplest_step_seconds": round(float(seconds[simplest]), 2),
         "gain_percent": round(100 * gain, 1),
-        "why": f"the top plan predicts {100 * gain:.0f}% less step time than the simplest plan, "
-        f"beyond the {100 * TIE_FRACTION:.0f}% tie",
+        "slower_than_fastest_percent": round(100 * beyond, 1),
+        "why": f"the simplest plan takes {100 * beyond:.0f}% longer than {fastest}, beyond "
+        f"the {100 * TIE_FRACTION:.0f}% tie; the top plan predicts {100 * gain:.0f}% less "
+        "step time than it",
     }
 
 

@@ -59,8 +59,12 @@ class Resolved:
     samples_per_prompt: int
     max_response_tokens: int
     notes: tuple[str, ...] = ()
-    max_staleness: int = 1
-    """The off-policy lag the plans may have (workload, else algorithm, else 1)."""
+    max_staleness: int = 0
+    """The off-policy lag a ranked plan may have: the workload's, else the algorithm's, else
+    what a plan that fixes a lagging execution states, else 0 (on-policy)."""
+    searched_staleness: int = 0
+    """The lag the search costs: at least 1 for a method that samples, so that the plans
+    beyond `max_staleness` are shown as what-ifs with their gain."""
     scoring: Scoring = ONE_PASS
     """How the reward model scores (its kind, calls and tokens); unused with a verifier."""
     reference: Architecture | None = None
@@ -166,14 +170,19 @@ def _architecture(
     value: str | InlineModel, models: Mapping[str, Record], field: str
 ) -> Architecture:
     if isinstance(value, InlineModel):
-        return value
-    record: Model = _lookup(models, value, field, "model")  # type: ignore[assignment]
-    if record.architecture is None:
-        # Open weights whose configuration was not read say so: "unpublished" would be wrong.
-        unread = "no architecture read at a pinned version"
-        what = unread if record.architecture_absent else "no published architecture"
-        raise InputError(f"{field}: {value} has {what}, so it cannot be costed")
-    return record.architecture
+        architecture: Architecture = value
+    else:
+        record: Model = _lookup(models, value, field, "model")  # type: ignore[assignment]
+        if record.architecture is None:
+            # Open weights whose configuration was not read say so: "unpublished" is wrong.
+            unread = "no architecture read at a pinned version"
+            what = unread if record.architecture_absent else "no published architecture"
+            raise InputError(f"{field}: {value} has {what}, so it cannot be costed")
+        architecture = record.architecture
+    if gap := architecture.costing_gap:
+        shown = value if isinstance(value, str) else "the inline model"
+        raise InputError(f"{field}: {shown} {gap}")
+    return architecture
 
 
 def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> Resolved:
@@ -319,16 +328,17 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         tolerance = 0  # nothing is sampled, so no sample can lag the trainer
     if tolerance is None:
         tolerance = algorithm.max_staleness
-    if tolerance is None and scenario.plan.max_staleness:
-        tolerance = scenario.plan.max_staleness  # the plan states what the run accepts
-    if tolerance is None:
-        tolerance = 1
-        notes.append(
-            f"{algorithm.name}'s record states no off-policy tolerance; plans may lag one "
-            "policy version (one-step-off, partial rollouts); set workload.max_staleness: 0 "
-            "for strictly on-policy plans or k for asynchronous ones up to k"
-        )
     fixed = scenario.plan
+    if tolerance is None and (fixed.max_staleness or fixed.execution not in (None, "sync")):
+        tolerance = fixed.max_staleness or 1  # the plan states what the run accepts
+    if tolerance is None:
+        tolerance = 0
+        notes.append(
+            f"{algorithm.name}'s record states no off-policy tolerance, so the ranked plans are "
+            "on-policy (synchronous); plans that lag the policy (one-step-off, asynchronous, "
+            "partial rollouts) are shown as what-ifs with their gain; set "
+            "workload.max_staleness: k to rank plans that lag up to k policy versions"
+        )
     if fixed.max_staleness and fixed.max_staleness > tolerance:
         raise InputError(
             f"plan.max_staleness: {fixed.max_staleness} exceeds the {tolerance} the workload "
@@ -357,6 +367,7 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         longest,
         tuple(notes),
         tolerance,
+        max(tolerance, 1) if algorithm.online else 0,
         scoring,
         reference,
         reference_fp8,

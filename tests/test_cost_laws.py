@@ -189,11 +189,13 @@ def test_row_has_the_design_json_keys() -> None:
             "attention_dp",
             "precision",
             "cuda_graphs",
+            "memory_fraction",
         }
         train_keys = {"gpus", "tp", "pp", "cp", "dp", "ep", "etp", "zero", "recompute",
-                      "precision", "lora_rank", "offload"}  # fmt: skip
+                      "precision", "lora_rank", "offload", "micro_batch_tokens"}  # fmt: skip
         assert set(row["train"]) == train_keys
         assert set(row["memory_gib_per_gpu"]) == {"rollout", "train"}
+        assert set(row["headroom_gib_per_gpu"]) == {"rollout", "train"}
         names = [s["name"] for s in row["stages"]]
         assert names[:4] == ["rollout", "assessment", "training", "weight_sync"]
         for stage in row["stages"]:

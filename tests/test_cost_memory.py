@@ -295,3 +295,27 @@ def test_folded_experts_split_over_tensor_ranks_too() -> None:
     expected = 16 * fig.expert_params / 8 + 4 * dense + 12 * dense / 4
     for layout in (classic, folded):
         assert trained_state(fig, layout).total[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_plan_states_the_engine_fraction_micro_batch_and_headroom() -> None:
+    # The per-plan memory contract exports build on. Qwen2.5-7B colocated on 8 H100s:
+    # the engine's budget is HBM minus what the trainer keeps resident minus the reserve,
+    # the micro-batch holds at least the longest sequence, and each pool's headroom is HBM
+    # minus its peak.
+    wl = workload(prompts_per_step=128, samples_per_prompt=8, prompt_tokens=512,
+                  response_tokens=2048, max_response_tokens=8192)  # fmt: skip
+    r = evaluate(H100, QWEN25_7B, wl, one_plan(rollout_tp=2, train_recompute="selective"))
+    row = r.row(0)
+    hbm = 80.0
+    rollout = row["memory_breakdown_gib"]["rollout"]
+    engine = row["rollout"]["memory_fraction"] * hbm
+    assert engine >= rollout["weights"] + rollout["workspace"] + rollout["kv_cache"] - 1e-9
+    headroom = row["headroom_gib_per_gpu"]
+    assert headroom["rollout"] == pytest.approx(hbm - rollout["trainer_state"] - engine)
+    assert headroom["train"] == pytest.approx(hbm - row["memory_gib_per_gpu"]["train"])
+    assert min(headroom.values()) > 0.0
+    assert row["train"]["micro_batch_tokens"] >= 512 + 8192
+    # Disaggregated, nothing of the trainer stays: the engine gets the whole budget.
+    apart = evaluate(H100, QWEN25_7B, wl, one_plan(placement="disaggregated", rollout_gpus=4,
+                                                   train_gpus=4, rollout_tp=2))  # fmt: skip
+    assert apart.row(0)["rollout"]["memory_fraction"] > row["rollout"]["memory_fraction"]

@@ -213,6 +213,20 @@ def _same_type(value: Any, declared: Any) -> bool:
     return type(value) is type(declared)
 
 
+DAPO_RECIPE_KEYS = {
+    # the keys recipe/dapo/config/dapo_trainer.yaml (and dapo_megatron_trainer.yaml) add to verl's
+    # trainer config at verl-recipe 21892b92 (the submodule commit of verl b178a3cd), with their
+    # defaults there, read by hand
+    "data.gen_batch_size": "${data.train_batch_size}",
+    "reward_model.overlong_buffer.enable": False,
+    "reward_model.overlong_buffer.len": 0,
+    "reward_model.overlong_buffer.penalty_factor": 0.0,
+    "algorithm.filter_groups.enable": False,
+    "algorithm.filter_groups.metric": None,
+    "algorithm.filter_groups.max_num_gen_batches": 0,
+}
+
+
 def verl_schema_for(done: Exported) -> dict[str, Any]:
     megatron = done.backend == "megatron-lm"
     schema = dict(
@@ -233,9 +247,22 @@ def test_every_verl_key_exists_in_verl_config_with_its_type(record_id: str) -> N
     schema = verl_schema_for(done)
     for arg in done.arguments:
         if arg.key.startswith("+"):
-            # an added key must sit under an open (empty) mapping of the schema
+            # an added key (Hydra's `+`) is new, under a mapping of the schema: an empty one or
+            # an open dict such as override_transformer_config, whose given keys it joins
+            # (Hydra creates missing levels: the nearest existing ancestor must be a mapping)
+            assert arg.key[1:] not in schema, f"{arg.key} exists: `+` would fail"
             parent = arg.key[1:].rsplit(".", 1)[0]
-            assert schema.get(parent) == {}, f"{arg.key}: {parent} is not an open mapping"
+
+            def known(name: str) -> bool:
+                return name in schema or any(k.startswith(f"{name}.") for k in schema)
+
+            while "." in parent and not known(parent):
+                parent = parent.rsplit(".", 1)[0]
+            mapping = schema.get(parent) == {} or any(k.startswith(f"{parent}.") for k in schema)
+            assert mapping, f"{arg.key}: {parent} is not a mapping"
+            continue
+        if done.launch.algorithms and arg.key in DAPO_RECIPE_KEYS:
+            assert _same_type(arg.value, DAPO_RECIPE_KEYS[arg.key]), arg.key
             continue
         assert arg.key in schema, f"{arg.key} is not a key of verl's trainer config"
         if arg.value is not None and not arg.key.endswith(("model.path", "train_files")):
@@ -1003,11 +1030,15 @@ def test_the_slime_mapping_is_a_row_of_the_database() -> None:
 def test_slime_export_json_by_hand() -> None:
     """examples/grpo-qwen2.5-7b-8xh100.yaml on slime, checked by hand: 128 prompts x 8 samples
     in 4 optimizer steps is a global batch of 1024 / 4 = 256 samples; the context bound is the
-    512-token prompt plus the 8192-token longest response; the one-step-off plan runs through
-    train_async.py with the actor and the rollout on 4 GPUs each of the one node."""
+    512-token prompt plus the 8192-token longest response; with one policy version of lag
+    allowed, the one-step-off plan runs through train_async.py with the actor and the rollout
+    on 4 GPUs each of the one node."""
     done = CliRunner().invoke(
-        cli, ["export", SMALL, "--framework", "slime", "--format", "json"], catch_exceptions=False
-    )
+        cli,
+        ["export", SMALL, "--framework", "slime", "--format", "json",
+         "--set", "workload.max_staleness=1"],
+        catch_exceptions=False,
+    )  # fmt: skip
     assert done.exit_code == 0, done.output
     data = json.loads(done.output)
     args = {a["key"]: a["value"] for a in data["arguments"]}
@@ -1068,3 +1099,60 @@ def test_nemo_rl_turns_on_the_sequence_parallelism_the_plan_is_costed_with(
     assert done.exit_code == 0, done.output
     assert f"policy.dtensor_cfg.tensor_parallel_size={tp}" in done.output
     assert ("policy.dtensor_cfg.sequence_parallel=True" in done.output) is on
+
+
+# -- the exported plan is the ranked plan -------------------------------------------------------
+
+
+def _key(plan: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(
+        json.dumps(plan[k], sort_keys=True)
+        for k in ("placement", "execution", "rollout", "train", "critic", "fusion")
+    )
+
+
+@pytest.mark.parametrize("framework", MAPPED)
+@pytest.mark.parametrize("staleness", [None, 1])
+def test_export_writes_the_plan_recommend_ranks_first_for_the_framework(
+    framework: str, staleness: int | None
+) -> None:
+    # The same search and tie rule: the exported plan is `recommend --framework`'s plan of
+    # the rank the export names, and every plan ranked above it has no launch in the mapping.
+    given = ["--set", f"workload.max_staleness={staleness}"] if staleness else []
+    done = CliRunner().invoke(
+        cli, ["export", SMALL, "--framework", framework, "--format", "json", *given],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.output)
+    rank = data["rank"]
+    listed = CliRunner().invoke(
+        cli, ["recommend", SMALL, "--framework", framework, "--format", "json",
+              "--top", str(rank), *given],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert listed.exit_code == 0, listed.output
+    plans = json.loads(listed.output)["plans"]
+    assert _key(plans[rank - 1]) == _key(data["plan"])
+    assert data["plan"]["step_seconds"] == pytest.approx(plans[rank - 1]["step_seconds"])
+    assert data["passed_over_count"] == rank - 1
+    launches = {(x.execution, x.placement) for x in data_mapping(framework).launches}
+    for above in plans[: rank - 1]:
+        assert (above["execution"], above["placement"]) not in launches or any(
+            "does not cover" in p["why"] for p in data["passed_over"]
+        )
+    if staleness is None:
+        # GRPO states no off-policy tolerance: the export is on-policy.
+        assert data["plan"]["execution"] == "sync"
+
+
+def data_mapping(framework: str) -> Any:
+    _, mappings = _catalogs()
+    return max((m for m in mappings.values() if m.framework == framework),
+               key=lambda m: m.committed)  # fmt: skip
+
+
+def test_the_script_says_which_rank_it_writes() -> None:
+    done = CliRunner().invoke(cli, ["export", SMALL, "--framework", "verl"])
+    assert done.exit_code == 0, done.output
+    assert "rank 1 of `rlmguide recommend --framework verl`" in done.output

@@ -114,10 +114,12 @@ def test_nothing_below_the_command_line_imports_it() -> None:
 
 def test_the_site_generator_is_one_package() -> None:
     """Pages by record kind, computed pages and the build live in rlmguide.sitegen; the top
-    of rlmguide holds the command line, its output formats and what both layers share."""
+    of rlmguide holds the Python API and its results, the command line over it, its output
+    formats and what both layers share."""
     top = sorted(p.name for p in (REPO / "rlmguide").glob("*.py"))
     assert top == [
-        "__init__.py", "__main__.py", "cli.py", "formats.py", "knowledge.py", "report.py",
-        "runreport.py", "survey_report.py", "timeline.py",
+        "__init__.py", "__main__.py", "api.py", "cli.py", "errors.py", "formats.py",
+        "knowledge.py", "report.py", "results.py", "runreport.py", "survey_report.py",
+        "timeline.py",
     ]  # fmt: skip
     assert (REPO / "rlmguide" / "sitegen" / "generate.py").is_file()

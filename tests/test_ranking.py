@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from conftest import REPO
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
-from rlmguide.rules.ranking import TIE_FRACTION, complexity
+from rlmguide.rules.ranking import NEAR_FRACTION, TIE_FRACTION, complexity, degrees
 from rlmguide.rules.recommend import recommend, recommender_for
 from rlmguide.rules.scenario import read_scenario, resolve
 
@@ -53,11 +53,11 @@ def test_one_framework_and_the_constraints_that_removed_candidates() -> None:
 
 def test_plans_are_distinct_and_ordered_by_step_time_up_to_the_tie() -> None:
     plans = search("grpo-qwen2.5-7b-8xh100.yaml", top=8)["plans"]
-    keys = [
-        json.dumps({k: p[k] for k in ("placement", "execution", "rollout", "train", "pools")})
-        for p in plans
-    ]
+    fields = ("placement", "execution", "rollout", "train", "pools", "critic", "fusion")
+    keys = [json.dumps({k: p[k] for k in fields}) for p in plans]
     assert len(set(keys)) == len(keys)
+    # One more than asked only to show the plan the last one won a tie over.
+    assert len(plans) == 8 or (len(plans) == 9 and plans[7]["tie"]["faster_rank"] == 9)
     best = plans[0]["step_seconds"]
     for earlier, later in itertools.pairwise(plans):
         # A later row is never faster than an earlier one by more than the tie.
@@ -65,6 +65,37 @@ def test_plans_are_distinct_and_ordered_by_step_time_up_to_the_tie() -> None:
     assert all(p["step_seconds"] >= best * (1 - TIE_FRACTION) for p in plans)
     folded = plans[0]["also_as"]
     assert folded["step_seconds"][0] == pytest.approx(plans[0]["step_seconds"], abs=0.01)
+
+
+def _choice(plan: dict) -> str:
+    rollout = {k: plan["rollout"][k] for k in ("gpus", "tp", "pp", "ep", "attention_dp")}
+    return json.dumps([plan["placement"], plan["execution"], rollout, plan["pools"]])
+
+
+@pytest.mark.parametrize(
+    "path", ["grpo-qwen2.5-7b-8xh100.yaml", "grpo-qwen2.5-32b-64xh100.yaml",
+             "grpo-qwen2.5-7b-llm-judge-16xh100.yaml"]
+)  # fmt: skip
+def test_near_identical_rows_are_one_row_and_every_tie_is_anchored_in_the_list(path: str) -> None:
+    plans = search(path, top=6)["plans"]
+    for a, b in itertools.combinations(plans, 2):
+        if _choice(a) == _choice(b):
+            gap = abs(a["step_seconds"] - b["step_seconds"])
+            assert gap >= NEAR_FRACTION * min(a["step_seconds"], b["step_seconds"]) - 1e-6
+    for plan in plans:
+        for also in plan["also"]:
+            assert abs(also["change_percent"]) < 100 * NEAR_FRACTION + 0.05
+            assert also["differs"], also
+        tie = plan["tie"]
+        if tie is None:
+            continue
+        assert 0 < tie["slower_by_percent"] <= 100 * TIE_FRACTION + 1e-6
+        if tie["faster_rank"] is None:
+            assert tie["faster_listed_under"] == "also"
+            continue
+        faster = plans[tie["faster_rank"] - 1]
+        assert faster["rank"] == plan["rank"] + 1  # shown right after the plan that won
+        assert faster["step_seconds"] < plan["step_seconds"]
 
 
 def test_a_tie_goes_to_the_simpler_plan() -> None:
@@ -75,7 +106,28 @@ def test_a_tie_goes_to_the_simpler_plan() -> None:
             assert 0 < plan["tie"]["faster_by_percent"] <= 100 * TIE_FRACTION
     departure = result["departure"]
     if departure is not None:
-        assert departure["gain_percent"] > 100 * TIE_FRACTION
+        # The simplest plan lost only because it lies beyond the tie of the fastest plan.
+        assert departure["slower_than_fastest_percent"] > 100 * TIE_FRACTION
+        assert departure["gain_percent"] > 0
+        assert f"beyond the {100 * TIE_FRACTION:.0f}% tie" in departure["why"]
+
+
+def test_the_departure_note_measures_the_tie_from_the_fastest_plan() -> None:
+    # The README example: the top plan is the simplest within the tie of the fastest plan; a
+    # simpler plan outside that tie is reported with how far outside it lies.
+    result = search("grpo-qwen2.5-7b-8xh100.yaml", top=3)
+    departure = result["departure"]
+    assert departure is not None
+    top = result["plans"][0]
+    fastest = (
+        top["step_seconds"]
+        if top["tie"] is None
+        else min(p["step_seconds"] for p in result["plans"][:2])
+    )
+    beyond = departure["simplest_step_seconds"] / fastest - 1
+    assert departure["slower_than_fastest_percent"] == pytest.approx(100 * beyond, abs=0.1)
+    gain = 1 - top["step_seconds"] / departure["simplest_step_seconds"]
+    assert departure["gain_percent"] == pytest.approx(100 * gain, abs=0.1)
 
 
 def test_complexity_orders_execution_modes_as_the_issue_asks() -> None:
@@ -91,6 +143,49 @@ def test_complexity_orders_execution_modes_as_the_issue_asks() -> None:
     assert list(scores) == sorted(scores) and len(set(scores)) == 4
 
 
+def test_simplicity_counts_every_degree() -> None:
+    from rlmguide.cost.plans import PlanTable
+
+    # Worked by hand on 8-GPU nodes, rollout tp 1 everywhere: training tp 2 is one doubling,
+    # pp 12 four (ceil log2 12), cp 4 two, tp 16 four plus one for the doubling past the node.
+    dense = PlanTable.from_arrays(
+        placement="colocated", execution="sync", rollout_gpus=192, rollout_tp=1,
+        train_gpus=192, train_tp=np.array([1, 2, 1, 1, 16]), train_pp=np.array([1, 1, 12, 1, 1]),
+        train_cp=np.array([1, 1, 1, 4, 1]), train_zero=1, train_recompute="full",
+    )  # fmt: skip
+    assert list(degrees(dense, 8)) == [0, 1, 4, 2, 5]
+    # A rollout engine of 16 GPUs spans two nodes: four doublings and one more.
+    engine = PlanTable.from_arrays(
+        placement="colocated", execution="sync", rollout_gpus=64, rollout_tp=np.array([2, 16]),
+        train_gpus=64, train_tp=1, train_zero=3, train_recompute="full",
+    )  # fmt: skip
+    assert list(degrees(engine, 8)) == [1, 5]
+    # A mixture of experts: an expert group is free and its absence costs one.
+    moe = PlanTable.from_arrays(
+        placement="colocated", execution="sync", rollout_gpus=64, rollout_tp=1,
+        train_gpus=64, train_tp=np.array([1, 1, 2, 1]), train_ep=np.array([1, 8, 8, 1]),
+        train_pp=np.array([1, 1, 1, 4]), train_zero=np.array([3, 1, 1, 1]),
+        train_recompute="full",
+    )  # fmt: skip
+    assert list(degrees(moe, 8, moe=True)) == [1, 0, 1, 3]
+    assert list(degrees(moe, 8, moe=False)) == [0, 3, 4, 2]
+
+
+def test_the_frameworks_moe_launches_train_with_expert_parallelism() -> None:
+    # rules.ranking prefers expert groups for a mixture of experts because the frameworks'
+    # own MoE launches use them: every model-parallel MoE deployment record does.
+    found = []
+    for d in CATALOG.of("deployment").values():
+        scenario = d.scenario  # type: ignore[attr-defined]
+        policy = resolve(scenario, CATALOG.records).policy
+        train = scenario.plan.train
+        if policy.moe is None or (train.zero or 1) >= 3:
+            continue
+        found.append((d.id, train.ep))
+    assert len(found) >= 8, found
+    assert all((ep or 1) >= 4 for _, ep in found), found
+
+
 def test_strictly_on_policy_workloads_get_only_synchronous_plans() -> None:
     code, result = run(
         "recommend", SMALL, "--set", "workload.max_staleness=0", "--format", "json", "--top", "5"
@@ -102,6 +197,34 @@ def test_strictly_on_policy_workloads_get_only_synchronous_plans() -> None:
     )
     assert code == 0
     assert result["plans"][0]["max_staleness"] <= 4
+
+
+def test_on_policy_by_default_with_the_lagging_plans_as_what_ifs() -> None:
+    # GRPO's record states no off-policy tolerance: every ranked plan is synchronous, and the
+    # faster plans that lag the policy are listed with their gain and what would allow them.
+    code, result = run("recommend", SMALL, "--format", "json", "--top", "5")
+    assert code == 0, result
+    assert {p["execution"] for p in result["plans"]} == {"sync"}
+    assert any("no off-policy tolerance" in n for n in result["resolution_notes"])
+    lagging = result["off_policy_what_if"]
+    assert lagging, "the README example has faster lagging plans"
+    top = result["plans"][0]["step_seconds"]
+    for w in lagging:
+        assert w["execution"] != "sync" and w["max_staleness"] >= 1
+        assert w["step_seconds"] < top
+        assert w["gain_percent"] == pytest.approx(100 * (1 - w["step_seconds"] / top), abs=0.1)
+        assert w["allowed_by"] == f"workload.max_staleness: {w['max_staleness']}"
+    # Allowed, the fastest of them is ranked; a plan that fixes a lagging mode allows it too.
+    code, allowed = run("recommend", SMALL, "--set", "workload.max_staleness=1", "--format", "json")
+    assert code == 0, allowed
+    fastest = min(w["step_seconds"] for w in lagging)
+    assert min(p["step_seconds"] for p in allowed["plans"]) == pytest.approx(fastest, abs=0.01)
+    assert allowed["off_policy_what_if"] == []
+    code, fixed = run(
+        "recommend", SMALL, "--set", "plan.execution=one-step-off", "--format", "json"
+    )
+    assert code == 0, fixed
+    assert {p["execution"] for p in fixed["plans"]} == {"one-step-off"}
 
 
 def test_a_fixed_plan_beyond_the_tolerance_is_refused() -> None:
@@ -190,8 +313,12 @@ def test_the_probed_and_coarse_search_keeps_the_full_grid_top_plans(
     coarse = recommend(pruned, 3)
     full = recommend(recommender_for(resolved, CATALOG, full_grid=True), 3)
     assert pruned.probed or pruned.coarse
-    assert [{k: p[k] for k in keys} for p in coarse["plans"]] == [
-        {k: p[k] for k in keys} for p in full["plans"]
+    # The top plan and the plan its tie passed over. Further down, a layout of an engine
+    # shape whose fastest layout already took a place can differ: the probe keeps the fastest
+    # layout of each shape (DeepSeek-V3 on 4,096 H800s, rank 3: rollout tp 8 or tp 4, both an
+    # engine of 64 GPUs, equally simple, within the tie).
+    assert [{k: p[k] for k in keys} for p in coarse["plans"][:2]] == [
+        {k: p[k] for k in keys} for p in full["plans"][:2]
     ]
     assert (
         coarse["search"]["candidates"] < full["search"]["candidates"]

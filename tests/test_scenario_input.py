@@ -176,7 +176,7 @@ def test_scenario_schema_documents_the_supported_ranges() -> None:
 
 
 def test_ctrl_c_in_any_command_exits_130_with_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    import rlmguide.cli as module
+    import rlmguide.api as module
 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt

@@ -93,6 +93,9 @@ def _numbers(value: Any, path: str) -> Iterator[tuple[str, float]]:
 
 
 def _shown(number: float) -> str:
+    if isinstance(number, int) and abs(number) >= 10**18:
+        # past a float's range (10**400) and past what str() converts (4,300 digits)
+        return f"a {round(number.bit_length() * math.log10(2))}-digit number"
     return f"{number:,}" if isinstance(number, int) else f"{number:g}"
 
 
@@ -100,7 +103,7 @@ def out_of_bounds(scenario: BaseModel) -> str | None:
     """The first number of a validated scenario outside its range, as `path: why`, or None."""
     for path, value in _numbers(scenario, ""):
         low, high = next((r for p, r in BOUNDS.items() if fnmatch.fnmatchcase(path, p)), (0, 0))
-        if not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):
             return f"{path}: {value} is not a finite number"
         if (low, high) == (0, 0):
             low, high = ANY_NUMBER

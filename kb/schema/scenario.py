@@ -263,7 +263,8 @@ class Workload(Strict):
     """Policy versions a trained sample may lag behind the trainer: 0 is strictly on-policy
     (only synchronous plans), k admits one-step-off and partial rollouts (k >= 1) and
     asynchronous plans up to staleness k. Whether the algorithm tolerates off-policy data is
-    the run's decision; unset, the algorithm record's tolerance, else 1 (with a note)."""
+    the run's decision; unset, the algorithm record's tolerance, else what a plan fixing a
+    lagging execution states, else 0: on-policy, with the lagging plans shown as what-ifs."""
     steps: PositiveInt | None = None
     """RL steps of the whole run; with it every plan reports run GPU-hours, days and cost."""
     trained_samples: PositiveInt | None = None

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rlmguide.export.startup import LAUNCH_FACTS
 from rlmguide.kb.load import Catalog, Problem
 from rlmguide.kb.schema import Mapping as MappingRecord
 from rlmguide.kb.schema import MappingEntry
@@ -20,6 +21,7 @@ from rlmguide.rules.facts import FACTS
 INPUTS = {
     "input.model_path": ("MODEL_PATH", "the Hugging Face id or local path of the policy"),
     "input.train_data": ("TRAIN_DATA", "the training prompts (a dataset id or file)"),
+    "input.val_data": ("VAL_DATA", "the validation prompts (a dataset id or file)"),
     "input.reward_function": ("REWARD_FUNCTION", "the Python file of the rule-based reward"),
     "input.reward_model_path": (
         "REWARD_MODEL_PATH",
@@ -42,6 +44,7 @@ EXPORT_FACTS = {
     "run.training_backend": Fact("run.training_backend", "text", "training backend component"),
     "run.rollout_engine": Fact("run.rollout_engine", "text", "rollout engine component"),
     **{name: Fact(name, "text", text) for name, (_, text) in INPUTS.items()},
+    **LAUNCH_FACTS,
 }
 """The facts a mapping may read: the rules' facts plus what only a launch needs."""
 
@@ -60,6 +63,11 @@ class MappingError(ValueError):
 
 class NotExpressible(Exception):
     """The framework's launch cannot say what the plan asks (exit 1, with the reason)."""
+
+
+class KeyCannotHold(NotExpressible):
+    """A key of the mapping has no value for the plan on the pair tried (verl's FSDP strategy
+    for ZeRO-1): another pair of the framework may hold it."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,11 @@ def compile_mapping(record: MappingRecord) -> list[CompiledEntry]:
     for i, name in enumerate(record.implied):
         if name not in EXPORT_FACTS:
             raise MappingError(f"implied[{i}]", f"unknown fact {name!r}")
+    for fact, key in record.reads.items():
+        if fact not in LAUNCH_FACTS:
+            raise MappingError(f"reads.{fact}", "not a launch fact")
+        if key not in keys:
+            raise MappingError(f"reads.{fact}", f"no entry has the key {key!r}")
     compiled = []
     for i, entry in enumerate(record.entries):
         named = [("fact", entry.fact)]
@@ -143,7 +156,7 @@ def pool_shape(gpus: int, other: int | None, per_node: int, nodes: int) -> tuple
 
 def _whole(value: float, entry: MappingEntry, facts: Mapping[str, Any]) -> int:
     if value != int(value):
-        raise NotExpressible(
+        raise KeyCannotHold(
             f"{entry.key}: {entry.fact} ({facts[entry.fact]}) over {entry.argument} "
             f"({facts[str(entry.argument)]}) is not a whole number"
         )
@@ -166,7 +179,7 @@ def apply(entry: MappingEntry, facts: Mapping[str, Any]) -> Any:
             key = lookup_key(value)
             if key not in table:
                 known = ", ".join(table)
-                raise NotExpressible(
+                raise KeyCannotHold(
                     f"{entry.key} has no value for {entry.fact} = {key} (it takes {known})"
                 )
             return table[key]
@@ -183,6 +196,8 @@ def apply(entry: MappingEntry, facts: Mapping[str, Any]) -> Any:
             return value * other
         case "add":
             return value + other
+        case "constant":
+            return entry.argument
     raise AssertionError(entry.transform)  # the schema admits no other transform
 
 

@@ -1,9 +1,11 @@
-"""The plan to export: the scenario's own when it fixes one, else the best plan the framework
-can run with one of the launches its mapping knows.
+"""The plan to export: the scenario's own when it fixes one, else the plan `rlmguide recommend
+--framework ID` ranks first among those the mapping can launch.
 
 The framework's claims and constraint records decide what it can run (the planner's
-`--framework` restriction, rules.recommend `only=`); the mapping adds only which execution
-modes and placements it has an entry point for.
+`--framework` restriction, rules.recommend `only=`), ranked with the planner's tie rule; the
+mapping adds only which execution modes and placements it has an entry point for and which
+training backends and rollout engines it covers. The plan written says its rank in that
+ranking and which better-ranked plans the mapping could not launch.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from rlmguide.export.mapping import NotExpressible
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.schema import Mapping as MappingRecord
 from rlmguide.rules.recommend import NoFeasiblePlan, Recommender, recommend, recommender_for
-from rlmguide.rules.scenario import Resolved, fill_plan_defaults, resolve
+from rlmguide.rules.scenario import Resolved, fill_plan_defaults
 
 COMPLETE = ("placement", "execution", "rollout.tp", "train.tp", "train.zero", "train.recompute")
 """The plan fields that make a scenario's plan complete (as `estimate` requires)."""
@@ -36,6 +38,11 @@ class Found:
     def plan(self) -> dict[str, Any]:
         return dict(self.result["plans"][0])
 
+    @property
+    def rank(self) -> int:
+        """The plan's rank in `rlmguide recommend --framework ID`."""
+        return int(self.result["plans"][0]["rank"])
+
 
 def _get(plan: Any, dotted: str) -> Any:
     for part in dotted.split("."):
@@ -53,18 +60,16 @@ def is_complete(resolved: Resolved) -> bool:
 def find_plan(
     resolved: Resolved, catalog: Catalog, framework: str, mapping: MappingRecord
 ) -> Found:
-    """The top plan `framework` can run on the backends and engines `mapping` covers and with
-    one of its launches; NotExpressible names why there is none (the binding constraint of
-    each launch tried). A plan the scenario fixes completely is exported as written, even
-    where the cost model predicts it does not fit (as `estimate` costs it)."""
+    """The best-ranked plan of `recommend --framework` that one of `mapping`'s launches runs on
+    a training backend and rollout engine the mapping covers; NotExpressible says why there
+    is none. A plan the scenario fixes completely is exported as written, even where the cost
+    model predicts it does not fit (as `estimate` costs it)."""
     plan = resolved.scenario.plan
     launches = sorted({(x.execution, x.placement) for x in mapping.launches})
-    wanted = [
-        (execution, placement)
+    if not any(
+        plan.execution in (None, execution) and plan.placement in (None, placement)
         for execution, placement in launches
-        if plan.execution in (None, execution) and plan.placement in (None, placement)
-    ]
-    if not wanted:
+    ):
         known = ", ".join(f"{e} {p}" for e, p in launches)
         raise NotExpressible(
             f"{framework} ({mapping.id}) has no entry point for "
@@ -72,27 +77,25 @@ def find_plan(
             f"it launches: {known}"
         )
     complete = is_complete(resolved)
-    found: list[Found] = []
-    refusals: list[str] = []
-    for execution, placement in wanted:
-        fixed = plan.model_copy(update={"execution": execution, "placement": placement})
-        scenario = resolved.scenario.model_copy(update={"plan": fixed})
-        one = resolve(scenario, catalog.records)
-        if complete:
-            one, _ = fill_plan_defaults(one)
-        try:
-            recommender = recommender_for(
-                one,
-                catalog,
-                only=framework,
-                within=mapping.components,
-                enforce_memory=not complete,
-            )
-            result = recommend(recommender, 1)
-        except NoFeasiblePlan as exc:
-            refusals.append(f"{execution} {placement}: {exc}")
-            continue
-        found.append(Found(recommender, result))
-    if not found:
-        raise NotExpressible(f"{framework} cannot run this scenario: " + "; ".join(refusals))
-    return min(found, key=lambda f: f.plan["step_seconds"])
+    one = fill_plan_defaults(resolved)[0] if complete else resolved
+    covered = set(mapping.components)
+    try:
+        recommender = recommender_for(one, catalog, only=framework, enforce_memory=not complete)
+
+        def refuses(row: int) -> str | None:
+            facts = recommender.row_facts(row)
+            mode = (facts["plan.execution"], facts["plan.placement"])
+            if mode not in launches:
+                return f"{mapping.id} has no entry point for {mode[0]} {mode[1]}"
+            pairs = recommender.pairs_for(framework, row)
+            if not any(set(pair) - {None} <= covered for pair in pairs):
+                return (
+                    f"{framework} runs it only on (backend, engine) pairs {mapping.id} does "
+                    f"not cover ({', '.join(f'{b}+{e}' for b, e in pairs) or 'none'})"
+                )
+            return None
+
+        result = recommend(recommender, 1, first=refuses)
+    except NoFeasiblePlan as exc:
+        raise NotExpressible(f"{framework} cannot run this scenario: {exc}") from None
+    return Found(recommender, result)

@@ -16,11 +16,14 @@ from rlmguide.kb.paths import record_roots
 from rlmguide.review.review import (
     Hardware,
     ReviewError,
+    memory_keys,
     read_file,
     scenario_of,
+    startup_checks,
     understood,
 )
 from rlmguide.rules import RECOMMEND_KINDS
+from rlmguide.rules.ranking import TIE_FRACTION
 
 __all__ = ["Hardware", "NotCostable", "ReviewError", "changes", "review"]
 
@@ -67,8 +70,11 @@ def changes(
         field = name if pool == name else f"{pool}.{name}"
         seconds = estimate_one(field, now)
         gain = None if seconds is None else (seconds - base) / base * 100
+        # a paired difference inside the ranking's tie band is within the model's own error
+        noise = seconds is not None and abs(seconds - base) < TIE_FRACTION * min(seconds, base)
         label = f"{field.replace('.', ' ')} {was} -> {now}"
         shown = f"{gain:+.0f}% step time" if gain is not None else "only with the other changes"
+        shown += " (within noise: not recommended on its own)" if noise else ""
         found.append(
             {
                 "field": field,
@@ -76,6 +82,7 @@ def changes(
                 "to": now,
                 "step_seconds": seconds,
                 "change_percent": gain,
+                "within_noise": noise,
                 "text": f"{label}: {shown}",
             }
         )
@@ -107,11 +114,15 @@ def review(
     except ValueError as exc:
         raise ReviewError(f"the scenario read from {path} is not valid: {exc}") from None
 
+    facts: dict[str, Any] = {}
+
     def estimate(changed: dict[str, Any]) -> dict[str, Any]:
         scenario = parse_scenario(changed, str(path))
         filled, chosen = fill_plan_defaults(resolve(scenario, catalog.records))
         one = recommender_for(filled, catalog, enforce_memory=False, filter_frameworks=False)
         (plan,) = recommend(one, 1)["plans"]
+        if changed is data:
+            facts.update(one.row_facts(one.ranked_rows[0]))
         return {**plan, "chosen": chosen}
 
     try:
@@ -136,6 +147,8 @@ def review(
         "assumed": assumed,
         "scenario": data,
         "estimate": reviewed,
+        "startup": startup_checks(reading, catalog, facts),
+        "memory_keys": memory_keys(reading, reviewed, facts),
     }
     name = reading.mapping.framework
     try:
@@ -161,6 +174,12 @@ def _unplanned(data: dict[str, Any], catalog: Any, origin: str) -> Any:
     from rlmguide.rules.scenario import parse_scenario, resolve
 
     free = {k: v for k, v in data.items() if k != "plan"}
+    plan = data.get("plan") or {}
+    if plan.get("execution") not in (None, "sync") and "max_staleness" not in free["workload"]:
+        # The launch runs a lagging mode: the lag it accepts is the run's, as a scenario whose
+        # plan fixes that mode states it (rules.scenario), so the comparison may keep it.
+        lag = plan.get("max_staleness") or 1
+        free = {**free, "workload": {**free["workload"], "max_staleness": lag}}
     return resolve(parse_scenario(free, origin), catalog.records)
 
 

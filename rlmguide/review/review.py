@@ -11,9 +11,10 @@ from typing import Any
 
 from rlmguide.export.mapping import lookup_key
 from rlmguide.kb.load import Catalog
+from rlmguide.kb.model_names import match_model
 from rlmguide.kb.schema import Mapping as MappingRecord
 from rlmguide.kb.schema import MappingEntry
-from rlmguide.review.config import argparse_config, hydra_config, match_model
+from rlmguide.review.config import argparse_config, hydra_config
 from rlmguide.review.recipe import RecipeError, recipe_config
 from rlmguide.review.shell import ShellError, command_arguments
 from rlmguide.review.understand import Reading, read_launch
@@ -258,6 +259,8 @@ def scenario_of(
         "gpus": rollout_gpus,
         **{d: f.get(f"plan.rollout.{d}") for d in ("tp", "pp", "ep", "attention_dp")},
     }
+    if f.get("plan.rollout.eager") is True:
+        rollout["cuda_graphs"] = False  # the engine decodes eagerly: estimated so
     plan: dict[str, Any] = {
         "placement": f["plan.placement"],
         "execution": f["plan.execution"],
@@ -346,6 +349,64 @@ def parse_recipe(
     except RecipeError as exc:
         raise ReviewError(f"cannot read the recipe: {exc}") from None
     return _module(own[0].launches[0].command), config, own, recipe_keys
+
+
+def startup_checks(
+    reading: Reading, catalog: Catalog, plan_facts: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The start-up checks and constraint records of the framework the launch would trip:
+    its plan's facts (as estimated) with the launch's own values (`launch.*`) as read."""
+    from rlmguide.export.startup import ABSENT, binding, compile_checks, tripped, typed
+    from rlmguide.rules.frameworks import compile_constraints
+
+    checks = compile_checks(catalog)[0] + compile_constraints(catalog)[0]
+    own = typed(reading.facts)
+    facts = {**ABSENT, **{k: v for k, v in plan_facts.items() if v is not None}, **own}
+    mine = binding(checks, reading.mapping.framework, reading.backend, reading.engine)
+    return [
+        {
+            "constraint": r.id,
+            "title": r.title,
+            "file": r.file,
+            "lines": r.lines,
+            "commit": r.commit,
+            "url": r.url,
+        }
+        for r in tripped(mine, facts)
+    ]
+
+
+def memory_keys(
+    reading: Reading, estimate: dict[str, Any], plan_facts: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The launch's memory settings beside what the estimate's plan needs of them: the
+    engine's memory fraction (in the engine's unit), the sequences it runs at once and the
+    training micro-batch in tokens. The estimate costs the plan at its own values; a launch
+    below them has a smaller KV cache or fewer concurrent sequences than estimated (slower),
+    one above the micro-batch the activations were costed at may run out of memory."""
+    from rlmguide.export.startup import computed, typed
+
+    launch = typed(reading.facts)
+    if not plan_facts:
+        return []
+    plan = computed(estimate, plan_facts, reading.engine)
+    rows = []
+    for fact, what, risk in (
+        ("launch.engine_memory_fraction", "engine memory fraction", "low"),
+        ("launch.engine_max_seqs", "concurrent sequences per engine", "low"),
+        ("launch.micro_batch_tokens", "training micro-batch tokens (over CP)", "high"),
+    ):
+        if fact not in launch or fact not in plan:
+            continue
+        got, needed = launch[fact], plan[fact]
+        if risk == "low" and got < needed:
+            verdict = "below the plan's: a smaller KV cache or batch than estimated (slower)"
+        elif risk == "high" and got > needed:
+            verdict = "above what the activations were costed at: may run out of memory"
+        else:
+            verdict = "as the plan needs"
+        rows.append({"setting": what, "launch": got, "plan": needed, "verdict": verdict})
+    return rows
 
 
 def understood(reading: Reading) -> dict[str, Any]:

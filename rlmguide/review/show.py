@@ -66,6 +66,23 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
         fmt,
         title=f"Not mapped to the plan ({len(result['unmapped'])} keys)",
     )
+    if result["startup"]:
+        print_rows(
+            ["constraint", "check", "where"],
+            [
+                (c["constraint"], c["title"], f"{c['file']} {c['lines'] or ''}".strip())
+                for c in result["startup"]
+            ],
+            fmt,
+            title=f"Would stop at start-up ({result['framework']}'s own checks)",
+        )
+    if result["memory_keys"]:
+        print_rows(
+            ["memory setting", "launch", "plan", "verdict"],
+            [(m["setting"], m["launch"], m["plan"], m["verdict"]) for m in result["memory_keys"]],
+            fmt,
+            title="Memory settings against the estimate's plan",
+        )
     rows = [_plan_row("reviewed", result["estimate"])]
     if result["recommendation"] is not None:
         rows.append(_plan_row(f"best on {result['framework']}", result["recommendation"]))

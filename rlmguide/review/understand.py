@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlmguide.export import startup
 from rlmguide.export.mapping import CompiledEntry, compile_mapping, lookup_key
 from rlmguide.kb.schema import Launch, MappingEntry
 from rlmguide.kb.schema import Mapping as MappingRecord
@@ -176,6 +177,11 @@ class _Read:
                     self.used.add(key)
                     return
                 got = _typed(e.fact, options[0])
+            case "constant":
+                # a value the plan forces; the start-up checks read it (`reads`)
+                self.uses.append(Use(e.key, value, e.fact, None))
+                self.used.add(key)
+                return
             case "nodes" | "gpus_per_node":
                 self.pools.setdefault(e.fact, {})[e.transform] = int(value)
                 self.uses.append(Use(e.key, value, e.fact, None))
@@ -253,6 +259,10 @@ def read_launch(
         samples = facts.get("workload.samples_per_prompt", 1)
         facts["workload.responses_per_step"] = facts["workload.prompts_per_step"] * samples
     used = state.used
+    # the group a per-GPU token budget is per GPU of (OpenRLHF's cp x tp)
+    facts["launch.cp_tp"] = int(facts.get("plan.train.cp") or 1) * int(
+        facts.get("plan.train.tp") or 1
+    )
     _solve(state.pending, config, facts, uses, used)
     context = None
     for key, value in config.items():
@@ -263,6 +273,7 @@ def read_launch(
             used.add(key)
     unmapped = {k: v for k, v in given.items() if k not in used}
     facts = {k: v for k, v in facts.items() if not k.startswith("not ")}
+    facts |= startup.read(mapping, config)
     return Reading(
         mapping, launch, backend, engine, facts, uses, unmapped, state.ambiguous, context
     )

@@ -1,0 +1,475 @@
+"""The Python API: scenarios in, typed results out; the `rlmguide` command is a thin layer
+over it (parsing flags, printing, exit codes).
+
+    from rlmguide import Scenario, recommend
+    result = recommend(Scenario.from_yaml("examples/grpo-qwen2.5-7b-8xh100.yaml"))
+    result.best.step_seconds, result.to_arrow()
+
+Every function returns a pydantic model from `rlmguide.results` whose `model_dump()` is the
+command's `--format json` output. Bad input raises `BadInput` (the command's exit 2), a request
+that cannot be met `RequestFailed` (exit 1); both carry a one-line message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import PrivateAttr
+
+from rlmguide.errors import BadInput, RequestFailed, RlmguideError
+from rlmguide.formats import non_finite, suggestion
+from rlmguide.kb.paths import record_roots
+from rlmguide.kb.schema import Scenario as ScenarioSchema
+from rlmguide.results import Estimate, Launch, Recommendation, Review
+from rlmguide.rules import RECOMMEND_KINDS
+
+__all__ = [
+    "BadInput",
+    "RequestFailed",
+    "RlmguideError",
+    "Scenario",
+    "connect",
+    "estimate",
+    "export",
+    "recommend",
+    "review",
+]
+
+
+def invalid_records(exc: Any) -> RequestFailed:
+    """Records that do not validate, with the first ten problems."""
+    shown = "\n".join(f"  {p}" for p in exc.problems[:10])
+    more = len(exc.problems) - 10
+    tail = f"\n  ... and {more} more" if more > 0 else ""
+    return RequestFailed(f"{exc}; run `rlmguide validate`:\n{shown}{tail}")
+
+
+def _invalid_rules(exc: Exception) -> RequestFailed:
+    return RequestFailed(f"invalid rule or constraint records; run `rlmguide validate`: {exc}")
+
+
+def _set(data: dict[str, Any], dotted: str, value: Any) -> None:
+    node = data
+    *parents, leaf = dotted.split(".")
+    if not leaf or not all(parents):
+        raise BadInput(f"--set {dotted}: a path is field names joined by dots: plan.train.tp")
+    for part in parents:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise BadInput(f"--set {dotted}: {part} is not a mapping")
+        node = child
+    node[leaf] = value
+
+
+Changes = Mapping[str, Any] | Iterable[tuple[str, Any]] | None
+"""Fields to set, by dotted path."""
+
+
+class Scenario(ScenarioSchema):
+    """A cluster, its models, a workload and (optionally) a partly fixed plan: the scenario
+    file's fields (`rlmguide schema scenario`), checked against the supported ranges.
+
+    Build one from keyword arguments (`Scenario(cluster={...}, models={...}, workload={...})`),
+    a dict (`from_dict`), a YAML file (`from_yaml`) or a published deployment
+    (`from_deployment`); `updated` sets fields by dotted path. Ids (models, accelerators,
+    algorithms) are checked against the knowledge base when a function uses the scenario.
+    """
+
+    _origin: str = PrivateAttr(default="scenario")
+
+    def __init__(self, /, **data: Any) -> None:
+        from rlmguide.rules.scenario import InputError, parse_scenario
+
+        try:
+            parse_scenario(data, "Scenario")  # the one-line message and the ranges
+        except InputError as exc:
+            raise BadInput(str(exc)) from None
+        super().__init__(**data)
+
+    def __eq__(self, other: object) -> bool:
+        """The same fields, wherever each scenario came from."""
+        if not isinstance(other, ScenarioSchema):
+            return NotImplemented
+        return dict(self) == dict(other)
+
+    __hash__ = ScenarioSchema.__hash__
+
+    @property
+    def origin(self) -> str:
+        """Where the scenario came from (a file, a deployment), as messages name it."""
+        return self._origin
+
+    @classmethod
+    def from_dict(
+        cls, data: Mapping[str, Any], changes: Changes = None, origin: str = "scenario"
+    ) -> Scenario:
+        """The scenario a mapping describes, with `changes` applied first (dotted paths:
+        `{"plan.train.tp": 4}`, or (path, value) pairs applied in order); `origin` names it
+        in error messages."""
+        from rlmguide.rules.scenario import InputError, parse_scenario
+
+        if not isinstance(data, Mapping):
+            raise BadInput(f"{origin}: a scenario is a mapping with cluster, models and workload")
+        data = copy.deepcopy(dict(data))
+        pairs = changes.items() if isinstance(changes, Mapping) else changes or ()
+        for dotted, value in pairs:
+            _set(data, dotted, value)
+        try:
+            parsed = parse_scenario(data, origin)
+        except InputError as exc:
+            raise BadInput(str(exc)) from None
+        # validated already: construct without a second validation
+        scenario = cls.model_construct(parsed.model_fields_set, **dict(parsed))
+        scenario._origin = origin
+        return scenario
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, changes: Changes = None) -> Scenario:
+        """A scenario file (regular, UTF-8, at most 4 MiB), with `changes` applied."""
+        from rlmguide.rules.scenario import InputError, read_mapping
+
+        try:
+            data = read_mapping(Path(path))
+        except InputError as exc:
+            raise BadInput(str(exc)) from None
+        return cls.from_dict(data, changes, str(path))
+
+    @classmethod
+    def from_deployment(
+        cls, deployment: str, plan: bool = True, changes: Changes = None
+    ) -> Scenario:
+        """A published deployment's scenario (`rlmguide list deployments`); `plan=False`
+        drops its plan, to search one."""
+        from rlmguide.kb.load import load_catalog
+
+        records = load_catalog(record_roots(), ("deployment",)).of("deployment")
+        if deployment not in records:
+            raise BadInput(
+                f"--deployment: unknown deployment {deployment!r}"
+                + suggestion(deployment, sorted(records))
+                + "; see `rlmguide list deployments`"
+            )
+        data = records[deployment].scenario.model_dump(mode="json", exclude_unset=True)
+        if not plan:
+            data.pop("plan", None)
+        return cls.from_dict(data, changes, f"deployment {deployment}")
+
+    def updated(self, changes: Changes) -> Scenario:
+        """This scenario with fields set by dotted path: `{"cluster.nodes": 2}`."""
+        data = self.model_dump(mode="json", exclude_unset=True)
+        return type(self).from_dict(data, changes, self._origin)
+
+
+def _as_scenario(scenario: Scenario | Mapping[str, Any] | str | Path) -> Scenario:
+    if isinstance(scenario, Scenario):
+        return scenario
+    if isinstance(scenario, ScenarioSchema):
+        return Scenario.from_dict(scenario.model_dump(mode="json", exclude_unset=True))
+    if isinstance(scenario, str | Path):
+        return Scenario.from_yaml(scenario)
+    return Scenario.from_dict(scenario)
+
+
+def _resolved(scenario: Scenario, mixed: bool = False) -> tuple[Any, Any]:
+    """The scenario with its ids resolved, and the catalog a recommendation reads; with
+    `mixed`, a mixed-accelerator cluster resolves part by part, else it is refused."""
+    from rlmguide.kb.load import load_catalog
+    from rlmguide.rules.scenario import InputError, resolve
+
+    catalog = load_catalog(record_roots(), RECOMMEND_KINDS)
+    try:
+        if mixed and scenario.cluster.parts is not None:
+            from rlmguide.rules.mixed import resolve_mixed
+
+            return resolve_mixed(scenario, catalog), catalog
+        return resolve(scenario, catalog.records), catalog
+    except InputError as exc:
+        raise BadInput(str(exc)) from None
+
+
+def _check_framework(framework: str, catalog: Any) -> None:
+    known = sorted(catalog.of("framework"))
+    if framework not in known:
+        raise BadInput(
+            f"--framework: unknown framework {framework!r}" + suggestion(framework, known)
+        )
+
+
+def _finite(result: dict[str, Any]) -> dict[str, Any]:
+    if where := non_finite(result):
+        # the bounds on scenario numbers should make this unreachable; never return it as a plan
+        raise BadInput(f"the scenario's numbers give a non-finite estimate at {where}")
+    return result
+
+
+@contextlib.contextmanager
+def _failures() -> Iterator[None]:
+    """The planner's failures as the API's errors, one line each."""
+    from rlmguide.cost.plans import PlanError
+    from rlmguide.rules.recommend import InvalidRecords, NoFeasiblePlan
+    from rlmguide.rules.scenario import InputError
+    from rlmguide.rules.sizing import SizingError
+
+    try:
+        yield
+    except NoFeasiblePlan as exc:
+        raise RequestFailed(f"no feasible plan: {exc}") from None
+    except SizingError as exc:
+        raise RequestFailed(str(exc)) from None
+    except InvalidRecords as exc:
+        raise _invalid_rules(exc) from None
+    except (PlanError, InputError, OverflowError) as exc:
+        raise BadInput(str(exc)) from None
+
+
+def _recommender(resolved: Any, catalog: Any, **options: Any) -> Any:
+    from rlmguide.rules.recommend import recommender_for
+
+    with _failures():
+        return recommender_for(resolved, catalog, **options)
+
+
+Objective = Literal["time", "cost"]
+
+
+def recommend(
+    scenario: Scenario | Mapping[str, Any] | str | Path,
+    *,
+    top: int = 3,
+    framework: str | None = None,
+    what_if: bool = False,
+    objective: Objective | None = None,
+    max_nodes: int | None = None,
+    deadline: float | None = None,
+    budget: float | None = None,
+) -> Recommendation:
+    """Plans for the scenario, best first (`rlmguide recommend`).
+
+    `framework` keeps the plans that framework runs; `what_if` adds what Table 9's
+    configurations no framework runs would gain. `objective`, `max_nodes`, `deadline` (days)
+    and `budget` search node counts too (the result's `sizing`). A mixed-accelerator cluster
+    is searched on each part and across parts (the result's `mixed`).
+    """
+    from rlmguide.rules.recommend import recommend as run
+
+    if not _whole(top) or not 1 <= top <= 100:
+        raise BadInput(f"top: {top} is not between 1 and 100")
+    sizing = {"objective": objective, "max_nodes": max_nodes, "deadline": deadline,
+              "budget": budget}  # fmt: skip
+    _check_sizing(sizing)
+    scenario = _as_scenario(scenario)
+    resolved, catalog = _resolved(scenario, mixed=True)
+    if framework is not None:
+        _check_framework(framework, catalog)
+    if not hasattr(resolved, "accelerator"):  # a mixed-accelerator cluster (rules.mixed)
+        result = _mixed_search(resolved, catalog, top, framework, sizing)
+    elif any(v is not None for v in sizing.values()):
+        result = _size_search(resolved, catalog, top, framework, sizing)
+    else:
+        recommender = _recommender(resolved, catalog, only=framework)
+        with _failures():
+            result = run(recommender, top, what_if)
+    return Recommendation.model_validate(_finite(result))
+
+
+def _whole(value: Any) -> bool:
+    """An int that is not a bool (a count is never True)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_sizing(sizing: Mapping[str, Any]) -> None:
+    """The size search's arguments as the command's flags check them."""
+    from rlmguide.kb.schema.bounds import BOUNDS
+
+    most = int(BOUNDS["cluster.nodes"][1])
+    if sizing["objective"] not in (None, "time", "cost"):
+        raise BadInput(f"objective: {sizing['objective']!r} is not time or cost")
+    nodes = sizing["max_nodes"]
+    if nodes is not None and (not _whole(nodes) or not 1 <= nodes <= most):
+        raise BadInput(f"--max-nodes: {nodes!r} is not a whole number between 1 and {most}")
+    for name in ("deadline", "budget"):
+        value = sizing[name]
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if value is not None and not (ok and 0 < value < float("inf")):
+            raise BadInput(f"--{name}: {value!r} is not a positive number")
+
+
+def _size_search(
+    resolved: Any, catalog: Any, top: int, framework: str | None, sizing: Mapping[str, Any]
+) -> dict[str, Any]:
+    """`recommend` over node counts (rules.sizing), after checking the arguments make sense."""
+    from rlmguide.kb.schema.bounds import MAX_GPUS
+    from rlmguide.rules.runcost import price, run_steps, run_terms
+    from rlmguide.rules.sizing import Objective, recommend_sizes
+
+    cluster = resolved.scenario.cluster
+    max_nodes = sizing["max_nodes"] or cluster.nodes
+    if max_nodes * cluster.gpus_per_node > MAX_GPUS:
+        raise BadInput(
+            f"--max-nodes {max_nodes}: {max_nodes} x {cluster.gpus_per_node} GPUs exceeds the "
+            f"{MAX_GPUS:,} GPUs the search supports"
+        )
+    if sizing["deadline"] is not None and run_steps(resolved, run_terms(resolved)) is None:
+        raise BadInput(
+            "--deadline needs the run's length: set workload.steps (or trained_samples or "
+            "trained_tokens)"
+        )
+    if sizing["budget"] is not None and price(resolved) is None:
+        raise BadInput(
+            f"--budget needs a price: {resolved.accelerator_id} has no public price in the "
+            "knowledge base; set cluster.price_per_gpu_hour"
+        )
+    objective = Objective(sizing["objective"] or "time", sizing["deadline"], sizing["budget"])
+    with _failures():
+        return recommend_sizes(resolved, catalog, max_nodes, objective, top, only=framework)
+
+
+def _mixed_search(
+    mixed: Any, catalog: Any, top: int, framework: str | None, sizing: Mapping[str, Any]
+) -> dict[str, Any]:
+    """`recommend` on every part of a mixed cluster and across parts (rules.mixed)."""
+    from rlmguide.rules.mixed import check_mixed_flags, recommend_mixed
+    from rlmguide.rules.scenario import InputError
+    from rlmguide.rules.sizing import Objective
+
+    try:
+        check_mixed_flags(mixed, dict(sizing))
+    except InputError as exc:
+        raise BadInput(str(exc)) from None
+    objective = Objective(sizing["objective"] or "time", sizing["deadline"], sizing["budget"])
+    with _failures():
+        return recommend_mixed(mixed, catalog, top, objective, only=framework)
+
+
+ESTIMATE_REQUIRED = ("placement", "execution", "rollout.tp", "train.tp", "train.zero",
+                     "train.recompute")  # fmt: skip
+OFFLINE_REQUIRED = ("train.tp", "train.zero", "train.recompute")
+
+
+def _get(plan: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        plan = getattr(plan, part)
+    return plan
+
+
+def estimate(
+    scenario: Scenario | Mapping[str, Any] | str | Path, *, survey: bool = False
+) -> Estimate:
+    """The cost of exactly the plan the scenario fixes (`rlmguide estimate`): placement,
+    execution and both layouts (the trainer's alone offline). A plan that does not fit is
+    still returned, with `plan.feasible` False and `shortfall` saying why. `survey` adds the
+    survey's idealised work, depth and memory (`survey_model` on the plan)."""
+    from rlmguide.rules.recommend import memory_shortfall
+    from rlmguide.rules.recommend import recommend as run
+    from rlmguide.rules.scenario import fill_plan_defaults
+
+    resolved, catalog = _resolved(_as_scenario(scenario))
+    plan = resolved.scenario.plan
+    # Offline methods generate nothing: the trainer's layout is the whole plan.
+    required = ESTIMATE_REQUIRED if resolved.algorithm.online else OFFLINE_REQUIRED
+    missing = [f"plan.{name}" for name in required if _get(plan, name) is None]
+    if plan.placement == "disaggregated":
+        missing += [f"plan.{p}.gpus" for p in ("rollout", "train") if getattr(plan, p).gpus is None]
+    if missing:
+        raise BadInput(
+            f"estimate needs a fixed plan; missing: {', '.join(missing)} "
+            "(or use `rlmguide recommend` to search)"
+        )
+    resolved, chosen = fill_plan_defaults(resolved)
+    recommender = _recommender(resolved, catalog, enforce_memory=False, filter_frameworks=False)
+    with _failures():
+        result = _finite(run(recommender, 1))
+    result["chosen"] = chosen
+    if survey:
+        from rlmguide.survey_report import add_survey_model
+
+        add_survey_model(result, resolved)
+    found = Estimate.model_validate(result)
+    (plan_row,) = result["plans"]
+    if not plan_row["feasible"]:
+        found._shortfall = memory_shortfall(plan_row, recommender.usable_gib)
+    return found
+
+
+def export(
+    scenario: Scenario | Mapping[str, Any] | str | Path,
+    framework: str,
+    *,
+    version: str | None = None,
+) -> Launch:
+    """The scenario's plan (where it fixes one) or the best plan `framework` can run, as that
+    framework's launch (`rlmguide export`): `script` is the bash script, `model_dump()` the
+    keys, values and plan. `version` picks the mapping by id or commit (default the newest).
+    A plan the framework cannot express raises RequestFailed naming what refuses it."""
+    from rlmguide.export import MappingError, NotExpressible, UnknownVersion, build, script
+    from rlmguide.kb.load import load_catalog
+
+    scenario = _as_scenario(scenario)
+    resolved, catalog = _resolved(scenario)
+    _check_framework(framework, catalog)
+    mappings = load_catalog(record_roots(), ("mapping",)).of("mapping")
+    try:
+        exported = build(resolved, catalog, mappings, framework, version)
+    except UnknownVersion as exc:
+        raise BadInput(str(exc)) from None
+    except NotExpressible as exc:
+        raise RequestFailed(f"cannot export to {framework}: {exc}") from None
+    except MappingError as exc:
+        raise RequestFailed(f"invalid mapping record; run `rlmguide validate`: {exc}") from None
+    launch = Launch.model_validate(exported.as_json())
+    # catalog models and inline ones both carry a name; the bare Architecture does not
+    name = getattr(resolved.policy, "name", resolved.policy_id)
+    launch._script = script(exported, scenario.origin, f"{name}, model record {resolved.policy_id}")
+    return launch
+
+
+def review(
+    path: str | Path,
+    *,
+    framework: str | None = None,
+    policy: str | None = None,
+    accelerator: str | None = None,
+    nodes: int | None = None,
+    gpus_per_node: int | None = None,
+    prompt_tokens: int | None = None,
+) -> Review:
+    """A launch script or NeMo-RL recipe read as its framework would, its plan costed and set
+    beside the best plan the same framework runs (`rlmguide review`). The file's commands are
+    never run. `accelerator` is needed (a launch never names it); `policy` where the model
+    path matches no record; `prompt_tokens` where the launch bounds prompt and response
+    together."""
+    from rlmguide.review import Hardware, NotCostable, ReviewError
+    from rlmguide.review import review as run_review
+    from rlmguide.rules.recommend import NoFeasiblePlan
+
+    for name, value in (("nodes", nodes), ("gpus-per-node", gpus_per_node),
+                        ("prompt-tokens", prompt_tokens)):  # fmt: skip
+        if value is not None and (not _whole(value) or value < 1):
+            raise BadInput(f"--{name}: {value!r} is not a positive whole number")
+    hardware = Hardware(accelerator, nodes, gpus_per_node, prompt_tokens)
+    try:
+        result = run_review(Path(path), framework, policy, hardware)
+    except ReviewError as exc:
+        raise BadInput(str(exc)) from None
+    except NoFeasiblePlan as exc:
+        raise RequestFailed(f"no feasible plan: {exc}") from None
+    except NotCostable as exc:
+        raise RequestFailed(str(exc)) from None
+    return Review.model_validate(_finite(result))
+
+
+def connect() -> Any:
+    """A read-only DuckDB connection to the knowledge base, locked as `rlmguide sql`'s is:
+    no writes, files, network, extensions or settings, and bounded memory and threads.
+    `rlmguide sql "SELECT * FROM duckdb_tables()"` lists what it holds."""
+    from rlmguide.kb.db import InvalidRecords
+    from rlmguide.knowledge import open_database
+
+    try:
+        return open_database()
+    except InvalidRecords as exc:
+        raise invalid_records(exc) from None

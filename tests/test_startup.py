@@ -1,0 +1,377 @@
+"""Start-up checks: the values a launch writes beyond the plan's fields (`launch.*` facts) and
+the constraint records of the frameworks' start-up asserts that read them (Megatron's pipeline
+split, NeMo-RL's packing under context parallelism, slime's run length)."""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import record_roots
+from rlmguide.rules import RECOMMEND_KINDS
+from rlmguide.rules.scenario import parse_scenario, resolve
+
+from rlmguide.cli import cli
+from rlmguide.export import NotExpressible, build, script
+from rlmguide.export.startup import ABSENT, compile_checks, pipeline_split, tripped
+
+
+@cache
+def _catalogs() -> tuple[Any, Any]:
+    return load_catalog(record_roots(), RECOMMEND_KINDS), load_catalog(
+        record_roots(), ("mapping",)
+    ).of("mapping")
+
+
+def _check(record_id: str) -> Any:
+    catalog, _ = _catalogs()
+    (check,) = [c for c in compile_checks(catalog)[0] if c.id == record_id]
+    return check
+
+
+def _export(data: dict[str, Any], framework: str) -> Any:
+    catalog, mappings = _catalogs()
+    resolved = resolve(parse_scenario(data, "test"), catalog.records)
+    return build(resolved, catalog, mappings, framework)
+
+
+def _scenario(plan: dict[str, Any], policy: str = "qwen2.5-7b", **workload: Any) -> dict:
+    return {
+        "cluster": {"accelerator": "h100-sxm-80gb", "nodes": 8, "gpus_per_node": 8},
+        "models": {"policy": policy, "reward": "verifier"},
+        "workload": {
+            "algorithm": "grpo",
+            "prompts_per_step": 256,
+            "samples_per_prompt": 16,
+            "prompt_tokens": 1024,
+            "response_tokens": 4096,
+            "max_response_tokens": 8192,
+            "minibatches_per_step": 4,
+            **workload,
+        },
+        "plan": plan,
+    }
+
+
+UNEVEN = {"placement": "colocated", "execution": "sync", "train": {"tp": 1, "pp": 8, "cp": 1,
+          "zero": 1, "recompute": "full"}}  # fmt: skip
+"""Qwen2.5-7B's 28 layers over 8 pipeline stages."""
+
+
+# -- the pipeline split ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("layers", "pp", "split"),
+    [
+        (28, 8, (2, 2)),  # fullest 4; six middle stages of 4 leave 4
+        (80, 7, (10, 10)),  # fullest 12; five of 12 leave 20
+        (61, 16, (3, 2)),  # fullest 4; fourteen of 4 leave 5
+        (94, 16, (5, 5)),  # fullest 6; fourteen of 6 leave 10
+        (9, 8, (2, 1)),  # fullest 2; six of 2 would need 12: six of 1 leave 3
+        (64, 8, (0, 0)),  # even
+        (7, 1, (0, 0)),  # no pipeline
+        (5, 2, (3, 2)),  # no middle stage
+    ],
+)
+def test_pipeline_split_by_hand(layers: int, pp: int, split: tuple[int, int]) -> None:
+    assert pipeline_split(layers, pp) == split
+
+
+def test_no_split_when_the_stages_outnumber_what_the_layers_fill() -> None:
+    with pytest.raises(ValueError, match="cannot fill"):
+        pipeline_split(5, 8)
+
+
+def _megatron_accepts(layers: int, pp: int, first: int, last: int) -> bool:
+    check = _check("megatron-pipeline-stages-split-the-layers")
+    facts = {"model.layers": layers, "plan.train.pp": pp} | {
+        "launch.pp_first_layers": first,
+        "launch.pp_last_layers": last,
+    }
+    return not tripped([check], facts)
+
+
+@settings(deadline=None)  # the first example loads the catalog
+@given(st.integers(1, 128), st.integers(1, 32))
+def test_every_split_passes_megatron_and_fills_no_stage_past_the_costed_one(
+    layers: int, pp: int
+) -> None:
+    try:
+        first, last = pipeline_split(layers, pp)
+    except ValueError:
+        return
+    assert _megatron_accepts(layers, pp, first, last)
+    if first:
+        middle = (layers - first - last) // max(pp - 2, 1) if pp > 2 else 0
+        assert max(first, last, middle) <= math.ceil(layers / pp)
+
+
+def test_megatron_check_refuses_an_uneven_pipeline_without_the_stage_counts() -> None:
+    assert not _megatron_accepts(28, 8, 0, 0)
+    assert not _megatron_accepts(28, 8, 3, 2)  # 23 left over 6 middle stages
+    assert _megatron_accepts(28, 7, 0, 0)
+    assert not _megatron_accepts(28, 2, 10, 10)  # two stages must hold every layer
+
+
+# -- export writes what the checks need --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("framework", "first", "last"),
+    [
+        (
+            "verl",
+            "+actor_rollout_ref.actor.megatron.override_transformer_config."
+            "num_layers_in_first_pipeline_stage",
+            "+actor_rollout_ref.actor.megatron.override_transformer_config."
+            "num_layers_in_last_pipeline_stage",
+        ),
+        (
+            "nemo-rl",
+            "policy.megatron_cfg.num_layers_in_first_pipeline_stage",
+            "policy.megatron_cfg.num_layers_in_last_pipeline_stage",
+        ),
+        ("slime", "decoder-first-pipeline-num-layers", "decoder-last-pipeline-num-layers"),
+    ],
+)
+def test_an_uneven_pipeline_is_exported_with_megatrons_stage_counts(
+    framework: str, first: str, last: str
+) -> None:
+    done = _export(_scenario(UNEVEN), framework)
+    written = {a.key: a.value for a in done.arguments}
+    assert (written[first], written[last]) == (2, 2)
+
+
+def _review(tmp_path: Path, text: str, *flags: str) -> dict[str, Any]:
+    path = tmp_path / "launch.sh"
+    path.write_text(text)
+    args = ["review", str(path), "--accelerator", "h100-sxm-80gb", "--policy", "qwen2.5-7b"]
+    done = CliRunner().invoke(cli, [*args, *flags, "--format", "json"], catch_exceptions=False)
+    assert done.exit_code == 0, done.output
+    return json.loads(done.output)
+
+
+@pytest.mark.parametrize("framework", ["verl", "slime"])
+def test_review_reports_the_megatron_check_a_launch_without_stage_counts_trips(
+    framework: str, tmp_path: Path
+) -> None:
+    text = script(_export(_scenario(UNEVEN), framework), "test", "qwen2.5-7b")
+    assert _review(tmp_path, text)["startup"] == []
+    stripped = "\n".join(line for line in text.splitlines() if "pipeline_stage" not in line
+                         and "pipeline-num-layers" not in line)  # fmt: skip
+    tripped_ids = [c["constraint"] for c in _review(tmp_path, stripped + "\n")["startup"]]
+    assert tripped_ids == ["megatron-pipeline-stages-split-the-layers"]
+
+
+def test_nemo_rl_dtensor_with_context_parallelism_turns_packing_off() -> None:
+    plan = {"placement": "colocated", "execution": "sync",
+            "train": {"tp": 1, "cp": 2, "zero": 3, "recompute": "full"}}  # fmt: skip
+    done = _export(_scenario(plan), "nemo-rl")
+    written = {a.key: a.value for a in done.arguments}
+    assert written["policy.dtensor_cfg.context_parallel_size"] == 2
+    assert written["policy.sequence_packing.enabled"] is False
+    check = _check("nemo-rl-dtensor-context-parallel-without-packing")
+    facts = {**ABSENT, "plan.train.cp": 2, "launch.sequence_packing": True}
+    assert tripped([check], facts) == [check.record]
+
+
+def test_nemo_rl_dtensor_refuses_context_parallelism_beside_tensor_parallelism() -> None:
+    plan = {"placement": "colocated", "execution": "sync",
+            "train": {"tp": 2, "cp": 2, "zero": 3, "recompute": "full"}}  # fmt: skip
+    with pytest.raises(NotExpressible, match="nemo-rl-dtensor-context-parallel-without-sequence"):
+        _export(_scenario(plan), "nemo-rl")
+
+
+def test_slime_writes_the_run_length_it_asserts(tmp_path: Path) -> None:
+    plan = {"placement": "colocated", "execution": "sync"}
+    words = {a.key: a.value for a in _export(_scenario(plan), "slime").arguments}
+    assert words["num-epoch"] == 1 and "num-rollout" not in words
+    scenario = _scenario(plan, steps=300)
+    text = script(_export(scenario, "slime"), "test", "qwen2.5-7b")
+    assert "--num-rollout 300" in text and "--num-epoch" not in text
+    stripped = "\n".join(ln for ln in text.splitlines() if "--num-rollout" not in ln) + "\n"
+    tripped_ids = [c["constraint"] for c in _review(tmp_path, stripped)["startup"]]
+    assert "slime-run-length-required" in tripped_ids
+
+
+def test_slime_reinforce_plus_plus_normalises_advantages() -> None:
+    plan = {"placement": "colocated", "execution": "sync"}
+    done = _export(_scenario(plan, algorithm="reinforce-plus-plus"), "slime")
+    assert {a.key: a.value for a in done.arguments}["normalize-advantages"] is True
+
+
+def test_slime_keeps_the_sglang_expert_group_inside_its_engine() -> None:
+    from rlmguide.rules.frameworks import compile_constraints
+
+    catalog, _ = _catalogs()
+    (record,) = [
+        c for c in compile_constraints(catalog)[0]
+        if c.id == "slime-sglang-expert-parallel-within-engine"
+    ]  # fmt: skip
+    assert tripped([record], {"plan.rollout.ep": 8, "plan.rollout.tp": 4})
+    assert not tripped([record], {"plan.rollout.ep": 4, "plan.rollout.tp": 8})
+    assert tripped([record], {"plan.rollout.ep": 3, "plan.rollout.tp": 4})
+    plan = _export(_scenario({}, policy="qwen3-30b-a3b"), "slime").plan["rollout"]
+    assert plan["ep"] <= plan["tp"] and plan["tp"] % plan["ep"] == 0
+
+
+# -- the engine's memory and the training micro-batch in the frameworks' units -----------------
+
+PLAN = {
+    "rollout": {"memory_fraction": 0.7005},
+    "train": {"micro_batch_tokens": 14866},
+    "memory_breakdown_gib": {
+        "rollout": {"weights": 3.5, "kv_cache": 17.5, "workspace": 1.0, "trainer_state": 16.0}
+    },
+    "rollout_concurrency": 512,
+}
+
+
+def test_engine_fraction_in_each_engines_unit_by_hand() -> None:
+    from rlmguide.export.startup import engine_fraction
+
+    # vLLM: a share of the whole HBM, as the plan's budget is
+    assert engine_fraction(PLAN, 80.0, "vllm") == 0.700
+    # SGLang: weights and KV over the memory free when it starts (80 - 16 resident):
+    # (0.7005 x 80 - 1 workspace) / 64 = 0.8600 -> 0.860
+    assert engine_fraction(PLAN, 80.0, "sglang") == 0.860
+    # never below what the weights, workspace and KV take: (3.5 + 17.5 + 1) / 80 = 0.275
+    small = {**PLAN, "rollout": {"memory_fraction": 0.1}}
+    assert engine_fraction(small, 80.0, "vllm") == 0.275
+    assert engine_fraction({"rollout": None}, 80.0, "vllm") is None
+
+
+def test_micro_batch_in_whole_per_gpu_budgets_by_hand() -> None:
+    from rlmguide.export.startup import micro_batch
+
+    facts = {"plan.train.cp": 2, "plan.train.tp": 2, "workload.sequence_tokens": 5120}
+    # 14866 down to a multiple of cp x tp = 4: 14864; 14866 // 5120 = 2 whole sequences
+    assert micro_batch(PLAN, facts) == {
+        "launch.micro_batch_tokens": 14864,
+        "launch.micro_batch_sequences": 2,
+        "launch.cp_tp": 4,
+    }
+    # rounding down would fall below the longest sequence, which verl asserts: round up
+    tight = {"train": {"micro_batch_tokens": 5121}}
+    facts = {"plan.train.cp": 4, "plan.train.tp": 1, "workload.sequence_tokens": 5121}
+    assert micro_batch(tight, facts)["launch.micro_batch_tokens"] == 5124
+
+
+def test_vllm_refuses_a_fraction_the_resident_trainer_leaves_no_room_for() -> None:
+    check = _check("vllm-memory-utilization-fits-free-memory")
+    facts = {"cluster.memory_gib": 80.0, "launch.resident_gib": 16.0}
+    assert not tripped([check], {**facts, "launch.engine_memory_fraction": 0.7})
+    assert tripped([check], {**facts, "launch.engine_memory_fraction": 0.9})
+
+
+SMALL = _scenario({}, steps=100)
+
+
+@pytest.mark.parametrize(
+    ("framework", "fraction", "budget", "per_gpu_of"),
+    [
+        ("verl", "actor_rollout_ref.rollout.gpu_memory_utilization",
+         "actor_rollout_ref.actor.ppo_max_token_len_per_gpu", "cp"),
+        ("openrlhf", "vllm.gpu_memory_utilization", "train.max_tokens_per_gpu", "cp_tp"),
+        ("nemo-rl", "policy.generation.vllm_cfg.gpu_memory_utilization",
+         "policy.sequence_packing.train_mb_tokens", None),
+        ("slime", "sglang-mem-fraction-static", "max-tokens-per-gpu", "cp"),
+    ],
+)  # fmt: skip
+def test_every_export_writes_the_engine_memory_and_micro_batch_the_plan_assumed(
+    framework: str, fraction: str, budget: str, per_gpu_of: str | None
+) -> None:
+    from rlmguide.export.startup import engine_fraction
+
+    done = _export(SMALL, framework)
+    written = {a.key: a.value for a in done.arguments}
+    plan, train = done.plan, done.plan["train"]
+    hbm = 80.0  # h100-sxm-80gb
+    assert written[fraction] == engine_fraction(plan, hbm, done.engine or "")
+    group = {"cp": train["cp"], "cp_tp": train["cp"] * train["tp"], None: 1}[per_gpu_of]
+    tokens = written[budget] * group
+    longest = 1024 + 8192
+    assert longest <= tokens <= max(train["micro_batch_tokens"], longest + group - 1)
+
+
+# -- algorithms as the frameworks run them -----------------------------------------------------
+
+DAPO = _scenario({}, algorithm="dapo", max_response_tokens=20480, steps=200)
+DAPO["run"] = {"oversampling": 1.5}
+
+
+def _words(framework: str, data: dict[str, Any] = DAPO) -> dict[str, Any]:
+    return {a.key: a.value for a in _export(data, framework).arguments}
+
+
+def test_verl_runs_dapo_through_its_recipe_trainer() -> None:
+    done = _export(DAPO, "verl")
+    assert done.launch.command == "python3 -m recipe.dapo.main_dapo"
+    words = {a.key: a.value for a in done.arguments}
+    # 1.5 x 256 prompts per generation batch; the last fifth of 20,480 tokens punished
+    assert words["data.gen_batch_size"] == 384
+    assert words["algorithm.filter_groups.enable"] is True
+    assert words["reward_model.overlong_buffer.len"] == 4096
+    assert words["actor_rollout_ref.actor.clip_ratio_high"] == 0.28
+    assert words["trainer.total_training_steps"] == 200
+
+
+def test_dapo_one_step_off_on_verl_does_not_bill_an_oversampling_it_does_not_run() -> None:
+    plan = {"placement": "disaggregated", "execution": "one-step-off"}
+    with pytest.raises(NotExpressible, match="without dynamic sampling"):
+        _export({**DAPO, "plan": plan}, "verl")
+    unbilled = {k: v for k, v in DAPO.items() if k != "run"}
+    words = _words("verl", {**unbilled, "plan": plan})
+    assert words["reward_model.reward_manager"] == "dapo"
+    assert words["+reward_model.reward_kwargs.overlong_buffer_cfg.len"] == 4096
+
+
+@pytest.mark.parametrize(
+    ("framework", "refill", "clip"),
+    [
+        ("openrlhf", ("algo.dynamic_filtering_enable", True),
+         ("actor.eps_clip_low_high", [0.2, 0.28])),
+        ("nemo-rl", ("grpo.batch_multiplier", 1.5), ("loss_fn.ratio_clip_max", 0.28)),
+        ("slime", ("over-sampling-batch-size", 384), ("eps-clip-high", 0.28)),
+    ],
+)  # fmt: skip
+def test_dapo_refills_and_clips_higher_on_every_framework(
+    framework: str, refill: tuple[str, Any], clip: tuple[str, Any]
+) -> None:
+    words = _words(framework)
+    assert words[refill[0]] == refill[1]
+    assert words[clip[0]] == clip[1]
+
+
+def test_openrlhf_writes_a_two_valued_flag_as_two_words() -> None:
+    text = script(_export(DAPO, "openrlhf"), "test", "qwen2.5-7b")
+    assert "--actor.eps_clip_low_high 0.2 0.28 \\" in text
+
+
+@pytest.mark.parametrize(
+    ("framework", "key"),
+    [
+        ("verl", "actor_rollout_ref.actor.kl_loss_coef"),
+        ("openrlhf", "algo.kl.init_coef"),
+        ("nemo-rl", "loss_fn.reference_policy_kl_penalty"),
+        ("slime", "kl-loss-coef"),
+    ],
+)
+def test_a_kl_loss_comes_with_its_coefficient(framework: str, key: str) -> None:
+    words = _words(framework, _scenario({}))  # GRPO keeps a reference
+    assert words[key] == 0.001
+
+
+def test_verl_asks_for_the_validation_data_it_loads_before_training() -> None:
+    done = _export(_scenario({}), "verl")
+    assert {a.key: a.value for a in done.arguments}["data.val_files"] == "${VAL_DATA}"
+    assert ': "${VAL_DATA:?' in script(done, "test", "qwen2.5-7b")
