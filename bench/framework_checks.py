@@ -43,7 +43,7 @@ from click.testing import CliRunner
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import record_roots
 
-from rlmguide.cli import cli, deployment_scenario
+from rlmguide.cli import cli
 from rlmguide.review.shell import ShellError, command_arguments, lex
 
 REPO = Path(__file__).resolve().parent.parent
@@ -91,7 +91,8 @@ class Spec:
     roots: tuple[str, ...] = ()
     """The framework's package folders, `source:folder` or `site:folder` (for file:line)."""
     cwd_links: tuple[tuple[str, str], ...] = ()
-    """(source, folder) linked into each case's working folder: launches run from a checkout."""
+    """(source, folder) linked into each case's working folder, as a launch from a checkout
+    sees it ("." links the whole source under its name: a submodule)."""
     environment: tuple[tuple[str, str], ...] = ()
     """The framework's container environment the launch runs in."""
     repairs: tuple[Repair, ...] = ()
@@ -106,7 +107,13 @@ SPECS: dict[str, Spec] = {
         mapping=VERL,
         framework="verl",
         checker="verl_check.py",
-        sources={"verl": Source("volcengine+verl", "b178a3cd56f58b2d502255daba591e92833930a7")},
+        sources={
+            "verl": Source("volcengine+verl", "b178a3cd56f58b2d502255daba591e92833930a7"),
+            # verl's recipe/ submodule (DAPO's trainer) at the commit the verl tree pins
+            "recipe": Source(
+                "verl-project+verl-recipe", "21892b9276936efab5375c3f6b8415e472ef7118", path=False
+            ),
+        },
         # verl's own install_requires (its setup.py at the commit); the package itself is then
         # removed so the checkout runs, as verl's launch scripts run it
         installs=(
@@ -128,8 +135,8 @@ SPECS: dict[str, Spec] = {
             "before the workers",
             f"torch: {TORCH} CPU instead of the image's 2.9.1 CUDA build",
         ),
-        roots=("verl:verl",),
-        cwd_links=(("verl", "verl"),),
+        roots=("verl:verl", "recipe:dapo"),
+        cwd_links=(("verl", "verl"), ("recipe", ".")),
         repairs=(
             Repair(
                 "validation data: verl reads data.val_files at start-up; its default "
@@ -605,6 +612,8 @@ class Inputs:
         env = {
             "MODEL_PATH": str(policy_dir),
             "TRAIN_DATA": str(data),
+            "VAL_DATA": str(data),
+            "FP8_MODEL_PATH": str(policy_dir),
             "REWARD_FUNCTION": str(reward_file),
             "MEGATRON_CHECKPOINT": str(checkpoint),
         }
@@ -641,9 +650,9 @@ def origins() -> list[tuple[str, list[str], dict[str, Any]]]:
     for path in sorted((REPO / "examples").glob("*.yaml")):
         scenario = yaml.safe_load(path.read_text())
         found.append((f"example:{path.stem}", [str(path)], scenario))
-    roots = record_roots()
-    for record_id in sorted(load_catalog(roots, ("deployment",)).of("deployment")):
-        scenario = deployment_scenario(record_id, keep_plan=True)
+    deployments = load_catalog(record_roots(), ("deployment",)).of("deployment")
+    for record_id, record in sorted(deployments.items()):
+        scenario = record.scenario.model_dump(mode="json", exclude_unset=True)
         found.append((f"deployment:{record_id}", ["--deployment", record_id], scenario))
     return found
 
@@ -750,7 +759,7 @@ def case_for(export: Export, spec: Spec, inputs: Inputs, venv: Path) -> dict[str
     cwd = inputs.work / "cwd" / spec.mapping
     cwd.mkdir(parents=True, exist_ok=True)
     for name, folder in spec.cwd_links:
-        link = cwd / folder
+        link = cwd / (name if folder == "." else folder)
         if not link.exists():
             link.symlink_to(inputs.sources[name] / folder)
     family = next(

@@ -157,40 +157,58 @@ def outcome(exc: BaseException | None, roots: list[str], returned: str) -> dict[
     return {"status": "raised", "type": type(exc).__name__, "message": message, **where}
 
 
-def _child(
-    check: Callable[[dict[str, Any]], list[dict[str, Any]]],
-    case: dict[str, Any],
-    log: Path,
-    write: int,
-) -> None:
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
-    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+def _error(name: str, kind: str, message: str) -> dict[str, Any]:
+    return {"check": name, "status": "error", "type": kind, "message": message}
+
+
+def forked(body: Callable[[], Any], log: Path | None = None, timeout: int = 0) -> Any:
+    """body() in a forked child, its JSON-able result returned (None if the child died or ran
+    past `timeout` seconds): whatever it initialises process-wide (a process group, Megatron's
+    or Hydra's state) dies with it. `log` takes the child's stdout and stderr."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        if log is not None:
+            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+            sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+        try:
+            result = body()
+        except BaseException as exc:  # the checker itself failed: report, never hang
+            traceback.print_exc()
+            result = [_error("checker", type(exc).__name__, first_line(exc))]
+        with os.fdopen(write, "w") as pipe:
+            json.dump(result, pipe)
+        os._exit(0)
+    os.close(write)
+    if timeout:
+        signal.signal(signal.SIGALRM, lambda *_: os.kill(pid, signal.SIGKILL))
+        signal.alarm(timeout)
+    with os.fdopen(read) as pipe:
+        text = pipe.read()
+    os.waitpid(pid, 0)
+    signal.alarm(0)
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _case(check: Callable[[dict[str, Any]], list[dict[str, Any]]], case: dict[str, Any]) -> Any:
+    """One case as its launch runs: argparse's refusals raised (not exits), the script's
+    exported environment set, CUDA's device queries answered as the scenario's GPU would."""
 
     def refuse(parser: argparse.ArgumentParser, message: str) -> None:
         raise ArgumentsRefused(f"{parser.prog}: error: {message}")
 
     argparse.ArgumentParser.error = refuse  # type: ignore[method-assign]
-    os.environ.update(case.get("environment", {}))  # what the script exports
-    try:
-        if "device" in case:
-            answer_device_queries(**case["device"])
-        results = check(case)
-    except BaseException as exc:  # the checker itself failed: report, never hang
-        traceback.print_exc()
-        results = [
-            {
-                "check": "checker",
-                "status": "error",
-                "type": type(exc).__name__,
-                "message": first_line(exc),
-            }
-        ]
-    with os.fdopen(write, "w") as pipe:
-        json.dump(results, pipe)
-    os._exit(0)
+    os.environ.update(case.get("environment", {}))
+    if "device" in case:
+        answer_device_queries(**case["device"])
+    return check(case)
 
 
 def run_cases(
@@ -220,30 +238,11 @@ def run_cases(
                 traceback.print_exc()
     with open(options.out, "w") as out:
         for case in cases:
-            read, write = os.pipe()
             log = options.logs / f"{case['id']}.log"
-            pid = os.fork()
-            if pid == 0:
-                os.close(read)
-                _child(check, case, log, write)
-            os.close(write)
-            signal.signal(signal.SIGALRM, lambda *_, child=pid: os.kill(child, signal.SIGKILL))
-            signal.alarm(options.timeout)
-            with os.fdopen(read) as pipe:
-                text = pipe.read()
-            os.waitpid(pid, 0)
-            signal.alarm(0)
-            try:
-                results = json.loads(text)
-            except ValueError:
-                results = [
-                    {
-                        "check": "checker",
-                        "status": "error",
-                        "type": "Crash",
-                        "message": f"no result (killed after {options.timeout} s or crashed)",
-                    }
-                ]
+            results = forked(lambda case=case: _case(check, case), log, options.timeout)
+            if results is None:
+                message = f"no result (killed after {options.timeout} s or crashed)"
+                results = [_error("checker", "Crash", message)]
             out.write(json.dumps({"id": case["id"], "log": str(log), "checks": results}) + "\n")
             out.flush()
             print(case["id"], " ".join(r["status"] for r in results), flush=True)
@@ -264,32 +263,9 @@ def run_check(
 def run_isolated(
     name: str, roots: list[str], body: Callable[[], Any], returned: str = "returned"
 ) -> dict[str, Any]:
-    """run_check in a forked child: a check that initialises process-wide state (a process
-    group, Megatron's parallel state) leaves none for the next."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read)
-        try:
-            row = run_check(name, roots, body, returned)
-        except BaseException as exc:
-            row = {
-                "check": name,
-                "status": "error",
-                "type": type(exc).__name__,
-                "message": first_line(exc),
-            }
-        with os.fdopen(write, "w") as pipe:
-            json.dump(row, pipe)
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as pipe:
-        text = pipe.read()
-    os.waitpid(pid, 0)
-    try:
-        return json.loads(text)
-    except ValueError:
-        return {"check": name, "status": "error", "type": "Crash", "message": "no result"}
+    """run_check in a forked child (see `forked`)."""
+    row = forked(lambda: run_check(name, roots, body, returned))
+    return row if row is not None else _error(name, "Crash", "no result")
 
 
 def fake_world(size: int) -> None:

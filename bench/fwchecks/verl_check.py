@@ -24,6 +24,8 @@ from common import ReachedGPU, fake_world, run_cases, run_check, run_isolated
 from fixtures import write_parquet, write_tokenizer
 
 ENTRIES = ("verl.trainer.main_ppo", "verl.experimental.one_step_off_policy.main_ppo")
+"""Imported before the cases fork; the DAPO recipe (recipe.dapo.main_dapo) imports per case,
+from the working folder's recipe/."""
 
 
 def prepare() -> None:
@@ -67,12 +69,16 @@ def check(case: dict[str, Any]) -> list[dict[str, Any]]:
 
         trainer_class.__init__ = remember
 
+    sys.path.insert(0, case["cwd"])  # `python3 -m` puts the working folder first (recipe/)
+    module = importlib.import_module(case["entry"])
+
     def run_ppo(config: Any, task_runner_class: Any = None) -> None:
         captured["config"] = config
-        _plain_class(task_runner_class or base.TaskRunner)().run(config)
+        runner = task_runner_class or getattr(module, "TaskRunner", base.TaskRunner)
+        _plain_class(runner)().run(config)
 
-    base.run_ppo = run_ppo
-    module = importlib.import_module(case["entry"])
+    base.run_ppo = run_ppo  # one-step-off's main imports it from here when called
+    module.run_ppo = run_ppo  # main_ppo's and the DAPO recipe's own
     # `python3 -m MODULE` runs main with __module__ == "__main__", for which Hydra reads its
     # config folder by file path (the one-step-off config folder is no Python package)
     module.main.__wrapped__.__module__ = "__main__"
