@@ -8,8 +8,10 @@ exports every bundled example and every deployment with that mapping, reads each
 arguments with rlmguide's shell reader (nothing is executed) against a local model folder
 (config.json from the model record, a small tokenizer, no weights), and runs the framework's
 own configuration path on them in that environment (bench/fwchecks/*_check.py) up to the
-first call that would take a GPU. It prints, per framework and script, what passed and what
-raised (exception, first line, framework file:line), then a summary table.
+first call that would take a GPU (verl's training workers are then constructed as rank 0 of
+their pool on torch's fake process group). It prints, per framework and script, what passed
+and what raised (exception, first line, framework file:line), what cannot be checked without
+GPUs, then a summary table.
 
 Where an export as written raises on something every launch of the framework sets outside
 the export (a run length, validation data, an environment variable its own scripts set), the
@@ -19,8 +21,9 @@ before), so the checks behind each run too; the first run's verdict stands.
 Run: python bench/framework_checks.py [--workdir DIR] [--snapshots DIR] [--only MAPPING]...
   [--no-install] [--timeout S] [--json FILE]
 The first run installs about 2-3 GB per framework (CPU torch, no CUDA); later runs reuse it.
-Snapshots: `fetch` each repository below (volcengine/verl, OpenRLHF/OpenRLHF, THUDM/slime,
-NVIDIA/Megatron-LM, NVIDIA-NeMo/RL); --snapshots is the folder holding owner+name/repo.
+Snapshots: `fetch` each repository below (volcengine/verl, verl-project/verl-recipe,
+OpenRLHF/OpenRLHF, THUDM/slime, NVIDIA/Megatron-LM, NVIDIA-NeMo/RL); --snapshots is the folder
+holding owner+name/repo.
 """
 
 from __future__ import annotations
