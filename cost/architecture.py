@@ -7,7 +7,7 @@ pipeline) parallelism, routed-expert weights over expert parallelism.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from rlmguide.cost.arrays import FloatArray
@@ -41,6 +41,25 @@ class ModelFigures:
     """Sum of input and output widths of the linear layers LoRA adapts (attention projections,
     dense and shared-expert MLPs; routed experts are left alone), over all layers: a rank-r
     adapter set has r x lora_width parameters."""
+    ffn: int
+    """Intermediate width of the dense layers' MLP."""
+    gated: bool
+    """The MLP is gated (SwiGLU: gate and up projections), not plain (GeLU, squared ReLU)."""
+    expert_ffn: int
+    """Intermediate width of one routed expert (0 without experts)."""
+    shared_ffn: int
+    """Intermediate width of the shared experts together (0 without)."""
+    expert_width: int
+    """Width of the tokens routed experts read and write: the hidden size, or a latent MoE's
+    narrower projection."""
+    dense_layers: int
+    """Layers with a dense MLP (all of them without experts)."""
+    q_lora_rank: int
+    """MLA's query compression width (0: queries projected directly, or not MLA)."""
+    kv_lora_rank: int
+    """MLA's key-value compression width (0 if not MLA)."""
+    value_head: bool = False
+    """The model ends in a scalar head (critic, reward model), not the vocabulary logits."""
 
     @classmethod
     def of(cls, arch: Architecture) -> ModelFigures:
@@ -79,7 +98,20 @@ class ModelFigures:
             attention_v_dim=v,
             attention_params=float(arch.layers * arch.attention_params),
             lora_width=float(lora_width),
+            ffn=arch.ffn or 0,
+            gated=arch.ffn_kind == "gated",
+            expert_ffn=moe.expert_ffn if moe else 0,
+            shared_ffn=(moe.shared_expert_ffn or moe.expert_ffn) * moe.shared_experts if moe else 0,
+            expert_width=(moe.latent or arch.hidden) if moe else arch.hidden,
+            dense_layers=dense_layers,
+            q_lora_rank=(arch.mla.q_lora_rank or 0) if arch.mla else 0,
+            kv_lora_rank=arch.mla.kv_lora_rank if arch.mla else 0,
         )
+
+    def scoring(self) -> ModelFigures:
+        """The same network ending in a scalar head (a critic's values, a reward model's
+        score): it computes no vocabulary logits."""
+        return replace(self, value_head=True)
 
     @property
     def is_moe(self) -> bool:

@@ -251,7 +251,7 @@ def _trainer_side(
     fabric: Fabric,
     eff: EfficiencyFactors,
     overheads: Overheads,
-    usable: float,
+    trainable: float,
 ) -> TrainerSide:
     """Memory, assessment, training and offload traffic of the training pool (and of the
     models' own pools), for plans that differ in their training layout."""
@@ -276,21 +276,26 @@ def _trainer_side(
         trained.append((critic_fig, ~critic_apart & separate_critic))
     if reward_fig is not None:
         frozen.append((reward_fig, ~rm_apart, WEIGHT_BYTES))
-    train_mem = training_memory(trained, frozen, t_layout, batch, usable, overheads)
+    train_mem = training_memory(trained, frozen, t_layout, batch, trainable, overheads)
     micro_tokens = np.maximum(train_mem.micro_tokens, batch.sequence_tokens)
     own_memory: dict[str, TrainMemory] = {}
     if critic_fig is not None and critic_apart.any():
         own_memory["critic"] = training_memory(
-            [(critic_fig, critic_apart & separate_critic)], [], c_layout, batch, usable, overheads
+            [(critic_fig, critic_apart & separate_critic)],
+            [],
+            c_layout,
+            batch,
+            trainable,
+            overheads,
         )
     if ref_apart.any():
         own_memory["reference"] = training_memory(
             [], [(ref.fig, ref_apart & separate_reference, ref_bytes)], ref_layout, batch,
-            usable, overheads,
+            trainable, overheads,
         )  # fmt: skip
     if reward_fig is not None and rm_apart.any():
         own_memory["reward"] = training_memory(
-            [], [(reward_fig, rm_apart, WEIGHT_BYTES)], rm_layout, batch, usable, overheads
+            [], [(reward_fig, rm_apart, WEIGHT_BYTES)], rm_layout, batch, trainable, overheads
         )
     pools = {
         "reference": OwnPool(ref_layout, ref_links, ref_apart),
@@ -401,13 +406,18 @@ def evaluate(
     fabric = Fabric.of(hw, eff, overheads)
     batch = Batch.of(workload, needs)
     actor = ModelFigures.of(policy)
-    critic_fig = ModelFigures.of(critic_arch) if critic_arch is not None else None
+    # A critic and an outcome reward model end in a scalar head, not the vocabulary logits.
+    critic_fig = ModelFigures.of(critic_arch).scoring() if critic_arch is not None else None
     reward_fig = ModelFigures.of(reward) if reward is not None else None
+    if reward_fig is not None and scoring.kind == "reward-model":
+        reward_fig = reward_fig.scoring()
     reference_fig = ModelFigures.of(reference) if reference is not None else actor
     # Offline there is no behaviour policy whose log-probs could be recomputed.
     old_log_probs = old_log_probs and not needs.offline
     assessed = Assessed(Reference(reference_fig, reference_fp8), scoring, old_log_probs)
+    # The engine's budget on a rollout GPU; what a training GPU's tensors may take.
     usable = hw.memory_bytes * overheads.usable_memory_fraction
+    trainable = hw.memory_bytes - overheads.train_runtime_reserve_bytes
     colocated = shares_gpus(plans.placement)
     n = len(plans)
 
@@ -415,7 +425,7 @@ def evaluate(
     first, spread = unique_rows(*(getattr(plans, name) for name in TRAIN_COLUMNS))
     side = _trainer_side(
         plans.take(first), actor, critic_fig, reward_fig, needs, assessed, batch, hw, fabric,
-        eff, overheads, usable,
+        eff, overheads, trainable,
     )  # fmt: skip
     train_mem = side.memory.take(spread)
     own_memory = {role: m.take(spread) for role, m in side.own_memory.items()}
@@ -453,16 +463,19 @@ def evaluate(
     }
     step = timing.step.seconds
 
-    peaks = {"training": train_mem.bytes}
+    # A training pool must hold its peak and the allocator's fragmentation reserve.
+    peaks = {"training": train_mem.required}
     terms = {"training": train_mem.terms}
     if generated is not None:
         # An offline plan has no rollout pool: only the trainer's memory binds.
         peaks = {"rollout": generated.peak, **peaks}
         terms = {"rollout": generated.terms, **terms}
     for role, memory in own_memory.items():
-        peaks[role] = memory.bytes
+        peaks[role] = memory.required
         terms[role] = memory.terms
-    overflows = {pool: peak - usable for pool, peak in peaks.items()}
+    overflows = {
+        pool: peak - (usable if pool == "rollout" else trainable) for pool, peak in peaks.items()
+    }
     # Each pool fills its own nodes: the fullest pool's GPUs set a node's host memory.
     host_node = np.max([m.host for m in (train_mem, *own_memory.values())], axis=0) * hw.node_gpus
     if hw.host_memory_bytes is not None:

@@ -15,8 +15,26 @@ from rlmguide.cost.units import GIB
 @dataclass(frozen=True, slots=True)
 class Overheads:
     usable_memory_fraction: float = 0.9
-    """Share of HBM the engines may fill: vLLM's default `gpu_memory_utilization` (0.9,
-    github-vllm-project-vllm); the rest is CUDA context, NCCL buffers and fragmentation."""
+    """Share of a rollout GPU's HBM the inference engine and whatever a colocated trainer
+    keeps there may fill: vLLM's default `gpu_memory_utilization` (0.9,
+    github-vllm-project-vllm); the rest is CUDA context, NCCL buffers and fragmentation outside
+    the engine's own accounting."""
+
+    train_runtime_reserve_bytes: float = 4.0 * GIB
+    """HBM of a training GPU that the PyTorch allocator never sees: CUDA kernels and context
+    (0.5-2 GiB once PyTorch first touches the GPU) and torch.distributed's NCCL communicators
+    (1-2 GiB, more with more GPUs), measured in github-stas00-ml-engineering
+    (training/performance/README.md, "Preloaded CUDA kernels memory usage" and
+    "torch.distributed memory usage"): the upper ends, 2 + 2 GiB."""
+
+    train_fragmentation_fraction: float = 0.15
+    """Share of a training pool's activation bytes kept free for the caching allocator's
+    fragmentation, beside train_runtime_reserve_bytes. Activations are the allocations that
+    change size with every micro-batch (dynamic batch sizes, packed sequences, recomputation),
+    which is where the PyTorch caching allocator fragments: GMLake (arxiv-2401.08156) removed
+    15% fragmentation on average (up to 33%) and 9.2 GB of memory (up to 25 GB) from the
+    default allocator training eight LLMs on A100-80GB with recomputation, offload and LoRA,
+    so the default allocator wastes at least that much there."""
 
     rollout_workspace_bytes: float = 1.0 * GIB
     """Activation workspace and CUDA graphs of the inference engine per GPU (vLLM profiles it

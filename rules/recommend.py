@@ -31,6 +31,7 @@ from rlmguide.cost.plans import (
     shares_gpus,
     valid_rows,
 )
+from rlmguide.cost.units import GIB
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.schema import Framework, Offload
 from rlmguide.rules.engine import CompiledRule
@@ -355,7 +356,10 @@ class Recommender:
         self.ranked_rows: list[int] = []
         """Rows of those plans in rank order, once `recommend` has ranked them."""
         self.facts = scenario_facts(resolved)
-        self.usable_gib = resolved.accelerator.memory_gib * overheads.usable_memory_fraction
+        # What a training GPU's tensors may take (the policy's state must fit there).
+        self.usable_gib = (
+            resolved.accelerator.memory_gib - overheads.train_runtime_reserve_bytes / GIB
+        )
         self.search = Search()
         self.fixed = fixed_columns(resolved)
         # Offline there is no rollout phase to park the trainer's state for.
@@ -1022,7 +1026,7 @@ class Recommender:
             return head
         _, plan = self._tightest
         tried = " (a CPU optimizer and streamed parameters were tried too)"
-        return f"{head}; closest plan: {memory_shortfall(plan, self.usable_gib)}" + (
+        return f"{head}; closest plan: {memory_shortfall(plan)}" + (
             tried if self.offload_fallback else ""
         )
 
@@ -1078,6 +1082,7 @@ TERM_NAMES = {
     "frozen_models": "reference/reward weights",
     "zero3_gather": "ZeRO-3 gathered layer",
     "activations": "activations",
+    "fragmentation_reserve": "allocator fragmentation reserve",
     "kv_cache": "KV cache of the longest sequence",
     "workspace": "engine workspace",
     "trainer_state": "trainer state kept during rollout",
@@ -1093,6 +1098,7 @@ REMEDIES = {
     "frozen_models": "parking them while training (plan.train.offload.frozen) or a pool of "
     "their own (plan.pools)",
     "activations": "full recomputation, context parallelism or shorter sequences",
+    "fragmentation_reserve": "full recomputation, context parallelism or shorter sequences",
     "kv_cache": "more rollout tensor parallelism, DP attention or a shorter max_response_tokens",
     "trainer_state": "phase offload (plan.train.offload.phase)",
     "zero3_gather": "more tensor parallelism",
@@ -1102,16 +1108,18 @@ REMEDIES = {
 }
 
 
-def memory_shortfall(plan: Mapping[str, Any], usable_gib: float) -> str:
+def memory_shortfall(plan: Mapping[str, Any]) -> str:
     """Which pool of a costed plan overflows, by how much, its largest term, and what would
-    make it fit: the sentence a memory failure ends with."""
+    make it fit: the sentence a memory failure ends with. A pool's terms sum to what it
+    must hold, so they less the overflow are its usable memory."""
     over = plan["pool_overflow_gib"]
     pool = max(over, key=lambda k: over[k])
     terms = plan["memory_breakdown_gib"][pool]
     term = max(terms, key=lambda k: terms[k])
     listed = ", ".join(f"{TERM_NAMES[k]} {v:.1f}" for k, v in terms.items() if v >= 0.05)
     where = "per node of host memory" if pool == "host" else "per GPU"
-    limit = "" if pool == "host" else f" (usable {usable_gib:.1f} GiB)"
+    usable = sum(terms.values()) - over[pool]
+    limit = "" if pool == "host" else f" (usable {usable:.1f} GiB)"
     return (
         f"{_describe(plan)} overflows the {pool} pool by {over[pool]:.1f} GiB {where}{limit}; "
         f"GiB there: {listed}; largest: {TERM_NAMES[term]}; it would fit with "

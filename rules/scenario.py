@@ -34,7 +34,7 @@ from rlmguide.kb.schema import (
     Reward,
     Scenario,
 )
-from rlmguide.kb.schema.bounds import out_of_bounds
+from rlmguide.kb.schema.bounds import boolean_numbers, out_of_bounds
 
 RACK_SCALE = 8
 """Scale-up domains larger than an 8-GPU board span several nodes (NVL72 racks of trays)."""
@@ -131,7 +131,7 @@ def parse_assignment(dotted: str, value: str) -> tuple[list[str], Any]:
     if not all(parts):
         raise InputError(f"--set {dotted}: a path is field names joined by dots: plan.train.tp")
     try:
-        return parts, yaml.safe_load(value)
+        return parts, parse_yaml(value, yaml.SafeLoader)
     except yaml.YAMLError as exc:
         reason = yaml_problem(exc)[1]
         raise InputError(f"--set {dotted}: malformed value {value!r}: {reason}") from None
@@ -153,7 +153,7 @@ def parse_scenario(data: Any, origin: str = "scenario") -> Scenario:
         raise InputError(
             f"{origin}: {format_location(first['loc'])}: {describe(first)}{tail}"
         ) from None
-    if problem := out_of_bounds(scenario):
+    if problem := boolean_numbers(scenario, data) or out_of_bounds(scenario):
         raise InputError(f"{origin}: {problem}")
     return scenario
 

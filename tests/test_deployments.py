@@ -149,16 +149,25 @@ def test_a_split_inside_a_node_can_be_fixed() -> None:
 
 
 def test_recompute_none_means_flash_attention_activations() -> None:
-    # Qwen2.5-7B, 8 GPUs, ZeRO-3, no checkpointing, a longest sequence of 9,216 tokens:
-    # 34 h = 121,856 bytes per token and layer x 28 + fp32 logits 608,256 = 4.0 MB per token,
-    # 37 GB beside 17 GB of states fits 72 GiB; the eager-attention score matrices
-    # (5 a s / h = 360 more per token and layer) never enter, as no framework stores them.
+    # Qwen2.5-7B, 8 GPUs, ZeRO-3 (the Hugging Face layers), no checkpointing, a longest
+    # sequence of 3,072 tokens: 225,392 bytes per token and layer x 28 + the loss 1,245,188
+    # = 7.56 MB per token, 23 GB beside 17 GB of states: it fits, and the micro-batch grows
+    # to what fits. The eager-attention score matrices (28 heads x 3,072 x 5 bytes = 430,080
+    # more per token and layer) never enter, as no framework stores them; at a longest
+    # sequence of 9,216 tokens (70 GB of activations) the same plan does not fit.
     table = PlanTable.from_arrays(
         placement="colocated", execution="sync", rollout_gpus=8, rollout_tp=2, train_gpus=8,
         train_tp=1, train_zero=3, train_recompute="none",
     )  # fmt: skip
-    wl = workload(prompt_tokens=1024, response_tokens=4096, max_response_tokens=8192)
-    assert evaluate(H100, QWEN25_7B, wl, table).feasible[0]
+    wl = workload(prompt_tokens=1024, response_tokens=2048, max_response_tokens=2048)
+    costs = evaluate(H100, QWEN25_7B, wl, table)
+    assert costs.feasible[0]
+    activations = costs.memory_terms_gib["training"]["activations"][0] * 2**30
+    tokens = costs.train_micro_tokens[0]
+    assert tokens >= 3072
+    assert activations == pytest.approx(tokens * (28 * 225_392 + 1_245_188), rel=1e-9)
+    longer = workload(prompt_tokens=1024, response_tokens=4096, max_response_tokens=8192)
+    assert not evaluate(H100, QWEN25_7B, longer, table).feasible[0]
 
 
 def test_bottleneck_is_never_the_pool_that_waits() -> None:

@@ -14,6 +14,7 @@ from rlmguide.kb.load import Catalog
 from rlmguide.kb.model_names import match_model
 from rlmguide.kb.schema import Mapping as MappingRecord
 from rlmguide.kb.schema import MappingEntry
+from rlmguide.review.budget import Budget, Exhausted
 from rlmguide.review.config import argparse_config, hydra_config
 from rlmguide.review.recipe import RecipeError, recipe_config
 from rlmguide.review.shell import ShellError, command_arguments
@@ -43,6 +44,7 @@ def parse_launch(
     mappings: dict[str, MappingRecord],
     framework: str | None,
     path: Path | None = None,
+    budget: Budget | None = None,
 ) -> tuple[str, dict[str, Any], list[MappingRecord], list[str], list[str]]:
     """The entry-point module, the arguments as the framework's parser holds them, the
     mappings of the framework whose entry point the script runs, the variables the launch
@@ -56,7 +58,7 @@ def parse_launch(
     modules = sorted({_module(la.command) for m in candidates for la in m.launches})
     for module in modules:
         try:
-            words, shell = command_arguments(text, module, path=path)
+            words, shell = command_arguments(text, module, path=path, budget=budget)
         except ShellError as exc:
             if str(exc).startswith("no `"):
                 continue
@@ -304,17 +306,25 @@ def scenario_of(
 def read_file(
     path: Path, mappings: dict[str, MappingRecord], roles: dict[str, str], framework: str | None
 ) -> Reading:
+    budget = Budget()
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReviewError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        text = budget.read(path)
+    except OSError as exc:
+        raise ReviewError(f"cannot read {path}: {exc.strerror}") from None
+    except ValueError as exc:  # not a regular text file, too large
+        raise ReviewError(f"cannot read {exc}") from None
     recipe_keys: set[str] | None = None
     unknown: list[str] = []
     unsourced: list[str] = []
-    if path.suffix in (".yaml", ".yml"):
-        module, config, own, recipe_keys = parse_recipe(path, mappings, framework)
-    else:
-        module, config, own, unknown, unsourced = parse_launch(text, mappings, framework, path)
+    try:
+        if path.suffix in (".yaml", ".yml"):
+            module, config, own, recipe_keys = parse_recipe(path, mappings, framework, budget)
+        else:
+            module, config, own, unknown, unsourced = parse_launch(
+                text, mappings, framework, path, budget
+            )
+    except Exhausted as exc:
+        raise ReviewError(f"{path}: {exc} (the limit of a review)") from None
     mapping = pick_version(own, config)
     backend, engine = pick_components(mapping, config, roles)
     try:
@@ -330,7 +340,10 @@ def read_file(
 
 
 def parse_recipe(
-    path: Path, mappings: dict[str, MappingRecord], framework: str | None
+    path: Path,
+    mappings: dict[str, MappingRecord],
+    framework: str | None,
+    budget: Budget | None = None,
 ) -> tuple[str, dict[str, Any], list[MappingRecord], set[str]]:
     """A YAML recipe of a framework launched with `--config=FILE` (NeMo-RL)."""
     own = sorted(
@@ -345,7 +358,7 @@ def parse_recipe(
     if not own:
         raise ReviewError(f"no mapped framework {framework or ''} reads a YAML recipe")
     try:
-        config, recipe_keys = recipe_config(path)
+        config, recipe_keys = recipe_config(path, budget)
     except RecipeError as exc:
         raise ReviewError(f"cannot read the recipe: {exc}") from None
     return _module(own[0].launches[0].command), config, own, recipe_keys
