@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from rlmguide.cost.batch import Needs
 from rlmguide.cost.evaluate import CostTable, evaluate
-from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads, without_framework
 from rlmguide.cost.plans import (
     CRITICS,
     EXECUTIONS,
@@ -34,6 +34,7 @@ from rlmguide.cost.plans import (
 from rlmguide.cost.units import GIB
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.schema import Framework, Offload
+from rlmguide.rules.agentic import agentic_notes
 from rlmguide.rules.engine import CompiledRule
 from rlmguide.rules.facts import STAGES, scenario_facts
 from rlmguide.rules.frameworks import (
@@ -295,13 +296,22 @@ class Recommender:
         filter_frameworks: bool = True,
         exhaustive: bool = False,
         full_grid: bool = False,
+        held_out: str | None = None,
     ) -> None:
         """`frameworks` with their `constraints` decide which plans can run (none given: every
         plan is judged on physics alone, as calibration does); `only` keeps one framework and
         `within` the pairs of training backend and rollout engine made of those components.
-        Without `filter_frameworks` (estimate) the plans are only labelled with them."""
+        Without `filter_frameworks` (estimate) the plans are only labelled with them. `held_out`
+        names a framework whose own defaults are not used, neither its tie-breaks
+        (`framework_defaults`) nor the cost constants read from it (cost.overheads
+        .without_framework): its published launches are then judged out of sample."""
         self.resolved = resolved
         self.enforce_memory = enforce_memory
+        self.held_out = held_out
+        if held_out is not None:
+            overheads = without_framework(
+                overheads, held_out, resolved.accelerator.memory_gib, resolved.accelerator_id
+            )
         self.overheads = overheads
         # Rules about the rollout, placement or overlap say nothing about an offline method.
         online = resolved.algorithm.online
@@ -1038,6 +1048,8 @@ class Recommender:
         if not self.only or len(self.supports) != 1:
             return None, None
         framework = self.supports[0].framework
+        if framework.id == self.held_out:
+            return None, None
         tp = framework.default_rollout_tp
         above = framework.model_parallel_above_params_b
         params_b = self.resolved.policy.params_total / 1e9
@@ -1338,7 +1350,8 @@ def recommend(
         "rejected": [{"reason": k, "count": v} for k, v in (+search.rejected).most_common()],
         "plans": plans,
         "departure": _departure(costs, ranked, scores, ~off_policy, shown),
-        "notes": _move_notes(costs, time_order, ranked.rows[0]),
+        "notes": _move_notes(costs, time_order, ranked.rows[0])
+        + agentic_notes(costs, time_order, ranked.rows[0]),
         "off_policy_what_if": _off_policy(recommender, costs, off_policy, ranked.rows[0]),
         "resolution_notes": list(resolved.notes)
         + (
