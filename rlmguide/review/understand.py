@@ -327,14 +327,17 @@ def _solve(
             if not isinstance(value, int | float) or isinstance(value, bool):
                 pending.remove(e)
                 continue
-            if e.fact in facts and other not in facts:
-                target, got = other, _inverse(e.transform, value, fact=facts[e.fact])
-            elif other in facts and e.fact not in facts:
-                target, got = e.fact, _inverse(e.transform, value, argument=facts[other])
-            elif e.fact in facts:
-                target, got = e.fact, facts[e.fact]
-            else:
-                continue
+            try:
+                if e.fact in facts and other not in facts:
+                    target, got = other, _inverse(e.transform, value, fact=facts[e.fact])
+                elif other in facts and e.fact not in facts:
+                    target, got = e.fact, _inverse(e.transform, value, argument=facts[other])
+                elif e.fact in facts:
+                    target, got = e.fact, facts[e.fact]
+                else:
+                    continue
+            except ZeroDivisionError:
+                raise LookupError(f"{key}: {value} cannot divide the batch it counts") from None
             if isinstance(got, float) and got.is_integer():
                 got = int(got)
             facts.setdefault(target, got)
