@@ -610,12 +610,19 @@ def snapshot(folder: Path) -> dict[str, bytes | str]:
 
 
 def damage(run: Run, before: dict[str, bytes | str], after: dict[str, bytes | str]) -> list[str]:
-    """Sandbox entries the run changed, created or removed beyond its outputs (and what they
-    contain, for an output folder), and any sign that something in its input was run."""
+    """Sandbox entries the run changed, created or removed beyond its outputs (with what an
+    output folder holds and the new folders above an output), and any sign that something in
+    its input was run."""
     allowed = {o for o in run.outputs if not o.startswith("/")}
 
     def mine(name: str) -> bool:
-        return any(name == o or name.startswith(f"{o}/") for o in allowed)
+        # an output, what it holds (an output folder), or a folder made to hold it (mkdir -p)
+        return any(
+            name == o
+            or name.startswith(f"{o}/")
+            or (o.startswith(f"{name}/") and name not in before)
+            for o in allowed
+        )
 
     changed = [n for n in before.keys() | after.keys()
                if before.get(n) != after.get(n) and not mine(n)]  # fmt: skip
