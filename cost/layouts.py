@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from rlmguide.cost.arrays import BoolArray, FloatArray, IntArray, floats
 from rlmguide.cost.collectives import Fabric, Link, group_link
-from rlmguide.cost.plans import PlanTable, expert_ranks
+from rlmguide.cost.plans import PlanTable, expert_ranks, model_parallel
 from rlmguide.cost.units import BF16_BYTES, FP8_BYTES
 
 
@@ -99,6 +99,12 @@ class TrainLayout:
     @property
     def lora(self) -> BoolArray:
         return self.lora_rank > 0
+
+    @property
+    def model_parallel(self) -> BoolArray:
+        """Megatron's family (plans.model_parallel), which runs Megatron-Core's layers; the
+        others run the Hugging Face model code under FSDP or DeepSpeed."""
+        return np.asarray(model_parallel(self.tp, self.pp, self.ep, self.zero), dtype=bool)
 
     @property
     def shard_group(self) -> FloatArray:

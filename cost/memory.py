@@ -4,12 +4,14 @@ recompute mode, the rollout's KV cache, and what a colocated plan offloads to sw
 Bytes per parameter of mixed-precision Adam are 2 (bf16 weights) + 2 (bf16 gradients) + 12
 (fp32 master, momentum, variance); ZeRO-1 shards the 12 over the data-parallel group, ZeRO-2
 also the gradients, ZeRO-3 also the weights (Rajbhandari et al., arXiv 1910.02054).
-Activations per layer follow Korthikanti et al. (arXiv 2205.05198) for s tokens, hidden h and
-tensor parallelism t with sequence parallelism: 34 s h / t with FlashAttention-style attention
-(no stored score matrices, with or without selective recomputation), 2 s h / t with full
-recomputation. Offload (phase, CPU optimizer, streamed parameters, parked frozen models) moves
-terms to the host as the frameworks do it; LoRA keeps gradients and Adam states for the
-adapters only.
+Activations follow the architecture's own dimensions (q/kv widths, FFN width and gating, MoE
+routing, dispatch copies and experts, the vocabulary) as the two training code paths keep
+them: Megatron-Core with sequence parallelism (the model-parallel family) and the Hugging
+Face model code under FSDP or DeepSpeed (`LayerTerms`, `end_bytes`). Korthikanti et al.'s
+34 s h / t (arXiv 2205.05198) is the special case of a 4h GeLU MLP with dropout. A training
+pool keeps a fragmentation reserve on its activations (Overheads.train_fragmentation_fraction).
+Offload (phase, CPU optimizer, streamed parameters, parked frozen models) moves terms to the
+host as the frameworks do it; LoRA keeps gradients and Adam states for the adapters only.
 """
 
 from __future__ import annotations
@@ -28,10 +30,6 @@ from rlmguide.cost.units import BF16_BYTES, FP32_BYTES
 WEIGHT_BYTES = BF16_BYTES
 GRADIENT_BYTES = BF16_BYTES
 OPTIMIZER_BYTES = 3 * FP32_BYTES  # master copy, momentum, variance
-
-# Korthikanti et al. 2022, bytes per token and hidden unit of one layer.
-ACTIVATION_BYTES_STORED = 34.0
-ACTIVATION_BYTES_CHECKPOINT = 2.0  # full recompute keeps only the layer input
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,43 +121,170 @@ def zero3_gather_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
     return np.where(layout.zero >= 3, gathered, 0.0)
 
 
+@dataclass(frozen=True, slots=True)
+class LayerTerms:
+    """Bytes per token that one transformer layer keeps for its backward pass, averaged over
+    the model's dense and expert layers, in one training code path. Elements are bf16 (2
+    bytes) unless said; every term is divided by tensor parallelism under sequence
+    parallelism (`per_layer`), which a plan with tp > 1 assumes (exports turn it on).
+
+    - norms: each of the two norms' input and output (the output is what the next
+      projection keeps). Megatron-Core's Transformer Engine LayerNormLinear keeps both, 4h
+      bytes a norm; the Hugging Face RMSNorm keeps its fp32 upcast, the normalised bf16 copy
+      and the output, 8h bytes a norm.
+    - attention: q, k, v as FlashAttention keeps them (heads x qk, kv_heads x qk, kv_heads x
+      v; MLA materialises k and v per head), its output (the out-projection's input) and
+      the fp32 log-sum-exp per head; MLA adds its two compressed latents' norm inputs and
+      outputs. No score matrix: every framework runs fused attention.
+    - mlp: the MLP's intermediates at its own width. Gated (SwiGLU), Megatron keeps the
+      fused fc1 output (gate and up) and the product, 3 widths; the Hugging Face MLP keeps
+      gate, its activation, up and the product, 4 widths. Plain (GeLU, squared ReLU): the
+      activation's input and the second projection's input, 2 widths. Expert layers count
+      top-k experts' intermediates per token, and the shared experts as a dense MLP.
+    - router: the fp32 routing probabilities over all experts, kept for the top-k weights'
+      gradient and for the load-balancing loss (2 x 4 bytes an expert).
+    - dispatch: the top-k permuted copies of the token that the expert projections keep
+      (2h bytes each). Megatron all-gathers them over the expert tensor group (etp), so a
+      GPU keeps etp x their share: `per_layer` multiplies this term by etp.
+    - combine: the top-k expert outputs the Hugging Face MoE block keeps to weight them by
+      the routing probabilities; Megatron-Core applies the probabilities inside the expert
+      (its weighted SwiGLU in TEGroupedMLP) and its unpermute keeps nothing.
+    - dropout: 1-byte masks after attention and after the MLP, only where the run uses
+      dropout (the RL frameworks load models with dropout 0; Megatron's default 0.1 is set to
+      0 by verl's config converter, verl/models/mcore/config_converter.py).
+    """
+
+    norms: float
+    attention: float
+    mlp: float
+    router: float
+    dispatch: float
+    combine: float
+    dropout: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.norms + self.attention + self.mlp + self.router + self.dispatch + self.combine
+
+    @classmethod
+    def of(cls, fig: ModelFigures, megatron: bool, dropout: bool = False) -> LayerTerms:
+        h = float(fig.hidden)
+        norm = (2.0 + 2.0) * h if megatron else (FP32_BYTES + 2.0 + 2.0) * h
+        if fig.mla_latent:
+            qk_heads, latents = fig.heads, fig.q_lora_rank + fig.kv_lora_rank
+        else:
+            qk_heads, latents = fig.kv_heads, 0
+        qk, v = fig.attention_qk_dim, fig.attention_v_dim
+        elements = fig.heads * qk + qk_heads * (qk + v) + fig.heads * v + 2.0 * latents
+        attention = BF16_BYTES * elements + FP32_BYTES * fig.heads
+        k = float(fig.experts_per_token) if fig.sparse_layers else 0.0
+        expert_mlp = k * _mlp_bytes(fig.expert_ffn, fig.gated, megatron)
+        expert_mlp += _mlp_bytes(fig.shared_ffn, fig.gated, megatron)
+        # Per layer on average: dense MLPs on some layers, routed experts on the others.
+        dense, share = fig.dense_layers / fig.layers, fig.sparse_layers / fig.layers
+        copies = share * k * BF16_BYTES * fig.expert_width
+        return cls(
+            norms=2.0 * norm,
+            attention=attention,
+            mlp=dense * _mlp_bytes(fig.ffn, fig.gated, megatron) + share * expert_mlp,
+            router=share * 2.0 * FP32_BYTES * fig.experts if fig.sparse_layers else 0.0,
+            dispatch=copies,
+            combine=0.0 if megatron else copies,
+            dropout=2.0 * h if dropout else 0.0,
+        )
+
+    def per_layer(
+        self, tp: FloatArray, etp: FloatArray, sequence_parallel: bool = True
+    ) -> FloatArray:
+        """Bytes per token on one GPU of a tp group. Without sequence parallelism the norms
+        and dropout masks sit outside the tensor-parallel region, whole on every rank."""
+        split = self.total + self.dispatch * (etp - 1.0)
+        if sequence_parallel:
+            return (split + self.dropout) / tp
+        return self.norms + self.dropout + (split - self.norms) / tp
+
+
+def _mlp_bytes(width: int, gated: bool, megatron: bool) -> float:
+    """Intermediates an MLP of `width` keeps per token (see LayerTerms.mlp)."""
+    if not gated:
+        return 2.0 * BF16_BYTES * width
+    return (3.0 if megatron else 4.0) * BF16_BYTES * width
+
+
+LOSS_BYTES_MEGATRON = BF16_BYTES + FP32_BYTES
+"""Bytes per vocabulary entry and token at the loss in Megatron: its vocab-parallel
+cross-entropy (megatron/core/tensor_parallel/cross_entropy.py) upcasts the bf16 logits to
+fp32 next to them, keeps the fp32 softmax for the backward and turns it into the gradient
+in place, which is cast back to bf16: 2 + 4 bytes at both peaks, over tp. verl's Megatron
+actor takes its log-probs through it (megatron_actor.py, vocab_parallel_log_probs_from_logits;
+entropy is off by default: actor.yaml entropy_coeff 0)."""
+LOSS_BYTES_HF = 2.0 * FP32_BYTES
+"""Bytes per vocabulary entry and token at the loss on the Hugging Face path: the logits
+upcast to fp32 and kept for the backward, and their fp32 gradient beside them (OpenRLHF's
+actor.py replaces the model's bf16 logits by `.to(torch.float32)` and takes log-probs with
+flash-attn's cross-entropy, which allocates a new gradient; the bf16 logits and the fp32
+copy coexist only during the cast, 6 bytes). verl's FSDP actor, with flash-attn's in-place
+cross-entropy on the bf16 logits, keeps 2 bytes: plans costed here are conservative for it."""
+
+
+def end_bytes(
+    fig: ModelFigures, megatron: BoolArray, tp: FloatArray, sequence_parallel: bool = True
+) -> FloatArray:
+    """Bytes per token of what follows the last layer on the last pipeline stage: the final
+    norm (whole on every rank without sequence parallelism) and the logits with the loss
+    (LOSS_BYTES_*, vocabulary-parallel over tp), or a scalar head's fp32 output."""
+    h, v = float(fig.hidden), 0.0 if fig.value_head else float(fig.vocab)
+    head = np.where(megatron, LOSS_BYTES_MEGATRON, LOSS_BYTES_HF) * v
+    norm = np.where(megatron, 4.0, 8.0) * h
+    if sequence_parallel:
+        return (norm + head + FP32_BYTES) / tp
+    return norm + (head + FP32_BYTES) / tp
+
+
+def layer_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
+    """Bytes per token one layer keeps on one GPU, by the plan's training code path."""
+    megatron = LayerTerms.of(fig, megatron=True).per_layer(layout.tp, layout.etp)
+    hf = LayerTerms.of(fig, megatron=False).per_layer(layout.tp, layout.etp)
+    return np.where(layout.model_parallel, megatron, hf)
+
+
 def activation_bytes(
     fig: ModelFigures,
     layout: TrainLayout,
     micro_tokens: FloatArray,
     in_flight: FloatArray,
 ) -> FloatArray:
-    """Activations per GPU while training: the layers of one pipeline stage for the
-    micro-batches in flight (1F1B keeps min(pp, m) on the first stage), the layer being
-    recomputed under full recomputation, and the fp32 logits of one micro-batch.
+    """Activations per GPU at the peak of training: a pipeline stage's layers for its
+    micro-batches in flight, and what the backward adds on top of them.
 
-    `micro_tokens` are the tokens of one micro-batch; context parallelism splits them, tensor
-    parallelism with sequence parallelism divides everything. Attention runs in fused
-    (FlashAttention-style) kernels that never store the score matrices, as every framework
-    runs it, so without recomputation a layer keeps Korthikanti's 34 s h / t bytes; selective
-    recomputation of the core attention keeps the same (the scores were never stored), and
-    full recomputation keeps only each layer's input, 2 s h / t, and rebuilds one layer at a
-    time in the backward pass."""
+    `micro_tokens` are the tokens of one micro-batch; context parallelism (Megatron CP, or
+    Ulysses under FSDP) splits them. Without recomputation, and with selective recomputation
+    as Megatron defines it (the core attention, whose fused kernel keeps only q, k, v and
+    its output either way), a layer keeps `layer_bytes`; full recomputation keeps each
+    layer's input (2h bytes over tp) and rebuilds one layer at a time in the backward.
+    The first stage of a 1F1B pipeline holds min(pp, m) micro-batches of its layers; the
+    last holds one, plus the logits and loss (`end_bytes`) whose backward runs first,
+    before any layer is rebuilt. The peak is the fuller of the two stages."""
     tokens = micro_tokens / layout.cp
-    h, tp = float(fig.hidden), layout.tp
-    stored = ACTIVATION_BYTES_STORED * h * tokens / tp
-    per_layer = np.where(
-        layout.recompute == RECOMPUTE_FULL, ACTIVATION_BYTES_CHECKPOINT * h * tokens / tp, stored
-    )
-    kept = per_layer * (fig.layers * fig.stage_share(layout.pp)) * in_flight
-    working = np.where(layout.recompute == RECOMPUTE_FULL, stored, 0.0)
-    logits = tokens * fig.vocab * FP32_BYTES / tp
-    return kept + working + logits
+    layer = layer_bytes(fig, layout)
+    full = layout.recompute == RECOMPUTE_FULL
+    kept = np.where(full, BF16_BYTES * fig.hidden / layout.tp, layer)
+    rebuilt = np.where(full, layer, 0.0)
+    stage = kept * (fig.layers * fig.stage_share(layout.pp))
+    first = in_flight * stage + rebuilt
+    last = stage + np.maximum(rebuilt, end_bytes(fig, layout.model_parallel, layout.tp))
+    return tokens * np.maximum(first, last)
 
 
 def forward_activation_bytes(
     fig: ModelFigures, layout: TrainLayout, micro_tokens: FloatArray
 ) -> FloatArray:
-    """A forward-only pass (log-probs, values, rewards) keeps one layer's activations and the
-    fp32 logits of its micro-batch."""
+    """A forward-only pass (reference and old log-probs, values, rewards) keeps nothing for
+    a backward: one layer's tensors live at a time (bounded by what training keeps of it),
+    then the logits and their log-probs (`end_bytes`) on the last stage."""
     tokens = micro_tokens / layout.cp
-    layer = ACTIVATION_BYTES_STORED * fig.hidden * tokens / layout.tp
-    return layer + tokens * fig.vocab * FP32_BYTES / layout.tp
+    layer = layer_bytes(fig, layout)
+    return tokens * (layer + end_bytes(fig, layout.model_parallel, layout.tp))
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,9 +293,13 @@ class TrainMemory:
 
     terms: dict[str, FloatArray]
     """Bytes by term (weights, gradients, optimizer, frozen_models, zero3_gather,
-    activations) in the phase with the higher peak."""
+    activations) in the phase with the higher peak, and the fragmentation_reserve kept free
+    beside them: the terms sum to `required`."""
     training: FloatArray
     assessment: FloatArray
+    reserve: FloatArray
+    """The allocator's fragmentation reserve at the peak phase (Overheads.
+    train_fragmentation_fraction of its activations): `bytes + reserve` must fit."""
     resident: FloatArray
     """State that stays on the GPU while a colocated rollout runs (not phase-offloaded)."""
     host: FloatArray
@@ -188,13 +317,20 @@ class TrainMemory:
 
     @property
     def bytes(self) -> FloatArray:
+        """The allocator's peak: what the tensors of the fuller phase take."""
         return np.maximum(self.training, self.assessment)
+
+    @property
+    def required(self) -> FloatArray:
+        """The peak with its fragmentation reserve: what the usable memory must hold."""
+        return self.bytes + self.reserve
 
     def take(self, rows: IntArray) -> TrainMemory:
         return TrainMemory(
             {k: v[rows] for k, v in self.terms.items()},
             self.training[rows],
             self.assessment[rows],
+            self.reserve[rows],
             self.resident[rows],
             self.host[rows],
             self.switch[rows],
@@ -238,7 +374,8 @@ def training_memory(
     not fit next to the states, the budget shrinks to what fits (dynamic batch size), down to
     the micro-batch that holds the longest sequence: a plan is infeasible only when even that
     does not fit. Activations are linear in the micro-batch's tokens, so the largest budget
-    that fits is the room left over the activation bytes per token."""
+    that fits is the room left over the activation bytes per token, each with its share of
+    the allocator's fragmentation reserve (Overheads.train_fragmentation_fraction)."""
     n = layout.gpus.shape[0]
     zero = np.zeros(n)
     states = [(trained_state(f, layout), m) for f, m in trained]
@@ -258,9 +395,10 @@ def training_memory(
     one = np.ones(n)
     per_token = _largest([activation_bytes(f, layout, one, in_flight) * m for f, m in trained], n)
     room = usable_bytes - fixed
+    spread = 1.0 + overheads.train_fragmentation_fraction
     chosen = np.where(
         per_token > 0,
-        np.minimum(budget, np.maximum(room / np.maximum(per_token, 1e-30), 0.0)),
+        np.minimum(budget, np.floor(np.maximum(room / np.maximum(per_token * spread, 1e-30), 0.0))),
         budget,
     )
     # The micro-batch that holds the longest sequence is at least that long.
@@ -289,6 +427,10 @@ def training_memory(
     }
     in_training = training >= assessment
     terms = {k: np.where(in_training, v, assess_terms[k]) for k, v in phase_terms.items()}
+    fragments = overheads.train_fragmentation_fraction
+    required = np.maximum(training + fragments * activations, assessment + fragments * forward)
+    reserve = required - np.maximum(training, assessment)
+    terms["fragmentation_reserve"] = reserve
     on_gpu = weights + gradients + optimizer
     phase = layout.offload_phase
     resident = np.where(phase, 0.0, on_gpu) + np.where(phase | layout.offload_frozen, 0.0, parked)
@@ -299,7 +441,7 @@ def training_memory(
     switch = np.where(phase, 2.0 * on_gpu, 0.0) + np.where(
         phase | layout.offload_frozen, parked, 0.0
     )
-    return TrainMemory(terms, training, assessment, resident, host, switch, chosen, tokens)
+    return TrainMemory(terms, training, assessment, reserve, resident, host, switch, chosen, tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,11 +471,24 @@ def rollout_weight_bytes(fig: ModelFigures, layout: RolloutLayout) -> FloatArray
     return layout.weight_bytes * (attention + dense + expert)
 
 
-def rollout_kv_bytes_per_token(fig: ModelFigures, layout: RolloutLayout) -> FloatArray:
-    """KV bytes per GPU for one token of one of the replica's sequences, averaged over the
-    replica: DP attention keeps each sequence on one attention group of tp / attention_dp
-    ranks, so a replica's KV spreads over its attention_dp groups."""
-    return fig.kv_bytes_per_token(layout.attention_tp, layout.pp) / layout.attention_dp
+def rollout_cache_bytes(fig: ModelFigures, layout: RolloutLayout, tokens: FloatArray) -> FloatArray:
+    """Cache bytes per GPU of one of the replica's sequences of `tokens` tokens (KV by layer
+    kind, linear state), averaged over the replica: DP attention keeps each sequence on one
+    attention group of tp / attention_dp ranks, so a replica's cache spreads over its
+    attention_dp groups."""
+    return fig.cache_bytes(tokens, layout.attention_tp, layout.pp) / layout.attention_dp
+
+
+def rollout_cache_read_bytes(
+    fig: ModelFigures, layout: RolloutLayout, context: FloatArray, column: bool = False
+) -> FloatArray:
+    """Cache bytes per GPU one decode token of the replica at `context` reads, averaged over
+    the replica as rollout_cache_bytes; `column` lays the plans down the first axis of a
+    (plans, steps) context."""
+    tp, pp, dp = layout.attention_tp, layout.pp, layout.attention_dp
+    if column:
+        tp, pp, dp = tp[:, None], pp[:, None], dp[:, None]
+    return fig.cache_read_bytes(context, tp, pp) / dp
 
 
 def rollout_memory(
@@ -347,11 +502,11 @@ def rollout_memory(
     """KV capacity left next to the weights and whatever else stays `resident` (a colocated
     trainer's state that was not offloaded)."""
     weights = rollout_weight_bytes(fig, layout)
-    kv_token = rollout_kv_bytes_per_token(fig, layout)
-    kv_sequence = kv_token * batch.sequence_tokens
+    kv_sequence = rollout_cache_bytes(fig, layout, batch.sequence_tokens)
     free = usable_bytes - weights - overheads.rollout_workspace_bytes - resident
     capacity = np.clip(np.floor(free / kv_sequence), 0.0, float(overheads.max_seqs_per_replica))
     # The longest sequence lives on one attention group whole.
-    longest_kv = kv_token * layout.attention_dp * batch.longest_sequence_tokens
+    longest = np.asarray(batch.longest_sequence_tokens, dtype=float)
+    longest_kv = rollout_cache_bytes(fig, layout, longest) * layout.attention_dp
     minimum = weights + overheads.rollout_workspace_bytes + longest_kv
     return RolloutMemory(weights, kv_sequence, capacity, minimum, overheads.rollout_workspace_bytes)

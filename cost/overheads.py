@@ -7,7 +7,8 @@ seconds per operation, so "doubling every rate" also means halving these.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
 
 from rlmguide.cost.units import GIB
 
@@ -15,8 +16,26 @@ from rlmguide.cost.units import GIB
 @dataclass(frozen=True, slots=True)
 class Overheads:
     usable_memory_fraction: float = 0.9
-    """Share of HBM the engines may fill: vLLM's default `gpu_memory_utilization` (0.9,
-    github-vllm-project-vllm); the rest is CUDA context, NCCL buffers and fragmentation."""
+    """Share of a rollout GPU's HBM the inference engine and whatever a colocated trainer
+    keeps there may fill: vLLM's default `gpu_memory_utilization` (0.9,
+    github-vllm-project-vllm); the rest is CUDA context, NCCL buffers and fragmentation outside
+    the engine's own accounting."""
+
+    train_runtime_reserve_bytes: float = 4.0 * GIB
+    """HBM of a training GPU that the PyTorch allocator never sees: CUDA kernels and context
+    (0.5-2 GiB once PyTorch first touches the GPU) and torch.distributed's NCCL communicators
+    (1-2 GiB, more with more GPUs), measured in github-stas00-ml-engineering
+    (training/performance/README.md, "Preloaded CUDA kernels memory usage" and
+    "torch.distributed memory usage"): the upper ends, 2 + 2 GiB."""
+
+    train_fragmentation_fraction: float = 0.15
+    """Share of a training pool's activation bytes kept free for the caching allocator's
+    fragmentation, beside train_runtime_reserve_bytes. Activations are the allocations that
+    change size with every micro-batch (dynamic batch sizes, packed sequences, recomputation),
+    which is where the PyTorch caching allocator fragments: GMLake (arxiv-2401.08156) removed
+    15% fragmentation on average (up to 33%) and 9.2 GB of memory (up to 25 GB) from the
+    default allocator training eight LLMs on A100-80GB with recomputation, offload and LoRA,
+    so the default allocator wastes at least that much there."""
 
     rollout_workspace_bytes: float = 1.0 * GIB
     """Activation workspace and CUDA graphs of the inference engine per GPU (vLLM profiles it
@@ -118,3 +137,34 @@ DEFAULT_OVERHEADS = Overheads()
 FITTED = ("decode_step_seconds", "weight_sync_bucket_seconds", "scale_out_latency_seconds")
 """The constants chosen by fitting the calibration table (bench/fidelity.py), not read from a
 publication: the site shows them beside the table they were fitted to."""
+
+
+def _vllm_max_num_seqs(gpu_gib: float, gpu_name: str) -> float:
+    # vLLM's own default when a launch sets none (github-vllm-project-vllm,
+    # vllm/engine/arg_utils.py at 99d7eb5): 1024 sequences on GPUs of at least 70 GiB other than
+    # the A100, 256 elsewhere.
+    return 1024 if gpu_gib >= 70 and "a100" not in gpu_name.lower() else 256
+
+
+READ_FROM_ONE_FRAMEWORK: dict[str, tuple[str, Callable[[float, str], float]]] = {
+    "max_seqs_per_replica": ("verl", _vllm_max_num_seqs),
+    # OpenRLHF's --train.max_tokens_per_gpu default (github-openrlhf-openrlhf,
+    # openrlhf/cli/train_ppo_ray.py L361 at 3c3be62).
+    "train_microbatch_tokens": ("verl", lambda gpu_gib, gpu_name: 16192.0),
+}
+"""Constants read from one framework's defaults: that framework, and the value that holds where it
+sets nothing (a function of the GPU's memory and name). weight_sync_bucket_bytes is read from
+two (verl and slime give 512 MiB alike), so holding one out leaves it standing."""
+
+
+def without_framework(
+    overheads: Overheads, framework: str, gpu_gib: float, gpu_name: str
+) -> Overheads:
+    """`overheads` with every constant read from `framework` alone replaced by its value from
+    elsewhere, for judging that framework's own launches out of sample."""
+    changes = {
+        name: elsewhere(gpu_gib, gpu_name)
+        for name, (source, elsewhere) in READ_FROM_ONE_FRAMEWORK.items()
+        if source == framework
+    }
+    return replace(overheads, **changes) if changes else overheads

@@ -42,6 +42,13 @@ def shares_gpus(placement: IntArray) -> BoolArray:
     return placement != DISAGGREGATED
 
 
+def model_parallel(tp: Any, pp: Any, ep: Any, zero: Any) -> Any:
+    """The training family: model-parallel (tensor or pipeline groups, or experts spread
+    outside ZeRO-3: Megatron's way) rather than data-parallel sharded (ZeRO-3/FSDP, whatever
+    else it folds in). Arrays or scalars."""
+    return (tp * pp > 1) | ((ep > 1) & (zero < 3))
+
+
 def inter_stage(fusion: IntArray) -> BoolArray:
     return (fusion == FUSION_INTER) | (fusion == FUSION_BOTH)
 

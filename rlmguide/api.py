@@ -391,7 +391,7 @@ def estimate(
     found = Estimate.model_validate(result)
     (plan_row,) = result["plans"]
     if not plan_row["feasible"]:
-        found._shortfall = memory_shortfall(plan_row, recommender.usable_gib)
+        found._shortfall = memory_shortfall(plan_row)
     return found
 
 

@@ -40,6 +40,7 @@ from rlmguide.cost.plans import (
     PlanTable,
     inter_stage,
     intra_stage,
+    model_parallel,
     shares_gpus,
 )
 
@@ -57,13 +58,6 @@ than 2% are shown as one row: a tenth of the tie, well inside the model's error,
 of training variants that close says nothing the first of them does not."""
 
 EXECUTION_ORDER = {SYNC: 0, ONE_STEP_OFF: 1, PARTIAL_ROLLOUT: 2, ASYNC: 3}
-
-
-def model_parallel(tp: Any, pp: Any, ep: Any, zero: Any) -> Any:
-    """The training family: model-parallel (tensor or pipeline groups, or experts spread
-    outside ZeRO-3: Megatron's way) rather than data-parallel sharded (ZeRO-3/FSDP, whatever
-    else it folds in). Arrays or scalars."""
-    return (tp * pp > 1) | ((ep > 1) & (zero < 3))
 
 
 def _engine(table: PlanTable) -> tuple[np.ndarray, np.ndarray]:

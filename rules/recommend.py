@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from rlmguide.cost.batch import Needs
 from rlmguide.cost.evaluate import CostTable, evaluate
-from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads, without_framework
 from rlmguide.cost.plans import (
     CRITICS,
     EXECUTIONS,
@@ -31,8 +31,10 @@ from rlmguide.cost.plans import (
     shares_gpus,
     valid_rows,
 )
+from rlmguide.cost.units import GIB
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.schema import Framework, Offload
+from rlmguide.rules.agentic import agentic_notes
 from rlmguide.rules.engine import CompiledRule
 from rlmguide.rules.facts import STAGES, scenario_facts
 from rlmguide.rules.frameworks import (
@@ -294,13 +296,22 @@ class Recommender:
         filter_frameworks: bool = True,
         exhaustive: bool = False,
         full_grid: bool = False,
+        held_out: str | None = None,
     ) -> None:
         """`frameworks` with their `constraints` decide which plans can run (none given: every
         plan is judged on physics alone, as calibration does); `only` keeps one framework and
         `within` the pairs of training backend and rollout engine made of those components.
-        Without `filter_frameworks` (estimate) the plans are only labelled with them."""
+        Without `filter_frameworks` (estimate) the plans are only labelled with them. `held_out`
+        names a framework whose own defaults are not used, neither its tie-breaks
+        (`framework_defaults`) nor the cost constants read from it (cost.overheads
+        .without_framework): its published launches are then judged out of sample."""
         self.resolved = resolved
         self.enforce_memory = enforce_memory
+        self.held_out = held_out
+        if held_out is not None:
+            overheads = without_framework(
+                overheads, held_out, resolved.accelerator.memory_gib, resolved.accelerator_id
+            )
         self.overheads = overheads
         # Rules about the rollout, placement or overlap say nothing about an offline method.
         online = resolved.algorithm.online
@@ -355,7 +366,10 @@ class Recommender:
         self.ranked_rows: list[int] = []
         """Rows of those plans in rank order, once `recommend` has ranked them."""
         self.facts = scenario_facts(resolved)
-        self.usable_gib = resolved.accelerator.memory_gib * overheads.usable_memory_fraction
+        # What a training GPU's tensors may take (the policy's state must fit there).
+        self.usable_gib = (
+            resolved.accelerator.memory_gib - overheads.train_runtime_reserve_bytes / GIB
+        )
         self.search = Search()
         self.fixed = fixed_columns(resolved)
         # Offline there is no rollout phase to park the trainer's state for.
@@ -1022,7 +1036,7 @@ class Recommender:
             return head
         _, plan = self._tightest
         tried = " (a CPU optimizer and streamed parameters were tried too)"
-        return f"{head}; closest plan: {memory_shortfall(plan, self.usable_gib)}" + (
+        return f"{head}; closest plan: {memory_shortfall(plan)}" + (
             tried if self.offload_fallback else ""
         )
 
@@ -1034,6 +1048,8 @@ class Recommender:
         if not self.only or len(self.supports) != 1:
             return None, None
         framework = self.supports[0].framework
+        if framework.id == self.held_out:
+            return None, None
         tp = framework.default_rollout_tp
         above = framework.model_parallel_above_params_b
         params_b = self.resolved.policy.params_total / 1e9
@@ -1078,6 +1094,7 @@ TERM_NAMES = {
     "frozen_models": "reference/reward weights",
     "zero3_gather": "ZeRO-3 gathered layer",
     "activations": "activations",
+    "fragmentation_reserve": "allocator fragmentation reserve",
     "kv_cache": "KV cache of the longest sequence",
     "workspace": "engine workspace",
     "trainer_state": "trainer state kept during rollout",
@@ -1093,6 +1110,7 @@ REMEDIES = {
     "frozen_models": "parking them while training (plan.train.offload.frozen) or a pool of "
     "their own (plan.pools)",
     "activations": "full recomputation, context parallelism or shorter sequences",
+    "fragmentation_reserve": "full recomputation, context parallelism or shorter sequences",
     "kv_cache": "more rollout tensor parallelism, DP attention or a shorter max_response_tokens",
     "trainer_state": "phase offload (plan.train.offload.phase)",
     "zero3_gather": "more tensor parallelism",
@@ -1102,16 +1120,18 @@ REMEDIES = {
 }
 
 
-def memory_shortfall(plan: Mapping[str, Any], usable_gib: float) -> str:
+def memory_shortfall(plan: Mapping[str, Any]) -> str:
     """Which pool of a costed plan overflows, by how much, its largest term, and what would
-    make it fit: the sentence a memory failure ends with."""
+    make it fit: the sentence a memory failure ends with. A pool's terms sum to what it
+    must hold, so they less the overflow are its usable memory."""
     over = plan["pool_overflow_gib"]
     pool = max(over, key=lambda k: over[k])
     terms = plan["memory_breakdown_gib"][pool]
     term = max(terms, key=lambda k: terms[k])
     listed = ", ".join(f"{TERM_NAMES[k]} {v:.1f}" for k, v in terms.items() if v >= 0.05)
     where = "per node of host memory" if pool == "host" else "per GPU"
-    limit = "" if pool == "host" else f" (usable {usable_gib:.1f} GiB)"
+    usable = sum(terms.values()) - over[pool]
+    limit = "" if pool == "host" else f" (usable {usable:.1f} GiB)"
     return (
         f"{_describe(plan)} overflows the {pool} pool by {over[pool]:.1f} GiB {where}{limit}; "
         f"GiB there: {listed}; largest: {TERM_NAMES[term]}; it would fit with "
@@ -1330,7 +1350,8 @@ def recommend(
         "rejected": [{"reason": k, "count": v} for k, v in (+search.rejected).most_common()],
         "plans": plans,
         "departure": _departure(costs, ranked, scores, ~off_policy, shown),
-        "notes": _move_notes(costs, time_order, ranked.rows[0]),
+        "notes": _move_notes(costs, time_order, ranked.rows[0])
+        + agentic_notes(costs, time_order, ranked.rows[0]),
         "off_policy_what_if": _off_policy(recommender, costs, off_policy, ranked.rows[0]),
         "resolution_notes": list(resolved.notes)
         + (

@@ -79,7 +79,9 @@ def test_estimate_export_and_review_are_the_commands_json() -> None:
     ran = command("review", str(VERL_SCRIPT), *args, "--format", "json")
     reading = review(VERL_SCRIPT, accelerator="a100-sxm-80gb")
     assert reading.model_dump(mode="json") == json.loads(ran.stdout)
-    assert reading.changes[0].text.startswith("train recompute full -> none")
+    # verl's own full recomputation is the best it can run: without it the 32B trainer's
+    # activations do not fit beside its state (cost.memory).
+    assert not any(c.text.startswith("train recompute") for c in reading.changes)
 
 
 def test_a_scenario_from_a_file_a_dict_or_keywords_is_the_same() -> None:

@@ -1,4 +1,4 @@
-"""Memory per GPU: ZeRO stages, Korthikanti activations, KV capacity, offload, LoRA."""
+"""Memory per GPU: ZeRO stages, activations from the architecture, KV capacity, offload, LoRA."""
 
 from __future__ import annotations
 
@@ -11,7 +11,11 @@ from rlmguide.cost.architecture import ModelFigures
 from rlmguide.cost.batch import Batch, Needs
 from rlmguide.cost.layouts import RolloutLayout, TrainLayout
 from rlmguide.cost.memory import (
+    LayerTerms,
+    TrainMemory,
     activation_bytes,
+    end_bytes,
+    forward_activation_bytes,
     host_state_bytes,
     rollout_memory,
     trained_state,
@@ -20,7 +24,9 @@ from rlmguide.cost.memory import (
 from rlmguide.cost.overheads import DEFAULT_OVERHEADS
 from rlmguide.cost.plans import PlanTable
 from rlmguide.cost.units import GIB
+from rlmguide.kb.schema import Workload
 from test_cost_specs import (
+    DEEPSEEK_V3,
     H100,
     LLAMA31_70B,
     QWEN3_30B_A3B,
@@ -71,36 +77,100 @@ def test_expert_states_shard_over_expert_data_parallel_group() -> None:
     assert trained_state(fig, layout).total[0] == pytest.approx(expected, rel=1e-12)
 
 
+def test_layer_terms_of_a_dense_gqa_swiglu_model_by_hand() -> None:
+    # Qwen2.5-7B: h 3584, 28 heads and 4 KV heads of 128, SwiGLU FFN 18944, bytes per token.
+    megatron = LayerTerms.of(ModelFigures.of(QWEN25_7B), megatron=True)
+    assert megatron.norms == 2 * (2 + 2) * 3584  # TE LayerNormLinear: input and output, x2
+    # q 28*128 + k, v 4*128 each, in bf16; output 28*128 in bf16; fp32 LSE per head
+    assert megatron.attention == 2 * (3584 + 512 + 512) + 2 * 3584 + 4 * 28  # 16,496
+    assert megatron.mlp == 2 * 3 * 18944  # fused gate|up output and the product: 113,664
+    assert megatron.router == megatron.dispatch == megatron.combine == 0
+    assert megatron.total == 158_832  # 44.3 h, not Korthikanti's 34 h
+    hf = LayerTerms.of(ModelFigures.of(QWEN25_7B), megatron=False)
+    assert hf.norms == 2 * (4 + 2 + 2) * 3584  # fp32 upcast, normalised bf16, output
+    assert hf.mlp == 2 * 4 * 18944  # gate, SiLU(gate), up, product
+    assert hf.total == 57_344 + 16_496 + 151_552  # 225,392
+
+
+def test_layer_terms_of_a_llama_shape_match_korthikanti() -> None:
+    # Llama-3.1-70B: h 8192, 64 heads, 8 KV heads, FFN 28672 = 3.5 h gated: 274,688 bytes,
+    # 33.5 h: the 34 s h of Korthikanti et al. holds for this shape (4 h GeLU equivalent).
+    terms = LayerTerms.of(ModelFigures.of(LLAMA31_70B), megatron=True)
+    assert terms.norms == 8 * 8192
+    assert terms.attention == 2 * (8192 + 1024 + 1024) + 2 * 8192 + 4 * 64  # 37,120
+    assert terms.mlp == 6 * 28672  # 172,032
+    assert terms.total == 274_688
+    assert 33 * 8192 < terms.total < 34 * 8192
+
+
+def test_layer_terms_of_an_moe_model_by_hand() -> None:
+    # Qwen3-30B-A3B: h 2048, 32 heads, 4 KV heads of 128, 128 experts, top 8, expert FFN 768.
+    fig = ModelFigures.of(QWEN3_30B_A3B)
+    megatron = LayerTerms.of(fig, megatron=True)
+    assert megatron.attention == 2 * (4096 + 512 + 512) + 2 * 4096 + 4 * 32  # 18,560
+    assert megatron.router == 2 * 4 * 128  # fp32 probabilities, twice
+    assert megatron.dispatch == 8 * 2 * 2048  # top-8 token copies kept by the grouped GEMM
+    assert megatron.mlp == 8 * 6 * 768  # eight experts' fc1 output and product
+    assert megatron.combine == 0  # Megatron weights inside the expert
+    assert megatron.total == 16_384 + 18_560 + 1_024 + 32_768 + 36_864  # 105,600
+    # expert tensor parallelism all-gathers the copies: etp 2 keeps twice them, over tp 2
+    got = megatron.per_layer(np.array([2.0]), np.array([2.0]))[0]
+    assert got == (105_600 + 32_768) / 2
+    hf = LayerTerms.of(fig, megatron=False)
+    assert hf.mlp == 8 * 8 * 768 and hf.combine == 8 * 2 * 2048  # expert outputs x weights
+    assert hf.total == 32_768 + 18_560 + 1_024 + 32_768 + 49_152 + 32_768  # 167,040
+
+
+def test_mla_attention_terms_by_hand() -> None:
+    # DeepSeek-V3: 128 heads, qk 128 + 64 rope, v 128, q latent 1536, kv latent 512: q, and k
+    # and v materialised per head, the output, and both latents' norm input and output.
+    terms = LayerTerms.of(ModelFigures.of(DEEPSEEK_V3), megatron=True)
+    elements = 128 * 192 + 128 * (192 + 128) + 128 * 128 + 2 * (1536 + 512)  # 86,016
+    assert terms.attention == 2 * elements + 4 * 128
+
+
+def test_logits_and_loss_copies_by_hand() -> None:
+    # Qwen2.5-7B, vocabulary 152,064: Megatron's vocab-parallel cross-entropy holds bf16
+    # logits and their fp32 softmax (6 bytes an entry, over tp); the Hugging Face path the
+    # fp32 upcast and its fp32 gradient (8 bytes); plus the final norm (4 h / 8 h) and the
+    # fp32 loss per token. A critic's scalar head has no logits.
+    fig = ModelFigures.of(QWEN25_7B)
+    yes, no, one, two = np.array([True]), np.array([False]), np.array([1.0]), np.array([2.0])
+    assert end_bytes(fig, yes, two)[0] == (4 * 3584 + 6 * 152_064 + 4) / 2
+    assert end_bytes(fig, no, one)[0] == 8 * 3584 + 8 * 152_064 + 4
+    assert end_bytes(fig.scoring(), no, one)[0] == 8 * 3584 + 4
+
+
 @pytest.mark.parametrize(
-    ("recompute", "per_layer"),
+    ("layout", "per_token"),
     [
-        # s = 4096 tokens, h = 3584, FlashAttention stores no score matrix: 34 s h either way
-        ("none", 34 * 4096 * 3584),  # 499,122,176 bytes
-        ("selective", 34 * 4096 * 3584),
-        ("full", 2 * 4096 * 3584),  # 29,360,128 bytes
+        # Megatron, tp 2 with sequence parallelism: (28 layers x 158,832 + ends 926,724) / 2
+        (dict(train_tp=2, train_recompute="none"), (28 * 158_832 + 926_724) / 2),
+        # core-attention recompute keeps what fused attention keeps anyway
+        (dict(train_tp=2, train_recompute="selective"), (28 * 158_832 + 926_724) / 2),
+        # FSDP (tp 1, ZeRO-3): the Hugging Face layers and loss
+        (dict(train_recompute="none"), 28 * 225_392 + 1_245_188),
+        # full recompute: each layer's input (2 h), then the larger of the loss's backward
+        # and one rebuilt layer (the loss runs first, then the layers one by one)
+        (dict(train_recompute="full"), 28 * 2 * 3584 + max(1_245_188, 225_392)),
     ],
 )
-def test_korthikanti_activations_by_hand(recompute: str, per_layer: int) -> None:
+def test_activations_by_hand(layout: dict[str, object], per_token: float) -> None:
     fig = ModelFigures.of(QWEN25_7B)
-    logits = 4096 * 152064 * 4  # fp32 logits of the micro-batch: 2,491,416,576 bytes
-    # full recompute rebuilds one layer at a time, with fused attention: 34 s h
-    working = 34 * 4096 * 3584 if recompute == "full" else 0
-    for tp in (1, 4):
-        layout = train_layout(train_tp=tp, train_recompute=recompute)
-        got = activation_bytes(fig, layout, np.array([4096.0]), np.array([1.0]))[0]
-        # sequence parallelism divides everything by tp; 28 layers, one micro-batch in flight
-        assert got == pytest.approx((28 * per_layer + working + logits) / tp, rel=1e-12)
+    got = activation_bytes(fig, train_layout(**layout), np.array([4096.0]), np.array([1.0]))
+    assert got[0] == pytest.approx(4096 * per_token, rel=1e-12)
 
 
-def test_pipeline_keeps_pp_micro_batches_of_its_layers_in_flight() -> None:
+def test_pipeline_holds_its_first_stage_micro_batches_or_the_last_stages_loss() -> None:
+    # Qwen2.5-7B, Megatron tp 1 pp 4 (7 layers a stage), 4096 tokens a micro-batch: the first
+    # stage keeps 4 micro-batches of 7 layers, the last one of 7 layers plus the loss.
     fig = ModelFigures.of(QWEN25_7B)
-    flat = activation_bytes(
-        fig, train_layout(train_recompute="selective"), np.array([4096.0]), np.array([1.0])
-    )
-    layout = train_layout(train_pp=4, train_recompute="selective")
+    layout = train_layout(train_pp=4, train_recompute="none")
     staged = activation_bytes(fig, layout, np.array([4096.0]), np.array([4.0]))
-    # 1F1B: 7 layers x 4 micro-batches on the first stage = 28 layers' worth, as without pp
-    assert staged[0] == pytest.approx(flat[0], rel=1e-12)
+    first, last = 4 * 7 * 158_832, 7 * 158_832 + 926_724
+    assert staged[0] == pytest.approx(4096 * max(first, last), rel=1e-12)
+    one = activation_bytes(fig, layout, np.array([4096.0]), np.array([1.0]))
+    assert one[0] == pytest.approx(4096 * last, rel=1e-12)
 
 
 def test_rollout_kv_capacity_by_hand() -> None:
@@ -150,7 +220,9 @@ def test_phase_offload_lowers_rollout_and_assessment_not_training() -> None:
         )
 
     plain, phase = memory(), memory(offload_phase=True, offload_frozen=True)
-    assert phase.training[0] == pytest.approx(plain.training[0] - 2 * P)  # reference parked
+    assert plain.terms["frozen_models"][0] == pytest.approx(2 * P)
+    assert phase.terms["frozen_models"][0] == 0  # the reference is parked while training
+    assert phase.micro_tokens[0] >= plain.micro_tokens[0]
     # Kept during the rollout: 2P + 2P + 1.5P trained state and the 2P reference; none parked.
     assert plain.resident[0] == pytest.approx(7.5 * P)
     assert phase.resident[0] == 0
@@ -173,34 +245,44 @@ def test_lora_trains_adapters_only() -> None:
     assert state.optimizer[0] == pytest.approx(12 * adapters)
 
 
-def test_micro_batches_shrink_to_fit_before_a_plan_is_infeasible() -> None:
-    # Qwen2.5-7B, 8 GPUs, tp 1, ZeRO-3, selective recompute, 128 x 8 sequences of 512 + 2048:
-    # states 16P/8 + reference 2P/8 = 17.1 GB, one gathered layer 0.47 GB; usable 77.3 GB;
-    # activations per token: 34 * 3584 * 28 layers + fp32 logits 152,064 * 4 = 4,020,224 B;
-    # (77.31e9 - 17.59e9) / 4,020,224 = 14,850 tokens < the 16,384 budget: the micro-batch
-    # shrinks and the plan fits, at exactly the usable memory.
+def test_micro_batches_shrink_to_fit_with_the_fragmentation_reserve() -> None:
+    # Qwen2.5-7B, 8 GPUs, tp 1, ZeRO-3 (the Hugging Face path), selective recompute, 128 x 8
+    # sequences of 512 + 2048 (longest 512 + 4096): states 16P/8 + reference 2P/8 = 17.1 GB,
+    # one gathered layer 0.47 GB; usable 77.3 GB; activations per token 28 x 225,392 + the
+    # loss 1,245,188 = 7,556,164 B, each with a 15% fragmentation reserve:
+    # (77.31e9 - 17.60e9) / (1.15 x 7,556,164) = 6,872 tokens < the 16,384 budget: the
+    # micro-batch shrinks, and the allocator's peak leaves the reserve free.
     wl = workload(prompts_per_step=128, samples_per_prompt=8, prompt_tokens=512,
-                  response_tokens=2048, max_response_tokens=8192)  # fmt: skip
+                  response_tokens=2048, max_response_tokens=4096)  # fmt: skip
     layout = train_layout(train_recompute="selective")
-    batch = Batch.of(wl, Needs())
     fig = ModelFigures.of(QWEN25_7B)
     usable = 0.9 * 80 * GIB
     yes = np.array([True])
-    mem = training_memory([(fig, yes)], [(fig, yes, 2.0)], layout, batch, usable, DEFAULT_OVERHEADS)
+
+    def memory(wl: Workload, layout: TrainLayout) -> TrainMemory:
+        batch = Batch.of(wl, Needs())
+        return training_memory([(fig, yes)], [(fig, yes, 2.0)], layout, batch, usable,
+                               DEFAULT_OVERHEADS)  # fmt: skip
+
+    mem = memory(wl, layout)
     states = 16 * P / 8 + 2 * P / 8
     gathered = 2 * (P - 2 * 152_064 * 3584) / 28 * 7 / 8  # one layer's bf16 weights, 7/8 remote
-    per_token = 34 * 3584 * 28 + 152_064 * 4
+    per_token = 28 * 225_392 + 1_245_188
     assert mem.resident[0] == pytest.approx(states)
-    assert mem.micro_tokens[0] == pytest.approx((usable - states - gathered) / per_token)
-    assert 14_800 < mem.micro_tokens[0] < 14_900
-    assert mem.bytes[0] == pytest.approx(usable)
-    # full recompute keeps 2 bytes per layer and token: the whole budget fits
-    full = training_memory(
-        [(fig, yes)], [(fig, yes, 2.0)], train_layout(), batch, usable, DEFAULT_OVERHEADS
-    )
-    assert full.micro_tokens[0] == 16_384 and full.bytes[0] < usable
-    r = evaluate(H100, QWEN25_7B, wl, one_plan(rollout_tp=2, train_recompute="selective"))
-    assert r.feasible[0]
+    tokens = (usable - states - gathered) / (1.15 * per_token)
+    assert mem.micro_tokens[0] == np.floor(tokens)  # whole tokens, rounded down
+    tokens = np.floor(tokens)
+    assert 6_860 < tokens < 6_880
+    assert mem.required[0] == pytest.approx(usable, rel=1e-3)
+    assert mem.required[0] <= usable
+    assert mem.reserve[0] == pytest.approx(0.15 * per_token * tokens)
+    # The longest sequence of 512 + 8192 tokens does not fit without recomputation ...
+    longer = workload(prompts_per_step=128, samples_per_prompt=8, prompt_tokens=512,
+                      response_tokens=2048, max_response_tokens=8192)  # fmt: skip
+    assert memory(longer, layout).required[0] > usable
+    # ... and does with full recomputation, at the whole 16,384-token budget.
+    full = memory(longer, train_layout(train_recompute="full"))
+    assert full.micro_tokens[0] == 16_384 and full.required[0] < usable
 
 
 def test_infeasible_plan_reports_overflow() -> None:
@@ -304,8 +386,9 @@ def test_the_plan_states_the_engine_fraction_micro_batch_and_headroom() -> None:
     # minus its peak.
     wl = workload(prompts_per_step=128, samples_per_prompt=8, prompt_tokens=512,
                   response_tokens=2048, max_response_tokens=8192)  # fmt: skip
-    r = evaluate(H100, QWEN25_7B, wl, one_plan(rollout_tp=2, train_recompute="selective"))
+    r = evaluate(H100, QWEN25_7B, wl, one_plan(rollout_tp=2, train_recompute="full"))
     row = r.row(0)
+    assert row["feasible"]
     hbm = 80.0
     rollout = row["memory_breakdown_gib"]["rollout"]
     engine = row["rollout"]["memory_fraction"] * hbm
@@ -319,3 +402,61 @@ def test_the_plan_states_the_engine_fraction_micro_batch_and_headroom() -> None:
     apart = evaluate(H100, QWEN25_7B, wl, one_plan(placement="disaggregated", rollout_gpus=4,
                                                    train_gpus=4, rollout_tp=2))  # fmt: skip
     assert apart.row(0)["rollout"]["memory_fraction"] > row["rollout"]["memory_fraction"]
+
+
+ARCHS = {"dense": QWEN25_7B, "llama": LLAMA31_70B, "moe": QWEN3_30B_A3B, "mla": DEEPSEEK_V3}
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    arch=st.sampled_from(sorted(ARCHS)),
+    tp=st.sampled_from([1, 2, 4]),
+    pp=st.sampled_from([1, 2, 4]),
+    cp=st.sampled_from([1, 2]),
+    zero=st.sampled_from([1, 3]),
+    tokens=st.floats(1024.0, 65536.0),
+    more=st.floats(1.0, 4.0),
+    in_flight=st.sampled_from([1.0, 2.0, 4.0]),
+)
+def test_activation_laws(
+    arch: str, tp: int, pp: int, cp: int, zero: int, tokens: float, more: float, in_flight: float
+) -> None:
+    """Monotone in the micro-batch's tokens; full recomputation never keeps more than none;
+    selective (core attention with fused kernels) keeps what none keeps; context parallelism
+    divides by cp; a forward-only pass keeps less than the pass it precedes without
+    recomputation."""
+    fig = ModelFigures.of(ARCHS[arch])
+    gpus = tp * pp * cp * 2
+
+    def bytes_(recompute: str, t: float, c: int = cp) -> float:
+        layout = train_layout(train_gpus=gpus, rollout_gpus=gpus, train_tp=tp, train_pp=pp,
+                              train_cp=c, train_zero=zero, train_recompute=recompute)  # fmt: skip
+        return float(activation_bytes(fig, layout, np.array([t]), np.array([in_flight]))[0])
+
+    none = bytes_("none", tokens)
+    assert bytes_("none", tokens * more) >= none * (1 - 1e-12)
+    assert bytes_("full", tokens) <= none * (1 + 1e-12)
+    assert bytes_("selective", tokens) == none
+    assert bytes_("none", tokens * cp, c=cp) == pytest.approx(bytes_("none", tokens, c=1))
+    layout = train_layout(train_gpus=gpus, rollout_gpus=gpus, train_tp=tp, train_pp=pp,
+                          train_cp=cp, train_zero=zero, train_recompute="none")  # fmt: skip
+    forward = forward_activation_bytes(fig, layout, np.array([tokens]))[0]
+    assert forward <= none * (1 + 1e-12) or fig.layers * fig.stage_share(pp) < 2
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(arch=st.sampled_from(["dense", "llama"]), tp=st.sampled_from([1, 2, 4]),
+       tokens=st.floats(1024.0, 65536.0))  # fmt: skip
+def test_sequence_parallelism_divides_dense_activations_by_tp(
+    arch: str, tp: int, tokens: float
+) -> None:
+    """Megatron with sequence parallelism: doubling tp halves every term of a dense model
+    (experts are the exception: their all-gathered copies grow with etp)."""
+    fig = ModelFigures.of(ARCHS[arch])
+
+    def bytes_(t: int) -> float:
+        layout = train_layout(train_gpus=16, rollout_gpus=16, train_tp=t, train_pp=2,
+                              train_recompute="none")  # fmt: skip
+        return float(activation_bytes(fig, layout, np.array([tokens]), np.array([1.0]))[0])
+
+    assert bytes_(2 * tp) == pytest.approx(bytes_(tp) / 2, rel=1e-12)

@@ -133,7 +133,7 @@ def test_estimate_costs_exactly_the_fixed_plan() -> None:
         "--set",
         "plan.train.zero=3",
         "--set",
-        "plan.train.recompute=selective",
+        "plan.train.recompute=full",
     )
     assert code == 0, out
     result = json.loads(out)

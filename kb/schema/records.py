@@ -554,6 +554,25 @@ class Rule(Record, Cited):
         return self
 
 
+class MemorySetting(Strict):
+    """What a memory measurement ran beyond its scenario's layout: the cost core's
+    activation model is checked against it term by term (tests/test_memory_results.py)."""
+
+    micro_batch_tokens: PositiveInt
+    """Tokens of the measured micro-batch (micro-batch size x sequence length)."""
+    code_path: Literal["megatron", "hugging-face"]
+    """Megatron-Core's layers and loss, or the Hugging Face model code (FSDP, DeepSpeed)."""
+    sequence_parallel: bool = True
+    dropout: bool = False
+    """The run kept dropout masks (Megatron's default hidden and attention dropout 0.1)."""
+    layers_on_gpu: PositiveInt
+    """Transformer layers on the measured GPU (its pipeline stage's)."""
+    micro_batches_in_flight: PositiveInt = 1
+    """Micro-batches whose activations the measured stage holds at its peak (1F1B)."""
+    loss_on_gpu: bool = True
+    """The measured GPU computes the logits and the loss (the last pipeline stage)."""
+
+
 class Result(Record):
     """A published measurement, with the setting that lets the cost core predict it."""
 
@@ -570,15 +589,25 @@ class Result(Record):
         "weight_sync_seconds",
         "tokens_per_second",
         "speedup",
+        "activation_memory_gb",
+        "peak_memory_gb",
     ]
     value: Positive
     unit: Text
     baseline: Text | None = None
     scenario: Scenario | None = None
+    memory: MemorySetting | None = None
+    """For the memory metrics: the micro-batch and code path the measurement ran."""
     notes: Text | None = None
 
     def cited_sources(self) -> list[str]:
         return [self.source]
+
+    @model_validator(mode="after")
+    def _memory_metrics_have_their_setting(self) -> Result:
+        if self.metric.endswith("_memory_gb") and (self.memory is None or self.scenario is None):
+            raise ValueError(f"a {self.metric} result needs its scenario and memory setting")
+        return self
 
 
 class Deployment(Record, Dated):
