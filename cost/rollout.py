@@ -254,7 +254,7 @@ class RolloutExtras:
         )
 
 
-def _grids(
+def length_grids(
     batch: Batch, caps: FloatArray, segments: int
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Widths, survival and positions of the length grid per plan (plans x segments); plans
@@ -288,7 +288,7 @@ def rollout_stage(
     # A replica that cannot hold one sequence is infeasible (memory reports it); time it at 1.
     full = np.minimum(n, np.maximum(capacity, 1.0))
 
-    widths, survival, position = _grids(batch, decode_caps, overheads.length_segments)
+    widths, survival, position = length_grids(batch, decode_caps, overheads.length_segments)
     drain_batch = np.maximum(full[:, None] * survival, 1.0)
     drain_seconds, drain_hbm, drain_sent = model.drain(drain_batch, prompt + position, widths)
     drain_weights = widths * survival

@@ -212,6 +212,23 @@ def _print_offline_plans(result: dict[str, Any], fmt: str, summary: str) -> None
     )  # fmt: skip
 
 
+AGENTIC_ROWS = (
+    ("episodes_in_flight_per_engine", "episodes in flight", "{:.0f}"),
+    ("decode_batch", "decoding at once (mean)", "{:.1f}"),
+    ("kv_kept", "KV kept across turns", "{}"),
+    ("kv_held_gib", "KV held by waiting episodes, GiB per GPU", "{:.1f}"),
+    ("prefill_seconds", "prefill, s", "{:.1f}"),
+    ("gpu_work_seconds", "GPU work, s", "{:.1f}"),
+    ("environment_work_seconds", "environment pool work, s", "{:.1f}"),
+    ("episode_chain_seconds", "longest episode's chain, s", "{:.1f}"),
+    ("gpu_wait_seconds", "rollout time the GPUs wait, s", "{:.1f}"),
+)
+
+
+def _agentic_rows(parts: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(label, shown.format(parts[key])) for key, label, shown in AGENTIC_ROWS]
+
+
 def _print_best(result: dict[str, Any], fmt: str) -> None:
     best = result["plans"][0]
     total = sum(s["seconds"] for s in best["stages"]) or 1.0
@@ -260,6 +277,9 @@ def _print_best(result: dict[str, Any], fmt: str) -> None:
             fmt,
             title="assessment of plan 1 by model",
         )
+    if "agentic" in best:
+        print_rows(["term", "value"], _agentic_rows(best["agentic"]), fmt,
+                   title="agentic episodes of plan 1 (per rollout engine)")  # fmt: skip
     memory = [
         (pool, term, f"{gib:.1f}")
         for pool, terms in best["memory_breakdown_gib"].items()

@@ -34,6 +34,7 @@ from rlmguide.cost.plans import (
 from rlmguide.cost.units import GIB
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.schema import Framework, Offload
+from rlmguide.rules.agentic import agentic_notes
 from rlmguide.rules.engine import CompiledRule
 from rlmguide.rules.facts import STAGES, scenario_facts
 from rlmguide.rules.frameworks import (
@@ -1349,7 +1350,8 @@ def recommend(
         "rejected": [{"reason": k, "count": v} for k, v in (+search.rejected).most_common()],
         "plans": plans,
         "departure": _departure(costs, ranked, scores, ~off_policy, shown),
-        "notes": _move_notes(costs, time_order, ranked.rows[0]),
+        "notes": _move_notes(costs, time_order, ranked.rows[0])
+        + agentic_notes(costs, time_order, ranked.rows[0]),
         "off_policy_what_if": _off_policy(recommender, costs, off_policy, ranked.rows[0]),
         "resolution_notes": list(resolved.notes)
         + (

@@ -692,6 +692,12 @@ REFUSED_EXAMPLES = {
         "shared-actor-critic (plan.critic: shared)"
         for framework in ("verl", "openrlhf", "nemo-rl", "slime")
     },
+    # No mapping has the agent loop's keys yet: a launch would run one-turn responses.
+    **{
+        ("grpo-qwen3-32b-coding-agent-64xh100", framework): "workload.agent: the "
+        f"{framework} mapping has no keys for agentic episodes yet"
+        for framework in ("verl", "openrlhf", "nemo-rl", "slime")
+    },
 }
 
 

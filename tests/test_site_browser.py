@@ -288,7 +288,9 @@ def test_search_ranks_record_pages_above_sources(tab: Any, site_url: str) -> Non
     items.first.wait_for()
     pages = [a.get_attribute("href").split("?")[0].removeprefix(site_url) for a in items.all()]
     technique = pages.index("techniques/asynchronous-execution/")
-    assert technique < 2, pages[:5]
+    # Other records that say "async" (asynchronous environment stepping, AsyncFlow) may come
+    # first; a source page may not.
+    assert technique < 3, pages[:5]
     assert not any(p.startswith("sources/") for p in pages[:technique]), pages[:5]
 
 
