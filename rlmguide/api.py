@@ -246,13 +246,15 @@ def recommend(
     max_nodes: int | None = None,
     deadline: float | None = None,
     budget: float | None = None,
+    survey: bool = False,
 ) -> Recommendation:
     """Plans for the scenario, best first (`rlmguide recommend`).
 
     `framework` keeps the plans that framework runs; `what_if` adds what Table 9's
     configurations no framework runs would gain. `objective`, `max_nodes`, `deadline` (days)
     and `budget` search node counts too (the result's `sizing`). A mixed-accelerator cluster
-    is searched on each part and across parts (the result's `mixed`).
+    is searched on each part and across parts (the result's `mixed`). `survey` adds the
+    survey's idealised work, depth and memory to every plan (`survey_model`).
     """
     from rlmguide.rules.recommend import recommend as run
 
@@ -273,7 +275,25 @@ def recommend(
         recommender = _recommender(resolved, catalog, only=framework)
         with _failures():
             result = run(recommender, top, what_if)
+    if survey:
+        _add_survey(result, resolved)
     return Recommendation.model_validate(_finite(result))
+
+
+def _add_survey(result: dict[str, Any], resolved: Any) -> None:
+    """The survey block on every plan, each judged by its own scenario (on a mixed cluster,
+    the part or crossing of parts it runs on)."""
+    from rlmguide.survey_report import add_survey_model
+
+    if hasattr(resolved, "accelerator"):
+        add_survey_model(result, resolved)
+        return
+    from rlmguide.rules.mixed import option_resolved
+
+    def judged_by(plan: dict[str, Any]) -> Any:
+        return option_resolved(resolved, plan["parts"]["rollout"], plan["parts"]["train"])
+
+    add_survey_model(result, resolved, judged_by)
 
 
 def _whole(value: Any) -> bool:
@@ -385,9 +405,7 @@ def estimate(
         result = _finite(run(recommender, 1))
     result["chosen"] = chosen
     if survey:
-        from rlmguide.survey_report import add_survey_model
-
-        add_survey_model(result, resolved)
+        _add_survey(result, resolved)
     found = Estimate.model_validate(result)
     (plan_row,) = result["plans"]
     if not plan_row["feasible"]:

@@ -642,6 +642,13 @@ def emit_plans(found: Any, fmt: str, plot: Path | None) -> None:
         print_report(result, fmt)
 
 
+SURVEY_OPTION = click.option(
+    "--survey",
+    is_flag=True,
+    help="Also give the survey's idealised work, depth and memory per stage, per model and by "
+    "Table 9 configuration (arXiv:2608.27046), beside the calibrated seconds, for every plan.",
+)
+
 PLOT_OPTION = click.option(
     "--plot",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -706,6 +713,7 @@ def sizing_options(func: Callable) -> Callable:
 @format_option(("table", "json", "markdown"))
 @PLOT_OPTION
 @sizing_options
+@SURVEY_OPTION
 def recommend(
     scenario_file: Path | None,
     assignments: tuple[str, ...],
@@ -720,6 +728,7 @@ def recommend(
     max_nodes: int | None,
     deadline: float | None,
     budget: float | None,
+    survey: bool,
     **flags: Any,
 ) -> None:
     """Recommend placements, parallelism and execution modes for a scenario, best first.
@@ -748,7 +757,7 @@ def recommend(
     with _progress("searching plans"):
         found = api.recommend(scenario, top=top, framework=framework, what_if=what_if,
                               objective=objective, max_nodes=max_nodes, deadline=deadline,
-                              budget=budget)  # fmt: skip
+                              budget=budget, survey=survey)  # fmt: skip
     emit_plans(found, fmt, plot)
 
 
@@ -855,12 +864,7 @@ def review(
 @scenario_options
 @format_option(("table", "json", "markdown"))
 @PLOT_OPTION
-@click.option(
-    "--survey",
-    is_flag=True,
-    help="Also give the survey's idealised work, depth and memory per stage and by Table 9 "
-    "configuration (arXiv:2608.27046), beside the calibrated seconds.",
-)
+@SURVEY_OPTION
 def estimate(
     scenario_file: Path | None,
     assignments: tuple[str, ...],

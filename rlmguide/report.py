@@ -316,8 +316,9 @@ def _print_best(result: dict[str, Any], fmt: str) -> None:
         _print_off_policy(result["off_policy_what_if"], fmt)
     if "what_if" in result:
         _print_what_if(result["what_if"], fmt)
-    if "survey_model" in best:
-        print_survey(best["survey_model"], fmt)
+    for plan in result["plans"]:
+        if "survey_model" in plan:
+            print_survey(plan["survey_model"], fmt, plan["rank"])
     if "sizing" in result:
         print_sizing(result["sizing"], fmt)
     if "mixed" in result:

@@ -1,20 +1,21 @@
 """The page stating the survey's formulas (Tables 3-9, §3.7.1) as the cost core evaluates them.
 
-Every row comes from a `states` mark on a function of `cost.survey_model` or
-`cost.survey_iteration` (`cost.survey_formula.FORMULAS`): the formula, where the survey states
-and derives it, what this code reads into it, and the function that computes it.
+Every row comes from a `states` mark on a function of `cost.survey_model`,
+`cost.survey_assessment` or `cost.survey_iteration` (`cost.survey_formula.FORMULAS`): the
+formula, where the survey states and derives it, what this code reads into it, and the function
+that computes it.
 """
 
 from __future__ import annotations
 
-from rlmguide.cost import agentic, survey_iteration, survey_model
+from rlmguide.cost import agentic, survey_assessment, survey_iteration, survey_model
 from rlmguide.cost.survey_formula import FORMULAS, Formula
 from rlmguide.sitegen.mdtext import document, html, html_code, table
 from rlmguide.sitegen.pages import Index, Pages, sources_section
 
 FORMULAS_PAGE = "survey/formulas.md"
 SURVEY = "arxiv-2608.27046"
-MODULES = (survey_model, survey_iteration)
+MODULES = (survey_model, survey_assessment, survey_iteration)
 """The modules whose marks fill FORMULAS (importing them registers their formulas)."""
 GROUPS = {
     "Table 3": "Table 3: building blocks (§2.5, B.1)",
@@ -61,7 +62,7 @@ def formulas_page(ix: Index) -> str:
         ),
     ]
     where = ", ".join(GROUPS) + ", Appendix B, §7"
-    code = " and ".join(html_code(m.__name__) for m in MODULES)
+    code = ", ".join(html_code(m.__name__) for m in MODULES)
     return document(
         "# The survey's cost model, formula by formula",
         "The idealised work-depth-memory model of the survey (arXiv:2608.27046), as "
