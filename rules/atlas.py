@@ -70,8 +70,12 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("gpus", "BIGINT", "GPUs in the cluster (nodes x gpus_per_node)"),
     ("nodes", "BIGINT", "nodes of gpus_per_node GPUs"),
     ("algorithm_id", "VARCHAR", "algorithms.id (PPO: a critic of the policy's shape)"),
-    ("prompts_per_step", "BIGINT", "prompts per RL step (grown with the cluster: 8 responses "
-     "per GPU and optimizer step at least)"),
+    (
+        "prompts_per_step",
+        "BIGINT",
+        "prompts per RL step (grown with the cluster: 8 responses "
+        "per GPU and optimizer step at least)",
+    ),
     ("samples_per_prompt", "BIGINT", "responses per prompt (group size)"),
     ("response_tokens", "BIGINT", "mean response length, tokens (prompts 1,024; longest 16,384)"),
     ("feasible", "BOOLEAN", "false when no plan fits; `infeasible_reason` says why"),
@@ -92,8 +96,12 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("memory_gib_rollout", "DOUBLE", "predicted memory per GPU of the rollout pool, GiB"),
     ("memory_gib_train", "DOUBLE", "predicted memory per GPU of the training pool, GiB"),
     ("frameworks", "VARCHAR[]", "frameworks whose claims and constraints allow the plan"),
-    ("framework", "VARCHAR", "the first framework that launches the plan: released code, an "
-     "export mapping first, then the newest release"),
+    (
+        "framework",
+        "VARCHAR",
+        "the first framework that launches the plan: released code, an "
+        "export mapping first, then the newest release",
+    ),
     ("launchable_by", "VARCHAR[]", "released frameworks that run the plan, in that order"),
     ("candidates", "BIGINT", "plans the search costed"),
 )

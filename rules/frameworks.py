@@ -213,8 +213,6 @@ class Support:
         return by_pair, fails
 
 
-
-
 def _uses(env: Mapping[str, Any], size: int, level: str) -> dict[str, np.ndarray]:
     """Where the plans use each claimable feature, judged on the facts of `level`; kept in
     the env (as `_uses.<level>`) so that forty frameworks share one computation."""

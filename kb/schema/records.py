@@ -237,7 +237,9 @@ class Claim(Dated):
     @model_validator(mode="after")
     def _part_of_partial(self) -> Claim:
         if self.part is not None and self.support != "partial":
-            raise ValueError(f"part: only a partial claim names its part (this one is {self.support})")
+            raise ValueError(
+                f"part: only a partial claim names its part (this one is {self.support})"
+            )
         return self
 
 
