@@ -45,8 +45,8 @@ class ModelFigures:
     @classmethod
     def of(cls, arch: Architecture) -> ModelFigures:
         moe = arch.moe
-        sparse = arch.layers - moe.dense_layers if moe else 0
-        expert = float(sparse * moe.experts * arch.ffn_params(moe.expert_ffn)) if moe else 0.0
+        sparse = arch.moe_layer_count
+        expert = float(sparse * moe.experts * arch.routed_expert_params) if moe else 0.0
         if arch.mla:
             qk = arch.mla.qk_nope_head_dim + arch.mla.qk_rope_head_dim
             v = arch.mla.v_head_dim
@@ -56,7 +56,7 @@ class ModelFigures:
             latent = 0
         h, d = arch.hidden, arch.attention_head_dim
         attention_io = (h + arch.heads * qk) + 2 * (h + arch.kv_heads * d) + (arch.heads * v + h)
-        mlp_io = 3.0 * (h + arch.ffn)
+        mlp_io = 3.0 * (h + (arch.ffn or 0))
         shared_io = 3.0 * (h + moe.expert_ffn) * moe.shared_experts if moe else 0.0
         dense_layers = arch.dense_layer_count
         lora_width = arch.layers * attention_io + dense_layers * mlp_io + sparse * shared_io

@@ -23,8 +23,13 @@ class Overheads:
     with `max_num_batched_tokens` = 8192, verl's default; about a GiB for 7-70B models)."""
 
     max_seqs_per_replica: int = 1024
-    """Continuous-batching cap on concurrent sequences per engine: verl's rollout default
-    `max_num_seqs: 1024` (github-volcengine-verl)."""
+    """Continuous-batching cap on concurrent sequences per engine: vLLM's default for its LLM
+    class on GPUs of 70 GiB and more (vllm/engine/arg_utils.py get_batch_defaults at 0.12.0,
+    github-vllm-project-vllm). Exports write the plan's concurrency into the engine's own key
+    (verl's rollout.max_num_seqs, whose trainer YAML default is 256 at b178a3cd, the dataclass
+    1024; NeMo-RL's vllm_kwargs; slime's --sglang-max-running-requests); OpenRLHF has no key,
+    and its AsyncLLMEngine runs at vLLM's engine-context default (128 at 0.12.0 and 0.19.1),
+    below this cap."""
 
     decode_step_seconds: float = 4e-3
     """Host-side cost of one decode step (scheduling, sampling, CUDA-graph launch) that no GPU

@@ -63,7 +63,7 @@ class SurveyShape:
         return cls(
             layers=arch.layers,
             hidden=arch.hidden,
-            ffn=arch.ffn,
+            ffn=arch.ffn or (moe.expert_ffn if moe else 0),
             heads=arch.heads,
             vocab=arch.vocab,
             experts=moe.experts if moe else 1,

@@ -24,6 +24,10 @@ DIGEST = re.compile(r"[0-9a-f]{24}")
 planted name such as `../../x` can never become a path."""
 
 MAX_CACHE_FILE_BYTES = 256 * 1024 * 1024
+LOCK_WAIT_SECONDS = 600.0
+"""How long a run waits for another to finish building the cache (a cold build takes well
+under a minute alone, a few on a machine shared by many builds) before giving up."""
+LOCK_NOTICE_SECONDS = 2.0
 
 
 class CacheError(Exception):
@@ -32,6 +36,10 @@ class CacheError(Exception):
 
 class CacheMissing(CacheError):
     """The cache file does not exist yet: the ordinary cold start, built without a word."""
+
+
+class CacheLocked(OSError):
+    """Another process held the cache's build lock for longer than `LOCK_WAIT_SECONDS`."""
 
 
 def warn(message: str) -> None:
@@ -104,7 +112,6 @@ def build_lock(folder: Path) -> Iterator[None]:
 
     Without a lockable folder (read-only cache) it only yields: each run builds its own copy.
     """
-    import fcntl
 
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -113,10 +120,49 @@ def build_lock(folder: Path) -> Iterator[None]:
         yield
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        _acquire(fd, folder / ".lock")
+        # who holds it, for those who wait (read back as text by `holder`)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {' '.join(sys.argv)[:200]}\n".encode(errors="replace"), 0)
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def _acquire(fd: int, path: Path) -> None:
+    """Take the lock, waiting at most `LOCK_WAIT_SECONDS`: saying who holds it once the
+    wait is noticeable, and failing with who held it when the wait ends."""
+    import fcntl
+    import time
+
+    start = time.monotonic()
+    told = False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        waited = time.monotonic() - start
+        if waited > LOCK_WAIT_SECONDS:
+            raise CacheLocked(
+                f"the cache's build lock {path} was held for {waited:.0f} s by {holder(fd)}; "
+                "if that process is gone, delete the lock file"
+            )
+        if waited > LOCK_NOTICE_SECONDS and not told:
+            warn(f"waiting for {holder(fd)} to finish building the cache ({path})")
+            told = True
+        time.sleep(0.1)
+
+
+def holder(fd: int) -> str:
+    """Who holds the lock, as it wrote itself into the lock file (printable text only)."""
+    try:
+        text = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
+    except OSError:
+        text = ""
+    shown = "".join(c if c.isprintable() else "?" for c in text)
+    return f"process {shown}" if shown else "another process"
 
 
 def prune(folder: Path, pattern: str, keep: int, current: Path | None = None) -> None:

@@ -16,6 +16,7 @@ import duckdb
 from rlmguide.kb.cache import (
     CHECKSUM,
     CacheError,
+    CacheLocked,
     CacheMissing,
     build_lock,
     file_checksum,
@@ -98,26 +99,29 @@ def ensure_database(roots: Sequence[RecordRoot], derived: Derivation | None = No
     target = folder / f"kb-{_file_digest(digest, derived)}.duckdb"
     if _damage(target) is None:
         return target
-    with build_lock(folder):
-        damage = _damage(target)  # another run may have built it while this one waited
-        if damage is None:
-            return target
-        if damage != "missing":
-            warn(f"cache file {target} {damage}; rebuilding it")
-        catalog = _catalog(roots)
-        # Named by the bytes actually parsed: a record edited since `digest` was taken gives
-        # its own file instead of new content under the old name.
-        target = folder / f"kb-{_file_digest(catalog.digest, derived)}.duckdb"
-        if catalog.digest != digest and _damage(target) is None:
-            return target
-        from rlmguide.kb.store import build_file
+    try:
+        with build_lock(folder):
+            damage = _damage(target)  # another run may have built it while this one waited
+            if damage is None:
+                return target
+            if damage != "missing":
+                warn(f"cache file {target} {damage}; rebuilding it")
+            catalog = _catalog(roots)
+            # Named by the bytes actually parsed: a record edited since `digest` was taken gives
+            # its own file instead of new content under the old name.
+            target = folder / f"kb-{_file_digest(catalog.digest, derived)}.duckdb"
+            if catalog.digest != digest and _damage(target) is None:
+                return target
+            from rlmguide.kb.store import build_file
 
-        tables = derived.tables(roots) if derived is not None else []
-        try:
-            build_file(catalog, target, catalog.digest, checksum_file(target), tables)
-        except (OSError, duckdb.IOException) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
-            raise CacheUnwritable(f"cannot write the cache folder {folder}: {reason}") from None
+            tables = derived.tables(roots) if derived is not None else []
+            try:
+                build_file(catalog, target, catalog.digest, checksum_file(target), tables)
+            except (OSError, duckdb.IOException) as exc:
+                reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+                raise CacheUnwritable(f"cannot write the cache folder {folder}: {reason}") from None
+    except CacheLocked as exc:  # another build held the lock too long: say who
+        raise CacheUnwritable(str(exc)) from None
     prune(folder, "kb-*.duckdb", KEEP_OLD_FILES, target)
     for orphan in folder.glob("kb-*.duckdb.sum"):
         if not orphan.with_suffix("").exists():

@@ -67,8 +67,48 @@ RecordLoader.add_implicit_resolver(
 )
 
 
-def parse_yaml(text: str) -> object:
-    return yaml.load(text, Loader=RecordLoader)
+MAX_YAML_DEPTH = 64
+"""Nesting a YAML document may have (records nest 6 levels; deeper input is an attack on the
+recursive readers below: PyYAML's constructor, pydantic, JSON)."""
+MAX_YAML_VALUES = 1_000_000
+"""Values a document may hold, an alias counted each time it is used: "billion laughs" YAML
+(aliases of aliases) is a few lines that hold 10**9 values."""
+
+
+def parse_yaml(text: str, loader: type = RecordLoader) -> object:
+    """The document, or a one-line `yaml.YAMLError`: also for what PyYAML reports otherwise
+    (RecursionError on deep nesting, ValueError on an integer past 4,300 digits) and for
+    documents past `MAX_YAML_DEPTH` levels or `MAX_YAML_VALUES` values."""
+    try:
+        data = yaml.load(text, Loader=loader)  # callers pass safe loaders only
+    except RecursionError:
+        raise yaml.YAMLError(
+            f"nests deeper than the {MAX_YAML_DEPTH} levels a file may have"
+        ) from None
+    except ValueError as exc:  # int("9" * 5000): Python's limit on integer text
+        reason = str(exc).split(";")[0].split(":")[0].strip()
+        raise yaml.YAMLError(f"a value this reader refuses ({reason})") from None
+    _check_size(data)
+    return data
+
+
+def _check_size(data: object) -> None:
+    """Walk the document without recursion, counting values and levels."""
+    stack: list[tuple[object, int]] = [(data, 0)]
+    seen = 0
+    while stack:
+        node, depth = stack.pop()
+        seen += 1
+        if seen > MAX_YAML_VALUES:
+            raise yaml.YAMLError(
+                f"holds more than {MAX_YAML_VALUES:,} values (aliases of aliases?)"
+            )
+        if depth > MAX_YAML_DEPTH:
+            raise yaml.YAMLError(f"nests deeper than the {MAX_YAML_DEPTH} levels a file may have")
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend((v, depth + 1) for v in node)
 
 
 def yaml_problem(exc: yaml.YAMLError) -> tuple[str, str]:

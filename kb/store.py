@@ -251,6 +251,7 @@ def populate(
                 "recorded; NULL when as_of is",
             ),
             ("version", "VARCHAR", "the pinned commit, tag, release or paper version read"),
+            ("as_of_unknown", "VARCHAR", "why as_of is NULL: why the evidence has no date"),
         ],
         "The unit of fact: how far a framework supports a feature, with its source.",
         (
@@ -264,6 +265,7 @@ def populate(
                 c.as_of,
                 claim_stale(fw, c),
                 c.version,
+                c.as_of_unknown,
             ]
             for fw in sorted(frameworks, key=lambda r: r.id)
             for c in fw.claims

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 
 from rlmguide.kb.evidence import PINNED_SOURCE_TYPES, is_pinned
 from rlmguide.kb.load import Catalog, Problem
+from rlmguide.kb.model_names import model_slug, own_spellings
 from rlmguide.kb.schema import (
     Algorithm,
     Component,
@@ -198,6 +199,19 @@ def check_mappings(c: Checker) -> None:
             c.ref(mapping, f"launches[{i}].component", "component", launch.component)
 
 
+def check_model_names(c: Checker) -> None:
+    """One alias names one model: an alias another record also uses (as its id, name or alias)
+    would make `review` match a launch's model path to either."""
+    models = c.catalog.of("model")
+    owner = {s: mid for mid, record in models.items() for s in own_spellings(mid, record)}
+    for mid, record in models.items():
+        for i, alias in enumerate(getattr(record, "aliases", ())):
+            slug = model_slug(alias)
+            other = owner.setdefault(slug, mid)
+            if other != mid:
+                c.report(record, f"aliases[{i}]", f"alias {alias!r} ({slug}) also names {other!r}")
+
+
 def check_rules(c: Checker) -> None:
     for rule in c.catalog.of("rule").values():
         assert isinstance(rule, Rule)
@@ -259,6 +273,7 @@ CHECKS: tuple[Callable[[Checker], None], ...] = (
     check_deployments,
     check_constraints,
     check_mappings,
+    check_model_names,
     check_rules,
     check_directions,
     check_coverage,

@@ -78,6 +78,19 @@ class Interrupted(click.ClickException):
     exit_code = 130
 
 
+class FiniteRange(click.FloatRange):
+    """A number in a range, and a number at all: `nan` passes every comparison (so a range
+    alone lets it through) and would turn a limit off."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import math
+
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
 def format_option(choices: tuple[str, ...] = ROW_FORMATS) -> Callable[[Callable], Callable]:
     return click.option(
         "--format",
@@ -116,7 +129,7 @@ def limit_options(func: Callable) -> Callable:
         "--timeout",
         default=DEFAULT_SECONDS,
         show_default=True,
-        type=click.FloatRange(0.1, 3600),
+        type=FiniteRange(0.1, 3600),
         help="Seconds the query may run before it is stopped.",
     )(func)
 
@@ -194,9 +207,31 @@ def kind_of(name: str) -> str:
     raise BadInput(f"unknown kind {name!r}{suggestion(name, known)} (kinds: {', '.join(known)})")
 
 
+class OneLineUsage(click.UsageError):
+    """A usage error in one line, pointing at the command's help (click prints the usage, a
+    hint and the error on three or four)."""
+
+    def show(self, file: Any = None) -> None:
+        where = self.ctx.command_path if self.ctx is not None else "rlmguide"
+        click.echo(f"Error: {self.format_message()} (see `{where} --help`)", file=file, err=True)
+
+
+def _one_line(exc: click.UsageError) -> click.UsageError:
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):
+        return exc  # the help itself, asked for by giving nothing
+    message = " ".join(exc.format_message().split())
+    return OneLineUsage(message, exc.ctx)
+
+
 class InterruptibleGroup(click.Group):
     """Ctrl-C anywhere in a command exits 130 with one line (click's default says "Aborted!"
-    and exits 1, which scripts cannot tell from a failed request)."""
+    and exits 1, which scripts cannot tell from a failed request); usage errors are one line."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -205,6 +240,8 @@ class InterruptibleGroup(click.Group):
             raise Interrupted("interrupted") from None
         except RlmguideError as exc:  # the API's refusals (rlmguide.api), with their exit codes
             raise (BadInput if exc.exit_code == 2 else Failure)(str(exc)) from None
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
 
 
 @click.group(cls=InterruptibleGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -291,9 +328,18 @@ def db_path() -> None:
 )
 def db_export(parquet_dir: Path) -> None:
     """Export every table and view to Parquet files."""
+    import duckdb
+
     from rlmguide.kb.export import export
 
-    written = export(database(), parquet_dir, ("parquet",))
+    try:
+        parquet_dir.mkdir(parents=True, exist_ok=True)  # before a cold cache's build
+        written = export(database(), parquet_dir, ("parquet",))
+    except OSError as exc:
+        raise Failure(f"--parquet {parquet_dir}: cannot be written ({exc.strerror})") from None
+    except duckdb.Error as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise Failure(f"--parquet {parquet_dir}: cannot be written ({reason})") from None
     click.echo(f"wrote {len(written)} Parquet files to {parquet_dir}")
 
 
@@ -600,17 +646,21 @@ def _progress(message: str) -> Any:
 
 def emit_plans(found: Any, fmt: str, plot: Path | None) -> None:
     """An API result of plans (`results.Recommendation`) as the chosen format, and its plot."""
+    from rlmguide.kb.files import UnwritableFile
     from rlmguide.report import print_report
 
     result = found.model_dump(mode="json")
-    if plot is not None and "sizing" in result:
-        from rlmguide.runreport import draw_frontier
+    try:
+        if plot is not None and "sizing" in result:
+            from rlmguide.runreport import draw_frontier
 
-        draw_frontier(result["sizing"], plot)
-    elif plot is not None:
-        from rlmguide.timeline import draw
+            draw_frontier(result["sizing"], plot)
+        elif plot is not None:
+            from rlmguide.timeline import draw
 
-        draw(result["plans"], plot)
+            draw(result["plans"], plot)
+    except UnwritableFile as exc:
+        raise Failure(f"--plot {exc}") from None
     if fmt == "json":
         click.echo(dumps(result))
     else:
@@ -629,12 +679,12 @@ def sizing_options(func: Callable) -> Callable:
     """Search node counts too: the objective, the largest size, a deadline and a budget."""
     func = click.option(
         "--budget",
-        type=click.FloatRange(min=0, min_open=True),
+        type=FiniteRange(min=0, min_open=True),
         help="Largest run cost (in the price's currency); needs a price.",
     )(func)
     func = click.option(
         "--deadline",
-        type=click.FloatRange(min=0, min_open=True),
+        type=FiniteRange(min=0, min_open=True),
         metavar="DAYS",
         help="Longest run in days; needs workload.steps (or a sample or token budget).",
     )(func)
@@ -773,6 +823,7 @@ def export(
     Example: rlmguide export examples/grpo-qwen2.5-7b-8xh100.yaml --framework verl
     """
     from rlmguide import api
+    from rlmguide.kb.files import UnwritableFile, write_output
 
     scenario = load_scenario(scenario_file, flags, assignments, deployment)
     with _progress("searching plans"):
@@ -781,9 +832,11 @@ def export(
     if out is None:
         click.echo(text, nl=fmt == "json")
         return
-    out.write_text(text + ("\n" if fmt == "json" else ""))
-    if fmt == "script":
-        out.chmod(0o755)
+    data = (text + ("\n" if fmt == "json" else "")).encode()
+    try:
+        write_output(out, data, executable=fmt == "script")
+    except UnwritableFile as exc:
+        raise Failure(f"--out {exc}") from None
 
 
 @cli.command()
@@ -882,7 +935,7 @@ def site_build(out: Path | None) -> None:
 
     try:
         target = sitebuild.build(out) if out else sitebuild.build()
-    except sitebuild.OutputFolderError as exc:
+    except (sitebuild.OutputFolderError, sitebuild.SiteUrlError) as exc:
         raise BadInput(str(exc)) from None
     except Exception as exc:  # mkdocs reports strict-mode warnings as an Abort
         raise Failure(f"site build failed: {exc}") from None
@@ -901,7 +954,10 @@ def site_serve(port: int) -> None:
     """Serve the site locally with live rebuilds (127.0.0.1 only)."""
     from rlmguide.sitegen import sitebuild
 
-    sitebuild.serve(port)
+    try:
+        sitebuild.serve(port)
+    except sitebuild.SiteUrlError as exc:
+        raise BadInput(str(exc)) from None
 
 
 @cli.command()
@@ -946,11 +1002,17 @@ def schema(kind: str | None, out: Path | None) -> None:
         kind = kind_of(kind)
     chosen = {kind: models[kind]} if kind else models
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        for name, model in chosen.items():
-            (out / f"{name}.schema.json").write_text(
-                json.dumps(_json_schema(name, model), indent=2) + "\n"
-            )
+        from rlmguide.kb.files import UnwritableFile, write_output
+
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            for name, model in chosen.items():
+                text = json.dumps(_json_schema(name, model), indent=2) + "\n"
+                write_output(out / f"{name}.schema.json", text.encode())
+        except OSError as exc:
+            raise Failure(f"--out {out}: cannot be written ({exc.strerror})") from None
+        except UnwritableFile as exc:
+            raise Failure(f"--out {exc}") from None
         click.echo(f"wrote {len(chosen)} schema file(s) to {out}")
         return
     document = {n: _json_schema(n, m) for n, m in chosen.items()}

@@ -10,6 +10,7 @@ import difflib
 import io
 import json
 import math
+import re
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -89,6 +90,19 @@ def cell(value: Any) -> str:
     return str(plain(value))
 
 
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Characters a terminal acts on instead of showing: C0 and C1 controls (ESC starts colour,
+cursor and title sequences; BEL rings), and the bidirectional overrides that reorder what is
+shown. Tab and newline stay."""
+
+
+def visible(text: str) -> str:
+    """`text` for a terminal: each control character written as its escape (`\\x1b`), so a
+    value shows what it holds and cannot drive the terminal. Data formats (JSON, CSV) keep
+    values as they are."""
+    return CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def to_json(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return dumps([dict(zip(columns, row, strict=True)) for row in rows])
 
@@ -103,7 +117,7 @@ def to_csv(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def to_markdown(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     def esc(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
+        return visible(text).replace("|", "\\|").replace("\n", " ")
 
     lines = ["| " + " | ".join(esc(c) for c in columns) + " |"]
     lines.append("|" + "|".join(" --- " for _ in columns) + "|")
@@ -129,11 +143,15 @@ def print_rows(
 
         # Every piece of record or query text goes in as a Text, never as a markup string:
         # a note saying "LoRA via [lora]" must print as written, and "[/]" must not crash.
-        table = Table(title=Text(title) if title else None, show_lines=False, header_style="bold")
+        table = Table(
+            title=Text(visible(title)) if title else None, show_lines=False, header_style="bold"
+        )
         for name in columns:
-            table.add_column(Text(name), overflow="fold")
+            table.add_column(Text(visible(name)), overflow="fold")
         for row in rows:
-            table.add_row(*(Text(cell(v)) if v is not None else Text("null", "dim") for v in row))
+            table.add_row(
+                *(Text(visible(cell(v))) if v is not None else Text("null", "dim") for v in row)
+            )
         console = Console()
         if not console.is_terminal:
             # piped output has no width to fit; rich's 80-column default would fold every cell

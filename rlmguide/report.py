@@ -152,12 +152,13 @@ def _print_research(found: list[dict[str, Any]], fmt: str) -> None:
     )
 
 
-def print_report(result: dict[str, Any], fmt: str) -> None:
+def print_report(result: dict[str, Any], fmt: str, timing: bool = True) -> None:
+    """The recommendation as tables; `timing` adds the search's wall time, which differs from
+    run to run (for the terminal, never for a page or a file that should repeat its bytes)."""
     search = result["search"]
-    summary = (
-        f"{search['candidates']:,} candidate plans, {search['feasible']:,} feasible, "
-        f"searched in {search['seconds']:.2f} s"
-    )
+    summary = f"{search['candidates']:,} candidate plans, {search['feasible']:,} feasible"
+    if timing:
+        summary += f", searched in {search['seconds']:.2f} s"
     if result["plans"][0].get("offline"):
         _print_offline_plans(result, fmt, summary)
     else:

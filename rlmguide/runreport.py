@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from rlmguide.formats import print_rows
-from rlmguide.sitegen.svgplot import save
 
 LABELS = {
     "run_days": "run days",
@@ -172,4 +171,6 @@ def frontier_figure(sizing: Mapping[str, Any]) -> Any:
 
 def draw_frontier(sizing: Mapping[str, Any], path: Path) -> None:
     """The frontier figure into an SVG or PNG file."""
-    save(frontier_figure(sizing), path, path.suffix.lstrip(".").lower() or "svg")
+    from rlmguide.timeline import write_figure
+
+    write_figure(frontier_figure(sizing), path)

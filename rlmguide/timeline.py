@@ -74,6 +74,21 @@ def draw_axes(ax: Any, plans: Sequence[Mapping[str, Any]]) -> None:
     ax.set_title("Stages per GPU pool over one step")
 
 
+def write_figure(fig: Any, path: Path) -> None:
+    """`fig` into the file the user named, as SVG or PNG by its suffix (kb.files guards the
+    write: a FIFO, a full disk or a missing folder is one line, never a hang)."""
+    import io
+
+    from rlmguide.kb.files import UnwritableFile, write_output
+
+    fmt = path.suffix.lstrip(".").lower() or "svg"
+    if fmt not in ("svg", "png"):
+        raise UnwritableFile(f"{path}: name an .svg or .png file")
+    buffer = io.BytesIO()
+    save(fig, buffer, fmt)
+    write_output(path, buffer.getvalue())
+
+
 def draw(plans: Sequence[Mapping[str, Any]], path: Path) -> None:
     """Write the timelines of `plans` (best first) to an SVG or PNG file."""
     import matplotlib
@@ -85,4 +100,4 @@ def draw(plans: Sequence[Mapping[str, Any]], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(10, 0.6 * lanes_count + 1.5))
     draw_axes(ax, plans)
     fig.tight_layout()
-    save(fig, path, path.suffix.lstrip(".").lower() or "svg")
+    write_figure(fig, path)

@@ -34,7 +34,7 @@ from rlmguide.kb.schema import (
     Reward,
     Scenario,
 )
-from rlmguide.kb.schema.bounds import out_of_bounds
+from rlmguide.kb.schema.bounds import boolean_numbers, out_of_bounds
 
 RACK_SCALE = 8
 """Scale-up domains larger than an 8-GPU board span several nodes (NVL72 racks of trays)."""
@@ -131,7 +131,7 @@ def parse_assignment(dotted: str, value: str) -> tuple[list[str], Any]:
     if not all(parts):
         raise InputError(f"--set {dotted}: a path is field names joined by dots: plan.train.tp")
     try:
-        return parts, yaml.safe_load(value)
+        return parts, parse_yaml(value, yaml.SafeLoader)
     except yaml.YAMLError as exc:
         reason = yaml_problem(exc)[1]
         raise InputError(f"--set {dotted}: malformed value {value!r}: {reason}") from None
@@ -153,7 +153,7 @@ def parse_scenario(data: Any, origin: str = "scenario") -> Scenario:
         raise InputError(
             f"{origin}: {format_location(first['loc'])}: {describe(first)}{tail}"
         ) from None
-    if problem := out_of_bounds(scenario):
+    if problem := boolean_numbers(scenario, data) or out_of_bounds(scenario):
         raise InputError(f"{origin}: {problem}")
     return scenario
 
@@ -170,14 +170,19 @@ def _architecture(
     value: str | InlineModel, models: Mapping[str, Record], field: str
 ) -> Architecture:
     if isinstance(value, InlineModel):
-        return value
-    record: Model = _lookup(models, value, field, "model")  # type: ignore[assignment]
-    if record.architecture is None:
-        # Open weights whose configuration was not read say so: "unpublished" would be wrong.
-        unread = "no architecture read at a pinned version"
-        what = unread if record.architecture_absent else "no published architecture"
-        raise InputError(f"{field}: {value} has {what}, so it cannot be costed")
-    return record.architecture
+        architecture: Architecture = value
+    else:
+        record: Model = _lookup(models, value, field, "model")  # type: ignore[assignment]
+        if record.architecture is None:
+            # Open weights whose configuration was not read say so: "unpublished" is wrong.
+            unread = "no architecture read at a pinned version"
+            what = unread if record.architecture_absent else "no published architecture"
+            raise InputError(f"{field}: {value} has {what}, so it cannot be costed")
+        architecture = record.architecture
+    if gap := architecture.costing_gap:
+        shown = value if isinstance(value, str) else "the inline model"
+        raise InputError(f"{field}: {shown} {gap}")
+    return architecture
 
 
 def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> Resolved:

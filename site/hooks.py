@@ -31,6 +31,18 @@ def _sitebuild() -> ModuleType:
     return sitebuild
 
 
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    """The site address goes into every page: refuse one that is not a plain http(s) address
+    (`rlmguide site build` checks RLMGUIDE_SITE_URL first; this covers `mkdocs build`)."""
+    sitebuild = _sitebuild()
+    if config.site_url:
+        try:
+            config.site_url = sitebuild.checked_site_url(config.site_url, "site_url")
+        except sitebuild.SiteUrlError as exc:
+            raise PluginError(str(exc)) from None
+    return config
+
+
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     sitebuild = _sitebuild()
     try:

@@ -213,6 +213,20 @@ def _same_type(value: Any, declared: Any) -> bool:
     return type(value) is type(declared)
 
 
+DAPO_RECIPE_KEYS = {
+    # the keys recipe/dapo/config/dapo_trainer.yaml (and dapo_megatron_trainer.yaml) add to verl's
+    # trainer config at verl-recipe 21892b92 (the submodule commit of verl b178a3cd), with their
+    # defaults there, read by hand
+    "data.gen_batch_size": "${data.train_batch_size}",
+    "reward_model.overlong_buffer.enable": False,
+    "reward_model.overlong_buffer.len": 0,
+    "reward_model.overlong_buffer.penalty_factor": 0.0,
+    "algorithm.filter_groups.enable": False,
+    "algorithm.filter_groups.metric": None,
+    "algorithm.filter_groups.max_num_gen_batches": 0,
+}
+
+
 def verl_schema_for(done: Exported) -> dict[str, Any]:
     megatron = done.backend == "megatron-lm"
     schema = dict(
@@ -235,10 +249,20 @@ def test_every_verl_key_exists_in_verl_config_with_its_type(record_id: str) -> N
         if arg.key.startswith("+"):
             # an added key (Hydra's `+`) is new, under a mapping of the schema: an empty one or
             # an open dict such as override_transformer_config, whose given keys it joins
-            parent = arg.key[1:].rsplit(".", 1)[0]
+            # (Hydra creates missing levels: the nearest existing ancestor must be a mapping)
             assert arg.key[1:] not in schema, f"{arg.key} exists: `+` would fail"
+            parent = arg.key[1:].rsplit(".", 1)[0]
+
+            def known(name: str) -> bool:
+                return name in schema or any(k.startswith(f"{name}.") for k in schema)
+
+            while "." in parent and not known(parent):
+                parent = parent.rsplit(".", 1)[0]
             mapping = schema.get(parent) == {} or any(k.startswith(f"{parent}.") for k in schema)
             assert mapping, f"{arg.key}: {parent} is not a mapping"
+            continue
+        if done.launch.algorithms and arg.key in DAPO_RECIPE_KEYS:
+            assert _same_type(arg.value, DAPO_RECIPE_KEYS[arg.key]), arg.key
             continue
         assert arg.key in schema, f"{arg.key} is not a key of verl's trainer config"
         if arg.value is not None and not arg.key.endswith(("model.path", "train_files")):

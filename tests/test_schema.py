@@ -85,7 +85,14 @@ def test_kv_heads_must_divide_heads() -> None:
 
 
 def test_a_feature_is_claimed_once() -> None:
-    claim = dict(feature="grpo", support="yes", source="s", checked="2026-12-02", as_of=None)
+    claim = dict(
+        feature="grpo",
+        support="yes",
+        source="s",
+        checked="2026-12-02",
+        as_of=None,
+        as_of_unknown="x",
+    )
     with pytest.raises(ValidationError, match="claimed twice"):
         Framework(
             id="f", name="f", type="library", description="d", sources=["s"], claims=[claim, claim]

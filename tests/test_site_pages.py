@@ -464,6 +464,7 @@ def test_catalog_tables_have_derived_figures(real: tuple[Catalog, dict[str, str]
     row = row_of(pages[site.index_of("model")], model.name)
     assert f"<td>{model.kv_bytes_per_token / 1024:.4g}</td>" in row
     assert "KV cache per token, bf16" in pages["models/deepseek-v3.md"]
+    assert "deepseek-ai/DeepSeek-V3.1" in row_of(pages["models/deepseek-v3.md"], "Also known as")
     # A model without an architecture says why: unpublished, or open but not read at a pin.
     assert "Its architecture is not published" in pages["models/openai-o1.md"]
     dapo = pages["models/dapo-qwen-32b.md"]

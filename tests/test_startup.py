@@ -222,3 +222,156 @@ def test_slime_keeps_the_sglang_expert_group_inside_its_engine() -> None:
     assert tripped([record], {"plan.rollout.ep": 3, "plan.rollout.tp": 4})
     plan = _export(_scenario({}, policy="qwen3-30b-a3b"), "slime").plan["rollout"]
     assert plan["ep"] <= plan["tp"] and plan["tp"] % plan["ep"] == 0
+
+
+# -- the engine's memory and the training micro-batch in the frameworks' units -----------------
+
+PLAN = {
+    "rollout": {"memory_fraction": 0.7005},
+    "train": {"micro_batch_tokens": 14866},
+    "memory_breakdown_gib": {
+        "rollout": {"weights": 3.5, "kv_cache": 17.5, "workspace": 1.0, "trainer_state": 16.0}
+    },
+    "rollout_concurrency": 512,
+}
+
+
+def test_engine_fraction_in_each_engines_unit_by_hand() -> None:
+    from rlmguide.export.startup import engine_fraction
+
+    # vLLM: a share of the whole HBM, as the plan's budget is
+    assert engine_fraction(PLAN, 80.0, "vllm") == 0.700
+    # SGLang: weights and KV over the memory free when it starts (80 - 16 resident):
+    # (0.7005 x 80 - 1 workspace) / 64 = 0.8600 -> 0.860
+    assert engine_fraction(PLAN, 80.0, "sglang") == 0.860
+    # never below what the weights, workspace and KV take: (3.5 + 17.5 + 1) / 80 = 0.275
+    small = {**PLAN, "rollout": {"memory_fraction": 0.1}}
+    assert engine_fraction(small, 80.0, "vllm") == 0.275
+    assert engine_fraction({"rollout": None}, 80.0, "vllm") is None
+
+
+def test_micro_batch_in_whole_per_gpu_budgets_by_hand() -> None:
+    from rlmguide.export.startup import micro_batch
+
+    facts = {"plan.train.cp": 2, "plan.train.tp": 2, "workload.sequence_tokens": 5120}
+    # 14866 down to a multiple of cp x tp = 4: 14864; 14866 // 5120 = 2 whole sequences
+    assert micro_batch(PLAN, facts) == {
+        "launch.micro_batch_tokens": 14864,
+        "launch.micro_batch_sequences": 2,
+        "launch.cp_tp": 4,
+    }
+    # rounding down would fall below the longest sequence, which verl asserts: round up
+    tight = {"train": {"micro_batch_tokens": 5121}}
+    facts = {"plan.train.cp": 4, "plan.train.tp": 1, "workload.sequence_tokens": 5121}
+    assert micro_batch(tight, facts)["launch.micro_batch_tokens"] == 5124
+
+
+def test_vllm_refuses_a_fraction_the_resident_trainer_leaves_no_room_for() -> None:
+    check = _check("vllm-memory-utilization-fits-free-memory")
+    facts = {"cluster.memory_gib": 80.0, "launch.resident_gib": 16.0}
+    assert not tripped([check], {**facts, "launch.engine_memory_fraction": 0.7})
+    assert tripped([check], {**facts, "launch.engine_memory_fraction": 0.9})
+
+
+SMALL = _scenario({}, steps=100)
+
+
+@pytest.mark.parametrize(
+    ("framework", "fraction", "budget", "per_gpu_of"),
+    [
+        ("verl", "actor_rollout_ref.rollout.gpu_memory_utilization",
+         "actor_rollout_ref.actor.ppo_max_token_len_per_gpu", "cp"),
+        ("openrlhf", "vllm.gpu_memory_utilization", "train.max_tokens_per_gpu", "cp_tp"),
+        ("nemo-rl", "policy.generation.vllm_cfg.gpu_memory_utilization",
+         "policy.sequence_packing.train_mb_tokens", None),
+        ("slime", "sglang-mem-fraction-static", "max-tokens-per-gpu", "cp"),
+    ],
+)  # fmt: skip
+def test_every_export_writes_the_engine_memory_and_micro_batch_the_plan_assumed(
+    framework: str, fraction: str, budget: str, per_gpu_of: str | None
+) -> None:
+    from rlmguide.export.startup import engine_fraction
+
+    done = _export(SMALL, framework)
+    written = {a.key: a.value for a in done.arguments}
+    plan, train = done.plan, done.plan["train"]
+    hbm = 80.0  # h100-sxm-80gb
+    assert written[fraction] == engine_fraction(plan, hbm, done.engine or "")
+    group = {"cp": train["cp"], "cp_tp": train["cp"] * train["tp"], None: 1}[per_gpu_of]
+    tokens = written[budget] * group
+    longest = 1024 + 8192
+    assert longest <= tokens <= max(train["micro_batch_tokens"], longest + group - 1)
+
+
+# -- algorithms as the frameworks run them -----------------------------------------------------
+
+DAPO = _scenario({}, algorithm="dapo", max_response_tokens=20480, steps=200)
+DAPO["run"] = {"oversampling": 1.5}
+
+
+def _words(framework: str, data: dict[str, Any] = DAPO) -> dict[str, Any]:
+    return {a.key: a.value for a in _export(data, framework).arguments}
+
+
+def test_verl_runs_dapo_through_its_recipe_trainer() -> None:
+    done = _export(DAPO, "verl")
+    assert done.launch.command == "python3 -m recipe.dapo.main_dapo"
+    words = {a.key: a.value for a in done.arguments}
+    # 1.5 x 256 prompts per generation batch; the last fifth of 20,480 tokens punished
+    assert words["data.gen_batch_size"] == 384
+    assert words["algorithm.filter_groups.enable"] is True
+    assert words["reward_model.overlong_buffer.len"] == 4096
+    assert words["actor_rollout_ref.actor.clip_ratio_high"] == 0.28
+    assert words["trainer.total_training_steps"] == 200
+
+
+def test_dapo_one_step_off_on_verl_does_not_bill_an_oversampling_it_does_not_run() -> None:
+    plan = {"placement": "disaggregated", "execution": "one-step-off"}
+    with pytest.raises(NotExpressible, match="without dynamic sampling"):
+        _export({**DAPO, "plan": plan}, "verl")
+    unbilled = {k: v for k, v in DAPO.items() if k != "run"}
+    words = _words("verl", {**unbilled, "plan": plan})
+    assert words["reward_model.reward_manager"] == "dapo"
+    assert words["+reward_model.reward_kwargs.overlong_buffer_cfg.len"] == 4096
+
+
+@pytest.mark.parametrize(
+    ("framework", "refill", "clip"),
+    [
+        ("openrlhf", ("algo.dynamic_filtering_enable", True),
+         ("actor.eps_clip_low_high", [0.2, 0.28])),
+        ("nemo-rl", ("grpo.batch_multiplier", 1.5), ("loss_fn.ratio_clip_max", 0.28)),
+        ("slime", ("over-sampling-batch-size", 384), ("eps-clip-high", 0.28)),
+    ],
+)  # fmt: skip
+def test_dapo_refills_and_clips_higher_on_every_framework(
+    framework: str, refill: tuple[str, Any], clip: tuple[str, Any]
+) -> None:
+    words = _words(framework)
+    assert words[refill[0]] == refill[1]
+    assert words[clip[0]] == clip[1]
+
+
+def test_openrlhf_writes_a_two_valued_flag_as_two_words() -> None:
+    text = script(_export(DAPO, "openrlhf"), "test", "qwen2.5-7b")
+    assert "--actor.eps_clip_low_high 0.2 0.28 \\" in text
+
+
+@pytest.mark.parametrize(
+    ("framework", "key"),
+    [
+        ("verl", "actor_rollout_ref.actor.kl_loss_coef"),
+        ("openrlhf", "algo.kl.init_coef"),
+        ("nemo-rl", "loss_fn.reference_policy_kl_penalty"),
+        ("slime", "kl-loss-coef"),
+    ],
+)
+def test_a_kl_loss_comes_with_its_coefficient(framework: str, key: str) -> None:
+    words = _words(framework, _scenario({}))  # GRPO keeps a reference
+    assert words[key] == 0.001
+
+
+def test_verl_asks_for_the_validation_data_it_loads_before_training() -> None:
+    done = _export(_scenario({}), "verl")
+    assert {a.key: a.value for a in done.arguments}["data.val_files"] == "${VAL_DATA}"
+    assert ': "${VAL_DATA:?' in script(done, "test", "qwen2.5-7b")

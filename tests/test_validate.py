@@ -100,6 +100,13 @@ CASES = [
     ),
     (
         "frameworks/fw-one.yaml",
+        "as_of: 2026-01-10",
+        "as_of: null",
+        "frameworks/fw-one.yaml: claims[2]: as_of is null: say in as_of_unknown why the "
+        "evidence has no date",
+    ),
+    (
+        "frameworks/fw-one.yaml",
         "source: repo-b}",
         "source: repo-z}",
         "frameworks/fw-one.yaml: latest_release.source: unknown source 'repo-z'",
@@ -358,3 +365,20 @@ def test_citing_the_survey_without_a_locator_is_a_warning(fixture_kb: Path) -> N
         "arxiv-2608.27046]\nlocators: {arxiv-2608.27046: '§3.2'}",
     )
     assert not any("cites the survey" in p for p in problems(fixture_kb, severity="warning"))
+
+
+def test_an_alias_names_one_model(fixture_kb: Path) -> None:
+    models = fixture_kb / "models"
+    twin = (models / "model-7b.yaml").read_text().replace("id: model-7b", "id: model-7b-twin")
+    twin = twin.replace("name: Model 7B (Qwen2.5-7B shape)", "name: Twin")
+    (models / "model-7b-twin.yaml").write_text(twin + "aliases: [Org/Twin-Instruct]\n")
+    edit(fixture_kb, "models/model-7b.yaml", "family: fixture", "family: fixture\naliases: [x]")
+    assert problems(fixture_kb) == []
+    # The same slug (a variant suffix and an organisation apart) on another record is an error,
+    # and so is another record's own id taken as an alias.
+    edit(fixture_kb, "models/model-7b.yaml", "aliases: [x]", "aliases: [twin, model_7b_twin]")
+    assert problems(fixture_kb) == [
+        "models/model-7b.yaml: aliases[0]: alias 'twin' (twin) also names 'model-7b-twin'",
+        "models/model-7b.yaml: aliases[1]: alias 'model_7b_twin' (model-7b-twin) also names "
+        "'model-7b-twin'",
+    ]

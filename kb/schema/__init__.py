@@ -50,8 +50,11 @@ from rlmguide.kb.schema.scenario import (
 from rlmguide.kb.schema.specs import (
     AcceleratorFigures,
     Architecture,
+    LinearAttention,
     MixtureOfExperts,
     MultiHeadLatent,
+    SparseAttention,
+    VisionTower,
 )
 
 __all__ = [
@@ -74,6 +77,7 @@ __all__ = [
     "InlineAccelerator",
     "InlineModel",
     "Launch",
+    "LinearAttention",
     "Mapping",
     "MappingEntry",
     "MixtureOfExperts",
@@ -95,7 +99,9 @@ __all__ = [
     "Run",
     "Scenario",
     "Source",
+    "SparseAttention",
     "Technique",
     "TrainPlan",
+    "VisionTower",
     "Workload",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -97,6 +98,29 @@ def _shown(number: float) -> str:
         # past a float's range (10**400) and past what str() converts (4,300 digits)
         return f"a {round(number.bit_length() * math.log10(2))}-digit number"
     return f"{number:,}" if isinstance(number, int) else f"{number:g}"
+
+
+def _given(data: Any, path: str) -> Any:
+    """The value at `path` (`cluster.parts[1].nodes`) of the mapping a scenario was read from."""
+    for part in re.split(r"\.|(?=\[)", path):
+        if part.startswith("[") and isinstance(data, list):
+            index = int(part[1:-1])
+            data = data[index] if index < len(data) else None
+        elif isinstance(data, dict):
+            data = data.get(part)
+        else:
+            return None
+    return data
+
+
+def boolean_numbers(scenario: BaseModel, data: Any) -> str | None:
+    """The first number of a validated scenario that was written as a boolean: pydantic's lax
+    mode reads `nodes: true` as 1, but a boolean is never a count or a size."""
+    for path, _ in _numbers(scenario, ""):
+        given = _given(data, path)
+        if isinstance(given, bool):
+            return f"{path}: {str(given).lower()} is a boolean, not a number"
+    return None
 
 
 def out_of_bounds(scenario: BaseModel) -> str | None:

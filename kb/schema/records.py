@@ -33,8 +33,12 @@ from rlmguide.kb.schema.scenario import Currency, Execution, Placement, Scenario
 from rlmguide.kb.schema.specs import (
     AcceleratorFigures,
     Architecture,
+    LayerKind,
+    LinearAttention,
     MixtureOfExperts,
     MultiHeadLatent,
+    SparseAttention,
+    VisionTower,
 )
 
 Commit = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")]
@@ -199,11 +203,16 @@ class Dated(Strict):
     """The date of the evidence itself: the commit date of the pinned version for code or docs
     read from a repository, the release or publication date of a docs or paper version; null
     when it is not known. Required (even as null) so that no record leaves it out by accident."""
+    as_of_unknown: Text | None = None
+    """Why as_of is null: what the evidence is and why its date could not be read (a commit of
+    a repository too large to fetch, a journal issue dated by volume and number)."""
 
     @model_validator(mode="after")
     def _evidence_before_reading(self) -> Dated:
         if self.as_of is not None and self.as_of > self.checked:
             raise ValueError(f"as_of {self.as_of} is after checked {self.checked}")
+        if self.as_of is not None and self.as_of_unknown is not None:
+            raise ValueError("as_of_unknown is for a null as_of")
         return self
 
 
@@ -270,6 +279,12 @@ class Availability(Dated):
             raise ValueError("partial-code: say which part is public (part)")
         if self.status != "partial-code" and self.part is not None:
             raise ValueError(f"part: only partial-code availability names a part ({self.status})")
+        return self
+
+    @model_validator(mode="after")
+    def _undated_says_why(self) -> Claim:
+        if self.as_of is None and self.as_of_unknown is None:
+            raise ValueError("as_of is null: say in as_of_unknown why the evidence has no date")
         return self
 
 
@@ -412,6 +427,10 @@ class Model(Record, Cited):
     kind: ClassVar[str] = "model"
     name: Text
     family: Text
+    aliases: list[Text] = []
+    """Other names launches use for this architecture: Hugging Face ids (`Qwen/Qwen2-7B-Instruct`),
+    variants of the same shapes (-Instruct, -Base, -Thinking, fine-tunes such as Tulu 3) and local
+    folder names. `review` matches a model path by these; one alias names one record."""
     organisation: Text | None = None
     released: Text | None = None
     access: Literal["open", "closed", "mixed"] = "open"
@@ -426,7 +445,8 @@ class Model(Record, Cited):
     """The post-training signal as published ("PPO-like: SFT, reward model, PPO")."""
     architecture_absent: Text | None = None
     """Why an open model carries no architecture: its weights are published but no
-    configuration was found at a pinned version (the shapes are never guessed)."""
+    configuration was found at a pinned version, or its configuration uses parts the
+    architecture schema does not describe yet (the shapes are never guessed)."""
     # The architecture (kb.schema.specs.Architecture), all or nothing: given, it is checked as
     # one and the derived figures below follow from it.
     layers: PositiveInt | None = None
@@ -442,6 +462,15 @@ class Model(Record, Cited):
     qkv_bias: bool = False
     mla: MultiHeadLatent | None = None
     moe: MixtureOfExperts | None = None
+    layer_pattern: list[LayerKind] | None = None
+    sliding_window: PositiveInt | None = None
+    linear: LinearAttention | None = None
+    sparse: SparseAttention | None = None
+    attention_output_gate: bool = False
+    mtp_layers: NonNegativeInt = 0
+    vision: VisionTower | None = None
+    """The vision encoder of a vision-language model (its vision_config). The architecture
+    above is the language tower, which the planner costs; the encoder's share is stated."""
     _architecture: Architecture | None = PrivateAttr(None)
 
     @model_validator(mode="after")
@@ -500,8 +529,49 @@ class Model(Record, Cited):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def kv_bytes_per_token(self) -> int | None:
-        """KV-cache bytes per token over all layers in bf16 (MLA caches the latent + RoPE key)."""
+        """KV-cache bytes per token in bf16 of the layers that cache every token (full and
+        sparse attention; MLA caches the latent + RoPE key)."""
         return self._architecture.kv_bytes_per_token if self._architecture else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def layer_mix(self) -> str | None:
+        """How many layers of each kind (`36 linear + 12 full`)."""
+        return self._architecture.layer_mix if self._architecture else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def window_kv_bytes_per_token(self) -> int | None:
+        """KV-cache bytes per token in bf16 of the sliding-window layers (at most
+        sliding_window tokens)."""
+        return self._architecture.window_kv_bytes_per_token if self._architecture else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def state_bytes_per_sequence(self) -> int | None:
+        """Bytes in bf16 the linear layers keep per sequence, whatever its length."""
+        return self._architecture.state_bytes_per_sequence if self._architecture else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def costing_gap(self) -> str | None:
+        """Why the planner cannot cost this model yet; null when it can (or has no
+        architecture: see architecture_absent)."""
+        return self._architecture.costing_gap if self._architecture else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def vision_params(self) -> int | None:
+        """Weights of the vision encoder's blocks (a vision-language model only)."""
+        return self.vision.params if self.vision else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def vision_share(self) -> float | None:
+        """The vision encoder's share of all weights (encoder blocks and language tower)."""
+        if self.vision is None or self._architecture is None:
+            return None
+        return self.vision.params / (self.vision.params + self._architecture.params_total)
 
 
 class RuleExample(Strict):
@@ -664,7 +734,8 @@ divided by, multiplied by, or added to the fact named by `argument` (unit conver
 prompts -> samples); or `argument` itself, written where `when` holds (a setting the plan
 forces, such as sequence packing off under context parallelism)."""
 
-Value = bool | int | float | str | None
+Value = bool | int | float | str | list[bool | int | float | str] | None
+"""A config value; a list is several values of one flag (argparse `nargs`) or a Hydra list."""
 
 
 class MappingEntry(Strict):

@@ -91,6 +91,9 @@ class ClusterPart(Nodes):
 
 
 CrossVendorSync = Literal["host-staged", "rdma"]
+MAX_PARTS = 6
+"""Parts of a mixed cluster: each part alone and each ordered pair is searched (36 searches at
+6 parts, about 6 s for a 7B model on two cores; 60 parts once took minutes)."""
 
 
 class Cluster(Nodes):
@@ -98,8 +101,8 @@ class Cluster(Nodes):
     accelerators and the link between them."""
 
     accelerator: Slug | InlineAccelerator | None = None  # type: ignore[assignment]
-    parts: list[ClusterPart] | None = None
-    """A mixed cluster: two or more parts, each with its accelerator, nodes, GPUs per node
+    parts: Annotated[list[ClusterPart], Field(max_length=MAX_PARTS)] | None = None
+    """A mixed cluster: two to six parts, each with its accelerator, nodes, GPUs per node
     and price. Plans run on one part, or put rollout on one part and training on another."""
     link_gbps_between_parts: Positive | None = None
     """Network bandwidth per GPU, Gbit/s one direction, between two parts (weight sync from

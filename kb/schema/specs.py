@@ -59,6 +59,11 @@ class MixtureOfExperts(Strict):
     experts_per_token: PositiveInt
     shared_experts: NonNegativeInt = 0
     expert_ffn: PositiveInt
+    shared_expert_ffn: PositiveInt | None = None
+    """Width of each shared expert where it differs from a routed expert's."""
+    latent: PositiveInt | None = None
+    """Width routed experts read and write where it is not the hidden size (Nemotron 3
+    Super's latent MoE: one projection down before the experts, one up after them)."""
     dense_layers: NonNegativeInt = 0
 
     @model_validator(mode="after")
@@ -68,15 +73,103 @@ class MixtureOfExperts(Strict):
         return self
 
 
+LayerKind = Literal["full", "sliding", "linear", "sparse", "ffn"]
+"""What a layer mixes the sequence with: attention over every earlier token (`full`), over the
+last `sliding_window` tokens (`sliding`), a recurrent state of fixed size (`linear`: Gated
+DeltaNet, Mamba-2), attention over the `sparse.top_k` keys an indexer selects (`sparse`:
+DeepSeek Sparse Attention); `ffn` is a block with a feed-forward network and no sequence mixer
+(hybrid stacks such as Nemotron-H, whose mixer blocks then carry no feed-forward network)."""
+
+
+class LinearAttention(Strict):
+    """A recurrent sequence mixer: a fixed state per sequence instead of a KV cache that grows.
+
+    Gated DeltaNet (Qwen3-Next, Qwen3.5): `heads` value heads of `value_dim`, `key_heads` query
+    and key heads of `key_dim`, a state of heads x key_dim x value_dim. Mamba-2 (Nemotron-H):
+    `heads` heads of `value_dim` channels (mamba_head_dim), `key_heads` groups sharing B and C
+    of `key_dim` (ssm_state_size), the same state size. Both keep the last conv_kernel - 1
+    inputs of the short convolution (over q, k, v or x, B, C) per sequence too."""
+
+    kind: Literal["gated-deltanet", "mamba2"]
+    heads: PositiveInt
+    key_heads: PositiveInt
+    key_dim: PositiveInt
+    value_dim: PositiveInt
+    conv_kernel: PositiveInt = 4
+
+    @property
+    def conv_channels(self) -> int:
+        return 2 * self.key_heads * self.key_dim + self.heads * self.value_dim
+
+    @property
+    def state_elements(self) -> int:
+        """Elements one sequence keeps per layer: the recurrent state and the conv window."""
+        return self.heads * self.key_dim * self.value_dim + (self.conv_kernel - 1) * (
+            self.conv_channels
+        )
+
+    def params(self, hidden: int) -> int:
+        """Weights of one layer: input projection (q, k, v, the output gate and the per-head
+        decay and step inputs), the short convolution, per-head decay, the gated norm and the
+        output projection."""
+        inner = self.heads * self.value_dim
+        conv = self.conv_channels * self.conv_kernel
+        if self.kind == "gated-deltanet":
+            # in_proj_qkvz, in_proj_ba (beta, alpha per value head); A_log and dt_bias
+            projection = hidden * (self.conv_channels + inner + 2 * self.heads)
+            per_head = 2 * self.heads
+            norm = self.value_dim
+        else:
+            # in_proj: z, x, B, C and dt; a conv bias; A_log, D and dt_bias
+            projection = hidden * (self.conv_channels + inner + self.heads)
+            conv += self.conv_channels
+            per_head = 3 * self.heads
+            norm = inner
+        return projection + conv + per_head + norm + inner * hidden
+
+
+class SparseAttention(Strict):
+    """DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): a lightning indexer scores every cached
+    key of a query with `indexer_heads` heads of `indexer_head_dim`, and attention reads only
+    the `top_k` best. The indexer caches one key of indexer_head_dim per token and layer."""
+
+    top_k: PositiveInt
+    indexer_heads: PositiveInt
+    indexer_head_dim: PositiveInt
+
+
+class VisionTower(Strict):
+    """The vision encoder of a vision-language model, from its vision_config. The planner costs
+    the language tower; the encoder is stated by its weights."""
+
+    layers: PositiveInt
+    hidden: PositiveInt
+    ffn: PositiveInt
+    ffn_kind: Literal["gated", "plain"] = "plain"
+
+    @property
+    def params(self) -> int:
+        """Weights of the encoder's blocks (attention projections and MLPs); the patch
+        embedding, norms and the merger into the language tower are left out."""
+        mlp = (3 if self.ffn_kind == "gated" else 2) * self.hidden * self.ffn
+        return self.layers * (4 * self.hidden * self.hidden + mlp)
+
+
 class Architecture(Strict):
-    """A decoder-only transformer as its configuration file describes it."""
+    """A decoder-only transformer as its configuration file describes it.
+
+    Every layer is full attention unless `layer_pattern` says otherwise: the pattern repeats
+    over the layers from the first (layer i has kind pattern[i mod len]), as configurations
+    write it (`layer_types`, `full_attention_interval`, `hybrid_override_pattern`)."""
 
     layers: PositiveInt
     hidden: PositiveInt
     heads: PositiveInt
     kv_heads: PositiveInt
     head_dim: PositiveInt | None = None
-    ffn: PositiveInt
+    ffn: PositiveInt | None = None
+    """Width of a dense feed-forward network; null for a model whose every feed-forward
+    network is a mixture of experts (its configuration gives no dense width)."""
     ffn_kind: Literal["gated", "plain"] = "gated"
     vocab: PositiveInt
     max_context_tokens: PositiveInt
@@ -84,6 +177,17 @@ class Architecture(Strict):
     qkv_bias: bool = False
     mla: MultiHeadLatent | None = None
     moe: MixtureOfExperts | None = None
+    layer_pattern: list[LayerKind] | None = None
+    sliding_window: PositiveInt | None = None
+    """Tokens a `sliding` layer attends to (itself included)."""
+    linear: LinearAttention | None = None
+    sparse: SparseAttention | None = None
+    attention_output_gate: bool = False
+    """A sigmoid gate on the attention output, its weights a second query-sized projection
+    (Qwen3-Next, Qwen3.5: `attn_output_gate`)."""
+    mtp_layers: NonNegativeInt = 0
+    """Multi-token prediction layers beside the model (used for speculative decoding); their
+    weights are not counted in params_total."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Architecture:
@@ -91,9 +195,59 @@ class Architecture(Strict):
             raise ValueError(
                 f"heads ({self.heads}) is not a multiple of kv_heads ({self.kv_heads})"
             )
-        if self.moe and self.moe.dense_layers > self.layers:
-            raise ValueError("moe.dense_layers exceeds layers")
+        if self.moe and self.moe.dense_layers > self.ffn_layer_count:
+            raise ValueError("moe.dense_layers exceeds the layers with a feed-forward network")
+        if self.ffn is None and self.dense_layer_count:
+            raise ValueError("ffn is required: some layers have a dense feed-forward network")
+        pattern = self.layer_pattern or []
+        if len(pattern) > self.layers:
+            raise ValueError(f"layer_pattern is longer than the {self.layers} layers")
+        for kind, given in (
+            ("sliding", self.sliding_window),
+            ("linear", self.linear),
+            ("sparse", self.sparse),
+        ):
+            field = "sliding_window" if kind == "sliding" else kind
+            if (kind in pattern) != (given is not None):
+                raise ValueError(
+                    f"layer_pattern has {kind} layers but no {field}"
+                    if given is None
+                    else f"{field} is given but layer_pattern has no {kind} layer"
+                )
+        if pattern and all(k == "ffn" for k in pattern):
+            raise ValueError("layer_pattern has no sequence-mixing layer")
         return self
+
+    @property
+    def layer_kinds(self) -> list[str]:
+        """The kind of every layer, first to last."""
+        pattern = self.layer_pattern or ["full"]
+        return [pattern[i % len(pattern)] for i in range(self.layers)]
+
+    def layer_count(self, kind: str) -> int:
+        return self.layer_kinds.count(kind)
+
+    @property
+    def separate_ffn(self) -> bool:
+        """Whether mixers and feed-forward networks are separate blocks (Nemotron-H)."""
+        return "ffn" in (self.layer_pattern or ())
+
+    @property
+    def ffn_layer_count(self) -> int:
+        return self.layer_count("ffn") if self.separate_ffn else self.layers
+
+    @property
+    def attention_layer_count(self) -> int:
+        """Layers that attend over cached keys (full, sliding and sparse)."""
+        return sum(self.layer_count(k) for k in ("full", "sliding", "sparse"))
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def layer_mix(self) -> str:
+        """How many layers of each kind (`36 linear + 12 full`)."""
+        kinds = self.layer_kinds
+        order = ("full", "sliding", "sparse", "linear", "ffn")
+        return " + ".join(f"{kinds.count(k)} {k}" for k in order if k in kinds)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -124,25 +278,70 @@ class Architecture(Strict):
             return q + kv + self.heads * m.v_head_dim * h
         width = d * (self.heads + 2 * self.kv_heads)
         bias = width if self.qkv_bias else 0
-        return h * width + bias + self.heads * d * h
+        gate = h * self.heads * d if self.attention_output_gate else 0
+        return h * width + bias + self.heads * d * h + gate
 
-    def ffn_params(self, width: int) -> int:
-        return (3 if self.ffn_kind == "gated" else 2) * self.hidden * width
+    @property
+    def indexer_params(self) -> int:
+        """Weights of one sparse layer's indexer: its query projection (from the query latent
+        under MLA), key projection and norm, and per-head weights."""
+        if self.sparse is None:
+            return 0
+        s, h = self.sparse, self.hidden
+        query_in = self.mla.q_lora_rank if self.mla and self.mla.q_lora_rank else h
+        return (
+            query_in * s.indexer_heads * s.indexer_head_dim
+            + h * s.indexer_head_dim
+            + (2 * s.indexer_head_dim + h * s.indexer_heads)
+        )
+
+    def mixer_params(self, kind: str) -> int:
+        """Weights of one layer's sequence mixer."""
+        if kind == "linear":
+            assert self.linear is not None
+            return self.linear.params(self.hidden)
+        if kind == "ffn":
+            return 0
+        return self.attention_params + (self.indexer_params if kind == "sparse" else 0)
+
+    def ffn_params(self, width: int, model_width: int | None = None) -> int:
+        return (3 if self.ffn_kind == "gated" else 2) * (model_width or self.hidden) * width
+
+    @property
+    def routed_expert_params(self) -> int:
+        """Weights of one routed expert (0 without experts)."""
+        if self.moe is None:
+            return 0
+        return self.ffn_params(self.moe.expert_ffn, self.moe.latent)
 
     @property
     def dense_layer_count(self) -> int:
-        return self.moe.dense_layers if self.moe else self.layers
+        """Layers whose feed-forward network is dense."""
+        return self.moe.dense_layers if self.moe else self.ffn_layer_count
+
+    @property
+    def moe_layer_count(self) -> int:
+        return self.ffn_layer_count - self.moe.dense_layers if self.moe else 0
+
+    @property
+    def mixer_params_total(self) -> int:
+        """Sequence-mixer weights of all layers."""
+        return sum(self.mixer_params(k) * self.layer_count(k) for k in set(self.layer_kinds))
 
     def _params(self, routed_experts: int | None) -> int:
-        per_layer = self.attention_params + 2 * self.hidden
-        total = self.layers * per_layer + self.dense_layer_count * self.ffn_params(self.ffn)
+        # One norm before each mixer and each feed-forward network.
+        norms = self.hidden * (self.layers if self.separate_ffn else 2 * self.layers)
+        total = self.mixer_params_total + norms
+        if self.ffn is not None:
+            total += self.dense_layer_count * self.ffn_params(self.ffn)
         if self.moe:
             moe = self.moe
             routed = moe.experts if routed_experts is None else routed_experts
-            expert = self.ffn_params(moe.expert_ffn)
+            shared = moe.shared_experts * self.ffn_params(moe.shared_expert_ffn or moe.expert_ffn)
             router = self.hidden * moe.experts
-            sparse_layers = self.layers - moe.dense_layers
-            total += sparse_layers * ((routed + moe.shared_experts) * expert + router)
+            latent = 2 * self.hidden * moe.latent if moe.latent else 0
+            per_layer = routed * self.routed_expert_params + shared + router + latent
+            total += self.moe_layer_count * per_layer
         return total + self.embedding_params + self.hidden
 
     @computed_field  # type: ignore[prop-decorator]
@@ -161,12 +360,48 @@ class Architecture(Strict):
         """Parameters touched per token: routed top-k plus shared experts for MoE."""
         return self._params(self.moe.experts_per_token if self.moe else None)
 
+    @property
+    def kv_elements_per_layer(self) -> int:
+        """Elements an attention layer caches per token (MLA: the latent and the RoPE key)."""
+        if self.mla:
+            return self.mla.kv_lora_rank + self.mla.qk_rope_head_dim
+        return 2 * self.kv_heads * self.attention_head_dim
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def kv_bytes_per_token(self) -> int:
-        """KV-cache bytes per token over all layers in bf16 (MLA caches the latent + RoPE key)."""
-        if self.mla:
-            per_layer = self.mla.kv_lora_rank + self.mla.qk_rope_head_dim
-        else:
-            per_layer = 2 * self.kv_heads * self.attention_head_dim
-        return per_layer * self.layers * BYTES_BF16
+        """KV-cache bytes per token in bf16 of the layers that cache every token: full and
+        sparse attention (with the indexer's key); MLA caches the latent + RoPE key."""
+        indexer = self.sparse.indexer_head_dim if self.sparse else 0
+        full, sparse = self.layer_count("full"), self.layer_count("sparse")
+        per_token = self.kv_elements_per_layer * (full + sparse) + indexer * sparse
+        return per_token * BYTES_BF16
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def window_kv_bytes_per_token(self) -> int:
+        """KV-cache bytes per token in bf16 of the sliding-window layers, which keep at most
+        `sliding_window` tokens."""
+        return self.kv_elements_per_layer * self.layer_count("sliding") * BYTES_BF16
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def state_bytes_per_sequence(self) -> int:
+        """Bytes in bf16 the linear layers keep per sequence whatever its length (recurrent
+        state and conv window)."""
+        if self.linear is None:
+            return 0
+        return self.linear.state_elements * self.layer_count("linear") * BYTES_BF16
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def costing_gap(self) -> str | None:
+        """Why the cost model cannot cost this architecture yet (None when it can): it costs
+        full attention only, and would overstate the KV cache and attention of the others."""
+        kinds = {"sliding": "sliding-window", "linear": "linear-attention", "sparse": "sparse"}
+        present = [kinds[k] for k in kinds if k in self.layer_kinds]
+        if self.separate_ffn:
+            present.append("feed-forward-only")
+        if not present:
+            return None
+        return f"has {' and '.join(present)} layers, which the cost model does not cost yet"

@@ -15,6 +15,7 @@ from typing import Any
 from rlmguide.export.mapping import (
     INPUTS,
     CompiledEntry,
+    KeyCannotHold,
     NotExpressible,
     apply,
     compile_mapping,
@@ -106,9 +107,11 @@ def pick_mapping(
     )
 
 
-def _pair(found: Found, framework: str, mapping: MappingRecord) -> tuple[str | None, str | None]:
-    """The first (backend, engine) pair, in the mapping's order of preference, that the
-    framework's constraints allow for the plan and the mapping covers."""
+def _pairs(
+    found: Found, framework: str, mapping: MappingRecord
+) -> list[tuple[str | None, str | None]]:
+    """The (backend, engine) pairs the framework's constraints allow for the plan and the
+    mapping covers, in the mapping's order of preference."""
     allowed = found.recommender.pairs_for(framework, found.row)
     rank = {c: i for i, c in enumerate(mapping.components)}
     covered = [(b, e) for b, e in allowed if all(c is None or c in rank for c in (b, e))]
@@ -117,15 +120,20 @@ def _pair(found: Found, framework: str, mapping: MappingRecord) -> tuple[str | N
             f"{framework}'s constraints allow this plan only on {allowed or 'no'} "
             f"(training backend, rollout engine) pairs, none of which {mapping.id} covers"
         )
-    return min(covered, key=lambda p: tuple(rank.get(c, -1) if c else -1 for c in p))
+    return sorted(covered, key=lambda p: tuple(rank.get(c, -1) if c else -1 for c in p))
 
 
 def for_algorithm(mapping: MappingRecord, algorithm: str) -> MappingRecord:
-    """The mapping with the entry points that run `algorithm`: those made for it where the
-    mapping has any (verl's DAPO recipe trainer), else the general ones."""
+    """The mapping with the entry points that run `algorithm`: one made for it (verl's DAPO
+    recipe trainer) replaces the general one of its execution, placement and backend."""
     own = [la for la in mapping.launches if algorithm in la.algorithms]
-    general = [la for la in mapping.launches if not la.algorithms]
-    return mapping.model_copy(update={"launches": own or general})
+    taken = {(la.execution, la.placement, la.component) for la in own}
+    general = [
+        la
+        for la in mapping.launches
+        if not la.algorithms and (la.execution, la.placement, la.component) not in taken
+    ]
+    return mapping.model_copy(update={"launches": own + general})
 
 
 def _launch(mapping: MappingRecord, plan: Mapping[str, Any], backend: str | None) -> Launch:
@@ -151,10 +159,34 @@ def build(
     mapping = for_algorithm(mapping, resolved.scenario.workload.algorithm)
     entries = compile_mapping(mapping)
     found = find_plan(resolved, catalog, framework, mapping)
-    backend, engine = _pair(found, framework, mapping)
+    refusals = []
+    for backend, engine in _pairs(found, framework, mapping):
+        # the preferred pair first; one whose keys cannot hold the plan (verl's FSDP has no
+        # ZeRO-1) gives way to the next
+        try:
+            return _write(resolved, catalog, framework, mapping, entries, found, backend, engine)
+        except NotExpressible as exc:
+            refusals.append(exc)
+    # a refusal the plan itself meets (a start-up check, an oversampling no launch runs) says
+    # more than a key that one pair cannot hold
+    raise next((r for r in refusals if not isinstance(r, KeyCannotHold)), refusals[0])
+
+
+def _write(
+    resolved: Resolved,
+    catalog: Catalog,
+    framework: str,
+    mapping: MappingRecord,
+    entries: list[CompiledEntry],
+    found: Found,
+    backend: str | None,
+    engine: str | None,
+) -> Exported:
+    """The launch of `found`'s plan on one (backend, engine) pair."""
     launch = _launch(mapping, found.plan, backend)
     facts = found.recommender.row_facts(found.row)
-    facts |= computed(found.plan, facts)
+    facts["launch.oversampling"] = resolved.scenario.run.oversampling or 1.0
+    facts |= computed(found.plan, facts, engine)
     facts |= {
         "workload.epochs": found.recommender.resolved.scenario.workload.epochs,
         "run.training_backend": backend or "",
@@ -163,7 +195,7 @@ def build(
     }
     active = [c for c in entries if c.applies(facts, backend, engine)]
     if missing := unexpressed(facts, active, mapping.implied):
-        raise NotExpressible(
+        raise KeyCannotHold(
             f"{mapping.id} has no key for {', '.join(missing)} on {backend} with {engine}"
         )
     arguments = _arguments(active, facts)
@@ -172,6 +204,12 @@ def build(
     if failed := tripped(binding(checks, framework, backend, engine), facts | written):
         raise NotExpressible(
             f"{mapping.id} would stop at start-up: " + "; ".join(refusal(r) for r in failed)
+        )
+    if facts["launch.oversampling"] > 1 and not written.get("launch.dynamic_sampling"):
+        raise NotExpressible(
+            f"the run cost bills {facts['launch.oversampling']}x oversampling (run.oversampling) "
+            f"but {mapping.id} launches {facts['workload.algorithm']} {launch.execution} "
+            "without dynamic sampling: drop run.oversampling or pick a launch that refills"
         )
     used = {a.fact for a in arguments}
     inputs = {var: text for name, (var, text) in INPUTS.items() if name in used}
@@ -187,7 +225,7 @@ def _arguments(active: list[CompiledEntry], facts: Mapping[str, Any]) -> list[Ar
         value = apply(e, facts)
         seen = by_key.get(e.key)
         if seen is not None and seen.value != value:
-            raise NotExpressible(
+            raise KeyCannotHold(
                 f"{e.key} would be {seen.value} for {seen.fact} but {value} for {e.fact}"
             )
         by_key.setdefault(e.key, Argument(e.key, value, e.fact, e.file))

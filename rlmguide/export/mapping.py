@@ -21,6 +21,7 @@ from rlmguide.rules.facts import FACTS
 INPUTS = {
     "input.model_path": ("MODEL_PATH", "the Hugging Face id or local path of the policy"),
     "input.train_data": ("TRAIN_DATA", "the training prompts (a dataset id or file)"),
+    "input.val_data": ("VAL_DATA", "the validation prompts (a dataset id or file)"),
     "input.reward_function": ("REWARD_FUNCTION", "the Python file of the rule-based reward"),
     "input.reward_model_path": (
         "REWARD_MODEL_PATH",
@@ -62,6 +63,11 @@ class MappingError(ValueError):
 
 class NotExpressible(Exception):
     """The framework's launch cannot say what the plan asks (exit 1, with the reason)."""
+
+
+class KeyCannotHold(NotExpressible):
+    """A key of the mapping has no value for the plan on the pair tried (verl's FSDP strategy
+    for ZeRO-1): another pair of the framework may hold it."""
 
 
 @dataclass(frozen=True)
@@ -150,7 +156,7 @@ def pool_shape(gpus: int, other: int | None, per_node: int, nodes: int) -> tuple
 
 def _whole(value: float, entry: MappingEntry, facts: Mapping[str, Any]) -> int:
     if value != int(value):
-        raise NotExpressible(
+        raise KeyCannotHold(
             f"{entry.key}: {entry.fact} ({facts[entry.fact]}) over {entry.argument} "
             f"({facts[str(entry.argument)]}) is not a whole number"
         )
@@ -173,7 +179,7 @@ def apply(entry: MappingEntry, facts: Mapping[str, Any]) -> Any:
             key = lookup_key(value)
             if key not in table:
                 known = ", ".join(table)
-                raise NotExpressible(
+                raise KeyCannotHold(
                     f"{entry.key} has no value for {entry.fact} = {key} (it takes {known})"
                 )
             return table[key]

@@ -13,6 +13,8 @@ def hydra_value(value: Any) -> str:
     """A value as a Hydra override writes it."""
     if value is None:
         return "null"
+    if isinstance(value, list):
+        return "[" + ",".join(hydra_value(v) for v in value) + "]"
     if isinstance(value, bool):
         return "True" if value else "False"
     if isinstance(value, float) and value.is_integer():
@@ -42,7 +44,8 @@ def words(exported: Exported) -> list[str]:
             if a.value:  # store_true switches: absent is false
                 lines.append(f"--{a.key}")
             continue
-        lines.append(f"--{a.key} {_word(hydra_value(a.value))}")
+        values = a.value if isinstance(a.value, list) else [a.value]
+        lines.append(f"--{a.key} " + " ".join(_word(hydra_value(v)) for v in values))
     # shell words the launch always passes as written (slime's "${MODEL_ARGS[@]}")
     return lines + [f for f in fixed if not f.startswith("--")]
 

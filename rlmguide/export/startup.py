@@ -55,6 +55,63 @@ LAUNCH_FACTS = {
             "training packs several sequences into one micro-batch by tokens",
         ),
         Fact(
+            "launch.engine_memory_fraction",
+            "number",
+            "the rollout engine's memory setting in its own unit: vLLM's gpu_memory_utilization "
+            "(its share of the GPU's HBM: weights, workspace and KV cache), SGLang's "
+            "mem_fraction_static (weights and KV cache over the memory free when it starts)",
+        ),
+        Fact(
+            "launch.engine_max_seqs",
+            "number",
+            "sequences one rollout engine runs at once (vLLM's max_num_seqs, SGLang's "
+            "max_running_requests)",
+        ),
+        Fact(
+            "launch.resident_gib",
+            "number",
+            "GiB per GPU of trainer state resident beside the rollout engine (colocated, not "
+            "offloaded): memory the engine finds taken when it starts",
+        ),
+        Fact(
+            "launch.micro_batch_tokens",
+            "number",
+            "tokens of one training micro-batch over its context-parallel group, in the "
+            "framework's dynamic batching (a GPU holds this / cp)",
+        ),
+        Fact(
+            "launch.micro_batch_sequences",
+            "number",
+            "sequences of one training micro-batch where the framework counts them",
+        ),
+        Fact(
+            "launch.cp_tp",
+            "number",
+            "GPUs of one sequence's context- and tensor-parallel group (cp x tp): OpenRLHF's "
+            "token budget is per GPU of it",
+        ),
+        Fact(
+            "launch.oversampling",
+            "number",
+            "prompts generated per prompt trained (the scenario's run.oversampling; 1: none)",
+        ),
+        Fact(
+            "launch.gen_batch_prompts",
+            "number",
+            "prompts one generation batch samples where dynamic sampling refills the step",
+        ),
+        Fact(
+            "launch.overlong_buffer_tokens",
+            "number",
+            "DAPO's soft overlong punishment: the last tokens before the response limit",
+        ),
+        Fact(
+            "launch.dynamic_sampling",
+            "bool",
+            "groups whose rewards are all equal are dropped and the step refilled (DAPO)",
+        ),
+        Fact("launch.kl_coef", "number", "the KL coefficient a launch writes with a reference"),
+        Fact(
             "launch.normalized_advantages",
             "bool",
             "advantages are normalised over the batch (slime's --normalize-advantages)",
@@ -70,9 +127,21 @@ ABSENT = {
     "launch.dataset_epochs": 0,
     "launch.sequence_packing": False,
     "launch.normalized_advantages": False,
+    "launch.dynamic_sampling": False,
 }
 """What a launch that writes no key for a launch fact runs with (a mapping's `reads` and
 `config_defaults` give the framework's own default where it differs)."""
+
+
+KL_COEF = 0.001
+"""The KL coefficient every export writes where the algorithm keeps a reference: verl's
+kl_loss_coef and kl_ctrl.kl_coef default (verl/trainer/config/_generated_ppo_trainer.yaml at
+b178a3cd), so a run is the same whichever framework launches it (slime's --kl-loss-coef
+defaults to 0, which would load the reference for nothing)."""
+
+OVERLONG_SHARE = 0.2
+"""DAPO's soft overlong punishment covers the last fifth of the response limit: a 4,096-token
+buffer under a 20,480-token maximum (arXiv-2503.14476, its verl recipe scripts)."""
 
 
 def pipeline_split(layers: int, pp: int) -> tuple[int, int]:
@@ -91,18 +160,86 @@ def pipeline_split(layers: int, pp: int) -> tuple[int, int]:
     raise ValueError(f"{layers} layers cannot fill {pp} pipeline stages")
 
 
-def computed(plan: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, Any]:
+def derived(plan: Mapping[str, Any]) -> dict[str, Any]:
+    """Launch facts that follow from the plan's memory alone (export and review alike)."""
+    rollout = (plan.get("memory_breakdown_gib") or {}).get("rollout") or {}
+    return {"launch.resident_gib": float(rollout.get("trainer_state", 0.0))}
+
+
+def engine_fraction(plan: Mapping[str, Any], hbm_gib: float, engine: str) -> float | None:
+    """The plan's rollout budget (`rollout.memory_fraction`, a share of HBM) in the engine's
+    own unit, to three decimals and never below what the plan's weights, workspace and KV
+    cache take. vLLM (v1 gpu_worker, 0.12.0) requests that share of the GPU's total memory
+    for itself; SGLang (ModelRunner, 0.5.6 and 0.5.15) keeps (1 - mem_fraction_static) of
+    the memory free at its start for activations and graphs and fills the rest with
+    weights and KV, so its fraction is weights and KV over the memory not already resident.
+    None offline (no rollout)."""
+    rollout = plan.get("rollout") or {}
+    fraction = rollout.get("memory_fraction")
+    if not fraction:
+        return None
+    terms = (plan.get("memory_breakdown_gib") or {}).get("rollout") or {}
+    resident = float(terms.get("trainer_state", 0.0))
+    workspace = float(terms.get("workspace", 0.0))
+    needed = float(terms.get("weights", 0.0)) + float(terms.get("kv_cache", 0.0))
+    if engine == "sglang":
+        free = hbm_gib - resident
+        share, floor = (fraction * hbm_gib - workspace) / free, needed / free
+    else:
+        share, floor = fraction, (needed + workspace) / hbm_gib
+    return max(math.floor(share * 1000), math.ceil(floor * 1000)) / 1000
+
+
+def micro_batch(plan: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, Any]:
+    """The training micro-batch the plan's activations were costed at, in the units the
+    frameworks count: tokens over the CP group, a whole multiple of cp x tp so that every
+    framework's per-GPU budget is whole (never below one longest sequence, which verl
+    asserts), and sequences where a framework counts those."""
+    train = plan.get("train") or {}
+    tokens = train.get("micro_batch_tokens")
+    if not tokens:
+        return {}
+    group = int(facts.get("plan.train.cp", 1)) * int(facts.get("plan.train.tp", 1))
+    longest = int(facts["workload.sequence_tokens"])
+    whole = int(tokens) // group * group
+    if whole < longest:
+        whole = -(-longest // group) * group
+    return {
+        "launch.micro_batch_tokens": whole,
+        "launch.micro_batch_sequences": max(1, int(tokens) // longest),
+        "launch.cp_tp": group,
+    }
+
+
+def computed(
+    plan: Mapping[str, Any], facts: Mapping[str, Any], engine: str | None = None
+) -> dict[str, Any]:
     """The launch facts export derives from the plan it writes."""
     pp = int(facts.get("plan.train.pp", 1))
     try:
         first, last = pipeline_split(int(facts["model.layers"]), pp)
     except ValueError:
         first, last = -1, -1  # no split: the pipeline check names the record
-    return {
+    oversampling = float(facts.get("launch.oversampling", 1.0))
+    out = {
         "launch.pp_first_layers": first,
         "launch.pp_last_layers": last,
         "launch.run_steps": int(plan.get("run_steps") or 0),
+        "launch.gen_batch_prompts": math.ceil(
+            oversampling * int(facts["workload.prompts_per_step"])
+        ),
+        "launch.overlong_buffer_tokens": int(
+            facts["workload.max_response_tokens"] * OVERLONG_SHARE
+        ),
+        "launch.kl_coef": KL_COEF,
+        **derived(plan),
+        **micro_batch(plan, facts),
     }
+    fraction = engine_fraction(plan, float(facts["cluster.memory_gib"]), engine or "")
+    if fraction is not None:
+        out["launch.engine_memory_fraction"] = fraction
+        out["launch.engine_max_seqs"] = max(1, int(plan.get("rollout_concurrency") or 1))
+    return out
 
 
 def read(mapping: MappingRecord, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -116,8 +253,25 @@ def read(mapping: MappingRecord, config: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def typed(facts: Mapping[str, Any]) -> dict[str, Any]:
+    """The launch facts among `facts` whose values have their fact's type (a launch may give
+    an interpolation or a string where a number is declared: it is not judged)."""
+    out = {}
+    for name, value in facts.items():
+        fact = LAUNCH_FACTS.get(name)
+        if fact is None or value is None:
+            continue
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if (fact.type == "number" and number) or (fact.type == "bool" and isinstance(value, bool)):
+            out[name] = value
+    return out
+
+
 def _truth(value: Any) -> bool:
-    return value.lower() == "true" if isinstance(value, str) else bool(value)
+    """A key's value as a switch: true, or a non-empty setting (a filter's import path)."""
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "false", "none", "null", "0")
+    return bool(value)
 
 
 def compile_checks(catalog: Catalog) -> tuple[list[CompiledConstraint], list[Problem]]:

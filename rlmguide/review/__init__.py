@@ -16,12 +16,14 @@ from rlmguide.kb.paths import record_roots
 from rlmguide.review.review import (
     Hardware,
     ReviewError,
+    memory_keys,
     read_file,
     scenario_of,
     startup_checks,
     understood,
 )
 from rlmguide.rules import RECOMMEND_KINDS
+from rlmguide.rules.ranking import TIE_FRACTION
 
 __all__ = ["Hardware", "NotCostable", "ReviewError", "changes", "review"]
 
@@ -68,8 +70,11 @@ def changes(
         field = name if pool == name else f"{pool}.{name}"
         seconds = estimate_one(field, now)
         gain = None if seconds is None else (seconds - base) / base * 100
+        # a paired difference inside the ranking's tie band is within the model's own error
+        noise = seconds is not None and abs(seconds - base) < TIE_FRACTION * min(seconds, base)
         label = f"{field.replace('.', ' ')} {was} -> {now}"
         shown = f"{gain:+.0f}% step time" if gain is not None else "only with the other changes"
+        shown += " (within noise: not recommended on its own)" if noise else ""
         found.append(
             {
                 "field": field,
@@ -77,6 +82,7 @@ def changes(
                 "to": now,
                 "step_seconds": seconds,
                 "change_percent": gain,
+                "within_noise": noise,
                 "text": f"{label}: {shown}",
             }
         )
@@ -142,6 +148,7 @@ def review(
         "scenario": data,
         "estimate": reviewed,
         "startup": startup_checks(reading, catalog, facts),
+        "memory_keys": memory_keys(reading, reviewed, facts),
     }
     name = reading.mapping.framework
     try:

@@ -1,11 +1,9 @@
 """A framework's arguments as its own parser leaves them: Hydra overrides applied in order
-(`key=`, `+key=`, `++key=`, `~key`), argparse flags (switches, values, several values), and a
-model path matched to a model record."""
+(`key=`, `+key=`, `++key=`, `~key`) and argparse flags (switches, values, several values)."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -69,26 +67,3 @@ def argparse_config(words: list[str]) -> dict[str, Any]:
         else:
             raise ValueError(f"{word!r} is not a --flag or its value")
     return found
-
-
-_VARIANT = re.compile(r"[-_.](instruct|base|chat|it|hf|fp8|bf16|awq|gptq)$")
-
-
-def match_model(path: str, models: Mapping[str, Any]) -> str | None:
-    """The model record a Hugging Face id or local path names: its last component, without
-    an organisation prefix or a variant suffix (-Instruct, -Base, ...), equal to a record's id
-    or name, or starting with one at a `-` boundary (DeepSeek-V3-0324 is deepseek-v3)."""
-    slug = path.rstrip("/").rsplit("/", 1)[-1].lower().replace("_", "-")
-    slug = slug.removeprefix("meta-")
-    while _VARIANT.search(slug):
-        slug = _VARIANT.sub("", slug)
-    names = {
-        m: {m, str(getattr(r, "name", m)).lower().replace(" ", "-")} for m, r in models.items()
-    }
-    best: tuple[int, str] | None = None
-    for model_id, spellings in names.items():
-        for name in spellings:
-            fits = slug == name or slug.startswith(name + "-")
-            if fits and (best is None or len(name) > best[0]):
-                best = (len(name), model_id)
-    return best[1] if best else None

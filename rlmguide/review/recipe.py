@@ -11,6 +11,9 @@ from typing import Any
 
 import yaml
 
+from rlmguide.kb.load import parse_yaml, yaml_problem
+from rlmguide.review.budget import Budget
+
 REFERENCE = re.compile(r"\$\{([A-Za-z_][\w.]*)\}")
 
 
@@ -28,46 +31,70 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def load_chain(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+def read_recipe(path: Path, budget: Budget) -> dict[str, Any]:
+    """One recipe file's mapping, its problems in one line naming the file (never quoting
+    it: a `defaults:` entry may name any file on the machine)."""
+    try:
+        data = parse_yaml(budget.read(path), yaml.SafeLoader) or {}
+    except OSError as exc:
+        raise RecipeError(f"{path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        where, reason = yaml_problem(exc)
+        shown = ", ".join(filter(None, (where, reason)))
+        raise RecipeError(f"{path.name}: not YAML ({shown})") from None
+    except ValueError as exc:  # not a regular text file, too large (kb.files, budget)
+        raise RecipeError(str(exc)) from None
+    if not isinstance(data, dict):
+        raise RecipeError(f"{path.name}: a recipe is a mapping of keys, not {type(data).__name__}")
+    return data
+
+
+def load_chain(
+    path: Path, seen: tuple[Path, ...] = (), budget: Budget | None = None
+) -> dict[str, Any]:
     """The file merged over its defaults, recursively."""
+    budget = budget or Budget()
     path = path.resolve()
     if path in seen:
         raise RecipeError(f"{path.name}: its defaults chain comes back to itself")
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except OSError as exc:
-        raise RecipeError(f"defaults {path}: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise RecipeError(f"{path.name}: not YAML ({exc})") from None
-    if not isinstance(data, dict):
-        raise RecipeError(f"{path.name}: not a mapping of keys")
+    budget.nested(len(seen), "`defaults:` chains")
+    data = read_recipe(path, budget)
     parents = data.pop("defaults", None) or []
+    if isinstance(parents, str):
+        parents = [parents]
+    if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
+        raise RecipeError(f"{path.name}: `defaults:` is a file name or a list of them")
     merged: dict[str, Any] = {}
-    for parent in [parents] if isinstance(parents, str) else parents:
-        merged = _merge(merged, load_chain(path.parent / str(parent), (*seen, path)))
+    for parent in parents:
+        merged = _merge(merged, load_chain(path.parent / parent, (*seen, path), budget))
     return _merge(merged, data)
 
 
-def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten(tree: dict[str, Any], prefix: str = "", budget: Budget | None = None) -> dict[str, Any]:
     """Dotted leaf keys (`policy.megatron_cfg.enabled`)."""
+    budget = budget or Budget()
     out: dict[str, Any] = {}
     for key, value in tree.items():
+        budget.expansion()
         dotted = f"{prefix}{key}"
         if isinstance(value, dict):
-            out |= flatten(value, dotted + ".")
+            out |= flatten(value, dotted + ".", budget)
         else:
             out[dotted] = value
     return out
 
 
-def resolve(flat: dict[str, Any]) -> dict[str, Any]:
+def resolve(flat: dict[str, Any], budget: Budget | None = None) -> dict[str, Any]:
     """Interpolations replaced: a value that is one `${a.b}` takes the target's value (and
     type); one embedded in text is substituted as text."""
+    budget = budget or Budget()
     resolved = dict(flat)
 
     def value_of(key: str, trail: tuple[str, ...]) -> Any:
+        budget.expansion()
         if key in trail:
             raise RecipeError(f"interpolation loop: {' -> '.join((*trail, key))}")
+        budget.nested(len(trail), "interpolations")
         value = resolved.get(key)
         if not isinstance(value, str) or "${" not in value:
             return value
@@ -76,6 +103,7 @@ def resolve(flat: dict[str, Any]) -> dict[str, Any]:
             got = value_of(whole.group(1), (*trail, key))
         else:
             got = REFERENCE.sub(lambda m: str(value_of(m.group(1), (*trail, key))), value)
+            budget.value(len(got), f"the interpolation of {key}")
         resolved[key] = got
         return got
 
@@ -84,12 +112,11 @@ def resolve(flat: dict[str, Any]) -> dict[str, Any]:
     return resolved
 
 
-def recipe_config(path: Path) -> tuple[dict[str, Any], set[str]]:
+def recipe_config(path: Path, budget: Budget | None = None) -> tuple[dict[str, Any], set[str]]:
     """The recipe's keys after its defaults and interpolations, and the keys the file itself
     sets (the rest come from the chain)."""
-    try:
-        own = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise RecipeError(f"{path.name}: not YAML ({exc})") from None
+    budget = budget or Budget()
+    own = read_recipe(path, budget)
     own.pop("defaults", None)
-    return resolve(flatten(load_chain(path))), set(flatten(own))
+    merged = load_chain(path, budget=budget)
+    return resolve(flatten(merged, budget=budget), budget), set(flatten(own, budget=budget))

@@ -11,9 +11,11 @@ from typing import Any
 
 from rlmguide.export.mapping import lookup_key
 from rlmguide.kb.load import Catalog
+from rlmguide.kb.model_names import match_model
 from rlmguide.kb.schema import Mapping as MappingRecord
 from rlmguide.kb.schema import MappingEntry
-from rlmguide.review.config import argparse_config, hydra_config, match_model
+from rlmguide.review.budget import Budget, Exhausted
+from rlmguide.review.config import argparse_config, hydra_config
 from rlmguide.review.recipe import RecipeError, recipe_config
 from rlmguide.review.shell import ShellError, command_arguments
 from rlmguide.review.understand import Reading, read_launch
@@ -42,6 +44,7 @@ def parse_launch(
     mappings: dict[str, MappingRecord],
     framework: str | None,
     path: Path | None = None,
+    budget: Budget | None = None,
 ) -> tuple[str, dict[str, Any], list[MappingRecord], list[str], list[str]]:
     """The entry-point module, the arguments as the framework's parser holds them, the
     mappings of the framework whose entry point the script runs, the variables the launch
@@ -55,7 +58,7 @@ def parse_launch(
     modules = sorted({_module(la.command) for m in candidates for la in m.launches})
     for module in modules:
         try:
-            words, shell = command_arguments(text, module, path=path)
+            words, shell = command_arguments(text, module, path=path, budget=budget)
         except ShellError as exc:
             if str(exc).startswith("no `"):
                 continue
@@ -258,6 +261,8 @@ def scenario_of(
         "gpus": rollout_gpus,
         **{d: f.get(f"plan.rollout.{d}") for d in ("tp", "pp", "ep", "attention_dp")},
     }
+    if f.get("plan.rollout.eager") is True:
+        rollout["cuda_graphs"] = False  # the engine decodes eagerly: estimated so
     plan: dict[str, Any] = {
         "placement": f["plan.placement"],
         "execution": f["plan.execution"],
@@ -301,17 +306,25 @@ def scenario_of(
 def read_file(
     path: Path, mappings: dict[str, MappingRecord], roles: dict[str, str], framework: str | None
 ) -> Reading:
+    budget = Budget()
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReviewError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        text = budget.read(path)
+    except OSError as exc:
+        raise ReviewError(f"cannot read {path}: {exc.strerror}") from None
+    except ValueError as exc:  # not a regular text file, too large
+        raise ReviewError(f"cannot read {exc}") from None
     recipe_keys: set[str] | None = None
     unknown: list[str] = []
     unsourced: list[str] = []
-    if path.suffix in (".yaml", ".yml"):
-        module, config, own, recipe_keys = parse_recipe(path, mappings, framework)
-    else:
-        module, config, own, unknown, unsourced = parse_launch(text, mappings, framework, path)
+    try:
+        if path.suffix in (".yaml", ".yml"):
+            module, config, own, recipe_keys = parse_recipe(path, mappings, framework, budget)
+        else:
+            module, config, own, unknown, unsourced = parse_launch(
+                text, mappings, framework, path, budget
+            )
+    except Exhausted as exc:
+        raise ReviewError(f"{path}: {exc} (the limit of a review)") from None
     mapping = pick_version(own, config)
     backend, engine = pick_components(mapping, config, roles)
     try:
@@ -327,7 +340,10 @@ def read_file(
 
 
 def parse_recipe(
-    path: Path, mappings: dict[str, MappingRecord], framework: str | None
+    path: Path,
+    mappings: dict[str, MappingRecord],
+    framework: str | None,
+    budget: Budget | None = None,
 ) -> tuple[str, dict[str, Any], list[MappingRecord], set[str]]:
     """A YAML recipe of a framework launched with `--config=FILE` (NeMo-RL)."""
     own = sorted(
@@ -342,7 +358,7 @@ def parse_recipe(
     if not own:
         raise ReviewError(f"no mapped framework {framework or ''} reads a YAML recipe")
     try:
-        config, recipe_keys = recipe_config(path)
+        config, recipe_keys = recipe_config(path, budget)
     except RecipeError as exc:
         raise ReviewError(f"cannot read the recipe: {exc}") from None
     return _module(own[0].launches[0].command), config, own, recipe_keys
@@ -353,11 +369,11 @@ def startup_checks(
 ) -> list[dict[str, Any]]:
     """The start-up checks and constraint records of the framework the launch would trip:
     its plan's facts (as estimated) with the launch's own values (`launch.*`) as read."""
-    from rlmguide.export.startup import ABSENT, binding, compile_checks, tripped
+    from rlmguide.export.startup import ABSENT, binding, compile_checks, tripped, typed
     from rlmguide.rules.frameworks import compile_constraints
 
     checks = compile_checks(catalog)[0] + compile_constraints(catalog)[0]
-    own = {k: v for k, v in reading.facts.items() if k.startswith("launch.") and v is not None}
+    own = typed(reading.facts)
     facts = {**ABSENT, **{k: v for k, v in plan_facts.items() if v is not None}, **own}
     mine = binding(checks, reading.mapping.framework, reading.backend, reading.engine)
     return [
@@ -371,6 +387,39 @@ def startup_checks(
         }
         for r in tripped(mine, facts)
     ]
+
+
+def memory_keys(
+    reading: Reading, estimate: dict[str, Any], plan_facts: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The launch's memory settings beside what the estimate's plan needs of them: the
+    engine's memory fraction (in the engine's unit), the sequences it runs at once and the
+    training micro-batch in tokens. The estimate costs the plan at its own values; a launch
+    below them has a smaller KV cache or fewer concurrent sequences than estimated (slower),
+    one above the micro-batch the activations were costed at may run out of memory."""
+    from rlmguide.export.startup import computed, typed
+
+    launch = typed(reading.facts)
+    if not plan_facts:
+        return []
+    plan = computed(estimate, plan_facts, reading.engine)
+    rows = []
+    for fact, what, risk in (
+        ("launch.engine_memory_fraction", "engine memory fraction", "low"),
+        ("launch.engine_max_seqs", "concurrent sequences per engine", "low"),
+        ("launch.micro_batch_tokens", "training micro-batch tokens (over CP)", "high"),
+    ):
+        if fact not in launch or fact not in plan:
+            continue
+        got, needed = launch[fact], plan[fact]
+        if risk == "low" and got < needed:
+            verdict = "below the plan's: a smaller KV cache or batch than estimated (slower)"
+        elif risk == "high" and got > needed:
+            verdict = "above what the activations were costed at: may run out of memory"
+        else:
+            verdict = "as the plan needs"
+        rows.append({"setting": what, "launch": got, "plan": needed, "verdict": verdict})
+    return rows
 
 
 def understood(reading: Reading) -> dict[str, Any]:

@@ -17,9 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rlmguide.review.budget import Budget, Exhausted
+
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 SEPARATORS = {";", "&&", "||", "|", "&"}
+PLAIN = re.compile(r"[^ \t\n'\"\\$;&|(){}#]*")
+"""A run of characters the lexer takes as they are (read at once, not one by one)."""
+OPEN_OR_CLOSE = re.compile(r"\$\{|\}")
 OWN_FOLDER = re.compile(r"dirname\b.*(BASH_SOURCE|\$0\b|\$\{0\})", re.S)
 """`$(dirname "${BASH_SOURCE[0]}")` and `$(cd -- "$(dirname -- "$0")" && pwd)`: the folder of
 the file being read."""
@@ -83,12 +88,12 @@ def _dollar(text: str, i: int) -> int:
     return i + 2 if nxt and (nxt.isdigit() or nxt in "@*#?$!-") else i + 1
 
 
-def lex(text: str) -> list[list[Word]]:
+def lex(text: str, budget: Budget | None = None) -> list[list[Word]]:
     """The script as statements of words (quotes kept per part for expansion)."""
-    return [words for words, _ in lex_statements(text)]
+    return [words for words, _ in lex_statements(text, budget)]
 
 
-def lex_statements(text: str) -> list[tuple[list[Word], str]]:
+def lex_statements(text: str, budget: Budget | None = None) -> list[tuple[list[Word], str]]:
     """The statements with the separator that ends each (newline, `;`, `&&`, `||`, `|`, `&`,
     or "" at the end): `&&` and `||` chain the next statement on this one's status."""
     text = text.replace("\\\r\n", "").replace("\\\n", "")
@@ -96,25 +101,44 @@ def lex_statements(text: str) -> list[tuple[list[Word], str]]:
     current: list[Word] = []
     stack: list[tuple[list[Word], Word]] = []  # open array assignments
     word: Word | None = None
+    pieces: list[list[str]] = []  # the text of each part of `word`, joined when it ends
     i = 0
+
+    def settled() -> Word | None:
+        # `+=` on a part's text would copy the word at every piece: quadratic in its length
+        if word is not None:
+            for part, texts in zip(word.parts, pieces, strict=True):
+                part.text = "".join(texts)
+                texts[:] = [part.text]
+        return word
+
+    def ends_with(*suffixes: str) -> bool:
+        last = next((t for texts in reversed(pieces) for t in reversed(texts) if t), "")
+        return last.endswith(suffixes)
 
     def flush() -> None:
         nonlocal word
-        if word is not None and word.parts:
-            current.append(word)
+        if settled() is not None and word.parts:  # type: ignore[union-attr]
+            current.append(word)  # type: ignore[arg-type]
         word = None
+        pieces.clear()
 
     def add(t: str, quote: str) -> None:
         nonlocal word
         if word is None:
             word = Word()
         if word.parts and word.parts[-1].quote == quote:
-            word.parts[-1].text += t
+            pieces[-1].append(t)
         else:
             word.parts.append(Part(t, quote))
+            pieces.append([t])
 
+    steps = 0
     while i < len(text):
         c = text[i]
+        steps += 1
+        if budget is not None and steps % 65536 == 0:
+            budget.clock()
         if c in " \t":
             flush()
             i += 1
@@ -157,9 +181,10 @@ def lex_statements(text: str) -> list[tuple[list[Word], str]]:
             end = _dollar(text, i)
             add(text[i:end], "")
             i = end
-        elif c == "(" and word is not None and word.raw.endswith("=") and not word.parts[-1].quote:
-            stack.append((current, word))
+        elif c == "(" and word is not None and ends_with("=") and not word.parts[-1].quote:
+            stack.append((current, settled()))  # type: ignore[arg-type]
             current, word = [], None
+            pieces.clear()
             i += 1
         elif c == ")" and stack:
             flush()
@@ -168,9 +193,7 @@ def lex_statements(text: str) -> list[tuple[list[Word], str]]:
             current, word = outer, None
             current.append(owner)
             i += 1
-        elif c == "&" and (
-            text[i + 1 : i + 2] == ">" or (word is not None and word.raw.endswith((">", "<")))
-        ):
+        elif c == "&" and (text[i + 1 : i + 2] == ">" or (word and ends_with(">", "<"))):
             add(c, "")  # a redirection (`2>&1`, `&>/dev/null`), not a separator
             i += 1
         elif c in ";&|(){}":
@@ -184,14 +207,36 @@ def lex_statements(text: str) -> list[tuple[list[Word], str]]:
                 current.append(Word([Part(token, "'")]))
             i += len(token)
         else:
-            add(c, "")
-            i += 1
+            end = PLAIN.match(text, i).end()  # type: ignore[union-attr]
+            add(text[i : max(end, i + 1)], "")
+            i = max(end, i + 1)
     if stack:
         raise ShellError("unbalanced '(' in an array assignment")
     flush()
     if current:
         statements.append((current, ""))
     return statements
+
+
+def _wrap(value: int) -> int:
+    """Bash's arithmetic is 64-bit signed (intmax_t): results wrap, so `$((9**9**9))` is a
+    number, not a computation of 369 million digits."""
+    return (value + 2**63) % 2**64 - 2**63
+
+
+def _power(a: int, b: int) -> int:
+    if b < 0:
+        raise ShellError("exponent less than 0")
+    return pow(a, b, 2**64)
+
+
+def _depth(text: str) -> int:
+    """How deep `${` expansions nest in `text`."""
+    depth = deepest = 0
+    for match in OPEN_OR_CLOSE.finditer(text):
+        depth = depth + 1 if match.group() == "${" else max(0, depth - 1)
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def _quotient(a: int, b: int) -> int:
@@ -206,7 +251,7 @@ _OPS = {
     ast.Mult: operator.mul,
     ast.FloorDiv: _quotient,
     ast.Mod: lambda a, b: a - b * _quotient(a, b),
-    ast.Pow: operator.pow,
+    ast.Pow: _power,
 }
 NUMBER = re.compile(r"\b0[xX][0-9a-fA-F]+\b|\b0[0-9]+\b")
 
@@ -237,6 +282,9 @@ class Shell:
     """Files a `source` named that could not be read."""
     substituted: bool = False
     """A command substitution was met (and not run) since the flag was last cleared."""
+    budget: Budget = field(default_factory=Budget)
+    nesting: int = 0
+    """`${NAME:-default}` defaults being expanded inside one another."""
 
     def value(self, name: str) -> str:
         if name in self.unknown:
@@ -251,13 +299,16 @@ class Shell:
         text = _literals(self.expand_text(expr), expr).replace("/", "//")
         try:
             tree = ast.parse(text.strip() or "0", mode="eval").body
+            return str(_wrap(self._evaluate(tree, expr, depth)))
         except SyntaxError:
-            raise ShellError(f"cannot read $(({expr}))") from None
-        return str(self._evaluate(tree, expr, depth))
+            raise ShellError(f"cannot read $(({expr[:40]}))") from None
+        except RecursionError:  # a chain of thousands of operators
+            raise ShellError(f"$(({expr[:40]}...)) is too long to read") from None
 
     def _evaluate(self, node: ast.expr, expr: str, depth: int = 0) -> int:
+        self.budget.expansion()
         if isinstance(node, ast.Constant) and isinstance(node.value, int):
-            return node.value
+            return _wrap(node.value)
         if isinstance(node, ast.Name):
             raw = self.value(node.id).strip()
             if depth > 8:
@@ -268,7 +319,7 @@ class Shell:
             right = self._evaluate(node.right, expr, depth)
             if isinstance(node.op, ast.FloorDiv | ast.Mod) and right == 0:
                 raise ShellError(f"$(({expr})): division by 0")
-            return int(_OPS[type(node.op)](left, right))
+            return _wrap(int(_OPS[type(node.op)](left, right)))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
             inner = self._evaluate(node.operand, expr, depth)
             return -inner if isinstance(node.op, ast.USub) else inner
@@ -289,7 +340,18 @@ class Shell:
                 unset = current == "" if op.startswith(":") else name not in self.variables
                 if not unset:
                     return current
-                words = [f for st in lex(rest[len(op) :]) for w in st for f in self.expand(w)]
+                if self.nesting == 0:  # all the levels at once: each costs a lexing of the rest
+                    self.budget.nested(_depth(rest), "${...} defaults")
+                self.nesting += 1
+                try:
+                    words = [
+                        f
+                        for st in lex(rest[len(op) :], self.budget)
+                        for w in st
+                        for f in self.expand(w)
+                    ]
+                finally:
+                    self.nesting -= 1
                 default = " ".join(words)
                 if "=" in op:
                     self.variables[name] = default
@@ -316,6 +378,7 @@ class Shell:
                 continue
             end = _dollar(text, i)
             token = text[i:end]
+            self.budget.expansion()
             if token.startswith("$(("):
                 pieces.append(self.arithmetic(token[3:-2]))
             elif token.startswith("$("):
@@ -335,7 +398,9 @@ class Shell:
             else:
                 pieces.append(token)
             i = end
-        return "".join(pieces)
+        joined = "".join(pieces)
+        self.budget.value(len(joined), f"the expansion of {text[:40]!r}")
+        return joined
 
     def expand(self, word: Word) -> list[str]:
         """A word's fields: unquoted expansions split on blanks, quoted ones kept whole."""
@@ -390,7 +455,9 @@ class Shell:
             self.unknown.add(name)
         else:
             self.unknown.discard(name)
-        self.variables[name] = self.value(name) + value if append else value
+        value = self.value(name) + value if append else value
+        self.budget.value(len(value), f"the value of {name}")
+        self.variables[name] = value
         return True
 
 
@@ -399,12 +466,13 @@ def command_arguments(
     module: str,
     environment: Mapping[str, str] | None = None,
     path: Path | None = None,
+    budget: Budget | None = None,
 ) -> tuple[list[str], Shell]:
     """The expanded arguments after `python3 -m MODULE` (or `python MODULE.py`) in a
     script run with `environment` (nothing else is set), with the shell state at that point.
     `path` is the script's file: `source` reads files relative to it, and the BASH_SOURCE
     idiom gives its folder."""
-    shell = Shell(dict(environment or {}))
+    shell = Shell(dict(environment or {}), budget=budget or Budget())
     found = _Runner(shell, module).run(text, path)
     if found is None:
         raise ShellError(f"no `{module}` command in the script")
@@ -431,7 +499,10 @@ class _Runner:
         """Run the statements of one file; the launch's arguments once the module is met."""
         saved, self.shell.here = self.shell.here, (path.parent if path else self.shell.here)
         try:
-            return self._statements(lex_statements(text))
+            lexed = self.shell.budget.lexed
+            if text not in lexed:
+                lexed[text] = lex_statements(text, self.shell.budget)
+            return self._statements(lexed[text])
         finally:
             self.shell.here = saved
 
@@ -446,6 +517,7 @@ class _Runner:
             head = words[0].raw
             running = skipped == 0 and all(b.running for b in blocks)
             i += 1
+            self.shell.budget.clock()
             if head in OPENERS:
                 skipped += 1
                 continue
@@ -463,6 +535,7 @@ class _Runner:
                     raise ShellError(f"`{head}` without `then`")
                 if head == "if":
                     blocks.append(_Block(outer=running))
+                    self.shell.budget.nested(len(blocks), "`if` blocks")
                 block = blocks[-1] if blocks else None
                 if block is None:
                     raise ShellError("`elif` outside an `if`")
@@ -477,8 +550,9 @@ class _Runner:
                     raise ShellError("`else` outside an `if`")
                 block = blocks[-1]
                 block.running, block.taken = block.outer and not block.taken, True
-                if words[1:]:
-                    queue.insert(i, (words[1:], sep))
+                if words[1:]:  # what follows `else`, read next (in place: an insert is O(n))
+                    i -= 1
+                    queue[i] = (words[1:], sep)
                 continue
             if head == "fi":
                 if blocks:
@@ -531,8 +605,10 @@ class _Runner:
         for candidate in candidates:
             if candidate.is_file():
                 try:
-                    text = candidate.read_text()
-                except (OSError, UnicodeDecodeError):
+                    text = self.shell.budget.read(candidate)
+                except (OSError, ValueError) as exc:
+                    if isinstance(exc, Exhausted):
+                        raise
                     break
                 inner = _Runner(self.shell, self.module, self.depth + 1)
                 return inner.run(text, candidate)

@@ -76,6 +76,13 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
             fmt,
             title=f"Would stop at start-up ({result['framework']}'s own checks)",
         )
+    if result["memory_keys"]:
+        print_rows(
+            ["memory setting", "launch", "plan", "verdict"],
+            [(m["setting"], m["launch"], m["plan"], m["verdict"]) for m in result["memory_keys"]],
+            fmt,
+            title="Memory settings against the estimate's plan",
+        )
     rows = [_plan_row("reviewed", result["estimate"])]
     if result["recommendation"] is not None:
         rows.append(_plan_row(f"best on {result['framework']}", result["recommendation"]))

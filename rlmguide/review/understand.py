@@ -10,6 +10,7 @@ reported, never dropped.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,19 @@ class Reading:
     """Shell variables the launch used that only a command substitution sets (read as empty)."""
     unsourced: list[str] = field(default_factory=list)
     """Files the script sources that could not be read (their settings are missing)."""
+
+
+def _unreadable(value: Any) -> str | None:
+    """Why a value of a key the mapping reads is no number a launch can hold, or None:
+    infinities and NaN (`1e400`, `.inf`) and integers past 64 bits (`10**400`)."""
+    if isinstance(value, list):
+        return next((p for v in value if (p := _unreadable(v)) is not None), None)
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value} is not a finite number"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63:
+        digits = round(value.bit_length() * math.log10(2))
+        return f"a {digits}-digit integer is past the 64 bits a launch's numbers have"
+    return None
 
 
 def _typed(fact: str, key: str) -> Any:
@@ -146,6 +160,8 @@ class _Read:
         """Invert one entry whose key the launch gives."""
         key = e.key.lstrip("+")
         value = self.config[key]
+        if problem := _unreadable(value):
+            raise LookupError(f"{key}: {problem}")
         got: Any = None
         match e.transform:
             case "identity":
@@ -183,7 +199,9 @@ class _Read:
                 self.used.add(key)
                 return
             case "nodes" | "gpus_per_node":
-                self.pools.setdefault(e.fact, {})[e.transform] = int(value)
+                if not isinstance(value, int) or isinstance(value, bool):
+                    raise LookupError(f"{key}: {str(value)[:60]!r} is not a count of {e.transform}")
+                self.pools.setdefault(e.fact, {})[e.transform] = value
                 self.uses.append(Use(e.key, value, e.fact, None))
                 self.used.add(key)
                 return
@@ -259,6 +277,10 @@ def read_launch(
         samples = facts.get("workload.samples_per_prompt", 1)
         facts["workload.responses_per_step"] = facts["workload.prompts_per_step"] * samples
     used = state.used
+    # the group a per-GPU token budget is per GPU of (OpenRLHF's cp x tp)
+    facts["launch.cp_tp"] = int(facts.get("plan.train.cp") or 1) * int(
+        facts.get("plan.train.tp") or 1
+    )
     _solve(state.pending, config, facts, uses, used)
     context = None
     for key, value in config.items():

@@ -227,7 +227,7 @@ def recommendation_page(catalog: Catalog, sizing: dict[str, Any] | None) -> str:
     out = io.StringIO()
     if result:
         with contextlib.redirect_stdout(out):
-            print_report(result, "markdown")
+            print_report(result, "markdown", timing=False)
     scenario = (EXAMPLES / name).read_text(encoding="utf-8")
     return "\n".join(
         [

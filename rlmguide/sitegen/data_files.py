@@ -6,11 +6,20 @@ notebook or a spreadsheet without installing anything. Rows are written in a fix
 the same records give the same bytes. `kb_meta` (when the database file was built) is left
 out of the per-table files for the same reason; the published DuckDB file carries it, dated
 by the newest record date rather than the build day.
+
+The CSV, JSON and Parquet files are byte-identical from the same records, so their SHA-256
+checksums are published (`data/SHA256SUMS`, `sha256sum -c` reads it). The DuckDB file is not:
+DuckDB writes a random database identifier into the header of every new file (and stale
+buffer bytes, duckdb/duckdb#23382), so a cold build from the same records gives other bytes;
+its copy is kept in the cache, so rebuilds on one machine publish the same file, but it has no
+published checksum.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import posixpath
 import shutil
 import tempfile
 from collections.abc import Mapping
@@ -26,6 +35,7 @@ from rlmguide.sitegen.mdtext import bullets, code, document, link
 DATA_DIR = "data"
 DATA_PAGE = "sql/data.md"
 DATABASE_FILE = f"{DATA_DIR}/rlmguide.duckdb"
+CHECKSUMS_FILE = f"{DATA_DIR}/SHA256SUMS"
 SKIPPED = {"kb_meta"}
 KEEP_OLD_COPIES = 3
 
@@ -40,8 +50,18 @@ def data_files(database: Path, dated: dt.date) -> dict[str, bytes]:
     with tempfile.TemporaryDirectory(prefix="rlmguide-data-") as folder:
         for path in export(database, Path(folder), FORMATS, SKIPPED):
             files[f"{DATA_DIR}/{path.name}"] = path.read_bytes()
+    files[CHECKSUMS_FILE] = checksums(files)
     files[DATABASE_FILE] = published_database(database, dated).read_bytes()
     return files
+
+
+def checksums(files: Mapping[str, bytes]) -> bytes:
+    """`sha256sum` lines for the files of the data folder, by name."""
+    lines = [
+        f"{hashlib.sha256(data).hexdigest()}  {posixpath.basename(path)}\n"
+        for path, data in sorted(files.items())
+    ]
+    return "".join(lines).encode("ascii")
 
 
 def published_database(database: Path, dated: dt.date) -> Path:
@@ -87,7 +107,11 @@ def download_links(src: str, name: str) -> str:
 def data_page(files: Mapping[str, bytes]) -> str:
     """The page listing every download with its size."""
     names = sorted(
-        {path.split("/")[1].rsplit(".", 1)[0] for path in files if path != DATABASE_FILE}
+        {
+            path.split("/")[1].rsplit(".", 1)[0]
+            for path in files
+            if path not in (DATABASE_FILE, CHECKSUMS_FILE)
+        }
     )
     items = []
     for name in names:
@@ -106,5 +130,10 @@ def data_page(files: Mapping[str, bytes]) -> str:
         "or `duckdb.connect('rlmguide.duckdb', read_only=True)` in Python. Its `kb_meta` table "
         "names the record content it was built from. With rlmguide installed, "
         "`rlmguide db path` prints your local copy.",
+        f"Checksums: {link(DATA_PAGE, CHECKSUMS_FILE, 'SHA256SUMS')} lists the SHA-256 of every "
+        "CSV, JSON and Parquet file (`sha256sum -c SHA256SUMS` in the downloads' folder); the "
+        "same records give the same bytes. The DuckDB file has none: DuckDB writes a random "
+        "database identifier into every new file, so two builds from the same records differ "
+        "in a few header bytes.",
         bullets(items),
     )

@@ -917,24 +917,31 @@ def accelerators_index(ix: Index) -> str:
 
 def model_figures(model: Architecture) -> list[tuple[str, str]]:
     """Figures derived from the architecture: parameters, weight bytes and KV-cache bytes."""
-    kv = model.kv_bytes_per_token
-    return [
+    kv, context = model.kv_bytes_per_token, model.max_context_tokens
+    window = model.window_kv_bytes_per_token
+    full_context = kv * context + window * min(context, model.sliding_window or 0)
+    full_context += model.state_bytes_per_sequence
+    rows = [
         ("Parameters, total", f"{number(model.params_total / 1e9)} B"),
         ("Parameters, active per token", f"{number(model.params_active / 1e9)} B"),
         ("Embedding parameters", f"{number(model.embedding_params / 1e9)} B"),
         ("bf16 weights", f"{number(model.params_total * 2 / 2**30)} GiB"),
         ("KV cache per token, bf16", f"{number(kv)} bytes ({number(kv / 1024)} KiB)"),
-        (
-            "KV cache of one full-context sequence",
-            f"{number(kv * model.max_context_tokens / 2**30)} GiB",
-        ),
     ]
+    if window:
+        rows.append(("Sliding-window KV per token, bf16 (to the window)", f"{number(window)} B"))
+    if model.state_bytes_per_sequence:
+        state = model.state_bytes_per_sequence
+        rows.append(("Linear-layer state per sequence, bf16", f"{number(state / 2**20)} MiB"))
+    rows.append(("KV cache of one full-context sequence", f"{number(full_context / 2**30)} GiB"))
+    return rows
 
 
 def model_identity(model: Model) -> list[tuple[str, str]]:
     return [
         ("Id", html_code(model.id)),
         ("Family", html(model.family)),
+        ("Also known as", cell(model.aliases)),
         ("Organisation", cell(model.organisation)),
         ("Released", cell(model.released)),
         ("Weights", html(model.access)),
@@ -944,7 +951,7 @@ def model_identity(model: Model) -> list[tuple[str, str]]:
 def model_architecture(model: Architecture) -> list[tuple[str, str]]:
     return [
         ("Attention", html(model.attention)),
-        ("Layers", cell(model.layers)),
+        ("Layers", f"{cell(model.layers)} ({html(model.layer_mix)})"),
         ("Hidden size", cell(model.hidden)),
         ("Attention heads", cell(model.heads)),
         ("KV heads", cell(model.kv_heads)),
@@ -954,6 +961,9 @@ def model_architecture(model: Architecture) -> list[tuple[str, str]]:
         ("Context (tokens)", cell(model.max_context_tokens)),
         ("Tied embeddings", cell(model.tied_embeddings)),
         ("QKV bias", cell(model.qkv_bias)),
+        ("Attention output gate", cell(model.attention_output_gate)),
+        ("Sliding window (tokens)", cell(model.sliding_window)),
+        ("MTP layers", cell(model.mtp_layers)),
     ]
 
 
@@ -980,6 +990,25 @@ def model_extras(model: Architecture) -> list[str]:
             ("V head dim", cell(mla.v_head_dim)),
         ]
         blocks += ["## Multi-head latent attention", fields(rows)]
+    if model.linear:
+        lin = model.linear
+        rows = [
+            ("Kind", html(lin.kind)),
+            ("Value heads", cell(lin.heads)),
+            ("Key heads (groups)", cell(lin.key_heads)),
+            ("Key (state) dim", cell(lin.key_dim)),
+            ("Value dim", cell(lin.value_dim)),
+            ("Conv kernel", cell(lin.conv_kernel)),
+        ]
+        blocks += ["## Linear attention", fields(rows)]
+    if model.sparse:
+        sp = model.sparse
+        rows = [
+            ("Keys selected per query", cell(sp.top_k)),
+            ("Indexer heads", cell(sp.indexer_heads)),
+            ("Indexer head dim", cell(sp.indexer_head_dim)),
+        ]
+        blocks += ["## Sparse attention", fields(rows)]
     return blocks
 
 
@@ -1012,6 +1041,22 @@ def model_page(ix: Index, model: Model) -> str:
             fields(model_figures(arch)),
             *model_extras(arch),
         ]
+        if model.costing_gap:
+            body.insert(1, f"The planner cannot cost it yet: it {esc(model.costing_gap)}.")
+        if model.vision:
+            share = f"{number(100 * (model.vision_share or 0))} %"
+            vision = [
+                ("Encoder blocks", cell(model.vision.layers)),
+                ("Hidden size", cell(model.vision.hidden)),
+                ("MLP width", f"{cell(model.vision.ffn)} ({html(model.vision.ffn_kind)})"),
+                ("Weights (blocks)", f"{number((model.vision_params or 0) / 1e9)} B"),
+                ("Share of all weights", share),
+            ]
+            body += [
+                "## Vision encoder",
+                "The architecture above is the language tower, which the planner costs.",
+                fields(vision),
+            ]
         if model.post_training:
             body.insert(1, fields([("Post-training signal", cell(model.post_training))]))
     return document(

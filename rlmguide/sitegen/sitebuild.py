@@ -10,6 +10,8 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,35 @@ class SiteError(Exception):
 
 class OutputFolderError(ValueError):
     """The output folder holds files a site build did not write: building would delete them."""
+
+
+class SiteUrlError(ValueError):
+    """RLMGUIDE_SITE_URL is not the address of a site (it goes into every page's links)."""
+
+
+SITE_URL = re.compile(
+    r"https?://(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*"
+    r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?::[0-9]{1,5})?(?:/[A-Za-z0-9._~%/-]*)?"
+)
+"""An http(s) address: a host name (or IPv4 address), an optional port, a path of unreserved
+characters and percent escapes. Nothing in it needs escaping in HTML, XML or JavaScript text,
+so MkDocs can place it in every page, the sitemap and the search index as it is."""
+
+
+def checked_site_url(url: str, name: str = "RLMGUIDE_SITE_URL") -> str:
+    """`url` ending in a slash, or SiteUrlError in one line (the value shown escaped)."""
+    if len(url) > 2000 or not SITE_URL.fullmatch(url):
+        raise SiteUrlError(
+            f"{name}: {url[:80]!r} is not the address of a site: http:// or https://, a host, "
+            "an optional port and a path of letters, digits, - . _ ~ / and %XX"
+        )
+    return url if url.endswith("/") else f"{url}/"
+
+
+def site_url(environ: Mapping[str, str]) -> str | None:
+    """The site address RLMGUIDE_SITE_URL gives, checked; None when it is unset."""
+    url = environ.get("RLMGUIDE_SITE_URL")
+    return None if not url else checked_site_url(url)
 
 
 def claim_output_folder(out_dir: Path) -> Path:
@@ -159,8 +190,14 @@ def build(out_dir: Path = DEFAULT_OUT) -> Path:
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.config import load_config
 
+    url = site_url(os.environ)  # before the folder is claimed: a bad address changes nothing
     out_dir = claim_output_folder(out_dir)
-    config = load_config(config_file=str(CONFIG_FILE), site_dir=str(out_dir), strict=True)
+    config = load_config(
+        config_file=str(CONFIG_FILE),
+        site_dir=str(out_dir),
+        strict=True,
+        **({"site_url": url} if url else {}),
+    )
     given = os.environ.get("SOURCE_DATE_EPOCH")
     os.environ["SOURCE_DATE_EPOCH"] = given or content_epoch()
     try:
@@ -177,6 +214,7 @@ def serve(port: int = 8000) -> None:
 
     from mkdocs.commands.serve import serve as mkdocs_serve
 
+    site_url(os.environ)
     log = logging.getLogger("mkdocs")
     if not log.handlers:  # say where the site is served and when it rebuilds
         log.addHandler(logging.StreamHandler())

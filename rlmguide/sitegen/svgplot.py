@@ -14,8 +14,8 @@ from typing import Any
 SALT = "rlmguide"
 
 
-def save(fig: Any, target: Path | io.StringIO, fmt: str = "svg") -> None:
-    """Write `fig` reproducibly to a file or text buffer, then close it."""
+def save(fig: Any, target: Path | io.StringIO | io.BytesIO, fmt: str = "svg") -> None:
+    """Write `fig` reproducibly to a file or buffer, then close it."""
     import matplotlib
     import matplotlib.pyplot as plt
 
