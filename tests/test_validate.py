@@ -31,7 +31,8 @@ CASES = [
     # (file, old text, new text, expected message)
     (
         "frameworks/fw-two.yaml",
-        "availability: {status: paper-only, source: paper-a, checked: 2026-11-30, as_of: null}\n",
+        "availability: {status: paper-only, source: paper-a, checked: 2026-11-30, as_of: null, "
+        "as_of_unknown: a fixture}\n",
         "",
         "frameworks/fw-two.yaml: availability: required field is missing",
     ),

@@ -251,6 +251,12 @@ class Claim(Dated):
             )
         return self
 
+    @model_validator(mode="after")
+    def _undated_says_why(self) -> Claim:
+        if self.as_of is None and self.as_of_unknown is None:
+            raise ValueError("as_of is null: say in as_of_unknown why the evidence has no date")
+        return self
+
 
 AvailabilityStatus = Literal["released", "partial-code", "paper-only", "closed"]
 """What a user can run of a framework: its end-to-end training code public at a pinned
@@ -279,10 +285,6 @@ class Availability(Dated):
             raise ValueError("partial-code: say which part is public (part)")
         if self.status != "partial-code" and self.part is not None:
             raise ValueError(f"part: only partial-code availability names a part ({self.status})")
-        return self
-
-    @model_validator(mode="after")
-    def _undated_says_why(self) -> Claim:
         if self.as_of is None and self.as_of_unknown is None:
             raise ValueError("as_of is null: say in as_of_unknown why the evidence has no date")
         return self
