@@ -133,6 +133,25 @@ def _print_off_policy(found: list[dict[str, Any]], fmt: str) -> None:
     )
 
 
+def _print_research(found: list[dict[str, Any]], fmt: str) -> None:
+    rows = [
+        (
+            w["plan"] + configuration(w),
+            f"{w['step_seconds']:.1f}",
+            f"{w['gain_percent']:+.1f}%",
+            ", ".join(f"{s['framework']} ({s['availability']})" for s in w["shown_by"]),
+        )
+        for w in found
+    ]
+    print_rows(
+        ["plan", "step s", "gain", "shown by"],
+        rows,
+        fmt,
+        title="what research systems would gain: plans no released framework runs "
+        "(not ranked; --include-research ranks them)",
+    )
+
+
 def print_report(result: dict[str, Any], fmt: str, timing: bool = True) -> None:
     """The recommendation as tables; `timing` adds the search's wall time, which differs from
     run to run (for the terminal, never for a page or a file that should repeat its bytes)."""
@@ -299,7 +318,17 @@ def _print_best(result: dict[str, Any], fmt: str) -> None:
             fmt,
             title="guidelines behind plan 1",
         )
-    notes = [("frameworks", ", ".join(best["frameworks"]) or "none in the KB claims all of it")]
+    launchable = best.get("launchable_by")
+    if launchable is None:  # a result without the split (an older JSON read back)
+        notes = [("frameworks", ", ".join(best["frameworks"]) or "none in the KB claims all of it")]
+    else:
+        notes = [
+            ("launchable by", ", ".join(launchable) or "no released framework (research only)")
+        ]
+        if best.get("also_claimed_by"):
+            notes.append(
+                ("also claimed by", ", ".join(best["also_claimed_by"]) + " (no released code)")
+            )
     departure = result.get("departure")
     if departure:
         notes.append(
@@ -314,6 +343,8 @@ def _print_best(result: dict[str, Any], fmt: str) -> None:
     print_run(result, fmt)
     if result.get("off_policy_what_if"):
         _print_off_policy(result["off_policy_what_if"], fmt)
+    if result.get("research_what_if"):
+        _print_research(result["research_what_if"], fmt)
     if "what_if" in result:
         _print_what_if(result["what_if"], fmt)
     for plan in result["plans"]:
