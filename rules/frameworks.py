@@ -64,6 +64,16 @@ not evidence that it does. Where a claimed technique is refused in some combinat
 backend without it), the constraint records say so. A research system (no released code) is
 judged by what its claims rule out: its plans are what-ifs."""
 
+KINDS_OF = {
+    "ring-attention": "context-parallelism",
+    "ulysses-sequence-parallelism": "context-parallelism",
+    "1f1b-pipeline-schedule": "pipeline-parallelism",
+    "interleaved-pipeline-schedule": "pipeline-parallelism",
+}
+"""Techniques a plan's degree stands for (their records' parent): a framework claiming ring
+attention or Ulysses runs a plan's context parallelism (plan.train.cp), one claiming a
+pipeline schedule its pipeline."""
+
 PARALLELISM = frozenset(feature for pool in POOL_FEATURES.values() for _, feature in pool)
 
 WEIGHT_SHARDING_BACKENDS = frozenset({"pytorch-fsdp", "deepspeed", "torchtitan", "jax"})
@@ -284,11 +294,12 @@ def supports(
     of_components = by_framework.get(None, [])
     found = []
     for fw in sorted(frameworks, key=lambda f: f.id):
-        claimed = frozenset(
+        ran = [
             c.feature
             for c in fw.claims
             if runs(c, c.feature in PLAN_FEATURES or c.feature == algorithm)
-        )
+        ]
+        claimed = frozenset(ran) | {KINDS_OF[f] for f in ran if f in KINDS_OF}
         refused = frozenset(c.feature for c in fw.claims if c.support == "no")
         if algorithm not in claimed:
             continue

@@ -19,6 +19,7 @@ from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
 from rlmguide.kb.schema import Framework
 from rlmguide.rules.facts import scenario_facts
 from rlmguide.rules.frameworks import compile_constraints, inherit, supports
+from rlmguide.rules.ranking import TIE_FRACTION
 from rlmguide.rules.recommend import plan_facts, recommend, recommender_for
 from rlmguide.rules.scenario import read_scenario, resolve
 
@@ -185,7 +186,9 @@ def test_research_systems_plans_are_what_ifs_unless_asked_for() -> None:
                                                                "closed"}  # fmt: skip
     assert any(s["framework"] == "rlhfuse" for w in research for s in w["shown_by"])
     ranked = search(parsed(PPO_7B), top=1, research=True)["plans"][0]
-    assert ranked["step_seconds"] <= min(w["step_seconds"] for w in research) + 1e-9
+    # Ranked with them, a research plan comes first; the simplest within the tie of the fastest.
+    fastest = min(w["step_seconds"] for w in research)
+    assert fastest - 0.01 <= ranked["step_seconds"] <= fastest * (1 + TIE_FRACTION)
     assert not ranked["launchable_by"] and "rlhfuse" in ranked["also_claimed_by"]
 
 
