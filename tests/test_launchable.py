@@ -246,6 +246,27 @@ def test_parallelism_runs_only_where_a_framework_claims_it() -> None:
     assert _runs("trl", "grpo", **common, train_tp=np.array([1, 2])) == [True, False]
 
 
+@pytest.mark.parametrize(
+    ("framework", "train"),
+    [
+        ("nemo-rl", {"train_tp": 1, "train_zero": 3}),
+        ("skyrl", {"train_tp": 1, "train_zero": 3}),
+        ("roll", {"train_tp": 2, "train_zero": 1}),
+    ],
+)
+def test_colocated_trainers_that_always_offload_run_only_with_phase_offload(
+    framework: str, train: dict[str, int]
+) -> None:
+    # Their code parks the trainer's state on the host around every rollout on shared GPUs
+    # (constraints *-parks-trainer-state*); on a pool of its own the trainer may stay put.
+    common = dict(execution="sync", rollout_gpus=64, rollout_tp=2, train_gpus=64,
+                  train_recompute="full", offload_phase=np.array([False, True]),
+                  **train)  # fmt: skip
+    assert _runs(framework, "grpo", placement="colocated", **common) == [False, True]
+    apart = dict(common, rollout_gpus=32, train_gpus=32, offload_phase=np.array([False]))
+    assert _runs(framework, "grpo", placement="disaggregated", **apart) == [True]
+
+
 # -- every bundled example and published deployment: the top plan launches -----------------
 
 
