@@ -443,3 +443,37 @@ def test_map_file_is_packaged() -> None:
     pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     assert "sitegen/survey_map.yaml" in pyproject
     assert Path(REPO / "rlmguide" / "sitegen" / "survey_map.yaml").exists()
+
+
+def test_the_surveys_figures_of_section_3_2_1_are_results() -> None:
+    results = shipped().of("result")
+    share = results["survey-openrlhf-inference-share"]
+    assert (share.metric, share.value, share.framework) == ("time_share", 0.9, "openrlhf")  # type: ignore[attr-defined]
+    assert "[117]" in share.locator and share.source == SURVEY  # type: ignore[attr-defined]
+    readme = results["openrlhf-readme-generation-share"]
+    assert (readme.metric, readme.value) == ("time_share", 0.8)  # type: ignore[attr-defined]
+    mi300x = results["survey-mi300x-qwen2-7b-rollout-without-tp"]
+    assert (mi300x.metric, mi300x.value) == ("speedup", 4.3)  # type: ignore[attr-defined]
+    assert "2.3" in mi300x.unit and "TP 2 or TP 4" in mi300x.baseline  # type: ignore[attr-defined]
+    # None gives a setting, so the cost core is not scored against them.
+    assert all(r.scenario is None for r in (share, readme, mi300x))  # type: ignore[attr-defined]
+
+
+def test_the_seven_partial_takeaways_are_rules_with_examples() -> None:
+    # Takeaways 7, 9, 10, 12, 13, 23 and 26 each rest on a rule that fires where the survey says
+    # (tests/test_rule_examples.py runs every example); each cites the survey's section.
+    rules = shipped().of("rule")
+    by_takeaway = {
+        "k7": ("forward-only-roles-as-replicas", "§3.1.1"),
+        "k9": ("sequence-parallelism-for-long-training", "§3.3.1"),
+        "k10": ("context-parallelism-does-not-shorten-decode", "§3.4.1"),
+        "k12": ("expert-load-balance-under-rl", "§3.6.1"),
+        "k13": ("stage-specific-layouts", "§3.8"),
+        "k23": ("fusion-raises-peak-memory", "§4.3"),
+        "k26": ("disaggregated-rollout-when-rollout-dominates", "§6.2"),
+    }
+    items = {item.id: item for item in takeaways()}
+    for takeaway, (rule_id, section) in by_takeaway.items():
+        assert f"rule:{rule_id}" in items[takeaway].records, takeaway
+        assert section in locator_parts(survey_locator("rule", rule_id) or ""), rule_id
+        assert {e.fires for e in rules[rule_id].examples} == {True, False}  # type: ignore[attr-defined]
