@@ -5,6 +5,7 @@ same framework can run, with the changes between them ranked by predicted gain."
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,11 +132,38 @@ def _plausible(entry: MappingEntry, value: Any) -> bool:
     return any(v == value or lookup_key(v) == lookup_key(value) for v in table)
 
 
+def typical_workload(
+    name: str, framework: str, deployments: Mapping[str, Any]
+) -> tuple[Any, str, list[str]] | None:
+    """A workload number a launch leaves unsaid, as the framework's published deployments
+    (else all of them) have it: their median, why, and the records it rests on."""
+    field = name.removeprefix("workload.")
+    for own in (True, False):
+        found = sorted(
+            (getattr(d.scenario.workload, field), d.id)
+            for d in deployments.values()
+            if (d.framework == framework or not own)
+            and getattr(d.scenario.workload, field, None) is not None
+        )
+        if found:
+            value = found[(len(found) - 1) // 2][0]  # the lower median: a value some record has
+            whose = f"{framework}'s" if own else "the KB's"
+            why = f"not in the launch: the median of {whose} {len(found)} deployment records"
+            return value, why, [i for _, i in found]
+    return None
+
+
 def scenario_of(
-    reading: Reading, catalog: Catalog, hardware: Hardware, policy: str | None
+    reading: Reading,
+    catalog: Catalog,
+    hardware: Hardware,
+    policy: str | None,
+    deployments: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The scenario (with its plan) the reading describes, and what review assumed or took
-    from flags because the file does not say it."""
+    from flags because the file does not say it (each with its source: a record id, a list
+    of them, or None for a rule of reading)."""
+    deployments = deployments or {}
     f = reading.facts
     assumed: list[dict[str, Any]] = []
     models = catalog.of("model")
@@ -156,6 +184,19 @@ def scenario_of(
             "the file does not say which accelerator it runs on; give --accelerator ID "
             "(see `rlmguide list accelerators`)"
         )
+    framework = reading.mapping
+    for u in reading.uses:
+        # a workload number the launch leaves to the framework: its default, said so
+        if u.default and u.fact.startswith("workload.") and u.fact_value is not None:
+            assumed.append(
+                {
+                    "field": u.fact,
+                    "value": u.fact_value,
+                    "why": f"{framework.framework}'s default for {u.key} ({u.value}) at "
+                    f"{framework.commit[:9]}",
+                    "source": framework.id,
+                }
+            )
     prompts = f.get("workload.prompts_per_step")
     samples = f.get("workload.samples_per_prompt", 1)
     max_response = f.get("workload.max_response_tokens")
@@ -163,29 +204,43 @@ def scenario_of(
     sequence = f.get("workload.sequence_tokens")
     if prompt_tokens is None and max_response and sequence and sequence > max_response:
         prompt_tokens = sequence - max_response
-    elif prompt_tokens is None and sequence:
-        raise ReviewError(
-            f"the launch bounds prompt and response together ({sequence} tokens) and lets the "
-            "response take all of it; give --prompt-tokens N (the mean prompt length)"
+        assumed.append(
+            {
+                "field": "workload.prompt_tokens",
+                "value": prompt_tokens,
+                "why": f"the sequence bound ({sequence}) less the longest response",
+                "source": None,
+            }
         )
+
+    def typical(name: str) -> Any:
+        found = typical_workload(name, framework.framework, deployments)
+        if found is None:
+            raise ReviewError(
+                f"the launch does not give {name} and no deployment record states one to assume"
+            )
+        value, why, ids = found
+        assumed.append({"field": name, "value": value, "why": why, "source": ids})
+        return value
+
+    if prompts is None:
+        prompts = typical("workload.prompts_per_step")
+    if prompt_tokens is None:
+        prompt_tokens = typical("workload.prompt_tokens")
+    if max_response is None and sequence and sequence > prompt_tokens:
+        max_response = sequence - prompt_tokens
+        assumed.append(
+            {
+                "field": "workload.max_response_tokens",
+                "value": max_response,
+                "why": f"the sequence bound ({sequence}) less the prompt",
+                "source": None,
+            }
+        )
+    elif max_response is None:
+        max_response = typical("workload.max_response_tokens")
     if sequence and prompt_tokens and max_response and prompt_tokens + max_response > sequence:
         max_response = sequence - prompt_tokens  # the engine stops at the sequence bound
-    missing = [
-        name
-        for name, v in (
-            ("workload.prompts_per_step", prompts),
-            ("workload.prompt_tokens", prompt_tokens),
-            ("workload.max_response_tokens", max_response),
-        )
-        if v is None
-    ]
-    if missing:
-        hint = (
-            "; give --prompt-tokens N (the mean prompt length)"
-            if "workload.prompt_tokens" in missing
-            else ""
-        )
-        raise ReviewError(f"the launch does not give {', '.join(missing)}{hint}")
     minibatches = f.get("workload.minibatches_per_step", 1)
     if "workload.algorithm" not in f:
         # NeMo-RL's run_grpo.py runs GRPO; verl's adv_estimator and OpenRLHF's advantage
@@ -194,13 +249,19 @@ def scenario_of(
         f["workload.algorithm"] = "grpo" if grpo else "ppo"
         why = "the entry point runs GRPO" if grpo else "the framework's default (GAE)"
         assumed.append(
-            {"field": "workload.algorithm", "value": f["workload.algorithm"], "why": why}
+            {
+                "field": "workload.algorithm",
+                "value": f["workload.algorithm"],
+                "why": why,
+                "source": framework.id,
+            }
         )
     assumed.append(
         {
             "field": "workload.response_tokens",
             "value": max_response,
             "why": "a launch gives only the longest response; its mean is taken as that",
+            "source": None,
         }
     )
     if (f.get("plan.train.tp") or 1) > 1 and f.get("plan.train.sequence_parallel") is False:
@@ -208,6 +269,7 @@ def scenario_of(
             {
                 "field": "plan.train.sequence_parallel",
                 "value": True,
+                "source": None,
                 "why": "the launch trains with tensor parallelism but no sequence parallelism; "
                 "the estimate assumes it (Korthikanti et al.), so this launch keeps more "
                 "activations per GPU than estimated: turn it on",
@@ -236,7 +298,12 @@ def scenario_of(
         train_gpus = nodes * per_node - rollout_gpus - sum(v for v in pools.values() if v)
     if hardware.nodes is None and "cluster.nodes" not in f:
         assumed.append(
-            {"field": "cluster.nodes", "value": nodes, "why": "the pools' GPUs over whole nodes"}
+            {
+                "field": "cluster.nodes",
+                "value": nodes,
+                "why": "the pools' GPUs over whole nodes",
+                "source": None,
+            }
         )
     # nothing frozen to park where the launch loads no reference and no reward model
     frozen = f.get("workload.needs_reference") is not False or f.get("workload.reward_model")
@@ -280,6 +347,7 @@ def scenario_of(
             {
                 "field": "models.context_tokens",
                 "value": context,
+                "source": model,
                 "why": f"prompt + longest response exceed the model record's {limit}; the run "
                 "must extend the context (RoPE scaling in the model's config)",
             }
