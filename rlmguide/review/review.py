@@ -15,10 +15,17 @@ from rlmguide.kb.load import Catalog
 from rlmguide.kb.model_names import match_model
 from rlmguide.kb.schema import Mapping as MappingRecord
 from rlmguide.kb.schema import MappingEntry
+from rlmguide.review.architecture import (
+    ArchitectureMissing,
+    Read,
+    from_hf_config,
+    from_megatron,
+    validated,
+)
 from rlmguide.review.budget import Budget, Exhausted
 from rlmguide.review.config import argparse_config, hydra_config
 from rlmguide.review.recipe import RecipeError, recipe_config
-from rlmguide.review.shell import ShellError, command_arguments
+from rlmguide.review.shell import Shell, ShellError, command_arguments
 from rlmguide.review.understand import Reading, read_launch
 
 
@@ -46,11 +53,11 @@ def parse_launch(
     framework: str | None,
     path: Path | None = None,
     budget: Budget | None = None,
-) -> tuple[str, dict[str, Any], list[MappingRecord], list[str], list[str]]:
+) -> tuple[str, dict[str, Any], list[MappingRecord], Shell]:
     """The entry-point module, the arguments as the framework's parser holds them, the
-    mappings of the framework whose entry point the script runs, the variables the launch
-    used that only a command substitution sets (not run, so read as empty), and the files it
-    sources that could not be read."""
+    mappings of the framework whose entry point the script runs, and the shell as the launch
+    left it (the variables only a command substitution sets, read as empty; the files it
+    read and those it could not)."""
     candidates = sorted(
         (m for m in mappings.values() if framework in (None, m.framework)),
         key=lambda m: m.committed,
@@ -69,7 +76,7 @@ def parse_launch(
             config = hydra_config(words) if own[0].syntax == "hydra" else argparse_config(words)
         except ValueError as exc:
             raise ReviewError(f"cannot read the arguments of {module}: {exc}") from None
-        return module, config, own, sorted(shell.used_unknown), shell.unsourced
+        return module, config, own, shell
     known = ", ".join(modules)
     raise ReviewError(f"no launch of a mapped framework in the file (looked for: {known})")
 
@@ -153,6 +160,69 @@ def typical_workload(
     return None
 
 
+def launch_architecture(reading: Reading, path: Any) -> Read:
+    """The policy's architecture from the launch, for a model no record matches: the
+    config.json in the local model folder it names, else its Megatron flags; else a one-line
+    error naming what is missing."""
+    why = []
+    if path:
+        folder = Path(str(path))
+        config = folder if folder.name == "config.json" else folder / "config.json"
+        if config.is_file():
+            try:
+                return from_hf_config(config, reading.budget)
+            except ArchitectureMissing as exc:
+                raise ReviewError(str(exc)) from None
+        why.append(f"no {config} on this machine")
+    try:
+        read = from_megatron(reading.config, reading.files)
+    except ArchitectureMissing as exc:
+        why.append(str(exc))
+    else:
+        if read is not None:
+            return read
+        why.append("no Megatron architecture flags (--num-layers, --hidden-size, ...)")
+    shown = f"model path {path!r}" if path else "no model path"
+    raise ReviewError(
+        f"{shown} matches no model record and the launch does not give the architecture "
+        f"({'; '.join(why)}); give --policy ID (see `rlmguide list models`)"
+    )
+
+
+def _inline_policy(
+    built: Read, path: Any, longest: int, assumed: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The policy as an inline model from what the launch gives, said where it was read."""
+    name = Path(str(path)).name if path else "policy read from the launch"
+    spec = dict(built.spec)
+    if "max_context_tokens" not in spec:
+        spec["max_context_tokens"] = longest
+        assumed.append(
+            {
+                "field": "models.policy.max_context_tokens",
+                "value": longest,
+                "why": "the architecture does not bound the context: the launch's prompt and "
+                "longest response",
+                "source": None,
+            }
+        )
+    try:
+        model = validated(Read(spec, built.origin, built.defaulted), name)
+    except ArchitectureMissing as exc:
+        raise ReviewError(str(exc)) from None
+    defaults = f"; Megatron's defaults for {', '.join(built.defaulted)}" if built.defaulted else ""
+    assumed.append(
+        {
+            "field": "models.policy",
+            "value": name,
+            "why": f"no model record matches {str(path)!r}: architecture read from "
+            f"{built.origin}{defaults}",
+            "source": built.origin,
+        }
+    )
+    return model
+
+
 def scenario_of(
     reading: Reading,
     catalog: Catalog,
@@ -168,17 +238,13 @@ def scenario_of(
     assumed: list[dict[str, Any]] = []
     models = catalog.of("model")
     path = f.get("input.model_path")
-    model = policy or (match_model(str(path), models) if path else None)
-    if model is None:
-        shown = f"model path {path!r}" if path else "no model path"
-        raise ReviewError(
-            f"{shown} matches no model record; give --policy ID (see `rlmguide list models`)"
-        )
-    if model not in models:
+    model: Any = policy or (match_model(str(path), models) if path else None)
+    built = None if model is not None else launch_architecture(reading, path)
+    if model is not None and model not in models:
         raise ReviewError(f"--policy: unknown model {model!r}; see `rlmguide list models`")
     reward: Any = "verifier"
     if reward_path := f.get("input.reward_model_path"):
-        reward = match_model(str(reward_path), models) or model
+        reward = match_model(str(reward_path), models) or model or "policy"
     if hardware.accelerator is None:
         raise ReviewError(
             "the file does not say which accelerator it runs on; give --accelerator ID "
@@ -340,15 +406,21 @@ def scenario_of(
     if f["plan.execution"] in ("async", "partial-rollout") and f.get("plan.max_staleness"):
         plan["max_staleness"] = f["plan.max_staleness"]
     context = reading.context_tokens
-    limit = getattr(models[model], "max_context_tokens", None)
+    if built is not None:
+        model = _inline_policy(built, path, prompt_tokens + max_response, assumed)
+        if reward == "policy":
+            reward = model
+    limit = (
+        model["max_context_tokens"] if built else getattr(models[model], "max_context_tokens", None)
+    )
     if context is None and limit is not None and prompt_tokens + max_response > limit:
         context = prompt_tokens + max_response
         assumed.append(
             {
                 "field": "models.context_tokens",
                 "value": context,
-                "source": model,
-                "why": f"prompt + longest response exceed the model record's {limit}; the run "
+                "source": model if built is None else built.origin,
+                "why": f"prompt + longest response exceed the model's {limit}; the run "
                 "must extend the context (RoPE scaling in the model's config)",
             }
         )
@@ -382,15 +454,12 @@ def read_file(
     except ValueError as exc:  # not a regular text file, too large
         raise ReviewError(f"cannot read {exc}") from None
     recipe_keys: set[str] | None = None
-    unknown: list[str] = []
-    unsourced: list[str] = []
+    shell = Shell()
     try:
         if path.suffix in (".yaml", ".yml"):
             module, config, own, recipe_keys = parse_recipe(path, mappings, framework, budget)
         else:
-            module, config, own, unknown, unsourced = parse_launch(
-                text, mappings, framework, path, budget
-            )
+            module, config, own, shell = parse_launch(text, mappings, framework, path, budget)
     except Exhausted as exc:
         raise ReviewError(f"{path}: {exc} (the limit of a review)") from None
     mapping = pick_version(own, config)
@@ -402,8 +471,11 @@ def read_file(
     if recipe_keys is not None:
         # the defaults chain's other keys are the framework's defaults, not the recipe's words
         reading.unmapped = {k: v for k, v in reading.unmapped.items() if k in recipe_keys}
-    reading.unknown_variables = unknown
-    reading.unsourced = unsourced
+    reading.unknown_variables = sorted(shell.used_unknown)
+    reading.unsourced = shell.unsourced
+    reading.config = config
+    reading.files = shell.files
+    reading.budget = budget
     return reading
 
 

@@ -66,7 +66,7 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
             ["sourced file"],
             [(f,) for f in result["unsourced"]],
             fmt,
-            title="Sourced but not found (its settings are missing from the reading)",
+            title="Sourced or run but not found (its settings are missing from the reading)",
         )
     print_rows(
         ["config key", "value"],

@@ -13,12 +13,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rlmguide.export import startup
 from rlmguide.export.mapping import CompiledEntry, compile_mapping, lookup_key
 from rlmguide.kb.schema import Launch, MappingEntry
 from rlmguide.kb.schema import Mapping as MappingRecord
+from rlmguide.review.budget import Budget
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,13 @@ class Reading:
     unknown_variables: list[str] = field(default_factory=list)
     """Shell variables the launch used that only a command substitution sets (read as empty)."""
     unsourced: list[str] = field(default_factory=list)
-    """Files the script sources that could not be read (their settings are missing)."""
+    """Files the script sources or runs that could not be read (their settings are missing)."""
+    config: dict[str, Any] = field(default_factory=dict)
+    """Every key of the launch as the framework's parser holds it."""
+    files: list[tuple[Path, str]] = field(default_factory=list)
+    """The files the launch read, with their text (to say where a value was read)."""
+    budget: Budget = field(default_factory=Budget)
+    """The reading's limits, for files read after the launch (a model's config.json)."""
 
 
 def _unreadable(value: Any) -> str | None:
