@@ -182,10 +182,14 @@ def launch_architecture(reading: Reading, path: Any) -> Read:
         if read is not None:
             return read
         why.append("no Megatron architecture flags (--num-layers, --hidden-size, ...)")
-    shown = f"model path {path!r}" if path else "no model path"
+    shown = (
+        f"the model path {path!r} matches no model record"
+        if path
+        else "the launch names no model path (or one only the environment sets)"
+    )
     raise ReviewError(
-        f"{shown} matches no model record and the launch does not give the architecture "
-        f"({'; '.join(why)}); give --policy ID (see `rlmguide list models`)"
+        f"{shown}, and the launch does not give the architecture ({'; '.join(why)}); "
+        "give --policy ID (see `rlmguide list models`)"
     )
 
 

@@ -299,6 +299,7 @@ def read_launch(
         )
         for u in state.uses
     ]
+    _rule_out(state.ambiguous, mine, config, facts)
     _settle(state.ambiguous, facts)
     if "workload.prompts_per_step" in facts:
         # the derived fact OpenRLHF and NeMo-RL count optimizer batches in
@@ -323,6 +324,43 @@ def read_launch(
     return Reading(
         mapping, launch, backend, engine, facts, uses, unmapped, state.ambiguous, context
     )
+
+
+def _rule_out(
+    ambiguous: dict[str, list[str]],
+    entries: list[CompiledEntry],
+    config: Mapping[str, Any],
+    facts: Mapping[str, Any],
+) -> None:
+    """Drop the values of an open lookup whose own switches the launch has off: DAPO where
+    OpenRLHF's `group_norm` could be GRPO or DAPO but dynamic filtering, which DAPO sets, is
+    off (given so, or the framework's default). Only switches count: a tuned number (a
+    clip-higher of 0.3) does not rule a value out."""
+    for fact, options in ambiguous.items():
+        kept = []
+        for option in options:
+            trial = {**facts, fact: _typed(fact, option)}
+            off = any(
+                c.entry.transform == "constant"
+                and c.entry.fact == fact
+                and c.entry.argument is True
+                and c.entry.key.lstrip("+") in config
+                and not _truth(config[c.entry.key.lstrip("+")])
+                and _holds(c, trial)
+                for c in entries
+            )
+            if not off:
+                kept.append(option)
+        if kept:
+            options[:] = kept
+
+
+def _holds(entry: CompiledEntry, facts: Mapping[str, Any]) -> bool:
+    """Whether the entry's condition holds on `facts` (one it cannot decide does not)."""
+    try:
+        return bool(entry.when.evaluate(facts))
+    except (KeyError, TypeError):
+        return False
 
 
 def _settle(ambiguous: dict[str, list[str]], facts: dict[str, Any]) -> None:
