@@ -362,6 +362,18 @@ def scenario_of(
         or f.get("cluster.gpus_per_node")
         or max([8, *(int(u.value) for u in reading.uses if u.key.endswith("gpus_per_node"))])
     )
+    if hardware.gpus_per_node is None and train_gpus is not None and 0 < total < per_node:
+        # the launch runs on part of one node (slime's fully-async demo: 1 + 3 of 4 GPUs): the
+        # cluster reviewed is the GPUs it uses, not idle ones the plan would have to fill
+        assumed.append(
+            {
+                "field": "cluster.gpus_per_node",
+                "value": total,
+                "why": f"the launch's pools take {total} GPUs, less than a node of {per_node}",
+                "source": None,
+            }
+        )
+        per_node = total
     nodes = hardware.nodes or f.get("cluster.nodes") or max(1, math.ceil(total / per_node))
     if train_gpus is None and rollout_gpus is not None:
         # NeMo-RL declares the cluster and the generation's share; training has the rest
