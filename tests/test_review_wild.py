@@ -99,14 +99,15 @@ def test_a_slurm_launch_inside_bash_c_is_read_to_its_pools() -> None:
 
 
 def test_a_hybrid_model_no_record_has_is_named_not_costed_as_dense() -> None:
-    """slime's Qwen3.5-9B fully-async example: no model record is Qwen3.5-9B, the checkpoint is
-    not on this machine and the model script's layers come from a plugin spec (linear attention
-    mixed in): review says exactly that, in one line."""
+    """slime's Qwen3.5-9B fully-async example: the model record of Qwen3.5-9B holds no shapes
+    (no config.json was found at a pinned version), the checkpoint is not on this machine and
+    the model script's layers come from a plugin spec (linear attention mixed in): review says
+    exactly that, in one line."""
     path = ASYNC / "run-qwen3.5-9B-fully_async.sh"
     with pytest.raises(ReviewError) as caught:
         review(path, hardware=Hardware("h100-sxm-80gb"))
     message = str(caught.value)
-    assert "'/root/models/Qwen3.5-9B' matches no model record" in message
+    assert "'/root/models/Qwen3.5-9B' matches model record qwen3.5-9b, which has no" in message
     assert "no /root/models/Qwen3.5-9B/config.json on this machine" in message
     assert "custom spec slime_plugins.models.qwen3_5.get_qwen3_5_spec" in message
     assert "scripts/models/qwen3.5-9B.sh:5" in message

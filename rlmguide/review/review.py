@@ -14,7 +14,7 @@ from rlmguide.export.mapping import lookup_key
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.model_names import match_model
 from rlmguide.kb.schema import Mapping as MappingRecord
-from rlmguide.kb.schema import MappingEntry
+from rlmguide.kb.schema import MappingEntry, Model
 from rlmguide.review.architecture import (
     ArchitectureMissing,
     Read,
@@ -160,10 +160,10 @@ def typical_workload(
     return None
 
 
-def launch_architecture(reading: Reading, path: Any) -> Read:
-    """The policy's architecture from the launch, for a model no record matches: the
-    config.json in the local model folder it names, else its Megatron flags; else a one-line
-    error naming what is missing."""
+def launch_architecture(reading: Reading, path: Any, record: str | None = None) -> Read:
+    """The policy's architecture from the launch, for a model no record matches (or whose
+    record, said in `record`, cannot be costed): the config.json in the local model folder it
+    names, else its Megatron flags; else a one-line error naming what is missing."""
     why = []
     if path:
         folder = Path(str(path))
@@ -183,7 +183,9 @@ def launch_architecture(reading: Reading, path: Any) -> Read:
             return read
         why.append("no Megatron architecture flags (--num-layers, --hidden-size, ...)")
     shown = (
-        f"the model path {path!r} matches no model record"
+        f"the model path {path!r} matches model record {record}"
+        if record
+        else f"the model path {path!r} matches no model record"
         if path
         else "the launch names no model path (or one only the environment sets)"
     )
@@ -219,7 +221,7 @@ def _inline_policy(
         {
             "field": "models.policy",
             "value": name,
-            "why": f"no model record matches {str(path)!r}: architecture read from "
+            "why": f"no costable model record for {str(path)!r}: architecture read from "
             f"{built.origin}{defaults}",
             "source": built.origin,
         }
@@ -243,12 +245,39 @@ def scenario_of(
     models = catalog.of("model")
     path = f.get("input.model_path")
     model: Any = policy or (match_model(str(path), models) if path else None)
-    built = None if model is not None else launch_architecture(reading, path)
+    record = models.get(model) if model is not None and policy is None else None
+    if isinstance(record, Model) and not record.costable:
+        # a record that names the model but holds no shapes it can cost (Qwen3.5-9B): the
+        # launch's own architecture, else that record is named as the reason
+        gap = record.costing_gap or "has no architecture read at a pinned version"
+        model, built = None, launch_architecture(reading, path, f"{model}, which {gap}")
+    else:
+        built = None if model is not None else launch_architecture(reading, path)
     if model is not None and model not in models:
         raise ReviewError(f"--policy: unknown model {model!r}; see `rlmguide list models`")
     reward: Any = "verifier"
     if reward_path := f.get("input.reward_model_path"):
-        reward = match_model(str(reward_path), models) or model or "policy"
+        matched = match_model(str(reward_path), models)
+        record = models.get(matched) if matched else None
+        if isinstance(record, Model) and record.costable:
+            reward = matched
+        else:
+            reward = model or "policy"  # the policy's shape (one read from the launch below)
+            if not isinstance(record, Model):
+                why = "it matches no model record"
+            elif record.architecture is None:
+                why = f"{matched} has no architecture read at a pinned version"
+            else:
+                why = f"{matched} {record.costing_gap}"
+            assumed.append(
+                {
+                    "field": "models.reward",
+                    "value": model or "the policy's architecture",
+                    "why": f"the reward model {reward_path} is costed with the policy's shape: "
+                    f"{why}",
+                    "source": matched,
+                }
+            )
     if hardware.accelerator is None:
         raise ReviewError(
             "the file does not say which accelerator it runs on; give --accelerator ID "
