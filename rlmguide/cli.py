@@ -860,8 +860,8 @@ def export(
     "--prompt-tokens",
     "prompt_tokens",
     type=click.IntRange(1),
-    help="Mean prompt length, where the file bounds only prompt + response (NeMo-RL) or no "
-    "prompt at all (slime without --rollout-max-context-len).",
+    help="Mean prompt length, in place of the one review assumes where the file bounds only "
+    "prompt + response (NeMo-RL) or no prompt at all (slime without --rollout-max-context-len).",
 )
 @format_option(("table", "json", "markdown"))
 def review(
