@@ -77,7 +77,7 @@ def script(exported: Exported, origin: str, policy: str) -> str:
     for var, text in exported.inputs.items():
         what = f"{text} ({policy})" if var == "MODEL_PATH" else text
         lines.append(f': "${{{var}:?set {var} to {what}}}"')
-    lines += m.preamble
+    lines += [*m.preamble, *exported.launch.preamble]
     command = exported.launch.command
     body = words(exported)
     lines += ["", f"{command} \\"]
