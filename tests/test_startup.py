@@ -333,6 +333,10 @@ def test_dapo_one_step_off_on_verl_does_not_bill_an_oversampling_it_does_not_run
     words = _words("verl", {**unbilled, "plan": plan})
     assert words["reward_model.reward_manager"] == "dapo"
     assert words["+reward_model.reward_kwargs.overlong_buffer_cfg.len"] == 4096
+    # verl/workers/reward_manager/dapo.py asserts the limit beside a buffer (L45-L51) and reads
+    # the buffer's log switch at every scored response (L123)
+    assert words["+reward_model.reward_kwargs.max_resp_len"] == 20480
+    assert words["+reward_model.reward_kwargs.overlong_buffer_cfg.log"] is False
 
 
 @pytest.mark.parametrize(
