@@ -605,6 +605,39 @@ def test_unknown_model_path_suggests_policy(tmp_path: Path) -> None:
     assert "--policy" in done.output and "Traceback" not in done.output
 
 
+def _with_reward_model(tmp_path: Path, folder: str) -> Path:
+    """verl's 32B launch with a reward model switched on at `folder`."""
+    text = (FIXTURES / "verl-run_qwen2.5-32b.sh").read_text()
+    entry = "python3 -m verl.trainer.main_ppo \\\n"
+    rm = f"    reward_model.enable=True reward_model.model.path=/models/{folder} \\\n"
+    script = tmp_path / "run.sh"
+    script.write_text(text.replace(entry, entry + rm, 1))
+    return script
+
+
+def test_a_reward_model_with_a_record_is_costed_as_itself(tmp_path: Path) -> None:
+    script = _with_reward_model(tmp_path, "Skywork-Reward-Llama-3.1-8B")
+    got = review(script, hardware=Hardware("a100-sxm-80gb"))
+    assert got["scenario"]["models"]["reward"] == "skywork-reward-llama-3.1-8b"
+    assert not [a for a in got["assumed"] if a["field"] == "models.reward"]
+
+
+@pytest.mark.parametrize(
+    ("folder", "why"),
+    [
+        ("FsfairX-LLaMA3-RM-v0.1", "fsfairx-llama3-rm-v0.1 has no architecture read"),
+        ("my-own-rm", "matches no model record"),
+    ],
+)
+def test_a_reward_model_that_cannot_be_costed_takes_the_policys_shape_and_says_so(
+    tmp_path: Path, folder: str, why: str
+) -> None:
+    got = review(_with_reward_model(tmp_path, folder), hardware=Hardware("a100-sxm-80gb"))
+    assert got["scenario"]["models"]["reward"] == "qwen2.5-32b"
+    (note,) = [a for a in got["assumed"] if a["field"] == "models.reward"]
+    assert note["value"] == "qwen2.5-32b" and why in note["why"]
+
+
 def test_unreadable_file_is_one_line_exit_2(tmp_path: Path) -> None:
     done = CliRunner().invoke(cli, ["review", str(tmp_path / "none.sh"), "--accelerator", "x"])
     assert done.exit_code == 2

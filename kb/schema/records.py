@@ -561,6 +561,11 @@ class Model(Record, Cited):
         architecture: see architecture_absent)."""
         return self._architecture.costing_gap if self._architecture else None
 
+    @property
+    def costable(self) -> bool:
+        """Whether the planner can cost this model today: an architecture, no costing gap."""
+        return self._architecture is not None and self._architecture.costing_gap is None
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def vision_params(self) -> int | None:

@@ -13,7 +13,7 @@ from rlmguide.export.mapping import lookup_key
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.model_names import match_model
 from rlmguide.kb.schema import Mapping as MappingRecord
-from rlmguide.kb.schema import MappingEntry
+from rlmguide.kb.schema import MappingEntry, Model
 from rlmguide.review.budget import Budget, Exhausted
 from rlmguide.review.config import argparse_config, hydra_config
 from rlmguide.review.recipe import RecipeError, recipe_config
@@ -150,7 +150,26 @@ def scenario_of(
         raise ReviewError(f"--policy: unknown model {model!r}; see `rlmguide list models`")
     reward: Any = "verifier"
     if reward_path := f.get("input.reward_model_path"):
-        reward = match_model(str(reward_path), models) or model
+        matched = match_model(str(reward_path), models)
+        record = models.get(matched) if matched else None
+        if isinstance(record, Model) and record.costable:
+            reward = matched
+        else:
+            reward = model
+            if not isinstance(record, Model):
+                why = "it matches no model record"
+            elif record.architecture is None:
+                why = f"{matched} has no architecture read at a pinned version"
+            else:
+                why = f"{matched} {record.costing_gap}"
+            assumed.append(
+                {
+                    "field": "models.reward",
+                    "value": model,
+                    "why": f"the reward model {reward_path} is costed with the policy's shape: "
+                    f"{why}",
+                }
+            )
     if hardware.accelerator is None:
         raise ReviewError(
             "the file does not say which accelerator it runs on; give --accelerator ID "
