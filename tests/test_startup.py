@@ -333,6 +333,10 @@ def test_dapo_one_step_off_on_verl_does_not_bill_an_oversampling_it_does_not_run
     words = _words("verl", {**unbilled, "plan": plan})
     assert words["reward_model.reward_manager"] == "dapo"
     assert words["+reward_model.reward_kwargs.overlong_buffer_cfg.len"] == 4096
+    # verl/workers/reward_manager/dapo.py asserts the limit beside a buffer (L45-L51) and reads
+    # the buffer's log switch at every scored response (L123)
+    assert words["+reward_model.reward_kwargs.max_resp_len"] == 20480
+    assert words["+reward_model.reward_kwargs.overlong_buffer_cfg.log"] is False
 
 
 @pytest.mark.parametrize(
@@ -405,3 +409,176 @@ def test_openrlhf_launcher_asserts_bind_the_plan() -> None:
     plan = {"plan.train.gpus": 64, "plan.train.cp": 2, "plan.train.tp": 2}
     assert tripped([batches], {**plan, "workload.responses_per_step": 15})  # 64 / 4 = 16 ranks
     assert not tripped([batches], {**plan, "workload.responses_per_step": 16})
+
+
+# -- what the frameworks' own start-up code asserts (bench/framework_checks.py) ---------------
+
+MEGATRON_PLAN = {"placement": "colocated", "execution": "sync",
+                 "train": {"tp": 2, "pp": 2, "cp": 1, "zero": 1, "recompute": "full"}}  # fmt: skip
+MEGATRON_KL = _scenario(MEGATRON_PLAN)
+"""GRPO keeps a reference; pipeline parallelism puts verl on Megatron."""
+
+
+def _without(text: str, *needles: str) -> str:
+    return "\n".join(ln for ln in text.splitlines() if not any(n in ln for n in needles)) + "\n"
+
+
+def test_verl_megatron_reference_gets_the_micro_batch_its_worker_asserts(tmp_path: Path) -> None:
+    """verl/workers/megatron_workers.py L365-L373: the reference role needs a log-prob
+    micro-batch size; the export writes the plan's sequences per micro-batch (the token budget
+    over the longest sequence, at least one)."""
+    done = _export(MEGATRON_KL, "verl")
+    assert done.backend == "megatron-lm"
+    words = {a.key: a.value for a in done.arguments}
+    tokens = done.plan["train"]["micro_batch_tokens"]
+    expected = max(1, tokens // (1024 + 8192))
+    assert words["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"] == expected
+    text = script(done, "test", "qwen2.5-7b")
+    assert _review(tmp_path, text)["startup"] == []
+    stripped = _without(text, "ref.log_prob_micro_batch_size_per_gpu")
+    tripped_ids = [c["constraint"] for c in _review(tmp_path, stripped)["startup"]]
+    assert tripped_ids == ["verl-megatron-reference-micro-batch-set"]
+
+
+def test_verl_megatron_reference_check_binds_only_with_a_reference() -> None:
+    check = _check("verl-megatron-reference-micro-batch-set")
+    assert tripped([check], {**ABSENT, "workload.needs_reference": True})
+    assert not tripped([check], {**ABSENT, "workload.needs_reference": False})
+    assert not tripped([check], {"workload.needs_reference": True, "launch.ref_micro_batch": 2})
+
+
+ONE_STEP_OFF_PLAN = {"placement": "disaggregated", "execution": "one-step-off",
+                     "train": {"tp": 1, "cp": 1, "zero": 3, "recompute": "full"}}  # fmt: skip
+ONE_STEP_OFF_FSDP = _scenario(ONE_STEP_OFF_PLAN)
+
+
+def test_verl_one_step_off_writes_the_critic_strategy_without_a_critic(tmp_path: Path) -> None:
+    """verl/experimental/one_step_off_policy/main_ppo.py L87 asserts critic.strategy equals the
+    actor's, critic or not; critic.strategy defaults to fsdp, the actor runs fsdp2."""
+    done = _export(ONE_STEP_OFF_FSDP, "verl")
+    assert (done.backend, done.plan["execution"]) == ("pytorch-fsdp", "one-step-off")
+    words = {a.key: a.value for a in done.arguments}
+    assert "critic.model.path" not in words  # GRPO: no critic
+    assert words["critic.strategy"] == words["actor_rollout_ref.actor.strategy"] == "fsdp2"
+    text = script(done, "test", "qwen2.5-7b")
+    assert _review(tmp_path, text)["startup"] == []
+    tripped_ids = [
+        c["constraint"] for c in _review(tmp_path, _without(text, "critic.strategy"))["startup"]
+    ]
+    assert tripped_ids == ["verl-one-step-off-critic-strategy-is-the-actors"]
+    sync = _export(_scenario({"placement": "colocated", "execution": "sync",
+                              "train": {"zero": 3}}), "verl")  # fmt: skip
+    assert "critic.strategy" not in {a.key for a in sync.arguments}
+
+
+def _run(text: str, where: Path, tmp_path: Path) -> tuple[int, str, str]:
+    """The script run by bash in `where`, with a `python3` that only says it started."""
+    import os
+    import subprocess
+
+    tools = tmp_path / "bin"
+    tools.mkdir(exist_ok=True)
+    (tools / "python3").write_text('#!/bin/sh\necho started "$1" "$2"\n')
+    (tools / "python3").chmod(0o755)
+    path = tmp_path / "launch.sh"
+    path.write_text(text)
+    values = {"MODEL_PATH": "m", "TRAIN_DATA": "t", "VAL_DATA": "v", "REWARD_FUNCTION": "r"}
+    environment = {**os.environ, **values, "PATH": f"{tools}:{os.environ['PATH']}"}
+    done = subprocess.run(
+        ["bash", str(path)], cwd=where, env=environment, capture_output=True, text=True
+    )
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("scenario", "module", "files"),
+    [
+        (ONE_STEP_OFF_FSDP, "verl.experimental.one_step_off_policy.main_ppo",
+         ["verl/experimental/one_step_off_policy/main_ppo.py", "verl/trainer/config/x.yaml"]),
+        ({**DAPO, "plan": {"placement": "colocated", "execution": "sync"}},
+         "recipe.dapo.main_dapo",
+         ["recipe/dapo/main_dapo.py", "verl/trainer/config/x.yaml"]),
+    ],
+    ids=["one-step-off", "dapo-recipe"],
+)  # fmt: skip
+def test_verl_checkout_only_launches_stop_outside_a_checkout_root(
+    scenario: dict[str, Any], module: str, files: list[str], tmp_path: Path
+) -> None:
+    """The one-step-off trainer (no __init__.py: not in an installed verl) and the DAPO recipe
+    (a submodule) resolve their module and Hydra searchpath file://verl/trainer/config against
+    the working folder: the script says so and stops, instead of failing inside Hydra."""
+    done = _export(scenario, "verl")
+    assert done.launch.command == f"python3 -m {module}"
+    text = script(done, "test", "qwen2.5-7b")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code, out, err = _run(text, elsewhere, tmp_path)
+    assert code == 2 and "started" not in out
+    assert "root of a verl checkout at b178a3cd56f5" in err
+    checkout = tmp_path / "verl-checkout"
+    for name in files:
+        (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+        (checkout / name).write_text("")
+    code, out, err = _run(text, checkout, tmp_path)
+    assert (code, out.split()) == (0, ["started", "-m", module]), err
+
+
+def test_verl_launches_of_an_installed_module_check_no_checkout() -> None:
+    text = script(_export(SMALL, "verl"), "test", "qwen2.5-7b")
+    assert "python3 -m verl.trainer.main_ppo" in text and "checkout" not in text
+
+
+C250 = "openrlhf-0.8.9.post1-5-gc250c21a"
+
+
+def _export_version(data: dict[str, Any], framework: str, version: str) -> Any:
+    catalog, mappings = _catalogs()
+    resolved = resolve(parse_scenario(data, "test"), catalog.records)
+    return build(resolved, catalog, mappings, framework, version)
+
+
+def test_openrlhf_before_the_dotted_flags_trains_in_bf16(tmp_path: Path) -> None:
+    """At c250c21a --bf16 defaults to false (fp32 DeepSpeed) and DeepSpeed's tensor
+    parallelism asserts it (openrlhf/utils/deepspeed/deepspeed.py L73-L75)."""
+    plan = {"placement": "colocated", "execution": "sync",
+            "train": {"tp": 2, "cp": 1, "zero": 3, "recompute": "full"}}  # fmt: skip
+    done = _export_version(_scenario(plan), "openrlhf", C250)
+    words = {a.key: a.value for a in done.arguments}
+    assert words["bf16"] is True and words["ds_tensor_parallel_size"] == 2
+    text = script(done, "test", "qwen2.5-7b")
+    assert "    --bf16 \\" in text
+    flags = ("--framework", "openrlhf")
+    assert _review(tmp_path, text, *flags)["startup"] == []
+    tripped_ids = [c["constraint"] for c in _review(tmp_path, _without(text, "--bf16"), *flags)
+                   ["startup"]]  # fmt: skip
+    assert tripped_ids == ["openrlhf-deepspeed-tensor-parallel-needs-bf16"]
+
+
+def test_openrlhf_before_the_dotted_flags_has_a_sample_batch_per_actor_rank() -> None:
+    """The launcher's assert at c250c21a (train_ppo_ray.py L560-L563) by hand: 16 samples x
+    1024 prompts over the default 8 per micro-batch is 2048 sample batches, fewer than 512 nodes
+    x 8 GPUs of actor ranks; one per micro-batch (what the export writes) is 16384."""
+    check = _check("openrlhf-sample-batches-cover-the-actor-ranks")
+    ranks = {"plan.train.gpus": 4096, "plan.train.cp": 1, "plan.train.tp": 1}
+    facts = {**ranks, "workload.responses_per_step": 16 * 1024}
+    assert tripped([check], {**facts, "launch.rollout_micro_batch": 8})
+    assert not tripped([check], {**facts, "launch.rollout_micro_batch": 4})
+    assert not tripped([check], {**facts, "launch.rollout_micro_batch": 1})
+    words = {a.key: a.value for a in _export_version(SMALL, "openrlhf", C250).arguments}
+    assert words["micro_rollout_batch_size"] == 1
+
+
+def test_slime_sets_the_connections_megatron_asserts_for_tensor_parallelism() -> None:
+    """Megatron's validate_args (megatron/training/arguments.py L948-L952 at 1dcf0da), which
+    slime's parse_args runs in the driver, asserts CUDA_DEVICE_MAX_CONNECTIONS=1 with TP or CP
+    above 1 before Blackwell; the training actors get it through --train-env-vars."""
+    from rlmguide.review.shell import command_arguments
+
+    done = _export(MEGATRON_KL, "slime")
+    assert done.plan["train"]["tp"] == 2
+    text = script(done, "test", "qwen2.5-7b")
+    inputs = {"MODEL_ARGS_SCRIPT": "/dev/null", "MODEL_PATH": "m"}
+    words, shell = command_arguments(text, "train", inputs)
+    assert shell.variables["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
+    at = words.index("--train-env-vars")
+    assert json.loads(words[at + 1]) == {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}

@@ -822,6 +822,10 @@ class Launch(Strict):
     runs DAPO's dynamic sampling through its recipe trainer); empty: any algorithm."""
     fixed: list[Text] = []
     """Arguments the entry point always needs, as the syntax writes them."""
+    preamble: list[Text] = []
+    """Shell lines this entry point's script runs before the command, after the mapping's
+    (verl's one-step-off and DAPO trainers start only from a checkout's root: the script
+    checks it)."""
     file: Text
 
 

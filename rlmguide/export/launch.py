@@ -70,7 +70,7 @@ class Exported:
             "entry_point_file": self.launch.file,
             "training_backend": self.backend,
             "rollout_engine": self.engine,
-            "preamble": self.mapping.preamble,
+            "preamble": [*self.mapping.preamble, *self.launch.preamble],
             "fixed": [*self.mapping.fixed, *self.launch.fixed],
             "arguments": [
                 {"key": a.key, "value": a.value, "fact": a.fact, "file": a.file}

@@ -85,7 +85,7 @@ def script(exported: Exported, origin: str, policy: str) -> str:
             lines.append(f'{var}="${{{var}:-{exported.defaults[var]}}}"')
         else:
             lines.append(f': "${{{var}:?set {var} to {what}}}"')
-    lines += m.preamble
+    lines += [*m.preamble, *exported.launch.preamble]
     command = exported.launch.command
     body = words(exported)
     lines += ["", f"{command} \\"]

@@ -122,6 +122,21 @@ LAUNCH_FACTS = {
             "bool",
             "advantages are normalised over the batch (slime's --normalize-advantages)",
         ),
+        Fact(
+            "launch.ref_micro_batch",
+            "number",
+            "sequences per GPU of one reference log-prob micro-batch (verl's "
+            "ref.log_prob_micro_batch_size_per_gpu); 0: not set",
+        ),
+        Fact("launch.actor_strategy", "text", "the actor's training strategy key (verl)"),
+        Fact("launch.critic_strategy", "text", "the critic's training strategy key (verl)"),
+        Fact("launch.bf16", "bool", "training runs in bf16 (OpenRLHF's --bf16 before 0.10)"),
+        Fact(
+            "launch.rollout_micro_batch",
+            "number",
+            "samples per rollout micro-batch (OpenRLHF's micro_rollout_batch_size): the step's "
+            "samples over it are the sample batches shared out to the actor's ranks",
+        ),
     )
 }
 """The facts a launch adds to the plan's."""
@@ -134,6 +149,7 @@ ABSENT = {
     "launch.sequence_packing": False,
     "launch.normalized_advantages": False,
     "launch.dynamic_sampling": False,
+    "launch.ref_micro_batch": 0,
 }
 """What a launch that writes no key for a launch fact runs with (a mapping's `reads` and
 `config_defaults` give the framework's own default where it differs)."""
@@ -268,14 +284,20 @@ def read(mapping: MappingRecord, config: Mapping[str, Any]) -> dict[str, Any]:
 
 def typed(facts: Mapping[str, Any]) -> dict[str, Any]:
     """The launch facts among `facts` whose values have their fact's type (a launch may give
-    an interpolation or a string where a number is declared: it is not judged)."""
+    an interpolation or a string where a number is declared: it is not judged, nor is an
+    interpolation where text is declared)."""
     out = {}
     for name, value in facts.items():
         fact = LAUNCH_FACTS.get(name)
         if fact is None or value is None:
             continue
         number = isinstance(value, int | float) and not isinstance(value, bool)
-        if (fact.type == "number" and number) or (fact.type == "bool" and isinstance(value, bool)):
+        text = isinstance(value, str) and "${" not in value
+        if (
+            (fact.type == "number" and number)
+            or (fact.type == "bool" and isinstance(value, bool))
+            or (fact.type == "text" and text)
+        ):
             out[name] = value
     return out
 

@@ -58,10 +58,14 @@ def launches_table(ix: Index, src: str, m: Mapping) -> str:
             ix.record_link(src, "component", launch.component) if launch.component else "all",
             html_code(" ".join([launch.command, *launch.fixed])),
             code_at(m, launch.file),
+            "<br>".join(html_code(line) for line in launch.preamble),
         ]
         for launch in m.launches
     ]
-    return table(["Execution", "Placement", "On", "Command", "Entry point"], rows)
+    headers = ["Execution", "Placement", "On", "Command", "Entry point", "Before the command"]
+    if not any(launch.preamble for launch in m.launches):
+        headers, rows = headers[:-1], [r[:-1] for r in rows]
+    return table(headers, rows)
 
 
 def mapping_page(ix: Index, m: Mapping) -> str:
