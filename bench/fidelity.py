@@ -153,7 +153,8 @@ def main() -> None:
     print(f"\n({len(defaults)} cases in {elapsed:.1f} s at the default constants)")
     print(f"default constants, results:        {figure(results_only(defaults))}")
     print(f"default constants, RL step times:  {figure(rl_steps(results_only(defaults)))}")
-    print(f"default constants, deployments:    {figure(c for c in defaults if c.result.kind != 'result')}")
+    deployments = [c for c in defaults if c.result.kind != "result"]
+    print(f"default constants, deployments:    {figure(deployments)}")
     report_orderings(defaults, "default constants")
     pairs = paired(defaults)
     print(f"\npairs of one model on one accelerator (the tie is {100 * TIE_FRACTION:.0f}%):")
@@ -177,7 +178,8 @@ def main() -> None:
         print("\ngrid points chosen when a source is held out: " + "; ".join(picks))
         print(f"best on every source: {show(chosen_overheads)}")
     heldout_dir = next(
-        (Path(a) for a, prev in zip(sys.argv[1:], sys.argv) if prev == "--heldout"), None
+        (Path(a) for a, prev in zip(sys.argv[1:], sys.argv, strict=False) if prev == "--heldout"),
+        None,
     )
     if heldout_dir is not None:
         extra = load_catalog([*DEFAULT_ROOTS, RULES_ROOT, (heldout_dir, None)])

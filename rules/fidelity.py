@@ -90,17 +90,31 @@ def cases(catalog: dict[str, dict[str, Record]]) -> list[Case]:
     step time, by id."""
     found = [
         Case(
-            r.id, "result", r.metric, r.value, r.unit, r.scenario, False, r.source,
+            r.id,
+            "result",
+            r.metric,
+            r.value,
+            r.unit,
+            r.scenario,
+            False,
+            r.source,
             r.framework or "none",
-        )  # fmt: skip
+        )
         for r in catalog["result"].values()
         if isinstance(r, Result) and r.scenario is not None and r.metric in MEASURABLE
     ]
     found += [
         Case(
-            d.id, "deployment", "step_seconds", d.step_seconds, "s", d.scenario, True,
-            d.step_source or d.source, d.framework,
-        )  # fmt: skip
+            d.id,
+            "deployment",
+            "step_seconds",
+            d.step_seconds,
+            "s",
+            d.scenario,
+            True,
+            d.step_source or d.source,
+            d.framework,
+        )
         for d in catalog.get("deployment", {}).values()
         if isinstance(d, Deployment) and d.step_seconds is not None
     ]
