@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 
+from rlmguide.cost.band import STEP_BAND
 from rlmguide.cost.overheads import DEFAULT_OVERHEADS, FITTED, Overheads
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
@@ -131,6 +132,24 @@ def report_orderings(comparisons: list[Comparison], label: str) -> None:
             )
 
 
+def print_band(comparisons: list[Comparison], pairs: list) -> None:
+    """The 10th-90th percentile of reported / predicted over the held-out RL step times: the
+    band cost.band states, and the paired spread the tie states."""
+    ratios = sorted(c.result.value / c.predicted for c in comparisons if c.predicted)
+    q = statistics.quantiles(ratios, n=10, method="inclusive")
+    print(
+        f"\nband (cost.band.STEP_BAND: reported / predicted, 10th-90th percentile over "
+        f"{len(ratios)} held-out RL step times): {q[0]:.2f}-{q[-1]:.2f}; configured "
+        f"{STEP_BAND[0]:.2f}-{STEP_BAND[1]:.2f}"
+    )
+    factors = sorted(p.factor for p in pairs)
+    if factors:
+        print(
+            f"paired ratio error: median {statistics.median(factors):.2f}x over "
+            f"{len(factors)} pairs (the tie, rules.ranking.TIE_FRACTION: {TIE_FRACTION:.2f})"
+        )
+
+
 def main() -> None:
     catalog = load_catalog([*DEFAULT_ROOTS, RULES_ROOT])
     start = time.perf_counter()
@@ -174,6 +193,7 @@ def main() -> None:
         by("leave-one-source-out by framework", results_only(loso), lambda c: c.framework)
         by("leave-one-framework-out by framework", results_only(lofo), lambda c: c.framework)
         report_orderings(loso, "leave-one-source-out")
+        print_band(rl_steps(results_only(loso)), pairs)
         picks = sorted({show(grid[g]) for g in chosen})
         print("\ngrid points chosen when a source is held out: " + "; ".join(picks))
         print(f"best on every source: {show(chosen_overheads)}")

@@ -20,6 +20,7 @@ from rlmguide.cost.assessment import (
     Scoring,
     assessment_stage,
 )
+from rlmguide.cost.band import memory_band, step_band
 from rlmguide.cost.batch import Batch, Needs
 from rlmguide.cost.collectives import Fabric
 from rlmguide.cost.compose import StepTime, compose_step
@@ -191,14 +192,17 @@ class CostTable:
             plan.update(rollout=None, prefix_caching=None, offline=True)
             del memory["rollout"]
             headroom.pop("rollout", None)
+        low, high = step_band(float(self.step_seconds[i]))
         return {
             **plan,
             "step_seconds": float(self.step_seconds[i]),
+            "step_seconds_band": [low, high],
             "step_lower_seconds": float(self.step_lower_seconds[i]),
             "step_upper_seconds": float(self.step_upper_seconds[i]),
             "tokens_per_second": float(self.tokens_per_second[i]),
             "stages": [self.stage_row(n, i) for n in names],
             "memory_gib_per_gpu": memory,
+            "memory_gib_per_gpu_band": {k: list(memory_band(v)) for k, v in memory.items()},
             "headroom_gib_per_gpu": headroom,
             "bottleneck": STAGES[int(self.bottleneck[i])],
             "feasible": bool(self.feasible[i]),

@@ -200,8 +200,9 @@ class Pair:
 
 def paired(comparisons: Iterable[Comparison]) -> list[Pair]:
     """Every pair of predicted published results (not deployments, which repeat results) of
-    the same model, accelerator and metric whose plans differ: the evidence for how large a
-    predicted difference between two plans of one cluster must be to be believed."""
+    the same model, accelerator, metric and source whose plans differ: the evidence for how
+    large a predicted difference between two plans of one cluster must be to be believed
+    (one source runs one framework and software stack, as two plans of one cluster would)."""
     scored = [c for c in comparisons if c.ratio and c.result.kind == "result"]
     pairs = []
     for i, a in enumerate(scored):
@@ -209,6 +210,7 @@ def paired(comparisons: Iterable[Comparison]) -> list[Pair]:
             sa, sb = a.result.scenario, b.result.scenario
             if (
                 a.result.metric == b.result.metric
+                and a.result.group == b.result.group
                 and sa.models.policy == sb.models.policy
                 and sa.cluster.accelerator == sb.cluster.accelerator
                 and (sa.plan != sb.plan or sa.cluster != sb.cluster)
