@@ -143,7 +143,9 @@ def test_results_keep_keys_the_planner_adds() -> None:
 def test_plans_as_a_table() -> None:
     result = recommend(SMALL, top=3)
     rows = result.rows()
-    assert [r["rank"] for r in rows] == [1, 2, 3]
+    # A tie may show the plan it passed over as a fourth (README, "How plans are ranked").
+    ranks = list(range(1, len(rows) + 1))
+    assert [r["rank"] for r in rows] == ranks and len(rows) in (3, 4)
     first = rows[0]
     assert first["train.tp"] == result.best.train.tp
     assert first["seconds.rollout"] == result.best.stages[0].seconds
@@ -151,13 +153,13 @@ def test_plans_as_a_table() -> None:
     assert not any(isinstance(v, dict) for v in first.values())
     pa = pytest.importorskip("pyarrow")
     table = result.to_arrow()
-    assert isinstance(table, pa.Table) and table.num_rows == 3
+    assert isinstance(table, pa.Table) and table.num_rows == len(rows)
     assert table.column("step_seconds").to_pylist() == [p.step_seconds for p in result.plans]
     if importlib.util.find_spec("pandas") is None:
         with pytest.raises(ImportError, match="pip install pandas"):
             result.to_pandas()
     else:
-        assert list(result.to_pandas()["rank"]) == [1, 2, 3]
+        assert list(result.to_pandas()["rank"]) == ranks
 
 
 def test_html_for_notebooks_is_escaped() -> None:
