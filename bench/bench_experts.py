@@ -1,29 +1,43 @@
 """The planner against the experts: for every published deployment, the top plan that its own
 framework can run, beside the expert's plan costed as written.
 
-Agreement is counted on placement, execution, rollout TP (the attention's tensor group, within
-2x) and training family
-(data-parallel sharded: ZeRO-3/FSDP without model parallelism; model-parallel: otherwise); a
-departure from the expert's placement or execution is justified when the top plan predicts a
-gain of at least 10% over the best plan of the expert's own placement and execution, or lies
-within the ranking's tie of it (the ranking then chose the simpler plan).
+Agreement is counted on five dimensions: placement, execution, rollout TP (the attention's
+tensor group, within 2x), training family (data-parallel sharded: ZeRO-3/FSDP without model
+parallelism; model-parallel: otherwise) and offload class (none; phase offload of trainer state;
+a CPU optimizer or streamed parameters). Each deployment is judged twice: as-is, and leave one
+framework out, where the tie-breaks and cost constants read from the deployment's own framework
+are not used (Recommender's `held_out`: its default rollout TP and training family, and
+cost.overheads.READ_FROM_ONE_FRAMEWORK). A departure from the expert's placement or execution is
+justified when the top plan predicts a gain of at least 10% over the best plan of the expert's
+own placement and execution, or lies within the ranking's tie of it (the ranking then chose the
+simpler plan); every top plan that departs from the simplest plan beyond the tie names the
+simpler plan it beat and its predicted gain. A run that lags the trainer tolerates its own lag:
+where its workload states no tolerance, the search may use lagging plans up to the expert's.
 
-Run: python bench/bench_experts.py [ID ...]
+Run: python bench/bench_experts.py [--heldout DIR] [ID ...]
+  --heldout DIR  also judge the deployment records in DIR (kept outside the knowledge base so that
+                 nothing is tuned on them), reported separately.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
+from rlmguide.kb.schema import Deployment
 from rlmguide.rules.ranking import TIE_FRACTION, model_parallel
-from rlmguide.rules.recommend import NoFeasiblePlan, recommend, recommender_for
+from rlmguide.rules.recommend import NoFeasiblePlan, judges_of, recommend, recommender_for
 from rlmguide.rules.scenario import fill_plan_defaults, resolve
 
 JUSTIFIED_GAIN = 0.10
+DIMENSIONS = ("placement", "execution", "rollout tp", "train family", "offload")
+MODES = ("as-is", "lofo")
 
 
 def attention_tp(plan: dict[str, Any]) -> float:
@@ -39,98 +53,221 @@ def family(train: dict[str, Any]) -> str:
     return "model-parallel" if parallel else "dp-sharded"
 
 
-def main() -> None:
-    catalog = load_catalog([*DEFAULT_ROOTS, RULES_ROOT])
-    wanted = set(sys.argv[1:])
-    deployments = [
-        d for d in sorted(catalog.of("deployment").values(), key=lambda d: d.id)
-        if not wanted or d.id in wanted
-    ]  # fmt: skip
-    counts = {"placement": 0, "execution": 0, "rollout tp": 0, "train family": 0, "justified": 0}
-    departures = 0
-    print(
-        f"{'deployment':<58} {'expert':<34} {'planner':<34} {'expert s':>9} {'top s':>9} "
-        f"{'gain':>6} {'search s':>8}"
+def offload_class(train: dict[str, Any]) -> str:
+    """The ranking's three offload levels: a CPU optimizer or streamed parameters move the Adam
+    step off the GPU; phase offload only parks trainer state outside its phase."""
+    offload = train.get("offload") or {}
+    if offload.get("optimizer") or offload.get("params"):
+        return "cpu"
+    return "phase" if offload.get("phase") else "none"
+
+
+def shown(p: dict[str, Any]) -> str:
+    return (
+        f"{p['placement'][:5]} {p['execution'][:8]} r-tp{attention_tp(p):g} "
+        f"{family(p['train'])[:5]} {offload_class(p['train'])}"
     )
-    for d in deployments:
-        scenario = d.scenario.model_copy(update={"plan": type(d.scenario.plan)()})
-        resolved = resolve(scenario, catalog.records)
-        fixed, _ = fill_plan_defaults(resolve(d.scenario, catalog.records))
-        expert = recommend(
-            recommender_for(fixed, catalog, enforce_memory=False, filter_frameworks=False), 1
-        )["plans"][0]
-        start = time.perf_counter()
-        try:
-            top = recommend(recommender_for(resolved, catalog, only=d.framework), 1)["plans"][0]
-        except NoFeasiblePlan as exc:
-            print(f"{d.id:<58} no plan of {d.framework}: {str(exc)[:100]}")
-            continue
-        seconds = time.perf_counter() - start
-        agree = {
-            "placement": top["placement"] == expert["placement"],
-            "execution": top["execution"] == expert["execution"],
-            "rollout tp": 0.5 <= attention_tp(top) / attention_tp(expert) <= 2,
-            "train family": family(top["train"]) == family(expert["train"]),
-        }
-        for key, same in agree.items():
-            counts[key] += same
-        gain = 1.0 - top["step_seconds"] / expert["step_seconds"]
-        departs = not (agree["placement"] and agree["execution"])
-        own_gain = None
-        if departs:
-            departures += 1
-            # Against the best plan of the expert's own placement and execution: the
-            # departure must gain 10%, or lie within the tie (then it is the simpler plan).
-            # Its pools keep the expert's sizes, as the expert chose them too.
-            plan = d.scenario.plan
-            own = plan.model_copy(
-                update={"rollout": type(plan.rollout)(gpus=plan.rollout.gpus),
-                        "train": type(plan.train)(gpus=plan.train.gpus)}
-            )  # fmt: skip
-            same_choice = resolve(d.scenario.model_copy(update={"plan": own}), catalog.records)
-            try:
-                own_best = recommend(recommender_for(same_choice, catalog, only=d.framework), 1)
-            except NoFeasiblePlan as exc:
-                # The scenario only approximates some published layouts (OpenRLHF's reward
-                # model on the critic's GPUs), and the framework's constraints may refuse the
-                # approximation. The best plan of that mode on physics alone is at least as
-                # fast as any the framework runs, so the gain over it is a lower bound.
-                print(
-                    f"{d.id}: {d.framework} runs no plan of the expert's own mode as the "
-                    f"scenario writes it ({str(exc)[:90]}...); compared on physics alone"
-                )
-                own_best = recommend(
-                    recommender_for(same_choice, catalog, filter_frameworks=False), 1
-                )
-            own_gain = 1.0 - top["step_seconds"] / own_best["plans"][0]["step_seconds"]
-            if own_gain >= JUSTIFIED_GAIN or abs(own_gain) < TIE_FRACTION:
-                counts["justified"] += 1
 
-        def shown(p: dict[str, Any]) -> str:
-            return (
-                f"{p['placement'][:5]} {p['execution'][:8]} r-tp{attention_tp(p):g} "
-                f"{family(p['train'])[:5]}"
-            )
 
-        print(
-            f"{d.id:<58} {shown(expert):<34} {shown(top):<34} {expert['step_seconds']:>9.1f} "
-            f"{top['step_seconds']:>9.1f} {100 * gain:>5.0f}% {seconds:>8.2f}"
-            + (
-                f"  (vs the expert's own mode: {100 * own_gain:.0f}%)"
-                if own_gain is not None
-                else ""
-            )
+@dataclass
+class Verdict:
+    deployment: Deployment
+    expert: dict[str, Any]
+    top: dict[str, Any] | None = None
+    agree: dict[str, bool] = field(default_factory=dict)
+    own_gain: float | None = None
+    """Gain of the top plan over the best plan of the expert's own placement and execution."""
+    departure: dict[str, Any] | None = None
+    tie: dict[str, Any] | None = None
+    refused: str = ""
+    seconds: float = 0.0
+
+    @property
+    def departs(self) -> bool:
+        return not (self.agree.get("placement") and self.agree.get("execution"))
+
+    @property
+    def justified(self) -> bool:
+        gain = self.own_gain
+        return gain is not None and (gain >= JUSTIFIED_GAIN or abs(gain) < TIE_FRACTION)
+
+
+def searched(d: Deployment) -> Any:
+    """The deployment's scenario with its plan left to the search. Where the run lags the trainer
+    and its workload states no tolerance, the expert's lag is taken as the run's tolerance (the
+    run's decision, which an algorithm record without one leaves on-policy): lagging plans up to
+    it may then compete."""
+    scenario, plan = d.scenario, d.scenario.plan
+    workload = scenario.workload
+    if workload.max_staleness is None and plan.execution not in (None, "sync"):
+        workload = workload.model_copy(update={"max_staleness": plan.max_staleness or 1})
+    return scenario.model_copy(update={"plan": type(plan)(), "workload": workload})
+
+
+def judge(d: Deployment, catalog: Any, judges: Any, expert: dict[str, Any], lofo: bool) -> Verdict:
+    held_out = d.framework if lofo else None
+    verdict = Verdict(d, expert)
+    resolved = resolve(searched(d), catalog.records)
+    start = time.perf_counter()
+    try:
+        result = recommend(
+            recommender_for(resolved, catalog, judges, only=d.framework, held_out=held_out), 1
         )
-    n = len(deployments)
-    print()
-    for key in ("placement", "execution", "rollout tp", "train family"):
-        print(f"agree on {key}: {counts[key]} of {n} ({100 * counts[key] / n:.0f}%)")
+    except NoFeasiblePlan as exc:
+        verdict.refused = str(exc)[:100]
+        return verdict
+    verdict.seconds = time.perf_counter() - start
+    top = verdict.top = result["plans"][0]
+    verdict.departure, verdict.tie = result["departure"], top["tie"]
+    verdict.agree = {
+        "placement": top["placement"] == expert["placement"],
+        "execution": top["execution"] == expert["execution"],
+        "rollout tp": 0.5 <= attention_tp(top) / attention_tp(expert) <= 2,
+        "train family": family(top["train"]) == family(expert["train"]),
+        "offload": offload_class(top["train"]) == offload_class(expert["train"]),
+    }
+    if verdict.departs:
+        # Against the best plan of the expert's own placement and execution, its pools kept at
+        # the expert's sizes (the expert chose them too).
+        plan = d.scenario.plan
+        own = plan.model_copy(
+            update={"rollout": type(plan.rollout)(gpus=plan.rollout.gpus),
+                    "train": type(plan.train)(gpus=plan.train.gpus)}
+        )  # fmt: skip
+        same_choice = resolve(searched(d).model_copy(update={"plan": own}), catalog.records)
+        try:
+            own_best = recommend(
+                recommender_for(same_choice, catalog, judges, only=d.framework, held_out=held_out),
+                1,
+            )
+        except NoFeasiblePlan:
+            # The scenario only approximates some published layouts (OpenRLHF's reward model on
+            # the critic's GPUs) and the framework's constraints may refuse the approximation;
+            # the best plan of that mode on physics alone is at least as fast as any the
+            # framework runs, so the gain over it is a lower bound.
+            own_best = recommend(
+                recommender_for(same_choice, catalog, judges, filter_frameworks=False), 1
+            )
+        verdict.own_gain = 1.0 - top["step_seconds"] / own_best["plans"][0]["step_seconds"]
+    return verdict
+
+
+def expert_plan(d: Deployment, catalog: Any, judges: Any) -> dict[str, Any]:
+    fixed, _ = fill_plan_defaults(resolve(d.scenario, catalog.records))
+    return recommend(
+        recommender_for(fixed, catalog, judges, enforce_memory=False, filter_frameworks=False), 1
+    )["plans"][0]
+
+
+def why(v: Verdict) -> str:
+    """The departure of the top plan from the simplest plan (its gain and the plan it beat), or
+    the faster plan it was preferred to as the simpler of a tie."""
+    notes = []
+    if v.departure:
+        notes.append(
+            f"beats the simpler '{v.departure['simplest_plan']}' by "
+            f"{v.departure['gain_percent']:.0f}%"
+        )
+    if v.tie:
+        notes.append(
+            f"chosen over the {v.tie['faster_by_percent']:.0f}% faster '{v.tie['faster_plan']}' "
+            "as the simpler of a tie"
+        )
+    return "; ".join(notes)
+
+
+def report(title: str, verdicts: list[Verdict]) -> None:
+    judged = [v for v in verdicts if v.top]
+    n = len(verdicts)
+    print(f"\n{title}: {n} deployments from {len({v.deployment.framework for v in verdicts})} "
+          f"frameworks ({n - len(judged)} with no plan of their framework)")  # fmt: skip
+    for key in DIMENSIONS:
+        agree = sum(v.agree.get(key, False) for v in verdicts)
+        print(f"  agree on {key:<13} {agree:>3} of {n} ({100 * agree / max(n, 1):.0f}%)")
+    departs = [v for v in judged if v.departs]
     print(
-        f"departures from the expert's placement or execution: {departures}, of which "
-        f"{counts['justified']} predict >= {100 * JUSTIFIED_GAIN:.0f}% gain over the best plan "
-        f"of the expert's own placement and execution, or are within the "
+        f"  departures from the expert's placement or execution: {len(departs)}, of which "
+        f"{sum(v.justified for v in departs)} predict >= {100 * JUSTIFIED_GAIN:.0f}% gain over "
+        f"the best plan of the expert's own placement and execution, or are within the "
         f"{100 * TIE_FRACTION:.0f}% tie (the simpler plan)"
     )
+
+
+def by_framework(verdicts: list[Verdict]) -> None:
+    groups: dict[str, list[Verdict]] = defaultdict(list)
+    for v in verdicts:
+        groups[v.deployment.framework].append(v)
+    print(f"  {'framework':<10} {'n':>3} " + " ".join(f"{k:>13}" for k in DIMENSIONS))
+    for name, group in sorted(groups.items()):
+        counts = [sum(v.agree.get(k, False) for v in group) for k in DIMENSIONS]
+        cells = " ".join(f"{c:>6} ({100 * c / len(group):>3.0f}%)" for c in counts)
+        print(f"  {name:<10} {len(group):>3} {cells}")
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    heldout_dir: Path | None = None
+    if "--heldout" in args:
+        at = args.index("--heldout")
+        if at + 1 >= len(args):
+            sys.exit("usage: bench_experts.py [--heldout DIR] [ID ...]")
+        heldout_dir = Path(args[at + 1])
+        del args[at : at + 2]
+    roots = [*DEFAULT_ROOTS, RULES_ROOT]
+    heldout_ids: set[str] = set()
+    if heldout_dir is not None:
+        roots.append((heldout_dir, "deployment"))
+        heldout_ids = {p.stem for p in heldout_dir.glob("*.yaml")}
+    catalog = load_catalog(roots)
+    judges = judges_of(catalog)
+    wanted = set(args)
+    deployments: list[Deployment] = [
+        d for d in sorted(catalog.of("deployment").values(), key=lambda d: d.id)  # type: ignore[misc]
+        if not wanted or d.id in wanted
+    ]  # fmt: skip
+    verdicts: dict[str, dict[str, Verdict]] = {mode: {} for mode in MODES}
+    print(
+        f"{'deployment (leave one framework out)':<62} {'expert':<38} {'planner':<38} "
+        f"{'expert s':>9} {'top s':>9} {'gain':>5} {'agree':>6}"
+    )
+    for d in deployments:
+        expert = expert_plan(d, catalog, judges)
+        for mode in MODES:
+            verdicts[mode][d.id] = judge(d, catalog, judges, expert, lofo=mode == "lofo")
+        v = verdicts["lofo"][d.id]
+        tag = " (held out)" if d.id in heldout_ids else ""
+        if not v.top:
+            print(f"{d.id + tag:<62} {shown(expert):<38} no plan of {d.framework}: {v.refused}")
+            continue
+        marks = "".join(k[0].upper() if v.agree[k] else "." for k in DIMENSIONS)
+        gain = 1.0 - v.top["step_seconds"] / expert["step_seconds"]
+        print(
+            f"{d.id + tag:<62} {shown(expert):<38} {shown(v.top):<38} "
+            f"{expert['step_seconds']:>9.1f} {v.top['step_seconds']:>9.1f} {100 * gain:>4.0f}% "
+            f"{marks:>6}"
+        )
+        if v.departs or not all(v.agree.values()):
+            own = (
+                f"vs the best plan of the expert's own mode: {100 * v.own_gain:+.0f}%; "
+                if v.own_gain is not None
+                else ""
+            )
+            print(f"    {own}{why(v) or 'the simplest plan within the tie'}")
+    for mode in MODES:
+        title = "as-is" if mode == "as-is" else "leave one framework out"
+        known = [verdicts[mode][d.id] for d in deployments if d.id not in heldout_ids]
+        report(f"{title}, knowledge-base deployments", known)
+        if mode == "lofo":
+            by_framework(known)
+        if heldout_ids:
+            held = [verdicts[mode][d.id] for d in deployments if d.id in heldout_ids]
+            report(f"{title}, held-out deployments ({heldout_dir})", held)
+            if mode == "lofo":
+                by_framework(held)
+    searches = sorted(v.seconds for v in verdicts["lofo"].values() if v.top)
+    if searches:
+        median = searches[len(searches) // 2]
+        print(f"\nsearch seconds per deployment: median {median:.2f}, max {searches[-1]:.2f}")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ CASES = (
     ("64 GPUs / 32B GRPO", EXAMPLES / "grpo-qwen2.5-32b-64xh100.yaml"),
     ("1,024 GPUs / 70B PPO + critic", EXAMPLES / "ppo-llama-3.1-70b-1024xh100.yaml"),
     ("4,096 GPUs / 671B MoE GRPO", EXAMPLES / "grpo-deepseek-v3-4096xh800.yaml"),
+    ("64 GPUs / 32B coding agent", EXAMPLES / "grpo-qwen3-32b-coding-agent-64xh100.yaml"),
     ("32,768 GPUs / 405B GRPO", SCENARIOS / "grpo-llama-3.1-405b-32768xh100.yaml"),
     ("32,768 GPUs / 671B MoE GRPO", SCENARIOS / "grpo-deepseek-v3-32768xh100.yaml"),
 )

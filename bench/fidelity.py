@@ -176,7 +176,10 @@ def main() -> None:
     print(f"default constants, deployments:    {figure(deployments)}")
     report_orderings(defaults, "default constants")
     pairs = paired(defaults)
-    print(f"\npairs of one model on one accelerator (the tie is {100 * TIE_FRACTION:.0f}%):")
+    print(
+        "\npairs of one model on one cluster in one source record "
+        f"(the tie is {100 * TIE_FRACTION:.0f}%):"
+    )
     factors = sorted(p.factor for p in pairs)
     if factors:
         print(

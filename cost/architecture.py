@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from rlmguide.cost.arrays import FloatArray
+from rlmguide.cost.arrays import FloatArray, floats
+from rlmguide.cost.attention import AttentionCosts
 from rlmguide.cost.units import BF16_BYTES
 from rlmguide.kb.schema.specs import Architecture
 
@@ -41,6 +42,8 @@ class ModelFigures:
     """Sum of input and output widths of the linear layers LoRA adapts (attention projections,
     dense and shared-expert MLPs; routed experts are left alone), over all layers: a rank-r
     adapter set has r x lora_width parameters."""
+    mixing: AttentionCosts
+    """What each kind of layer (full, sliding window, sparse, linear) caches and costs."""
     ffn: int
     """Intermediate width of the dense layers' MLP."""
     gated: bool
@@ -96,8 +99,9 @@ class ModelFigures:
             mla_latent=latent,
             attention_qk_dim=qk,
             attention_v_dim=v,
-            attention_params=float(arch.layers * arch.attention_params),
+            attention_params=float(arch.mixer_params_total),
             lora_width=float(lora_width),
+            mixing=AttentionCosts.of(arch),
             ffn=arch.ffn or 0,
             gated=arch.ffn_kind == "gated",
             expert_ffn=moe.expert_ffn if moe else 0,
@@ -128,12 +132,22 @@ class ModelFigures:
 
     @property
     def attention_flops_per_context(self) -> float:
-        """Forward attention FLOPs of one token per token of context, all layers.
-
-        QK^T and AV cost 2 x heads x (d_qk + d_v) FLOPs per context token per layer; a token at
-        context c costs this times c, and a causal sequence of s tokens this times s^2 / 2.
-        """
+        """Forward attention FLOPs of one token per token of context were every layer full
+        attention: 2 x heads x (d_qk + d_v) x layers (the kinds: `mixing_flops`)."""
         return 2.0 * self.layers * self.heads * (self.attention_qk_dim + self.attention_v_dim)
+
+    def mixing_flops(self, context: FloatArray) -> FloatArray:
+        """Forward sequence-mixing FLOPs of one token at `context`, all layers, each by its
+        kind: QK^T and AV cost 2 x heads x (d_qk + d_v) FLOPs per attended key and layer (every
+        earlier token under full attention, at most the window or the selected top-k
+        otherwise), a sparse layer's indexer scores every key, a linear layer's recurrence
+        costs the same at any length."""
+        return self.mixing.decode_flops(context)
+
+    def causal_mixing_flops(self, tokens: FloatArray) -> FloatArray:
+        """Forward sequence-mixing FLOPs of a causal pass over `tokens` tokens, all layers
+        (full attention: 2 x heads x (d_qk + d_v) x layers x tokens^2 / 2)."""
+        return self.mixing.prefill_flops(tokens)
 
     @property
     def kv_width(self) -> int:
@@ -152,18 +166,44 @@ class ModelFigures:
         """
         return np.ceil(self.layers / pp) / self.layers
 
-    def kv_bytes_per_token(self, tp: FloatArray, pp: FloatArray) -> FloatArray:
-        """KV-cache bytes of one token on one GPU of a tensor x pipeline parallel replica.
-
-        MHA/GQA split KV heads over tensor parallelism; beyond kv_heads ranks each rank keeps a
-        replica of one head. MLA caches one latent (+ RoPE key) per token that every tensor
-        rank keeps whole. Pipeline parallelism splits the layers; the fullest stage counts.
-        """
+    def _kv_per_layer(self, tp: FloatArray) -> FloatArray:
+        """KV elements of one token and attention layer on one tensor rank: MHA/GQA split KV
+        heads over tensor parallelism (beyond kv_heads ranks each keeps a replica of one head);
+        MLA's latent (+ RoPE key) is kept whole by every rank."""
         if self.mla_latent:
-            per_layer = np.full_like(tp, float(self.mla_latent))
-        else:
-            per_layer = 2.0 * np.ceil(self.kv_heads / tp) * self.head_dim
-        return per_layer * BF16_BYTES * self.layers * self.stage_share(pp)
+            return np.full_like(floats(tp), float(self.mla_latent))
+        return 2.0 * np.ceil(self.kv_heads / floats(tp)) * self.head_dim
+
+    def _per_rank_state(self, tp: FloatArray) -> FloatArray:
+        """Linear layers' state elements of one sequence on one tensor rank (heads split)."""
+        return self.mixing.state_elements * self.mixing.linear / floats(tp)
+
+    def kv_bytes_per_token(self, tp: FloatArray, pp: FloatArray) -> FloatArray:
+        """KV-cache bytes one more token adds on one GPU of a tensor x pipeline parallel
+        replica, past the windows: the layers that cache every token (full and sparse, with the
+        indexer's key, which every rank keeps whole). Pipeline parallelism splits the layers;
+        the fullest stage counts."""
+        m = self.mixing
+        per_token = self._kv_per_layer(tp) * (m.full + m.sparse) + m.indexer_elements * m.sparse
+        return per_token * BF16_BYTES * self.stage_share(pp)
+
+    def cache_bytes(self, tokens: FloatArray, tp: FloatArray, pp: FloatArray) -> FloatArray:
+        """Bytes one sequence of `tokens` tokens holds on one GPU of a tp x pp replica: the
+        KV of every token in full and sparse layers, of at most the window in sliding ones,
+        and the linear layers' fixed state."""
+        m = self.mixing
+        windowed = self._kv_per_layer(tp) * m.sliding * np.minimum(floats(tokens), m.window)
+        fixed = (windowed + self._per_rank_state(tp)) * BF16_BYTES * self.stage_share(pp)
+        return self.kv_bytes_per_token(tp, pp) * tokens + fixed
+
+    def cache_read_bytes(self, context: FloatArray, tp: FloatArray, pp: FloatArray) -> FloatArray:
+        """Cache bytes one decode token at `context` reads on one GPU: the KV of the keys each
+        layer attends to, every indexer key, each linear state read and written back."""
+        m = self.mixing
+        c = floats(context)
+        kv = self._kv_per_layer(tp) * m.attended(c) + m.indexer_elements * m.sparse * c
+        state = 2.0 * self._per_rank_state(tp)
+        return (kv + state) * BF16_BYTES * self.stage_share(pp)
 
     def expert_read_fraction(self, tokens: FloatArray) -> FloatArray:
         """Expected share of a GPU's routed experts that `tokens` routed tokens touch.

@@ -144,18 +144,19 @@ def verdict_decode(
     replicas = layout.dp * layout.cp
     batch = np.ceil(sequences / replicas)
     context = context_tokens + verdict_tokens / 2.0
-    flops_token = 2.0 * fig.params_active + fig.attention_flops_per_context * context
+    flops_token = 2.0 * fig.params_active + fig.mixing_flops(context)
     flops_rate = hw.flops * eff.decode_compute
     hbm_rate = hw.hbm_bytes_per_s * eff.decode_hbm
     dense, expert = model_parallel_params(fig, layout)
     weights = WEIGHT_BYTES * (dense + expert)
-    kv_token = fig.kv_bytes_per_token(layout.tp, layout.pp) * context
+    kv_read = fig.cache_read_bytes(context, layout.tp, layout.pp)  # per sequence and step
+    kv_held = fig.cache_bytes(context, layout.tp, layout.pp)
     token_bytes = fig.hidden * BF16_BYTES
     calls = 2.0 * fig.layers * share
 
     def step(b: np.ndarray) -> tuple[np.ndarray, ...]:
         compute = b * flops_token * share / layout.tp / flops_rate
-        hbm_bytes = layout.pp * weights + b * kv_token
+        hbm_bytes = layout.pp * weights + b * kv_read
         sent = calls * all_reduce_bytes(b * token_bytes, links.tp)
         comm = np.where(
             links.tp.active(), calls * links.tp.latency + sent / links.tp.bytes_per_s, 0.0
@@ -165,7 +166,7 @@ def verdict_decode(
 
     room = hw.memory_bytes * overheads.usable_memory_fraction
     room = room - weights - overheads.rollout_workspace_bytes
-    fits = np.clip(np.floor(room / kv_token), 1.0, float(overheads.max_seqs_per_replica))
+    fits = np.clip(np.floor(room / kv_held), 1.0, float(overheads.max_seqs_per_replica))
     waves = np.ceil(batch / fits)
     seconds, compute, hbm_bytes, sent, comm = step(np.ceil(batch / waves))
     lone = step(np.ones_like(batch))[0]

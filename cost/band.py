@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from rlmguide.cost.arrays import FloatArray
 
-STEP_BAND = (0.49, 1.54)
+STEP_BAND = (0.44, 1.55)
 """reported / predicted step time, 10th-90th percentile over the 48 published RL step times
 predicted leave-one-source-out (bench/fidelity.py prints it): the model tends to the fast
 side (GB200 runs, mixture-of-experts rollouts), so the band reaches further down."""

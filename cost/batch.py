@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rlmguide.cost.episode import Episode
 from rlmguide.kb.schema import Algorithm, Workload
 
 
@@ -54,12 +55,20 @@ class Batch:
         default = 2 if needs.offline else 1  # offline preference methods train on pairs
         group = workload.samples_per_prompt or needs.samples_per_prompt or default
         longest = workload.max_response_tokens or workload.response_tokens
+        mean = float(workload.response_tokens)
+        if workload.agent is not None:
+            # An agentic episode trains on its whole trajectory: turns and observations.
+            episode = Episode.of(workload)
+            mean, longest = (
+                episode.trajectory_response(mean),
+                episode.longest_trajectory_response(mean, longest),
+            )
         return cls(
             prompts=workload.prompts_per_step,
             group=group,
             generated_per_prompt=0 if needs.offline else group + needs.extra_generations_per_prompt,
             prompt_tokens=float(workload.prompt_tokens),
-            response_tokens=float(workload.response_tokens),
+            response_tokens=mean,
             longest_response=float(longest),
             minibatches=workload.minibatches_per_step,
             epochs=workload.epochs,

@@ -6,10 +6,11 @@ whole search (hundreds of thousands of rows): every formula runs over arrays.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
+from rlmguide.cost.agentic import agentic_rollout_stage
 from rlmguide.cost.architecture import ModelFigures
 from rlmguide.cost.arrays import BoolArray, FloatArray, IntArray, floats, unique_rows
 from rlmguide.cost.assessment import (
@@ -25,6 +26,7 @@ from rlmguide.cost.batch import Batch, Needs
 from rlmguide.cost.collectives import Fabric
 from rlmguide.cost.compose import StepTime, compose_step
 from rlmguide.cost.efficiency import EfficiencyFactors, resolve_efficiency
+from rlmguide.cost.episode import Episode
 from rlmguide.cost.hardware import Hardware
 from rlmguide.cost.layouts import RolloutLayout, TrainLayout, TrainLinks
 from rlmguide.cost.memory import (
@@ -105,6 +107,8 @@ class CostTable:
     stream_sequence_seconds: FloatArray
     offline: bool = False
     """Offline preference optimisation: no rollout or weight sync to show (cost.offline)."""
+    agentic_parts: dict[str, FloatArray] = field(default_factory=dict)
+    """Agentic episodes: the rollout's terms per plan (cost.agentic); empty for one turn."""
 
     def __len__(self) -> int:
         return len(self.plans)
@@ -117,7 +121,12 @@ class CostTable:
                 values[f.name] = {k: v.take(rows) for k, v in value.items()}
             elif f.name == "memory_terms_gib":
                 values[f.name] = {p: {k: v[rows] for k, v in t.items()} for p, t in value.items()}
-            elif f.name in ("pool_overflow_gib", "assessment_parts", "headroom_gib"):
+            elif f.name in (
+                "pool_overflow_gib",
+                "assessment_parts",
+                "headroom_gib",
+                "agentic_parts",
+            ):
                 values[f.name] = {k: v[rows] for k, v in value.items()}
             elif f.name == "offline":
                 values[f.name] = value
@@ -141,7 +150,12 @@ class CostTable:
                 values[f.name] = {k: v.concat(b[k]) for k, v in a.items()}
             elif f.name == "memory_terms_gib":
                 values[f.name] = {p: join(a.get(p, {}), b.get(p, {})) for p in {**a, **b}}
-            elif f.name in ("pool_overflow_gib", "assessment_parts", "headroom_gib"):
+            elif f.name in (
+                "pool_overflow_gib",
+                "assessment_parts",
+                "headroom_gib",
+                "agentic_parts",
+            ):
                 values[f.name] = join(a, b)
             elif f.name == "offline":
                 if a != b:
@@ -222,6 +236,7 @@ class CostTable:
                 k: float(v[i]) for k, v in self.assessment_parts.items()
             },
             "overlap": self.overlap_row(i, plan),
+            **({"agentic": self.agentic_row(i)} if self.agentic_parts else {}),
         }
 
     def overlap_row(self, i: int, plan: dict[str, Any]) -> dict[str, Any]:
@@ -256,6 +271,10 @@ class CostTable:
             "pipeline": pipeline,
             "weights_pushed": pushed,
         }
+
+    def agentic_row(self, i: int) -> dict[str, Any]:
+        parts = {k: float(v[i]) for k, v in self.agentic_parts.items()}
+        return {**parts, "kv_kept": bool(parts["kv_kept"])}
 
 
 TRAIN_COLUMNS = (
@@ -427,6 +446,7 @@ def evaluate(
     efficiency: Efficiency | EfficiencyFactors | None = None,
     overheads: Overheads = DEFAULT_OVERHEADS,
     check: bool = True,
+    episode: Episode | None = None,
 ) -> CostTable:
     """Cost every plan of `plans` for one RL step.
 
@@ -435,7 +455,8 @@ def evaluate(
     it scores (one forward per response, a process reward model's per-step passes, an LLM
     judge's verdicts). `reference` defaults to the policy's architecture, in bf16 unless
     `reference_fp8`. Without `old_log_probs` the trainer trusts the rollout engine's
-    log-probs instead of recomputing them. `nodes` (if given)
+    log-probs instead of recomputing them. `episode` is an agentic workload's shape with the
+    plan's stepping (default: the workload's own, independent stepping). `nodes` (if given)
     bounds the GPUs a plan may use; `domain_gpus` is the scale-up domain (default: the node).
     With `check` the table's factorisations are validated first and the first problem raised
     as a `PlanError`.
@@ -494,8 +515,9 @@ def evaluate(
         stream = Stream(np.zeros(n), np.zeros(n), np.zeros(n))
     else:
         generated = _generation(
-            plans, actor, batch, train_mem.resident, colocated, usable, hw, fabric, eff, overheads
-        )
+            plans, actor, batch, train_mem.resident, colocated, usable, hw, fabric, eff,
+            overheads, episode or Episode.of(workload), workload,
+        )  # fmt: skip
         rollout, sync = generated.rollout, generated.sync
         stream = generated.extras.stream
         timing = compose_step(
@@ -581,6 +603,7 @@ def evaluate(
         stream_produce_seconds=stream.produce_seconds,
         stream_sequence_seconds=stream.sequence_seconds,
         offline=needs.offline,
+        agentic_parts=generated.agentic if generated is not None else {},
     )
 
 
@@ -598,6 +621,7 @@ class Generation:
     engine: FloatArray
     """Bytes per GPU the engine is budgeted (weights, workspace, the KV cache it may fill)."""
     resident: FloatArray
+    agentic: dict[str, FloatArray]
 
 
 def _generation(
@@ -611,6 +635,8 @@ def _generation(
     fabric: Fabric,
     eff: EfficiencyFactors,
     overheads: Overheads,
+    episode: Episode,
+    workload: Workload,
 ) -> Generation:
     """Rollout, weight sync and the rollout pool's memory, for plans that generate."""
     n = len(plans)
@@ -631,19 +657,22 @@ def _generation(
     first, spread = unique_rows(
         *rollout_keys, shared.capacity, caps, plans.prefix_caching, admitted
     )
-    unique_rollout, unique_extras = rollout_stage(
-        actor,
-        RolloutLayout.of(plans.take(first)),
-        batch,
-        shared.capacity[first],
-        caps[first],
-        plans.prefix_caching[first],
-        hw,
-        fabric,
-        eff,
-        overheads,
-        admitted[first],
-    )
+    layout = RolloutLayout.of(plans.take(first))
+    capacity, capped = shared.capacity[first], caps[first]
+    agentic: dict[str, FloatArray] = {}
+    if episode.single_turn:
+        unique_rollout, unique_extras = rollout_stage(
+            actor, layout, batch, capacity, capped, plans.prefix_caching[first], hw, fabric,
+            eff, overheads, admitted[first],
+        )  # fmt: skip
+    else:
+        turn = float(workload.response_tokens)
+        longest_turn = float(workload.max_response_tokens or workload.response_tokens)
+        unique_rollout, unique_extras, unique_parts = agentic_rollout_stage(
+            actor, layout, batch, episode, turn, longest_turn, capacity, capped,
+            plans.prefix_caching[first], hw, fabric, eff, overheads,
+        )  # fmt: skip
+        agentic = {k: v[spread] for k, v in unique_parts.items()}
     rollout, extras = unique_rollout.take(spread), unique_extras.take(spread)
 
     sync_keys = [getattr(plans, name) for name in SYNC_COLUMNS]
@@ -670,10 +699,15 @@ def _generation(
         "trainer_state": resident,
     }
     used = shared.weights + shared.workspace + kv_used + resident
+    if agentic:
+        # KV of the kept contexts whose episodes wait on their environments.
+        waiting = agentic["episodes_in_flight_per_engine"] - agentic["decode_batch"]
+        kept = agentic["kv_kept"] > 0
+        agentic["kv_held_gib"] = np.where(kept, waiting * shared.kv_per_sequence, 0.0) / GIB
     # The engine takes all the room its budget leaves for KV, not only what the plan fills.
     engine = np.maximum(usable - resident, used - resident)
     return Generation(
-        rollout, sync, extras, shared.minimum + resident, terms, used, engine, resident
+        rollout, sync, extras, shared.minimum + resident, terms, used, engine, resident, agentic
     )
 
 

@@ -471,11 +471,24 @@ def rollout_weight_bytes(fig: ModelFigures, layout: RolloutLayout) -> FloatArray
     return layout.weight_bytes * (attention + dense + expert)
 
 
-def rollout_kv_bytes_per_token(fig: ModelFigures, layout: RolloutLayout) -> FloatArray:
-    """KV bytes per GPU for one token of one of the replica's sequences, averaged over the
-    replica: DP attention keeps each sequence on one attention group of tp / attention_dp
-    ranks, so a replica's KV spreads over its attention_dp groups."""
-    return fig.kv_bytes_per_token(layout.attention_tp, layout.pp) / layout.attention_dp
+def rollout_cache_bytes(fig: ModelFigures, layout: RolloutLayout, tokens: FloatArray) -> FloatArray:
+    """Cache bytes per GPU of one of the replica's sequences of `tokens` tokens (KV by layer
+    kind, linear state), averaged over the replica: DP attention keeps each sequence on one
+    attention group of tp / attention_dp ranks, so a replica's cache spreads over its
+    attention_dp groups."""
+    return fig.cache_bytes(tokens, layout.attention_tp, layout.pp) / layout.attention_dp
+
+
+def rollout_cache_read_bytes(
+    fig: ModelFigures, layout: RolloutLayout, context: FloatArray, column: bool = False
+) -> FloatArray:
+    """Cache bytes per GPU one decode token of the replica at `context` reads, averaged over
+    the replica as rollout_cache_bytes; `column` lays the plans down the first axis of a
+    (plans, steps) context."""
+    tp, pp, dp = layout.attention_tp, layout.pp, layout.attention_dp
+    if column:
+        tp, pp, dp = tp[:, None], pp[:, None], dp[:, None]
+    return fig.cache_read_bytes(context, tp, pp) / dp
 
 
 def rollout_memory(
@@ -489,11 +502,11 @@ def rollout_memory(
     """KV capacity left next to the weights and whatever else stays `resident` (a colocated
     trainer's state that was not offloaded)."""
     weights = rollout_weight_bytes(fig, layout)
-    kv_token = rollout_kv_bytes_per_token(fig, layout)
-    kv_sequence = kv_token * batch.sequence_tokens
+    kv_sequence = rollout_cache_bytes(fig, layout, batch.sequence_tokens)
     free = usable_bytes - weights - overheads.rollout_workspace_bytes - resident
     capacity = np.clip(np.floor(free / kv_sequence), 0.0, float(overheads.max_seqs_per_replica))
     # The longest sequence lives on one attention group whole.
-    longest_kv = kv_token * layout.attention_dp * batch.longest_sequence_tokens
+    longest = np.asarray(batch.longest_sequence_tokens, dtype=float)
+    longest_kv = rollout_cache_bytes(fig, layout, longest) * layout.attention_dp
     minimum = weights + overheads.rollout_workspace_bytes + longest_kv
     return RolloutMemory(weights, kv_sequence, capacity, minimum, overheads.rollout_workspace_bytes)

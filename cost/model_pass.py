@@ -83,8 +83,9 @@ def training_counts(layout: TrainLayout) -> PassCounts:
 
 
 def flops_per_token(fig: ModelFigures, counts: PassCounts, sequence_tokens: float) -> FloatArray:
-    """Parameter FLOPs plus causal attention at mean context sequence / 2."""
-    attention = fig.attention_flops_per_context * sequence_tokens / 2.0
+    """Parameter FLOPs plus the causal sequence mixing of a sequence, per token (full
+    attention: at mean context sequence / 2)."""
+    attention = fig.causal_mixing_flops(sequence_tokens) / sequence_tokens
     return counts.param_flops * fig.params_active + counts.attention * attention
 
 

@@ -7,7 +7,8 @@ seconds per operation, so "doubling every rate" also means halving these.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
 
 from rlmguide.cost.units import GIB
 
@@ -135,3 +136,34 @@ DEFAULT_OVERHEADS = Overheads()
 FITTED = ("decode_step_seconds", "weight_sync_bucket_seconds", "scale_out_latency_seconds")
 """The constants chosen by fitting the calibration table (bench/fidelity.py), not read from a
 publication: the site shows them beside the table they were fitted to."""
+
+
+def _vllm_max_num_seqs(gpu_gib: float, gpu_name: str) -> float:
+    # vLLM's own default when a launch sets none (github-vllm-project-vllm,
+    # vllm/engine/arg_utils.py at 99d7eb5): 1024 sequences on GPUs of at least 70 GiB other than
+    # the A100, 256 elsewhere.
+    return 1024 if gpu_gib >= 70 and "a100" not in gpu_name.lower() else 256
+
+
+READ_FROM_ONE_FRAMEWORK: dict[str, tuple[str, Callable[[float, str], float]]] = {
+    "max_seqs_per_replica": ("verl", _vllm_max_num_seqs),
+    # OpenRLHF's --train.max_tokens_per_gpu default (github-openrlhf-openrlhf,
+    # openrlhf/cli/train_ppo_ray.py L361 at 3c3be62).
+    "train_microbatch_tokens": ("verl", lambda gpu_gib, gpu_name: 16192.0),
+}
+"""Constants read from one framework's defaults: that framework, and the value that holds where it
+sets nothing (a function of the GPU's memory and name). weight_sync_bucket_bytes is read from
+two (verl and slime give 512 MiB alike), so holding one out leaves it standing."""
+
+
+def without_framework(
+    overheads: Overheads, framework: str, gpu_gib: float, gpu_name: str
+) -> Overheads:
+    """`overheads` with every constant read from `framework` alone replaced by its value from
+    elsewhere, for judging that framework's own launches out of sample."""
+    changes = {
+        name: elsewhere(gpu_gib, gpu_name)
+        for name, (source, elsewhere) in READ_FROM_ONE_FRAMEWORK.items()
+        if source == framework
+    }
+    return replace(overheads, **changes) if changes else overheads

@@ -37,7 +37,7 @@ from rlmguide.cost.efficiency import EfficiencyFactors
 from rlmguide.cost.hardware import Hardware
 from rlmguide.cost.layouts import RolloutLayout
 from rlmguide.cost.lengths import length_grid, mean_position
-from rlmguide.cost.memory import rollout_kv_bytes_per_token
+from rlmguide.cost.memory import rollout_cache_read_bytes
 from rlmguide.cost.overheads import Overheads
 from rlmguide.cost.stage import StageCost
 from rlmguide.cost.units import BF16_BYTES
@@ -89,12 +89,13 @@ class DecodeModel:
         # Eager mode: each stage's layers launch their kernels from the host every step.
         launch = fig.layers * share * overheads.eager_layer_seconds
         self.launch = _column(np.where(layout.eager, launch, 0.0))
-        # Seconds per micro-batch token: 2 x active parameters of FLOPs, plus attention FLOPs
-        # and KV-cache bytes per token of context.
+        # Seconds per micro-batch token: 2 x active parameters of FLOPs, plus the mixing FLOPs
+        # and cache reads of its context, each layer by its kind (fig.mixing_flops,
+        # rollout_cache_read_bytes).
         self.compute_fixed = _column(2.0 * fig.params_active * share / tp / flops_rate)
-        self.compute_context = _column(fig.attention_flops_per_context * share / tp / flops_rate)
-        self.kv_bytes = _column(rollout_kv_bytes_per_token(fig, layout))
-        self.kv_context = self.kv_bytes / hbm_rate
+        self.mixing_rate = _column(share / tp / flops_rate)
+        self.hbm_rate = hbm_rate
+        self.layout = layout
         wb = layout.weight_bytes
         attention = fig.attention_params / layout.attention_tp
         dense = attention + (fig.dense_params - fig.attention_params) / tp
@@ -146,10 +147,18 @@ class DecodeModel:
             return 1.0
         return self.fig.expert_read_fraction(micro * self.expert_sharing)
 
-    def _stage_seconds(self, micro: FloatArray, micro_context: FloatArray) -> FloatArray:
-        """One stage's share of a step, from the micro-batch and micro-batch x context."""
-        compute = micro * self.compute_fixed + micro_context * self.compute_context
-        hbm = self.dense_read + micro_context * self.kv_context
+    def _kv_read(self, context: FloatArray) -> FloatArray:
+        """Cache bytes one micro-batch token at `context` reads on a GPU."""
+        return rollout_cache_read_bytes(self.fig, self.layout, context, column=True)
+
+    def _compute(self, micro: FloatArray, context: FloatArray) -> FloatArray:
+        mixing = self.fig.mixing_flops(context) * self.mixing_rate
+        return micro * (self.compute_fixed + mixing)
+
+    def _stage_seconds(self, micro: FloatArray, context: FloatArray) -> FloatArray:
+        """One stage's share of a step, from the micro-batch and its mean context."""
+        compute = self._compute(micro, context)
+        hbm = self.dense_read + micro * self._kv_read(context) / self.hbm_rate
         if self.fig.is_moe:
             hbm = hbm + self.expert_read * self._touched(micro)
         comm = self.comm_fixed + micro * self.comm_slope
@@ -158,18 +167,19 @@ class DecodeModel:
     def step_seconds(self, batch: FloatArray, context: FloatArray) -> FloatArray:
         """Seconds of a decode step of `batch` sequences at mean context `context`."""
         micro = self._micro(batch)
-        return self.pp * self._stage_seconds(micro, micro * context) + self.step_overhead
+        return self.pp * self._stage_seconds(micro, context) + self.step_overhead
 
     def step(self, batch: FloatArray, context: FloatArray) -> StepCost:
         """The same step with its parts and the bytes it moves per GPU."""
         micro = self._micro(batch)
-        compute = micro * (self.compute_fixed + self.compute_context * context)
+        compute = self._compute(micro, context)
         touched = self._touched(micro)
-        hbm = self.dense_read + self.expert_read * touched + micro * context * self.kv_context
+        kv = micro * self._kv_read(context)
+        hbm = self.dense_read + self.expert_read * touched + kv / self.hbm_rate
         up = self.up_fixed + micro * self.up_slope
         out = self.out_fixed + micro * self.out_slope
         pp = self.pp
-        read = self.dense_bytes + self.expert_bytes * touched + micro * context * self.kv_bytes
+        read = self.dense_bytes + self.expert_bytes * touched + kv
         return StepCost(
             seconds=pp * (np.maximum(compute, hbm) + up + out + self.launch) + self.step_overhead,
             compute=pp * compute,
@@ -186,13 +196,12 @@ class DecodeModel:
         """Seconds, HBM bytes and link bytes per GPU of the steps of a length grid
         (plans x segments, `widths` steps per segment), summed over the grid."""
         micro = self._micro(batch)
-        micro_context = micro * context
         pp = self.pp[:, 0]
         steps = widths.sum(axis=1)
-        stage = np.einsum("ij,ij->i", widths, self._stage_seconds(micro, micro_context))
+        stage = np.einsum("ij,ij->i", widths, self._stage_seconds(micro, context))
         seconds = pp * stage + self.step_overhead * steps
-        kv = np.einsum("ij,ij->i", widths, micro_context)
-        read = self.dense_bytes[:, 0] * steps + self.kv_bytes[:, 0] * kv
+        kv = np.einsum("ij,ij->i", widths, micro * self._kv_read(context))
+        read = self.dense_bytes[:, 0] * steps + kv
         if self.fig.is_moe:
             touched = np.einsum("ij,ij->i", widths, self._touched(micro))
             read = read + self.expert_bytes[:, 0] * touched
@@ -205,7 +214,7 @@ class DecodeModel:
         bandwidth term of the tensor-parallel all-reduces (their latency is amortised over
         the chunk)."""
         fig = self.fig
-        flops = 2.0 * fig.params_active + fig.attention_flops_per_context * prompt_tokens / 2.0
+        flops = 2.0 * fig.params_active + fig.causal_mixing_flops(prompt_tokens) / prompt_tokens
         share = fig.stage_share(self.pp[:, 0])
         compute = flops * share / self.tp_link.size / flops_rate
         link = self.tp_link
@@ -272,7 +281,7 @@ class Stream:
         )
 
 
-def _grids(
+def length_grids(
     batch: Batch, caps: FloatArray, segments: int
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Widths, survival and positions of the length grid per plan (plans x segments); plans
@@ -309,7 +318,7 @@ def rollout_stage(
     # A replica that cannot hold one sequence is infeasible (memory reports it); time it at 1.
     full = np.minimum(n, np.maximum(capacity, 1.0))
 
-    widths, survival, position = _grids(batch, decode_caps, overheads.length_segments)
+    widths, survival, position = length_grids(batch, decode_caps, overheads.length_segments)
     drain_batch = np.maximum(full[:, None] * survival, 1.0)
     drain_seconds, drain_hbm, drain_sent = model.drain(drain_batch, prompt + position, widths)
     drain_weights = widths * survival
@@ -341,10 +350,11 @@ def rollout_stage(
     # once (per group with prefix caching), attention at the distribution's mean context.
     prefilled = batch.generated_sequences / batch.generated_per_prompt
     prefilled = np.where(prefix_caching, prefilled, batch.generated_sequences)
-    params_flop, attention_flop = 2.0 * fig.params_active, fig.attention_flops_per_context
+    params_flop = 2.0 * fig.params_active
     decode_context = prompt + mean_position(mean, longest)
-    decode_flop = batch.generated_sequences * mean * (params_flop + attention_flop * decode_context)
-    prefill_flop = prefilled * prompt * (params_flop + attention_flop * prompt / 2)
+    flop_per_token = params_flop + fig.mixing_flops(decode_context)
+    decode_flop = batch.generated_sequences * mean * flop_per_token
+    prefill_flop = prefilled * (prompt * params_flop + fig.causal_mixing_flops(prompt))
 
     gpus = layout.gpus  # = replicas x tp x pp; traffic below is per GPU
     prefill_tokens = prompts * prompt

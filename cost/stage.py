@@ -15,8 +15,11 @@ import numpy as np
 from rlmguide.cost.arrays import FloatArray, IntArray
 
 STAGES = ("rollout", "assessment", "training", "weight_sync", "switch")
-BOUNDS = ("compute", "memory-bandwidth", "scale-up", "scale-out", "depth")
+BOUNDS = ("compute", "memory-bandwidth", "scale-up", "scale-out", "depth", "environment")
 DEPTH = BOUNDS.index("depth")
+ENVIRONMENT = BOUNDS.index("environment")
+"""Agentic rollouts: the environment pool (sandboxes, CPU slots) is the resource whose work
+binds (cost.agentic)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +36,12 @@ class StageCost:
     hbm_seconds: FloatArray
     scale_up_seconds: FloatArray
     scale_out_seconds: FloatArray
+    environment_seconds: FloatArray | None = None
+    """Work time of the environment pool (agentic rollouts); zero for every other stage."""
+
+    def __post_init__(self) -> None:
+        if self.environment_seconds is None:
+            object.__setattr__(self, "environment_seconds", np.zeros_like(self.seconds))
 
     @property
     def lower_seconds(self) -> FloatArray:
@@ -60,10 +69,13 @@ class StageCost:
                 self.hbm_seconds[rows],
                 self.scale_up_seconds[rows],
                 self.scale_out_seconds[rows],
+                self.environment_seconds[rows],  # type: ignore[index]
             ]
         )
         depth_bound = self.depth_seconds[rows] > self.work_seconds[rows]
-        return np.where(depth_bound, DEPTH, np.argmax(resources, axis=0))
+        busiest = np.argmax(resources, axis=0)
+        busiest = np.where(busiest == len(resources) - 1, ENVIRONMENT, busiest)
+        return np.where(depth_bound, DEPTH, busiest)
 
     def __add__(self, other: StageCost) -> StageCost:
         """Two parts run one after the other on the same GPUs (actor then critic): times,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rlmguide.cost.survey_assessment import ONE_PASS, Pass, Scorer, reward_pass
 from rlmguide.cost.survey_formula import states
 from rlmguide.cost.survey_model import (
     Role,
@@ -50,25 +51,38 @@ class Iteration:
 
 @dataclass(frozen=True, slots=True)
 class Models:
-    """The policy and the auxiliary models present (None: absent). The reference has the
-    policy's shape; the critic carries a value head, the reward model a last-token head."""
+    """The policy and the auxiliary models present (None: absent), and how Assessment uses
+    them: the reference has the policy's shape unless the plan gives another; the critic
+    carries a value head; the reward model a last-token head, or scores as `scorer` says;
+    `old_log_probs`: the actor recomputes its log-probs in a teacher-forced pass (B.4.1), where
+    Table 9 assumes they come from the sampling logits."""
 
     policy: SurveyShape
     reference: SurveyShape | None = None
     reward: SurveyShape | None = None
     critic: SurveyShape | None = None
+    scorer: Scorer = ONE_PASS
+    old_log_probs: bool = False
 
-    def assessed(self, shared: bool = False) -> list[tuple[SurveyShape, Role]]:
-        """(shape, role) of Assessment's forward passes. A shared actor-critic answers the
-        critic's with its own backbone and value head: the old log-probs come from the sampling
-        logits (Table 9's assumption), so Assessment needs no vocabulary head of it."""
-        found: list[tuple[SurveyShape | None, Role]] = [
-            (self.reference, "policy"),
-            (self.reward, "reward"),
-        ]
+    def passes(self, it: Iteration, shared: bool = False) -> list[Pass]:
+        """Assessment's passes, in the order the calibrated plan runs them. A shared
+        actor-critic answers the critic's with its own backbone and value head; where the
+        actor's pass runs anyway (old log-probs recomputed), the value head rides on it."""
+        m = it.context
+        found: list[Pass] = []
+        if self.reference is not None:
+            found.append(Pass("reference", self.reference, "policy", (m,)))
+        if self.old_log_probs:
+            found.append(Pass("actor", self.policy, "policy", (m,)))
         if self.critic is not None:
-            found.append((self.policy if shared else self.critic, "critic"))
-        return [(s, r) for s, r in found if s is not None]
+            riding = shared and self.old_log_probs
+            shape = self.policy if shared else self.critic
+            found.append(Pass("critic", shape, "critic", (m,), head_only=riding))
+        if self.reward is not None:
+            found.append(
+                reward_pass(self.reward, self.scorer, it.prompt_tokens, it.response_tokens)
+            )
+        return found
 
     def trained(self, shared: bool = False) -> list[tuple[SurveyShape, Role]]:
         if shared and self.critic is not None:
@@ -133,22 +147,22 @@ def stages(models: Models, it: Iteration, shared: bool = False) -> Stages:
     head on the policy, Table 9's AC shared)."""
     b, m, s_, t_ = it.sequences, it.context, it.prompt_tokens, it.response_tokens
     pi = models.policy
-    assessed = models.assessed(shared)
+    assessed = models.passes(it, shared)
     trained = models.trained(shared)
-    forward = [float(forward_depth(s, m)) for s, _ in assessed]
-    buffers = [inference_buffer_per_token(s) for s, _ in assessed]
-    weights = tuple(parameters(s, role) for s, role in assessed)
+    forward = [p.depth() for p in assessed]
+    buffers = [p.buffer(b) for p in assessed]
+    weights = tuple(p.weights for p in assessed)
     fits = [4.0 * parameters(s, role) + b * m * activations_per_token(s) for s, role in trained]
     updates = [float(train_depth(s, m, b)) for s, _ in trained]
     return Stages(
         gen_work=float(b * generation_flops(pi, s_, t_)),
         gen_depth=float(generation_depth(pi, s_, t_)),
         gen_memory=parameters(pi, "policy") + b * float(kv_cache(pi, s_, t_)),
-        assess_work=b * m * sum(float(forward_flops(s, m, r)) for s, r in assessed),
+        assess_work=sum(p.work(b) for p in assessed),
         assess_depth_sum=sum(forward),
         assess_depth_max=_max(forward),
-        assess_memory_sum=sum(weights) + b * m * _max(buffers),
-        assess_memory_groups=tuple(w + b * m * f for w, f in zip(weights, buffers, strict=True)),
+        assess_memory_sum=sum(weights) + _max(buffers),
+        assess_memory_groups=tuple(w + f for w, f in zip(weights, buffers, strict=True)),
         assess_weights=weights,
         train_work=b * m * sum(float(train_flops(s, m, r)) for s, r in trained),
         train_depth_sum=sum(updates),
@@ -287,24 +301,36 @@ def disaggregated(models: Models, it: Iteration, lay: Layouts) -> Configuration 
 
 @states(
     "Table 9",
+    "Resharding buffer of a hybrid layout",
+    "M_reshard",
+    "|π_θ|: one copy of the actor's weights in the layout it is resharded into",
+    "B.4.5",
+    "B.4.5 names the transient buffer and leaves it unsized; one parameter copy is what a "
+    "gather into the other layout holds while the source copy lives (in place resharding, "
+    "verl's 3D-HybridEngine, holds less).",
+)
+def reshard_buffer(models: Models) -> float:
+    return parameters(models.policy, "policy")
+
+
+@states(
+    "Table 9",
     "Hybrid: stage-specific layouts on one group",
     "D_hyb",
     "D_gen^TP(π_θ) + D_f^TP(π_ref) + D_f^TP(R_φ) + D_f^TP(V_ψ) + D_tr(π_θ) + D_tr(V_ψ); "
-    "work and memory as the baseline",
+    "work as the baseline; memory max{M_G, M_A^Σ, M_T^Σ} + M_reshard",
     "B.4.5",
-    "TP for Generation and Assessment, ZeRO-3 for Training; the resharding buffer "
-    "M_reshard of B.4.5 is not sized.",
+    "TP for Generation and Assessment, ZeRO-3 for Training.",
 )
 def hybrid(models: Models, it: Iteration, lay: Layouts) -> Configuration | None:
     st = stages(models, it)
-    m = it.context
     gen = float(
         generation_depth(models.policy, it.prompt_tokens, it.response_tokens, lay.generation_tp)
     )
-    assess = sum(float(forward_depth(s, m, lay.assessment_tp)) for s, _ in models.assessed())
+    assess = sum(p.depth(lay.assessment_tp) for p in models.passes(it))
     depth = gen + assess + st.train_depth_sum
     memory = max(st.gen_memory, st.assess_memory_sum, st.train_memory_sum)
-    return Configuration("hybrid", _total_work(st), depth, memory)
+    return Configuration("hybrid", _total_work(st), depth, memory + reshard_buffer(models))
 
 
 @states(
@@ -312,14 +338,16 @@ def hybrid(models: Models, it: Iteration, lay: Layouts) -> Configuration | None:
     "Stage fusion: Assessment streams behind Generation, actor and critic updates overlap",
     "D_fusion",
     "max{D_gen(π_θ), D_f(π_ref), D_f(R_φ), D_f(V_ψ)} + max{D_tr(π_θ), D_tr(V_ψ)}; work "
-    "unchanged; memory max{|π_θ| + BK M_KV, |π_ref| + |R_φ| + |V_ψ|, M_T^Σ}",
+    "unchanged; memory max{M_G/A^fused, M_T^max}, M_G/A^fused = M_G + M_A^Σ",
     "B.4.6",
-    "≈ D_G + D_T^max when generation dominates.",
+    "≈ D_G + D_T^max when generation dominates. M_G/A^fused holds the live KV cache, the "
+    "assessment models' states and the buffers of the samples streamed into them (B.4.6), all "
+    "at once: fusion raises the peak (§4.3).",
 )
 def stage_fusion(models: Models, it: Iteration, lay: Layouts) -> Configuration | None:
     st = stages(models, it)
     depth = max(st.gen_depth, st.assess_depth_max) + st.train_depth_max
-    memory = max(st.gen_memory, sum(st.assess_weights), st.train_memory_sum)
+    memory = max(st.gen_memory + st.assess_memory_sum, st.train_memory_max)
     return Configuration("stage fusion", _total_work(st), depth, memory)
 
 
@@ -383,26 +411,3 @@ def configurations(models: Models, it: Iteration, lay: Layouts) -> list[Configur
     """Every Table 9 configuration that applies to these models."""
     found = (row(models, it, lay) for row in CONFIGURATIONS)
     return [c for c in found if c is not None]
-
-
-def plan_configuration(
-    placement: str,
-    execution: str,
-    same_layout: bool,
-    critic: str = "separate",
-    fusion: str = "none",
-) -> str:
-    """The Table 9 row a calibrated plan stands closest to: an off-policy execution is bounded
-    asynchrony (combined when its stages are fused too); a fused plan is stage fusion; a shared
-    value head is the shared actor-critic; otherwise a disaggregated plan is `disaggregated`; a
-    colocated (or partially colocated) one is `hybrid` when its rollout and training layouts
-    differ (they are resharded), else the baseline."""
-    if execution != "sync":
-        return "combined" if fusion != "none" else "asynchronous"
-    if fusion != "none":
-        return "stage fusion"
-    if critic == "shared":
-        return "shared actor-critic"
-    if placement == "disaggregated":
-        return "disaggregated"
-    return "baseline" if same_layout else "hybrid"

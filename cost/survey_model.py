@@ -56,6 +56,17 @@ class SurveyShape:
     active_experts: int = 1
     expert_ffn: int = 0
     """d_e; 0 for a dense model (its FFN width d_ff stands in)."""
+    window_layers: int = 0
+    """Layers that cache at most `window` tokens (sliding-window attention)."""
+    window: int = 0
+    linear_layers: int = 0
+    """Layers that keep a fixed state of `linear_state` elements instead of a KV cache."""
+    linear_state: int = 0
+
+    @property
+    def attending_layers(self) -> int:
+        """Layers whose cache grows with every token (full and sparse attention)."""
+        return self.layers - self.window_layers - self.linear_layers
 
     @classmethod
     def of(cls, arch: Architecture) -> SurveyShape:
@@ -69,6 +80,10 @@ class SurveyShape:
             experts=moe.experts if moe else 1,
             active_experts=moe.experts_per_token if moe else 1,
             expert_ffn=moe.expert_ffn if moe else 0,
+            window_layers=arch.layer_count("sliding"),
+            window=arch.sliding_window or 0,
+            linear_layers=arch.layer_count("linear"),
+            linear_state=arch.linear.state_elements if arch.linear else 0,
         )
 
     @property
@@ -253,11 +268,14 @@ def generation_depth(s: SurveyShape, prompt: Num, response: Num, tp: Num = 1) ->
     "M_KV",
     "2(S+T) L_π d_π",
     "B.1.5.5",
-    "All BK rollouts at once hold BK · M_KV.",
+    "All BK rollouts at once hold BK · M_KV. By layer kind: the L_π layers that cache every "
+    "token count 2(S+T) d_π each, a sliding-window layer 2 min(S+T, w) d_π, a linear layer its "
+    "fixed state.",
 )
 def kv_cache(s: SurveyShape, prompt: Num, response: Num) -> FloatArray:
     m = floats(prompt) + floats(response)
-    return 2.0 * m * s.layers * s.hidden
+    windowed = s.window_layers * np.minimum(m, s.window)
+    return 2.0 * s.hidden * (m * s.attending_layers + windowed) + s.linear_layers * s.linear_state
 
 
 @states("Table 3", "Training activations per token", "M_Act(M)", "L_M d_M", "B.1.5.7")

@@ -107,6 +107,7 @@ def check_frameworks(c: Checker) -> None:
             )
         if fw.latest_release:
             c.ref(fw, "latest_release.source", "source", fw.latest_release.source)
+        c.ref(fw, "availability.source", "source", fw.availability.source)
         sources = c.catalog.of("source")
         for i, claim in enumerate(fw.claims):
             broken = any((k, claim.feature) in c.catalog.broken for k in FEATURE_KINDS)

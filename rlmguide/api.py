@@ -242,17 +242,22 @@ def recommend(
     top: int = 3,
     framework: str | None = None,
     what_if: bool = False,
+    include_research: bool = False,
     objective: Objective | None = None,
     max_nodes: int | None = None,
     deadline: float | None = None,
     budget: float | None = None,
+    survey: bool = False,
 ) -> Recommendation:
     """Plans for the scenario, best first (`rlmguide recommend`).
 
     `framework` keeps the plans that framework runs; `what_if` adds what Table 9's
-    configurations no framework runs would gain. `objective`, `max_nodes`, `deadline` (days)
-    and `budget` search node counts too (the result's `sizing`). A mixed-accelerator cluster
-    is searched on each part and across parts (the result's `mixed`).
+    configurations no framework runs would gain; `include_research` ranks the plans only
+    research systems run too (by default they are what-ifs, `research_what_if`).
+    `objective`, `max_nodes`, `deadline` (days) and `budget` search node counts too (the
+    result's `sizing`). A mixed-accelerator cluster is searched on each part and across parts
+    (the result's `mixed`). `survey` adds the survey's idealised work, depth and memory to
+    every plan (`survey_model`).
     """
     from rlmguide.rules.recommend import recommend as run
 
@@ -265,15 +270,36 @@ def recommend(
     resolved, catalog = _resolved(scenario, mixed=True)
     if framework is not None:
         _check_framework(framework, catalog)
+    if not isinstance(include_research, bool):
+        raise BadInput(f"include_research: {include_research!r} is not true or false")
+    options = {"only": framework, "research": include_research}
     if not hasattr(resolved, "accelerator"):  # a mixed-accelerator cluster (rules.mixed)
-        result = _mixed_search(resolved, catalog, top, framework, sizing)
+        result = _mixed_search(resolved, catalog, top, options, sizing)
     elif any(v is not None for v in sizing.values()):
-        result = _size_search(resolved, catalog, top, framework, sizing)
+        result = _size_search(resolved, catalog, top, options, sizing)
     else:
-        recommender = _recommender(resolved, catalog, only=framework)
+        recommender = _recommender(resolved, catalog, **options)
         with _failures():
             result = run(recommender, top, what_if)
+    if survey:
+        _add_survey(result, resolved)
     return Recommendation.model_validate(_finite(result))
+
+
+def _add_survey(result: dict[str, Any], resolved: Any) -> None:
+    """The survey block on every plan, each judged by its own scenario (on a mixed cluster,
+    the part or crossing of parts it runs on)."""
+    from rlmguide.survey_report import add_survey_model
+
+    if hasattr(resolved, "accelerator"):
+        add_survey_model(result, resolved)
+        return
+    from rlmguide.rules.mixed import option_resolved
+
+    def judged_by(plan: dict[str, Any]) -> Any:
+        return option_resolved(resolved, plan["parts"]["rollout"], plan["parts"]["train"])
+
+    add_survey_model(result, resolved, judged_by)
 
 
 def _whole(value: Any) -> bool:
@@ -299,7 +325,7 @@ def _check_sizing(sizing: Mapping[str, Any]) -> None:
 
 
 def _size_search(
-    resolved: Any, catalog: Any, top: int, framework: str | None, sizing: Mapping[str, Any]
+    resolved: Any, catalog: Any, top: int, options: Mapping[str, Any], sizing: Mapping[str, Any]
 ) -> dict[str, Any]:
     """`recommend` over node counts (rules.sizing), after checking the arguments make sense."""
     from rlmguide.kb.schema.bounds import MAX_GPUS
@@ -325,11 +351,11 @@ def _size_search(
         )
     objective = Objective(sizing["objective"] or "time", sizing["deadline"], sizing["budget"])
     with _failures():
-        return recommend_sizes(resolved, catalog, max_nodes, objective, top, only=framework)
+        return recommend_sizes(resolved, catalog, max_nodes, objective, top, **options)
 
 
 def _mixed_search(
-    mixed: Any, catalog: Any, top: int, framework: str | None, sizing: Mapping[str, Any]
+    mixed: Any, catalog: Any, top: int, options: Mapping[str, Any], sizing: Mapping[str, Any]
 ) -> dict[str, Any]:
     """`recommend` on every part of a mixed cluster and across parts (rules.mixed)."""
     from rlmguide.rules.mixed import check_mixed_flags, recommend_mixed
@@ -342,7 +368,7 @@ def _mixed_search(
         raise BadInput(str(exc)) from None
     objective = Objective(sizing["objective"] or "time", sizing["deadline"], sizing["budget"])
     with _failures():
-        return recommend_mixed(mixed, catalog, top, objective, only=framework)
+        return recommend_mixed(mixed, catalog, top, objective, **options)
 
 
 ESTIMATE_REQUIRED = ("placement", "execution", "rollout.tp", "train.tp", "train.zero",
@@ -385,9 +411,7 @@ def estimate(
         result = _finite(run(recommender, 1))
     result["chosen"] = chosen
     if survey:
-        from rlmguide.survey_report import add_survey_model
-
-        add_survey_model(result, resolved)
+        _add_survey(result, resolved)
     found = Estimate.model_validate(result)
     (plan_row,) = result["plans"]
     if not plan_row["feasible"]:

@@ -478,14 +478,39 @@ def compare(ids: tuple[str, ...], fmt: str, preset: str | None) -> None:
             "as_of": plain(as_of),
             "stale": stale,
         }
+    _, found = fetch(
+        "SELECT id, availability_status, availability_part, availability_source, "
+        f"availability_version, availability_as_of FROM frameworks WHERE id IN ({marks})",
+        list(ids),
+    )
+    availability = {
+        row[0]: dict(
+            zip(("status", "part", "source", "version", "as_of"), map(plain, row[1:]), strict=True)
+        )
+        for row in found
+    }
     if preset is not None:
         _compare_preset(ids, features, preset, fmt)
         return
     if fmt == "json":
-        click.echo(dumps({"frameworks": list(ids), "features": list(features.values())}))
+        click.echo(
+            dumps(
+                {
+                    "frameworks": list(ids),
+                    "availability": availability,
+                    "features": list(features.values()),
+                }
+            )
+        )
         return
 
-    table = [
+    def available(fid: str) -> str:
+        a = availability[fid]
+        part = f": {a['part']}" if a["part"] else ""
+        return f"{a['status']}{part} ({a['source']}, as of {a['as_of'] or 'unknown'})"
+
+    table = [("availability", "what a user can run", *(available(i) for i in ids))]
+    table += [
         (f["feature"], f["kind"], *(_show_cell(f["cells"][i]) for i in ids))
         for f in features.values()
     ]
@@ -642,6 +667,13 @@ def emit_plans(found: Any, fmt: str, plot: Path | None) -> None:
         print_report(result, fmt)
 
 
+SURVEY_OPTION = click.option(
+    "--survey",
+    is_flag=True,
+    help="Also give the survey's idealised work, depth and memory per stage, per model and by "
+    "Table 9 configuration (arXiv:2608.27046), beside the calibrated seconds, for every plan.",
+)
+
 PLOT_OPTION = click.option(
     "--plot",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -697,6 +729,13 @@ def sizing_options(func: Callable) -> Callable:
     help="Print the top plan this framework can run as its launch script (see `export`).",
 )
 @click.option(
+    "--include-research",
+    "include_research",
+    is_flag=True,
+    help="Rank the plans research systems run too (partial code, a paper, a closed system); "
+    "by default only plans a released framework runs are ranked and the others are what-ifs.",
+)
+@click.option(
     "--what-if",
     "what_if",
     is_flag=True,
@@ -706,6 +745,7 @@ def sizing_options(func: Callable) -> Callable:
 @format_option(("table", "json", "markdown"))
 @PLOT_OPTION
 @sizing_options
+@SURVEY_OPTION
 def recommend(
     scenario_file: Path | None,
     assignments: tuple[str, ...],
@@ -713,6 +753,7 @@ def recommend(
     top: int,
     framework: str | None,
     emit: str | None,
+    include_research: bool,
     what_if: bool,
     fmt: str,
     plot: Path | None,
@@ -720,6 +761,7 @@ def recommend(
     max_nodes: int | None,
     deadline: float | None,
     budget: float | None,
+    survey: bool,
     **flags: Any,
 ) -> None:
     """Recommend placements, parallelism and execution modes for a scenario, best first.
@@ -747,8 +789,9 @@ def recommend(
         return
     with _progress("searching plans"):
         found = api.recommend(scenario, top=top, framework=framework, what_if=what_if,
-                              objective=objective, max_nodes=max_nodes, deadline=deadline,
-                              budget=budget)  # fmt: skip
+                              include_research=include_research, objective=objective,
+                              max_nodes=max_nodes, deadline=deadline, budget=budget,
+                              survey=survey)  # fmt: skip
     emit_plans(found, fmt, plot)
 
 
@@ -855,12 +898,7 @@ def review(
 @scenario_options
 @format_option(("table", "json", "markdown"))
 @PLOT_OPTION
-@click.option(
-    "--survey",
-    is_flag=True,
-    help="Also give the survey's idealised work, depth and memory per stage and by Table 9 "
-    "configuration (arXiv:2608.27046), beside the calibrated seconds.",
-)
+@SURVEY_OPTION
 def estimate(
     scenario_file: Path | None,
     assignments: tuple[str, ...],

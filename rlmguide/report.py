@@ -133,6 +133,25 @@ def _print_off_policy(found: list[dict[str, Any]], fmt: str) -> None:
     )
 
 
+def _print_research(found: list[dict[str, Any]], fmt: str) -> None:
+    rows = [
+        (
+            w["plan"] + configuration(w),
+            f"{w['step_seconds']:.1f}",
+            f"{w['gain_percent']:+.1f}%",
+            ", ".join(f"{s['framework']} ({s['availability']})" for s in w["shown_by"]),
+        )
+        for w in found
+    ]
+    print_rows(
+        ["plan", "step s", "gain", "shown by"],
+        rows,
+        fmt,
+        title="what research systems would gain: plans no released framework runs "
+        "(not ranked; --include-research ranks them)",
+    )
+
+
 def print_report(result: dict[str, Any], fmt: str, timing: bool = True) -> None:
     """The recommendation as tables; `timing` adds the search's wall time, which differs from
     run to run (for the terminal, never for a page or a file that should repeat its bytes)."""
@@ -219,6 +238,23 @@ def _print_offline_plans(result: dict[str, Any], fmt: str, summary: str) -> None
     )  # fmt: skip
 
 
+AGENTIC_ROWS = (
+    ("episodes_in_flight_per_engine", "episodes in flight", "{:.0f}"),
+    ("decode_batch", "decoding at once (mean)", "{:.1f}"),
+    ("kv_kept", "KV kept across turns", "{}"),
+    ("kv_held_gib", "KV held by waiting episodes, GiB per GPU", "{:.1f}"),
+    ("prefill_seconds", "prefill, s", "{:.1f}"),
+    ("gpu_work_seconds", "GPU work, s", "{:.1f}"),
+    ("environment_work_seconds", "environment pool work, s", "{:.1f}"),
+    ("episode_chain_seconds", "longest episode's chain, s", "{:.1f}"),
+    ("gpu_wait_seconds", "rollout time the GPUs wait, s", "{:.1f}"),
+)
+
+
+def _agentic_rows(parts: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(label, shown.format(parts[key])) for key, label, shown in AGENTIC_ROWS]
+
+
 def _print_best(result: dict[str, Any], fmt: str) -> None:
     best = result["plans"][0]
     total = sum(s["seconds"] for s in best["stages"]) or 1.0
@@ -267,6 +303,9 @@ def _print_best(result: dict[str, Any], fmt: str) -> None:
             fmt,
             title="assessment of plan 1 by model",
         )
+    if "agentic" in best:
+        print_rows(["term", "value"], _agentic_rows(best["agentic"]), fmt,
+                   title="agentic episodes of plan 1 (per rollout engine)")  # fmt: skip
     memory = [
         (pool, term, f"{gib:.1f}")
         for pool, terms in best["memory_breakdown_gib"].items()
@@ -286,7 +325,17 @@ def _print_best(result: dict[str, Any], fmt: str) -> None:
             fmt,
             title="guidelines behind plan 1",
         )
-    notes = [("frameworks", ", ".join(best["frameworks"]) or "none in the KB claims all of it")]
+    launchable = best.get("launchable_by")
+    if launchable is None:  # a result without the split (an older JSON read back)
+        notes = [("frameworks", ", ".join(best["frameworks"]) or "none in the KB claims all of it")]
+    else:
+        notes = [
+            ("launchable by", ", ".join(launchable) or "no released framework (research only)")
+        ]
+        if best.get("also_claimed_by"):
+            notes.append(
+                ("also claimed by", ", ".join(best["also_claimed_by"]) + " (no released code)")
+            )
     if "step_seconds_band" in best:
         low, high = best["step_seconds_band"]
         notes.append(
@@ -314,10 +363,13 @@ def _print_best(result: dict[str, Any], fmt: str) -> None:
     print_run(result, fmt)
     if result.get("off_policy_what_if"):
         _print_off_policy(result["off_policy_what_if"], fmt)
+    if result.get("research_what_if"):
+        _print_research(result["research_what_if"], fmt)
     if "what_if" in result:
         _print_what_if(result["what_if"], fmt)
-    if "survey_model" in best:
-        print_survey(best["survey_model"], fmt)
+    for plan in result["plans"]:
+        if "survey_model" in plan:
+            print_survey(plan["survey_model"], fmt, plan["rank"])
     if "sizing" in result:
         print_sizing(result["sizing"], fmt)
     if "mixed" in result:

@@ -100,6 +100,11 @@ class Plan(Open):
     bottleneck: str
     rules: list[FiredRule]
     frameworks: list[str]
+    launchable_by: list[str] = []
+    """The released frameworks that run the plan: those with an export mapping first, then by
+    their latest release."""
+    also_claimed_by: list[str] = []
+    """Frameworks without released end-to-end code whose claims allow the plan too."""
 
     def row(self) -> dict[str, Any]:
         """The plan as one flat table row: nested mappings as dotted columns

@@ -3,17 +3,17 @@ cost.survey_iteration) beside the calibrated seconds, as a JSON block and as tab
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from rlmguide.cost.survey_assessment import Scorer
 from rlmguide.cost.survey_iteration import (
     Iteration,
     Layouts,
     Models,
     configurations,
     offline_stages,
-    plan_configuration,
 )
-from rlmguide.cost.survey_iteration import stages as survey_stages
 from rlmguide.cost.survey_model import (
     Degrees,
     SurveyShape,
@@ -22,6 +22,7 @@ from rlmguide.cost.survey_model import (
     per_rank,
     zero_state,
 )
+from rlmguide.cost.survey_plan import OWN_POOLS, Part, PlanShape, plan_iteration
 from rlmguide.formats import print_rows
 
 SURVEY = "arxiv-2608.27046"
@@ -34,12 +35,26 @@ CALIBRATED_STAGE = {"generation": "rollout", "assessment": "assessment", "traini
 
 
 def survey_inputs(resolved: Any) -> tuple[Models, Iteration]:
+    """The survey model's view of a resolved scenario: its models as the plan runs them (the
+    reference the scenario gives, the reward's scoring, old log-probs recomputed or not)."""
     policy = SurveyShape.of(resolved.policy)
+    reference = SurveyShape.of(resolved.reference) if resolved.reference else policy
+    scoring = resolved.scoring
     models = Models(
         policy=policy,
-        reference=policy if resolved.algorithm.needs_reference else None,
+        reference=reference if resolved.algorithm.needs_reference else None,
         reward=SurveyShape.of(resolved.reward) if resolved.reward else None,
         critic=SurveyShape.of(resolved.critic) if resolved.critic else None,
+        scorer=Scorer(
+            scoring.kind,
+            scoring.calls_per_response,
+            scoring.rubric_tokens,
+            scoring.verdict_tokens,
+            scoring.steps_per_response,
+            scoring.per_prefix,
+        ),
+        old_log_probs=resolved.algorithm.online
+        and resolved.scenario.workload.recompute_old_logprobs,
     )
     work = resolved.scenario.workload
     it = Iteration(
@@ -55,66 +70,59 @@ def _wdm(work: float, depth: float, memory: float) -> dict[str, float]:
     return {"work_flop": work, "depth_ops": depth, "memory_elements": memory}
 
 
+def plan_shape(plan: dict[str, Any]) -> PlanShape:
+    """What the calibrated plan fixes, in the terms Table 9's rows tell apart. The trainer
+    reshards into the rollout's layout when the tensor, pipeline or expert degrees differ or
+    when it shards the parameters themselves (ZeRO-3 / FSDP) and the rollout holds them
+    whole per tensor group."""
+    ro, tr = plan["rollout"], plan["train"]
+    fusion = plan.get("fusion", "none")
+    pools = plan.get("pools") or {}
+    apart = plan["placement"] == "disaggregated"
+    same = all(ro[k] == tr[k] for k in ("tp", "pp", "ep")) and tr["zero"] < 3
+    return PlanShape(
+        shared=plan.get("critic") == "shared",
+        inter_fusion=fusion in ("inter-stage", "both"),
+        intra_fusion=fusion in ("intra-stage", "both"),
+        lagging=plan["execution"] != "sync",
+        overlapped=apart and plan["execution"] in ("one-step-off", "async"),
+        rollout_apart=apart,
+        apart=frozenset(k for k in OWN_POOLS if pools.get(k)),
+        generation_tp=float(ro["tp"]),
+        assessment_tp=float(tr["tp"]),
+        training_tp=float(tr["tp"]),
+        resharded=not apart and not same,
+    )
+
+
+def _part(p: Part) -> dict[str, Any]:
+    return {"model": p.name, **_wdm(p.work, p.depth, p.memory), "own_group": p.apart}
+
+
+def _calibrated_models(plan: dict[str, Any]) -> dict[str, list[str]]:
+    """The models each calibrated stage runs, as the plan reports them."""
+    trained = ["actor"]
+    if plan.get("critic") == "separate" and "critic" in plan.get("assessment_seconds_by_model", {}):
+        trained.append("critic")
+    found = {
+        "assessment": list(plan.get("assessment_seconds_by_model") or {}),
+        "training": trained,
+    }
+    return {"generation": ["actor"], **found} if plan["rollout"] is not None else found
+
+
 def survey_block(models: Models, it: Iteration, plan: dict[str, Any]) -> dict[str, Any]:
     """The `survey_model` block of one costed plan (a row of `estimate`'s JSON). An offline
     plan (no rollout) has no generation stage and no Table 9 configuration: its iteration is
     B.2.2's, the forward passes then the policy's backward."""
     ro, tr = plan["rollout"], plan["train"]
     calibrated = {s["name"]: s for s in plan["stages"]}
-    offline = ro is None
-    st = offline_stages(models, it) if offline else survey_stages(models, it)
-    figures = {
-        "generation": (st.gen_work, st.gen_depth, st.gen_depth, st.gen_memory, st.gen_memory),
-        "assessment": (st.assess_work, st.assess_depth_sum, st.assess_depth_max,
-                       st.assess_memory_sum, max(st.assess_memory_groups, default=0.0)),
-        "training": (st.train_work, st.train_depth_sum, st.train_depth_max,
-                     st.train_memory_sum, st.train_memory_max),
-    }  # fmt: skip
-    if offline:
-        del figures["generation"]
-    stage_rows = []
-    for name, (work, depth, depth_max, memory, memory_max) in figures.items():
-        own = calibrated.get(CALIBRATED_STAGE[name], {})
-        stage_rows.append(
-            {
-                "name": name,
-                **_wdm(work, depth, memory),
-                "depth_ops_group_per_model": depth_max,
-                "memory_elements_group_per_model": memory_max,
-                "calibrated_work_flop": own.get("work_flop"),
-                "calibrated_seconds": own.get("seconds"),
-            }
+    if ro is None:
+        stage_rows, table9, mine, rows, models_by_stage = _offline(
+            models, it, calibrated, _calibrated_models(plan)
         )
-    if offline:
-        mine = "offline (Algorithm 4, B.2.2)"
-        table9 = [
-            {
-                "configuration": mine,
-                "work_flop": st.assess_work + st.train_work,
-                "depth_ops": st.assess_depth_max + st.train_depth_sum,
-                "peak_memory_elements": max(st.assess_memory_sum, st.train_memory_sum),
-                "this_plan": True,
-            }
-        ]
     else:
-        same = ro["tp"] == tr["tp"] and ro["pp"] == tr["pp"]
-        mine = plan_configuration(
-            plan["placement"],
-            plan["execution"],
-            same,
-            plan.get("critic", "separate"),
-            plan.get("fusion", "none"),
-        )
-        table9 = [
-            {
-                "configuration": c.name,
-                "work_flop": c.work,
-                "depth_ops": c.depth,
-                "peak_memory_elements": c.memory,
-                "this_plan": c.name == mine,
-            }
-            for c in configurations(models, it, Layouts(float(ro["tp"]), float(tr["tp"])))
-        ]
+        stage_rows, table9, mine, rows, models_by_stage = _online(models, it, plan, calibrated)
     deg = Degrees(dp=tr["dp"], pp=tr["pp"], tp=tr["tp"], cp=tr["cp"], ep=tr["ep"])
     rank = per_rank(models.policy, it.sequences, it.context, deg)
     whole = global_(models.policy, it.sequences, it.context, deg)
@@ -124,9 +132,11 @@ def survey_block(models: Models, it: Iteration, plan: dict[str, Any]) -> dict[st
         "source": SURVEY,
         "units": UNITS,
         "configuration": mine,
-        "offline": offline,
+        "configuration_rows": rows,
+        "offline": ro is None,
         "step_seconds": plan["step_seconds"],
         "stages": stage_rows,
+        "models": models_by_stage,
         "table9": table9,
         "policy_training_layout": {
             "per_rank": _wdm(float(rank.work), float(rank.depth), float(rank.memory)),
@@ -138,9 +148,121 @@ def survey_block(models: Models, it: Iteration, plan: dict[str, Any]) -> dict[st
     }
 
 
-def add_survey_model(result: dict[str, Any], resolved: Any) -> None:
-    models, it = survey_inputs(resolved)
+def _stage_row(name: str, calibrated: dict[str, Any], **figures: Any) -> dict[str, Any]:
+    own = calibrated.get(CALIBRATED_STAGE[name], {})
+    return {
+        "name": name,
+        **figures,
+        "calibrated_work_flop": own.get("work_flop"),
+        "calibrated_seconds": own.get("seconds"),
+    }
+
+
+def _online(
+    models: Models, it: Iteration, plan: dict[str, Any], calibrated: dict[str, Any]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str, list[str], dict[str, Any]]:
+    """The plan's own iteration, stage by stage and as a row beside Table 9's."""
+    shape = plan_shape(plan)
+    own = plan_iteration(models, it, shape)
+    assert own.generation is not None
+    gen = own.generation
+    assessed, trained = own.assessment, own.training
+    stage_rows = [
+        _stage_row(
+            "generation", calibrated, **_wdm(gen.work, gen.depth, gen.memory),
+            depth_ops_group_per_model=gen.depth, memory_elements_group_per_model=gen.memory,
+            parts=[_part(gen)],
+        ),
+        _stage_row(
+            "assessment", calibrated,
+            **_wdm(sum(p.work for p in assessed), own.assessment_depth,
+                   sum(p.weights for p in assessed)
+                   + max((p.memory - p.weights for p in assessed), default=0.0)),
+            depth_ops_group_per_model=max((p.depth for p in assessed), default=0.0),
+            memory_elements_group_per_model=max((p.memory for p in assessed), default=0.0),
+            parts=[_part(p) for p in assessed],
+        ),
+        _stage_row(
+            "training", calibrated,
+            **_wdm(sum(p.work for p in trained), own.training_depth,
+                   sum(p.memory for p in trained)),
+            depth_ops_group_per_model=max(p.depth for p in trained),
+            memory_elements_group_per_model=max(p.memory for p in trained),
+            parts=[_part(p) for p in trained],
+        ),
+    ]  # fmt: skip
+    lay = Layouts(shape.generation_tp, shape.assessment_tp)
+    table9 = [
+        {
+            "configuration": c.name,
+            "work_flop": c.work,
+            "depth_ops": c.depth,
+            "peak_memory_elements": c.memory,
+            "this_plan": c.name in own.rows,
+        }
+        for c in configurations(models, it, lay)
+    ]
+    table9.append(
+        {
+            "configuration": f"this plan: {own.name}",
+            "work_flop": own.work,
+            "depth_ops": own.depth,
+            "peak_memory_elements": own.memory,
+            "this_plan": True,
+            "memory_elements_by_group": own.groups,
+        }
+    )
+    by_stage = {
+        "generation": ["actor"],
+        "assessment": [p.name for p in assessed],
+        "training": [p.name for p in trained],
+        "calibrated": _calibrated_models(plan),
+    }
+    return stage_rows, table9, own.name, list(own.rows), by_stage
+
+
+def _offline(
+    models: Models, it: Iteration, calibrated: dict[str, Any], calibrated_models: dict[str, Any]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str, list[str], dict[str, Any]]:
+    """B.2.2's iteration: the forward passes, then the policy's backward."""
+    st = offline_stages(models, it)
+    stage_rows = [
+        _stage_row(
+            "assessment", calibrated, **_wdm(st.assess_work, st.assess_depth_sum,
+                                             st.assess_memory_sum),
+            depth_ops_group_per_model=st.assess_depth_max,
+            memory_elements_group_per_model=max(st.assess_memory_groups, default=0.0),
+        ),
+        _stage_row(
+            "training", calibrated, **_wdm(st.train_work, st.train_depth_sum,
+                                           st.train_memory_sum),
+            depth_ops_group_per_model=st.train_depth_max,
+            memory_elements_group_per_model=st.train_memory_max,
+        ),
+    ]  # fmt: skip
+    mine = "offline (Algorithm 4, B.2.2)"
+    table9 = [
+        {
+            "configuration": mine,
+            "work_flop": st.assess_work + st.train_work,
+            "depth_ops": st.assess_depth_max + st.train_depth_sum,
+            "peak_memory_elements": max(st.assess_memory_sum, st.train_memory_sum),
+            "this_plan": True,
+        }
+    ]
+    # Table 4 counts the policy's forward in Assessment; the calibrated plan in its training.
+    forwards = ["actor", *(["reference"] if models.reference is not None else [])]
+    by_stage = {"assessment": forwards, "training": ["actor"], "calibrated": calibrated_models}
+    return stage_rows, table9, mine, [mine], by_stage
+
+
+def add_survey_model(
+    result: dict[str, Any], resolved: Any, judged_by: Callable[[dict[str, Any]], Any] | None = None
+) -> None:
+    """A `survey_model` block on every plan of a result; `judged_by` gives the scenario a plan
+    was judged by where that varies by plan (the options of a mixed cluster)."""
     for plan in result["plans"]:
+        models, it = survey_inputs(judged_by(plan) if judged_by else resolved)
         plan["survey_model"] = survey_block(models, it, plan)
 
 
@@ -148,7 +270,8 @@ def _g(x: float | None) -> str:
     return "" if x is None else f"{x:.4g}"
 
 
-def print_survey(block: dict[str, Any], fmt: str) -> None:
+def print_survey(block: dict[str, Any], fmt: str, rank: int = 1) -> None:
+    """The survey block of plan `rank` as tables: stages, each model's part, Table 9."""
     stages = [
         (
             s["name"],
@@ -162,12 +285,24 @@ def print_survey(block: dict[str, Any], fmt: str) -> None:
         for s in block["stages"]
     ]
     print_rows(
-        ["stage", "work FLOP", "calibrated FLOP", "depth ops (one group)",
+        ["stage", "work FLOP", "calibrated FLOP", "depth ops (as the plan runs it)",
          "depth ops (group per model)", "memory elements", "calibrated s"],
         stages,
         fmt,
-        title=f"survey model of plan 1 ({SURVEY}: §2.5, Tables 3-4; {UNITS['depth']})",
+        title=f"survey model of plan {rank} ({SURVEY}: §2.5, Tables 3-4; {UNITS['depth']})",
     )  # fmt: skip
+    parts = [
+        (s["name"], p["model"], _g(p["work_flop"]), _g(p["depth_ops"]), _g(p["memory_elements"]),
+         "own group" if p["own_group"] else "")
+        for s in block["stages"] for p in s.get("parts", [])
+    ]  # fmt: skip
+    if parts:
+        print_rows(
+            ["stage", "model", "work FLOP", "depth ops", "memory elements", "runs"],
+            parts,
+            fmt,
+            title=f"survey model of plan {rank}, model by model",
+        )
     rows = [
         (
             ("> " if c["this_plan"] else "") + c["configuration"],
@@ -184,7 +319,7 @@ def print_survey(block: dict[str, Any], fmt: str) -> None:
         title=(
             "iteration of offline preference optimisation (B.2.2"
             if block["offline"]
-            else "iteration by Table 9 (> the plan's own"
+            else f"iteration by Table 9 (> the rows plan {rank} combines, and its own"
         )
         + f"; its calibrated step: {block['step_seconds']:.1f} s)",
     )

@@ -27,24 +27,24 @@ CODE_GLOBS = ("cost/*.py", "rules/*.py", "rules/records/*.yaml")
 """Every module and rule file here can change a recommendation, so any edit recomputes."""
 
 TABLE = "atlas"
-MODELS = ("qwen2.5-7b", "qwen2.5-32b", "llama-3.1-70b", "qwen3-30b-a3b", "deepseek-v3")
-GPUS = (8, 64, 512)
+DENSE = ("qwen2.5-1.5b", "qwen2.5-7b", "qwen2.5-32b", "llama-3.1-70b", "llama-3.1-405b")
+MOE = ("qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3")
+MODELS = DENSE + MOE
+"""Dense and mixture-of-experts policies from 1.5B to 671B parameters."""
+GPUS = (8, 32, 128, 1024, 4096)
 GPUS_PER_NODE = 8
-ACCELERATORS = ("h100-sxm-80gb", "mi300x-192gb")
-ALGORITHMS = ("grpo", "ppo")
-MOE_ALGORITHMS = ("grpo",)
-MOE_ACCELERATORS = ("h100-sxm-80gb",)
-"""A mixture of experts is searched with GRPO on H100s only: its searches are the slow ones
-(2-6 s each at 64-512 GPUs, against 0.1-0.7 s for a dense model), and the whole atlas must
-compute cold in about 20 s on two cores. GRPO is how the published MoE reasoning models were
-trained; PPO's critic as large as the policy is rare there."""
+ACCELERATORS = ("h100-sxm-80gb", "h200-sxm-141gb", "h20-96gb", "b200-sxm-180gb", "a100-sxm-80gb")
+ALGORITHMS = ("grpo", "dapo", "ppo")
 
-WORKLOADS: dict[str, dict[str, int]] = {
-    # The design's example workload: long reasoning responses in groups of 16.
-    "grpo": {"prompts_per_step": 512, "samples_per_prompt": 16},
-    # PPO samples once per prompt (its critic gives the baseline), as in examples/ppo-*.yaml.
-    "ppo": {"prompts_per_step": 1024, "samples_per_prompt": 1},
-}
+SAMPLES_PER_PROMPT = {"grpo": 16, "dapo": 16, "ppo": 1}
+"""GRPO and DAPO sample groups of 16 (the design's example workload); PPO samples once per
+prompt, its critic giving the baseline (examples/ppo-*.yaml)."""
+PROMPTS = {"grpo": 512, "dapo": 512, "ppo": 1024}
+"""Prompts per step on up to 512 GPUs; see `prompts_per_step`."""
+TRAINED_PER_GPU = 8
+"""Responses each GPU trains per optimizer step at least: a larger cluster takes a larger
+batch, since every framework's data-parallel ranks split each mini-batch (constraint records
+such as verl-train-batch-divides-over-dp)."""
 COMMON_WORKLOAD = {
     "prompt_tokens": 1024,
     "response_tokens": 4096,
@@ -52,6 +52,15 @@ COMMON_WORKLOAD = {
     "minibatches_per_step": 4,
     "epochs": 1,
 }
+
+
+def prompts_per_step(algorithm: str, gpus: int) -> int:
+    """The algorithm's prompts per step, grown with the cluster so that each of the step's
+    mini-batches gives every GPU TRAINED_PER_GPU responses to train (powers of two)."""
+    samples = SAMPLES_PER_PROMPT[algorithm]
+    least = gpus * TRAINED_PER_GPU * COMMON_WORKLOAD["minibatches_per_step"] // samples
+    return max(PROMPTS[algorithm], 1 << (max(least, 1) - 1).bit_length())
+
 
 COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("model_id", "VARCHAR", "policy model (models.id)"),
@@ -61,7 +70,12 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("gpus", "BIGINT", "GPUs in the cluster (nodes x gpus_per_node)"),
     ("nodes", "BIGINT", "nodes of gpus_per_node GPUs"),
     ("algorithm_id", "VARCHAR", "algorithms.id (PPO: a critic of the policy's shape)"),
-    ("prompts_per_step", "BIGINT", "prompts per RL step"),
+    (
+        "prompts_per_step",
+        "BIGINT",
+        "prompts per RL step (grown with the cluster: 8 responses "
+        "per GPU and optimizer step at least)",
+    ),
     ("samples_per_prompt", "BIGINT", "responses per prompt (group size)"),
     ("response_tokens", "BIGINT", "mean response length, tokens (prompts 1,024; longest 16,384)"),
     ("feasible", "BOOLEAN", "false when no plan fits; `infeasible_reason` says why"),
@@ -82,12 +96,20 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("memory_gib_rollout", "DOUBLE", "predicted memory per GPU of the rollout pool, GiB"),
     ("memory_gib_train", "DOUBLE", "predicted memory per GPU of the training pool, GiB"),
     ("frameworks", "VARCHAR[]", "frameworks whose claims and constraints allow the plan"),
+    (
+        "framework",
+        "VARCHAR",
+        "the first framework that launches the plan: released code, an "
+        "export mapping first, then the newest release",
+    ),
+    ("launchable_by", "VARCHAR[]", "released frameworks that run the plan, in that order"),
     ("candidates", "BIGINT", "plans the search costed"),
 )
 DOC = (
     "The plan atlas: the top plan `rlmguide recommend` gives for each setup of a grid of "
-    "models, cluster sizes, accelerators and algorithms (GRPO: 512 prompts x 16 samples; "
-    "PPO: 1,024 prompts x 1 sample; verifier reward), or why none fits."
+    "models, cluster sizes, accelerators and algorithms (GRPO and DAPO: 512 prompts x 16 "
+    "samples; PPO: 1,024 prompts x 1 sample; more on large clusters; verifier reward), a "
+    "plan a released framework launches, or why none fits."
 )
 
 
@@ -98,6 +120,13 @@ class Setup:
     gpus: int
     algorithm: str
 
+    @property
+    def workload(self) -> dict[str, int]:
+        return {
+            "prompts_per_step": prompts_per_step(self.algorithm, self.gpus),
+            "samples_per_prompt": SAMPLES_PER_PROMPT[self.algorithm],
+        }
+
     def scenario(self) -> dict[str, Any]:
         return {
             "cluster": {
@@ -106,32 +135,22 @@ class Setup:
                 "gpus_per_node": GPUS_PER_NODE,
             },
             "models": {"policy": self.model, "reward": "verifier"},
-            "workload": {
-                "algorithm": self.algorithm,
-                **WORKLOADS[self.algorithm],
-                **COMMON_WORKLOAD,
-            },
+            "workload": {"algorithm": self.algorithm, **self.workload, **COMMON_WORKLOAD},
         }
 
 
 def grid(records: dict[str, dict[str, Any]]) -> list[Setup]:
     """The setups whose model, accelerator and algorithm are all in the records, in a fixed
     order (a test knowledge base without them simply has a smaller atlas)."""
-    found = []
-    for model, accelerator, gpus, algorithm in itertools.product(
-        MODELS, ACCELERATORS, GPUS, ALGORITHMS
-    ):
-        known = (
-            model in records.get("model", {})
-            and accelerator in records.get("accelerator", {})
-            and algorithm in records.get("algorithm", {})
+    return [
+        Setup(model, accelerator, gpus, algorithm)
+        for model, accelerator, gpus, algorithm in itertools.product(
+            MODELS, ACCELERATORS, GPUS, ALGORITHMS
         )
-        moe = known and records["model"][model].moe is not None
-        if known and not (
-            moe and (algorithm not in MOE_ALGORITHMS or accelerator not in MOE_ACCELERATORS)
-        ):
-            found.append(Setup(model, accelerator, gpus, algorithm))
-    return found
+        if model in records.get("model", {})
+        and accelerator in records.get("accelerator", {})
+        and algorithm in records.get("algorithm", {})
+    ]
 
 
 def _pool(layout: dict[str, Any], keys: Sequence[str]) -> str:
@@ -139,13 +158,15 @@ def _pool(layout: dict[str, Any], keys: Sequence[str]) -> str:
     return " · ".join([f"{layout['gpus']} GPUs", *shown])
 
 
-def plan_row(setup: Setup, catalog: Any) -> list[Any]:
-    """One atlas row: the setup, then its top plan (or the reason none fits)."""
+def plan_row(setup: Setup, catalog: Any, judges: Any = None) -> list[Any]:
+    """One atlas row: the setup, then its top plan (or the reason none fits); `judges` are
+    the catalog's compiled rules and constraints (rules.recommend.judges_of), where a caller
+    searches many setups."""
     from rlmguide.rules.recommend import NoFeasiblePlan, recommend, recommender_for
     from rlmguide.rules.scenario import parse_scenario, resolve
 
     model = catalog.records["model"][setup.model]
-    workload = WORKLOADS[setup.algorithm]
+    workload = setup.workload
     head = [
         setup.model,
         model.moe is not None,
@@ -160,7 +181,7 @@ def plan_row(setup: Setup, catalog: Any) -> list[Any]:
     ]
     resolved = resolve(parse_scenario(setup.scenario(), "atlas"), catalog.records)
     try:
-        result = recommend(recommender_for(resolved, catalog), 1)
+        result = recommend(recommender_for(resolved, catalog, judges), 1)
     except NoFeasiblePlan as exc:
         return [*head, False, str(exc), *[None] * (len(COLUMNS) - len(head) - 2)]
     plan = result["plans"][0]
@@ -186,14 +207,17 @@ def plan_row(setup: Setup, catalog: Any) -> list[Any]:
         round(memory["rollout"], 2),
         round(memory["train"], 2),
         list(plan["frameworks"]),
+        plan["launchable_by"][0],
+        list(plan["launchable_by"]),
         result["search"]["candidates"],
     ]
 
 
 def _weight(setup: Setup, moe: bool) -> float:
     """A search's rough cost, to share the setups evenly: it grows with the cluster (more
-    layouts and splits) and is about six times larger for a mixture of experts."""
-    return (1 + setup.gpus / 64) * (6 if moe else 1)
+    layouts and splits, up to the coarse grid above 512 GPUs) and is several times larger for
+    a mixture of experts."""
+    return (1 + min(setup.gpus, 512) / 64) * (4 if moe else 1)
 
 
 def _shares(setups: list[Setup], catalog: Any, workers: int) -> list[list[int]]:
@@ -220,12 +244,14 @@ def compute(roots: Sequence[Any], workers: int | None = None) -> list[list[Any]]
     import sys
 
     from rlmguide.kb.load import load_catalog
+    from rlmguide.rules.recommend import judges_of
 
     catalog = load_catalog(roots, READ_KINDS)
     setups = grid(catalog.records)
     workers = min(workers or os.cpu_count() or 1, len(setups))
     if workers <= 1:
-        return [plan_row(s, catalog) for s in setups]
+        judges = judges_of(catalog)
+        return [plan_row(s, catalog, judges) for s in setups]
     shares = _shares(setups, catalog, workers)
     # The workers import what this process imported: its path first (a checkout run by
     # site/hooks.py, or pytest's root), then any the caller set.
@@ -259,10 +285,12 @@ def _work() -> None:
     import sys
 
     from rlmguide.kb.load import load_catalog
+    from rlmguide.rules.recommend import judges_of
 
     job = json.load(sys.stdin)
     catalog = load_catalog([(Path(r), k) for r, k in job["roots"]], READ_KINDS)
-    rows = [plan_row(Setup(**s), catalog) for s in job["setups"]]
+    judges = judges_of(catalog)
+    rows = [plan_row(Setup(**s), catalog, judges) for s in job["setups"]]
     sys.stdout.write(json.dumps(rows))
 
 

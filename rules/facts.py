@@ -6,9 +6,11 @@ that names a fact not declared here is refused when it loads.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 # The plan table's codes index these names (rules.recommend.plan_facts): one vocabulary.
+from rlmguide.cost.episode import Episode
 from rlmguide.cost.plans import CRITICS, EXECUTIONS, FUSIONS, PLACEMENTS, RECOMPUTE
 from rlmguide.rules.expr import Fact
 from rlmguide.rules.scenario import Resolved
@@ -66,6 +68,27 @@ SCENARIO_FACTS = (
     Fact("workload.tail_ratio", "number", "longest over mean response length"),
     Fact("workload.sequence_tokens", "number", "prompt plus longest response"),
     Fact("workload.minibatches_per_step", "number", "optimizer steps per RL step"),
+    Fact(
+        "workload.agentic",
+        "bool",
+        "episodes of several model turns or with environment time (workload.agent)",
+    ),
+    Fact("workload.turns", "number", "mean model turns per episode (1 without workload.agent)"),
+    Fact(
+        "workload.environment_seconds",
+        "number",
+        "environment seconds per episode: setup plus mean turns x mean step (0 without one)",
+    ),
+    Fact(
+        "workload.context_appended",
+        "bool",
+        "each turn extends the previous tokens, so its KV can be kept across turns",
+    ),
+    Fact(
+        "workload.environment_slots",
+        "number",
+        "environment steps that can run at once over the cluster (0: no limit given)",
+    ),
     Fact(
         "model.assessment_params_b",
         "number",
@@ -203,7 +226,22 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
         "workload.tail_ratio": resolved.max_response_tokens / w.response_tokens,
         "workload.sequence_tokens": w.prompt_tokens + resolved.max_response_tokens,
         "workload.minibatches_per_step": w.minibatches_per_step,
+        **_agent_facts(resolved),
         "model.assessment_params_b": _assessment_params(resolved) / 1e9,
+    }
+
+
+def _agent_facts(resolved: Resolved) -> dict[str, Any]:
+    episode = Episode.of(resolved.scenario.workload)
+    return {
+        "workload.agentic": resolved.agentic,
+        "workload.turns": episode.turns,
+        "workload.environment_seconds": episode.setup_seconds
+        + episode.turns * episode.environment_seconds,
+        "workload.context_appended": episode.appended,
+        "workload.environment_slots": 0
+        if math.isinf(episode.environment_slots)
+        else episode.environment_slots,
     }
 
 

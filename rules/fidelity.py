@@ -182,7 +182,7 @@ def median_abs_log_error(comparisons: Iterable[Comparison]) -> float:
 
 @dataclass(frozen=True)
 class Pair:
-    """Two published figures of one model on one accelerator and metric, from different plans:
+    """Two published figures of one model on one cluster and metric, from different plans:
     how far the predicted ratio between them is from the reported one."""
 
     first: Comparison
@@ -200,9 +200,10 @@ class Pair:
 
 def paired(comparisons: Iterable[Comparison]) -> list[Pair]:
     """Every pair of predicted published results (not deployments, which repeat results) of
-    the same model, accelerator, metric and source whose plans differ: the evidence for how
-    large a predicted difference between two plans of one cluster must be to be believed
-    (one source runs one framework and software stack, as two plans of one cluster would)."""
+    the same model and metric on one cluster in one source record whose plans differ: the
+    evidence for how large a predicted difference between two plans of one cluster must be
+    to be believed. One record is one software stack (a table's versions are not: a newer
+    release speeds a plan up that the model costs alike), as the plans a search compares are."""
     scored = [c for c in comparisons if c.ratio and c.result.kind == "result"]
     pairs = []
     for i, a in enumerate(scored):
@@ -210,10 +211,10 @@ def paired(comparisons: Iterable[Comparison]) -> list[Pair]:
             sa, sb = a.result.scenario, b.result.scenario
             if (
                 a.result.metric == b.result.metric
-                and a.result.group == b.result.group
+                and a.result.source == b.result.source
                 and sa.models.policy == sb.models.policy
-                and sa.cluster.accelerator == sb.cluster.accelerator
-                and (sa.plan != sb.plan or sa.cluster != sb.cluster)
+                and sa.cluster == sb.cluster
+                and sa.plan != sb.plan
             ):
                 pairs.append(Pair(a, b))
     return pairs

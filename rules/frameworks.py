@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 from rlmguide.kb.load import Catalog, Problem
-from rlmguide.kb.schema import Constraint, Framework
+from rlmguide.kb.schema import Claim, Constraint, Framework
 from rlmguide.rules.engine import Guarded, compile_kind
 
 EXECUTION_FEATURE = {
@@ -57,9 +57,36 @@ POOL_FEATURES = {
         ("plan.train.ep", "expert-parallelism"),
     ),
 }
-"""A degree above 1 is refused by a framework whose claim on the technique says `no`; a
-technique it makes no claim on is unknown, not refused (code is the authority: constraints
-record what it refuses)."""
+"""A degree above 1 runs only on a released framework whose claims say it supports the
+technique (`yes`, or `partial` within the limits its constraint records state): a plan is
+launchable when a framework runs it under its claims, and a technique it makes no claim on is
+not evidence that it does. Where a claimed technique is refused in some combination (a
+backend without it), the constraint records say so. A research system (no released code) is
+judged by what its claims rule out: its plans are what-ifs."""
+
+KINDS_OF = {
+    "ring-attention": "context-parallelism",
+    "ulysses-sequence-parallelism": "context-parallelism",
+    "1f1b-pipeline-schedule": "pipeline-parallelism",
+    "interleaved-pipeline-schedule": "pipeline-parallelism",
+}
+"""Techniques a plan's degree stands for (their records' parent): a framework claiming ring
+attention or Ulysses runs a plan's context parallelism (plan.train.cp), one claiming a
+pipeline schedule its pipeline."""
+
+PARALLELISM = frozenset(feature for pool in POOL_FEATURES.values() for _, feature in pool)
+
+WEIGHT_SHARDING_BACKENDS = frozenset({"pytorch-fsdp", "deepspeed", "torchtitan", "jax"})
+"""Training backends whose sharding is ZeRO-3 style (FSDP's full sharding, DeepSpeed stage
+3, TorchTitan's FSDP2, JAX's sharded arrays): a ZeRO-3 plan runs on a framework's pair with
+one of them. On Megatron-LM (and MindSpeed over it) the frameworks shard the optimizer
+states only, with Megatron's distributed optimizer (ZeRO-1): so read in code for verl,
+NeMo-RL, slime and miles (their constraint records), and no other framework's claims show
+Megatron's own FSDP modes in use."""
+
+ZERO_3_CLAIMS = frozenset({"zero-3", "fsdp", "pytorch-fsdp", "deepspeed"})
+"""Claims under which a framework shards weights ZeRO-3 style: the technique under either name,
+or a backend whose sharding it is (FSDP's full sharding, DeepSpeed's stage 3)."""
 
 
 @dataclass(frozen=True)
@@ -121,17 +148,27 @@ class Support:
     def id(self) -> str:
         return self.framework.id
 
+    @property
+    def released(self) -> bool:
+        """Its end-to-end code is public: a plan it runs is launchable."""
+        return self.framework.released
+
     def claims_allow(self, env: Mapping[str, Any], size: int, level: str) -> np.ndarray:
-        """Where its claims allow what the plans use, judged on the facts of `level`: the
-        placement and execution mode must be claimed, a parallelism must not be denied."""
+        """Where its claims cover what the plans use, judged on the facts of `level`: the
+        placement, the execution mode, Table 9's configuration and every parallelism above 1
+        must be claimed (POOL_FEATURES)."""
         uses = _uses(env, size, level)
         ok = np.ones(size, dtype=bool)
         for feature, used in uses.items():
             if feature == "zero-3":  # FSDP is the same sharding under another name
-                denied = {"zero-3", "fsdp"} <= self.refused
-            elif feature in REFUSABLE:
+                denied = {"zero-3", "fsdp"} <= self.refused or (
+                    self.released and not self.claimed & ZERO_3_CLAIMS
+                )
+            elif feature in PARALLELISM and not self.released:
+                # A research system's design, read from a paper or partial code, is judged
+                # by what it rules out: its plans are what-ifs, never launched.
                 denied = feature in self.refused
-            else:  # placements and execution modes must be claimed
+            else:
                 denied = feature not in self.claimed
             if denied:
                 ok &= ~used
@@ -172,21 +209,18 @@ class Support:
             if c.id not in seen:
                 seen[c.id] = ~c.holds(env, size)
         fails = {c.id: seen[c.id] for c in judged}
+        zero = env.get("plan.train.zero") if level in ("plan", "train") else None
+        sharded = None if zero is None else np.broadcast_to(np.asarray(zero) >= 3, (size,))
         by_pair = {}
         for backend, engine in self.pairs:
             ok = np.ones(size, dtype=bool)
             for c in judged:
                 if c.record.component in (None, backend, engine):
                     ok &= ~fails[c.id]
+            if sharded is not None and backend not in (None, *WEIGHT_SHARDING_BACKENDS):
+                ok &= ~sharded
             by_pair[(backend, engine)] = ok
         return by_pair, fails
-
-
-REFUSABLE = frozenset(
-    {feature for pool in POOL_FEATURES.values() for _, feature in pool} | {"zero-3"}
-)
-"""Features a framework refuses only by a claim of `no`; the others (placements, execution
-modes) it must claim."""
 
 
 def _uses(env: Mapping[str, Any], size: int, level: str) -> dict[str, np.ndarray]:
@@ -223,27 +257,63 @@ def _uses(env: Mapping[str, Any], size: int, level: str) -> dict[str, np.ndarray
     return uses
 
 
+PLAN_FEATURES = frozenset(
+    {"colocated-placement", "disaggregated-placement", *EXECUTION_FEATURE.values()}
+    | {feature for _, feature, _ in CONFIGURATION_FEATURES}
+)
+"""Features a framework must claim to run a plan that uses them (with the algorithm): a
+partial claim on one runs the plan only when the part that exists is what the planner costs."""
+
+
+def runs(claim: Claim, plan_feature: bool) -> bool:
+    """Whether a claim lets its framework run plans that use the feature. A `partial` claim on
+    a plan feature (placement, execution mode, Table 9 configuration, the algorithm) does only
+    where it names its part and that part is what the planner costs (`part.costed`): a plan is
+    never costed with more than exists. On a component or a parallelism, partial support is
+    support whose limits the constraint records state."""
+    if claim.support == "yes":
+        return True
+    if claim.support != "partial":
+        return False
+    return not plan_feature or (claim.part is not None and claim.part.costed)
+
+
 def supports(
     frameworks: Iterable[Framework],
     constraints: Iterable[CompiledConstraint],
     components: Mapping[str, str],
     algorithm: str,
+    online: bool = True,
 ) -> list[Support]:
     """The frameworks that claim the algorithm, each with its pairs and constraints.
-    `components` maps a component id to its role."""
+    `components` maps a component id to its role; an `online` algorithm samples, so it needs
+    a rollout engine."""
     by_framework: dict[str | None, list[CompiledConstraint]] = {}
     for c in constraints:
         by_framework.setdefault(c.record.framework, []).append(c)
     of_components = by_framework.get(None, [])
     found = []
     for fw in sorted(frameworks, key=lambda f: f.id):
-        claimed = frozenset(c.feature for c in fw.claims if c.support in ("yes", "partial"))
+        ran = [
+            c.feature
+            for c in fw.claims
+            if runs(c, c.feature in PLAN_FEATURES or c.feature == algorithm)
+        ]
+        claimed = frozenset(ran) | {KINDS_OF[f] for f in ran if f in KINDS_OF}
         refused = frozenset(c.feature for c in fw.claims if c.support == "no")
         if algorithm not in claimed:
             continue
-        backends = sorted(f for f in claimed if components.get(f) == "training-backend")
-        engines = sorted(f for f in claimed if components.get(f) == "rollout-engine")
-        pairs = tuple(itertools.product(backends or [None], engines or [None]))
+        # A backend or engine runs plans where it is claimed `yes` or with a costed part (a
+        # partial claim such as an inference-only engine forms no pair). A framework that
+        # claims no training backend, or no engine for a method that samples, runs nothing
+        # under its claims.
+        usable = {c.feature for c in fw.claims if runs(c, plan_feature=True)}
+        backends = sorted(f for f in usable if components.get(f) == "training-backend")
+        engines = sorted(f for f in usable if components.get(f) == "rollout-engine")
+        if fw.released:
+            pairs = tuple(itertools.product(backends, engines or ([] if online else [None])))
+        else:  # a design without the components named: judged by its other claims
+            pairs = tuple(itertools.product(backends or [None], engines or [None]))
         # A component's own refusals bind every framework that runs on it.
         inherited = [c for c in of_components if c.record.component in claimed]
         own = tuple(by_framework.get(fw.id, [])) + tuple(inherited)

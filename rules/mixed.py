@@ -205,6 +205,13 @@ def crossing_resolved(cross: Crossing) -> Resolved:
     return replace(base, scenario=scenario, notes=tuple(notes))
 
 
+def option_resolved(mixed: MixedResolved, rollout: str, train: str) -> Resolved:
+    """The scenario the option (rollout part, training part) was judged by."""
+    parts = {p.name: p for p in mixed.parts}
+    ro, tr = parts[rollout], parts[train]
+    return ro.resolved if ro is tr else crossing_resolved(crossing(mixed, ro, tr))
+
+
 ROLLOUT_PART_FACTS = (
     "cluster.gpus_per_node", "cluster.memory_gib", "cluster.scale_up_domain",
     "cluster.scale_out_gbps_per_gpu",

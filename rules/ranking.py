@@ -44,14 +44,14 @@ from rlmguide.cost.plans import (
     shares_gpus,
 )
 
-TIE_FRACTION = 0.25
-"""Paired differences below 25% of the faster plan's step are ties: the model's own error on
+TIE_FRACTION = 0.2
+"""Paired differences below 20% of the faster plan's step are ties: the model's own error on
 differences, from the same calibration as the band on every step time (cost.band). Measured
-on the published pairs of one model on one accelerator within one source (sync against
-one-step-off and async, cluster sizes, precisions; rules.fidelity.paired, printed by
+on the published pairs of one model on one cluster within one source record (sync against
+one-step-off and async, precisions, pool splits; rules.fidelity.paired, printed by
 bench/fidelity.py): the predicted ratio between the two runs is off from the reported one by
-a median factor of 1.25 (83 pairs, quartiles 1.09-1.80), smaller than the absolute error
-would suggest, but not smaller than that."""
+a median factor of 1.17 (19 pairs), smaller than the absolute error would suggest, but not
+smaller than that."""
 
 NEAR_FRACTION = 0.02
 """Rows of one placement, execution mode and rollout layout whose step times differ by less

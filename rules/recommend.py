@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from rlmguide.cost.batch import Needs
 from rlmguide.cost.evaluate import CostTable, evaluate
-from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads, without_framework
 from rlmguide.cost.plans import (
     CRITICS,
     EXECUTIONS,
@@ -34,6 +34,7 @@ from rlmguide.cost.plans import (
 from rlmguide.cost.units import GIB
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.schema import Framework, Offload
+from rlmguide.rules.agentic import agentic_notes
 from rlmguide.rules.engine import CompiledRule
 from rlmguide.rules.facts import STAGES, scenario_facts
 from rlmguide.rules.frameworks import (
@@ -60,6 +61,7 @@ from rlmguide.rules.search import (
     MAX_SPLITS,
     NO_OFFLOAD,
     PHASE_OFFLOAD,
+    TRAIN_LAYOUT_COLUMNS,
     Split,
     executions,
     offload_options,
@@ -101,6 +103,8 @@ class Judges:
     frameworks: list[Framework]
     constraints: list[CompiledConstraint]
     components: dict[str, str]
+    mapped: frozenset[str] = frozenset()
+    """Frameworks with an export mapping (kb/records/mappings): first among a plan's runners."""
 
 
 def judges_of(catalog: Catalog) -> Judges:
@@ -119,6 +123,7 @@ def judges_of(catalog: Catalog) -> Judges:
         list(catalog.of("framework").values()),  # type: ignore[arg-type]
         inherit(constraints, extends),
         {c.id: c.role for c in every},  # type: ignore[attr-defined]
+        frozenset(m.framework for m in catalog.of("mapping").values()),  # type: ignore[attr-defined]
     )
 
 
@@ -139,6 +144,7 @@ def recommender_for(
         j.frameworks,
         constraints=j.constraints,
         components=j.components,
+        mapped=j.mapped,
         **options,
     )
 
@@ -190,6 +196,17 @@ def _cost(
         check=False,
         **resolved.cost_options(),
     )
+
+
+def _runs(frameworks: Iterable[Any], env: Mapping[str, Any], size: int) -> np.ndarray:
+    """Rows some of `frameworks` (rules.frameworks.Support) runs, judged on the whole plan."""
+    found = np.zeros(size, dtype=bool)
+    seen: dict[str, np.ndarray] = {}
+    for support in frameworks:
+        found |= support.runnable(env, size, "plan", seen)[0]
+        if found.all():
+            break
+    return found
 
 
 def plan_facts(table: PlanTable, costs: CostTable | None = None) -> dict[str, Any]:
@@ -290,27 +307,58 @@ class Recommender:
         overheads: Overheads = DEFAULT_OVERHEADS,
         constraints: Iterable[CompiledConstraint] = (),
         components: Mapping[str, str] | None = None,
+        mapped: Collection[str] = (),
         only: str | None = None,
-        within: Collection[str] | None = None,
+        research: bool = False,
         filter_frameworks: bool = True,
         exhaustive: bool = False,
         full_grid: bool = False,
+        held_out: str | None = None,
     ) -> None:
         """`frameworks` with their `constraints` decide which plans can run (none given: every
-        plan is judged on physics alone, as calibration does); `only` keeps one framework and
-        `within` the pairs of training backend and rollout engine made of those components.
-        Without `filter_frameworks` (estimate) the plans are only labelled with them."""
+        plan is judged on physics alone, as calibration does). Plans are ranked when a
+        released framework runs them; the others, that only research systems (partial code, a
+        paper, a closed system) run, are kept as what-ifs, unless `research` ranks every
+        framework's plans. `only` keeps one framework (whatever its availability); `mapped`
+        frameworks have an export mapping. Without `filter_frameworks` (estimate) the plans
+        are only labelled with them. `held_out` names a framework whose own defaults are not
+        used, neither its tie-breaks (`framework_defaults`) nor the cost constants read from it
+        (cost.overheads.without_framework): its published launches are then judged out of
+        sample."""
         self.resolved = resolved
         self.enforce_memory = enforce_memory
+        self.held_out = held_out
+        if held_out is not None:
+            overheads = without_framework(
+                overheads, held_out, resolved.accelerator.memory_gib, resolved.accelerator_id
+            )
         self.overheads = overheads
         # Rules about the rollout, placement or overlap say nothing about an offline method.
         online = resolved.algorithm.online
         self.rules = [r for r in rules if online or not r.about_generation]
         self.frameworks = list(frameworks)
-        self.supports = supports(
-            self.frameworks, constraints, components or {}, resolved.algorithm.id
+        self.mapped = frozenset(mapped)
+        every = supports(
+            self.frameworks,
+            constraints,
+            components or {},
+            resolved.algorithm.id,
+            resolved.algorithm.online,
         )
+        self.labels = every
+        """The frameworks that label a plan (`frameworks`, `launchable_by`, `also_claimed_by`)."""
+        ranked_all = research or only is not None or not filter_frameworks
+        self.supports = every if ranked_all else [x for x in every if x.released]
+        """The frameworks whose plans are searched and ranked."""
+        self.research_supports = [] if ranked_all else [x for x in every if not x.released]
+        """Frameworks whose plans are kept as what-ifs only (see `research_what_if`)."""
         if self.frameworks and filter_frameworks and not self.supports:
+            if every:
+                raise NoFeasiblePlan(
+                    f"no released framework in the knowledge base claims "
+                    f"{resolved.algorithm.name}; research systems that do: "
+                    f"{', '.join(x.id for x in every)} (--include-research ranks their plans)"
+                )
             raise NoFeasiblePlan(
                 f"no framework in the knowledge base claims {resolved.algorithm.name}, so none "
                 "runs a plan of this scenario; `rlmguide estimate` costs a fixed plan regardless"
@@ -322,6 +370,7 @@ class Recommender:
                     f"framework {only} does not claim {resolved.algorithm.name}, so it runs no "
                     "plan of this scenario"
                 )
+            self.labels = self.supports
             plan = resolved.scenario.plan
             for feature, field in configuration_techniques(plan.critic, plan.fusion):
                 if feature not in self.supports[0].claimed:
@@ -329,13 +378,10 @@ class Recommender:
                         f"framework {only} does not claim {feature} ({field}), so it runs no "
                         "plan of this scenario"
                     )
-        if within is not None:
-            # Keep the (backend, engine) pairs made of these components (an exporter's mapping
-            # covers only some of a framework's backends and engines).
-            self.supports = [
-                replace(x, pairs=tuple(p for p in x.pairs if set(p) - {None} <= set(within)))
-                for x in self.supports
-            ]
+        self.launchable = np.zeros(0, dtype=bool)
+        """For each plan `run` returned: a released framework runs it (else a research
+        system only)."""
+        self._research_rows: np.ndarray | None = None
         self.only = only
         self.filter_frameworks = filter_frameworks
         self.exhaustive = exhaustive
@@ -396,7 +442,11 @@ class Recommender:
                 self.search.rejected[rule.id] += int(weight[hit].sum())
                 alive &= ~hit
         if self.frameworks and self.filter_frameworks:
-            alive &= self._runnable(env, size, level, weight, alive)
+            runnable = self._runnable(env, size, level, weight, alive)
+            if level == "plan" and self.research_supports:
+                # Kept as what-ifs: the plans only research systems run.
+                self._research_rows = alive & ~runnable & _runs(self.research_supports, env, size)
+            alive &= runnable
         return alive
 
     def _runnable(
@@ -424,7 +474,13 @@ class Recommender:
                     self.search.rejected[f"constraint {cid}"] += int(weight[hit].sum())
                     left &= ~hit
             if left.any():
-                reason = f"{self.only}'s claims" if self.only else "no framework runs it"
+                reason = (
+                    f"{self.only}'s claims"
+                    if self.only
+                    else "no released framework runs it"
+                    if self.research_supports
+                    else "no framework runs it"
+                )
                 self.search.rejected[reason] += int(weight[left].sum())
         return some
 
@@ -623,6 +679,8 @@ class Recommender:
         frontier = []
         ok = np.flatnonzero(fits)
         groups = np.stack([tr[k][keep[ok]] for k in ("tp", "pp", "cp", "zero")], axis=1)
+        offloads = [k for k in TRAIN_LAYOUT_COLUMNS if k.startswith("offload_")]
+        offload = np.stack([tr[k][keep] for k in offloads], axis=1)
         for group in np.unique(groups, axis=0):
             mine = ok[np.all(groups == group, axis=1)]
             least = np.inf
@@ -630,7 +688,11 @@ class Recommender:
                 if resident[i] < least:
                     frontier.append(i)
                     least = resident[i]
-        chosen = np.sort(np.asarray(frontier, dtype=np.int64))
+            # The micro-batch a trainer fits depends on the rollout beside it, so its time at
+            # the reference rollout does not rank offload settings: the fastest of each stays.
+            by_time = mine[np.argsort(trainer[mine], kind="stable")]
+            frontier.extend(by_time[np.unique(offload[by_time], axis=0, return_index=True)[1]])
+        chosen = np.unique(np.asarray(frontier, dtype=np.int64))
         return {k: v[keep[chosen]] for k, v in tr.items()}, resident[chosen]
 
     def _colocated_rollouts(
@@ -844,49 +906,56 @@ class Recommender:
         costs = self.cost(self.resolved, table)
         env = self._env(table, costs)
         n = len(table)
+        self._research_rows = None
         alive = self._reject(env, n, "plan", np.ones(n, dtype=int))
+        research = self._research_rows if self._research_rows is not None else np.zeros_like(alive)
         fits = costs.feasible | (not self.enforce_memory)
         colocated = shares_gpus(table.placement)
         self.search.rejected["memory"] += int((alive & ~fits & colocated).sum())
         # A disaggregated combination of two fitting pools can still overflow (weight-sync
         # buffers); it is rejected too but was never counted as a candidate of its own.
         self._note_closest(costs, alive & ~fits, costs.overflow_gib)
-        ok = np.flatnonzero(alive & fits)
+        ok = np.flatnonzero((alive | research) & fits)
         self.search.seconds = time.perf_counter() - start
-        if not ok.size:
+        if not (alive & fits).any():
             raise NoFeasiblePlan(self._binding())
-        costs = costs.take(ok)
+        costs, launchable = costs.take(ok), alive[ok]
         if self.frameworks and self.filter_frameworks:
-            costs = self._with_configurations(costs)
+            costs, launchable = self._with_configurations(costs, launchable)
+        self.launchable = launchable
         final = {**self.facts, **plan_facts(costs.plans, costs)}
         self.final_env, self.final_size = final, len(costs)
         fired = {rule.id: rule.fires(final, len(costs)) for rule in self.rules}
         return costs, fired
 
-    def _with_configurations(self, costs: CostTable) -> CostTable:
+    def _with_configurations(
+        self, costs: CostTable, launchable: np.ndarray
+    ) -> tuple[CostTable, np.ndarray]:
         """The best plans again under Table 9's other configurations (shared actor-critic,
         inter- and intra-stage fusion, survey §4.1, §4.3), where the scenario leaves them open:
         a variant some framework in the KB runs joins the search like any plan. Variants are
         of the VARIANT_BASE fastest plans and of the fastest of each placement and execution
         mode (a framework that fuses stages may run only synchronous plans): a configuration
-        changes the assessment and training, not which layouts are best."""
+        changes the assessment and training, not which layouts are best. A variant only a
+        research system runs joins as a what-if (`launchable` false)."""
         order = np.argsort(costs.step_seconds, kind="stable")
         pair = (costs.plans.placement * len(EXECUTIONS) + costs.plans.execution)[order]
         _, firsts = np.unique(pair, return_index=True)
         base = np.union1d(order[:VARIANT_BASE], order[firsts])
-        variants, alive, runnable = self.configuration_variants(costs.plans.take(base))
-        joined = np.flatnonzero(alive & runnable)
+        variants, alive, runnable, research = self.configuration_variants(costs.plans.take(base))
+        joined = np.flatnonzero(alive & (runnable | research))
         if variants is None or not joined.size:
-            return costs
+            return costs, launchable
         self.search.candidates += int(joined.size)
-        return costs.concat(variants.take(joined))
+        return costs.concat(variants.take(joined)), np.concatenate([launchable, runnable[joined]])
 
     def configuration_variants(
         self, base: PlanTable
-    ) -> tuple[CostTable | None, np.ndarray, np.ndarray]:
+    ) -> tuple[CostTable | None, np.ndarray, np.ndarray, np.ndarray]:
         """`base`'s plans under every other Table 9 configuration that applies, costed: the
-        variants, where they pass memory and the require rules, and where some framework in
-        the KB runs them (no table where no configuration applies)."""
+        variants, where they pass memory and the require rules, where some framework ranked
+        runs them, and where only a research system does (no table where no configuration
+        applies)."""
         plan = self.resolved.scenario.plan
         has_critic = self.resolved.critic is not None
         critics = (
@@ -919,18 +988,17 @@ class Recommender:
         table = table.take(np.flatnonzero(ok))
         n = len(table)
         if not n:
-            return None, np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)
+            none = np.zeros(0, dtype=bool)
+            return None, none, none, none
         variants = self.cost(self.resolved, table)
         env = self._env(table, variants)
         alive = variants.feasible | (not self.enforce_memory)
         for rule in self.rules:
             if rule.record.effect == "require":
                 alive &= ~rule.fires(env, n)
-        runnable = np.zeros(n, dtype=bool)
-        seen: dict[str, np.ndarray] = {}
-        for support in self.supports:
-            runnable |= support.runnable(env, n, "plan", seen)[0]
-        return variants, alive, runnable
+        runnable = _runs(self.supports, env, n)
+        research = _runs(self.research_supports, env, n) & ~runnable
+        return variants, alive, runnable, research
 
     def _scenario_rejection(self) -> str | None:
         for rule in self.rules:
@@ -962,15 +1030,21 @@ class Recommender:
             if fixed := configuration_techniques(plan.critic, plan.fusion):
                 claims = "; ".join(
                     f"{feature} ({field}) is claimed by "
-                    + (", ".join(sorted(x.id for x in self.supports if feature in x.claimed))
+                    + (", ".join(f"{x.id} ({x.framework.availability.status})"
+                                 for x in self.labels if feature in x.claimed)
                        or "no framework")
                     for feature, field in fixed
                 )  # fmt: skip
+                research = (
+                    " (--include-research ranks research systems' plans too)"
+                    if self.research_supports
+                    else ""
+                )
                 return (
                     f"{reason}: {count} of {self.search.candidates} candidates; the plan fixes "
                     f"Table 9's configuration: {claims}, and none of those runs the rest of "
                     "the plan; `rlmguide estimate` costs it and `recommend --what-if` shows "
-                    "what it would gain"
+                    f"what it would gain{research}"
                 )
             return (
                 f"{reason}: {count} of {self.search.candidates} candidates need what no "
@@ -1038,6 +1112,8 @@ class Recommender:
         if not self.only or len(self.supports) != 1:
             return None, None
         framework = self.supports[0].framework
+        if framework.id == self.held_out:
+            return None, None
         tp = framework.default_rollout_tp
         above = framework.model_parallel_above_params_b
         params_b = self.resolved.policy.params_total / 1e9
@@ -1072,7 +1148,25 @@ class Recommender:
             if not name.startswith("_")  # memoised intermediates of all rows
         }
         seen: dict[str, np.ndarray] = {}
-        return sorted(x.id for x in self.supports if x.runnable(env, 1, "plan", seen)[0][0])
+        return sorted(x.id for x in self.labels if x.runnable(env, 1, "plan", seen)[0][0])
+
+    def runners(self, row: int) -> tuple[list[str], list[str]]:
+        """Who runs row `row`, in the order that helps a user: the released frameworks, those
+        with an export mapping first, then by their latest release (newest first); and the
+        others whose claims and constraints allow it (partial code, a paper, a closed
+        system)."""
+        ids = set(self.frameworks_for(row))
+        every = {x.id: x.framework for x in self.labels if x.id in ids}
+        released = [f for f in every.values() if f.released]
+
+        def order(f: Framework) -> tuple[bool, int, str]:
+            date = f.latest_release.date.toordinal() if f.latest_release else 0
+            return f.id not in self.mapped, -date, f.id
+
+        return (
+            [f.id for f in sorted(released, key=order)],
+            sorted(f.id for f in every.values() if not f.released),
+        )
 
 
 TERM_NAMES = {
@@ -1185,12 +1279,14 @@ def what_if(recommender: Recommender, costs: CostTable, best: int) -> list[dict[
     in the KB runs with it, and what each would gain: for reading, not launching.
     `claimed_by` lists the frameworks that claim the technique yet cannot run the plan (their
     other claims or constraints refuse it)."""
-    variants, alive, runnable = recommender.configuration_variants(costs.plans.take([best]))
+    variants, alive, runnable, research = recommender.configuration_variants(
+        costs.plans.take([best])
+    )
     best_seconds = float(costs.step_seconds[best])
     found: list[dict[str, Any]] = []
     if variants is None:
         return found
-    for i in np.flatnonzero(alive & ~runnable):
+    for i in np.flatnonzero(alive & ~runnable & ~research):
         row = variants.row(int(i))
         features = sorted(f for f, _ in configuration_techniques(row["critic"], row["fusion"]))
         claimed = sorted(
@@ -1279,17 +1375,16 @@ def recommend(
     costs, fired = recommender.run()
     scores = scores_of(recommender, costs.plans)
     off_policy = lagging(recommender, costs.plans)
-    if off_policy.all():
-        raise NoFeasiblePlan(
-            "every feasible plan lags the policy, and the scenario allows "
-            f"{resolved.max_staleness} policy versions (workload.max_staleness)"
-        )
+    launchable = recommender.launchable
+    eligible = launchable & ~off_policy
+    if not eligible.any():
+        raise NoFeasiblePlan(_nothing_ranked(recommender, costs, launchable, off_policy))
     passed: dict[str, Any] = {}
     start = 1
     if first is None:
-        ranked = rank(costs, top, scores, ~off_policy)
+        ranked = rank(costs, top, scores, eligible)
     else:
-        ranked, start, skipped, count = _first(costs, scores, ~off_policy, first)
+        ranked, start, skipped, count = _first(costs, scores, eligible, first)
         passed = {"passed_over": skipped, "passed_over_count": count}
     recommender.ranked_rows = list(ranked.rows)
     by_id = {r.id: r for r in recommender.rules}
@@ -1312,6 +1407,7 @@ def recommend(
             if hits[i] and by_id[rid].record.effect != "require"
         ]
         plan["frameworks"] = recommender.frameworks_for(i)
+        plan["launchable_by"], plan["also_claimed_by"] = recommender.runners(i)
         plan["tie"] = _tie(costs, i, place.anchor, shown, place.also)
         plan["also_as"] = _folded(costs, place.folded)
         plan["also"] = [_also(costs, i, k) for k in place.also]
@@ -1321,7 +1417,7 @@ def recommend(
         resolved, costs, list(ranked.rows), plans, recommender.cost, recommender.billed()
     )
     time_order = np.argsort(costs.step_seconds, kind="stable")
-    time_order = time_order[~off_policy[time_order]]
+    time_order = time_order[eligible[time_order]]
     search = recommender.search
     return {
         "scenario": normalised(resolved),
@@ -1337,9 +1433,15 @@ def recommend(
         },
         "rejected": [{"reason": k, "count": v} for k, v in (+search.rejected).most_common()],
         "plans": plans,
-        "departure": _departure(costs, ranked, scores, ~off_policy, shown),
-        "notes": _move_notes(costs, time_order, ranked.rows[0]),
-        "off_policy_what_if": _off_policy(recommender, costs, off_policy, ranked.rows[0]),
+        "departure": _departure(costs, ranked, scores, eligible, shown),
+        "notes": _move_notes(costs, time_order, ranked.rows[0])
+        + agentic_notes(costs, time_order, ranked.rows[0]),
+        "off_policy_what_if": _off_policy(
+            recommender, costs, off_policy & launchable, ranked.rows[0]
+        ),
+        "research_what_if": _research(
+            recommender, costs, ~launchable & ~off_policy, ranked.rows[0]
+        ),
         "resolution_notes": list(resolved.notes)
         + (
             ["no plan fitted without a CPU optimizer or streamed parameters, so they were searched"]
@@ -1350,6 +1452,73 @@ def recommend(
         **({"what_if": what_if(recommender, costs, ranked.rows[0])} if with_what_if else {}),
         **passed,
     }
+
+
+def _nothing_ranked(
+    recommender: Recommender, costs: CostTable, launchable: np.ndarray, off_policy: np.ndarray
+) -> str:
+    """Why no plan is ranked though some fit: none a released framework runs, or all lag."""
+    if not launchable.any():
+        best = int(np.argmin(costs.step_seconds))
+        who = ", ".join(recommender.frameworks_for(best)) or "none"
+        return (
+            "no released framework runs a feasible plan of this scenario; research systems "
+            f"do (the fastest, {_describe(costs.row(best))}, by {who}): --include-research "
+            "ranks their plans"
+        )
+    return (
+        "every feasible plan a released framework runs lags the policy, and the scenario "
+        f"allows {recommender.resolved.max_staleness} policy versions (workload.max_staleness)"
+    )
+
+
+RESEARCH_SHOWN = 5
+"""Research-only plans listed under a recommendation (the fastest of each kind)."""
+
+
+def _research(
+    recommender: Recommender, costs: CostTable, research: np.ndarray, best: int
+) -> list[dict[str, Any]]:
+    """The fastest plan of each placement, execution mode and Table 9 configuration that only
+    research systems run (partial code, a paper, a closed system), where it beats the top plan:
+    what that system's design would gain, with the systems that show it. Never a plan to
+    launch."""
+    best_seconds = float(costs.step_seconds[best])
+    rows = np.flatnonzero(research & (costs.step_seconds < best_seconds))
+    plans = costs.plans
+    found: list[dict[str, Any]] = []
+    seen: set[tuple[int, ...]] = set()
+    by_id = {x.id: x.framework for x in recommender.labels}
+    for i in rows[np.argsort(costs.step_seconds[rows], kind="stable")]:
+        key = tuple(
+            int(getattr(plans, name)[i])
+            for name in ("placement", "execution", "critic_shared", "fusion")
+        )
+        if key in seen:
+            continue
+        seen.add(key)
+        seconds = float(costs.step_seconds[i])
+        shown = [by_id[f] for f in recommender.frameworks_for(int(i))]
+        found.append(
+            {
+                "plan": _describe(costs.row(int(i))),
+                "placement": PLACEMENTS[key[0]],
+                "execution": EXECUTIONS[key[1]],
+                "critic": CRITICS[key[2]],
+                "fusion": FUSIONS[key[3]],
+                "step_seconds": round(seconds, 2),
+                "gain_percent": round(100 * (1 - seconds / best_seconds), 1),
+                "over_step_seconds": round(best_seconds, 2),
+                "shown_by": [
+                    {"framework": f.id, "availability": f.availability.status} for f in shown
+                ],
+                "note": "no released framework runs this plan: what the systems that show it "
+                "would gain, not a plan to launch (--include-research ranks it)",
+            }
+        )
+        if len(found) == RESEARCH_SHOWN:
+            break
+    return found
 
 
 def _off_policy(
@@ -1378,6 +1547,7 @@ def _off_policy(
                 "gain_percent": round(100 * (1 - seconds / best_seconds), 1),
                 "over_step_seconds": round(best_seconds, 2),
                 "frameworks": recommender.frameworks_for(int(i)),
+                "launchable_by": recommender.runners(int(i))[0],
                 "allowed_by": f"workload.max_staleness: {key[1]}",
                 "note": f"trains on samples up to {key[1]} policy version(s) old; "
                 f"{recommender.resolved.algorithm.name} as the scenario states it is "
@@ -1455,6 +1625,7 @@ def _also(costs: CostTable, row: int, other: int) -> dict[str, Any]:
         key: plan["train"][key]
         for key in ("tp", "pp", "cp", "ep", "etp", "zero", "recompute", "offload")
         if plan["train"][key] != mine["train"][key]
+        and (key != "etp" or plan["train"]["etp"] != plan["train"]["tp"])  # etp follows tp
     }
     differs |= {key: plan[key] for key in ("critic", "fusion") if plan[key] != mine[key]}
     return {

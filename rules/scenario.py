@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 from rlmguide.cost.assessment import ONE_PASS, Scoring
+from rlmguide.cost.episode import Episode
 from rlmguide.cost.plans import ONE_POOL, expert_ranks
 from rlmguide.kb.files import read_text_file
 from rlmguide.kb.load import describe, format_location, parse_yaml, yaml_problem
@@ -76,6 +77,11 @@ class Resolved:
         return self.scenario.cluster.gpus
 
     @property
+    def agentic(self) -> bool:
+        """Episodes of several turns or with environment time (workload.agent)."""
+        return not Episode.of(self.scenario.workload).single_turn
+
+    @property
     def domain_gpus(self) -> int:
         """The scale-up domain: as given; else the accelerator's own when that is rack-scale
         (NVL72: 72 GPUs over trays of 4) or smaller than the node; else the node."""
@@ -94,6 +100,7 @@ class Resolved:
         assessment's (reward scoring, reference model, old log-probs)."""
         cluster = self.scenario.cluster
         return {
+            "episode": Episode.of(self.scenario.workload, self.scenario.plan.rollout),
             "scoring": self.scoring,
             "reference": self.reference,
             "reference_fp8": self.reference_fp8,
@@ -256,6 +263,15 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         )
     longest = workload.max_response_tokens or workload.response_tokens
     context = workload.prompt_tokens + longest
+    what = "longest response"
+    if workload.agent is not None:
+        # An episode's context holds every turn and observation of its longest episode.
+        episode = Episode.of(workload)
+        context = workload.prompt_tokens + round(
+            episode.longest_trajectory_response(workload.response_tokens, longest)
+        )
+        what = "longest episode (turns and observations)"
+        scoring = _per_turn(scoring, workload.agent.reward, episode)
     notes: list[str] = []
     configured = models.context_tokens
     # An LLM judge reads the rubric too and writes its verdict after the response.
@@ -272,8 +288,8 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             continue
         if configured is None:
             raise InputError(
-                f"workload.max_response_tokens: prompt ({workload.prompt_tokens}) + longest "
-                f"response ({longest}) = {context} tokens exceeds the {role} model's context of "
+                f"workload.max_response_tokens: prompt ({workload.prompt_tokens}) + {what} "
+                f"= {context} tokens exceeds the {role} model's context of "
                 f"{arch.max_context_tokens} tokens; if the run extends it (RoPE scaling or an "
                 "overridden max_position_embeddings, as some recipes do), set "
                 "models.context_tokens"
@@ -286,7 +302,7 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         )
     if configured is not None and context > configured:
         raise InputError(
-            f"workload.max_response_tokens: prompt + longest response = {context} tokens "
+            f"workload.max_response_tokens: prompt + {what} = {context} tokens "
             f"exceeds models.context_tokens ({configured})"
         )
     fp8 = [
@@ -434,6 +450,19 @@ def _reward(
             per_prefix=value.scoring == "per-prefix",
         )
     return arch, ONE_PASS
+
+
+def _per_turn(scoring: Scoring, reward: str, episode: Episode) -> Scoring:
+    """A reward after every turn: a reward model scores each turn's prefix (the passes of a
+    process reward model scoring per prefix), an LLM judge writes a verdict per turn."""
+    if reward != "turn":
+        return scoring
+    turns = math.ceil(episode.turns)
+    if scoring.kind == "llm-judge":
+        return replace(scoring, calls_per_response=scoring.calls_per_response * turns)
+    if scoring.kind == "reward-model":
+        return Scoring("process-reward-model", steps_per_response=turns, per_prefix=True)
+    return scoring
 
 
 def _reference(

@@ -129,30 +129,37 @@ def test_every_kind_needs_its_numbers() -> None:
     assert Architecture(**without_ffn, moe=moe).params_total > 0
 
 
-@pytest.mark.parametrize(
-    ("model", "kind"),
-    [
-        ("qwen3.5-35b-a3b", "linear-attention"),
-        ("gpt-oss-120b", "sliding-window"),
-        ("deepseek-v3.2", "sparse"),
-        ("nemotron-3-nano-30b-a3b", "linear-attention and feed-forward-only"),
-    ],
-)
-def test_an_uncosted_kind_is_refused_in_one_line(model: str, kind: str) -> None:
-    result = CliRunner().invoke(cli, ["estimate", EXAMPLE, "--set", f"models.policy={model}"])
+def test_a_stack_of_separate_mixer_and_ffn_blocks_is_refused_in_one_line() -> None:
+    result = CliRunner().invoke(
+        cli, ["estimate", EXAMPLE, "--set", "models.policy=nemotron-3-nano-30b-a3b"]
+    )
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
-        f"Error: models.policy: {model} has {kind} layers, which the cost model does not cost yet"
+        "Error: models.policy: nemotron-3-nano-30b-a3b has feed-forward-only layers (mixers "
+        "and feed-forward networks as separate blocks), which the cost model does not cost yet"
     ]
+
+
+@pytest.mark.parametrize("model", ["qwen3.5-35b-a3b", "gpt-oss-120b", "deepseek-v3.2"])
+def test_the_other_kinds_are_costed(model: str) -> None:
+    assert models()[model].costing_gap is None
 
 
 def test_recommend_refuses_it_too_as_a_process() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "rlmguide", "recommend", EXAMPLE, "--policy", "glm-5"],
+        [
+            sys.executable,
+            "-m",
+            "rlmguide",
+            "recommend",
+            EXAMPLE,
+            "--policy",
+            "nemotron-3-super-120b-a12b",
+        ],
         capture_output=True,
         text=True,
         check=False,
     )
     assert done.returncode == 2
-    assert "glm-5 has sparse layers, which the cost model does not cost yet" in done.stderr
+    assert "nemotron-3-super-120b-a12b has feed-forward-only layers" in done.stderr
     assert "Traceback" not in done.stderr

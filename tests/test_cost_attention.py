@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from rlmguide.cost.architecture import ModelFigures
 from rlmguide.cost.attention import AttentionCosts, capped_mean, capped_prefix
+from rlmguide.cost.survey_model import SurveyShape, kv_cache
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS
 from rlmguide.kb.schema import Architecture
@@ -137,3 +139,46 @@ def test_formulas_take_arrays_of_contexts() -> None:
     contexts = np.array([64.0, 128.0, C])
     assert a.cache_bytes(contexts).shape == (3,)
     assert a.decode_flops(contexts)[2] == a.decode_flops(C)
+
+
+def figures(model: str) -> ModelFigures:
+    record = load_catalog(DEFAULT_ROOTS, ["model"]).of("model")[model]
+    return ModelFigures.of(record.architecture)
+
+
+ONE = np.array([1.0])
+
+
+@pytest.mark.parametrize("model", ["qwen3.5-35b-a3b", "gpt-oss-120b", "deepseek-v3.2"])
+def test_the_cost_core_holds_and_reads_the_cache_by_kind(model: str) -> None:
+    fig, a = figures(model), costs(model)
+    # one GPU holds the whole replica: the per-kind figures of cost.attention
+    assert fig.cache_bytes(C, ONE, ONE) == pytest.approx(a.cache_bytes(C))
+    assert fig.cache_read_bytes(C, ONE, ONE) == pytest.approx(a.decode_bytes(C))
+    assert fig.mixing_flops(C) == pytest.approx(a.decode_flops(C))
+    # a token past the windows adds only the layers that cache every token
+    grown = fig.cache_bytes(C + 1, ONE, ONE) - fig.cache_bytes(C, ONE, ONE)
+    assert grown == pytest.approx(fig.kv_bytes_per_token(ONE, ONE))
+
+
+def test_tensor_parallelism_splits_kv_heads_and_linear_state() -> None:
+    fig = figures("qwen3.5-35b-a3b")
+    two = np.array([2.0])
+    # 2 KV heads split over 2 ranks, 32 GDN heads' states over 2 ranks
+    assert fig.cache_bytes(C, two, ONE) == pytest.approx(fig.cache_bytes(C, ONE, ONE) / 2)
+    # beyond the KV heads each rank keeps one head, the state keeps splitting
+    four = np.array([4.0])
+    kv = 10 * 2 * 1 * 256 * 2 * C  # 10 full layers, one KV head of 256 each (K and V), bf16
+    state = 30 * (32 * 128 * 128 + 3 * 8192) * 2 / 4
+    assert fig.cache_bytes(C, four, ONE) == pytest.approx(kv + state)
+
+
+def test_survey_kv_term_follows_the_kinds() -> None:
+    record = load_catalog(DEFAULT_ROOTS, ["model"]).of("model")["gpt-oss-120b"]
+    shape = SurveyShape.of(record.architecture)
+    # 2 (S+T) d for the 18 full layers, 2 min(S+T, 128) d for the 18 windowed ones
+    assert kv_cache(shape, 1024, C - 1024) == 2 * 2880 * (18 * C + 18 * 128)
+    qwen = SurveyShape.of(
+        load_catalog(DEFAULT_ROOTS, ["model"]).of("model")["qwen2.5-7b"].architecture
+    )
+    assert kv_cache(qwen, 4, 4) == 2 * 8 * 28 * 3584  # every layer full: the survey's 2(S+T)Ld

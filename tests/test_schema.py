@@ -84,6 +84,11 @@ def test_kv_heads_must_divide_heads() -> None:
         Model(**{**QWEN25_7B, "kv_heads": 5})
 
 
+AVAILABLE = dict(
+    status="released", source="s", version="v1", checked="2026-12-02", as_of="2026-06-01"
+)
+
+
 def test_a_feature_is_claimed_once() -> None:
     claim = dict(
         feature="grpo",
@@ -95,7 +100,13 @@ def test_a_feature_is_claimed_once() -> None:
     )
     with pytest.raises(ValidationError, match="claimed twice"):
         Framework(
-            id="f", name="f", type="library", description="d", sources=["s"], claims=[claim, claim]
+            id="f",
+            name="f",
+            type="library",
+            description="d",
+            sources=["s"],
+            availability=AVAILABLE,
+            claims=[claim, claim],
         )
 
 
@@ -133,7 +144,9 @@ def test_scenario_refuses_response_longer_than_its_maximum() -> None:
 
 
 def test_locators_must_name_a_cited_source() -> None:
-    base = dict(id="fw", name="F", type="library", description="d", sources=["s"])
+    base = dict(
+        id="fw", name="F", type="library", description="d", sources=["s"], availability=AVAILABLE
+    )
     fw = Framework(**base, locators={"s": "§6.2, Table 11"})
     assert fw.locators == {"s": "§6.2, Table 11"}
     with pytest.raises(ValidationError, match="locators name sources not in sources: t"):

@@ -215,7 +215,8 @@ def test_matrix_on_a_phone_shows_data_on_the_first_screen(
 def test_matrix_sorts_by_a_framework_column(tab: Any, site_url: str) -> None:
     tab.goto(site_url + "frameworks/matrix/")
     heading = tab.locator("#framework-matrix thead th").nth(2)
-    heading.click()
+    # The framework's name is a link to its page; the rest of the heading sorts.
+    heading.locator(".availability").click()
     assert heading.get_attribute("aria-sort") == "ascending"
     cells = tab.locator("#framework-matrix tbody tr td:nth-child(3)").all_inner_texts()
     known = [c for c in cells if c != "unknown"]
@@ -288,7 +289,9 @@ def test_search_ranks_record_pages_above_sources(tab: Any, site_url: str) -> Non
     items.first.wait_for()
     pages = [a.get_attribute("href").split("?")[0].removeprefix(site_url) for a in items.all()]
     technique = pages.index("techniques/asynchronous-execution/")
-    assert technique < 2, pages[:5]
+    # Other records that say "async" (asynchronous environment stepping, AsyncFlow) may come
+    # first; a source page may not.
+    assert technique < 3, pages[:5]
     assert not any(p.startswith("sources/") for p in pages[:technique]), pages[:5]
 
 
@@ -451,7 +454,7 @@ def test_sql_page_canned_queries_sort_and_refuse_writes(
 
 
 def test_atlas_filters_to_a_setup_and_sorts_step_time_as_numbers(tab: Any, site_url: str) -> None:
-    """ "For 64 H100s and a 32B model, what do I run?": typing the setup leaves its rows."""
+    """ "For 128 H100s and a 32B model, what do I run?": typing the setup leaves its rows."""
     tab.goto(site_url + "atlas/")
     rows = tab.locator("#atlas-table tbody tr")
     total = rows.count()
@@ -465,10 +468,10 @@ def test_atlas_filters_to_a_setup_and_sorts_step_time_as_numbers(tab: Any, site_
     visible = rows.filter(has=tab.locator("td")).evaluate_all(
         "rows => rows.filter(r => r.style.display !== 'none').map(r => r.innerText)"
     )
-    assert len(visible) == 3  # 8, 64 and 512 GPUs
-    assert any("\t64\t" in row and " s" in row for row in visible)
+    assert len(visible) == 5  # 8, 32, 128, 1,024 and 4,096 GPUs
+    assert any("\t128\t" in row and " s" in row for row in visible)
     count = tab.locator(".table-count[data-table='atlas-table']").inner_text()
-    assert count == f"3 of {total} rows"
+    assert count == f"5 of {total} rows"
     tab.locator("input.table-filter[data-table='atlas-table']").fill("")
     step = tab.locator("#atlas-table thead th", has_text="Step time")
     step.click()

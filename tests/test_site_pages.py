@@ -654,7 +654,13 @@ def test_formulas_page_states_every_formula_the_code_evaluates(
     assert "4L_π d_π((T-1)S + (T-1)T/2)" in decode and "cost.survey_model.decode_flops" in decode
     assert "2P + 2P/P_z" in row_of(page, "ZeRO-1 (optimizer states sharded)")
     # The survey is cited with the tables and sections the page states.
-    assert "(2026), Table 3, Table 4, Table 7, Table 8, §3.7.1, Table 9, Appendix B:" in page
+    assert "(2026), Table 3, Table 4, Table 7, Table 8, §3.7.1, Table 9, Appendix B, §7:" in page
+    # The agentic rollout's formulas sit beside the survey's, from the code that evaluates them.
+    from rlmguide.cost.agentic import FORMULAS as AGENTIC
+
+    assert "## Beyond the survey: agentic episodes" in page
+    for quantity, formula, _ in AGENTIC:
+        assert html_code(formula) in row_of(page, html(quantity)), quantity
 
 
 def _has_path(obj: Any, path: list[str]) -> bool:

@@ -375,3 +375,33 @@ def test_verl_asks_for_the_validation_data_it_loads_before_training() -> None:
     done = _export(_scenario({}), "verl")
     assert {a.key: a.value for a in done.arguments}["data.val_files"] == "${VAL_DATA}"
     assert ': "${VAL_DATA:?' in script(done, "test", "qwen2.5-7b")
+
+
+@pytest.mark.parametrize(
+    ("framework", "key"),
+    [
+        ("verl", "actor_rollout_ref.rollout.max_num_batched_tokens"),
+        ("nemo-rl", "+policy.generation.vllm_kwargs.max_num_batched_tokens"),
+        ("slime", "sglang-chunked-prefill-size"),
+    ],
+)
+def test_engines_schedule_the_tokens_their_workspace_was_costed_at(
+    framework: str, key: str
+) -> None:
+    from rlmguide.export.startup import ENGINE_BATCHED_TOKENS
+
+    assert _words(framework, SMALL)[key] == ENGINE_BATCHED_TOKENS == 8192
+
+
+def test_openrlhf_launcher_asserts_bind_the_plan() -> None:
+    from rlmguide.rules.frameworks import compile_constraints
+
+    catalog, _ = _catalogs()
+    found = {c.id: c for c in compile_constraints(catalog)[0]}
+    group = found["openrlhf-group-advantages-need-several-samples"]
+    assert tripped([group], {"workload.algorithm": "grpo", "workload.samples_per_prompt": 1})
+    assert not tripped([group], {"workload.algorithm": "ppo", "workload.samples_per_prompt": 1})
+    batches = found["openrlhf-enough-sample-batches-for-the-actors"]
+    plan = {"plan.train.gpus": 64, "plan.train.cp": 2, "plan.train.tp": 2}
+    assert tripped([batches], {**plan, "workload.responses_per_step": 15})  # 64 / 4 = 16 ranks
+    assert not tripped([batches], {**plan, "workload.responses_per_step": 16})

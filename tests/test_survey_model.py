@@ -386,17 +386,28 @@ def test_estimate_survey_shows_the_survey_model_beside_the_calibrated_seconds() 
     (plan,) = json.loads(done.output)["plans"]
     block = plan["survey_model"]
     assert block["source"] == "arxiv-2608.27046"
-    # One group, rollout and training layouts alike (tp 1, pp 1): Table 9's baseline.
-    assert block["configuration"] == "baseline"
+    # One group, tp 1 and pp 1 in both stages, but ZeRO-3 shards the parameters the rollout
+    # holds whole: stage-specific layouts resharded on one group, Table 9's hybrid.
+    assert block["configuration"] == "hybrid"
     rows = {r["configuration"]: r for r in block["table9"]}
-    # GRPO with a verifier: no critic, so no shared actor-critic row; the reference is the
-    # only assessed model, so one group and one group per model agree.
-    assert "shared actor-critic" not in rows and len(rows) == 6
-    assert [r["configuration"] for r in block["table9"] if r["this_plan"]] == ["baseline"]
+    # GRPO with a verifier: no critic, so no shared actor-critic row.
+    assert "shared actor-critic" not in rows and len(rows) == 6 + 1
+    mine = [r["configuration"] for r in block["table9"] if r["this_plan"]]
+    assert mine == ["hybrid", "this plan: hybrid"]
+    # Its own row is Table 9's hybrid: TP 1 everywhere, so the same depth and memory.
+    assert rows["this plan: hybrid"]["depth_ops"] == pytest.approx(rows["hybrid"]["depth_ops"])
+    assert rows["this plan: hybrid"]["peak_memory_elements"] == pytest.approx(
+        rows["hybrid"]["peak_memory_elements"]
+    )
     stages_ = {s["name"]: s for s in block["stages"]}
     calibrated = {s["name"]: s for s in plan["stages"]}
     assert stages_["generation"]["calibrated_seconds"] == calibrated["rollout"]["seconds"]
-    assert stages_["assessment"]["depth_ops"] == stages_["assessment"]["depth_ops_group_per_model"]
+    # The reference's pass and the actor's recomputed log-probs (B.4.1), one after the other on
+    # the trainer's group: twice the depth of one, as the two models have one shape.
+    assert [p["model"] for p in stages_["assessment"]["parts"]] == ["reference", "actor"]
+    assert stages_["assessment"]["depth_ops"] == pytest.approx(
+        2 * stages_["assessment"]["depth_ops_group_per_model"]
+    )
     # The survey's FLOPs leave out GQA's narrower K/V and the gated FFN's third projection,
     # and the calibrated ones add recomputation: the same order of magnitude, not equal.
     for name, own in (("generation", "rollout"), ("training", "training")):
@@ -408,4 +419,4 @@ def test_estimate_survey_shows_the_survey_model_beside_the_calibrated_seconds() 
     whole = rows["baseline"]["peak_memory_elements"]
     assert lay["zero_state_elements_per_rank"] * 8 < whole
     text = CliRunner().invoke(cli, ESTIMATE, catch_exceptions=False).output
-    assert "iteration by Table 9" in text and "> baseline" in text
+    assert "iteration by Table 9" in text and "> hybrid" in text

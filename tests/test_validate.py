@@ -30,6 +30,37 @@ def test_fixture_kb_is_valid(fixture_kb: Path) -> None:
 CASES = [
     # (file, old text, new text, expected message)
     (
+        "frameworks/fw-two.yaml",
+        "availability: {status: paper-only, source: paper-a, checked: 2026-11-30, as_of: null, "
+        "as_of_unknown: a fixture}\n",
+        "",
+        "frameworks/fw-two.yaml: availability: required field is missing",
+    ),
+    (
+        "frameworks/fw-two.yaml",
+        "status: paper-only",
+        "status: partial-code",
+        "frameworks/fw-two.yaml: availability: partial-code: say which part is public (part)",
+    ),
+    (
+        "frameworks/fw-one.yaml",
+        "status: released, source: repo-b, version: v1.2",
+        "status: released, source: repo-b",
+        "frameworks/fw-one.yaml: availability: released: name the release",
+    ),
+    (
+        "frameworks/fw-two.yaml",
+        "source: paper-a, checked",
+        "source: paper-zz, checked",
+        "frameworks/fw-two.yaml: availability.source: unknown source 'paper-zz'",
+    ),
+    (
+        "frameworks/fw-one.yaml",
+        "  - feature: grpo\n    support: yes\n",
+        "  - feature: grpo\n    support: yes\n    part: {exists: all of it, costed: true}\n",
+        "only a partial claim names its part",
+    ),
+    (
         "frameworks/fw-one.yaml",
         "licence: Apache-2.0",
         "licence: Apache-2.0\ncolour: red",

@@ -43,11 +43,13 @@ def test_reproducer_same_id_in_two_kinds_is_an_error(fixture_kb: Path) -> None:
 def test_reproducer_duplicate_claims_key_is_an_error_naming_the_line(fixture_kb: Path) -> None:
     """A second `claims:` silently dropped the first list (48 slime claims)."""
     path = fixture_kb / "frameworks" / "fw-one.yaml"
-    path.write_text(path.read_text() + "claims: []\n")
+    text = path.read_text()
+    first = text.splitlines().index("claims:") + 1
+    path.write_text(text + "claims: []\n")
     found = errors(fixture_kb)
     assert len(found) == 1, found
     assert found[0].startswith("frameworks/fw-one.yaml: line ")
-    assert "duplicate key 'claims' (first on line 12)" in found[0]
+    assert f"duplicate key 'claims' (first on line {first})" in found[0]
 
 
 def test_duplicate_key_in_a_nested_mapping_and_in_a_scenario(

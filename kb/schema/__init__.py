@@ -30,9 +30,11 @@ from rlmguide.kb.schema.records import (
     Technique,
 )
 from rlmguide.kb.schema.scenario import (
+    Agent,
     Cluster,
     ClusterPart,
     Efficiency,
+    EnvironmentTime,
     InlineAccelerator,
     InlineModel,
     ModelPools,
@@ -61,6 +63,7 @@ __all__ = [
     "KINDS",
     "Accelerator",
     "AcceleratorFigures",
+    "Agent",
     "Algorithm",
     "Architecture",
     "Claim",
@@ -72,6 +75,7 @@ __all__ = [
     "Deployment",
     "Direction",
     "Efficiency",
+    "EnvironmentTime",
     "Framework",
     "FrameworkDefault",
     "InlineAccelerator",

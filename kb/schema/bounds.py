@@ -30,6 +30,8 @@ ANY_NUMBER = (1e-6, 1e9)
 (denormal figures divide into infinities)."""
 
 TOKENS = (1, 4_194_304)
+DAY_SECONDS = 86_400.0
+"""An environment step or a sandbox start-up longer than a day is a mistake in units."""
 
 BOUNDS: dict[str, tuple[float, float]] = {
     "cluster.nodes": (1, 8_192),
@@ -64,6 +66,14 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "workload.steps": (1, 10_000_000),
     "workload.trained_samples": (1, 1e13),
     "workload.trained_tokens": (1, 1e16),
+    "workload.agent.turns": (1, 10_000),
+    "workload.agent.max_turns": (1, 10_000),
+    "workload.agent.observation_tokens": (0, TOKENS[1]),
+    "workload.agent.environment.mean_seconds": (0, DAY_SECONDS),
+    "workload.agent.environment.max_seconds": (0, DAY_SECONDS),
+    "workload.agent.setup_seconds": (0, DAY_SECONDS),
+    "workload.agent.environment_slots": (1, 10_000_000),
+    "plan.rollout.episodes_per_engine": (1, 1_048_576),
     "run.response_growth": (1e-2, 100),
     "run.oversampling": (1, 100),
     "run.pue": (1, 5),

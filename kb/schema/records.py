@@ -216,6 +216,18 @@ class Dated(Strict):
         return self
 
 
+class ClaimPart(Strict):
+    """What a `partial` claim's framework has of the feature, and whether that is what the
+    planner costs when a plan uses the feature."""
+
+    exists: Text
+    """The part the framework has (in its code, or in the paper for a system without code)."""
+    costed: bool
+    """True when the planner's cost of the feature is that part alone, so a plan that uses
+    the feature is costed as the framework runs it; false when the planner's cost assumes
+    more than exists, so the claim lets the framework run no plan that uses the feature."""
+
+
 class Claim(Dated):
     """One cited fact: how far a framework supports a feature, read from a pinned version."""
 
@@ -226,9 +238,53 @@ class Claim(Dated):
     version: Text | None = None
     """The pinned version read: a commit, a `git describe` name, a release tag, a paper
     version. A repository or documentation source needs one that does not float (not `main`)."""
+    part: ClaimPart | None = None
+    """For a `partial` claim: the part that exists. A partial claim on a placement, execution
+    mode, Table 9 configuration or algorithm lets the framework run a plan that uses it only
+    with a part the planner costs as is (`costed: true`)."""
+
+    @model_validator(mode="after")
+    def _part_of_partial(self) -> Claim:
+        if self.part is not None and self.support != "partial":
+            raise ValueError(
+                f"part: only a partial claim names its part (this one is {self.support})"
+            )
+        return self
 
     @model_validator(mode="after")
     def _undated_says_why(self) -> Claim:
+        if self.as_of is None and self.as_of_unknown is None:
+            raise ValueError("as_of is null: say in as_of_unknown why the evidence has no date")
+        return self
+
+
+AvailabilityStatus = Literal["released", "partial-code", "paper-only", "closed"]
+"""What a user can run of a framework: its end-to-end training code public at a pinned
+version; some parts public (a solver, a rollout engine, a recipe); a paper and no code; an
+in-house system its owner describes but does not publish."""
+
+
+class Availability(Dated):
+    """What a user can download and run of a framework, and where that is shown."""
+
+    status: AvailabilityStatus
+    part: Text | None = None
+    """For `partial-code`: which part is public (and what is not)."""
+    note: Text | None = None
+    source: Slug
+    """Where it is shown: the repository (its release) for released code, the public part's
+    repository, or the paper or post that describes the system."""
+    version: Text | None = None
+    """For `released`: the release or commit whose code runs end to end."""
+
+    @model_validator(mode="after")
+    def _status_facts(self) -> Availability:
+        if self.status == "released" and self.version is None:
+            raise ValueError("released: name the release or commit (version) that runs")
+        if self.status == "partial-code" and self.part is None:
+            raise ValueError("partial-code: say which part is public (part)")
+        if self.status != "partial-code" and self.part is not None:
+            raise ValueError(f"part: only partial-code availability names a part ({self.status})")
         if self.as_of is None and self.as_of_unknown is None:
             raise ValueError("as_of is null: say in as_of_unknown why the evidence has no date")
         return self
@@ -295,11 +351,19 @@ class Framework(Record, Cited):
     ) = None
     """The class the survey (arXiv:2608.27046, §6.2) puts the framework in; a framework that
     sets it cites the survey with its locator."""
+    availability: Availability
+    """What a user can run: only a `released` framework makes a plan launchable; the others
+    are knowledge and what-ifs."""
     description: Text
     claims: list[Claim] = []
 
+    @property
+    def released(self) -> bool:
+        return self.availability.status == "released"
+
     def cited_sources(self) -> list[str]:
         extra = [self.paper] if self.paper else []
+        extra.append(self.availability.source)
         if self.latest_release:
             extra.append(self.latest_release.source)
         for default in (self.default_rollout_tp, self.model_parallel_above_params_b):

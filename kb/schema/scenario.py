@@ -25,6 +25,7 @@ Precision = Literal["bf16", "fp8"]
 Fraction = Annotated[float, Field(gt=0, le=1)]
 Share = Annotated[float, Field(ge=0, le=1)]
 NonNegative = Annotated[float, Field(ge=0)]
+Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Currency = Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")]
 """An ISO 4217 currency code: USD, EUR, CNY."""
 
@@ -253,6 +254,63 @@ class Models(Strict):
     with a note, not an error."""
 
 
+class EnvironmentTime(Strict):
+    """Seconds of one environment step (a tool call, a sandboxed test run, a web request), as a
+    distribution: its mean and its longest, with where the figure comes from."""
+
+    mean_seconds: Seconds
+    """Mean seconds of one step."""
+    max_seconds: Seconds | None = None
+    """The slowest step (unset: the mean); it sits on the longest episode's chain."""
+    source: Text | None = None
+    """Where the figure comes from (a measurement, a paper, a log): shown with the estimate."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> EnvironmentTime:
+        if self.max_seconds is not None and self.max_seconds < self.mean_seconds:
+            raise ValueError(
+                f"max_seconds ({self.max_seconds:g}) is below mean_seconds ({self.mean_seconds:g})"
+            )
+        return self
+
+
+class Agent(Strict):
+    """A multi-turn episode: model turns interleaved with environment steps. With it,
+    `response_tokens` and `max_response_tokens` are the tokens of one model turn (mean and
+    longest). Left out, a rollout is one prompt and one response, as before."""
+
+    turns: Annotated[float, Field(ge=1)] = 1.0
+    """Mean model turns per episode (a distribution with max_turns, as response lengths are)."""
+    max_turns: PositiveInt | None = None
+    """The most turns an episode takes (the rollout's depth); unset, turns rounded up."""
+    observation_tokens: NonNegativeInt = 0
+    """Mean tokens an environment step appends to the context (tool output, test log, page)."""
+    environment: EnvironmentTime | None = None
+    """Seconds of one environment step, one after each model turn (the last one's is the final
+    check); unset, no time."""
+    setup_seconds: Seconds = 0.0
+    """Once per episode before its first turn: a container or sandbox start-up."""
+    environment_slots: PositiveInt | None = None
+    """Environment steps that can run at once over the whole cluster (sandboxes, CPU workers);
+    unset, no limit."""
+    context: Literal["appended", "rebuilt"] = "appended"
+    """appended: each turn extends the previous tokens, so with prefix caching (plan) the
+    episode's KV is kept across turns and only the observation is prefilled; rebuilt: the
+    history is re-rendered each turn (a template that drops earlier reasoning), so the whole
+    context is prefilled again."""
+    reward: Literal["episode", "turn"] = "episode"
+    """Where the reward is given: once per episode, or after every turn (a reward model then
+    scores every turn's prefix)."""
+
+    @model_validator(mode="after")
+    def _turns(self) -> Agent:
+        if self.max_turns is not None and self.max_turns < self.turns:
+            raise ValueError(
+                f"max_turns ({self.max_turns}) is below the mean turns ({self.turns:g})"
+            )
+        return self
+
+
 class Workload(Strict):
     algorithm: Slug = "grpo"
     prompts_per_step: PositiveInt
@@ -281,6 +339,9 @@ class Workload(Strict):
     OpenRLHF by default); false trusts the rollout engine's log-probs (verl's
     use_rollout_log_probs), which saves a forward pass but keeps the engine's numerical
     mismatch with the trainer in the importance ratio."""
+    agent: Agent | None = None
+    """A multi-turn agentic episode (turns, observations, environment time); unset, one prompt
+    and one response."""
 
     @model_validator(mode="after")
     def _one_length(self) -> Workload:
@@ -314,6 +375,13 @@ class RolloutPlan(Strict):
     precision: Precision | None = None
     """Weights and matmuls of the rollout engine: bf16, or fp8 quantised during weight sync
     (NeMo-RL, slime); unset means bf16. Never searched: it changes the sampled policy."""
+    stepping: Literal["independent", "lockstep"] | None = None
+    """Agentic episodes: independent (each episode steps its environment on its own, as the
+    agent loops of verl, SkyRL and ROLL do) or lockstep (every turn waits for the whole batch's
+    decode and environment steps). Unset means independent; never searched."""
+    episodes_per_engine: PositiveInt | None = None
+    """Agentic episodes one engine keeps in flight at most (AReaL max_concurrent_rollouts,
+    prime-rl max_inflight, per engine); unset, as many as its KV cache holds."""
     cuda_graphs: bool | None = None
     """Decode steps replay captured CUDA graphs, the vLLM and SGLang default; false is eager
     mode (vLLM `enforce_eager`, SGLang `disable_cuda_graph`), where the host launches every

@@ -396,12 +396,13 @@ class Architecture(Strict):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def costing_gap(self) -> str | None:
-        """Why the cost model cannot cost this architecture yet (None when it can): it costs
-        full attention only, and would overstate the KV cache and attention of the others."""
-        kinds = {"sliding": "sliding-window", "linear": "linear-attention", "sparse": "sparse"}
-        present = [kinds[k] for k in kinds if k in self.layer_kinds]
-        if self.separate_ffn:
-            present.append("feed-forward-only")
-        if not present:
+        """Why the cost model cannot cost this architecture yet (None when it can). It costs
+        every mixing kind (full, sliding-window, sparse, linear) in layers that pair a mixer
+        with a feed-forward network; a stack of separate mixer and feed-forward blocks
+        (Nemotron-H) would have its per-layer weights, activations and passes miscounted."""
+        if not self.separate_ffn:
             return None
-        return f"has {' and '.join(present)} layers, which the cost model does not cost yet"
+        return (
+            "has feed-forward-only layers (mixers and feed-forward networks as separate "
+            "blocks), which the cost model does not cost yet"
+        )

@@ -155,6 +155,12 @@ def build(
     framework: str,
     version: str | None = None,
 ) -> Exported:
+    if resolved.agentic:
+        raise NotExpressible(
+            f"workload.agent: the {framework} mapping has no keys for agentic episodes yet "
+            "(turns, tools, a response budget over all turns), so its launch would run "
+            "single-turn responses of response_tokens; `rlmguide recommend` costs the episodes"
+        )
     mapping = pick_mapping(mappings, framework, version)
     mapping = for_algorithm(mapping, resolved.scenario.workload.algorithm)
     entries = compile_mapping(mapping)

@@ -68,6 +68,12 @@ LAUNCH_FACTS = {
             "max_running_requests)",
         ),
         Fact(
+            "launch.engine_batched_tokens",
+            "number",
+            "tokens one engine step schedules at most (vLLM's max_num_batched_tokens, SGLang's "
+            "chunked_prefill_size): what its activation workspace is profiled at",
+        ),
+        Fact(
             "launch.resident_gib",
             "number",
             "GiB per GPU of trainer state resident beside the rollout engine (colocated, not "
@@ -138,6 +144,12 @@ KL_COEF = 0.001
 kl_loss_coef and kl_ctrl.kl_coef default (verl/trainer/config/_generated_ppo_trainer.yaml at
 b178a3cd), so a run is the same whichever framework launches it (slime's --kl-loss-coef
 defaults to 0, which would load the reference for nothing)."""
+
+ENGINE_BATCHED_TOKENS = 8192
+"""Tokens per engine step the plan's rollout workspace was costed at (cost.overheads
+rollout_workspace_bytes: vLLM profiles its activations at max_num_batched_tokens, 8192 in verl's
+rollout config); exports write it where the engine's own default is larger (vLLM's LLM class
+takes 16384 on GPUs of 70 GiB and more, vllm/engine/arg_utils.py at 0.12.0)."""
 
 OVERLONG_SHARE = 0.2
 """DAPO's soft overlong punishment covers the last fifth of the response limit: a 4,096-token
@@ -239,6 +251,7 @@ def computed(
     if fraction is not None:
         out["launch.engine_memory_fraction"] = fraction
         out["launch.engine_max_seqs"] = max(1, int(plan.get("rollout_concurrency") or 1))
+        out["launch.engine_batched_tokens"] = ENGINE_BATCHED_TOKENS
     return out
 
 

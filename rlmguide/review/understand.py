@@ -66,6 +66,24 @@ def _unreadable(value: Any) -> str | None:
     return None
 
 
+TEXT_FACTS = frozenset(
+    {"workload.algorithm", "workload.reward_model", "plan.placement", "plan.execution",
+     "plan.train.recompute", "run.rollout_engine"}
+)  # fmt: skip
+"""The plan and workload facts a launch gives as words; the others are numbers or switches
+(`input.*` are paths; `launch.*` are read as written and typed by export.startup)."""
+
+
+def _mistyped(fact: str, got: Any) -> str | None:
+    """Why a fact read from a launch cannot be what the plan needs (a word or a list where a
+    number goes: `key=''`, `--flag 8 16`), or None."""
+    if fact.startswith(("input.", "launch.")) or fact in TEXT_FACTS or got is None:
+        return None
+    if isinstance(got, bool | int | float):
+        return None
+    return f"{str(got)[:40]!r} is not a number (the framework's parser would refuse it)"
+
+
 def _typed(fact: str, key: str) -> Any:
     """A lookup table's key (always text) as the fact's value."""
     if key in ("true", "false"):
@@ -208,6 +226,8 @@ class _Read:
             case _:
                 self.pending.append(e)
                 return
+        if problem := _mistyped(e.fact, got):
+            raise LookupError(f"{key}: {problem}")
         if e.fact.startswith("input."):
             self.facts[e.fact] = value
         else:
@@ -327,14 +347,17 @@ def _solve(
             if not isinstance(value, int | float) or isinstance(value, bool):
                 pending.remove(e)
                 continue
-            if e.fact in facts and other not in facts:
-                target, got = other, _inverse(e.transform, value, fact=facts[e.fact])
-            elif other in facts and e.fact not in facts:
-                target, got = e.fact, _inverse(e.transform, value, argument=facts[other])
-            elif e.fact in facts:
-                target, got = e.fact, facts[e.fact]
-            else:
-                continue
+            try:
+                if e.fact in facts and other not in facts:
+                    target, got = other, _inverse(e.transform, value, fact=facts[e.fact])
+                elif other in facts and e.fact not in facts:
+                    target, got = e.fact, _inverse(e.transform, value, argument=facts[other])
+                elif e.fact in facts:
+                    target, got = e.fact, facts[e.fact]
+                else:
+                    continue
+            except ZeroDivisionError:
+                raise LookupError(f"{key}: {value} cannot divide the batch it counts") from None
             if isinstance(got, float) and got.is_integer():
                 got = int(got)
             facts.setdefault(target, got)

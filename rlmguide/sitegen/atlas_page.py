@@ -31,12 +31,13 @@ HEADERS = (
     "Step time",
     "Tokens per second",
     "Bottleneck",
-    "Frameworks",
+    "Launch with",
+    "Also launchable by",
 )
 QUERY = """
 SELECT model_id, accelerator_id, gpus, algorithm_id, feasible, infeasible_reason, placement,
        execution, rollout_layout, train_layout, step_seconds, tokens_per_second, bottleneck,
-       frameworks, params_b
+       framework, launchable_by, params_b
 FROM atlas ORDER BY params_b, model_id, accelerator_id, gpus, algorithm_id
 """
 
@@ -57,8 +58,8 @@ def atlas_row(row: dict[str, Any]) -> list[str]:
         # The reason is long; its first clause fits the row and the rest is on hover.
         short = html(str(row["infeasible_reason"]).split(":")[0])
         # Empty cells read "unknown", which tables.js keeps last whichever way a column sorts.
-        return [*setup, f'<span title="{reason}">{short}</span>', *[""] * 7]
-    frameworks = ", ".join(_link("framework", f) for f in row["frameworks"])
+        return [*setup, f'<span title="{reason}">{short}</span>', *[""] * 8]
+    others = ", ".join(_link("framework", f) for f in row["launchable_by"][1:])
     return [
         *setup,
         html(row["placement"]),
@@ -68,7 +69,8 @@ def atlas_row(row: dict[str, Any]) -> list[str]:
         f"{number(row['step_seconds'])} s",
         f"{number(row['tokens_per_second'])} tok/s",
         html(row["bottleneck"]),
-        frameworks or "none in the knowledge base",
+        _link("framework", row["framework"]),
+        others,
     ]
 
 
@@ -85,24 +87,27 @@ def atlas_pages(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
         return {}
     feasible = sum(1 for r in rows if r["feasible"])
     text = document(
-        # No side navigation or toc: twelve columns need the page's whole width.
+        # No side navigation or toc: thirteen columns need the page's whole width.
         front_matter(["navigation", "toc"]),
         "# Plan atlas: what to run on common setups",
-        "The top plan `rlmguide recommend` gives for each setup of a grid: dense models of 7, "
-        "32 and 70 billion parameters with GRPO and PPO, and two mixtures of experts with GRPO "
-        "on H100s, on 8, 64 and 512 GPUs (nodes of 8). GRPO samples 16 responses for each of "
-        "512 prompts, PPO one for each of 1,024 (with a critic of the policy's shape); prompts "
-        "of 1,024 tokens, responses of 4,096 on average and 16,384 at most, a verifier as "
-        "reward. Step time is predicted by the cost core; tokens per second counts prompt and "
-        "response tokens trained per second across the cluster. Frameworks are those whose "
-        "claims and constraints allow the plan.",
+        "The top plan `rlmguide recommend` gives for each setup of a grid: dense models of "
+        "1.5 to 405 billion parameters and mixtures of experts up to DeepSeek-V3's 671 "
+        "billion, on 8 to 4,096 H100, H200, H20, B200 and A100 GPUs (nodes of 8), with GRPO, "
+        "DAPO and PPO. GRPO and DAPO sample 16 responses for each of 512 prompts, PPO one for "
+        "each of 1,024 (with a critic of the policy's shape), more on large clusters so that "
+        "every GPU trains at least 8 responses per optimizer step; prompts of 1,024 tokens, "
+        "responses of 4,096 on average and 16,384 at most, a verifier as reward. Step time is "
+        "predicted by the cost core; tokens per second counts prompt and response tokens "
+        "trained per second across the cluster. Every plan is one a released framework "
+        "launches: *Launch with* is the first (one with an export mapping where any runs it, "
+        "then the newest release), and the others follow.",
         f"{feasible} of {len(rows)} setups have a plan that fits; for the others the row says "
         "which constraint binds (hover for the figures). For another workload, run "
         "`rlmguide recommend` with your own numbers, or query the rows with "
-        '`rlmguide sql "SELECT * FROM atlas WHERE gpus = 64"`.',
+        '`rlmguide sql "SELECT * FROM atlas WHERE gpus = 128"`.',
         download_links(ATLAS_PAGE, "atlas"),
         f'<input class="table-filter" data-table="{TABLE_ID}" type="search" '
-        'placeholder="Filter: e.g. h100 64 32b" aria-label="Filter the atlas">\n'
+        'placeholder="Filter: e.g. h100 128 32b" aria-label="Filter the atlas">\n'
         f'<p class="table-count" data-table="{TABLE_ID}"></p>',
         "Type words to keep the rows that contain all of them; click a heading to sort.",
         table(HEADERS, (atlas_row(r) for r in rows), TABLE_ID, searchable=False),

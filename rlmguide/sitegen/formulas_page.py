@@ -1,20 +1,21 @@
 """The page stating the survey's formulas (Tables 3-9, §3.7.1) as the cost core evaluates them.
 
-Every row comes from a `states` mark on a function of `cost.survey_model` or
-`cost.survey_iteration` (`cost.survey_formula.FORMULAS`): the formula, where the survey states
-and derives it, what this code reads into it, and the function that computes it.
+Every row comes from a `states` mark on a function of `cost.survey_model`,
+`cost.survey_assessment` or `cost.survey_iteration` (`cost.survey_formula.FORMULAS`): the
+formula, where the survey states and derives it, what this code reads into it, and the function
+that computes it.
 """
 
 from __future__ import annotations
 
-from rlmguide.cost import survey_iteration, survey_model
+from rlmguide.cost import agentic, survey_assessment, survey_iteration, survey_model
 from rlmguide.cost.survey_formula import FORMULAS, Formula
 from rlmguide.sitegen.mdtext import document, html, html_code, table
 from rlmguide.sitegen.pages import Index, Pages, sources_section
 
 FORMULAS_PAGE = "survey/formulas.md"
 SURVEY = "arxiv-2608.27046"
-MODULES = (survey_model, survey_iteration)
+MODULES = (survey_model, survey_assessment, survey_iteration)
 """The modules whose marks fill FORMULAS (importing them registers their formulas)."""
 GROUPS = {
     "Table 3": "Table 3: building blocks (§2.5, B.1)",
@@ -46,8 +47,22 @@ def formulas_page(ix: Index) -> str:
             f"## {heading}",
             table(["Quantity", "Symbol", "Formula", "Derived in", "Read as", "Code"], rows),
         ]
-    where = ", ".join(GROUPS) + ", Appendix B"
-    code = " and ".join(html_code(m.__name__) for m in MODULES)
+    blocks += [
+        "## Beyond the survey: agentic episodes",
+        "The survey names tools and external state as operators of the same execution graph "
+        "(§7) and counts one prompt and one response per rollout; "
+        f"{html_code(agentic.__name__)} costs episodes of N model turns (r tokens each) with an "
+        "environment step of e seconds after each turn, o observation tokens appended, a "
+        "setup of u seconds, n episodes per engine, over the same decode step as the "
+        "single-turn rollout. With one turn and no environment every row below is the "
+        "single-turn rollout's.",
+        table(
+            ["Quantity", "Formula", "Read as"],
+            [[html(q), html_code(f), html(n)] for q, f, n in agentic.FORMULAS],
+        ),
+    ]
+    where = ", ".join(GROUPS) + ", Appendix B, §7"
+    code = ", ".join(html_code(m.__name__) for m in MODULES)
     return document(
         "# The survey's cost model, formula by formula",
         "The idealised work-depth-memory model of the survey (arXiv:2608.27046), as "

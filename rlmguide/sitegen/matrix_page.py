@@ -91,8 +91,11 @@ def feature_cell(kind: str, record: Record) -> str:
 def matrix_table(ix: Index) -> str:
     """The frameworks x features table, one row per claimed feature."""
     heads = " ".join(
-        f'<th class="fw-col" data-framework="{fw.id}" data-name="{html(fw.name.lower())}">'
-        f"{ix.record_link(MATRIX, 'framework', fw.id)}</th>"
+        f'<th class="fw-col" data-framework="{fw.id}" data-name="{html(fw.name.lower())}" '
+        f'data-availability="{fw.availability.status}" '
+        f'title="availability: {html(fw.availability.status)}">'
+        f"{ix.record_link(MATRIX, 'framework', fw.id)}"
+        f'<br><span class="availability">{html(fw.availability.status)}</span></th>'
         for fw in ix.frameworks
     )
     rows = []
@@ -198,7 +201,10 @@ def matrix_page(ix: Index) -> str:
         "(hover for the day it was checked and the date of the evidence); "
         "<strong>unknown</strong> means nobody has checked, not that the feature is missing, "
         "and <em>(stale)</em> marks evidence more than a year older than the framework's "
-        "latest release (or than the day it was checked, where no release is recorded).</p>",
+        "latest release (or than the day it was checked, where no release is recorded). "
+        "Under each framework's name, its availability: <em>released</em> end-to-end code "
+        "(its plans are launchable), <em>partial-code</em>, <em>paper-only</em> or "
+        "<em>closed</em>.</p>",
         TOOLS,
         matrix_table(ix),
     ]

@@ -389,11 +389,20 @@ def latest_release(ix: Index, src: str, fw: Framework) -> str:
     return f"{html(release.version)} ({cell(release.date)}, {ix.source_link(src, release.source)})"
 
 
+def availability(ix: Index, src: str, fw: Framework) -> str:
+    """What a user can run, with what is public, the version and where it is shown."""
+    a = fw.availability
+    what = f"{html(a.status)}: {esc(a.part)}" if a.part else html(a.status)
+    pinned = f" at {html(a.version)}" if a.version else ""
+    return f"{what}{pinned} ({ix.source_link(src, a.source)}, as of {cell(a.as_of)})"
+
+
 def framework_fields(ix: Index, src: str, fw: Framework) -> str:
     return fields(
         [
             ("Id", html_code(fw.id)),
             ("Type", html(fw.type)),
+            ("Availability", availability(ix, src, fw)),
             ("Organisation", cell(fw.organisation)),
             ("Repository", outside(fw.repository) if fw.repository else UNKNOWN),
             ("Paper", ix.source_link(src, fw.paper) if fw.paper else UNKNOWN),
@@ -469,6 +478,7 @@ def frameworks_index(ix: Index) -> str:
         [
             ix.record_link(src, "framework", fw.id),
             html(fw.type),
+            html(fw.availability.status),
             cell(fw.organisation),
             cell(fw.licence),
             cell(fw.first_release),
@@ -481,8 +491,22 @@ def frameworks_index(ix: Index) -> str:
         "RL-for-LLM systems and what each supports, claim by claim. The "
         f"{link(src, MATRIX, 'comparison matrix')} shows them side by side; the "
         f"{link(src, index_of('component'), 'components')} are the training backends, rollout "
-        "engines and orchestrators they build on.",
-        table(["Framework", "Type", "Organisation", "Licence", "First release", "Claims"], rows),
+        "engines and orchestrators they build on. *Availability* says what a user can run: "
+        "`released` end-to-end training code, `partial-code` (some parts public), "
+        "`paper-only` or `closed`; only released frameworks make a recommended plan "
+        "launchable.",
+        table(
+            [
+                "Framework",
+                "Type",
+                "Availability",
+                "Organisation",
+                "Licence",
+                "First release",
+                "Claims",
+            ],
+            rows,
+        ),
     )
 
 
