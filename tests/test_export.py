@@ -35,7 +35,7 @@ SMALL = str(REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml")
 DEPLOYMENTS: dict[str, Deployment] = load_catalog(DEFAULT_ROOTS, ("deployment",)).of(  # type: ignore[assignment]
     "deployment"
 )
-MAPPED = ("verl", "openrlhf", "nemo-rl", "slime")
+MAPPED = ("verl", "openrlhf", "nemo-rl", "slime", "skyrl")
 REFUSED = {
     # the reward model shares the actor's 2 GPUs outside colocate_all, which OpenRLHF's
     # launcher cannot do (constraint openrlhf-reward-model-shares-gpus-only-in-colocate-all)
@@ -533,6 +533,8 @@ def read_plan(done: Exported) -> dict[str, Any]:
         return nemo_rl_plan(args)
     if done.framework == "slime":
         return slime_plan(args)
+    if done.framework == "skyrl":
+        return skyrl_plan(args)
     if done.mapping.syntax == "hydra":
         megatron = "actor_rollout_ref.actor.megatron."
         train_gpus = args["trainer.nnodes"] * args["trainer.n_gpus_per_node"]
@@ -629,6 +631,37 @@ def slime_plan(args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def skyrl_plan(args: dict[str, Any]) -> dict[str, Any]:
+    """SkyRL's reading of its keys (skyrl/train/utils/utils.py at a9564572e, validate_cfg): the
+    engines' GPUs are num_engines x TP x PP x DP and equal the policy's under colocate_all
+    (L455-L465); an engine's GPUs are TP x DP (the planner's rollout TP); FSDP's only split is
+    Ulysses (sequence_parallel_size); absent degrees are the dataclass defaults, 1."""
+    place, engine = "trainer.placement.", "generator.inference_engine."
+    megatron = "trainer.policy.megatron_config."
+    train = args[place + "policy_num_nodes"] * args[place + "policy_num_gpus_per_node"]
+    per_engine = args.get(engine + "tensor_parallel_size", 1) * args.get(
+        engine + "data_parallel_size", 1
+    )
+    engines = args[engine + "num_engines"] * args.get(engine + "pipeline_parallel_size", 1)
+    rollout = engines * per_engine
+    prompts = args["trainer.train_batch_size"]
+    fsdp = args.get("trainer.strategy", "fsdp") != "megatron"
+    return {
+        "train.tp": 1 if fsdp else args.get(megatron + "tensor_model_parallel_size", 1),
+        "train.pp": 1 if fsdp else args.get(megatron + "pipeline_model_parallel_size", 1),
+        "train.cp": args.get("trainer.policy.sequence_parallel_size", 1)
+        if fsdp
+        else args.get(megatron + "context_parallel_size", 1),
+        "train.ep": 1 if fsdp else args.get(megatron + "expert_model_parallel_size", 1),
+        "train.gpus": train,
+        "rollout.gpus": rollout,
+        "rollout.tp": per_engine,
+        "prompts": prompts,
+        "samples": args["generator.n_samples_per_prompt"],
+        "minibatches": prompts // args["trainer.policy_mini_batch_size"],
+    }
+
+
 def planned(plan: dict[str, Any], workload: dict[str, Any]) -> dict[str, Any]:
     """The same values from a plan and workload, as the planner states them."""
     return {
@@ -675,7 +708,7 @@ REFUSED_EXAMPLES = {
     # for them yet, so every launch is refused rather than written as a plain reward model.
     **{
         ("grpo-qwen2.5-7b-llm-judge-16xh100", framework): "workload.reward_kind = llm-judge"
-        for framework in ("verl", "openrlhf", "nemo-rl", "slime")
+        for framework in MAPPED
     },
     # Offline DPO: verl and NeMo-RL claim no DPO; OpenRLHF's mapping is its PPO launcher, which
     # has no key for a run that scores nothing (its DPO is another entry point, train_dpo).
@@ -686,17 +719,21 @@ REFUSED_EXAMPLES = {
     # model is refused
     ("ppo-llama-3.1-70b-1024xh100", "slime"): "workload.reward_model = true",
     ("dpo-qwen2.5-7b-8xh100", "slime"): "framework slime does not claim DPO",
+    # SkyRL scores with a SkyRL-Gym environment; its mapping has no reward-model key, and it
+    # claims no DPO
+    ("ppo-llama-3.1-70b-1024xh100", "skyrl"): "workload.reward_model = true",
+    ("dpo-qwen2.5-7b-8xh100", "skyrl"): "framework skyrl does not claim DPO",
     # A shared actor-critic with inter-stage fusion: none of the mapped frameworks claims them.
     **{
         ("ppo-qwen2.5-7b-shared-critic-fused-16xh100", framework): "does not claim "
         "shared-actor-critic (plan.critic: shared)"
-        for framework in ("verl", "openrlhf", "nemo-rl", "slime")
+        for framework in MAPPED
     },
     # No mapping has the agent loop's keys yet: a launch would run one-turn responses.
     **{
         ("grpo-qwen3-32b-coding-agent-64xh100", framework): "workload.agent: the "
         f"{framework} mapping has no keys for agentic episodes yet"
-        for framework in ("verl", "openrlhf", "nemo-rl", "slime")
+        for framework in MAPPED
     },
 }
 
@@ -834,7 +871,7 @@ def test_export_writes_an_executable_script_from_a_real_process(tmp_path: Path) 
 def test_a_framework_without_a_mapping_fails_with_the_ones_there_are() -> None:
     done = CliRunner().invoke(cli, ["export", SMALL, "--framework", "areal"])
     assert done.exit_code == 1
-    assert "nemo-rl, openrlhf, slime, verl" in done.output
+    assert "nemo-rl, openrlhf, skyrl, slime, verl" in done.output
 
 
 def test_validate_names_a_mapping_entry_with_an_unknown_fact(

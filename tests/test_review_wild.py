@@ -49,6 +49,66 @@ READINGS: dict[str, dict[str, Any]] = {
         "policy": "qwen2.5-0.5b",
         "engine": "sglang",
     },
+    # SkyRL at a9564572e (skyrl/train/config/config.py, utils.py validate_cfg). NUM_GPUS 4
+    # (`: "${NUM_GPUS:=4}"`); colocate_all, so the 4 engines of TP 1 share the policy's 4 GPUs
+    # (validate_cfg asserts it, L455-L465), synchronous (main_base); FSDP2 (strategy fsdp,
+    # reshard_after_forward true by default: ZeRO 3), Ulysses 1, gradient checkpointing on by
+    # default (config.py); colocate_all parks the policy's weights and Adam on the host during
+    # generation, and use_kl_loss loads a reference parked likewise; 1024 prompts x 5,
+    # mini-batch 256 prompts -> 4 optimizer steps; prompt 512, response 1024; the engine named
+    # in a variable (vllm)
+    "skyrl-a956457/run_gsm8k.sh": {
+        "gpus": 4,
+        "placement": ("colocated", "sync"),
+        "rollout": {"gpus": 4, "tp": 1},
+        "train": {"gpus": 4, "tp": 1, "pp": 1, "cp": 1, "zero": 3, "recompute": "full"},
+        "offload": {**OFF, "phase": True, "frozen": True},
+        "workload": ("grpo", 1024, 5, 512, 1024, 4),
+        "policy": "qwen2.5-1.5b",
+        "engine": "vllm",
+    },
+    # 2 engines of TP 1 on GPUs of their own beside 2 policy GPUs (colocate_all false), the
+    # fully async trainer with staleness 4; FSDP2 as above; colocate_policy_ref (default true)
+    # with the KL loss's reference swaps policy state and reference on the 2 training GPUs;
+    # train and mini-batch both MINI_BATCH_SIZE 256 -> 1 optimizer step; 5 samples
+    "skyrl-a956457/fully_async_run_gsm8k.sh": {
+        "gpus": 4,
+        "placement": ("disaggregated", "async"),
+        "rollout": {"gpus": 2, "tp": 1},
+        "train": {"gpus": 2, "tp": 1, "pp": 1, "cp": 1, "zero": 3, "recompute": "full"},
+        "offload": {**OFF, "phase": True, "frozen": True},
+        "workload": ("grpo", 256, 5, 512, 1024, 1),
+        "policy": "qwen2.5-1.5b",
+        "engine": "vllm",
+    },
+    # 1 node x 8, colocate_all, 4 engines of TP 2 (eager); the DAPO entry point with Megatron
+    # TP 4 x PP 2 x CP 1 (one data-parallel replica), expert TP null; Megatron always shards
+    # Adam (megatron_worker.py L616-L618: ZeRO 1) and recomputes whole layers by default
+    # (DEFAULT_TRANSFORMER_CONFIG_KWARGS); no KL loss, so no reference; clip-higher 0.28 and the
+    # token-mean loss: DAPO; 512 prompts x 16, mini-batch 32 -> 16 steps; 2k prompt, 8k response
+    "skyrl-a956457/run_megatron_dapo_qwen3_4b.sh": {
+        "gpus": 8,
+        "placement": ("colocated", "sync"),
+        "rollout": {"gpus": 8, "tp": 2},
+        "train": {"gpus": 8, "tp": 4, "pp": 2, "cp": 1, "zero": 1, "recompute": "full"},
+        "offload": {**OFF, "phase": True},
+        "workload": ("dapo", 512, 16, 2048, 8192, 16),
+        "policy": "qwen3-4b",
+        "engine": "vllm",
+    },
+    # 2 nodes x 8, colocate_all, 2 engines of TP 8 (no engine EP set); Megatron TP 4, EP 8,
+    # expert TP 1 on the Qwen3-30B-A3B MoE; the legacy token-mean loss (which the mapping does
+    # not write) and clip-higher 0.28: DAPO; batches as the 4B recipe
+    "skyrl-a956457/run_dapo_qwen3_30b_a3b_megatron_aime.sh": {
+        "gpus": 16,
+        "placement": ("colocated", "sync"),
+        "rollout": {"gpus": 16, "tp": 8, "ep": 1},
+        "train": {"gpus": 16, "tp": 4, "pp": 1, "cp": 1, "ep": 8, "zero": 1, "recompute": "full"},
+        "offload": {**OFF, "phase": True},
+        "workload": ("dapo", 512, 16, 2048, 8192, 16),
+        "policy": "qwen3-30b-a3b",
+        "engine": "vllm",
+    },
 }
 NOT_YET = {
     "slime-624b824/examples/fully_async/run-qwen2.5-0.5B-fully_async.sh": (

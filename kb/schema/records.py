@@ -766,13 +766,14 @@ class Constraint(Record, Dated):
 
 Transform = Literal[
     "identity", "flag", "equals", "lookup", "nodes", "gpus_per_node", "divide", "multiply", "add",
-    "constant",
+    "constant", "list",
 ]  # fmt: skip
 """How a fact becomes a config value: as is; as a boolean; whether it equals `argument`;
 through `table`; a pool's GPUs as nodes or GPUs per node (whole nodes, or part of one);
 divided by, multiplied by, or added to the fact named by `argument` (unit conversions such as
-prompts -> samples); or `argument` itself, written where `when` holds (a setting the plan
-forces, such as sequence packing off under context parallelism)."""
+prompts -> samples); `argument` itself, written where `when` holds (a setting the plan
+forces, such as sequence packing off under context parallelism); or a list of the one value
+(SkyRL's data fields, lists of files)."""
 
 Value = bool | int | float | str | list[bool | int | float | str] | None
 """A config value; a list is several values of one flag (argparse `nargs`) or a Hydra list."""

@@ -35,6 +35,11 @@ INPUTS = {
         "MEGATRON_CHECKPOINT",
         "the policy converted to Megatron's torch_dist checkpoint format",
     ),
+    "input.environment": (
+        "ENV_CLASS",
+        "the environment that scores the responses (SkyRL-Gym's environment.env_class: gsm8k, "
+        "aime, ...)",
+    ),
 }
 """Values only the user can give: each becomes a shell variable the script insists on."""
 
@@ -198,6 +203,8 @@ def apply(entry: MappingEntry, facts: Mapping[str, Any]) -> Any:
             return value + other
         case "constant":
             return entry.argument
+        case "list":
+            return [value]
     raise AssertionError(entry.transform)  # the schema admits no other transform
 
 

@@ -3,10 +3,15 @@ header saying what produced it, from which scenario and mapping, and the plan it
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
 from rlmguide.export.launch import Exported
+
+REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+EXPANDED = re.compile(r'[$`"\\!]')
+"""What double quotes do not keep as written, once the `${VAR}` references are taken out."""
 
 
 def hydra_value(value: Any) -> str:
@@ -28,6 +33,8 @@ def _word(text: str) -> str:
     head, sep, var = text.rpartition("${")
     if sep and var.endswith("}") and var[:-1].isidentifier() and "$" not in head:
         return f'{shlex.quote(head) if head else ""}"${{{var}"'
+    if sep and not EXPANDED.search(REFERENCE.sub("", text)):
+        return f'"{text}"'  # a reference inside the value (SkyRL's [${TRAIN_DATA}])
     return shlex.quote(text)
 
 

@@ -376,6 +376,10 @@ def scenario_of(
         )
     train_gpus = f.get("plan.train.gpus")
     colocated = f["plan.placement"] == "colocated"
+    engines = f.get("plan.rollout.dp")
+    if "plan.rollout.gpus" not in f and engines and f.get("plan.rollout.tp"):
+        # a launch that counts engines, not GPUs (SkyRL's num_engines of TP x PP GPUs each)
+        f["plan.rollout.gpus"] = engines * f["plan.rollout.tp"] * (f.get("plan.rollout.pp") or 1)
     rollout_gpus = train_gpus if colocated else f.get("plan.rollout.gpus")
     pools = {m: f.get(f"plan.pools.{m}") or None for m in ("critic", "reference", "reward")}
     if colocated:

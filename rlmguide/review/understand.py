@@ -114,11 +114,16 @@ def _same(a: Any, b: Any) -> bool:
     )
 
 
-def _applies(entry: CompiledEntry, facts: Mapping[str, Any]) -> bool:
+def _applies(entry: CompiledEntry, facts: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
     """Whether the entry's condition holds on the facts read so far; a condition on a fact
-    not read yet is taken to hold (the key is there, so the launch meant it)."""
-    if not entry.entry.when.strip() or entry.entry.when.strip() == "true":
+    not read yet is taken to hold (the key is there, so the launch meant it). A switch whose
+    condition names its own fact is tried at the value its key gives: SkyRL's colocate_all
+    is phase offload only where it is on."""
+    e = entry.entry
+    if not e.when.strip() or e.when.strip() == "true":
         return True
+    if e.transform == "flag" and e.fact not in facts and e.fact in entry.when.names:
+        facts = {**facts, e.fact: _truth(config[e.key.lstrip("+")])}
     try:
         return bool(entry.when.evaluate(facts))
     except (KeyError, TypeError):
@@ -219,6 +224,9 @@ class _Read:
                     self.used.add(key)
                     return
                 got = _typed(e.fact, options[0])
+            case "list":
+                # one file per list, as export writes it; more files are one input still
+                got = value[0] if isinstance(value, list) and len(value) == 1 else value
             case "constant":
                 # a value the plan forces; the start-up checks read it (`reads`)
                 self.uses.append(Use(e.key, value, e.fact, None))
@@ -237,7 +245,7 @@ class _Read:
         if problem := _mistyped(e.fact, got):
             raise LookupError(f"{key}: {problem}")
         if e.fact.startswith("input."):
-            self.facts[e.fact] = value
+            self.facts[e.fact] = got
         else:
             self.facts.setdefault(e.fact, got)
         self.uses.append(Use(e.key, value, e.fact, got))
@@ -279,7 +287,7 @@ def read_launch(
     facts = state.facts
     facts["plan.execution"], facts["plan.placement"] = launch.execution, launch.placement
     for c in compiled:
-        if c not in first and _applies(c, facts):
+        if c not in first and _applies(c, facts, config):
             state.entry(c.entry)
     fixed = {f.lstrip("-+").partition("=")[0] for f in (*mapping.fixed, *launch.fixed)}
     for k in config:
