@@ -114,16 +114,16 @@ def _same(a: Any, b: Any) -> bool:
     )
 
 
-def _applies(entry: CompiledEntry, facts: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
+def _applies(entry: CompiledEntry, facts: Mapping[str, Any]) -> bool:
     """Whether the entry's condition holds on the facts read so far; a condition on a fact
     not read yet is taken to hold (the key is there, so the launch meant it). A switch whose
-    condition names its own fact is tried at the value its key gives: SkyRL's colocate_all
-    is phase offload only where it is on."""
+    condition names its own fact is the switch of that fact where the rest of the condition
+    holds: SkyRL's colocate_all is phase offload only on a colocated launch."""
     e = entry.entry
     if not e.when.strip() or e.when.strip() == "true":
         return True
     if e.transform == "flag" and e.fact not in facts and e.fact in entry.when.names:
-        facts = {**facts, e.fact: _truth(config[e.key.lstrip("+")])}
+        facts = {**facts, e.fact: True}
     try:
         return bool(entry.when.evaluate(facts))
     except (KeyError, TypeError):
@@ -287,7 +287,7 @@ def read_launch(
     facts = state.facts
     facts["plan.execution"], facts["plan.placement"] = launch.execution, launch.placement
     for c in compiled:
-        if c not in first and _applies(c, facts, config):
+        if c not in first and _applies(c, facts):
             state.entry(c.entry)
     fixed = {f.lstrip("-+").partition("=")[0] for f in (*mapping.fixed, *launch.fixed)}
     for k in config:
