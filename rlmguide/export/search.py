@@ -80,7 +80,13 @@ def find_plan(
     one = fill_plan_defaults(resolved)[0] if complete else resolved
     covered = set(mapping.components)
     try:
-        recommender = recommender_for(one, catalog, only=framework, enforce_memory=not complete)
+        recommender = recommender_for(
+            one,
+            catalog,
+            only=framework,
+            enforce_memory=not complete,
+            engine_max_seqs=mapping.engine_max_seqs,
+        )
 
         def refuses(row: int) -> str | None:
             facts = recommender.row_facts(row)
