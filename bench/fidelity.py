@@ -1,103 +1,223 @@
-"""How well the cost core predicts published measurements and published deployments' step
-times: ratio predicted/reported per case at the default constants, then leave-one-out over a
-grid of the fitted constants (each case predicted with the grid point that fits the others
-best), with the median absolute log error (as a factor) and the cases beyond 3x.
+"""How well the cost core predicts published measurements it was not fitted on.
 
-Run: python bench/fidelity.py [--quick]   (--quick: the default constants only)
+Every result with a setting (and every deployment with a published step time) is predicted at
+the default constants and then leave-one-source-out over a grid of the fitted constants: the
+cases of one publication are predicted with the grid point that fits all the other
+publications best (rules.fidelity.leave_group_out), which is the reported figure; grouped by
+framework instead, the same question for a framework the fit never saw. The benchmark prints
+every case, the figures per source, execution mode and framework, and every published
+ordering (A faster than B in one source) with whether the prediction keeps it.
+
+Run: python bench/fidelity.py [--quick] [--heldout DIR]
+  --quick    the default constants only (no grid)
+  --heldout  also predict the result records under DIR (folders per kind, as kb/records) with
+             the grid point fitted on every repository case: measurements kept out of the fit.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import statistics
 import sys
 import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import replace
+from pathlib import Path
 
-from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads
+from rlmguide.cost.band import STEP_BAND
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS, FITTED, Overheads
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
 from rlmguide.rules.fidelity import (
+    Case,
     Comparison,
     calibration,
-    leave_one_out,
+    leave_group_out,
     median_abs_log_error,
+    orderings,
     paired,
 )
 from rlmguide.rules.ranking import TIE_FRACTION
 
-DECODE_STEP_SECONDS = (1e-3, 2e-3, 4e-3, 6e-3)
-BUCKET_SECONDS = (10e-3, 20e-3, 40e-3)
-SCALE_OUT_LATENCY_SECONDS = (50e-6, 100e-6, 200e-6)
+GRID = {
+    "decode_step_seconds": (1e-3, 2e-3, 4e-3, 6e-3),
+    "weight_sync_bucket_seconds": (10e-3, 20e-3, 40e-3),
+    "scale_out_latency_seconds": (50e-6, 100e-6, 200e-6),
+}
+assert set(GRID) == set(FITTED), "the grid spans exactly the fitted constants"
 
 
-def summary(label: str, comparisons: list[Comparison]) -> str:
+def factor(c: Comparison) -> float:
+    return math.exp(abs(math.log(c.ratio))) if c.ratio else math.nan
+
+
+def figure(comparisons: Iterable[Comparison]) -> str:
     scored = [c for c in comparisons if c.ratio]
-    beyond = [c for c in scored if max(c.ratio, 1 / c.ratio) > 3]
-    worst = sorted(scored, key=lambda c: -abs(math.log(c.ratio)))[:3]
+    if not scored:
+        return "no case predicted"
+    worst = max(scored, key=factor)
+    beyond = sum(factor(c) > 2 for c in scored)
     return (
-        f"{label}: {len(scored)} of {len(comparisons)} cases predicted; median absolute error "
-        f"{median_abs_log_error(scored):.2f}x; beyond 3x: {len(beyond)}; worst: "
-        + ", ".join(f"{c.result.id} {c.ratio:.2f}" for c in worst)
+        f"{len(scored):3d} cases, median {median_abs_log_error(scored):.2f}x, "
+        f"beyond 2x {beyond}, worst {factor(worst):.2f}x ({worst.result.id})"
     )
 
 
-def main() -> None:
-    catalog = load_catalog([*DEFAULT_ROOTS, RULES_ROOT])
-    start = time.perf_counter()
-    comparisons = calibration(catalog.records)
-    print(f"{'case':<60} {'metric':<20} {'reported':>10} {'predicted':>10} {'ratio':>7}")
+def by(label: str, comparisons: list[Comparison], key: Callable[[Case], str]) -> None:
+    groups: dict[str, list[Comparison]] = defaultdict(list)
     for c in comparisons:
-        r = c.result
-        shown = f"{c.predicted:10.1f} {c.ratio:7.2f}" if c.ratio else f"{'-':>10} {'-':>7}"
-        print(
-            f"{r.id:<60} {r.metric:<20} {r.value:>10.1f} {shown}"
-            + (f"  ({c.problem})" if c.problem else "")
-        )
-    print()
-    print(summary("default constants", comparisons))
-    print(f"({time.perf_counter() - start:.1f} s)")
-    pairs = paired(comparisons)
-    print(f"\npairs of one model on one accelerator (the tie is {100 * TIE_FRACTION:.0f}%):")
-    for p in pairs:
-        print(f"  {p.first.result.id} / {p.second.result.id}: ratio off by {p.factor:.2f}x")
-    factors = sorted(p.factor for p in pairs)
-    if factors:
-        print(f"  median {factors[len(factors) // 2]:.2f}x over {len(factors)} pairs")
-    if "--quick" in sys.argv:
-        return
+        groups[key(c.result)].append(c)
+    print(f"\n{label}:")
+    for name in sorted(groups):
+        print(f"  {name:<42} {figure(groups[name])}")
 
-    grid = [
-        replace(
-            DEFAULT_OVERHEADS,
-            decode_step_seconds=d,
-            weight_sync_bucket_seconds=b,
-            scale_out_latency_seconds=a,
-        )
-        for d, b, a in itertools.product(
-            DECODE_STEP_SECONDS, BUCKET_SECONDS, SCALE_OUT_LATENCY_SECONDS
-        )
-    ]
-    start = time.perf_counter()
-    table = [calibration(catalog.records, overheads) for overheads in grid]
-    held_out, chosen = leave_one_out(grid, table)
+
+def table(rows: list[tuple[Comparison, Comparison | None]]) -> None:
     print(
-        f"\ngrid of {len(grid)} (decode step x bucket cost x scale-out latency) in "
-        f"{time.perf_counter() - start:.1f} s"
+        f"{'case':<56} {'source':<36} {'framework':<11} {'mode':<12} {'metric':<19} "
+        f"{'reported':>9} {'default':>9} {'ratio':>6} {'held-out':>9} {'ratio':>6}"
     )
-    print(summary("leave-one-out", held_out))
-    in_sample = min(range(len(grid)), key=lambda g: median_abs_log_error(table[g]))
-    print(summary(f"best in-sample {_show(grid[in_sample])}", table[in_sample]))
-    picks = sorted({_show(grid[g]) for g in chosen})
-    print("grid points chosen when one case is held out: " + "; ".join(picks))
+    for d, h in rows:
+        r = d.result
+        line = (
+            f"{r.id:<56} {r.group:<36} {r.framework:<11} {r.execution:<12} {r.metric:<19} "
+            f"{r.value:>9.1f} "
+        )
+        line += f"{d.predicted:>9.1f} {d.ratio:>6.2f}" if d.ratio else f"{'-':>9} {'-':>6}"
+        if h is not None and h.ratio:
+            line += f" {h.predicted:>9.1f} {h.ratio:>6.2f}"
+        print(line + (f"  ({d.problem})" if d.problem else ""))
 
 
-def _show(overheads: Overheads) -> str:
+def grid_points() -> list[Overheads]:
+    names = list(GRID)
+    return [
+        replace(DEFAULT_OVERHEADS, **dict(zip(names, values, strict=True)))
+        for values in itertools.product(*(GRID[n] for n in names))
+    ]
+
+
+def show(overheads: Overheads) -> str:
     return (
         f"decode {overheads.decode_step_seconds * 1e3:g} ms, bucket "
         f"{overheads.weight_sync_bucket_seconds * 1e3:g} ms, scale-out latency "
         f"{overheads.scale_out_latency_seconds * 1e6:g} us"
     )
+
+
+def results_only(comparisons: list[Comparison]) -> list[Comparison]:
+    """Deployments repeat the published results they cite: the figures count results."""
+    return [c for c in comparisons if c.result.kind == "result"]
+
+
+def rl_steps(comparisons: list[Comparison]) -> list[Comparison]:
+    return [c for c in comparisons if c.result.metric == "step_seconds"]
+
+
+def report_orderings(comparisons: list[Comparison], label: str) -> None:
+    found = orderings(comparisons, TIE_FRACTION)
+    kept = [o for o in found if o.reproduced]
+    print(
+        f"\npublished orderings ({label}; A faster than B in one source by more than the "
+        f"{100 * TIE_FRACTION:.0f}% tie): {len(kept)} of {len(found)} reproduced"
+    )
+    for o in found:
+        if not o.reproduced:
+            a, b = o.faster, o.slower
+            print(
+                f"  not kept: {a.result.id} {a.result.value:g} < {b.result.id} "
+                f"{b.result.value:g}; predicted {a.predicted:.1f} vs {b.predicted:.1f}"
+            )
+
+
+def print_band(comparisons: list[Comparison], pairs: list) -> None:
+    """The 10th-90th percentile of reported / predicted over the held-out RL step times: the
+    band cost.band states, and the paired spread the tie states."""
+    ratios = sorted(c.result.value / c.predicted for c in comparisons if c.predicted)
+    q = statistics.quantiles(ratios, n=10, method="inclusive")
+    print(
+        f"\nband (cost.band.STEP_BAND: reported / predicted, 10th-90th percentile over "
+        f"{len(ratios)} held-out RL step times): {q[0]:.2f}-{q[-1]:.2f}; configured "
+        f"{STEP_BAND[0]:.2f}-{STEP_BAND[1]:.2f}"
+    )
+    factors = sorted(p.factor for p in pairs)
+    if factors:
+        print(
+            f"paired ratio error: median {statistics.median(factors):.2f}x over "
+            f"{len(factors)} pairs (the tie, rules.ranking.TIE_FRACTION: {TIE_FRACTION:.2f})"
+        )
+
+
+def main() -> None:
+    catalog = load_catalog([*DEFAULT_ROOTS, RULES_ROOT])
+    start = time.perf_counter()
+    defaults = calibration(catalog.records)
+    elapsed = time.perf_counter() - start
+    quick = "--quick" in sys.argv
+    held: list[Comparison | None] = [None] * len(defaults)
+    chosen_overheads = DEFAULT_OVERHEADS
+    if not quick:
+        grid = grid_points()
+        start = time.perf_counter()
+        results = [calibration(catalog.records, o) for o in grid]
+        loso, chosen = leave_group_out(results)
+        lofo, _ = leave_group_out(results, lambda c: c.framework)
+        grid_seconds = time.perf_counter() - start
+        held = list(loso)
+        in_sample = min(range(len(grid)), key=lambda g: median_abs_log_error(results[g]))
+        chosen_overheads = grid[in_sample]
+    table(list(zip(defaults, held, strict=True)))
+    print(f"\n({len(defaults)} cases in {elapsed:.1f} s at the default constants)")
+    print(f"default constants, results:        {figure(results_only(defaults))}")
+    print(f"default constants, RL step times:  {figure(rl_steps(results_only(defaults)))}")
+    deployments = [c for c in defaults if c.result.kind != "result"]
+    print(f"default constants, deployments:    {figure(deployments)}")
+    report_orderings(defaults, "default constants")
+    pairs = paired(defaults)
+    print(
+        "\npairs of one model on one cluster in one source record "
+        f"(the tie is {100 * TIE_FRACTION:.0f}%):"
+    )
+    factors = sorted(p.factor for p in pairs)
+    if factors:
+        print(
+            f"  median {statistics.median(factors):.2f}x over {len(factors)} pairs "
+            f"(quartiles {factors[len(factors) // 4]:.2f}x-{factors[3 * len(factors) // 4]:.2f}x)"
+        )
+    if not quick:
+        print(f"\ngrid of {len(grid)} points ({', '.join(GRID)}) in {grid_seconds:.1f} s")
+        print(f"leave-one-source-out, results:       {figure(results_only(loso))}")
+        print(f"leave-one-source-out, RL step times: {figure(rl_steps(results_only(loso)))}")
+        print(f"leave-one-framework-out, results:    {figure(results_only(lofo))}")
+        by("leave-one-source-out by source", results_only(loso), lambda c: c.group)
+        by("leave-one-source-out by execution mode", results_only(loso), lambda c: c.execution)
+        by("leave-one-source-out by framework", results_only(loso), lambda c: c.framework)
+        by("leave-one-framework-out by framework", results_only(lofo), lambda c: c.framework)
+        report_orderings(loso, "leave-one-source-out")
+        print_band(rl_steps(results_only(loso)), pairs)
+        picks = sorted({show(grid[g]) for g in chosen})
+        print("\ngrid points chosen when a source is held out: " + "; ".join(picks))
+        print(f"best on every source: {show(chosen_overheads)}")
+    heldout_dir = next(
+        (Path(a) for a, prev in zip(sys.argv[1:], sys.argv, strict=False) if prev == "--heldout"),
+        None,
+    )
+    if heldout_dir is not None:
+        extra = load_catalog([*DEFAULT_ROOTS, RULES_ROOT, (heldout_dir, None)])
+        known = {c.result.id for c in defaults}
+        unseen = [
+            c
+            for c in calibration(extra.records, chosen_overheads)
+            if c.result.id not in known and c.result.kind == "result"
+        ]
+        print(f"\nheld-out measurements under {heldout_dir} ({show(chosen_overheads)}):")
+        table([(c, None) for c in unseen])
+        print(f"held-out, all:           {figure(unseen)}")
+        print(f"held-out, RL step times: {figure(rl_steps(unseen))}")
+        by("held-out by source", unseen, lambda c: c.group)
+        report_orderings(unseen, "held-out")
 
 
 if __name__ == "__main__":

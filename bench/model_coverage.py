@@ -28,7 +28,6 @@ from pathlib import Path
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.model_names import match_model, model_slug
 from rlmguide.kb.paths import DEFAULT_ROOTS
-from rlmguide.kb.schema import Record
 
 LAUNCH = re.compile(r"^(?:[\w.-]+/)?(?:examples|recipes?|scripts)/.*\.(?:sh|ya?ml)$")
 NOT_LAUNCH = re.compile(r"(^|/)(tests?|scripts/models)/")
@@ -70,12 +69,6 @@ def pinned_commit(framework: str, catalog) -> str:
         if version and (found := re.search(r"-g([0-9a-f]{7,40})$", version)):
             return found.group(1)
     raise SystemExit(f"{framework}: no pinned commit in the knowledge base")
-
-
-def _costable(record: Record) -> bool:
-    """A record the planner costs today: an architecture with no costing gap."""
-    architecture = getattr(record, "architecture", None)
-    return architecture is not None and architecture.costing_gap is None
 
 
 def git(snapshot: Path, *args: str) -> str:
@@ -145,7 +138,7 @@ def main() -> None:
         files = len({name for name, _ in pairs})
         matched = {p: match_model(p[1], models) for p in pairs}
         covered = {p for p, model in matched.items() if model}
-        costable = {p for p in covered if _costable(models[matched[p]])}
+        costable = {p for p in covered if models[matched[p]].costable}  # type: ignore[attr-defined]
         distinct = {slug for _, slug in pairs}
         known = {slug for _, slug in covered}
         for name, slug in pairs - covered:

@@ -47,7 +47,7 @@ from rlmguide.cost.hardware import Hardware
 from rlmguide.cost.layouts import RolloutLayout
 from rlmguide.cost.lengths import mean_position
 from rlmguide.cost.overheads import Overheads
-from rlmguide.cost.rollout import DecodeModel, RolloutExtras, length_grids
+from rlmguide.cost.rollout import DecodeModel, RolloutExtras, Stream, length_grids
 from rlmguide.cost.stage import StageCost
 
 FORMULAS: tuple[tuple[str, str, str], ...] = (
@@ -302,6 +302,9 @@ def agentic_rollout_stage(
         concurrency=np.where(kept, in_flight, b),
         min_token_seconds=lone,
         decode_cap_tokens=decode_caps,
+        # Streamed, episodes are admitted as others end: the pool is busy for its work, and
+        # the longest episode's chain is what k steps must last where it must finish in them.
+        stream=Stream(np.where(kept, in_flight, b), work, depth),
     )
     parts = {
         "episodes_in_flight_per_engine": in_flight,

@@ -111,6 +111,7 @@ def forward_stage(
         per_round_link_bytes=zero,
         work_flop=sequences * tokens * flops_per_token(fig, counts, tokens),
         expert_loop_seconds=overheads.expert_loop_seconds,
+        expert_compute=eff.expert_compute,
     )
 
 

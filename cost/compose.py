@@ -10,11 +10,20 @@ span keeps lower <= seconds <= upper.
   frozen models loaded for the assessment) belongs to the trainer's side;
 - disaggregated sync (and partial-rollout): the pools take turns; each idles while the other
   works;
-- one-step-off: the rollout of step i+1 runs while step i trains; the step is the slower pool,
-  then the weight sync that neither pool can hide (the rollout pool waits for the new weights);
-- async with staleness k: generation streams without draining at each step, so the long tail
-  of one step overlaps the next k steps: the rollout pool needs its queued work plus 1/k of
-  its drain per step (never less than its work W/p);
+- one-step-off: the rollout of step i+1 runs while step i trains (verl's one_step_off_policy,
+  slime's train_async.py, NeMo RL async GRPO with max_trajectory_age_steps 1): the engine
+  generates one batch and drains it, so its long tail is paid every step, hidden only where the
+  trainer is slower; the step is the slower pool, then the weight sync that neither pool can
+  hide (the trainer pushes, the engine stops to load);
+- async with staleness k: the asynchronous pipeline the frameworks run (NeMo RL async GRPO with
+  in-flight weight updates, AReaL's interruptible rollouts, verl's fully_async_policy with
+  partial rollouts, slime and Miles fully async): the engine admits requests as others finish,
+  keeping k steps' worth in flight (the in-flight cap), and keeps decoding them while new
+  weights arrive after every trainer step, so it never drains. Per step the pool is busy
+  producing one step's sequences at that steady batch (`cost.rollout.Stream`); a long
+  response spans as many weight versions as it takes (the frameworks bound staleness by what
+  they admit) and the trainer consumes samples as they arrive. The step is the slower of the
+  two, then the weight push (the engine pauses to load it, the trainer to send it);
 - partial-rollout: the rollout stage itself caps its decode depth (`decode_caps`), the tail
   carries over to the next step and is counted there at the full-batch rate;
 - inter-stage fusion (survey §4.3, Table 9: depth max{D_G, D_A} + D_T): in the plans where the
@@ -33,6 +42,7 @@ from functools import reduce
 import numpy as np
 from rlmguide.cost.arrays import BoolArray, FloatArray, IntArray
 from rlmguide.cost.plans import ASYNC, ONE_STEP_OFF, inter_stage, shares_gpus
+from rlmguide.cost.rollout import Stream
 from rlmguide.cost.stage import StageCost
 
 
@@ -76,11 +86,15 @@ def where(condition: BoolArray, a: Span, b: Span) -> Span:
     )
 
 
-def streamed_rollout(rollout: StageCost, staleness: FloatArray) -> Span:
-    """The rollout pool's time per step when generation streams with staleness k."""
-    work, depth = rollout.work_seconds, rollout.depth_seconds
-    amortised = np.maximum(work, rollout.seconds - depth + depth / staleness)
-    return Span(amortised, np.maximum(work, depth / staleness), work + depth / staleness)
+def streamed_rollout(stream: Stream, staleness: FloatArray) -> Span:
+    """The rollout pool's time per step as a stream with staleness k: busy producing a step's
+    sequences at the steady batch. verl, AReaL, slime and Miles bound staleness by what they
+    admit, so a long response spans as many weight versions as it takes (verl counts them as
+    max_partial_span); where a whole trajectory must finish within k versions (NeMo RL's
+    max_trajectory_age_steps), a longest response spread over k steps can bind instead:
+    that is the upper bound."""
+    produce = stream.produce_seconds
+    return Span(produce, produce, np.maximum(produce, stream.sequence_seconds / staleness))
 
 
 def fused_assessment(rollout: StageCost, assessment: StageCost, one_pool: BoolArray) -> Span:
@@ -104,6 +118,12 @@ class StepTime:
     rollout_idle: FloatArray
     """Seconds per step the rollout GPUs wait (disaggregated)."""
     train_idle: FloatArray
+    overlap: FloatArray
+    """Seconds per step that run concurrently: the stages' times in the plan's mode (the
+    rollout as a stream where it streams) laid end to end, minus the step."""
+    hidden_share: FloatArray
+    """The overlap as a share of the shorter side (rollout, or assessment plus training and
+    switch): 1 is the shorter side wholly hidden behind the longer."""
 
 
 def compose_step(
@@ -116,9 +136,11 @@ def compose_step(
     weight_sync: StageCost,
     switch: StageCost,
     fusion: IntArray | None = None,
+    *,
+    stream: Stream,
 ) -> StepTime:
     r, p, t, s, w = (Span.of(x) for x in (rollout, assessment, training, weight_sync, switch))
-    streamed = streamed_rollout(rollout, staleness.astype(np.float64))
+    streamed = streamed_rollout(stream, staleness.astype(np.float64))
     # Offload traffic (parking state, loading frozen models) is the trainer's, in any placement.
     trainer = seq(p, t, w)
     is_colocated = shares_gpus(placement)
@@ -135,10 +157,17 @@ def compose_step(
         execution == ONE_STEP_OFF, one_step_off, where(is_async, streaming, in_turn)
     )
     step = where(is_colocated, in_turn, disaggregated)
-    rollout_busy = np.where(is_async, streamed.seconds, rollout.seconds) + weight_sync.seconds
+    generating = np.where(is_async & ~is_colocated, streamed.seconds, rollout.seconds)
+    rollout_busy = generating + weight_sync.seconds
     train_busy = trainer.seconds + weight_sync.seconds
+    overlap = np.maximum(generating + trainer.seconds + weight_sync.seconds - step.seconds, 0.0)
+    shorter = np.minimum(generating, trainer.seconds)
     return StepTime(
         step=step,
         rollout_idle=np.where(is_colocated, 0.0, np.maximum(step.seconds - rollout_busy, 0.0)),
         train_idle=np.where(is_colocated, 0.0, np.maximum(step.seconds - train_busy, 0.0)),
+        overlap=overlap,
+        hidden_share=np.where(
+            shorter > 0, np.minimum(overlap / np.maximum(shorter, 1e-300), 1.0), 0.0
+        ),
     )

@@ -65,6 +65,19 @@ DEFAULTS: dict[str, Default] = {
         ("arxiv-2407.21783", "arxiv-2104.04473"),
         "MFU of Megatron-style training: 38-43% (Llama 3, H100) to 52% (Megatron-LM, A100)",
     ),
+    # The routed experts of a mixture train far below the dense rate: permutation, small
+    # grouped GEMMs (hundreds of rows per expert, narrow expert FFNs) and load imbalance.
+    # Megatron-Bridge's pre-training table (26.04.01 container, DGX-H100, FP8) reports 206
+    # model TFLOP/s/GPU for Qwen3-30B-A3B and 253 for Qwen3-235B-A22B against 731 for dense
+    # Llama-3-70B; with the experts' share of the active FLOPs (55% and 64%) and the rest at
+    # the dense rate, the experts run at 1/5.7 and 1/4.0 of it. Checked leave-one-source-out
+    # (bench/fidelity.py): a fifth is the value every held-out source chooses.
+    "expert_compute": Default(
+        0.20,
+        ("github-nvidia-nemo-megatron-bridge",),
+        "routed-expert GEMMs in training at 1/4-1/5.7 of the dense rate (Megatron-Bridge MoE "
+        "vs dense model TFLOP/s on H100)",
+    ),
     # NCCL ring all-reduce on one 8x H200 NVSwitch node reaches 367.6 GB/s bus bandwidth
     # with NVLink SHARP disabled: 82% of the 450 GB/s unidirectional NVLink 4 figure.
     "scale_up_link": Default(
@@ -91,6 +104,7 @@ class EfficiencyFactors:
     decode_compute: float = DEFAULTS["decode_compute"].value
     forward_compute: float = DEFAULTS["forward_compute"].value
     train_compute: float = DEFAULTS["train_compute"].value
+    expert_compute: float = DEFAULTS["expert_compute"].value
     scale_up_link: float = DEFAULTS["scale_up_link"].value
     scale_out_link: float = DEFAULTS["scale_out_link"].value
 

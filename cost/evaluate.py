@@ -21,6 +21,7 @@ from rlmguide.cost.assessment import (
     Scoring,
     assessment_stage,
 )
+from rlmguide.cost.band import memory_band, step_band
 from rlmguide.cost.batch import Batch, Needs
 from rlmguide.cost.collectives import Fabric
 from rlmguide.cost.compose import StepTime, compose_step
@@ -38,8 +39,15 @@ from rlmguide.cost.memory import (
 )
 from rlmguide.cost.offline import NO_GENERATION, no_generation, offline_step
 from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads
-from rlmguide.cost.plans import PARTIAL_ROLLOUT, PlanTable, check_plans, intra_stage, shares_gpus
-from rlmguide.cost.rollout import RolloutExtras, rollout_stage
+from rlmguide.cost.plans import (
+    ASYNC,
+    PARTIAL_ROLLOUT,
+    PlanTable,
+    check_plans,
+    intra_stage,
+    shares_gpus,
+)
+from rlmguide.cost.rollout import RolloutExtras, Stream, rollout_stage
 from rlmguide.cost.stage import BOUNDS, STAGES, StageCost
 from rlmguide.cost.training import training_stage
 from rlmguide.cost.units import FP8_BYTES, GIB
@@ -89,6 +97,14 @@ class CostTable:
     headroom_gib: dict[str, FloatArray]
     """Per pool (rollout, train, and critic / reference / reward on pools of their own), the
     GiB per GPU its peak leaves free of the HBM."""
+    overlap_seconds: FloatArray
+    """Seconds per step the plan runs concurrently (cost.compose.StepTime.overlap)."""
+    overlap_share: FloatArray
+    """The overlap as a share of the shorter side (cost.compose.StepTime.hidden_share)."""
+    stream_concurrency: FloatArray
+    """Sequences a replica keeps in flight when it streams (cost.rollout.Stream)."""
+    stream_produce_seconds: FloatArray
+    stream_sequence_seconds: FloatArray
     offline: bool = False
     """Offline preference optimisation: no rollout or weight sync to show (cost.offline)."""
     agentic_parts: dict[str, FloatArray] = field(default_factory=dict)
@@ -190,14 +206,17 @@ class CostTable:
             plan.update(rollout=None, prefix_caching=None, offline=True)
             del memory["rollout"]
             headroom.pop("rollout", None)
+        low, high = step_band(float(self.step_seconds[i]))
         return {
             **plan,
             "step_seconds": float(self.step_seconds[i]),
+            "step_seconds_band": [low, high],
             "step_lower_seconds": float(self.step_lower_seconds[i]),
             "step_upper_seconds": float(self.step_upper_seconds[i]),
             "tokens_per_second": float(self.tokens_per_second[i]),
             "stages": [self.stage_row(n, i) for n in names],
             "memory_gib_per_gpu": memory,
+            "memory_gib_per_gpu_band": {k: list(memory_band(v)) for k, v in memory.items()},
             "headroom_gib_per_gpu": headroom,
             "bottleneck": STAGES[int(self.bottleneck[i])],
             "feasible": bool(self.feasible[i]),
@@ -216,7 +235,41 @@ class CostTable:
             "assessment_seconds_by_model": {
                 k: float(v[i]) for k, v in self.assessment_parts.items()
             },
+            "overlap": self.overlap_row(i, plan),
             **({"agentic": self.agentic_row(i)} if self.agentic_parts else {}),
+        }
+
+    def overlap_row(self, i: int, plan: dict[str, Any]) -> dict[str, Any]:
+        """How the plan overlaps its stages: the pipeline its execution mode runs, the seconds
+        and share hidden, the batches in flight and when weights reach the engine."""
+        execution, apart = plan["execution"], plan["placement"] != "colocated"
+        if self.offline:
+            pipeline, pushed = "offline: nothing generated", "never"
+        elif apart and execution == "async":
+            pipeline = (
+                f"stream: {plan['max_staleness']} steps' worth of requests in flight, "
+                f"{int(self.stream_concurrency[i])} decoding per engine; the engine keeps "
+                "decoding while new weights arrive"
+            )
+            pushed = "after every trainer step, into the running engine"
+        elif apart and execution == "one-step-off":
+            pipeline = "the next batch generates while this one trains; each batch drains"
+            pushed = "after every trainer step, before the next batch starts"
+        elif apart:
+            pipeline = "the pools take turns"
+            pushed = "after every trainer step; the engine waits"
+        else:
+            pipeline = "one pool, stage after stage" + (
+                " (assessment streams into the tail)"
+                if plan.get("fusion") in ("inter-stage", "both")
+                else ""
+            )
+            pushed = "in place, after every trainer step"
+        return {
+            "seconds": float(self.overlap_seconds[i]),
+            "share": float(self.overlap_share[i]),
+            "pipeline": pipeline,
+            "weights_pushed": pushed,
         }
 
     def agentic_row(self, i: int) -> dict[str, Any]:
@@ -459,12 +512,14 @@ def evaluate(
         rollout, sync = no_generation(n)
         timing = offline_step(assessment, training, switch)
         generated = None
+        stream = Stream(np.zeros(n), np.zeros(n), np.zeros(n))
     else:
         generated = _generation(
             plans, actor, batch, train_mem.resident, colocated, usable, hw, fabric, eff,
             overheads, episode or Episode.of(workload), workload,
         )  # fmt: skip
         rollout, sync = generated.rollout, generated.sync
+        stream = generated.extras.stream
         timing = compose_step(
             plans.placement,
             plans.execution,
@@ -475,6 +530,7 @@ def evaluate(
             sync,
             switch,
             plans.fusion,
+            stream=stream,
         )
     stages = {
         "rollout": rollout,
@@ -541,6 +597,11 @@ def evaluate(
         ),
         train_micro_tokens=train_mem.costed_tokens,
         headroom_gib={p: v / GIB for p, v in headroom.items()},
+        overlap_seconds=timing.overlap,
+        overlap_share=timing.hidden_share,
+        stream_concurrency=stream.concurrency,
+        stream_produce_seconds=stream.produce_seconds,
+        stream_sequence_seconds=stream.sequence_seconds,
         offline=needs.offline,
         agentic_parts=generated.agentic if generated is not None else {},
     )
@@ -588,16 +649,21 @@ def _generation(
         np.ceil(batch.longest_response / (plans.staleness + 1.0)),
         batch.longest_response,
     )
-    # The rollout depends on its layout, its KV capacity, its cap and prefix caching.
+    # Steps' worth of requests a streaming engine keeps in flight (cost.compose: async).
+    admitted = np.where(plans.execution == ASYNC, np.maximum(plans.staleness, 1), 1).astype(float)
+    # The rollout depends on its layout, its KV capacity, its cap, prefix caching and what it
+    # admits when it streams.
     rollout_keys = [getattr(plans, name) for name in ROLLOUT_COLUMNS]
-    first, spread = unique_rows(*rollout_keys, shared.capacity, caps, plans.prefix_caching)
+    first, spread = unique_rows(
+        *rollout_keys, shared.capacity, caps, plans.prefix_caching, admitted
+    )
     layout = RolloutLayout.of(plans.take(first))
     capacity, capped = shared.capacity[first], caps[first]
     agentic: dict[str, FloatArray] = {}
     if episode.single_turn:
         unique_rollout, unique_extras = rollout_stage(
             actor, layout, batch, capacity, capped, plans.prefix_caching[first], hw, fabric,
-            eff, overheads,
+            eff, overheads, admitted[first],
         )  # fmt: skip
     else:
         turn = float(workload.response_tokens)

@@ -22,6 +22,7 @@ import numpy as np
 from rlmguide.cost.compose import compose_step
 from rlmguide.cost.evaluate import CostTable, bottleneck
 from rlmguide.cost.plans import COLOCATED
+from rlmguide.cost.rollout import Stream
 
 TRAINER_POOLS = ("training", "critic", "reference", "reward", "host")
 """The pools of `CostTable.pool_overflow_gib` that live on the training part."""
@@ -63,6 +64,11 @@ def across(rollout_side: CostTable, trainer_side: CostTable, sync_side: CostTabl
         *(stages[name] for name in ("rollout", "assessment", "training", "weight_sync")),
         stages["switch"],
         plans.fusion,
+        stream=Stream(
+            rollout_side.stream_concurrency,
+            rollout_side.stream_produce_seconds,
+            rollout_side.stream_sequence_seconds,
+        ),
     )
     step = timing.step.seconds
     # Each pool is judged against its own part's memory.
@@ -92,6 +98,11 @@ def across(rollout_side: CostTable, trainer_side: CostTable, sync_side: CostTabl
         rollout_min_token_seconds=rollout_side.rollout_min_token_seconds,
         rollout_idle_seconds=timing.rollout_idle,
         train_idle_seconds=timing.train_idle,
+        overlap_seconds=timing.overlap,
+        overlap_share=timing.hidden_share,
+        stream_concurrency=rollout_side.stream_concurrency,
+        stream_produce_seconds=rollout_side.stream_produce_seconds,
+        stream_sequence_seconds=rollout_side.stream_sequence_seconds,
         memory_terms_gib=terms,
         pool_overflow_gib=overflows,
         rollout_memory_fraction=rollout_side.rollout_memory_fraction,

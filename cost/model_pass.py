@@ -89,6 +89,11 @@ def flops_per_token(fig: ModelFigures, counts: PassCounts, sequence_tokens: floa
     return counts.param_flops * fig.params_active + counts.attention * attention
 
 
+def routed_active_params(fig: ModelFigures) -> float:
+    """Routed-expert parameters one token passes through (top-k of the experts)."""
+    return fig.expert_params * fig.experts_per_token / max(fig.experts, 1)
+
+
 @dataclass(frozen=True, slots=True)
 class MicroPass:
     """One micro-batch on one stage GPU."""
@@ -110,12 +115,18 @@ def micro_pass(
     micro_tokens: FloatArray,
     sequence_tokens: float,
     expert_loop_seconds: float = 0.0,
+    expert_compute: float = 1.0,
 ) -> MicroPass:
+    """`expert_compute`: the share of the pass's matmul rate that the routed experts' grouped
+    GEMMs reach (EfficiencyFactors.expert_compute)."""
     tp, cp, pp = layout.tp, layout.cp, layout.pp
     tokens = micro_tokens / cp  # tokens on this GPU's context shard
     share = fig.stage_share(pp)
     layers = fig.layers * share
-    compute = tokens * flops_per_token(fig, counts, sequence_tokens) * share / tp / flops_rate
+    # Routed-expert FLOPs take 1 / expert_compute as long as dense FLOPs do.
+    slow = counts.param_flops * routed_active_params(fig) * (1.0 / expert_compute - 1.0)
+    flops = flops_per_token(fig, counts, sequence_tokens) + slow
+    compute = tokens * flops * share / tp / flops_rate
 
     activation = tokens * fig.hidden * BF16_BYTES
     tp_link = links.tp

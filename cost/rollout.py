@@ -244,6 +244,8 @@ class RolloutExtras:
     minimum per-token latency."""
     decode_cap_tokens: FloatArray
     """Decode steps of the drain: max_response_tokens, or the partial-rollout cap."""
+    stream: Stream
+    """The same engine run as a stream (cost.compose's asynchronous pipeline)."""
 
     def take(self, rows: np.ndarray) -> RolloutExtras:
         return RolloutExtras(
@@ -251,6 +253,31 @@ class RolloutExtras:
             self.concurrency[rows],
             self.min_token_seconds[rows],
             self.decode_cap_tokens[rows],
+            self.stream.take(rows),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Stream:
+    """A replica that never drains: requests are admitted as others finish, up to `admitted`
+    steps' worth of sequences in flight (the asynchronous frameworks' in-flight cap: NeMo RL
+    num_prompts_per_step x max_trajectory_age_steps, AReaL (1 + max_head_offpolicyness) x
+    the batch, slime's buffer of rollout_batch_size groups), so the batch stays at
+    min(in flight, KV capacity) and no step waits for the longest response."""
+
+    concurrency: FloatArray
+    """Sequences decoded at once in the steady stream."""
+    produce_seconds: FloatArray
+    """Time per RL step to generate one step's sequences (their prefill and every token) at
+    the steady batch: the pool's busy time per step."""
+    sequence_seconds: FloatArray
+    """Latency of one longest response inside that batch (its prompt, then max_response
+    decode steps at the steady step time): what k steps must last where a whole trajectory
+    must finish within k weight versions."""
+
+    def take(self, rows: np.ndarray) -> Stream:
+        return Stream(
+            self.concurrency[rows], self.produce_seconds[rows], self.sequence_seconds[rows]
         )
 
 
@@ -281,7 +308,10 @@ def rollout_stage(
     fabric: Fabric,
     eff: EfficiencyFactors,
     overheads: Overheads,
+    admitted: FloatArray | None = None,
 ) -> tuple[StageCost, RolloutExtras]:
+    """`admitted`: steps' worth of sequences a streaming replica keeps in flight (1 where
+    unset); it shapes only `RolloutExtras.stream`, not the batched stage."""
     model = DecodeModel(fig, layout, hw, fabric, eff, overheads)
     prompt, mean, longest = batch.prompt_tokens, batch.response_tokens, batch.longest_response
     n = np.ceil(batch.generated_sequences / layout.dp)
@@ -346,10 +376,21 @@ def rollout_stage(
         scale_out_seconds=prefill_tokens * pf.scale_out + full_steps * at_full.scale_out[:, 0],
     )
     lone = model.step_seconds(np.ones((len(n), 1)), np.full((len(n), 1), prompt))[:, 0]
+    # The stream: the batch held at min(in flight, capacity) at the decoded tokens' mean context.
+    in_flight = n * (np.ones_like(n) if admitted is None else admitted)
+    steady = np.minimum(in_flight, np.maximum(capacity, 1.0))
+    stream_context = prompt + mean_position(mean, longest)
+    steady_step = model.step_seconds(steady[:, None], np.full((len(n), 1), stream_context))[:, 0]
+    stream = Stream(
+        concurrency=steady,
+        produce_seconds=prefill_work + decode_tokens * steady_step / steady,
+        sequence_seconds=prompt_stage * layout.pp + np.minimum(decode_caps, longest) * steady_step,
+    )
     extras = RolloutExtras(
         sequences_per_replica=n,
         concurrency=full,
         min_token_seconds=lone,
         decode_cap_tokens=decode_caps,
+        stream=stream,
     )
     return stage, extras

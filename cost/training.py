@@ -72,6 +72,7 @@ def pipeline_stage(
     per_round_link_bytes: FloatArray,
     work_flop: FloatArray,
     expert_loop_seconds: float = 0.0,
+    expert_compute: float = 1.0,
 ) -> StageCost:
     """`rounds` pipeline flushes of `micro.count` micro-batches each, every round followed by
     a fixed part (gradient sync and update, or nothing for forward passes)."""
@@ -84,6 +85,7 @@ def pipeline_stage(
         micro.tokens,
         batch.sequence_tokens,
         expert_loop_seconds,
+        expert_compute,
     )
     m, pp = micro.count, layout.pp
     seconds = rounds * ((m + pp - 1.0) * mp.seconds + per_round_seconds)
@@ -172,6 +174,7 @@ def train_model_stage(
         per_round_link_bytes=dense_sent + expert_sent,
         work_flop=tokens * flops_per_token(fig, counts, batch.sequence_tokens),
         expert_loop_seconds=overheads.expert_loop_seconds,
+        expert_compute=eff.expert_compute,
     )
 
 

@@ -46,3 +46,34 @@ def match_model(path: str, models: Mapping[str, Any]) -> str | None:
             if fits and (best is None or len(name) > best[0]):
                 best = (len(name), model_id)
     return best[1] if best else None
+
+
+HF_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+"""A Hugging Face repository id: `organisation/name`."""
+
+
+def hf_id(model_id: str, models: Mapping[str, Any], sources: Mapping[str, Any]) -> str | None:
+    """The Hugging Face id a launch may load the record's model by: a repository named as the
+    record is (variant suffixes aside), among its aliases and the repositories its cited
+    configuration copies (a model-config source's title, `Qwen/Qwen3-30B-A3B config.json`, or
+    a huggingface.co address); else an alias (a name launches use, such as a fine-tune the
+    framework's examples train). Never a third party's copy under another name (a quantised
+    re-upload). None when the record names none."""
+    record = models[model_id]
+    aliases = [a for a in getattr(record, "aliases", ()) if HF_ID.fullmatch(a)]
+    copies = []
+    for source_id in getattr(record, "sources", ()):
+        source = sources.get(source_id)
+        if source is None:
+            continue
+        title, url = str(getattr(source, "title", "")), str(getattr(source, "url", "") or "")
+        if getattr(source, "type", None) == "model-config" and HF_ID.fullmatch(title.split()[0]):
+            copies.append(title.split()[0])
+        if address := re.match(r"https://huggingface\.co/([\w.-]+/[\w.-]+)", url):
+            copies.append(address.group(1))
+    own = own_spellings(model_id, record)
+    named = [c for c in (*aliases, *copies) if model_slug(c) in own]
+    # the plain name before a variant (-Instruct), then the order the record gives
+    named.sort(key=lambda c: model_slug(c) != c.rsplit("/", 1)[-1].lower())
+    back = [c for c in (*named, *aliases) if match_model(c, models) == model_id]
+    return back[0] if back else None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -444,11 +445,31 @@ def export(
         raise RequestFailed(f"cannot export to {framework}: {exc}") from None
     except MappingError as exc:
         raise RequestFailed(f"invalid mapping record; run `rlmguide validate`: {exc}") from None
+    if defaults := _input_defaults(resolved, exported.inputs):
+        exported = replace(exported, defaults=defaults)
     launch = Launch.model_validate(exported.as_json())
     # catalog models and inline ones both carry a name; the bare Architecture does not
     name = getattr(resolved.policy, "name", resolved.policy_id)
     launch._script = script(exported, scenario.origin, f"{name}, model record {resolved.policy_id}")
     return launch
+
+
+def _input_defaults(resolved: Any, inputs: Mapping[str, str]) -> dict[str, str]:
+    """The Hugging Face ids an exported script loads its models by when the user sets none:
+    the policy's and a reward model record's (`kb.model_names.hf_id`)."""
+    from rlmguide.kb.load import load_catalog
+    from rlmguide.kb.model_names import hf_id
+
+    named = load_catalog(record_roots(), ("model", "source"))
+    models, sources = named.of("model"), named.of("source")
+    reward = resolved.scenario.models.reward
+    reward = getattr(reward, "model", reward)  # a reward given with its kind names its model
+    found = {}
+    for var, model in (("MODEL_PATH", resolved.policy_id), ("REWARD_MODEL_PATH", reward)):
+        known = var in inputs and isinstance(model, str) and model in models
+        if known and (value := hf_id(model, models, sources)) is not None:
+            found[var] = value
+    return found
 
 
 def review(

@@ -860,8 +860,8 @@ def export(
     "--prompt-tokens",
     "prompt_tokens",
     type=click.IntRange(1),
-    help="Mean prompt length, where the file bounds only prompt + response (NeMo-RL) or no "
-    "prompt at all (slime without --rollout-max-context-len).",
+    help="Mean prompt length, in place of the one review assumes where the file bounds only "
+    "prompt + response (NeMo-RL) or no prompt at all (slime without --rollout-max-context-len).",
 )
 @format_option(("table", "json", "markdown"))
 def review(
@@ -963,6 +963,34 @@ def site_serve(port: int) -> None:
         sitebuild.serve(port)
     except sitebuild.SiteUrlError as exc:
         raise BadInput(str(exc)) from None
+
+
+@cli.command("survey-map")
+@format_option(("table", "json", "markdown", "csv"))
+@click.option("--all", "every", is_flag=True, help="List every row, not only the unmet ones.")
+def survey_map_command(fmt: str, every: bool) -> None:
+    """The survey map's computed status: rows per status, and each row whose checks fail."""
+    from rlmguide.kb.load import load_catalog
+    from rlmguide.sitegen.survey_checks import status_of
+    from rlmguide.sitegen.survey_pages import findings, map_summary, survey_map
+
+    found = findings(load_catalog(record_roots()), connection())
+    statuses = {rid: status_of(f) for rid, f in found.items()}
+    rows = [
+        (item.part, item.id, item.title, statuses[item.id],
+         "; ".join(f.detail for f in found[item.id] if not f.passed))
+        for item in survey_map()
+        if every or statuses[item.id] != "present"
+    ]  # fmt: skip
+    summary = map_summary(statuses)
+    if fmt == "json":
+        keys = ("part", "id", "title", "status", "failing")
+        listed = [dict(zip(keys, r, strict=True)) for r in rows]
+        click.echo(dumps({"counts": summary, "rows": listed}))
+        return
+    for name, counted in summary.items():
+        click.echo(f"{name}: " + ", ".join(f"{n} {s}" for s, n in counted.items()))
+    print_rows(["part", "id", "title", "status", "failing checks"], rows, fmt)
 
 
 @cli.command()

@@ -178,7 +178,7 @@ def _print_online_plans(result: dict[str, Any], fmt: str, summary: str) -> None:
                 plan["execution"] + staleness,
                 rollout,
                 train,
-                f"{plan['step_seconds']:.1f}",
+                _with_band(plan),
                 f"{plan['tokens_per_second']:,.0f}",
                 "{rollout:.0f} / {train:.0f}".format(**plan["memory_gib_per_gpu"]),
                 "{rollout:.0f} / {train:.0f}".format(**plan["headroom_gib_per_gpu"]),
@@ -193,7 +193,7 @@ def _print_online_plans(result: dict[str, Any], fmt: str, summary: str) -> None:
             "execution",
             "rollout",
             "train",
-            "step s",
+            "step s (likely)",
             "tokens/s",
             "GiB/GPU r/t",
             "headroom GiB r/t",
@@ -206,6 +206,13 @@ def _print_online_plans(result: dict[str, Any], fmt: str, summary: str) -> None:
     )
 
 
+def _with_band(plan: dict[str, Any]) -> str:
+    """The step time and where it is likely to land (cost.band): "113.0 (55-174)"."""
+    low, high = plan.get("step_seconds_band", (None, None))
+    step = f"{plan['step_seconds']:.1f}"
+    return step if low is None else f"{step} ({low:.0f}-{high:.0f})"
+
+
 def _print_offline_plans(result: dict[str, Any], fmt: str, summary: str) -> None:
     """Offline preference optimisation: the trainer's layout is the whole plan; there is no
     rollout, placement or execution mode to show."""
@@ -213,7 +220,7 @@ def _print_offline_plans(result: dict[str, Any], fmt: str, summary: str) -> None
         (
             plan["rank"],
             _train_layout(plan),
-            f"{plan['step_seconds']:.1f}",
+            _with_band(plan),
             f"{plan['tokens_per_second']:,.0f}",
             f"{plan['memory_gib_per_gpu']['train']:.0f}",
             f"{plan['headroom_gib_per_gpu']['train']:.0f}",
@@ -223,7 +230,7 @@ def _print_offline_plans(result: dict[str, Any], fmt: str, summary: str) -> None
         for plan in result["plans"]
     ]
     print_rows(
-        ["rank", "train (offline: nothing generated)", "step s", "tokens/s", "GiB/GPU",
+        ["rank", "train (offline: nothing generated)", "step s (likely)", "tokens/s", "GiB/GPU",
          "headroom GiB", "bottleneck", "also / tie"],
         rows,
         fmt,
@@ -329,6 +336,19 @@ def _print_best(result: dict[str, Any], fmt: str) -> None:
             notes.append(
                 ("also claimed by", ", ".join(best["also_claimed_by"]) + " (no released code)")
             )
+    if "step_seconds_band" in best:
+        low, high = best["step_seconds_band"]
+        notes.append(
+            ("step time", f"{best['step_seconds']:.0f} s, likely {low:.0f}-{high:.0f} s (four "
+                          "published runs in five landed inside the model's band)")
+        )  # fmt: skip
+    overlap = best.get("overlap")
+    if overlap:
+        notes.append(
+            ("pipeline", f"{overlap['pipeline']}; weights pushed {overlap['weights_pushed']}; "
+                         f"{overlap['seconds']:.0f} s a step overlap "
+                         f"({100 * overlap['share']:.0f}% of the shorter side hidden)")
+        )  # fmt: skip
     departure = result.get("departure")
     if departure:
         notes.append(

@@ -6,14 +6,18 @@ published step time is costed as written (its plan is complete). Guidelines are 
 and memory is not enforced: a published run is evidence that its layout ran, and the question
 here is only how well the time is predicted (memory overflow is reported beside it).
 
-`leave_one_out` judges the fitted constants honestly: each case is predicted with the grid
-point that fits all the other cases best, never with one chosen with it in view.
+`leave_group_out` judges the fitted constants honestly: the cases of one source (one
+publication, all its versions: a table's rows share their workload, cluster and framework, so
+a constant fitted on one row predicts its neighbours) are predicted with the grid point that
+fits every other source best, never with one chosen with them in view. Grouped by framework it
+asks the harder question of a framework the constants never saw.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +34,13 @@ STAGE_OF_METRIC = {
     "weight_sync_seconds": "weight_sync",
 }
 MEASURABLE = {"step_seconds", "tokens_per_second", *STAGE_OF_METRIC}
+VERSIONED = re.compile(r"-v\d+(\.\d+)*$")
+"""A source id ending in a version (docs-nemo-rl-performance-summary-v0.5): one publication."""
+
+
+def source_group(source: str) -> str:
+    """The publication a source record belongs to: its versions are one source."""
+    return VERSIONED.sub("", source)
 
 
 @dataclass(frozen=True)
@@ -45,6 +56,21 @@ class Case:
     scenario: Scenario
     complete: bool
     """The scenario fixes the whole plan (a deployment): cost it as written."""
+    source: str
+    """The source record of the figure (a deployment's step_source)."""
+    framework: str
+    """The framework that ran it ("none" for plain pre-training measurements)."""
+
+    @property
+    def group(self) -> str:
+        return source_group(self.source)
+
+    @property
+    def execution(self) -> str:
+        """The execution mode the publication ran ("training" for a training-stage figure)."""
+        if self.metric == "training_seconds":
+            return "training"
+        return self.scenario.plan.execution or "searched"
 
 
 @dataclass(frozen=True)
@@ -63,12 +89,32 @@ def cases(catalog: dict[str, dict[str, Record]]) -> list[Case]:
     """Every result with a setting and a time metric, and every deployment with a published
     step time, by id."""
     found = [
-        Case(r.id, "result", r.metric, r.value, r.unit, r.scenario, False)
+        Case(
+            r.id,
+            "result",
+            r.metric,
+            r.value,
+            r.unit,
+            r.scenario,
+            False,
+            r.source,
+            r.framework or "none",
+        )
         for r in catalog["result"].values()
         if isinstance(r, Result) and r.scenario is not None and r.metric in MEASURABLE
     ]
     found += [
-        Case(d.id, "deployment", "step_seconds", d.step_seconds, "s", d.scenario, True)
+        Case(
+            d.id,
+            "deployment",
+            "step_seconds",
+            d.step_seconds,
+            "s",
+            d.scenario,
+            True,
+            d.step_source or d.source,
+            d.framework,
+        )
         for d in catalog.get("deployment", {}).values()
         if isinstance(d, Deployment) and d.step_seconds is not None
     ]
@@ -106,20 +152,22 @@ def calibration(
     return [predict(c, catalog, overheads) for c in cases(catalog)]
 
 
-def leave_one_out(
-    grid: list[Overheads], table: list[list[Comparison]]
+def leave_group_out(
+    table: list[list[Comparison]], key: Callable[[Case], str] = lambda c: c.group
 ) -> tuple[list[Comparison], list[int]]:
-    """`table[g][i]` is case i predicted at grid point g. Each case is predicted at the grid
-    point with the lowest median error over the other cases; returns those comparisons and
-    the grid index chosen for each."""
-    chosen: list[int] = []
-    out: list[Comparison] = []
-    for i in range(len(table[0])):
-        scores = [median_abs_log_error(c for k, c in enumerate(row) if k != i) for row in table]
-        best = min(range(len(grid)), key=lambda g: scores[g])
-        chosen.append(best)
-        out.append(table[best][i])
-    return out, chosen
+    """`table[g][i]` is case i predicted at grid point g. The cases sharing a `key` (a source,
+    by default) are predicted at the grid point with the lowest median error over the cases
+    of every other key; returns those comparisons and the grid index chosen for each case."""
+    keys = [key(c.result) for c in table[0]]
+    best: dict[str, int] = {}
+    for k in set(keys):
+        scores = [
+            median_abs_log_error(c for c, other in zip(row, keys, strict=True) if other != k)
+            for row in table
+        ]
+        best[k] = min(range(len(table)), key=lambda g: scores[g])
+    chosen = [best[k] for k in keys]
+    return [table[g][i] for i, g in enumerate(chosen)], chosen
 
 
 def median_abs_log_error(comparisons: Iterable[Comparison]) -> float:
@@ -134,7 +182,7 @@ def median_abs_log_error(comparisons: Iterable[Comparison]) -> float:
 
 @dataclass(frozen=True)
 class Pair:
-    """Two published figures of one model on one accelerator and metric, from different plans:
+    """Two published figures of one model on one cluster and metric, from different plans:
     how far the predicted ratio between them is from the reported one."""
 
     first: Comparison
@@ -152,8 +200,10 @@ class Pair:
 
 def paired(comparisons: Iterable[Comparison]) -> list[Pair]:
     """Every pair of predicted published results (not deployments, which repeat results) of
-    the same model, accelerator and metric whose plans differ: the evidence for how large a
-    predicted difference between two plans of one cluster must be to be believed."""
+    the same model and metric on one cluster in one source record whose plans differ: the
+    evidence for how large a predicted difference between two plans of one cluster must be
+    to be believed. One record is one software stack (a table's versions are not: a newer
+    release speeds a plan up that the model costs alike), as the plans a search compares are."""
     scored = [c for c in comparisons if c.ratio and c.result.kind == "result"]
     pairs = []
     for i, a in enumerate(scored):
@@ -161,9 +211,45 @@ def paired(comparisons: Iterable[Comparison]) -> list[Pair]:
             sa, sb = a.result.scenario, b.result.scenario
             if (
                 a.result.metric == b.result.metric
+                and a.result.source == b.result.source
                 and sa.models.policy == sb.models.policy
-                and sa.cluster.accelerator == sb.cluster.accelerator
-                and (sa.plan != sb.plan or sa.cluster != sb.cluster)
+                and sa.cluster == sb.cluster
+                and sa.plan != sb.plan
             ):
                 pairs.append(Pair(a, b))
     return pairs
+
+
+@dataclass(frozen=True)
+class Ordering:
+    """Two published figures of one model and metric in one source record (one version of a
+    table) that the source itself says differ by more than the tie (more GPUs, another
+    execution mode, another accelerator): `faster` was reported below `slower`."""
+
+    faster: Comparison
+    slower: Comparison
+
+    @property
+    def reproduced(self) -> bool:
+        return self.faster.predicted < self.slower.predicted  # type: ignore[operator]
+
+
+def orderings(comparisons: Iterable[Comparison], tie: float) -> list[Ordering]:
+    """Every published ordering (A faster than B for the same model in the same source record,
+    by more than `tie` of the faster) among the predicted results, and whether the prediction
+    keeps it. Figures of different models are not an ordering a source claims."""
+    scored = [c for c in comparisons if c.ratio and c.result.kind == "result"]
+    found = []
+    for i, a in enumerate(scored):
+        for b in scored[i + 1 :]:
+            ra, rb = a.result, b.result
+            if (ra.source, ra.metric, ra.scenario.models.policy) != (
+                rb.source,
+                rb.metric,
+                rb.scenario.models.policy,
+            ):
+                continue
+            fast, slow = (a, b) if a.result.value < b.result.value else (b, a)
+            if slow.result.value > fast.result.value * (1 + tie):
+                found.append(Ordering(fast, slow))
+    return found

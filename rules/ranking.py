@@ -46,10 +46,11 @@ from rlmguide.cost.plans import (
 
 TIE_FRACTION = 0.2
 """Paired differences below 20% of the faster plan's step are ties: the model's own error on
-differences. Measured on the published pairs of one model on one accelerator (sync against
-one-step-off, two cluster sizes; rules.fidelity.paired, printed by bench/fidelity.py): the
-predicted ratio between the two runs is off from the reported one by a median factor of
-1.21 (five pairs, 1.14 to 2.05), smaller than the absolute error would suggest, but not
+differences, from the same calibration as the band on every step time (cost.band). Measured
+on the published pairs of one model on one cluster within one source record (sync against
+one-step-off and async, precisions, pool splits; rules.fidelity.paired, printed by
+bench/fidelity.py): the predicted ratio between the two runs is off from the reported one by
+a median factor of 1.17 (19 pairs), smaller than the absolute error would suggest, but not
 smaller than that."""
 
 NEAR_FRACTION = 0.02

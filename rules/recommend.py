@@ -61,6 +61,7 @@ from rlmguide.rules.search import (
     MAX_SPLITS,
     NO_OFFLOAD,
     PHASE_OFFLOAD,
+    TRAIN_LAYOUT_COLUMNS,
     Split,
     executions,
     offload_options,
@@ -692,6 +693,8 @@ class Recommender:
         frontier = []
         ok = np.flatnonzero(fits)
         groups = np.stack([tr[k][keep[ok]] for k in ("tp", "pp", "cp", "zero")], axis=1)
+        offloads = [k for k in TRAIN_LAYOUT_COLUMNS if k.startswith("offload_")]
+        offload = np.stack([tr[k][keep] for k in offloads], axis=1)
         for group in np.unique(groups, axis=0):
             mine = ok[np.all(groups == group, axis=1)]
             least = np.inf
@@ -699,7 +702,11 @@ class Recommender:
                 if resident[i] < least:
                     frontier.append(i)
                     least = resident[i]
-        chosen = np.sort(np.asarray(frontier, dtype=np.int64))
+            # The micro-batch a trainer fits depends on the rollout beside it, so its time at
+            # the reference rollout does not rank offload settings: the fastest of each stays.
+            by_time = mine[np.argsort(trainer[mine], kind="stable")]
+            frontier.extend(by_time[np.unique(offload[by_time], axis=0, return_index=True)[1]])
+        chosen = np.unique(np.asarray(frontier, dtype=np.int64))
         return {k: v[keep[chosen]] for k, v in tr.items()}, resident[chosen]
 
     def _colocated_rollouts(

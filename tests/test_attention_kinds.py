@@ -106,6 +106,9 @@ def test_sparse_layers_cache_the_indexer_key() -> None:
         ("glm-5", 744, 40),
         ("minimax-m2.5", 229, 10),
         ("moonlight-16b-a3b", 16, 3),
+        ("qwen1.5-moe-a2.7b", 14.3, 2.7),  # its card: 14.3B in total, 2.7B activated
+        ("deepseek-llm-7b", 7, 7),
+        ("gemma-3-1b", 1, 1),
     ],
 )
 def test_parameters_match_what_the_makers_publish(model: str, total_b: float, active_b: float):

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rlmguide.cost.compose import Span, compose_step, par, seq, streamed_rollout
 from rlmguide.cost.plans import ASYNC, COLOCATED, DISAGGREGATED, ONE_STEP_OFF, PARTIAL_ROLLOUT, SYNC
+from rlmguide.cost.rollout import Stream
 from rlmguide.cost.stage import StageCost
 
 
@@ -27,14 +28,20 @@ def stage(seconds: float, work: float, depth: float) -> StageCost:
 ROLLOUT, PREP, TRAIN, SYNC_STAGE, SWITCH = (
     stage(100, 60, 50), stage(20, 20, 1), stage(50, 48, 4), stage(5, 2, 3), stage(3, 3, 0),
 )  # fmt: skip
+# The same engine as a stream: 40 s to produce a step's sequences at its steady batch, 90 s
+# for one longest response inside it.
+STREAM = Stream(np.array([64.0]), np.array([40.0]), np.array([90.0]))
+
+
+def compose(placement: int, execution: int, staleness: int = 1, stream: Stream = STREAM):
+    return compose_step(
+        np.array([placement]), np.array([execution]), np.array([staleness]),
+        ROLLOUT, PREP, TRAIN, SYNC_STAGE, SWITCH, stream=stream,
+    )  # fmt: skip
 
 
 def step(placement: int, execution: int, staleness: int = 1) -> float:
-    timing = compose_step(
-        np.array([placement]), np.array([execution]), np.array([staleness]),
-        ROLLOUT, PREP, TRAIN, SYNC_STAGE, SWITCH,
-    )  # fmt: skip
-    return float(timing.step.seconds[0])
+    return float(compose(placement, execution, staleness).step.seconds[0])
 
 
 def test_colocated_stages_add_up_with_the_switch() -> None:
@@ -45,26 +52,43 @@ def test_colocated_stages_add_up_with_the_switch() -> None:
 def test_disaggregated_sync_takes_turns_and_reports_idle_time() -> None:
     # The switch (offload traffic) is the trainer's in any placement.
     assert step(DISAGGREGATED, SYNC) == 100 + 20 + 50 + 3 + 5
-    timing = compose_step(
-        np.array([DISAGGREGATED]), np.array([SYNC]), np.array([1]),
-        ROLLOUT, PREP, TRAIN, SYNC_STAGE, SWITCH,
-    )  # fmt: skip
+    timing = compose(DISAGGREGATED, SYNC)
     assert timing.rollout_idle[0] == 178 - 105  # waits for the trainer
     assert timing.train_idle[0] == 178 - 78  # waits for the rollout
+    assert timing.overlap[0] == 0 and timing.hidden_share[0] == 0
 
 
 def test_one_step_off_overlaps_the_pools_and_exposes_the_sync() -> None:
     assert step(DISAGGREGATED, ONE_STEP_OFF) == max(100, 20 + 50 + 3) + 5
+    # The trainer's 73 s hide behind the rollout's 100 s: 100 + 73 + 5 - 105 = 73 s overlap.
+    timing = compose(DISAGGREGATED, ONE_STEP_OFF)
+    assert timing.overlap[0] == 73 and timing.hidden_share[0] == 1.0
 
 
-def test_async_amortises_the_rollout_tail_over_the_staleness() -> None:
-    # streamed rollout: max(W/p, T - D + D/k) = max(60, 100 - 50 + 50/2) = 75 at k = 2
-    assert step(DISAGGREGATED, ASYNC, 2) == max(75, 73) + 5
-    # k = 1 is one-step-off; a large k never goes below the work W/p = 60
-    assert step(DISAGGREGATED, ASYNC, 1) == step(DISAGGREGATED, ONE_STEP_OFF)
-    streamed = streamed_rollout(ROLLOUT, np.array([16.0]))
-    assert streamed.seconds[0] == 70 - 70 + 60  # max(60, 50 + 3.125)
+def test_async_streams_the_rollout_and_pushes_weights_every_step() -> None:
+    # The stream produces a step's sequences in 40 s; the trainer's 73 s bind: 73 + 5.
+    assert step(DISAGGREGATED, ASYNC, 2) == 73 + 5
+    # A faster trainer makes the stream bind: the same 40 s at any staleness (the frameworks
+    # bound staleness by admission; a long response spans versions).
+    quick = stage(10, 10, 1)
+    for k in (1, 2, 8):
+        timing = compose_step(
+            np.array([DISAGGREGATED]), np.array([ASYNC]), np.array([k]),
+            ROLLOUT, PREP, quick, SYNC_STAGE, SWITCH, stream=STREAM,
+        )  # fmt: skip
+        assert timing.step.seconds[0] == max(40, 20 + 10 + 3) + 5
+    # Streaming beats draining every batch: one-step-off pays the 100 s batch.
+    assert step(DISAGGREGATED, ASYNC, 1) < step(DISAGGREGATED, ONE_STEP_OFF)
+    # Upper bound: a longest response (90 s) that had to finish within k steps.
+    assert streamed_rollout(STREAM, np.array([1.0])).upper[0] == 90
+    assert streamed_rollout(STREAM, np.array([4.0])).upper[0] == 40  # max(40, 22.5)
+    streamed = streamed_rollout(STREAM, np.array([2.0]))
     assert streamed.lower[0] <= streamed.seconds[0] <= streamed.upper[0]
+
+
+def test_colocated_plans_never_stream() -> None:
+    # One pool cannot generate while it trains: async on one pool is still stage after stage.
+    assert step(COLOCATED, ASYNC, 4) == step(COLOCATED, SYNC)
 
 
 def test_composed_step_keeps_brent_bounds() -> None:
@@ -74,11 +98,7 @@ def test_composed_step_keeps_brent_bounds() -> None:
         (DISAGGREGATED, ONE_STEP_OFF),
         (DISAGGREGATED, ASYNC),
     ]:
-        timing = compose_step(
-            np.array([placement]), np.array([execution]), np.array([2]),
-            ROLLOUT, PREP, TRAIN, SYNC_STAGE, SWITCH,
-        )  # fmt: skip
-        s = timing.step
+        s = compose(placement, execution, 2).step
         assert s.lower[0] <= s.seconds[0] <= s.upper[0]
 
 

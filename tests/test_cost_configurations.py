@@ -30,7 +30,7 @@ from rlmguide.cost.plans import (
     PlanError,
 )
 from rlmguide.cost.training import value_head_stage
-from test_cost_compose import PREP, ROLLOUT, SWITCH, SYNC_STAGE, TRAIN, stage
+from test_cost_compose import PREP, ROLLOUT, STREAM, SWITCH, SYNC_STAGE, TRAIN, stage
 from test_cost_laws import run, scenarios, within
 from test_cost_specs import H100, QWEN25_7B, one_plan, workload
 
@@ -82,7 +82,7 @@ def test_inter_stage_fusion_in_a_step_worked_by_hand() -> None:
         for fusion in (FUSION_NONE, FUSION_INTER):
             timing = compose_step(
                 np.array([placement]), np.array([SYNC]), np.array([1]),
-                ROLLOUT, PREP, TRAIN, SYNC_STAGE, SWITCH, np.array([fusion]),
+                ROLLOUT, PREP, TRAIN, SYNC_STAGE, SWITCH, np.array([fusion]), stream=STREAM,
             )  # fmt: skip
             steps.append(float(timing.step.seconds[0]))
         assert steps == [178, 158]

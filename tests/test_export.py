@@ -815,11 +815,15 @@ def test_export_writes_an_executable_script_from_a_real_process(tmp_path: Path) 
     assert os.access(out, os.X_OK)
     assert text.startswith("#!/usr/bin/env bash\n")
     assert "python3 -m verl.experimental.one_step_off_policy.main_ppo \\\n" in text
-    assert ': "${MODEL_PATH:?' in text  # the model path is the user's to give, never invented
-    words, _ = command_arguments(
-        text, "verl.experimental.one_step_off_policy.main_ppo", {"MODEL_PATH": "/models/m"}
-    )
+    # the model path defaults to the Hugging Face id the model record cites; the user's wins
+    assert 'MODEL_PATH="${MODEL_PATH:-unsloth/Qwen2.5-Math-7B}"' in text
+    module = "verl.experimental.one_step_off_policy.main_ppo"
+    words, _ = command_arguments(text, module, {"MODEL_PATH": "/models/m"})
     assert hydra_config(words)["actor_rollout_ref.model.path"] == "/models/m"
+    words, _ = command_arguments(text, module)
+    assert hydra_config(words)["actor_rollout_ref.model.path"] == "unsloth/Qwen2.5-Math-7B"
+    # what only the user can give stays required, and is said before the script starts
+    assert ': "${TRAIN_DATA:?' in text and "# Set before running: TRAIN_DATA" in text
     again = run_cli(
         "export", "--deployment", "verl-qwen2.5-math-7b-dapo-one-step-off-16xh20",
         "--framework", "verl",

@@ -142,7 +142,11 @@ def test_the_readme_example_is_launchable_and_emits_as_ranked() -> None:
     their own default, its mapping's engine_max_seqs)."""
     result = search(read_scenario(Path(SMALL)), top=3)
     top = result["plans"][0]
-    assert set(top["launchable_by"][:3]) <= set(MAPPED) and top["launchable_by"][0] in MAPPED
+    # Frameworks with an export mapping come first (NeMo-RL's colocated trainer always parks
+    # its state, so this plan without offload is not its).
+    by = top["launchable_by"]
+    mapped = [f in MAPPED for f in by]
+    assert by[0] in MAPPED and mapped == sorted(mapped, reverse=True)
     for framework in ("verl", top["launchable_by"][0]):
         own = search(read_scenario(Path(SMALL)), only=framework)["plans"][0]
         described = (
@@ -232,15 +236,27 @@ def test_zero_3_runs_only_on_a_backend_that_shards_weights() -> None:
     # SkyRL's FSDP has no tensor parallelism (its constraint) and its Megatron path shards
     # the optimizer only: tp 2 with ZeRO-3 runs on neither; tp 2 with ZeRO-1 on Megatron.
     common = dict(placement="colocated", execution="sync", rollout_gpus=64, rollout_tp=2,
-                  train_gpus=64, train_tp=2, train_recompute="full")  # fmt: skip
+                  train_gpus=64, train_tp=2, train_recompute="full",
+                  offload_phase=np.array([True, True]))  # fmt: skip
     assert _runs("skyrl", "grpo", **common, train_zero=np.array([3, 1])) == [False, True]
 
 
-def test_ulysses_context_parallelism_must_divide_the_heads() -> None:
+@pytest.mark.parametrize("framework", ["skyrl", "roll", "areal"])
+def test_ulysses_context_parallelism_must_divide_the_heads(framework: str) -> None:
     # Qwen2.5-32B has 40 heads and 8 KV heads: Ulysses over 8 divides both, over 16 neither.
+    # These FSDP backends split sequences with Ulysses only (their *-ulysses-head-divisibility
+    # records); SkyRL parks its colocated trainer, so the plans carry phase offload.
     common = dict(placement="colocated", execution="sync", rollout_gpus=64, rollout_tp=2,
-                  train_gpus=64, train_tp=1, train_zero=3, train_recompute="full")  # fmt: skip
-    assert _runs("skyrl", "grpo", **common, train_cp=np.array([8, 16])) == [True, False]
+                  train_gpus=64, train_tp=1, train_zero=3, train_recompute="full",
+                  offload_phase=np.array([True, True]))  # fmt: skip
+    assert _runs(framework, "grpo", **common, train_cp=np.array([8, 16])) == [True, False]
+
+
+def test_areal_fsdp_tensor_parallelism_must_divide_the_kv_heads() -> None:
+    # Qwen2.5-32B (40 heads, 8 KV heads) takes a tensor group of 8 on AReaL's FSDP, not 16.
+    common = dict(placement="disaggregated", execution="async", rollout_gpus=32, rollout_tp=2,
+                  train_gpus=32, train_zero=3, train_recompute="full")  # fmt: skip
+    assert _runs("areal", "grpo", **common, train_tp=np.array([8, 16])) == [True, False]
 
 
 def test_parallelism_runs_only_where_a_framework_claims_it() -> None:
@@ -250,6 +266,40 @@ def test_parallelism_runs_only_where_a_framework_claims_it() -> None:
     trl = {c.feature for c in FRAMEWORKS["trl"].claims}
     assert "tensor-parallelism" not in trl
     assert _runs("trl", "grpo", **common, train_tp=np.array([1, 2])) == [True, False]
+
+
+@pytest.mark.parametrize(
+    ("framework", "train"),
+    [
+        ("nemo-rl", {"train_tp": 1, "train_zero": 3}),
+        ("skyrl", {"train_tp": 1, "train_zero": 3}),
+        ("roll", {"train_tp": 2, "train_zero": 1}),
+    ],
+)
+def test_colocated_trainers_that_always_offload_run_only_with_phase_offload(
+    framework: str, train: dict[str, int]
+) -> None:
+    # Their code parks the trainer's state on the host around every rollout on shared GPUs
+    # (constraints *-parks-trainer-state*); on a pool of its own the trainer may stay put.
+    common = dict(execution="sync", rollout_gpus=64, rollout_tp=2, train_gpus=64,
+                  train_recompute="full", offload_phase=np.array([False, True]),
+                  **train)  # fmt: skip
+    assert _runs(framework, "grpo", placement="colocated", **common) == [False, True]
+    apart = dict(common, rollout_gpus=32, train_gpus=32, offload_phase=np.array([False]))
+    assert _runs(framework, "grpo", placement="disaggregated", **apart) == [True]
+
+
+def test_a_colocated_plan_for_nemo_rl_is_ranked_and_exported_with_phase_offload() -> None:
+    scenario = read_scenario(SMALL)
+    plan = scenario.plan.model_copy(update={"placement": "colocated", "execution": "sync"})
+    top = search(scenario.model_copy(update={"plan": plan}), only="nemo-rl")["plans"][0]
+    assert top["train"]["offload"]["phase"]
+    # A plan fixed but for its offload exports with the offload NeMo-RL's code runs.
+    fixed = ["--set", "plan.placement=colocated", "--set", "plan.execution=sync",
+             "--set", "plan.rollout.tp=1", "--set", "plan.train.tp=1",
+             "--set", "plan.train.zero=3", "--set", "plan.train.recompute=full"]  # fmt: skip
+    code, out = invoke("export", SMALL, "--framework", "nemo-rl", *fixed)
+    assert code == 0, out
 
 
 # -- every bundled example and published deployment: the top plan launches -----------------

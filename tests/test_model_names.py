@@ -48,3 +48,36 @@ def test_slug(name: str, slug: str) -> None:
 )
 def test_launch_paths_match_by_alias(path: str, model: str | None) -> None:
     assert match_model(path, shipped_models()) == model
+
+
+@functools.cache
+def shipped_sources() -> dict:
+    return dict(load_catalog(DEFAULT_ROOTS, ["source"]).of("source"))
+
+
+@pytest.mark.parametrize(
+    ("model", "hf"),
+    [
+        # from the title of the cited config (Qwen/Qwen3-30B-A3B config.json, a vendored copy)
+        ("qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B"),
+        # the plain name before the -Instruct alias
+        ("qwen2.5-7b", "Qwen/Qwen2.5-7B"),
+        # its cited configs are a quantised re-upload and a fine-tune: the alias a launch uses
+        ("llama-3-70b", "meta-llama/Meta-Llama-3-70B-Instruct"),
+        ("llama-3-8b", "OpenRLHF/Llama-3-8b-sft-mixture"),
+    ],
+)
+def test_the_hugging_face_id_export_defaults_to(model: str, hf: str) -> None:
+    from rlmguide.kb.model_names import hf_id
+
+    assert hf_id(model, shipped_models(), shipped_sources()) == hf
+
+
+def test_every_hugging_face_id_names_its_record_back() -> None:
+    from rlmguide.kb.model_names import hf_id
+
+    models, sources = shipped_models(), shipped_sources()
+    found = {m: hf_id(m, models, sources) for m in models}
+    assert sum(v is not None for v in found.values()) >= len(models) // 2
+    for model, hf in found.items():
+        assert hf is None or match_model(hf, models) == model

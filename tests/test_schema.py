@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 from rlmguide.kb.load import parse_yaml
-from rlmguide.kb.schema import Accelerator, Framework, Model, Scenario, Source
+from rlmguide.kb.schema import Accelerator, Framework, Model, Result, Scenario, Source
 
 QWEN25_7B = dict(
     id="qwen-7b",
@@ -185,3 +185,10 @@ def test_an_open_model_without_a_configuration_says_why() -> None:
         Model(**QWEN25_7B, architecture_absent=why)
     with pytest.raises(ValidationError, match="architecture_absent is for open weights"):
         Model(**CLOSED, scale="undisclosed", architecture_absent=why)
+
+
+def test_a_time_share_is_a_fraction() -> None:
+    fields = {"id": "r", "source": "s", "locator": "§1", "description": "d", "unit": "fraction"}
+    assert Result(**fields, metric="time_share", value=0.9).value == 0.9
+    with pytest.raises(ValidationError, match="at most 1"):
+        Result(**fields, metric="time_share", value=1.2)

@@ -561,6 +561,11 @@ class Model(Record, Cited):
         architecture: see architecture_absent)."""
         return self._architecture.costing_gap if self._architecture else None
 
+    @property
+    def costable(self) -> bool:
+        """Whether the planner can cost this model today: an architecture, no costing gap."""
+        return self._architecture is not None and self._architecture.costing_gap is None
+
     @computed_field  # type: ignore[prop-decorator]
     @property
     def vision_params(self) -> int | None:
@@ -653,9 +658,11 @@ class Result(Record):
         "weight_sync_seconds",
         "tokens_per_second",
         "speedup",
+        "time_share",
         "activation_memory_gb",
         "peak_memory_gb",
     ]
+    """`time_share` is the fraction of wall-clock time the described stages take (0 to 1)."""
     value: Positive
     unit: Text
     baseline: Text | None = None
@@ -671,6 +678,8 @@ class Result(Record):
     def _memory_metrics_have_their_setting(self) -> Result:
         if self.metric.endswith("_memory_gb") and (self.memory is None or self.scenario is None):
             raise ValueError(f"a {self.metric} result needs its scenario and memory setting")
+        if self.metric == "time_share" and self.value > 1:
+            raise ValueError("a time_share is a fraction of the time, at most 1")
         return self
 
 

@@ -479,6 +479,8 @@ class Efficiency(Strict):
     decode_compute: Fraction | None = None
     forward_compute: Fraction | None = None
     train_compute: Fraction | None = None
+    expert_compute: Fraction | None = None
+    """Share of the training and forward matmul rate the routed experts' GEMMs reach."""
     scale_up_link: Fraction | None = None
     scale_out_link: Fraction | None = None
 

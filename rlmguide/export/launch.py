@@ -9,7 +9,7 @@ NotExpressible with the reason; render.py writes the result as a script.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rlmguide.export.mapping import (
@@ -52,6 +52,9 @@ class Exported:
     inputs: dict[str, str]
     """Shell variable -> what the user must set it to."""
     found: Found
+    defaults: dict[str, str] = field(default_factory=dict)
+    """Shell variable -> the value the script uses when the user sets none (the policy's
+    Hugging Face id)."""
 
     @property
     def plan(self) -> dict[str, Any]:
@@ -74,6 +77,7 @@ class Exported:
                 for a in self.arguments
             ],
             "inputs": self.inputs,
+            "input_defaults": self.defaults,
             "plan": self.plan,
             "rank": self.found.rank,
             "passed_over": self.found.result.get("passed_over", []),

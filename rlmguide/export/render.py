@@ -74,9 +74,17 @@ def script(exported: Exported, origin: str, policy: str) -> str:
         "set -euo pipefail",
         "",
     ]
+    needed = [var for var in exported.inputs if var not in exported.defaults]
+    if needed:
+        lines.append(f"# Set before running: {', '.join(needed)} (what each is: below).")
     for var, text in exported.inputs.items():
         what = f"{text} ({policy})" if var == "MODEL_PATH" else text
-        lines.append(f': "${{{var}:?set {var} to {what}}}"')
+        if var in exported.defaults:
+            # a default the reader of the script (and `rlmguide review`) sees without a setting
+            lines.append(f"# {var}: {what}; set it to load another copy (a local folder)")
+            lines.append(f'{var}="${{{var}:-{exported.defaults[var]}}}"')
+        else:
+            lines.append(f': "${{{var}:?set {var} to {what}}}"')
     lines += [*m.preamble, *exported.launch.preamble]
     command = exported.launch.command
     body = words(exported)

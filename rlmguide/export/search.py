@@ -10,7 +10,7 @@ ranking and which better-ranked plans the mapping could not launch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rlmguide.export.mapping import NotExpressible
@@ -57,6 +57,15 @@ def is_complete(resolved: Resolved) -> bool:
     return plan.placement != "disaggregated" or None not in (plan.rollout.gpus, plan.train.gpus)
 
 
+def _offload_open(resolved: Resolved) -> Resolved:
+    plan = resolved.scenario.plan
+    train = plan.train.model_copy(update={"offload": None})
+    scenario = resolved.scenario.model_copy(
+        update={"plan": plan.model_copy(update={"train": train})}
+    )
+    return replace(resolved, scenario=scenario)
+
+
 def find_plan(
     resolved: Resolved, catalog: Catalog, framework: str, mapping: MappingRecord
 ) -> Found:
@@ -78,6 +87,10 @@ def find_plan(
         )
     complete = is_complete(resolved)
     one = fill_plan_defaults(resolved)[0] if complete else resolved
+    if complete and resolved.scenario.plan.train.offload is None:
+        # Offload left out stays the search's (none or phase offload on shared GPUs): a
+        # framework whose code always parks its colocated trainer runs only the latter.
+        one = _offload_open(one)
     covered = set(mapping.components)
     try:
         recommender = recommender_for(

@@ -108,7 +108,8 @@ def review(
     roles = {c: str(getattr(r, "role", "")) for c, r in components.items()}
     reading = read_file(path, mappings, roles, framework)
     catalog = load_catalog(roots, RECOMMEND_KINDS)
-    data, assumed = scenario_of(reading, catalog, hardware, policy)
+    deployments = load_catalog(roots, ("deployment",)).of("deployment")
+    data, assumed = scenario_of(reading, catalog, hardware, policy, deployments)
     try:
         resolve(parse_scenario(data, str(path)), catalog.records)
     except ValueError as exc:
@@ -145,6 +146,10 @@ def review(
         "file": str(path),
         **understood(reading),
         "assumed": assumed,
+        # the estimate's workload numbers the launch did not state
+        "rests_on_assumptions": sorted(
+            {a["field"] for a in assumed if a["field"].startswith(("workload.", "cluster."))}
+        ),
         "scenario": data,
         "estimate": reviewed,
         "startup": startup_checks(reading, catalog, facts),

@@ -5,6 +5,7 @@ same framework can run, with the changes between them ranked by predicted gain."
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,18 @@ from rlmguide.export.mapping import lookup_key
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.model_names import match_model
 from rlmguide.kb.schema import Mapping as MappingRecord
-from rlmguide.kb.schema import MappingEntry
+from rlmguide.kb.schema import MappingEntry, Model
+from rlmguide.review.architecture import (
+    ArchitectureMissing,
+    Read,
+    from_hf_config,
+    from_megatron,
+    validated,
+)
 from rlmguide.review.budget import Budget, Exhausted
 from rlmguide.review.config import argparse_config, hydra_config
 from rlmguide.review.recipe import RecipeError, recipe_config
-from rlmguide.review.shell import ShellError, command_arguments
+from rlmguide.review.shell import Shell, ShellError, command_arguments
 from rlmguide.review.understand import Reading, read_launch
 
 
@@ -45,11 +53,11 @@ def parse_launch(
     framework: str | None,
     path: Path | None = None,
     budget: Budget | None = None,
-) -> tuple[str, dict[str, Any], list[MappingRecord], list[str], list[str]]:
+) -> tuple[str, dict[str, Any], list[MappingRecord], Shell]:
     """The entry-point module, the arguments as the framework's parser holds them, the
-    mappings of the framework whose entry point the script runs, the variables the launch
-    used that only a command substitution sets (not run, so read as empty), and the files it
-    sources that could not be read."""
+    mappings of the framework whose entry point the script runs, and the shell as the launch
+    left it (the variables only a command substitution sets, read as empty; the files it
+    read and those it could not)."""
     candidates = sorted(
         (m for m in mappings.values() if framework in (None, m.framework)),
         key=lambda m: m.committed,
@@ -68,7 +76,7 @@ def parse_launch(
             config = hydra_config(words) if own[0].syntax == "hydra" else argparse_config(words)
         except ValueError as exc:
             raise ReviewError(f"cannot read the arguments of {module}: {exc}") from None
-        return module, config, own, sorted(shell.used_unknown), shell.unsourced
+        return module, config, own, shell
     known = ", ".join(modules)
     raise ReviewError(f"no launch of a mapped framework in the file (looked for: {known})")
 
@@ -131,31 +139,163 @@ def _plausible(entry: MappingEntry, value: Any) -> bool:
     return any(v == value or lookup_key(v) == lookup_key(value) for v in table)
 
 
+def typical_workload(
+    name: str, framework: str, deployments: Mapping[str, Any]
+) -> tuple[Any, str, list[str]] | None:
+    """A workload number a launch leaves unsaid, as the framework's published deployments
+    (else all of them) have it: their median, why, and the records it rests on."""
+    field = name.removeprefix("workload.")
+    for own in (True, False):
+        found = sorted(
+            (getattr(d.scenario.workload, field), d.id)
+            for d in deployments.values()
+            if (d.framework == framework or not own)
+            and getattr(d.scenario.workload, field, None) is not None
+        )
+        if found:
+            value = found[(len(found) - 1) // 2][0]  # the lower median: a value some record has
+            whose = f"{framework}'s" if own else "the KB's"
+            why = f"not in the launch: the median of {whose} {len(found)} deployment records"
+            return value, why, [i for _, i in found]
+    return None
+
+
+def launch_architecture(reading: Reading, path: Any, record: str | None = None) -> Read:
+    """The policy's architecture from the launch, for a model no record matches (or whose
+    record, said in `record`, cannot be costed): the config.json in the local model folder it
+    names, else its Megatron flags; else a one-line error naming what is missing."""
+    why = []
+    if path:
+        folder = Path(str(path))
+        config = folder if folder.name == "config.json" else folder / "config.json"
+        if config.is_file():
+            try:
+                return from_hf_config(config, reading.budget)
+            except ArchitectureMissing as exc:
+                raise ReviewError(str(exc)) from None
+        why.append(f"no {config} on this machine")
+    try:
+        read = from_megatron(reading.config, reading.files)
+    except ArchitectureMissing as exc:
+        why.append(str(exc))
+    else:
+        if read is not None:
+            return read
+        why.append("no Megatron architecture flags (--num-layers, --hidden-size, ...)")
+    shown = (
+        f"the model path {path!r} matches model record {record}"
+        if record
+        else f"the model path {path!r} matches no model record"
+        if path
+        else "the launch names no model path (or one only the environment sets)"
+    )
+    raise ReviewError(
+        f"{shown}, and the launch does not give the architecture ({'; '.join(why)}); "
+        "give --policy ID (see `rlmguide list models`)"
+    )
+
+
+def _inline_policy(
+    built: Read, path: Any, longest: int, assumed: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The policy as an inline model from what the launch gives, said where it was read."""
+    name = Path(str(path)).name if path else "policy read from the launch"
+    spec = dict(built.spec)
+    if "max_context_tokens" not in spec:
+        spec["max_context_tokens"] = longest
+        assumed.append(
+            {
+                "field": "models.policy.max_context_tokens",
+                "value": longest,
+                "why": "the architecture does not bound the context: the launch's prompt and "
+                "longest response",
+                "source": None,
+            }
+        )
+    try:
+        model = validated(Read(spec, built.origin, built.defaulted), name)
+    except ArchitectureMissing as exc:
+        raise ReviewError(str(exc)) from None
+    defaults = f"; Megatron's defaults for {', '.join(built.defaulted)}" if built.defaulted else ""
+    assumed.append(
+        {
+            "field": "models.policy",
+            "value": name,
+            "why": f"no costable model record for {str(path)!r}: architecture read from "
+            f"{built.origin}{defaults}",
+            "source": built.origin,
+        }
+    )
+    return model
+
+
 def scenario_of(
-    reading: Reading, catalog: Catalog, hardware: Hardware, policy: str | None
+    reading: Reading,
+    catalog: Catalog,
+    hardware: Hardware,
+    policy: str | None,
+    deployments: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The scenario (with its plan) the reading describes, and what review assumed or took
-    from flags because the file does not say it."""
+    from flags because the file does not say it (each with its source: a record id, a list
+    of them, or None for a rule of reading)."""
+    deployments = deployments or {}
     f = reading.facts
     assumed: list[dict[str, Any]] = []
     models = catalog.of("model")
     path = f.get("input.model_path")
-    model = policy or (match_model(str(path), models) if path else None)
-    if model is None:
-        shown = f"model path {path!r}" if path else "no model path"
-        raise ReviewError(
-            f"{shown} matches no model record; give --policy ID (see `rlmguide list models`)"
-        )
-    if model not in models:
+    model: Any = policy or (match_model(str(path), models) if path else None)
+    record = models.get(model) if model is not None and policy is None else None
+    if isinstance(record, Model) and not record.costable:
+        # a record that names the model but holds no shapes it can cost (Qwen3.5-9B): the
+        # launch's own architecture, else that record is named as the reason
+        gap = record.costing_gap or "has no architecture read at a pinned version"
+        model, built = None, launch_architecture(reading, path, f"{model}, which {gap}")
+    else:
+        built = None if model is not None else launch_architecture(reading, path)
+    if model is not None and model not in models:
         raise ReviewError(f"--policy: unknown model {model!r}; see `rlmguide list models`")
     reward: Any = "verifier"
     if reward_path := f.get("input.reward_model_path"):
-        reward = match_model(str(reward_path), models) or model
+        matched = match_model(str(reward_path), models)
+        record = models.get(matched) if matched else None
+        if isinstance(record, Model) and record.costable:
+            reward = matched
+        else:
+            reward = model or "policy"  # the policy's shape (one read from the launch below)
+            if not isinstance(record, Model):
+                why = "it matches no model record"
+            elif record.architecture is None:
+                why = f"{matched} has no architecture read at a pinned version"
+            else:
+                why = f"{matched} {record.costing_gap}"
+            assumed.append(
+                {
+                    "field": "models.reward",
+                    "value": model or "the policy's architecture",
+                    "why": f"the reward model {reward_path} is costed with the policy's shape: "
+                    f"{why}",
+                    "source": matched,
+                }
+            )
     if hardware.accelerator is None:
         raise ReviewError(
             "the file does not say which accelerator it runs on; give --accelerator ID "
             "(see `rlmguide list accelerators`)"
         )
+    framework = reading.mapping
+    for u in reading.uses:
+        # a workload number the launch leaves to the framework: its default, said so
+        if u.default and u.fact.startswith("workload.") and u.fact_value is not None:
+            assumed.append(
+                {
+                    "field": u.fact,
+                    "value": u.fact_value,
+                    "why": f"{framework.framework}'s default for {u.key} ({u.value}) at "
+                    f"{framework.commit[:9]}",
+                    "source": framework.id,
+                }
+            )
     prompts = f.get("workload.prompts_per_step")
     samples = f.get("workload.samples_per_prompt", 1)
     max_response = f.get("workload.max_response_tokens")
@@ -163,29 +303,43 @@ def scenario_of(
     sequence = f.get("workload.sequence_tokens")
     if prompt_tokens is None and max_response and sequence and sequence > max_response:
         prompt_tokens = sequence - max_response
-    elif prompt_tokens is None and sequence:
-        raise ReviewError(
-            f"the launch bounds prompt and response together ({sequence} tokens) and lets the "
-            "response take all of it; give --prompt-tokens N (the mean prompt length)"
+        assumed.append(
+            {
+                "field": "workload.prompt_tokens",
+                "value": prompt_tokens,
+                "why": f"the sequence bound ({sequence}) less the longest response",
+                "source": None,
+            }
         )
+
+    def typical(name: str) -> Any:
+        found = typical_workload(name, framework.framework, deployments)
+        if found is None:
+            raise ReviewError(
+                f"the launch does not give {name} and no deployment record states one to assume"
+            )
+        value, why, ids = found
+        assumed.append({"field": name, "value": value, "why": why, "source": ids})
+        return value
+
+    if prompts is None:
+        prompts = typical("workload.prompts_per_step")
+    if prompt_tokens is None:
+        prompt_tokens = typical("workload.prompt_tokens")
+    if max_response is None and sequence and sequence > prompt_tokens:
+        max_response = sequence - prompt_tokens
+        assumed.append(
+            {
+                "field": "workload.max_response_tokens",
+                "value": max_response,
+                "why": f"the sequence bound ({sequence}) less the prompt",
+                "source": None,
+            }
+        )
+    elif max_response is None:
+        max_response = typical("workload.max_response_tokens")
     if sequence and prompt_tokens and max_response and prompt_tokens + max_response > sequence:
         max_response = sequence - prompt_tokens  # the engine stops at the sequence bound
-    missing = [
-        name
-        for name, v in (
-            ("workload.prompts_per_step", prompts),
-            ("workload.prompt_tokens", prompt_tokens),
-            ("workload.max_response_tokens", max_response),
-        )
-        if v is None
-    ]
-    if missing:
-        hint = (
-            "; give --prompt-tokens N (the mean prompt length)"
-            if "workload.prompt_tokens" in missing
-            else ""
-        )
-        raise ReviewError(f"the launch does not give {', '.join(missing)}{hint}")
     minibatches = f.get("workload.minibatches_per_step", 1)
     if "workload.algorithm" not in f:
         # NeMo-RL's run_grpo.py runs GRPO; verl's adv_estimator and OpenRLHF's advantage
@@ -194,13 +348,19 @@ def scenario_of(
         f["workload.algorithm"] = "grpo" if grpo else "ppo"
         why = "the entry point runs GRPO" if grpo else "the framework's default (GAE)"
         assumed.append(
-            {"field": "workload.algorithm", "value": f["workload.algorithm"], "why": why}
+            {
+                "field": "workload.algorithm",
+                "value": f["workload.algorithm"],
+                "why": why,
+                "source": framework.id,
+            }
         )
     assumed.append(
         {
             "field": "workload.response_tokens",
             "value": max_response,
             "why": "a launch gives only the longest response; its mean is taken as that",
+            "source": None,
         }
     )
     if (f.get("plan.train.tp") or 1) > 1 and f.get("plan.train.sequence_parallel") is False:
@@ -208,6 +368,7 @@ def scenario_of(
             {
                 "field": "plan.train.sequence_parallel",
                 "value": True,
+                "source": None,
                 "why": "the launch trains with tensor parallelism but no sequence parallelism; "
                 "the estimate assumes it (Korthikanti et al.), so this launch keeps more "
                 "activations per GPU than estimated: turn it on",
@@ -230,13 +391,30 @@ def scenario_of(
         or f.get("cluster.gpus_per_node")
         or max([8, *(int(u.value) for u in reading.uses if u.key.endswith("gpus_per_node"))])
     )
+    if hardware.gpus_per_node is None and train_gpus is not None and 0 < total < per_node:
+        # the launch runs on part of one node (slime's fully-async demo: 1 + 3 of 4 GPUs): the
+        # cluster reviewed is the GPUs it uses, not idle ones the plan would have to fill
+        assumed.append(
+            {
+                "field": "cluster.gpus_per_node",
+                "value": total,
+                "why": f"the launch's pools take {total} GPUs, less than a node of {per_node}",
+                "source": None,
+            }
+        )
+        per_node = total
     nodes = hardware.nodes or f.get("cluster.nodes") or max(1, math.ceil(total / per_node))
     if train_gpus is None and rollout_gpus is not None:
         # NeMo-RL declares the cluster and the generation's share; training has the rest
         train_gpus = nodes * per_node - rollout_gpus - sum(v for v in pools.values() if v)
     if hardware.nodes is None and "cluster.nodes" not in f:
         assumed.append(
-            {"field": "cluster.nodes", "value": nodes, "why": "the pools' GPUs over whole nodes"}
+            {
+                "field": "cluster.nodes",
+                "value": nodes,
+                "why": "the pools' GPUs over whole nodes",
+                "source": None,
+            }
         )
     # nothing frozen to park where the launch loads no reference and no reward model
     frozen = f.get("workload.needs_reference") is not False or f.get("workload.reward_model")
@@ -273,14 +451,21 @@ def scenario_of(
     if f["plan.execution"] in ("async", "partial-rollout") and f.get("plan.max_staleness"):
         plan["max_staleness"] = f["plan.max_staleness"]
     context = reading.context_tokens
-    limit = getattr(models[model], "max_context_tokens", None)
+    if built is not None:
+        model = _inline_policy(built, path, prompt_tokens + max_response, assumed)
+        if reward == "policy":
+            reward = model
+    limit = (
+        model["max_context_tokens"] if built else getattr(models[model], "max_context_tokens", None)
+    )
     if context is None and limit is not None and prompt_tokens + max_response > limit:
         context = prompt_tokens + max_response
         assumed.append(
             {
                 "field": "models.context_tokens",
                 "value": context,
-                "why": f"prompt + longest response exceed the model record's {limit}; the run "
+                "source": model if built is None else built.origin,
+                "why": f"prompt + longest response exceed the model's {limit}; the run "
                 "must extend the context (RoPE scaling in the model's config)",
             }
         )
@@ -314,15 +499,12 @@ def read_file(
     except ValueError as exc:  # not a regular text file, too large
         raise ReviewError(f"cannot read {exc}") from None
     recipe_keys: set[str] | None = None
-    unknown: list[str] = []
-    unsourced: list[str] = []
+    shell = Shell()
     try:
         if path.suffix in (".yaml", ".yml"):
             module, config, own, recipe_keys = parse_recipe(path, mappings, framework, budget)
         else:
-            module, config, own, unknown, unsourced = parse_launch(
-                text, mappings, framework, path, budget
-            )
+            module, config, own, shell = parse_launch(text, mappings, framework, path, budget)
     except Exhausted as exc:
         raise ReviewError(f"{path}: {exc} (the limit of a review)") from None
     mapping = pick_version(own, config)
@@ -334,8 +516,11 @@ def read_file(
     if recipe_keys is not None:
         # the defaults chain's other keys are the framework's defaults, not the recipe's words
         reading.unmapped = {k: v for k, v in reading.unmapped.items() if k in recipe_keys}
-    reading.unknown_variables = unknown
-    reading.unsourced = unsourced
+    reading.unknown_variables = sorted(shell.used_unknown)
+    reading.unsourced = shell.unsourced
+    reading.config = config
+    reading.files = shell.files
+    reading.budget = budget
     return reading
 
 

@@ -28,6 +28,9 @@ OPEN_OR_CLOSE = re.compile(r"\$\{|\}")
 OWN_FOLDER = re.compile(r"dirname\b.*(BASH_SOURCE|\$0\b|\$\{0\})", re.S)
 """`$(dirname "${BASH_SOURCE[0]}")` and `$(cd -- "$(dirname -- "$0")" && pwd)`: the folder of
 the file being read."""
+SHELLS = frozenset({"bash", "sh", "dash", "zsh"})
+WRAPPERS = frozenset({"exec", "nohup", "env", "time", "command", "stdbuf"})
+"""Commands that run the next word as the command (a script run by its path after them)."""
 OPENERS = {"for": "done", "while": "done", "until": "done", "select": "done", "case": "esac"}
 """Loops and case blocks: not run (a launch script's plan is in its straight-line part)."""
 
@@ -274,12 +277,16 @@ class Shell:
     """Variables as the script sets them; `unknown` names those only a command could set."""
 
     variables: dict[str, str | list[str]] = field(default_factory=dict)
+    exported: set[str] = field(default_factory=set)
+    """Names a child process sees (`export`, `declare -x`, the starting environment)."""
     unknown: set[str] = field(default_factory=set)
     used_unknown: set[str] = field(default_factory=set)
     here: Path | None = None
     """The folder of the file being read: what `$(dirname "${BASH_SOURCE[0]}")` gives."""
     unsourced: list[str] = field(default_factory=list)
     """Files a `source` named that could not be read."""
+    files: list[tuple[Path, str]] = field(default_factory=list)
+    """The files read (the script, what it sources or runs) and their text, in reading order."""
     substituted: bool = False
     """A command substitution was met (and not run) since the flag was last cleared."""
     budget: Budget = field(default_factory=Budget)
@@ -435,17 +442,18 @@ class Shell:
             fields.append(current)
         return fields
 
-    def assign(self, word: Word) -> bool:
-        """Run `NAME=value` (or `NAME=(...)`, `NAME+=...`); False if `word` is no assignment."""
+    def assign(self, word: Word) -> str | None:
+        """Run `NAME=value` (or `NAME=(...)`, `NAME+=...`): the name, or None if `word` is no
+        assignment."""
         first = word.parts[0] if word.parts else None
         match = ASSIGNMENT.match(first.text) if first is not None and not first.quote else None
         if match is None:
-            return False
+            return None
         name, append = match.group(1), match.group(2)
         if word.array is not None:
             values = [f for w in word.array for f in self.expand(w)]
             self.variables[name] = values
-            return True
+            return name
         rest = [Part(first.text[match.end() :], ""), *word.parts[1:]]  # type: ignore[union-attr]
         self.substituted = False
         value = "".join(
@@ -458,7 +466,7 @@ class Shell:
         value = self.value(name) + value if append else value
         self.budget.value(len(value), f"the value of {name}")
         self.variables[name] = value
-        return True
+        return name
 
 
 def command_arguments(
@@ -472,7 +480,8 @@ def command_arguments(
     script run with `environment` (nothing else is set), with the shell state at that point.
     `path` is the script's file: `source` reads files relative to it, and the BASH_SOURCE
     idiom gives its folder."""
-    shell = Shell(dict(environment or {}), budget=budget or Budget())
+    environment = dict(environment or {})
+    shell = Shell(environment, set(environment), budget=budget or Budget())
     found = _Runner(shell, module).run(text, path)
     if found is None:
         raise ShellError(f"no `{module}` command in the script")
@@ -498,6 +507,8 @@ class _Runner:
     def run(self, text: str, path: Path | None) -> list[str] | None:
         """Run the statements of one file; the launch's arguments once the module is met."""
         saved, self.shell.here = self.shell.here, (path.parent if path else self.shell.here)
+        if path is not None:
+            self.shell.files.append((path, text))
         try:
             lexed = self.shell.budget.lexed
             if text not in lexed:
@@ -575,12 +586,21 @@ class _Runner:
         shell = self.shell
         head = statement[0].raw
         if head in ("export", "local", "declare", "readonly"):
+            flags = statement[1].raw if len(statement) > 1 else ""
+            exports = head == "export" or (flags.startswith("-") and "x" in flags)
             for w in statement[1:]:
-                shell.assign(w)
+                name = shell.assign(w) or (w.raw if NAME.fullmatch(w.raw) else None)
+                if exports and name:
+                    shell.exported.add(name)
             return None, True
-        if all(shell.assign(w) for w in statement):
+        prefix: list[str] = []  # `A=1 cmd`: what the command's process sees besides the exports
+        for w in statement:
+            if (name := shell.assign(w)) is None:
+                break
+            prefix.append(name)
+        else:
             return None, True
-        words = [f for w in statement for f in shell.expand(w)]
+        words = [f for w in statement[len(prefix) :] for f in shell.expand(w)]
         if head in ("source", ".") and len(words) > 1:
             # an unset variable names the file by the words written (${MODEL_ARGS_SCRIPT})
             return self._source(words[1] or statement[1].raw), True
@@ -591,27 +611,87 @@ class _Runner:
                 return words[i + 1 :], True
             if "." not in self.module and w.endswith(".py") and Path(w).stem == self.module:
                 return words[i + 1 :], True  # a top-level script by path (/root/slime/train.py)
-        return None, True
+        return self._child(words, prefix), True
+
+    def _child(self, words: list[str], prefix: list[str]) -> list[str] | None:
+        """A launch one process down: `bash -c "..."` (or sh, anywhere in the command, as
+        after `srun ...`), `bash FILE` and a script run by its path (after `exec`, `nohup`,
+        `env`, `time`). The child sees the exported variables and the command's own
+        assignments, as a new process does; nothing of it comes back but what it launches."""
+        command = next((i for i, w in enumerate(words) if Path(w).name in SHELLS), None)
+        text: str | None = None
+        name: str | None = None
+        if command is not None:
+            rest = words[command + 1 :]
+            options = 0
+            while options < len(rest) and rest[options].startswith("-") and rest[options] != "--":
+                options += 1
+            given = rest[:options]
+            operands = rest[options + (rest[options : options + 1] == ["--"]) :]
+            if any(not o.startswith("--") and "c" in o[1:] for o in given):
+                text = operands[0] if operands else None
+            elif operands:
+                name = operands[0]
+        else:
+            first = next((w for w in words if w not in WRAPPERS and not w.startswith("-")), "")
+            name = first if first.endswith(".sh") else None
+        if text is None and name is None:
+            return None
+        if self.depth >= 8:
+            raise ShellError(f"`{' '.join(words)[:60]}` nests too deeply")
+        parent = self.shell
+        visible = parent.exported | set(prefix)
+        child = Shell(
+            {k: v for k, v in parent.variables.items() if k in visible},
+            set(visible),
+            parent.unknown & visible,
+            here=parent.here,
+            budget=parent.budget,
+        )
+        runner = _Runner(child, self.module, self.depth + 1)
+        try:
+            if text is not None:
+                return runner.run(text, None)
+            path = self._find(name)  # type: ignore[arg-type]
+            try:
+                script = None if path is None else self.shell.budget.read(path)
+            except (OSError, ValueError) as exc:
+                if isinstance(exc, Exhausted):
+                    raise
+                script = None
+            if script is None:
+                parent.unsourced.append(name)  # type: ignore[arg-type]
+                return None
+            return runner.run(script, path)
+        finally:
+            parent.used_unknown |= child.used_unknown
+            parent.unsourced.extend(child.unsourced)
+            parent.files.extend(child.files)
+
+    def _find(self, name: str) -> Path | None:
+        """A file named in the script: absolute, or relative to the script's folder or a
+        folder above it (where a script is run from its repository's root)."""
+        here = self.shell.here
+        if Path(name).is_absolute() or here is None:
+            candidates = [Path(name)]
+        else:
+            candidates = [folder / name for folder in (here, *here.parents)]
+        return next((c for c in candidates if c.is_file()), None)
 
     def _source(self, name: str) -> list[str] | None:
         """`source FILE`: relative names from the script's folder (or a folder above it, where
         a script is run from its repository's root)."""
         if self.depth >= 8:
             raise ShellError(f"`source {name}` nests too deeply")
-        here = self.shell.here
-        candidates = [Path(name)] if Path(name).is_absolute() or here is None else []
-        if here is not None and not Path(name).is_absolute():
-            candidates = [folder / name for folder in (here, *here.parents)]
-        for candidate in candidates:
-            if candidate.is_file():
-                try:
-                    text = self.shell.budget.read(candidate)
-                except (OSError, ValueError) as exc:
-                    if isinstance(exc, Exhausted):
-                        raise
-                    break
-                inner = _Runner(self.shell, self.module, self.depth + 1)
-                return inner.run(text, candidate)
+        candidate = self._find(name)
+        if candidate is not None:
+            try:
+                text = self.shell.budget.read(candidate)
+            except (OSError, ValueError) as exc:
+                if isinstance(exc, Exhausted):
+                    raise
+            else:
+                return _Runner(self.shell, self.module, self.depth + 1).run(text, candidate)
         self.shell.unsourced.append(name)
         return None
 

@@ -24,6 +24,14 @@ def _plan_row(name: str, plan: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
+def _source(source: str | list[str] | None) -> str:
+    """A source as shown: a record id, the first records of a list and how many, or nothing."""
+    if isinstance(source, list):
+        more = f" and {len(source) - 2} more" if len(source) > 2 else ""
+        return ", ".join(source[:2]) + more
+    return source or ""
+
+
 def print_review(result: dict[str, Any], fmt: str) -> None:
     print_rows(
         ["config key", "value", "scenario field", "field value"],
@@ -41,8 +49,8 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
         f"{result['training_backend']} with {result['rollout_engine']}",
     )
     print_rows(
-        ["assumed", "value", "why"],
-        [(a["field"], a["value"], a["why"]) for a in result["assumed"]],
+        ["assumed", "value", "why", "source"],
+        [(a["field"], a["value"], a["why"], _source(a["source"])) for a in result["assumed"]],
         fmt,
         title="Not in the file",
     )
@@ -58,7 +66,7 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
             ["sourced file"],
             [(f,) for f in result["unsourced"]],
             fmt,
-            title="Sourced but not found (its settings are missing from the reading)",
+            title="Sourced or run but not found (its settings are missing from the reading)",
         )
     print_rows(
         ["config key", "value"],
@@ -91,7 +99,12 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
         rows,
         fmt,
         title="Estimate and recommendation"
-        + (f" (none: {result['no_recommendation']})" if result["recommendation"] is None else ""),
+        + (f" (none: {result['no_recommendation']})" if result["recommendation"] is None else "")
+        + (
+            f"; the estimate rests on assumed {', '.join(result['rests_on_assumptions'])}"
+            if result["rests_on_assumptions"]
+            else ""
+        ),
     )
     print_rows(
         ["change", "step s alone", "step time"],

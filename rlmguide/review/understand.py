@@ -13,12 +13,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rlmguide.export import startup
 from rlmguide.export.mapping import CompiledEntry, compile_mapping, lookup_key
 from rlmguide.kb.schema import Launch, MappingEntry
 from rlmguide.kb.schema import Mapping as MappingRecord
+from rlmguide.review.budget import Budget
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,13 @@ class Reading:
     unknown_variables: list[str] = field(default_factory=list)
     """Shell variables the launch used that only a command substitution sets (read as empty)."""
     unsourced: list[str] = field(default_factory=list)
-    """Files the script sources that could not be read (their settings are missing)."""
+    """Files the script sources or runs that could not be read (their settings are missing)."""
+    config: dict[str, Any] = field(default_factory=dict)
+    """Every key of the launch as the framework's parser holds it."""
+    files: list[tuple[Path, str]] = field(default_factory=list)
+    """The files the launch read, with their text (to say where a value was read)."""
+    budget: Budget = field(default_factory=Budget)
+    """The reading's limits, for files read after the launch (a model's config.json)."""
 
 
 def _unreadable(value: Any) -> str | None:
@@ -291,6 +299,7 @@ def read_launch(
         )
         for u in state.uses
     ]
+    _rule_out(state.ambiguous, mine, config, facts)
     _settle(state.ambiguous, facts)
     if "workload.prompts_per_step" in facts:
         # the derived fact OpenRLHF and NeMo-RL count optimizer batches in
@@ -315,6 +324,43 @@ def read_launch(
     return Reading(
         mapping, launch, backend, engine, facts, uses, unmapped, state.ambiguous, context
     )
+
+
+def _rule_out(
+    ambiguous: dict[str, list[str]],
+    entries: list[CompiledEntry],
+    config: Mapping[str, Any],
+    facts: Mapping[str, Any],
+) -> None:
+    """Drop the values of an open lookup whose own switches the launch has off: DAPO where
+    OpenRLHF's `group_norm` could be GRPO or DAPO but dynamic filtering, which DAPO sets, is
+    off (given so, or the framework's default). Only switches count: a tuned number (a
+    clip-higher of 0.3) does not rule a value out."""
+    for fact, options in ambiguous.items():
+        kept = []
+        for option in options:
+            trial = {**facts, fact: _typed(fact, option)}
+            off = any(
+                c.entry.transform == "constant"
+                and c.entry.fact == fact
+                and c.entry.argument is True
+                and c.entry.key.lstrip("+") in config
+                and not _truth(config[c.entry.key.lstrip("+")])
+                and _holds(c, trial)
+                for c in entries
+            )
+            if not off:
+                kept.append(option)
+        if kept:
+            options[:] = kept
+
+
+def _holds(entry: CompiledEntry, facts: Mapping[str, Any]) -> bool:
+    """Whether the entry's condition holds on `facts` (one it cannot decide does not)."""
+    try:
+        return bool(entry.when.evaluate(facts))
+    except (KeyError, TypeError):
+        return False
 
 
 def _settle(ambiguous: dict[str, list[str]], facts: dict[str, Any]) -> None:

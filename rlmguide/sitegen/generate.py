@@ -41,7 +41,6 @@ BUILDERS: tuple[Callable[[Index], Pages], ...] = (
     deployment_pages,
     constraint_pages,
     mapping_pages,
-    survey_pages,
     formula_pages,
     notation_pages,
     kinds.source_pages,
@@ -94,6 +93,7 @@ def generate(
     for builder in BUILDERS:
         merge(pages, builder(ix))
     merge(pages, sql_pages(con, data))
+    merge(pages, survey_pages(ix, con))
     merge(pages, atlas_pages(con))
     merge(pages, extra or {})
     return {path: boosted(path, text) for path, text in pages.items()}

@@ -1,0 +1,110 @@
+"""Export then review, for every framework with a mapping: each bundled example (the best plan
+the framework runs) and each of the framework's deployment records (its own plan). The script
+export writes is read back with nothing set but the accelerator (no environment variable, no
+--policy, no --nodes) and must give the same plan and workload. Shared by
+tests/test_round_trip.py and bench/bench_round_trip.py."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import record_roots
+
+from rlmguide import api
+from rlmguide.errors import RlmguideError
+from rlmguide.review import Hardware, NotCostable, ReviewError, review
+
+REPO = Path(__file__).parent.parent
+MAPPED = ("verl", "openrlhf", "nemo-rl", "slime")
+WORKLOAD = (
+    "algorithm",
+    "prompts_per_step",
+    "samples_per_prompt",
+    "prompt_tokens",
+    "max_response_tokens",
+    "minibatches_per_step",
+    "epochs",
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    framework: str
+    example: Path | None = None
+    deployment: str | None = None
+
+    def scenario(self) -> Any:
+        if self.example is not None:
+            data = yaml.safe_load(self.example.read_text())
+            return api.Scenario.from_dict(data, origin=str(self.example.relative_to(REPO)))
+        return api.Scenario.from_deployment(self.deployment, True, [])  # type: ignore[arg-type]
+
+    def stated(self) -> dict[str, Any]:
+        """The scenario as written: its accelerator and workload."""
+        if self.example is not None:
+            return yaml.safe_load(self.example.read_text())
+        records = load_catalog(record_roots(), ("deployment",)).of("deployment")
+        return records[self.deployment].scenario.model_dump(mode="json")
+
+
+def cases() -> list[Case]:
+    found = [
+        Case(f"{example.stem}-{framework}", framework, example=example)
+        for example in sorted((REPO / "examples").glob("*.yaml"))
+        if "parts" not in yaml.safe_load(example.read_text())["cluster"]
+        for framework in MAPPED
+    ]
+    deployments = load_catalog(record_roots(), ("deployment",)).of("deployment")
+    found += [
+        Case(i, d.framework, deployment=i)
+        for i, d in sorted(deployments.items())
+        if d.framework in MAPPED
+    ]
+    return found
+
+
+def terms(plan: dict[str, Any]) -> dict[str, Any]:
+    """What a plan fixes: placement, execution, pools, every degree, offload, precision."""
+    rollout, train = plan["rollout"], plan["train"]
+    return {
+        "placement": plan["placement"],
+        "execution": plan["execution"],
+        **{f"rollout.{k}": rollout.get(k) for k in ("gpus", "tp", "pp", "ep", "fp8")},
+        **{
+            f"train.{k}": train.get(k)
+            for k in ("gpus", "tp", "pp", "cp", "ep", "zero", "recompute", "offload", "fp8")
+        },
+        "pools": {k: v for k, v in (plan.get("pools") or {}).items() if v},
+    }
+
+
+def round_trip(case: Case) -> tuple[str, str]:
+    """("same", ""), ("refused", why export refuses) or ("differs", what differs or fails)."""
+    try:
+        launch = api.export(case.scenario(), case.framework)
+    except RlmguideError as exc:
+        return "refused", str(exc)
+    stated = case.stated()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "run.sh"
+        path.write_text(launch.script)
+        hardware = Hardware(stated["cluster"]["accelerator"])
+        try:
+            got = review(path, case.framework, hardware=hardware)
+        except (ReviewError, NotCostable) as exc:
+            return "differs", f"review: {exc}"
+    wanted, read = terms(launch.model_dump(mode="json")["plan"]), terms(got["estimate"])
+    workload = got["scenario"]["workload"]
+    diffs = [f"{k}: {wanted[k]} -> {read[k]}" for k in wanted if wanted[k] != read[k]]
+    diffs += [
+        f"workload.{k}: {stated['workload'].get(k)} -> {workload.get(k)}"
+        for k in WORKLOAD
+        if k in stated["workload"] and stated["workload"][k] != workload.get(k)
+    ]
+    return ("differs", "; ".join(diffs)) if diffs else ("same", "")

@@ -1,0 +1,115 @@
+"""Launch files as people write them, held apart from the ones review was built on
+(tests/fixtures/review/wild/, each written for this project from the settings of a file at a
+pinned commit of its framework's repository, the address in its header). Each reading is what
+an engineer writes down from the file and the framework's code at that commit; review must
+reproduce it with nothing but --accelerator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from rlmguide.cli import cli
+from rlmguide.review import Hardware, NotCostable, ReviewError, review
+
+WILD = Path(__file__).parent / "fixtures" / "review" / "wild"
+ASYNC = WILD / "slime-624b824" / "examples" / "fully_async"
+OFF = {"phase": False, "optimizer": 0.0, "params": False, "frozen": False}
+
+READINGS: dict[str, dict[str, Any]] = {
+    # trainer 1 node x 8, colocated sync (main_ppo); rollout TP 2 on sglang (named in a shell
+    # variable); FSDP (verl's default strategy, fully sharded: ZeRO 3), Ulysses 1, gradient
+    # checkpointing on; the reference's parameters offloaded; 1024 prompts x 5, mini-batch 256
+    # prompts -> 4 optimizer steps; prompt 512, response 1024; Qwen2-7B-Instruct
+    "verl-b178a3c-run_qwen2-7b_seq_balance.sh": {
+        "gpus": 8,
+        "placement": ("colocated", "sync"),
+        "rollout": {"gpus": 8, "tp": 2},
+        "train": {"gpus": 8, "tp": 1, "pp": 1, "cp": 1, "zero": 3, "recompute": "full"},
+        "offload": {**OFF, "frozen": True},
+        "workload": ("grpo", 1024, 5, 512, 1024, 4),
+        "policy": "qwen2-7b",
+        "engine": "sglang",
+    },
+    # NUM_GPUS 4, ACTOR_GPUS 1, rollout the other 3 (arithmetic), SGLang engines of 1 GPU;
+    # train_async.py with the fully-async rollout function (samples in flight across steps:
+    # async, not one-step-off); Megatron TP/PP/CP 1, no recompute flag; KL loss loads the
+    # reference (kept as a host copy); 8 prompts x 4, global batch 32 -> 1 optimizer step;
+    # response 1024, no prompt bound (assumed); Qwen2.5-0.5B-Instruct
+    "slime-624b824/examples/fully_async/run-qwen2.5-0.5B-fully_async.sh": {
+        "gpus": 4,
+        "placement": ("disaggregated", "async"),
+        "rollout": {"gpus": 3, "tp": 1},
+        "train": {"gpus": 1, "tp": 1, "pp": 1, "cp": 1, "zero": 1, "recompute": "none"},
+        "offload": {**OFF, "frozen": True},
+        "workload": ("grpo", 8, 4, None, 1024, 1),
+        "policy": "qwen2.5-0.5b",
+        "engine": "sglang",
+    },
+}
+NOT_YET = {
+    "slime-624b824/examples/fully_async/run-qwen2.5-0.5B-fully_async.sh": (
+        "--rollout-function-path (slime's fully-async rollout) is not mapped: the launch reads "
+        "as train_async.py's one-step-off"
+    ),
+}
+
+
+def _case(name: str) -> Any:
+    marks = [pytest.mark.xfail(reason=NOT_YET[name], strict=True)] if name in NOT_YET else []
+    return pytest.param(name, id=Path(name).stem, marks=marks)
+
+
+@pytest.mark.parametrize("name", [_case(n) for n in sorted(READINGS)])
+def test_review_reads_a_launch_from_the_wild(name: str) -> None:
+    wanted = READINGS[name]
+    got = review(WILD / name, hardware=Hardware("h100-sxm-80gb"))
+    scenario, plan = got["scenario"], got["estimate"]
+    cluster = scenario["cluster"]
+    assert cluster["nodes"] * cluster["gpus_per_node"] == wanted["gpus"]
+    assert (plan["placement"], plan["execution"]) == wanted["placement"]
+    assert {k: plan["rollout"][k] for k in wanted["rollout"]} == wanted["rollout"]
+    assert {k: plan["train"][k] for k in wanted["train"]} == wanted["train"]
+    assert plan["train"]["offload"] == wanted["offload"]
+    names = ("algorithm", "prompts_per_step", "samples_per_prompt", "prompt_tokens")
+    names += ("max_response_tokens", "minibatches_per_step")
+    for field, value in zip(names, wanted["workload"], strict=True):
+        if value is None:  # the launch does not say it: assumed, and said so
+            assert f"workload.{field}" in got["rests_on_assumptions"]
+        else:
+            assert scenario["workload"][field] == value, field
+    assert scenario["models"]["policy"] == wanted["policy"]
+    assert got["rollout_engine"] == wanted["engine"]
+
+
+def test_a_slurm_launch_inside_bash_c_is_read_to_its_pools() -> None:
+    """OpenRLHF's train_ppo_ray_slurm.sh: the job is submitted inside `srun ... bash -c "..."`.
+    Its pools are read (actor 4 with the reference, critic 4 with the reward model, 4 vLLM
+    engines of TP 2); the critic and reward model sharing GPUs is a layout the planner has no
+    pool for, so the request fails in one line naming the flag, rather than costing another."""
+    path = WILD / "openrlhf-3c3be62-train_ppo_ray_slurm.sh"
+    with pytest.raises(NotCostable, match=r"train\.colocate_critic_reward") as caught:
+        review(path, hardware=Hardware("a100-sxm-80gb"))
+    assert "rollout 8, train 4, critic 4, reward 4" in str(caught.value)
+    done = CliRunner().invoke(cli, ["review", str(path), "--accelerator", "a100-sxm-80gb"])
+    assert done.exit_code == 1 and done.output.count("\n") == 1
+
+
+def test_a_hybrid_model_no_record_has_is_named_not_costed_as_dense() -> None:
+    """slime's Qwen3.5-9B fully-async example: the model record of Qwen3.5-9B holds no shapes
+    (no config.json was found at a pinned version), the checkpoint is not on this machine and
+    the model script's layers come from a plugin spec (linear attention mixed in): review says
+    exactly that, in one line."""
+    path = ASYNC / "run-qwen3.5-9B-fully_async.sh"
+    with pytest.raises(ReviewError) as caught:
+        review(path, hardware=Hardware("h100-sxm-80gb"))
+    message = str(caught.value)
+    assert "'/root/models/Qwen3.5-9B' matches model record qwen3.5-9b, which has no" in message
+    assert "no /root/models/Qwen3.5-9B/config.json on this machine" in message
+    assert "custom spec slime_plugins.models.qwen3_5.get_qwen3_5_spec" in message
+    assert "scripts/models/qwen3.5-9B.sh:5" in message
+    done = CliRunner().invoke(cli, ["review", str(path), "--accelerator", "h100-sxm-80gb"])
+    assert done.exit_code == 2 and done.output.count("\n") == 1
