@@ -67,6 +67,21 @@ READINGS: dict[str, dict[str, Any]] = {
         "policy": "qwen2.5-1.5b",
         "engine": "vllm",
     },
+    # the same layout as run_gsm8k.sh with GAE: the critic (the policy's architecture, given
+    # by trainer.critic.model.path) shares the 4 GPUs under colocate_all (trainer.py
+    # L764-L774 builds it in the shared placement group only then), parked with the policy
+    "skyrl-a956457/run_ppo.sh": {
+        "gpus": 4,
+        "placement": ("colocated", "sync"),
+        "rollout": {"gpus": 4, "tp": 1},
+        "train": {"gpus": 4, "tp": 1, "pp": 1, "cp": 1, "zero": 3, "recompute": "full"},
+        "offload": {**OFF, "phase": True, "frozen": True},
+        "workload": ("ppo", 1024, 5, 512, 1024, 4),
+        "policy": "qwen2.5-1.5b",
+        "engine": "vllm",
+        "critic": "separate",
+        "pools": {},
+    },
     # 2 engines of TP 1 on GPUs of their own beside 2 policy GPUs (colocate_all false), the
     # fully async trainer with staleness 4; FSDP2 as above; colocate_policy_ref (default true)
     # with the KL loss's reference swaps policy state and reference on the 2 training GPUs;
@@ -134,6 +149,9 @@ def test_review_reads_a_launch_from_the_wild(name: str) -> None:
     assert {k: plan["rollout"][k] for k in wanted["rollout"]} == wanted["rollout"]
     assert {k: plan["train"][k] for k in wanted["train"]} == wanted["train"]
     assert plan["train"]["offload"] == wanted["offload"]
+    if "critic" in wanted:  # a value model of its own, on the pools given
+        assert plan["critic"] == wanted["critic"]
+        assert {k: v for k, v in plan["pools"].items() if v} == wanted["pools"]
     names = ("algorithm", "prompts_per_step", "samples_per_prompt", "prompt_tokens")
     names += ("max_response_tokens", "minibatches_per_step")
     for field, value in zip(names, wanted["workload"], strict=True):
