@@ -54,7 +54,7 @@ FILE = re.compile(r"\.(parquet|jsonl?|ya?ml|jinja2?|sh|py|txt|log)/?$")
 FORMAT_SUFFIX = re.compile(r"(?i)[_-](torch[_-]dist|slime|mcore|hf)$")
 """A converted checkpoint of the same model (slime's `Qwen3-4B_torch_dist`)."""
 
-MAPPED = ("verl", "openrlhf", "nemo-rl", "slime", "skyrl")
+MAPPED = ("verl", "openrlhf", "nemo-rl", "slime", "skyrl", "areal")
 
 
 def pinned_commit(framework: str, catalog) -> str:

@@ -20,7 +20,7 @@ from rlmguide.errors import RlmguideError
 from rlmguide.review import Hardware, NotCostable, ReviewError, review
 
 REPO = Path(__file__).parent.parent
-MAPPED = ("verl", "openrlhf", "nemo-rl", "slime", "skyrl")
+MAPPED = ("verl", "openrlhf", "nemo-rl", "slime", "skyrl", "areal")
 WORKLOAD = (
     "algorithm",
     "prompts_per_step",

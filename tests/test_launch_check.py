@@ -25,7 +25,7 @@ from rlmguide.rules.scenario import parse_scenario, read_mapping, resolve
 from rlmguide.export import Exported, NotExpressible, build
 from rlmguide.review.check import launch_problems
 
-FRAMEWORKS = ("verl", "openrlhf", "nemo-rl", "slime", "skyrl")
+FRAMEWORKS = ("verl", "openrlhf", "nemo-rl", "slime", "skyrl", "areal")
 RESPONSES = (4096, 16384, 32768)
 
 

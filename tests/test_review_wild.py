@@ -67,6 +67,21 @@ READINGS: dict[str, dict[str, Any]] = {
         "policy": "qwen2.5-1.5b",
         "engine": "vllm",
     },
+    # the same layout as run_gsm8k.sh with GAE: the critic (the policy's architecture, given
+    # by trainer.critic.model.path) shares the 4 GPUs under colocate_all (trainer.py
+    # L764-L774 builds it in the shared placement group only then), parked with the policy
+    "skyrl-a956457/run_ppo.sh": {
+        "gpus": 4,
+        "placement": ("colocated", "sync"),
+        "rollout": {"gpus": 4, "tp": 1},
+        "train": {"gpus": 4, "tp": 1, "pp": 1, "cp": 1, "zero": 3, "recompute": "full"},
+        "offload": {**OFF, "phase": True, "frozen": True},
+        "workload": ("ppo", 1024, 5, 512, 1024, 4),
+        "policy": "qwen2.5-1.5b",
+        "engine": "vllm",
+        "critic": "separate",
+        "pools": {},
+    },
     # 2 engines of TP 1 on GPUs of their own beside 2 policy GPUs (colocate_all false), the
     # fully async trainer with staleness 4; FSDP2 as above; colocate_policy_ref (default true)
     # with the KL loss's reference swaps policy state and reference on the 2 training GPUs;
@@ -109,6 +124,34 @@ READINGS: dict[str, dict[str, Any]] = {
         "policy": "qwen3-30b-a3b",
         "engine": "vllm",
     },
+    # AReaL at 4aef98d (areal/api/cli_args.py): the base config beside the launch, as in a
+    # checkout. rollout.backend sglang:d4p1t1 is 4 engines of TP 1, actor.backend fsdp:d4p1t1
+    # 4 FSDP ranks on GPUs of their own (alloc_mode.py's grammar); max_head_offpolicyness 2:
+    # asynchronous, two versions of lag; FSDP2 shards everything (parallel.py L389-L396:
+    # ZeRO 3), gradient checkpointing on; kl_ctl 0, so no reference is built (rl_trainer.py
+    # L178-L181); 256 prompts x 4, one minibatch; prompts up to 1024, responses 1024
+    "areal-4aef98d/run_gsm8k_grpo.sh": {
+        "gpus": 8,
+        "placement": ("disaggregated", "async"),
+        "rollout": {"gpus": 4, "tp": 1},
+        "train": {"gpus": 4, "tp": 1, "pp": 1, "cp": 1, "zero": 3, "recompute": "full"},
+        "offload": OFF,
+        "workload": ("grpo", 256, 4, 1024, 1024, 1),
+        "policy": "qwen2.5-1.5b",
+        "engine": "sglang",
+    },
+    # the Megatron config: megatron:d4p1t1, Megatron's distributed optimizer (AReaL's DDP
+    # default, ZeRO 1), gradient checkpointing off (no recompute); the rest as above
+    "areal-4aef98d/run_gsm8k_grpo_megatron.sh": {
+        "gpus": 8,
+        "placement": ("disaggregated", "async"),
+        "rollout": {"gpus": 4, "tp": 1},
+        "train": {"gpus": 4, "tp": 1, "pp": 1, "cp": 1, "zero": 1, "recompute": "none"},
+        "offload": OFF,
+        "workload": ("grpo", 256, 4, 1024, 1024, 1),
+        "policy": "qwen2.5-1.5b",
+        "engine": "sglang",
+    },
 }
 NOT_YET = {
     "slime-624b824/examples/fully_async/run-qwen2.5-0.5B-fully_async.sh": (
@@ -134,6 +177,9 @@ def test_review_reads_a_launch_from_the_wild(name: str) -> None:
     assert {k: plan["rollout"][k] for k in wanted["rollout"]} == wanted["rollout"]
     assert {k: plan["train"][k] for k in wanted["train"]} == wanted["train"]
     assert plan["train"]["offload"] == wanted["offload"]
+    if "critic" in wanted:  # a value model of its own, on the pools given
+        assert plan["critic"] == wanted["critic"]
+        assert {k: v for k, v in plan["pools"].items() if v} == wanted["pools"]
     names = ("algorithm", "prompts_per_step", "samples_per_prompt", "prompt_tokens")
     names += ("max_response_tokens", "minibatches_per_step")
     for field, value in zip(names, wanted["workload"], strict=True):

@@ -766,14 +766,16 @@ class Constraint(Record, Dated):
 
 Transform = Literal[
     "identity", "flag", "equals", "lookup", "nodes", "gpus_per_node", "divide", "multiply", "add",
-    "constant", "list",
+    "constant", "list", "allocation",
 ]  # fmt: skip
 """How a fact becomes a config value: as is; as a boolean; whether it equals `argument`;
 through `table`; a pool's GPUs as nodes or GPUs per node (whole nodes, or part of one);
 divided by, multiplied by, or added to the fact named by `argument` (unit conversions such as
 prompts -> samples); `argument` itself, written where `when` holds (a setting the plan
-forces, such as sequence packing off under context parallelism); or a list of the one value
-(SkyRL's data fields, lists of files)."""
+forces, such as sequence packing off under context parallelism); a list of the one value
+(SkyRL's data fields, lists of files); or the pool `argument` (`train` or `rollout`) as an
+allocation string of all its degrees, `<name>:d<dp>p<pp>t<tp>` with `c<cp>` and `e<ep>` above 1,
+the name from `table` (component -> name: AReaL's `actor.backend`)."""
 
 Value = bool | int | float | str | list[bool | int | float | str] | None
 """A config value; a list is several values of one flag (argparse `nargs`) or a Hydra list."""
@@ -802,7 +804,8 @@ class MappingEntry(Strict):
     @model_validator(mode="after")
     def _arguments(self) -> MappingEntry:
         wants = {"equals": "argument", "divide": "argument", "multiply": "argument",
-                 "add": "argument", "lookup": "table", "constant": "argument"}  # fmt: skip
+                 "add": "argument", "lookup": "table", "constant": "argument",
+                 "allocation": "table"}  # fmt: skip
         needed = wants.get(self.transform)
         if needed and getattr(self, needed) is None:
             raise ValueError(f"transform {self.transform} needs {needed}")

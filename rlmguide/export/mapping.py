@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rlmguide.export.pools import allocation
 from rlmguide.export.startup import LAUNCH_FACTS
 from rlmguide.kb.load import Catalog, Problem
 from rlmguide.kb.schema import Mapping as MappingRecord
@@ -205,6 +206,11 @@ def apply(entry: MappingEntry, facts: Mapping[str, Any]) -> Any:
             return entry.argument
         case "list":
             return [value]
+        case "allocation":
+            try:
+                return allocation(str(entry.argument), entry.table or {}, facts)
+            except KeyError as exc:
+                raise KeyCannotHold(f"{entry.key} has no name for {exc.args[0]}") from None
     raise AssertionError(entry.transform)  # the schema admits no other transform
 
 
@@ -236,13 +242,23 @@ NEUTRAL = {
 needs a key of its own, or the plan cannot be written."""
 
 
+def spelled(entry: MappingEntry) -> tuple[str, ...]:
+    """The facts an entry writes besides its own: an allocation string spells every degree
+    of its pool (an engine's are only TP and PP: AReaL's inference dimensions are d, t, p)."""
+    if entry.transform != "allocation":
+        return ()
+    degrees = ("tp", "pp") if entry.argument == "rollout" else ("tp", "pp", "cp", "ep", "etp")
+    return tuple(f"plan.{entry.argument}.{d}" for d in degrees)
+
+
 def unexpressed(
     facts: Mapping[str, Any], active: Iterable[CompiledEntry], implied: Iterable[str] = ()
 ) -> list[str]:
     """The plan facts away from their neutral value that no active entry accounts for: an
     entry accounts for the facts it writes and those its condition tested on this plan; the
     mapping's `implied` facts the framework realises by itself."""
-    written = {name for c in active for name in (c.entry.fact, *c.when.names)} | set(implied)
+    written = {name for c in active for name in (c.entry.fact, *c.when.names, *spelled(c.entry))}
+    written |= set(implied)
     missing = [
         f"{name} = {lookup_key(facts[name])}"
         for name, neutral in NEUTRAL.items()

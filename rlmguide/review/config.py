@@ -30,13 +30,20 @@ def _value(text: str) -> Any:
 
 
 def hydra_config(words: Iterable[str]) -> dict[str, Any]:
-    """Overrides applied in order, later ones winning; `--name=value` options (verl's
-    `--config-name`) kept under their name without dashes."""
+    """Overrides applied in order, later ones winning; `--name=value` and `--name value`
+    options (verl's `--config-name`, AReaL's `--config`) kept under their name without
+    dashes."""
     found: dict[str, Any] = {}
+    pending: str | None = None  # an option whose value may be the next word
     for word in words:
+        if pending is not None and not word.startswith("--") and "=" not in word:
+            found[pending], pending = _value(word), None
+            continue
+        pending = None
         if word.startswith("--"):
-            name, _, value = word[2:].partition("=")
+            name, sep, value = word[2:].partition("=")
             found[name] = _value(value) if value else True
+            pending = None if sep else name
             continue
         if word.startswith("~"):
             found.pop(word[1:].partition("=")[0], None)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rlmguide.export.mapping import lookup_key
+from rlmguide.export.pools import PoolSpelling, read_allocation
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.model_names import match_model
 from rlmguide.kb.schema import Mapping as MappingRecord
@@ -127,12 +128,21 @@ def pick_components(
         ),
         None,
     )
-    engine = named_engine if named_engine in engines else (engines[0] if engines else None)
+    if named_engine in engines:
+        engine = named_engine
+    else:  # an engine named inside a key's value (AReaL's rollout.backend), else the first
+        engine = max(engines, key=score) if engines else None
     return backend, engine
 
 
 def _plausible(entry: MappingEntry, value: Any) -> bool:
-    """Whether some fact value gives `value` through the entry (a lookup's table has it)."""
+    """Whether some fact value gives `value` through the entry (a lookup's table has it, an
+    allocation string has one of its names)."""
+    if entry.transform == "allocation":
+        try:
+            return read_allocation(value)[0] in (entry.table or {}).values()
+        except PoolSpelling:
+            return False
     if entry.transform != "lookup":
         return True
     table = (entry.table or {}).values()
@@ -509,6 +519,16 @@ def read_file(
             module, config, own, recipe_keys = parse_recipe(path, mappings, framework, budget)
         else:
             module, config, own, shell = parse_launch(text, mappings, framework, path, budget)
+            named = config.get("config")
+            if isinstance(named, str) and named.endswith((".yaml", ".yml")):
+                # the base config the entry point composes (AReaL's --config), where it is
+                # beside the script as in the framework's checkout: its keys under the overrides
+                found = path.parent / named
+                if found.is_file():
+                    base, _ = recipe_config(found, budget)
+                    recipe_keys, config = set(config), {**base, **config}
+    except RecipeError as exc:
+        raise ReviewError(f"cannot read the base config: {exc}") from None
     except Exhausted as exc:
         raise ReviewError(f"{path}: {exc} (the limit of a review)") from None
     mapping = pick_version(own, config)

@@ -18,6 +18,7 @@ from typing import Any
 
 from rlmguide.export import startup
 from rlmguide.export.mapping import CompiledEntry, compile_mapping, lookup_key
+from rlmguide.export.pools import PoolSpelling, read_allocation
 from rlmguide.kb.schema import Launch, MappingEntry
 from rlmguide.kb.schema import Mapping as MappingRecord
 from rlmguide.review.budget import Budget
@@ -187,6 +188,20 @@ class _Read:
     pools: dict[str, dict[str, int]] = field(default_factory=dict)
     pending: list[MappingEntry] = field(default_factory=list)
 
+    def allocation(self, e: MappingEntry, key: str, value: Any) -> None:
+        """An allocation string: every degree of its pool at once (an engine's are its GPUs,
+        TP and PP; the data-parallel count is what the GPUs leave)."""
+        try:
+            _, degrees = read_allocation(value)
+        except PoolSpelling as exc:
+            raise LookupError(f"{key}: {exc}") from None
+        pool = str(e.argument)
+        kept = ["gpus", "tp", "pp"] + ([] if pool == "rollout" else ["cp", "ep", "etp"])
+        for degree in kept:
+            self.facts.setdefault(f"plan.{pool}.{degree}", degrees[degree])
+        self.uses.append(Use(e.key, value, f"plan.{pool}", str(value)))
+        self.used.add(key)
+
     def entry(self, e: MappingEntry) -> None:
         """Invert one entry whose key the launch gives."""
         key = e.key.lstrip("+")
@@ -227,6 +242,9 @@ class _Read:
             case "list":
                 # one file per list, as export writes it; more files are one input still
                 got = value[0] if isinstance(value, list) and len(value) == 1 else value
+            case "allocation":
+                self.allocation(e, key, value)
+                return
             case "constant":
                 # a value the plan forces; the start-up checks read it (`reads`)
                 self.uses.append(Use(e.key, value, e.fact, None))
@@ -280,6 +298,9 @@ def read_launch(
     for c in first:
         state.entry(c.entry)
     _settle({f: v for f, v in state.ambiguous.items() if f.startswith("plan.")}, state.facts)
+    if state.facts.get("plan.max_staleness") == 0 and "plan.execution" not in state.facts:
+        # no sample may lag the policy (AReaL's max_head_offpolicyness 0): synchronous
+        state.facts["plan.execution"] = "sync"
     try:
         launch = choose_launch(mapping, module, config, backend, state.facts)
     except LookupError:

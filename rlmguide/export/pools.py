@@ -1,0 +1,68 @@
+"""A pool spelled as one string: AReaL's allocation strings (`fsdp:d4t2`, `sglang:d4p1t1`,
+`megatron:d2p2t4e4`, `megatron:(attn:d4p2t2c2|ffn:p2t1e8)`; the grammar of
+areal/api/alloc_mode.py at 4aef98d). `allocation` writes a plan's pool, `read_allocation` gives
+its degrees back."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+DIMENSION = re.compile(r"([dtpce])(\d+)")
+ALLOCATION = re.compile(r"([a-z]+):(.+)")
+HYBRID = re.compile(r"\(?attn:([dtpc\d]+)\|ffn:([dtpe\d]+)\)?")
+
+
+class PoolSpelling(ValueError):
+    """A pool string that is not the framework's syntax (review names the key)."""
+
+
+def allocation(pool: str, names: Mapping[str, Any], facts: Mapping[str, Any]) -> str:
+    """The pool `pool` ("train" or "rollout") as an allocation string named by
+    `names[component]` (KeyError where the component has no name). Data parallelism is what
+    the GPUs leave over the model-parallel degrees; an engine's dimensions are d, p and t;
+    expert parallelism with expert TP 1 is the plain `e` dimension, with another expert TP the
+    hybrid `(attn:...|ffn:...)` form."""
+    component = facts["run.training_backend" if pool == "train" else "run.rollout_engine"]
+    name = names[component]
+
+    def degree(d: str) -> int:
+        return int(facts.get(f"plan.{pool}.{d}") or 1)
+
+    gpus, tp, pp = int(facts[f"plan.{pool}.gpus"]), degree("tp"), degree("pp")
+    cp = degree("cp") if pool == "train" else 1
+    dims = f"d{gpus // (tp * pp * cp)}p{pp}t{tp}" + (f"c{cp}" if cp > 1 else "")
+    ep = degree("ep") if pool == "train" else 1
+    if ep <= 1:
+        return f"{name}:{dims}"
+    if degree("etp") == 1:
+        return f"{name}:{dims}e{ep}"
+    return f"{name}:(attn:{dims}|ffn:p{pp}t{degree('etp')}e{ep})"
+
+
+def _dimensions(text: str, where: str) -> dict[str, int]:
+    found = DIMENSION.findall(text)
+    if not found or "".join(f"{k}{v}" for k, v in found) != text:
+        raise PoolSpelling(f"{where}: {text!r} is not dimensions such as d4t2")
+    return {k: int(v) for k, v in found}
+
+
+def read_allocation(text: Any) -> tuple[str, dict[str, int]]:
+    """(name, degrees) of an allocation string: gpus, dp, tp, pp, cp, ep, etp (1 where
+    absent)."""
+    match = ALLOCATION.fullmatch(str(text).strip().replace(" ", ""))
+    if match is None:
+        raise PoolSpelling(f"{str(text)[:60]!r} is not an allocation such as fsdp:d4t2")
+    name, body = match.groups()
+    hybrid = HYBRID.fullmatch(body)
+    if hybrid:
+        attn = _dimensions(hybrid.group(1), "attn")
+        ffn = _dimensions(hybrid.group(2), "ffn")
+    else:
+        attn = _dimensions(body, name)
+        ffn = {"t": 1, "e": attn.pop("e", 1)}
+    degrees = {d: attn.get(k, 1) for d, k in (("dp", "d"), ("tp", "t"), ("pp", "p"), ("cp", "c"))}
+    degrees |= {"ep": ffn.get("e", 1), "etp": ffn.get("t", 1)}
+    degrees["gpus"] = degrees["dp"] * degrees["tp"] * degrees["pp"] * degrees["cp"]
+    return name, degrees
