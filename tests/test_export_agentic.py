@@ -112,3 +112,16 @@ def test_review_reads_the_turns_and_the_budget_back(tmp_path: Path) -> None:
 def test_the_episode_round_trips_through_verl(example: Path) -> None:
     status, why = round_trip(Case(f"{example.stem}-verl", "verl", example=example))
     assert status == "same", why
+
+
+def test_slimes_parser_has_the_flags_the_refusal_names_and_none_for_turns() -> None:
+    """The refusal's reason, checked against slime's options at 624b824: the generate function
+    and the context bound are flags; no flag bounds an episode's turns."""
+    rows = REPO / "tests" / "fixtures" / "frameworks" / "slime-624b824-arguments-options.tsv"
+    options = {
+        line.split("\t")[1]
+        for line in rows.read_text().splitlines()
+        if line and not line.startswith("#")
+    }
+    assert {"--custom-generate-function-path", "--rollout-max-context-len"} <= options
+    assert {o for o in options if "-turn" in o} == {"--log-multi-turn"}
