@@ -125,3 +125,19 @@ def test_slimes_parser_has_the_flags_the_refusal_names_and_none_for_turns() -> N
     }
     assert {"--custom-generate-function-path", "--rollout-max-context-len"} <= options
     assert {o for o in options if "-turn" in o} == {"--log-multi-turn"}
+
+
+def test_the_mapping_pages_say_what_the_framework_has_no_key_for() -> None:
+    from rlmguide.kb.load import load_catalog
+    from rlmguide.kb.paths import record_roots
+    from rlmguide.kb.schema.records import KINDS
+
+    from rlmguide.sitegen.mapping_pages import mapping_pages
+    from rlmguide.sitegen.pages import build_index
+
+    pages = mapping_pages(build_index(load_catalog(record_roots(), tuple(KINDS))))
+    (slime,) = [v for k, v in pages.items() if "slime-" in k]
+    assert "## No key in the framework" in slime
+    assert "`workload.max_turns`: slime has no argument for an episode's turns" in slime
+    (nemo,) = [v for k, v in pages.items() if "nemo-rl-" in k]
+    assert "No key in the framework" not in nemo
