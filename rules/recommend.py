@@ -279,6 +279,10 @@ def fixed_columns(resolved: Resolved) -> dict[str, Any]:
     return {
         "rollout_fp8": plan.rollout.precision == "fp8",
         "rollout_eager": plan.rollout.cuda_graphs is False,
+        "rollout_memory_fraction": plan.rollout.memory_fraction or 0.0,
+        "rollout_max_seqs": plan.rollout.max_seqs or 0,
+        "train_micro_tokens": plan.train.micro_batch_tokens or 0,
+        "train_fp32_gradients": bool(plan.train.fp32_gradients),
         "train_fp8": plan.train.precision == "fp8",
         "train_lora_rank": plan.train.lora_rank or 0,
         "critic_gpus": plan.pools.critic or 0,

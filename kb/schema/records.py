@@ -851,6 +851,9 @@ class Mapping(Record):
     """Training backends and rollout engines the mapping covers, preferred first."""
     fixed: list[Text] = []
     """Arguments every launch needs whatever the plan, as the syntax writes them."""
+    token_batching: list[Text] = []
+    """Keys that switch micro-batching by tokens on (any one true, else the framework's
+    default for it): a launch's token budget sizes its micro-batches only then."""
     repositories: dict[Text, Url] = {}
     """Path prefix -> where files under it are read when they belong to another repository the
     framework passes flags to (slime's `megatron/` at the Megatron-LM commit it pins)."""
