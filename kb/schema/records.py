@@ -865,6 +865,11 @@ class Mapping(Record):
     weights on the host): a plan may set them without a key accounting for them."""
     launches: Annotated[list[Launch], Field(min_length=1)]
     entries: Annotated[list[MappingEntry], Field(min_length=1)]
+    fp32_gradients: bool = False
+    """The framework's Megatron backend keeps fp32 gradient buffers by default (Megatron-LM
+    turns accumulate_allreduce_grads_in_fp32 on with --bf16; verl's Megatron-Core DDP config
+    sets grad_reduce_in_fp32): plans searched for it are costed so, as `review` reads a launch
+    of it that does not say otherwise."""
     engine_max_seqs: PositiveInt | None = None
     """Sequences one rollout engine runs at once where no entry writes them: the engine's own
     default as every entry point of the framework creates it (OpenRLHF's vLLM AsyncLLMEngine).

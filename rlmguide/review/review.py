@@ -570,18 +570,22 @@ def engine_settings(reading: Reading) -> dict[str, Any]:
 
 
 def training_settings(reading: Reading) -> dict[str, Any]:
-    """The training micro-batch the launch packs by tokens, as the plan field the estimate
-    costs its activations at: only where the launch batches by tokens (the mapping's
-    token_batching keys); with micro-batches counted in sequences the search's budget stands."""
+    """The training memory settings of the launch as the plan fields the estimate costs: its
+    gradient buffers (fp32 as the launch says, else as the framework keeps them by default),
+    and the micro-batch it packs by tokens, only where it batches by tokens (the mapping's
+    token_batching keys; with micro-batches counted in sequences the search's budget stands)."""
     from rlmguide.export.startup import typed
 
     mapping = reading.mapping
+    launch = typed(reading.facts)
+    fp32 = launch.get("launch.fp32_gradients", mapping.fp32_gradients)
+    out: dict[str, Any] = {"fp32_gradients": bool(fp32) and not launch.get("launch.bf16_gradients")}
     defaults = mapping.config_defaults
     switches = [reading.config.get(k, defaults.get(k)) for k in mapping.token_batching]
-    tokens = typed(reading.facts).get("launch.micro_batch_tokens")
-    if tokens is None or tokens < 1 or not any(truth(v) for v in switches if v is not None):
-        return {}
-    return {"micro_batch_tokens": int(tokens)}
+    tokens = launch.get("launch.micro_batch_tokens")
+    if tokens is not None and tokens >= 1 and any(truth(v) for v in switches if v is not None):
+        out["micro_batch_tokens"] = int(tokens)
+    return out
 
 
 LAUNCH_SETTINGS = {"rollout": ("memory_fraction", "max_seqs"), "train": ("micro_batch_tokens",)}
