@@ -882,6 +882,9 @@ class Mapping(Record):
     """`launch.*` fact -> the config key the start-up checks read it from, for settings no
     entry computes from a fact (sequence packing): export and review take the launch's value,
     else `config_defaults`."""
+    absent: dict[Text, Text] = {}
+    """Fact -> why the framework has no key for it at `commit` (where the value lives
+    instead): the reason export gives when a plan needs that fact and no entry writes it."""
     notes: Text | None = None
 
     def cited_sources(self) -> list[str]:

@@ -298,7 +298,8 @@ def scenario_of(
             )
     prompts = f.get("workload.prompts_per_step")
     samples = f.get("workload.samples_per_prompt", 1)
-    max_response = f.get("workload.max_response_tokens")
+    agent, max_response = _episodes(f, assumed)
+    max_response = max_response or f.get("workload.max_response_tokens")
     prompt_tokens = hardware.prompt_tokens or f.get("workload.prompt_tokens")
     sequence = f.get("workload.sequence_tokens")
     if prompt_tokens is None and max_response and sequence and sequence > max_response:
@@ -359,7 +360,9 @@ def scenario_of(
         {
             "field": "workload.response_tokens",
             "value": max_response,
-            "why": "a launch gives only the longest response; its mean is taken as that",
+            "why": "a launch gives only the longest "
+            + ("turn" if agent else "response")
+            + "; its mean is taken as that",
             "source": None,
         }
     )
@@ -453,15 +456,17 @@ def scenario_of(
     if f["plan.execution"] in ("async", "partial-rollout") and f.get("plan.max_staleness"):
         plan["max_staleness"] = f["plan.max_staleness"]
     context = reading.context_tokens
+    # the longest sequence: one response, or an episode's turns (its trajectory)
+    longest = prompt_tokens + max_response * (agent["max_turns"] if agent else 1)
     if built is not None:
-        model = _inline_policy(built, path, prompt_tokens + max_response, assumed)
+        model = _inline_policy(built, path, longest, assumed)
         if reward == "policy":
             reward = model
     limit = (
         model["max_context_tokens"] if built else getattr(models[model], "max_context_tokens", None)
     )
-    if context is None and limit is not None and prompt_tokens + max_response > limit:
-        context = prompt_tokens + max_response
+    if context is None and limit is not None and longest > limit:
+        context = longest
         assumed.append(
             {
                 "field": "models.context_tokens",
@@ -484,10 +489,49 @@ def scenario_of(
             "max_response_tokens": max_response,
             "minibatches_per_step": minibatches,
             "epochs": f.get("workload.epochs", 1),
-        },
+        }
+        | ({"agent": agent} if agent else {}),
         "plan": plan,
     }
     return scenario, assumed
+
+
+def _episodes(
+    f: Mapping[str, Any], assumed: list[dict[str, Any]]
+) -> tuple[dict[str, Any] | None, int | None]:
+    """An agent loop's episodes, where the launch bounds the turns (verl's
+    max_assistant_turns): the workload's agent block and the longest turn, else (None, None).
+    A launch bounds the turns and the tokens after the prompt (turns and observations
+    together), so the episode is read as every turn at the bound and the budget shared out
+    evenly over the turns, with no observation tokens: the same longest trajectory."""
+    turns = int(f.get("workload.max_turns") or 1)
+    budget = f.get("workload.episode_response_tokens")
+    if turns <= 1 or not budget:
+        return None, None
+    turn = int(budget) // turns
+    assumed += [
+        {
+            "field": "workload.agent.turns",
+            "value": turns,
+            "why": "a launch gives only the most turns an episode takes; its mean is taken as that",
+            "source": None,
+        },
+        {
+            "field": "workload.max_response_tokens",
+            "value": turn,
+            "why": f"the episode's response budget ({budget} tokens, model turns and tool "
+            f"output together) over its {turns} turns; the launch caps no single turn",
+            "source": None,
+        },
+        {
+            "field": "workload.agent.observation_tokens",
+            "value": 0,
+            "why": "the launch's budget counts tool output with the turns (the turns take "
+            "all of it here); environment time is not in a launch",
+            "source": None,
+        },
+    ]
+    return {"turns": turns, "max_turns": turns}, turn
 
 
 def read_file(

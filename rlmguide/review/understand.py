@@ -262,6 +262,10 @@ def read_launch(
     config = {**config, **defaulted}
     compiled = [c for c in mine if c.entry.key.lstrip("+") in config]
     state = _Read({"run.training_backend": backend, "run.rollout_engine": engine}, config)
+    if not any(c.entry.fact == "workload.max_turns" for c in compiled):
+        # no key of the agent loop: one turn per prompt, which the entries conditioned on
+        # the turns need to know before they are read
+        state.facts["workload.max_turns"] = 1
     # staleness is read first: it tells one-step-off from async where a flag says only "async"
     first = [
         c
