@@ -27,7 +27,7 @@ from rlmguide.review.budget import Budget, Exhausted
 from rlmguide.review.config import argparse_config, hydra_config
 from rlmguide.review.recipe import RecipeError, recipe_config
 from rlmguide.review.shell import Shell, ShellError, command_arguments
-from rlmguide.review.understand import Reading, read_launch
+from rlmguide.review.understand import Reading, read_launch, truth
 
 
 class ReviewError(ValueError):
@@ -458,6 +458,8 @@ def scenario_of(
     }
     if f.get("plan.rollout.eager") is True:
         rollout["cuda_graphs"] = False  # the engine decodes eagerly: estimated so
+    rollout.update(engine_settings(reading))
+    train.update(training_settings(reading))
     plan: dict[str, Any] = {
         "placement": f["plan.placement"],
         "execution": f["plan.execution"],
@@ -617,6 +619,73 @@ def parse_recipe(
     return _module(own[0].launches[0].command), config, own, recipe_keys
 
 
+def engine_settings(reading: Reading) -> dict[str, Any]:
+    """The rollout engine's memory settings the launch states or leaves at the framework's
+    default, as plan fields the estimate costs: the engine's cap on sequences, and its share of
+    GPU memory where it is vLLM's (a share of the whole GPU; SGLang's static fraction is of the
+    memory free at its start, converted once the trainer's resident state is estimated)."""
+    from rlmguide.export.startup import typed
+
+    launch = typed(reading.facts)
+    out: dict[str, Any] = {}
+    seqs = launch.get("launch.engine_max_seqs")
+    if seqs is not None and seqs >= 1:
+        out["max_seqs"] = int(seqs)
+    share = launch.get("launch.engine_memory_fraction")
+    if reading.engine != "sglang" and share is not None and 0 < share <= 1:
+        out["memory_fraction"] = float(share)
+    return out
+
+
+def training_settings(reading: Reading) -> dict[str, Any]:
+    """The training memory settings of the launch as the plan fields the estimate costs: its
+    gradient buffers (fp32 as the launch says, else as the framework keeps them by default),
+    and the micro-batch it packs by tokens, only where it batches by tokens (the mapping's
+    token_batching keys; with micro-batches counted in sequences the search's budget stands)."""
+    from rlmguide.export.startup import typed
+
+    mapping = reading.mapping
+    launch = typed(reading.facts)
+    fp32 = launch.get("launch.fp32_gradients", mapping.fp32_gradients)
+    out: dict[str, Any] = {"fp32_gradients": bool(fp32) and not launch.get("launch.bf16_gradients")}
+    defaults = mapping.config_defaults
+    switches = [reading.config.get(k, defaults.get(k)) for k in mapping.token_batching]
+    tokens = launch.get("launch.micro_batch_tokens")
+    if tokens is not None and tokens >= 1 and any(truth(v) for v in switches if v is not None):
+        out["micro_batch_tokens"] = int(tokens)
+    return out
+
+
+LAUNCH_SETTINGS = {"rollout": ("memory_fraction", "max_seqs"), "train": ("micro_batch_tokens",)}
+"""Plan fields a launch's memory keys set (engine_settings, training_settings)."""
+
+
+def without_launch_settings(data: dict[str, Any]) -> dict[str, Any]:
+    """The scenario with the plan's memory left to the search (what the plan needs of them)."""
+    plan = data["plan"]
+    pools = {
+        pool: {k: v for k, v in plan.get(pool, {}).items() if k not in names}
+        for pool, names in LAUNCH_SETTINGS.items()
+    }
+    return {**data, "plan": {**plan, **pools}}
+
+
+def sglang_share(reading: Reading, estimate: Mapping[str, Any], hbm_gib: float) -> float | None:
+    """SGLang's mem_fraction_static in the plan's unit (a share of the whole GPU): SGLang fills
+    that fraction of the memory free at its start (what the trainer leaves resident) with
+    weights and KV and keeps the rest for activations and graphs; the inverse of export's
+    engine_fraction. None where the launch is not SGLang's or states no fraction."""
+    from rlmguide.export.startup import typed
+
+    share = typed(reading.facts).get("launch.engine_memory_fraction")
+    if reading.engine != "sglang" or share is None or not 0 < share <= 1:
+        return None
+    terms = (estimate.get("memory_breakdown_gib") or {}).get("rollout") or {}
+    free = hbm_gib - float(terms.get("trainer_state", 0.0))
+    fraction = (share * free + float(terms.get("workspace", 0.0))) / hbm_gib
+    return min(fraction, 1.0)
+
+
 def startup_checks(
     reading: Reading, catalog: Catalog, plan_facts: dict[str, Any]
 ) -> list[dict[str, Any]]:
@@ -645,11 +714,11 @@ def startup_checks(
 def memory_keys(
     reading: Reading, estimate: dict[str, Any], plan_facts: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    """The launch's memory settings beside what the estimate's plan needs of them: the
-    engine's memory fraction (in the engine's unit), the sequences it runs at once and the
-    training micro-batch in tokens. The estimate costs the plan at its own values; a launch
-    below them has a smaller KV cache or fewer concurrent sequences than estimated (slower),
-    one above the micro-batch the activations were costed at may run out of memory."""
+    """The launch's memory settings beside what the plan, with its memory sized by the
+    search (`estimate`), needs of them: the engine's memory fraction (in the engine's unit),
+    the sequences it runs at once and the training micro-batch in tokens. The review's own
+    estimate costs the launch's values; a launch below these has a smaller KV cache or fewer
+    concurrent sequences (slower), one above the micro-batch may run out of memory."""
     from rlmguide.export.startup import computed, typed
 
     launch = typed(reading.facts)

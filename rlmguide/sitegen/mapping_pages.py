@@ -103,6 +103,15 @@ def mapping_page(ix: Index, m: Mapping) -> str:
                     if m.engine_max_seqs
                     else []
                 ),
+                (
+                    "Gradient buffers",
+                    html(
+                        "fp32 beside bf16 weights, the Megatron backend's default: plans are "
+                        "costed so"
+                        if m.fp32_gradients
+                        else "as the plan says (bf16 unless it sets train.fp32_gradients)"
+                    ),
+                ),
                 ("Read on", html(str(m.checked))),
             ]
         ),
