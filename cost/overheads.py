@@ -54,7 +54,9 @@ class Overheads:
     """Host-side cost of one decode step (scheduling, sampling, CUDA-graph launch) that no GPU
     count removes: the floor of the per-token latency. A calibration knob, fitted rather than
     measured: on the grid of bench/fidelity.py (1-6 ms, with the two constants below) 4 ms
-    fits the published runs best, and most held-out sources choose it."""
+    fits the published runs best, and most held-out sources choose it. The runs it was fitted
+    on are mostly x86 hosts (DGX H100); a GPU whose host CPU is slower per operation scales it
+    by its accelerator record's host_overhead (cost.hardware.Hardware)."""
 
     eager_layer_seconds: float = 0.34e-3
     """Host time per layer and decode step in eager mode (no CUDA graphs: vLLM
