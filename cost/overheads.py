@@ -48,7 +48,7 @@ class Overheads:
     (verl's rollout.max_num_seqs, whose trainer YAML default is 256 at b178a3cd, the dataclass
     1024; NeMo-RL's vllm_kwargs; slime's --sglang-max-running-requests); OpenRLHF has no key,
     and its AsyncLLMEngine runs at vLLM's engine-context default (128 at 0.12.0 and 0.19.1),
-    below this cap."""
+    below this cap: its plans are costed at that (the mapping's engine_max_seqs)."""
 
     decode_step_seconds: float = 4e-3
     """Host-side cost of one decode step (scheduling, sampling, CUDA-graph launch) that no GPU

@@ -105,6 +105,9 @@ class Judges:
     components: dict[str, str]
     mapped: frozenset[str] = frozenset()
     """Frameworks with an export mapping (kb/records/mappings): first among a plan's runners."""
+    engine_max_seqs: Mapping[str, int] = field(default_factory=dict)
+    """Per framework, the sequences its engines run at once where its newest mapping writes
+    no key for them (the engine's own default as the framework creates it)."""
 
 
 def judges_of(catalog: Catalog) -> Judges:
@@ -118,12 +121,15 @@ def judges_of(catalog: Catalog) -> Judges:
         raise InvalidRecords(str((problems + more)[0]))
     every = catalog.of("component").values()
     extends = {c.id: c.extends for c in every if c.extends}  # type: ignore[attr-defined]
+    mappings = sorted(catalog.of("mapping").values(), key=lambda m: m.committed)  # type: ignore[attr-defined]
+    newest = {m.framework: m for m in mappings}  # type: ignore[attr-defined]
     return Judges(
         active(rules),
         list(catalog.of("framework").values()),  # type: ignore[arg-type]
         inherit(constraints, extends),
         {c.id: c.role for c in every},  # type: ignore[attr-defined]
-        frozenset(m.framework for m in catalog.of("mapping").values()),  # type: ignore[attr-defined]
+        frozenset(newest),
+        {f: m.engine_max_seqs for f, m in newest.items() if m.engine_max_seqs},  # type: ignore[attr-defined]
     )
 
 
@@ -136,8 +142,12 @@ def recommender_for(
 ) -> Recommender:
     """A recommender with the catalog's judges (`judges`, where a caller searches many
     scenarios on one catalog, compiled once); `factory` builds it (default `Recommender`; a
-    subclass that costs plans across the parts of a mixed cluster, rules.mixed)."""
+    subclass that costs plans across the parts of a mixed cluster, rules.mixed). One
+    framework's plans (`only`) run at its engines' default concurrency where its newest
+    mapping writes none, unless `engine_max_seqs` says otherwise (export's older mapping)."""
     j = judges or judges_of(catalog)
+    if options.get("only") is not None and "engine_max_seqs" not in options:
+        options["engine_max_seqs"] = j.engine_max_seqs.get(options["only"])
     return (factory or Recommender)(
         resolved,
         j.rules,
@@ -314,6 +324,7 @@ class Recommender:
         exhaustive: bool = False,
         full_grid: bool = False,
         held_out: str | None = None,
+        engine_max_seqs: int | None = None,
     ) -> None:
         """`frameworks` with their `constraints` decide which plans can run (none given: every
         plan is judged on physics alone, as calibration does). Plans are ranked when a
@@ -324,7 +335,8 @@ class Recommender:
         are only labelled with them. `held_out` names a framework whose own defaults are not
         used, neither its tie-breaks (`framework_defaults`) nor the cost constants read from it
         (cost.overheads.without_framework): its published launches are then judged out of
-        sample."""
+        sample. `engine_max_seqs` caps the sequences an engine runs at once (the cost model's
+        cap otherwise): a framework whose launch cannot set it runs at its engine's default."""
         self.resolved = resolved
         self.enforce_memory = enforce_memory
         self.held_out = held_out
@@ -332,6 +344,8 @@ class Recommender:
             overheads = without_framework(
                 overheads, held_out, resolved.accelerator.memory_gib, resolved.accelerator_id
             )
+        if engine_max_seqs is not None and engine_max_seqs < overheads.max_seqs_per_replica:
+            overheads = replace(overheads, max_seqs_per_replica=engine_max_seqs)
         self.overheads = overheads
         # Rules about the rollout, placement or overlap say nothing about an offline method.
         online = resolved.algorithm.online

@@ -1175,3 +1175,21 @@ def test_the_script_says_which_rank_it_writes() -> None:
     done = CliRunner().invoke(cli, ["export", SMALL, "--framework", "verl"])
     assert done.exit_code == 0, done.output
     assert "rank 1 of `rlmguide recommend --framework verl`" in done.output
+
+
+def test_mapping_pages_show_checkout_checks_and_engine_concurrency() -> None:
+    """verl's page lists the lines its checkout-only entry points run first; OpenRLHF
+    0.11.0's says at what concurrency its engines run and its plans are costed."""
+    from rlmguide.kb.schema.records import KINDS
+
+    from rlmguide.sitegen.mapping_pages import mapping_pages
+    from rlmguide.sitegen.pages import build_index
+
+    catalog = load_catalog(record_roots(), tuple(KINDS))
+    pages = mapping_pages(build_index(catalog))
+    (verl,) = [v for k, v in pages.items() if "verl-" in k]
+    assert "Before the command" in verl and "root of a verl checkout" in verl
+    (newer,) = [v for k, v in pages.items() if "openrlhf-0.11.0" in k]
+    assert "Engine concurrency" in newer and "128 sequences per engine" in newer
+    (older,) = [v for k, v in pages.items() if "openrlhf-0.8.9" in k]
+    assert "Engine concurrency" not in older

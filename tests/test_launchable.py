@@ -137,6 +137,9 @@ def test_the_readme_example_is_not_costed_as_seers_fusion() -> None:
 
 
 def test_the_readme_example_is_launchable_and_emits_as_ranked() -> None:
+    """`--emit X` writes the plan `recommend --framework X` ranks first; verl, which writes the
+    engine's concurrency, runs the unrestricted first plan as costed (OpenRLHF's engines run at
+    their own default, its mapping's engine_max_seqs)."""
     result = search(read_scenario(Path(SMALL)), top=3)
     top = result["plans"][0]
     # Frameworks with an export mapping come first (NeMo-RL's colocated trainer always parks
@@ -144,15 +147,18 @@ def test_the_readme_example_is_launchable_and_emits_as_ranked() -> None:
     by = top["launchable_by"]
     mapped = [f in MAPPED for f in by]
     assert by[0] in MAPPED and mapped == sorted(mapped, reverse=True)
-    described = (
-        f"{top['placement']} {top['execution']}; rollout {top['rollout']['gpus']} GPUs TP "
-        f"{top['rollout']['tp']}"
-    )
     for framework in ("verl", top["launchable_by"][0]):
+        own = search(read_scenario(Path(SMALL)), only=framework)["plans"][0]
+        described = (
+            f"{own['placement']} {own['execution']}; rollout {own['rollout']['gpus']} GPUs TP "
+            f"{own['rollout']['tp']}"
+        )
         code, out = invoke("recommend", SMALL, "--emit", framework)
         assert code == 0, out
         header = next(line for line in out.splitlines() if line.startswith("# Plan:"))
-        assert described in header and f"{top['step_seconds']:.1f} s per step" in header
+        assert described in header and f"{own['step_seconds']:.1f} s per step" in header
+        if framework == "verl":
+            assert own["step_seconds"] == top["step_seconds"]
 
 
 def test_who_runs_a_plan_in_order() -> None:

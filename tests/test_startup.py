@@ -582,3 +582,25 @@ def test_slime_sets_the_connections_megatron_asserts_for_tensor_parallelism() ->
     assert shell.variables["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
     at = words.index("--train-env-vars")
     assert json.loads(words[at + 1]) == {"CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+
+
+def test_openrlhf_plans_run_at_the_engine_concurrency_it_cannot_set() -> None:
+    """OpenRLHF 0.11.0 has no flag for the engines' concurrency and starts vLLM's
+    AsyncLLMEngine, whose engine context takes SchedulerConfig's 128 sequences: its export and
+    `recommend --framework openrlhf` cost the plan at no more, alike. The older mapping, whose
+    synchronous entry points run vLLM's LLM class (1024 on an H100), and verl, which writes the
+    plan's max_num_seqs, are not capped."""
+    from rlmguide.rules.recommend import recommend, recommender_for
+    from rlmguide.rules.scenario import read_mapping
+
+    data = read_mapping(Path(__file__).parent.parent / "examples" / "grpo-qwen2.5-7b-8xh100.yaml")
+    capped = _export(data, "openrlhf")
+    assert capped.mapping.engine_max_seqs == 128
+    assert capped.plan["rollout_concurrency"] == 128
+    catalog, _ = _catalogs()
+    resolved = resolve(parse_scenario(data, "test"), catalog.records)
+    (ranked,) = recommend(recommender_for(resolved, catalog, only="openrlhf"), 1)["plans"]
+    assert ranked["step_seconds"] == capped.plan["step_seconds"]
+    older = _export_version(data, "openrlhf", C250)
+    assert older.plan["rollout_concurrency"] > 128
+    assert older.plan["step_seconds"] < capped.plan["step_seconds"]

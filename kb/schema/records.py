@@ -862,6 +862,11 @@ class Mapping(Record):
     weights on the host): a plan may set them without a key accounting for them."""
     launches: Annotated[list[Launch], Field(min_length=1)]
     entries: Annotated[list[MappingEntry], Field(min_length=1)]
+    engine_max_seqs: PositiveInt | None = None
+    """Sequences one rollout engine runs at once where no entry writes them: the engine's own
+    default as every entry point of the framework creates it (OpenRLHF's vLLM AsyncLLMEngine).
+    Plans searched for the framework are costed at no more; unset, the launch writes the plan's
+    concurrency or the cost model's cap holds."""
     config_defaults: dict[Text, bool | int | float | Text | None] = {}
     """The value the framework's own config gives an entry's key at `commit` (in the entry's
     file): what a launch that leaves the key out runs with. `review` reads it back."""

@@ -93,7 +93,13 @@ def find_plan(
         one = _offload_open(one)
     covered = set(mapping.components)
     try:
-        recommender = recommender_for(one, catalog, only=framework, enforce_memory=not complete)
+        recommender = recommender_for(
+            one,
+            catalog,
+            only=framework,
+            enforce_memory=not complete,
+            engine_max_seqs=mapping.engine_max_seqs,
+        )
 
         def refuses(row: int) -> str | None:
             facts = recommender.row_facts(row)

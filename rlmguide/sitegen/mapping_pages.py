@@ -90,6 +90,19 @@ def mapping_page(ix: Index, m: Mapping) -> str:
                     if m.preamble
                     else []
                 ),
+                *(
+                    [
+                        (
+                            "Engine concurrency",
+                            html(
+                                f"{m.engine_max_seqs} sequences per engine, the engine's "
+                                "default: no key writes it, plans are costed at no more"
+                            ),
+                        )
+                    ]
+                    if m.engine_max_seqs
+                    else []
+                ),
                 ("Read on", html(str(m.checked))),
             ]
         ),
