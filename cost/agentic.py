@@ -185,7 +185,8 @@ def agentic_rollout_stage(
     in_flight = np.minimum(in_flight, episode.episodes_per_engine)
     turn_end = prompt + t.offset + r
     room_decoding = np.maximum(capacity, 1.0) * batch.sequence_tokens / turn_end
-    room_decoding = np.minimum(room_decoding, float(overheads.max_seqs_per_replica))
+    cap = np.where(layout.max_seqs > 0, layout.max_seqs, float(overheads.max_seqs_per_replica))
+    room_decoding = np.minimum(room_decoding, cap)
     in_flight = np.where(kept, in_flight, np.minimum(n, episode.episodes_per_engine))
 
     # One turn's length distribution; partial rollouts cap the whole chain by the same share.

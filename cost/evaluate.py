@@ -281,12 +281,12 @@ TRAIN_COLUMNS = (
     "train_gpus", "train_tp", "train_pp", "train_cp", "train_ep", "train_etp", "train_zero",
     "train_recompute", "train_fp8", "train_lora_rank", "offload_phase", "offload_optimizer",
     "offload_params", "offload_frozen", "critic_gpus", "reference_gpus", "reward_gpus",
-    "critic_shared", "fusion",
+    "critic_shared", "fusion", "train_micro_tokens", "train_fp32_gradients",
 )  # fmt: skip
 """The plan fields the trainer's side (memory, assessment, training, offload) depends on."""
 ROLLOUT_COLUMNS = (
     "rollout_gpus", "rollout_tp", "rollout_pp", "rollout_ep", "rollout_attention_dp",
-    "rollout_fp8", "rollout_eager",
+    "rollout_fp8", "rollout_eager", "rollout_max_seqs",
 )  # fmt: skip
 SYNC_COLUMNS = ("train_gpus", "train_tp", "train_pp", "train_cp", "train_zero", "train_lora_rank")
 """With the rollout layout and the placement, what weight sync depends on."""
@@ -616,6 +616,8 @@ class Generation:
     sync: StageCost
     extras: RolloutExtras
     peak: FloatArray
+    """What must fit in the usable memory: one longest sequence beside what stays resident
+    (a launch's own engine share: usable plus what that share overflows by)."""
     terms: dict[str, FloatArray]
     used: FloatArray
     engine: FloatArray
@@ -643,7 +645,9 @@ def _generation(
     # Memory of the rollout phase; colocated, whatever the trainer did not park stays.
     r_layout = RolloutLayout.of(plans)
     resident = np.where(colocated, trainer_resident, 0.0)
-    shared = rollout_memory(actor, r_layout, batch, usable, overheads, resident=resident)
+    shared = rollout_memory(
+        actor, r_layout, batch, usable, overheads, resident=resident, total_bytes=hw.memory_bytes
+    )
     caps = np.where(
         plans.execution == PARTIAL_ROLLOUT,
         np.ceil(batch.longest_response / (plans.staleness + 1.0)),
@@ -706,9 +710,17 @@ def _generation(
         agentic["kv_held_gib"] = np.where(kept, waiting * shared.kv_per_sequence, 0.0) / GIB
     # The engine takes all the room its budget leaves for KV, not only what the plan fills.
     engine = np.maximum(usable - resident, used - resident)
-    return Generation(
-        rollout, sync, extras, shared.minimum + resident, terms, used, engine, resident, agentic
-    )
+    peak = shared.minimum + resident
+    launched = r_layout.memory_fraction > 0
+    if launched.any():
+        # A launch's own share: vLLM refuses to start when less than it is free beside what
+        # stays resident, and one longest sequence must fit inside it; the peak is stated
+        # against the usable memory the other pools are held to.
+        share = r_layout.memory_fraction * hw.memory_bytes
+        over = np.maximum(shared.minimum - share, share + resident - hw.memory_bytes)
+        engine = np.where(launched, share, engine)
+        peak = np.where(launched, usable + over, peak)
+    return Generation(rollout, sync, extras, peak, terms, used, engine, resident, agentic)
 
 
 TRAINER_STAGES = ("assessment", "training", "switch")

@@ -27,6 +27,10 @@ class RolloutLayout:
     """Bytes per weight in the engine: 2 in bf16, 1 in fp8."""
     eager: BoolArray
     """Decode steps launch their kernels from the host (no CUDA graphs)."""
+    memory_fraction: FloatArray
+    """The launch's share of GPU memory for the engine; 0 = the cost model's budget."""
+    max_seqs: FloatArray
+    """The launch's cap on sequences per engine; 0 = the cost model's cap."""
 
     @classmethod
     def of(cls, table: PlanTable) -> RolloutLayout:
@@ -40,6 +44,8 @@ class RolloutLayout:
             fp8=table.rollout_fp8,
             weight_bytes=np.where(table.rollout_fp8, FP8_BYTES, BF16_BYTES).astype(np.float64),
             eager=table.rollout_eager,
+            memory_fraction=table.rollout_memory_fraction,
+            max_seqs=floats(table.rollout_max_seqs),
         )
 
     @property
@@ -69,6 +75,9 @@ class TrainLayout:
     offload_optimizer: FloatArray
     offload_params: BoolArray
     offload_frozen: BoolArray
+    micro_tokens: FloatArray
+    """A launch's micro-batch tokens over the context-parallel group; 0 = the search's."""
+    fp32_gradients: BoolArray
 
     @classmethod
     def of(cls, table: PlanTable) -> TrainLayout:
@@ -88,6 +97,8 @@ class TrainLayout:
             offload_optimizer=table.offload_optimizer,
             offload_params=table.offload_params,
             offload_frozen=table.offload_frozen,
+            micro_tokens=floats(table.train_micro_tokens),
+            fp32_gradients=table.train_fp32_gradients,
         )
 
     def with_gpus(self, gpus: FloatArray) -> TrainLayout:

@@ -75,13 +75,16 @@ def trained_state(fig: ModelFigures, layout: TrainLayout) -> ModelState:
     """Weights, gradients and Adam states of a trained model (actor, critic) on one GPU.
 
     ZeRO-1 shards the optimizer states, ZeRO-2 also the gradients, ZeRO-3 also the weights.
-    A CPU optimizer keeps its share of the Adam states on the host; streamed parameters keep
+    Gradients are bf16 unless the layout keeps them in fp32 (Megatron's main grads). A CPU
+    optimizer keeps its share of the Adam states on the host; streamed parameters keep
     weights, gradients and Adam states there (only gathered layers visit the GPU)."""
     dense, expert = model_parallel_params(fig, layout)
     t_dense, t_expert = trainable_params(fig, layout)
     adapters = np.where(layout.lora, t_dense, 0.0)
     weights = WEIGHT_BYTES * (_sharded(dense, expert, layout, 3) + adapters)
-    gradients = GRADIENT_BYTES * _sharded(t_dense, t_expert, layout, 2)
+    # fp32 buffers beside bf16 weights; ZeRO-3's 16 bytes already hold an fp32 gradient shard
+    per_gradient = np.where(layout.fp32_gradients & (layout.zero < 3), FP32_BYTES, GRADIENT_BYTES)
+    gradients = per_gradient * _sharded(t_dense, t_expert, layout, 2)
     optimizer = OPTIMIZER_BYTES * _sharded(t_dense, t_expert, layout, 1)
     optimizer = optimizer * (1.0 - layout.offload_optimizer)
     on_gpu = ~layout.offload_params
@@ -344,13 +347,15 @@ def _largest(arrays: list[FloatArray], n: int) -> FloatArray:
 
 
 def default_micro_tokens(layout: TrainLayout, batch: Batch, overheads: Overheads) -> FloatArray:
-    """The configured per-GPU budget over a context-parallel group (cp splits sequences).
+    """The configured per-GPU budget over a context-parallel group (cp splits sequences), or
+    the launch's own where it sets one.
 
     A pipeline's bubble is (pp - 1) / (m + pp - 1) for m micro-batches, so pipelined layouts
     cut micro-batches down to one sequence, as Megatron's micro_batch_size 1 does.
     """
     budget = overheads.train_microbatch_tokens * layout.cp
-    return np.where(layout.pp > 1, np.minimum(budget, batch.sequence_tokens), budget)
+    budget = np.where(layout.pp > 1, np.minimum(budget, batch.sequence_tokens), budget)
+    return np.where(layout.micro_tokens > 0, layout.micro_tokens, budget)
 
 
 Placed = tuple[ModelFigures, BoolArray]
@@ -373,7 +378,8 @@ def training_memory(
     Frameworks size micro-batches by tokens; when the configured budget's activations do
     not fit next to the states, the budget shrinks to what fits (dynamic batch size), down to
     the micro-batch that holds the longest sequence: a plan is infeasible only when even that
-    does not fit. Activations are linear in the micro-batch's tokens, so the largest budget
+    does not fit. A budget the launch sets (`layout.micro_tokens`) is taken as it is.
+    Activations are linear in the micro-batch's tokens, so the largest budget
     that fits is the room left over the activation bytes per token, each with its share of
     the allocator's fragmentation reserve (Overheads.train_fragmentation_fraction)."""
     n = layout.gpus.shape[0]
@@ -396,11 +402,10 @@ def training_memory(
     per_token = _largest([activation_bytes(f, layout, one, in_flight) * m for f, m in trained], n)
     room = usable_bytes - fixed
     spread = 1.0 + overheads.train_fragmentation_fraction
-    chosen = np.where(
-        per_token > 0,
-        np.minimum(budget, np.floor(np.maximum(room / np.maximum(per_token * spread, 1e-30), 0.0))),
-        budget,
-    )
+    fits = np.floor(np.maximum(room / np.maximum(per_token * spread, 1e-30), 0.0))
+    # A launch's own budget is what its frameworks pack, whether or not it fits.
+    searched = (per_token > 0) & (layout.micro_tokens <= 0)
+    chosen = np.where(searched, np.minimum(budget, fits), budget)
     # The micro-batch that holds the longest sequence is at least that long.
     longest = batch.longest_sequence_tokens
     tokens = np.maximum(np.minimum(chosen, per_rank * batch.sequence_tokens), longest)
@@ -498,13 +503,23 @@ def rollout_memory(
     usable_bytes: float,
     overheads: Overheads,
     resident: FloatArray | float = 0.0,
+    total_bytes: float = 0.0,
 ) -> RolloutMemory:
     """KV capacity left next to the weights and whatever else stays `resident` (a colocated
-    trainer's state that was not offloaded)."""
+    trainer's state that was not offloaded); where the launch gives the engine its share of
+    the GPU's `total_bytes` (`layout.memory_fraction`), what that share leaves after the
+    weights and workspace, as vLLM sizes its KV cache. The launch's cap on sequences, where it
+    sets one, replaces the cost model's."""
     weights = rollout_weight_bytes(fig, layout)
     kv_sequence = rollout_cache_bytes(fig, layout, batch.sequence_tokens)
-    free = usable_bytes - weights - overheads.rollout_workspace_bytes - resident
-    capacity = np.clip(np.floor(free / kv_sequence), 0.0, float(overheads.max_seqs_per_replica))
+    free = np.where(
+        layout.memory_fraction > 0,
+        layout.memory_fraction * total_bytes,
+        usable_bytes - resident,
+    )
+    free = free - weights - overheads.rollout_workspace_bytes
+    cap = np.where(layout.max_seqs > 0, layout.max_seqs, float(overheads.max_seqs_per_replica))
+    capacity = np.clip(np.floor(free / kv_sequence), 0.0, cap)
     # The longest sequence lives on one attention group whole.
     longest = np.asarray(batch.longest_sequence_tokens, dtype=float)
     longest_kv = rollout_cache_bytes(fig, layout, longest) * layout.attention_dp

@@ -28,7 +28,12 @@ COLOCATED, DISAGGREGATED, PARTIALLY_COLOCATED = 0, 1, 2
 FUSION_NONE, FUSION_INTER, FUSION_INTRA, FUSION_BOTH = 0, 1, 2, 3
 SYNC, ONE_STEP_OFF, ASYNC, PARTIAL_ROLLOUT = 0, 1, 2, 3
 RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL = 0, 1, 2
-ZERO_MEANS_OFF = frozenset({"train.lora_rank", "pools.critic", "pools.reference", "pools.reward"})
+ZERO_MEANS_OFF = frozenset(
+    {
+        "train.lora_rank", "pools.critic", "pools.reference", "pools.reward", "rollout.max_seqs",
+        "train.micro_batch_tokens",
+    }
+)  # fmt: skip
 
 
 ONE_POOL = frozenset({"colocated", "partially-colocated"})
@@ -121,9 +126,19 @@ class PlanTable:
     rollout_fp8: BoolArray
     rollout_eager: BoolArray
     """Decode without CUDA graphs (vLLM enforce_eager): host launches per layer and step."""
+    rollout_memory_fraction: FloatArray
+    """Share of a GPU's memory the engine takes for weights, workspace and KV cache, as the
+    launch sets it (vLLM gpu_memory_utilization); 0 = the cost model's budget."""
+    rollout_max_seqs: IntArray
+    """Sequences one engine runs at once, as the launch caps them; 0 = the cost model's cap."""
     train_fp8: BoolArray
     train_lora_rank: IntArray
     """LoRA adapter rank; 0 trains every weight."""
+    train_micro_tokens: IntArray
+    """Tokens of one training micro-batch over its context-parallel group, as the launch sets
+    them; 0 = the largest budget that fits (the search's choice)."""
+    train_fp32_gradients: BoolArray
+    """Gradient buffers in fp32 beside bf16 weights (Megatron's main grads)."""
     offload_phase: BoolArray
     offload_optimizer: FloatArray
     """Share of the Adam states and step on the CPU."""
@@ -164,6 +179,10 @@ class PlanTable:
         rollout_attention_dp: npt.ArrayLike = 1,
         rollout_fp8: npt.ArrayLike = False,
         rollout_eager: npt.ArrayLike = False,
+        rollout_memory_fraction: npt.ArrayLike = 0.0,
+        rollout_max_seqs: npt.ArrayLike = 0,
+        train_micro_tokens: npt.ArrayLike = 0,
+        train_fp32_gradients: npt.ArrayLike = False,
         train_fp8: npt.ArrayLike = False,
         train_lora_rank: npt.ArrayLike = 0,
         offload_phase: npt.ArrayLike = False,
@@ -187,7 +206,9 @@ class PlanTable:
             "train.recompute": train_recompute, "max_staleness": staleness,
             "prefix_caching": prefix_caching, "rollout.attention_dp": rollout_attention_dp,
             "rollout.precision": rollout_fp8, "rollout.cuda_graphs": rollout_eager,
-            "train.precision": train_fp8,
+            "train.precision": train_fp8, "rollout.memory_fraction": rollout_memory_fraction,
+            "rollout.max_seqs": rollout_max_seqs, "train.micro_batch_tokens": train_micro_tokens,
+            "train.fp32_gradients": train_fp32_gradients,
             "train.lora_rank": train_lora_rank, "train.offload.phase": offload_phase,
             "train.offload.optimizer": offload_optimizer, "train.offload.params": offload_params,
             "train.offload.frozen": offload_frozen, "pools.critic": critic_gpus,
@@ -207,7 +228,8 @@ class PlanTable:
         for name in ("rollout.gpus", "rollout.tp", "rollout.pp", "rollout.ep", "train.gpus",
                      "train.tp", "train.pp", "train.cp", "train.ep", "train.etp",
                      "max_staleness", "rollout.attention_dp", "train.lora_rank", "pools.critic",
-                     "pools.reference", "pools.reward"):  # fmt: skip
+                     "pools.reference", "pools.reward", "rollout.max_seqs",
+                     "train.micro_batch_tokens"):  # fmt: skip
             array = column(counts[name])
             if array.dtype.kind == "f":
                 fractional = np.flatnonzero(array != np.floor(array))
@@ -227,10 +249,14 @@ class PlanTable:
         bad = np.flatnonzero(~((share >= 0.0) & (share <= 1.0)))
         if bad.size:
             raise PlanError("train.offload.optimizer", "must be a share between 0 and 1", bad)
+        fraction = np.ascontiguousarray(column(rollout_memory_fraction).astype(np.float64))
+        bad = np.flatnonzero(~((fraction >= 0.0) & (fraction <= 1.0)))
+        if bad.size:
+            raise PlanError("rollout.memory_fraction", "must be a share between 0 and 1", bad)
         flags = {
             name: np.ascontiguousarray(column(counts[name]).astype(bool))
             for name in ("rollout.precision", "rollout.cuda_graphs", "train.precision",
-                         "train.offload.phase",
+                         "train.offload.phase", "train.fp32_gradients",
                          "train.offload.params", "train.offload.frozen", "critic")
         }  # fmt: skip
         zero = np.ascontiguousarray(column(train_zero).astype(np.int64))
@@ -287,6 +313,10 @@ class PlanTable:
             rollout_attention_dp=ints["rollout.attention_dp"],
             rollout_fp8=flags["rollout.precision"],
             rollout_eager=flags["rollout.cuda_graphs"],
+            rollout_memory_fraction=fraction,
+            rollout_max_seqs=ints["rollout.max_seqs"],
+            train_micro_tokens=ints["train.micro_batch_tokens"],
+            train_fp32_gradients=flags["train.fp32_gradients"],
             train_fp8=flags["train.precision"],
             train_lora_rank=ints["train.lora_rank"],
             offload_phase=flags["train.offload.phase"],
@@ -351,6 +381,10 @@ class PlanTable:
                 "rollout_attention_dp": r.attention_dp or 1,
                 "rollout_fp8": r.precision == "fp8",
                 "rollout_eager": r.cuda_graphs is False,
+                "rollout_memory_fraction": r.memory_fraction or 0.0,
+                "rollout_max_seqs": r.max_seqs or 0,
+                "train_micro_tokens": t.micro_batch_tokens or 0,
+                "train_fp32_gradients": bool(t.fp32_gradients),
                 "train_fp8": t.precision == "fp8",
                 "train_lora_rank": t.lora_rank or 0,
                 "offload_phase": offload.phase,
@@ -409,6 +443,7 @@ class PlanTable:
                 "zero": int(self.train_zero[i]),
                 "recompute": RECOMPUTE[int(self.train_recompute[i])],
                 "precision": "fp8" if self.train_fp8[i] else "bf16",
+                "fp32_gradients": bool(self.train_fp32_gradients[i]),
                 "lora_rank": int(self.train_lora_rank[i]) or None,
                 "offload": {
                     "phase": bool(self.offload_phase[i]),

@@ -66,7 +66,17 @@ SCENARIO_FACTS = (
     Fact("workload.response_tokens", "number", "mean response length"),
     Fact("workload.max_response_tokens", "number", "longest response"),
     Fact("workload.tail_ratio", "number", "longest over mean response length"),
-    Fact("workload.sequence_tokens", "number", "prompt plus longest response"),
+    Fact(
+        "workload.sequence_tokens",
+        "number",
+        "prompt plus longest response (an agentic episode's: its turns and observations)",
+    ),
+    Fact(
+        "workload.episode_response_tokens",
+        "number",
+        "tokens after the prompt of the longest episode: its max_turns turns and the "
+        "observations between them (the longest response without workload.agent)",
+    ),
     Fact("workload.minibatches_per_step", "number", "optimizer steps per RL step"),
     Fact(
         "workload.agentic",
@@ -74,6 +84,7 @@ SCENARIO_FACTS = (
         "episodes of several model turns or with environment time (workload.agent)",
     ),
     Fact("workload.turns", "number", "mean model turns per episode (1 without workload.agent)"),
+    Fact("workload.max_turns", "number", "model turns of the longest episode (1 without one)"),
     Fact(
         "workload.environment_seconds",
         "number",
@@ -224,7 +235,6 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
         "workload.response_tokens": w.response_tokens,
         "workload.max_response_tokens": resolved.max_response_tokens,
         "workload.tail_ratio": resolved.max_response_tokens / w.response_tokens,
-        "workload.sequence_tokens": w.prompt_tokens + resolved.max_response_tokens,
         "workload.minibatches_per_step": w.minibatches_per_step,
         **_agent_facts(resolved),
         "model.assessment_params_b": _assessment_params(resolved) / 1e9,
@@ -232,10 +242,17 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
 
 
 def _agent_facts(resolved: Resolved) -> dict[str, Any]:
-    episode = Episode.of(resolved.scenario.workload)
+    workload = resolved.scenario.workload
+    episode = Episode.of(workload)
+    trajectory = int(
+        episode.longest_trajectory_response(workload.response_tokens, resolved.max_response_tokens)
+    )
     return {
+        "workload.sequence_tokens": workload.prompt_tokens + trajectory,
+        "workload.episode_response_tokens": trajectory,
         "workload.agentic": resolved.agentic,
         "workload.turns": episode.turns,
+        "workload.max_turns": int(episode.max_turns),
         "workload.environment_seconds": episode.setup_seconds
         + episode.turns * episode.environment_seconds,
         "workload.context_appended": episode.appended,

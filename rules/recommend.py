@@ -108,6 +108,8 @@ class Judges:
     engine_max_seqs: Mapping[str, int] = field(default_factory=dict)
     """Per framework, the sequences its engines run at once where its newest mapping writes
     no key for them (the engine's own default as the framework creates it)."""
+    fp32_gradients: frozenset[str] = frozenset()
+    """Frameworks whose Megatron backend keeps fp32 gradient buffers by default."""
 
 
 def judges_of(catalog: Catalog) -> Judges:
@@ -130,6 +132,7 @@ def judges_of(catalog: Catalog) -> Judges:
         {c.id: c.role for c in every},  # type: ignore[attr-defined]
         frozenset(newest),
         {f: m.engine_max_seqs for f, m in newest.items() if m.engine_max_seqs},  # type: ignore[attr-defined]
+        frozenset(f for f, m in newest.items() if m.fp32_gradients),  # type: ignore[attr-defined]
     )
 
 
@@ -144,10 +147,13 @@ def recommender_for(
     scenarios on one catalog, compiled once); `factory` builds it (default `Recommender`; a
     subclass that costs plans across the parts of a mixed cluster, rules.mixed). One
     framework's plans (`only`) run at its engines' default concurrency where its newest
-    mapping writes none, unless `engine_max_seqs` says otherwise (export's older mapping)."""
+    mapping writes none, unless `engine_max_seqs` says otherwise (export's older mapping),
+    and with the gradient buffers its Megatron backend keeps (`fp32_gradients`)."""
     j = judges or judges_of(catalog)
     if options.get("only") is not None and "engine_max_seqs" not in options:
         options["engine_max_seqs"] = j.engine_max_seqs.get(options["only"])
+    if options.get("only") is not None and "fp32_gradients" not in options:
+        options["fp32_gradients"] = options["only"] in j.fp32_gradients
     return (factory or Recommender)(
         resolved,
         j.rules,
@@ -289,6 +295,10 @@ def fixed_columns(resolved: Resolved) -> dict[str, Any]:
     return {
         "rollout_fp8": plan.rollout.precision == "fp8",
         "rollout_eager": plan.rollout.cuda_graphs is False,
+        "rollout_memory_fraction": plan.rollout.memory_fraction or 0.0,
+        "rollout_max_seqs": plan.rollout.max_seqs or 0,
+        "train_micro_tokens": plan.train.micro_batch_tokens or 0,
+        "train_fp32_gradients": bool(plan.train.fp32_gradients),
         "train_fp8": plan.train.precision == "fp8",
         "train_lora_rank": plan.train.lora_rank or 0,
         "critic_gpus": plan.pools.critic or 0,
@@ -325,6 +335,7 @@ class Recommender:
         full_grid: bool = False,
         held_out: str | None = None,
         engine_max_seqs: int | None = None,
+        fp32_gradients: bool = False,
     ) -> None:
         """`frameworks` with their `constraints` decide which plans can run (none given: every
         plan is judged on physics alone, as calibration does). Plans are ranked when a
@@ -336,7 +347,8 @@ class Recommender:
         used, neither its tie-breaks (`framework_defaults`) nor the cost constants read from it
         (cost.overheads.without_framework): its published launches are then judged out of
         sample. `engine_max_seqs` caps the sequences an engine runs at once (the cost model's
-        cap otherwise): a framework whose launch cannot set it runs at its engine's default."""
+        cap otherwise): a framework whose launch cannot set it runs at its engine's default.
+        `fp32_gradients` costs gradient buffers in fp32 where the scenario does not say."""
         self.resolved = resolved
         self.enforce_memory = enforce_memory
         self.held_out = held_out
@@ -422,6 +434,8 @@ class Recommender:
         )
         self.search = Search()
         self.fixed = fixed_columns(resolved)
+        if fp32_gradients and resolved.scenario.plan.train.fp32_gradients is None:
+            self.fixed["train_fp32_gradients"] = True
         # Offline there is no rollout phase to park the trainer's state for.
         phases = (NO_OFFLOAD, PHASE_OFFLOAD) if resolved.algorithm.online else (NO_OFFLOAD,)
         self.colocated_offloads = offload_options(resolved, phases)

@@ -102,9 +102,40 @@ def round_trip(case: Case) -> tuple[str, str]:
     wanted, read = terms(launch.model_dump(mode="json")["plan"]), terms(got["estimate"])
     workload = got["scenario"]["workload"]
     diffs = [f"{k}: {wanted[k]} -> {read[k]}" for k in wanted if wanted[k] != read[k]]
+    given = stated["workload"]
+    episodes = bool(given.get("agent"))
     diffs += [
-        f"workload.{k}: {stated['workload'].get(k)} -> {workload.get(k)}"
+        f"workload.{k}: {given.get(k)} -> {workload.get(k)}"
         for k in WORKLOAD
-        if k in stated["workload"] and stated["workload"][k] != workload.get(k)
+        # an episode's launch bounds its turns and its whole trajectory, not one turn
+        if k in given and given[k] != workload.get(k) and not (episodes and k in EPISODE)
     ]
+    if episodes or workload.get("agent"):
+        diffs += [
+            f"workload.{name}: {was} -> {now}"
+            for name, was, now in zip(
+                ("agent.max_turns", "longest trajectory"),
+                longest_episode(given),
+                longest_episode(workload),
+                strict=True,
+            )
+            if was != now
+        ]
     return ("differs", "; ".join(diffs)) if diffs else ("same", "")
+
+
+EPISODE = ("max_response_tokens",)
+"""Workload fields an agentic launch does not state one by one."""
+
+
+def longest_episode(workload: dict[str, Any]) -> tuple[int, float]:
+    """The most turns an episode takes and the tokens after the prompt of the longest one."""
+    from rlmguide.cost.episode import Episode
+    from rlmguide.kb.schema import Workload
+
+    parsed = Workload.model_validate(workload)
+    episode = Episode.of(parsed)
+    longest = parsed.max_response_tokens or parsed.response_tokens
+    return int(episode.max_turns), episode.longest_trajectory_response(
+        parsed.response_tokens, longest
+    )

@@ -89,8 +89,18 @@ def test_the_report_shows_the_agentic_terms_and_the_reason() -> None:
 
 
 def test_export_refuses_agentic_episodes_it_cannot_launch() -> None:
-    # No mapping has the agent loop's keys yet: a launch would cut every episode to one turn.
-    result = run_cli("export", str(EXAMPLE), "--framework", "verl")
+    # slime's launch cannot bound the turns (its generate function's own): one line, exit 1
+    result = run_cli("export", str(EXAMPLE), "--framework", "slime")
     assert result.returncode == 1
-    assert "cannot export to verl: workload.agent:" in result.stderr.strip().splitlines()[-1]
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(
+        "Error: cannot export to slime: slime-0.3.1-38-g624b824 has no key for "
+        "workload.max_turns = 16"
+    )
     assert "Traceback" not in result.stderr
+
+
+def test_export_writes_the_agent_loop_for_verl() -> None:
+    result = run_cli("export", str(EXAMPLE), "--framework", "verl")
+    assert result.returncode == 0, result.stderr
+    assert "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=16 " in result.stdout

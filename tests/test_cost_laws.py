@@ -192,7 +192,8 @@ def test_row_has_the_design_json_keys() -> None:
             "memory_fraction",
         }
         train_keys = {"gpus", "tp", "pp", "cp", "dp", "ep", "etp", "zero", "recompute",
-                      "precision", "lora_rank", "offload", "micro_batch_tokens"}  # fmt: skip
+                      "precision", "lora_rank", "offload", "micro_batch_tokens",
+                      "fp32_gradients"}  # fmt: skip
         assert set(row["train"]) == train_keys
         assert set(row["memory_gib_per_gpu"]) == {"rollout", "train"}
         assert set(row["headroom_gib_per_gpu"]) == {"rollout", "train"}

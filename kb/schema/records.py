@@ -851,6 +851,9 @@ class Mapping(Record):
     """Training backends and rollout engines the mapping covers, preferred first."""
     fixed: list[Text] = []
     """Arguments every launch needs whatever the plan, as the syntax writes them."""
+    token_batching: list[Text] = []
+    """Keys that switch micro-batching by tokens on (any one true, else the framework's
+    default for it): a launch's token budget sizes its micro-batches only then."""
     repositories: dict[Text, Url] = {}
     """Path prefix -> where files under it are read when they belong to another repository the
     framework passes flags to (slime's `megatron/` at the Megatron-LM commit it pins)."""
@@ -862,6 +865,11 @@ class Mapping(Record):
     weights on the host): a plan may set them without a key accounting for them."""
     launches: Annotated[list[Launch], Field(min_length=1)]
     entries: Annotated[list[MappingEntry], Field(min_length=1)]
+    fp32_gradients: bool = False
+    """The framework's Megatron backend keeps fp32 gradient buffers by default (Megatron-LM
+    turns accumulate_allreduce_grads_in_fp32 on with --bf16; verl's Megatron-Core DDP config
+    sets grad_reduce_in_fp32): plans searched for it are costed so, as `review` reads a launch
+    of it that does not say otherwise."""
     engine_max_seqs: PositiveInt | None = None
     """Sequences one rollout engine runs at once where no entry writes them: the engine's own
     default as every entry point of the framework creates it (OpenRLHF's vLLM AsyncLLMEngine).
@@ -874,6 +882,9 @@ class Mapping(Record):
     """`launch.*` fact -> the config key the start-up checks read it from, for settings no
     entry computes from a fact (sequence packing): export and review take the launch's value,
     else `config_defaults`."""
+    absent: dict[Text, Text] = {}
+    """Fact -> why the framework has no key for it at `commit` (where the value lives
+    instead): the reason export gives when a plan needs that fact and no entry writes it."""
     notes: Text | None = None
 
     def cited_sources(self) -> list[str]:

@@ -386,6 +386,15 @@ class RolloutPlan(Strict):
     """Decode steps replay captured CUDA graphs, the vLLM and SGLang default; false is eager
     mode (vLLM `enforce_eager`, SGLang `disable_cuda_graph`), where the host launches every
     layer's kernels each step. Unset means true. Never searched: eager mode only adds time."""
+    memory_fraction: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
+    """Share of a GPU's memory the engine takes for its weights, workspace and KV cache, in
+    vLLM's unit (gpu_memory_utilization: a share of the GPU's total memory); what is left of it
+    after the weights and workspace is the KV cache. Unset, the engine takes the usable memory
+    that a colocated trainer's state leaves (what `recommend` reports as the plan's
+    memory_fraction). Never searched: a launch's own value, as `review` reads it."""
+    max_seqs: PositiveInt | None = None
+    """Sequences one engine runs at once at most (vLLM max_num_seqs, SGLang
+    max_running_requests); unset, the cost model's cap. Never searched."""
 
 
 class Offload(Strict):
@@ -436,6 +445,17 @@ class TrainPlan(Strict):
     """Train LoRA adapters of this rank instead of every weight: the base stays frozen (and is
     the reference model), gradients and Adam states exist for the adapters only, and weight
     sync moves the adapters. Unset is full fine-tuning. Never searched."""
+    micro_batch_tokens: PositiveInt | None = None
+    """Tokens of one training micro-batch over its context-parallel group (the frameworks'
+    per-GPU token budget times cp), as a launch fixes it; unset, the search takes the largest
+    budget whose activations fit. Set, the activations are costed at it whether or not they
+    fit. Never searched."""
+    fp32_gradients: bool | None = None
+    """Gradient buffers in fp32 beside bf16 weights: Megatron-LM with --bf16 unless
+    --grad-reduce-in-bf16 (megatron/training/arguments.py), Megatron-Core DDP's
+    grad_reduce_in_fp32 (verl sets it, NeMo-RL's recipes do not). Two more bytes per
+    parameter wherever gradients are kept whole or ZeRO-2-sharded; ZeRO-3/FSDP's fp32
+    gradient shard is already counted. Unset means bf16 gradients. Never searched."""
     offload: Offload | None = None
     """Unset, the search tries none and, where no layout fits without it, phase offload of
     state and frozen models and a CPU optimizer."""

@@ -159,12 +159,6 @@ def build(
     framework: str,
     version: str | None = None,
 ) -> Exported:
-    if resolved.agentic:
-        raise NotExpressible(
-            f"workload.agent: the {framework} mapping has no keys for agentic episodes yet "
-            "(turns, tools, a response budget over all turns), so its launch would run "
-            "single-turn responses of response_tokens; `rlmguide recommend` costs the episodes"
-        )
     mapping = pick_mapping(mappings, framework, version)
     mapping = for_algorithm(mapping, resolved.scenario.workload.algorithm)
     entries = compile_mapping(mapping)
@@ -205,8 +199,14 @@ def _write(
     }
     active = [c for c in entries if c.applies(facts, backend, engine)]
     if missing := unexpressed(facts, active, mapping.implied):
+        why = [
+            f"{name}: {mapping.absent[name]}"
+            for name in (m.partition(" = ")[0] for m in missing)
+            if name in mapping.absent
+        ]
         raise KeyCannotHold(
             f"{mapping.id} has no key for {', '.join(missing)} on {backend} with {engine}"
+            + "".join(f" ({w})" for w in why)
         )
     arguments = _arguments(active, facts)
     written = read(mapping, {a.key.lstrip("+"): a.value for a in arguments})

@@ -35,6 +35,10 @@ INPUTS = {
         "MEGATRON_CHECKPOINT",
         "the policy converted to Megatron's torch_dist checkpoint format",
     ),
+    "input.tool_config": (
+        "TOOL_CONFIG",
+        "the YAML file of the agent's tools (each tool's class and schema) its episodes call",
+    ),
 }
 """Values only the user can give: each becomes a shell variable the script insists on."""
 
@@ -91,6 +95,9 @@ def compile_mapping(record: MappingRecord) -> list[CompiledEntry]:
     for i, name in enumerate(record.implied):
         if name not in EXPORT_FACTS:
             raise MappingError(f"implied[{i}]", f"unknown fact {name!r}")
+    for name in record.absent:
+        if name not in EXPORT_FACTS:
+            raise MappingError(f"absent.{name}", "unknown fact")
     for fact, key in record.reads.items():
         if fact not in LAUNCH_FACTS:
             raise MappingError(f"reads.{fact}", "not a launch fact")
@@ -224,6 +231,10 @@ NEUTRAL = {
     "workload.recompute_old_logprobs": True,
     "model.reference_own": False,
     "model.reference_fp8": False,
+    # agentic episodes: a launch without the agent loop's keys runs one turn per prompt, each
+    # turn's tokens appended to the last
+    "workload.max_turns": 1,
+    "workload.context_appended": True,
 }
 """Plan facts a launch that says nothing about them leaves at these values: any other value
 needs a key of its own, or the plan cannot be written."""

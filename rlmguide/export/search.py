@@ -99,6 +99,7 @@ def find_plan(
             only=framework,
             enforce_memory=not complete,
             engine_max_seqs=mapping.engine_max_seqs,
+            fp32_gradients=mapping.fp32_gradients,
         )
 
         def refuses(row: int) -> str | None:

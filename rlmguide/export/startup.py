@@ -86,6 +86,16 @@ LAUNCH_FACTS = {
             "framework's dynamic batching (a GPU holds this / cp)",
         ),
         Fact(
+            "launch.fp32_gradients",
+            "bool",
+            "gradient buffers in fp32 beside bf16 weights (Megatron's main grads)",
+        ),
+        Fact(
+            "launch.bf16_gradients",
+            "bool",
+            "gradients reduced and accumulated in bf16 (Megatron-LM's --grad-reduce-in-bf16)",
+        ),
+        Fact(
             "launch.micro_batch_sequences",
             "number",
             "sequences of one training micro-batch where the framework counts them",
@@ -249,6 +259,7 @@ def computed(
     except ValueError:
         first, last = -1, -1  # no split: the pipeline check names the record
     oversampling = float(facts.get("launch.oversampling", 1.0))
+    train = plan.get("train") or {}
     out = {
         "launch.pp_first_layers": first,
         "launch.pp_last_layers": last,
@@ -260,6 +271,8 @@ def computed(
             facts["workload.max_response_tokens"] * OVERLONG_SHARE
         ),
         "launch.kl_coef": KL_COEF,
+        "launch.fp32_gradients": bool(train.get("fp32_gradients")),
+        "launch.bf16_gradients": not train.get("fp32_gradients"),
         **derived(plan),
         **micro_batch(plan, facts),
     }

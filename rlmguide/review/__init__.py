@@ -19,8 +19,10 @@ from rlmguide.review.review import (
     memory_keys,
     read_file,
     scenario_of,
+    sglang_share,
     startup_checks,
     understood,
+    without_launch_settings,
 )
 from rlmguide.rules import RECOMMEND_KINDS
 from rlmguide.rules.ranking import TIE_FRACTION
@@ -117,17 +119,23 @@ def review(
 
     facts: dict[str, Any] = {}
 
-    def estimate(changed: dict[str, Any]) -> dict[str, Any]:
+    def estimate(changed: dict[str, Any], keep: bool = False) -> dict[str, Any]:
         scenario = parse_scenario(changed, str(path))
         filled, chosen = fill_plan_defaults(resolve(scenario, catalog.records))
         one = recommender_for(filled, catalog, enforce_memory=False, filter_frameworks=False)
         (plan,) = recommend(one, 1)["plans"]
-        if changed is data:
+        if keep:
             facts.update(one.row_facts(one.ranked_rows[0]))
         return {**plan, "chosen": chosen}
 
     try:
-        reviewed = estimate(data)
+        # The plan as the search would size its memory, then as the launch sizes it (its
+        # engine's share, cap on sequences and micro-batch, read as plan fields).
+        needs = estimate(without_launch_settings(data), keep=True)
+        share = sglang_share(reading, needs, float(facts["cluster.memory_gib"]))
+        if share is not None:
+            data["plan"]["rollout"]["memory_fraction"] = round(share, 4)
+        reviewed = estimate(data, keep=True)
     except NoFeasiblePlan as exc:
         plan = data["plan"]
         pools = ", ".join(
@@ -153,7 +161,7 @@ def review(
         "scenario": data,
         "estimate": reviewed,
         "startup": startup_checks(reading, catalog, facts),
-        "memory_keys": memory_keys(reading, reviewed, facts),
+        "memory_keys": memory_keys(reading, needs, facts),
     }
     name = reading.mapping.framework
     try:

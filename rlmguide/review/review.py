@@ -26,7 +26,7 @@ from rlmguide.review.budget import Budget, Exhausted
 from rlmguide.review.config import argparse_config, hydra_config
 from rlmguide.review.recipe import RecipeError, recipe_config
 from rlmguide.review.shell import Shell, ShellError, command_arguments
-from rlmguide.review.understand import Reading, read_launch
+from rlmguide.review.understand import Reading, read_launch, truth
 
 
 class ReviewError(ValueError):
@@ -298,7 +298,8 @@ def scenario_of(
             )
     prompts = f.get("workload.prompts_per_step")
     samples = f.get("workload.samples_per_prompt", 1)
-    max_response = f.get("workload.max_response_tokens")
+    agent, max_response = _episodes(f, assumed)
+    max_response = max_response or f.get("workload.max_response_tokens")
     prompt_tokens = hardware.prompt_tokens or f.get("workload.prompt_tokens")
     sequence = f.get("workload.sequence_tokens")
     if prompt_tokens is None and max_response and sequence and sequence > max_response:
@@ -359,7 +360,9 @@ def scenario_of(
         {
             "field": "workload.response_tokens",
             "value": max_response,
-            "why": "a launch gives only the longest response; its mean is taken as that",
+            "why": "a launch gives only the longest "
+            + ("turn" if agent else "response")
+            + "; its mean is taken as that",
             "source": None,
         }
     )
@@ -441,6 +444,8 @@ def scenario_of(
     }
     if f.get("plan.rollout.eager") is True:
         rollout["cuda_graphs"] = False  # the engine decodes eagerly: estimated so
+    rollout.update(engine_settings(reading))
+    train.update(training_settings(reading))
     plan: dict[str, Any] = {
         "placement": f["plan.placement"],
         "execution": f["plan.execution"],
@@ -451,15 +456,17 @@ def scenario_of(
     if f["plan.execution"] in ("async", "partial-rollout") and f.get("plan.max_staleness"):
         plan["max_staleness"] = f["plan.max_staleness"]
     context = reading.context_tokens
+    # the longest sequence: one response, or an episode's turns (its trajectory)
+    longest = prompt_tokens + max_response * (agent["max_turns"] if agent else 1)
     if built is not None:
-        model = _inline_policy(built, path, prompt_tokens + max_response, assumed)
+        model = _inline_policy(built, path, longest, assumed)
         if reward == "policy":
             reward = model
     limit = (
         model["max_context_tokens"] if built else getattr(models[model], "max_context_tokens", None)
     )
-    if context is None and limit is not None and prompt_tokens + max_response > limit:
-        context = prompt_tokens + max_response
+    if context is None and limit is not None and longest > limit:
+        context = longest
         assumed.append(
             {
                 "field": "models.context_tokens",
@@ -482,10 +489,49 @@ def scenario_of(
             "max_response_tokens": max_response,
             "minibatches_per_step": minibatches,
             "epochs": f.get("workload.epochs", 1),
-        },
+        }
+        | ({"agent": agent} if agent else {}),
         "plan": plan,
     }
     return scenario, assumed
+
+
+def _episodes(
+    f: Mapping[str, Any], assumed: list[dict[str, Any]]
+) -> tuple[dict[str, Any] | None, int | None]:
+    """An agent loop's episodes, where the launch bounds the turns (verl's
+    max_assistant_turns): the workload's agent block and the longest turn, else (None, None).
+    A launch bounds the turns and the tokens after the prompt (turns and observations
+    together), so the episode is read as every turn at the bound and the budget shared out
+    evenly over the turns, with no observation tokens: the same longest trajectory."""
+    turns = int(f.get("workload.max_turns") or 1)
+    budget = f.get("workload.episode_response_tokens")
+    if turns <= 1 or not budget:
+        return None, None
+    turn = int(budget) // turns
+    assumed += [
+        {
+            "field": "workload.agent.turns",
+            "value": turns,
+            "why": "a launch gives only the most turns an episode takes; its mean is taken as that",
+            "source": None,
+        },
+        {
+            "field": "workload.max_response_tokens",
+            "value": turn,
+            "why": f"the episode's response budget ({budget} tokens, model turns and tool "
+            f"output together) over its {turns} turns; the launch caps no single turn",
+            "source": None,
+        },
+        {
+            "field": "workload.agent.observation_tokens",
+            "value": 0,
+            "why": "the launch's budget counts tool output with the turns (the turns take "
+            "all of it here); environment time is not in a launch",
+            "source": None,
+        },
+    ]
+    return {"turns": turns, "max_turns": turns}, turn
 
 
 def read_file(
@@ -549,6 +595,73 @@ def parse_recipe(
     return _module(own[0].launches[0].command), config, own, recipe_keys
 
 
+def engine_settings(reading: Reading) -> dict[str, Any]:
+    """The rollout engine's memory settings the launch states or leaves at the framework's
+    default, as plan fields the estimate costs: the engine's cap on sequences, and its share of
+    GPU memory where it is vLLM's (a share of the whole GPU; SGLang's static fraction is of the
+    memory free at its start, converted once the trainer's resident state is estimated)."""
+    from rlmguide.export.startup import typed
+
+    launch = typed(reading.facts)
+    out: dict[str, Any] = {}
+    seqs = launch.get("launch.engine_max_seqs")
+    if seqs is not None and seqs >= 1:
+        out["max_seqs"] = int(seqs)
+    share = launch.get("launch.engine_memory_fraction")
+    if reading.engine != "sglang" and share is not None and 0 < share <= 1:
+        out["memory_fraction"] = float(share)
+    return out
+
+
+def training_settings(reading: Reading) -> dict[str, Any]:
+    """The training memory settings of the launch as the plan fields the estimate costs: its
+    gradient buffers (fp32 as the launch says, else as the framework keeps them by default),
+    and the micro-batch it packs by tokens, only where it batches by tokens (the mapping's
+    token_batching keys; with micro-batches counted in sequences the search's budget stands)."""
+    from rlmguide.export.startup import typed
+
+    mapping = reading.mapping
+    launch = typed(reading.facts)
+    fp32 = launch.get("launch.fp32_gradients", mapping.fp32_gradients)
+    out: dict[str, Any] = {"fp32_gradients": bool(fp32) and not launch.get("launch.bf16_gradients")}
+    defaults = mapping.config_defaults
+    switches = [reading.config.get(k, defaults.get(k)) for k in mapping.token_batching]
+    tokens = launch.get("launch.micro_batch_tokens")
+    if tokens is not None and tokens >= 1 and any(truth(v) for v in switches if v is not None):
+        out["micro_batch_tokens"] = int(tokens)
+    return out
+
+
+LAUNCH_SETTINGS = {"rollout": ("memory_fraction", "max_seqs"), "train": ("micro_batch_tokens",)}
+"""Plan fields a launch's memory keys set (engine_settings, training_settings)."""
+
+
+def without_launch_settings(data: dict[str, Any]) -> dict[str, Any]:
+    """The scenario with the plan's memory left to the search (what the plan needs of them)."""
+    plan = data["plan"]
+    pools = {
+        pool: {k: v for k, v in plan.get(pool, {}).items() if k not in names}
+        for pool, names in LAUNCH_SETTINGS.items()
+    }
+    return {**data, "plan": {**plan, **pools}}
+
+
+def sglang_share(reading: Reading, estimate: Mapping[str, Any], hbm_gib: float) -> float | None:
+    """SGLang's mem_fraction_static in the plan's unit (a share of the whole GPU): SGLang fills
+    that fraction of the memory free at its start (what the trainer leaves resident) with
+    weights and KV and keeps the rest for activations and graphs; the inverse of export's
+    engine_fraction. None where the launch is not SGLang's or states no fraction."""
+    from rlmguide.export.startup import typed
+
+    share = typed(reading.facts).get("launch.engine_memory_fraction")
+    if reading.engine != "sglang" or share is None or not 0 < share <= 1:
+        return None
+    terms = (estimate.get("memory_breakdown_gib") or {}).get("rollout") or {}
+    free = hbm_gib - float(terms.get("trainer_state", 0.0))
+    fraction = (share * free + float(terms.get("workspace", 0.0))) / hbm_gib
+    return min(fraction, 1.0)
+
+
 def startup_checks(
     reading: Reading, catalog: Catalog, plan_facts: dict[str, Any]
 ) -> list[dict[str, Any]]:
@@ -577,11 +690,11 @@ def startup_checks(
 def memory_keys(
     reading: Reading, estimate: dict[str, Any], plan_facts: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    """The launch's memory settings beside what the estimate's plan needs of them: the
-    engine's memory fraction (in the engine's unit), the sequences it runs at once and the
-    training micro-batch in tokens. The estimate costs the plan at its own values; a launch
-    below them has a smaller KV cache or fewer concurrent sequences than estimated (slower),
-    one above the micro-batch the activations were costed at may run out of memory."""
+    """The launch's memory settings beside what the plan, with its memory sized by the
+    search (`estimate`), needs of them: the engine's memory fraction (in the engine's unit),
+    the sequences it runs at once and the training micro-batch in tokens. The review's own
+    estimate costs the launch's values; a launch below these has a smaller KV cache or fewer
+    concurrent sequences (slower), one above the micro-batch may run out of memory."""
     from rlmguide.export.startup import computed, typed
 
     launch = typed(reading.facts)

@@ -102,7 +102,8 @@ def _typed(fact: str, key: str) -> Any:
         return key
 
 
-def _truth(value: Any) -> bool:
+def truth(value: Any) -> bool:
+    """A launch value as a switch: a boolean, or the word true."""
     if isinstance(value, str):
         return value.lower() == "true"
     return bool(value)
@@ -144,7 +145,7 @@ def choose_launch(
         if got is None:
             return False
         if not sep:
-            return _truth(got)
+            return truth(got)
         return _same(got, value) or _same(
             str(got).removesuffix(".yaml"), value.removesuffix(".yaml")
         )
@@ -193,7 +194,7 @@ class _Read:
             case "identity":
                 got = value
             case "flag":
-                got = _truth(value)
+                got = truth(value)
                 if e.fact == "plan.train.offload_optimizer":
                     got = 1.0 if got else 0.0
                 elif e.fact.startswith("plan.pools."):
@@ -201,7 +202,7 @@ class _Read:
                         return  # the pool's size comes from its nodes x GPUs keys
                     got = 0
             case "equals":
-                if not _truth(value):
+                if not truth(value):
                     self.facts.setdefault(f"not {e.fact}", set()).add(e.argument)
                     self.uses.append(Use(e.key, value, e.fact, f"not {e.argument}"))
                     self.used.add(key)
@@ -261,6 +262,10 @@ def read_launch(
     config = {**config, **defaulted}
     compiled = [c for c in mine if c.entry.key.lstrip("+") in config]
     state = _Read({"run.training_backend": backend, "run.rollout_engine": engine}, config)
+    if not any(c.entry.fact == "workload.max_turns" for c in compiled):
+        # no key of the agent loop: one turn per prompt, which the entries conditioned on
+        # the turns need to know before they are read
+        state.facts["workload.max_turns"] = 1
     # staleness is read first: it tells one-step-off from async where a flag says only "async"
     first = [
         c
@@ -345,7 +350,7 @@ def _rule_out(
                 and c.entry.fact == fact
                 and c.entry.argument is True
                 and c.entry.key.lstrip("+") in config
-                and not _truth(config[c.entry.key.lstrip("+")])
+                and not truth(config[c.entry.key.lstrip("+")])
                 and _holds(c, trial)
                 for c in entries
             )

@@ -103,6 +103,15 @@ def mapping_page(ix: Index, m: Mapping) -> str:
                     if m.engine_max_seqs
                     else []
                 ),
+                (
+                    "Gradient buffers",
+                    html(
+                        "fp32 beside bf16 weights, the Megatron backend's default: plans are "
+                        "costed so"
+                        if m.fp32_gradients
+                        else "as the plan says (bf16 unless it sets train.fp32_gradients)"
+                    ),
+                ),
                 ("Read on", html(str(m.checked))),
             ]
         ),
@@ -116,9 +125,19 @@ def mapping_page(ix: Index, m: Mapping) -> str:
         "above 1, an offload, a pool of its own) that no written key accounts for makes the "
         "export refuse.",
         entries_table(ix, src, m),
+        *absent_section(m),
         *([esc(m.notes)] if m.notes else []),
         sources_section(ix, src, m.cited_sources()),
     )
+
+
+def absent_section(m: Mapping) -> list[str]:
+    """The facts the framework has no key for, with why: the reason an export that needs one
+    is refused."""
+    if not m.absent:
+        return []
+    rows = "\n".join(f"- `{name}`: {esc(why)}" for name, why in sorted(m.absent.items()))
+    return ["## No key in the framework", "An export whose plan needs one is refused so:", rows]
 
 
 def mappings_index(ix: Index) -> str:
