@@ -161,7 +161,8 @@ def verdict_decode(
         comm = np.where(
             links.tp.active(), calls * links.tp.latency + sent / links.tp.bytes_per_s, 0.0
         )
-        seconds = np.maximum(compute, hbm_bytes / hbm_rate) + comm + overheads.decode_step_seconds
+        host = overheads.decode_step_seconds * hw.host_overhead
+        seconds = np.maximum(compute, hbm_bytes / hbm_rate) + comm + host
         return seconds, compute, hbm_bytes, sent, comm
 
     room = hw.memory_bytes * overheads.usable_memory_fraction

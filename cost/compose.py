@@ -11,7 +11,8 @@ span keeps lower <= seconds <= upper.
 - disaggregated sync (and partial-rollout): the pools take turns; each idles while the other
   works;
 - one-step-off: the rollout of step i+1 runs while step i trains (verl's one_step_off_policy,
-  slime's train_async.py, NeMo RL async GRPO with max_trajectory_age_steps 1): the engine
+  slime's train_async.py, NeMo RL async GRPO with max_trajectory_age_steps 1 and in-flight
+  weight updates off): the engine
   generates one batch and drains it, so its long tail is paid every step, hidden only where the
   trainer is slower; the step is the slower pool, then the weight sync that neither pool can
   hide (the trainer pushes, the engine stops to load);

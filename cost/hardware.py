@@ -36,6 +36,9 @@ class Hardware:
     """Achieved host<->GPU copy rate per GPU, one direction (offload traffic)."""
     host_memory_bytes: float | None
     """Host memory of one node, or None where no figure is known (then it is not checked)."""
+    host_overhead: float = 1.0
+    """Host CPU time per GPU operation relative to the x86 host the host-side constants
+    (Overheads.decode_step_seconds, eager_layer_seconds) were fitted on: they scale by it."""
 
     def matmul_rate(self, fp8: BoolArray) -> FloatArray:
         """Peak FLOP/s per plan: fp8 where the plan runs its matmuls in fp8."""
@@ -88,4 +91,5 @@ class Hardware:
             node_gpus=gpus_per_node,
             host_bytes_per_s=host_rate,
             host_memory_bytes=gib_to_bytes(host_memory) if host_memory else None,
+            host_overhead=accelerator.host_overhead or 1.0,
         )

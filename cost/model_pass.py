@@ -25,6 +25,7 @@ from rlmguide.cost.collectives import (
     split_by_link,
     transfer_seconds,
 )
+from rlmguide.cost.efficiency import EXPERT_REFERENCE_FFN
 from rlmguide.cost.layouts import TrainLayout, TrainLinks
 from rlmguide.cost.memory import model_parallel_params
 from rlmguide.cost.plans import RECOMPUTE_FULL, RECOMPUTE_SELECTIVE
@@ -94,6 +95,17 @@ def routed_active_params(fig: ModelFigures) -> float:
     return fig.expert_params * fig.experts_per_token / max(fig.experts, 1)
 
 
+def expert_slowdown(fig: ModelFigures, expert_compute: float) -> float:
+    """Extra time of the routed experts as a share of their GEMMs' time at the dense rate:
+    w0 / w for an expert FFN of width w, where a routed token's fixed cost (routing,
+    permutation, dispatch, combine) is worth w0 columns of GEMM and `expert_compute` is the
+    experts' share of the dense rate w / (w + w0) at EXPERT_REFERENCE_FFN."""
+    if fig.expert_ffn <= 0:
+        return 0.0
+    w0 = EXPERT_REFERENCE_FFN * (1.0 / expert_compute - 1.0)
+    return w0 / fig.expert_ffn
+
+
 @dataclass(frozen=True, slots=True)
 class MicroPass:
     """One micro-batch on one stage GPU."""
@@ -117,14 +129,14 @@ def micro_pass(
     expert_loop_seconds: float = 0.0,
     expert_compute: float = 1.0,
 ) -> MicroPass:
-    """`expert_compute`: the share of the pass's matmul rate that the routed experts' grouped
-    GEMMs reach (EfficiencyFactors.expert_compute)."""
+    """`expert_compute`: the share of the pass's matmul rate that the routed experts reach at
+    the reference expert width (EfficiencyFactors.expert_compute; expert_slowdown)."""
     tp, cp, pp = layout.tp, layout.cp, layout.pp
     tokens = micro_tokens / cp  # tokens on this GPU's context shard
     share = fig.stage_share(pp)
     layers = fig.layers * share
-    # Routed-expert FLOPs take 1 / expert_compute as long as dense FLOPs do.
-    slow = counts.param_flops * routed_active_params(fig) * (1.0 / expert_compute - 1.0)
+    # Routed-expert FLOPs take (1 + w0 / w) as long as dense FLOPs do.
+    slow = counts.param_flops * routed_active_params(fig) * expert_slowdown(fig, expert_compute)
     flops = flops_per_token(fig, counts, sequence_tokens) + slow
     compute = tokens * flops * share / tp / flops_rate
 

@@ -84,10 +84,11 @@ class DecodeModel:
         flops_rate = hw.matmul_rate(layout.fp8) * eff.decode_compute
         hbm_rate = hw.hbm_bytes_per_s * eff.decode_hbm
         self.pp = _column(pp)
-        self.step_overhead = overheads.decode_step_seconds
+        # Host-side costs run at the speed of the GPU's host CPU (Hardware.host_overhead).
+        self.step_overhead = overheads.decode_step_seconds * hw.host_overhead
         share = fig.stage_share(pp)
         # Eager mode: each stage's layers launch their kernels from the host every step.
-        launch = fig.layers * share * overheads.eager_layer_seconds
+        launch = fig.layers * share * overheads.eager_layer_seconds * hw.host_overhead
         self.launch = _column(np.where(layout.eager, launch, 0.0))
         # Seconds per micro-batch token: 2 x active parameters of FLOPs, plus the mixing FLOPs
         # and cache reads of its context, each layer by its kind (fig.mixing_flops,

@@ -161,6 +161,34 @@ def test_eager_decode_adds_a_host_launch_per_layer_by_hand() -> None:
         assert eager.hbm[0, 0] == graphs.hbm[0, 0]
 
 
+def test_a_slower_host_scales_the_host_side_of_a_decode_step_by_hand() -> None:
+    # The same GPU behind a host 2.75x slower per operation (Grace against a DGX H100's Xeon,
+    # the GB200 record's host_overhead): the 4 ms step floor becomes 11 ms, eager mode's 28 x
+    # 0.34 ms becomes 26.18 ms; the GPU's own work (HBM, compute) is unchanged.
+    batch, context = np.array([[64.0]]), np.array([[2048.0]])
+    slow = Hardware.of(H100.model_copy(update={"host_overhead": 2.75}), 8, DEFAULT_OVERHEADS)
+    for eager, host in ((False, 4e-3), (True, 4e-3 + 9.52e-3)):
+        layout = RolloutLayout.of(one_plan(rollout_eager=eager))
+        fig = ModelFigures.of(QWEN25_7B)
+        base = DecodeModel(fig, layout, HW, FABRIC, EFF, DEFAULT_OVERHEADS).step(batch, context)
+        step = DecodeModel(fig, layout, slow, FABRIC, EFF, DEFAULT_OVERHEADS).step(batch, context)
+        assert step.seconds[0, 0] - base.seconds[0, 0] == pytest.approx(1.75 * host)
+        assert step.hbm[0, 0] == base.hbm[0, 0]
+        assert step.compute[0, 0] == base.compute[0, 0]
+
+
+def test_the_gb200_host_is_slower_per_operation_than_the_x86_hosts() -> None:
+    from rlmguide.kb.load import load_catalog
+    from rlmguide.kb.paths import DEFAULT_ROOTS
+
+    accelerators = load_catalog(DEFAULT_ROOTS).records["accelerator"]
+    assert accelerators["gb200-186gb"].host_overhead == 2.75  # type: ignore[attr-defined]
+    assert "github-nvidia-transformerengine-issue-2053" in accelerators["gb200-186gb"].sources
+    # DGX/HGX boards with x86 hosts are the reference the host constants were fitted on.
+    for x86 in ("h100-sxm-80gb", "b200-sxm-180gb"):
+        assert Hardware.of(accelerators[x86], 8, DEFAULT_OVERHEADS).host_overhead == 1.0  # type: ignore[arg-type]
+
+
 def test_eager_mode_slows_the_rollout_and_nothing_else() -> None:
     graphs = evaluate(H100, QWEN25_7B, workload(), one_plan())
     eager = evaluate(H100, QWEN25_7B, workload(), one_plan(rollout_eager=True))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from rlmguide.cost import Needs, evaluate
+from rlmguide.cost.architecture import ModelFigures
 from rlmguide.cost.batch import Batch
 from rlmguide.cost.collectives import (
     Fabric,
@@ -19,7 +20,7 @@ from rlmguide.cost.layouts import TrainLayout
 from rlmguide.cost.memory import default_micro_tokens
 from rlmguide.cost.overheads import DEFAULT_OVERHEADS
 from rlmguide.cost.training import micro_batches
-from test_cost_specs import H100, QWEN7B_PARAMS, QWEN25_7B, one_plan, workload
+from test_cost_specs import H100, QWEN3_30B_A3B, QWEN7B_PARAMS, QWEN25_7B, one_plan, workload
 
 P = float(QWEN7B_PARAMS)
 EFF = EfficiencyFactors()
@@ -155,3 +156,25 @@ def test_zero3_adds_all_gathers_that_hide_under_compute() -> None:
     zero3 = evaluate(H100, QWEN25_7B, workload(), one_plan(train_zero=3, train_recompute="full"))
     assert zero3.stages["training"].link_bytes[0] > zero0.stages["training"].link_bytes[0]
     assert zero3.stages["training"].bound[0] == 0  # compute
+
+
+def test_narrow_experts_lose_more_of_the_dense_rate_by_hand() -> None:
+    # expert_compute 0.16 at the reference width 768 fixes w0 = 768 x (1 / 0.16 - 1) = 4,032
+    # columns of per-token cost: Qwen3-30B-A3B's 768-wide experts take 1 + 5.25 times their
+    # GEMMs' dense time (a share 0.16), Qwen3-235B-A22B's 1,536 1 + 2.625 (0.276), DeepSeek-V3's
+    # 2,048 1 + 1.969 (0.337); a dense model has no routed experts to slow.
+    from rlmguide.cost.model_pass import expert_slowdown
+    from rlmguide.kb.load import load_catalog
+    from rlmguide.kb.paths import DEFAULT_ROOTS
+
+    models = load_catalog(DEFAULT_ROOTS).records["model"]
+    for model, slowdown in (
+        ("qwen3-30b-a3b", 5.25),
+        ("qwen3-235b-a22b", 2.625),
+        ("deepseek-v3", 1.96875),
+        ("qwen2.5-7b", 0.0),
+    ):
+        fig = ModelFigures.of(models[model].architecture)  # type: ignore[attr-defined]
+        assert expert_slowdown(fig, EFF.expert_compute) == pytest.approx(slowdown)
+    # Experts at the full dense rate: no per-token cost at any width.
+    assert expert_slowdown(ModelFigures.of(QWEN3_30B_A3B), 1.0) == 0.0

@@ -48,8 +48,8 @@ def test_every_recorded_setting_is_predicted() -> None:
 def test_calibration_at_the_default_constants() -> None:
     for c in SCORED:
         print(f"{c.result.id}: predicted/reported = {c.ratio:.2f}")
-    # Leave-one-source-out gives 1.37x (bench/fidelity.py); the defaults fit every source
-    # at once, so they must do at least that well; this bound catches a regression.
+    # Leave-one-source-out gives 1.21x (bench/fidelity.py) and the defaults 1.24x (they are an
+    # earlier fit, Overheads.decode_step_seconds); this bound catches a regression.
     assert median_abs_log_error(SCORED) < 1.35
     beyond = {c.result.id for c in SCORED if not 1 / 3 <= c.ratio <= 3}  # type: ignore[operator]
     assert beyond <= KNOWN_MISSES, beyond - KNOWN_MISSES

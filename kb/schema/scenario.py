@@ -500,7 +500,8 @@ class Efficiency(Strict):
     forward_compute: Fraction | None = None
     train_compute: Fraction | None = None
     expert_compute: Fraction | None = None
-    """Share of the training and forward matmul rate the routed experts' GEMMs reach."""
+    """Share of the training and forward matmul rate the routed experts reach at an expert FFN
+    width of 768; other widths w reach w / (w + w0) with w0 = 768 x (1 / share - 1)."""
     scale_up_link: Fraction | None = None
     scale_out_link: Fraction | None = None
 

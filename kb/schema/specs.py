@@ -34,6 +34,13 @@ class AcceleratorFigures(Strict):
     host_memory_gib_per_gpu: Positive | None = Field(
         None, description="host memory of the reference system divided by its GPUs"
     )
+    host_overhead: Positive | None = Field(
+        None,
+        description=(
+            "host CPU time per GPU operation (kernel launch, scheduling) relative to the x86 "
+            "host of a DGX H100, whose runs fit the host-side constants; unset: 1"
+        ),
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
