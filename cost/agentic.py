@@ -185,8 +185,7 @@ def agentic_rollout_stage(
     in_flight = np.minimum(in_flight, episode.episodes_per_engine)
     turn_end = prompt + t.offset + r
     room_decoding = np.maximum(capacity, 1.0) * batch.sequence_tokens / turn_end
-    cap = np.where(layout.max_seqs > 0, layout.max_seqs, float(overheads.max_seqs_per_replica))
-    room_decoding = np.minimum(room_decoding, cap)
+    room_decoding = np.minimum(room_decoding, layout.seq_cap(overheads.max_seqs_per_replica))
     in_flight = np.where(kept, in_flight, np.minimum(n, episode.episodes_per_engine))
 
     # One turn's length distribution; partial rollouts cap the whole chain by the same share.

@@ -48,6 +48,10 @@ class RolloutLayout:
             max_seqs=floats(table.rollout_max_seqs),
         )
 
+    def seq_cap(self, default: float) -> FloatArray:
+        """Sequences one engine runs at once at most: the launch's cap, else `default`."""
+        return np.where(self.max_seqs > 0, self.max_seqs, default)
+
     @property
     def attention_tp(self) -> FloatArray:
         """Ranks one sequence's attention (and KV cache) is split over."""

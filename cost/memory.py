@@ -518,7 +518,7 @@ def rollout_memory(
         usable_bytes - resident,
     )
     free = free - weights - overheads.rollout_workspace_bytes
-    cap = np.where(layout.max_seqs > 0, layout.max_seqs, float(overheads.max_seqs_per_replica))
+    cap = layout.seq_cap(overheads.max_seqs_per_replica)
     capacity = np.clip(np.floor(free / kv_sequence), 0.0, cap)
     # The longest sequence lives on one attention group whole.
     longest = np.asarray(batch.longest_sequence_tokens, dtype=float)

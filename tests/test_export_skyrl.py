@@ -18,10 +18,10 @@ import yaml
 from click.testing import CliRunner
 from conftest import REPO
 from rlmguide.kb.load import load_catalog
-from rlmguide.kb.paths import DEFAULT_ROOTS, record_roots
+from rlmguide.kb.paths import DEFAULT_ROOTS
 from rlmguide.kb.schema import Deployment
-from rlmguide.rules import RECOMMEND_KINDS
 from rlmguide.rules.scenario import parse_scenario, read_mapping, resolve
+from test_export import _catalogs
 
 from rlmguide.cli import cli
 from rlmguide.export import Exported, NotExpressible, build, script
@@ -30,6 +30,7 @@ from rlmguide.review.config import hydra_config
 from rlmguide.review.shell import command_arguments
 
 FIXTURES = Path(__file__).parent / "fixtures" / "frameworks"
+
 DEPLOYMENTS: dict[str, Deployment] = load_catalog(DEFAULT_ROOTS, ("deployment",)).of(  # type: ignore[assignment]
     "deployment"
 )
@@ -40,13 +41,6 @@ EXAMPLES = [
     for p in sorted((REPO / "examples").glob("*.yaml"))
     if "parts" not in yaml.safe_load(p.read_text())["cluster"]
 ]
-
-
-@cache
-def _catalogs() -> tuple[Any, Any]:
-    return load_catalog(record_roots(), RECOMMEND_KINDS), load_catalog(
-        record_roots(), ("mapping",)
-    ).of("mapping")
 
 
 def export_of(scenario: Any) -> Exported:

@@ -200,8 +200,7 @@ def pipeline_split(layers: int, pp: int) -> tuple[int, int]:
 
 def derived(plan: Mapping[str, Any]) -> dict[str, Any]:
     """Launch facts that follow from the plan's memory alone (export and review alike)."""
-    rollout = (plan.get("memory_breakdown_gib") or {}).get("rollout") or {}
-    return {"launch.resident_gib": float(rollout.get("trainer_state", 0.0))}
+    return {"launch.resident_gib": _beside_engine(plan)[0]}
 
 
 def engine_fraction(plan: Mapping[str, Any], hbm_gib: float, engine: str) -> float | None:
@@ -217,8 +216,7 @@ def engine_fraction(plan: Mapping[str, Any], hbm_gib: float, engine: str) -> flo
     if not fraction:
         return None
     terms = (plan.get("memory_breakdown_gib") or {}).get("rollout") or {}
-    resident = float(terms.get("trainer_state", 0.0))
-    workspace = float(terms.get("workspace", 0.0))
+    resident, workspace = _beside_engine(plan)
     needed = float(terms.get("weights", 0.0)) + float(terms.get("kv_cache", 0.0))
     if engine == "sglang":
         free = hbm_gib - resident
@@ -226,6 +224,22 @@ def engine_fraction(plan: Mapping[str, Any], hbm_gib: float, engine: str) -> flo
     else:
         share, floor = fraction, (needed + workspace) / hbm_gib
     return max(math.floor(share * 1000), math.ceil(floor * 1000)) / 1000
+
+
+def gpu_share(fraction: float, plan: Mapping[str, Any], hbm_gib: float, engine: str) -> float:
+    """A launch's engine memory setting as the plan's share of the GPU, the inverse of
+    engine_fraction: SGLang's fraction of the memory free at its start (HBM less what stays
+    resident) plus the workspace it keeps outside; vLLM's as it is."""
+    if engine != "sglang":
+        return fraction
+    resident, workspace = _beside_engine(plan)
+    return min((fraction * (hbm_gib - resident) + workspace) / hbm_gib, 1.0)
+
+
+def _beside_engine(plan: Mapping[str, Any]) -> tuple[float, float]:
+    """GiB per rollout GPU of the trainer's resident state and of the engine's workspace."""
+    terms = (plan.get("memory_breakdown_gib") or {}).get("rollout") or {}
+    return float(terms.get("trainer_state", 0.0)), float(terms.get("workspace", 0.0))
 
 
 def micro_batch(plan: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, Any]:

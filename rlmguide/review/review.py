@@ -671,19 +671,15 @@ def without_launch_settings(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def sglang_share(reading: Reading, estimate: Mapping[str, Any], hbm_gib: float) -> float | None:
-    """SGLang's mem_fraction_static in the plan's unit (a share of the whole GPU): SGLang fills
-    that fraction of the memory free at its start (what the trainer leaves resident) with
-    weights and KV and keeps the rest for activations and graphs; the inverse of export's
-    engine_fraction. None where the launch is not SGLang's or states no fraction."""
-    from rlmguide.export.startup import typed
+    """SGLang's mem_fraction_static in the plan's unit (a share of the whole GPU), with the
+    estimate's resident state and workspace (export.startup.gpu_share). None where the
+    launch is not SGLang's or states no fraction."""
+    from rlmguide.export.startup import gpu_share, typed
 
     share = typed(reading.facts).get("launch.engine_memory_fraction")
     if reading.engine != "sglang" or share is None or not 0 < share <= 1:
         return None
-    terms = (estimate.get("memory_breakdown_gib") or {}).get("rollout") or {}
-    free = hbm_gib - float(terms.get("trainer_state", 0.0))
-    fraction = (share * free + float(terms.get("workspace", 0.0))) / hbm_gib
-    return min(fraction, 1.0)
+    return gpu_share(float(share), estimate, hbm_gib, "sglang")
 
 
 def startup_checks(
