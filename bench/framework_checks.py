@@ -104,6 +104,7 @@ class Spec:
 
 
 VERL = "verl-0.7.0-125-gb178a3cd5"
+VERL_08 = "verl-0.8.0"
 SLIME_PIN = "slime image (docker/Dockerfile at 624b824)"
 SPECS: dict[str, Spec] = {
     VERL: Spec(
@@ -152,6 +153,62 @@ SPECS: dict[str, Spec] = {
             "the workers past __init__ (they run here as rank 0 of their pool on torch's fake "
             "process group, Megatron's CUDA seeding skipped): init_model's model build, FSDP "
             "wrapping, weight loading, optimizer; ranks other than 0",
+            "vLLM/SGLang engine start (memory fraction, max_num_seqs against the KV cache)",
+        ),
+    ),
+    VERL_08: Spec(
+        mapping=VERL_08,
+        framework="verl",
+        checker="verl_check.py",
+        sources={
+            "verl": Source("verl-project+verl", "7aed6b230776f963fa09509c10d9c3a767d1102c"),
+            # the recipe/ submodule at the commit the v0.8.0 tree pins
+            "recipe": Source(
+                "verl-project+verl-recipe", "e7f889574b8301cc0f0fc1d57c6d67f31ffeb689", path=False
+            ),
+        },
+        installs=(
+            # and what the driver's imports need beside them at v0.8.0 (verl's requirements.txt
+            # lists uvicorn and fastapi; its rollout/llm_server.py and vLLM import cachetools)
+            (
+                "-verl",
+                "transformers==5.3.0",
+                "pyarrow>=19,<21",
+                "datasets<5",
+                "pyzmq",
+                "cachetools",
+                "uvicorn",
+                "fastapi",
+            ),
+            # the versions verl's docker/Dockerfile.stable.vllm at v0.8.0 builds
+            ("--no-deps", "vllm==0.20.2", "megatron-core==0.16.1", "mbridge"),
+        ),
+        uninstall=("verl",),
+        left_out=(
+            "the source at the v0.8.0 tag (7aed6b23) is on the path, as verl's launch scripts "
+            "run it from a checkout, with setup.py's install_requires from PyPI",
+            "transformers==5.3.0 (the image's); pyarrow<21 and datasets<5 beside numpy<2",
+            "vllm==0.20.2, megatron-core==0.16.1 (the image's Megatron-LM core_v0.16.1) and "
+            "mbridge without their dependencies: the driver imports the worker modules that "
+            "import them; nothing of them runs",
+            "sglang, flash-attn, liger-kernel, transformer-engine: CUDA builds, not imported "
+            "before the workers",
+            f"torch: {TORCH} CPU instead of the image's 2.11.0 CUDA build",
+        ),
+        roots=("verl:verl", "recipe:dapo"),
+        cwd_links=(("verl", "verl"), ("recipe", ".")),
+        repairs=(
+            Repair(
+                "validation data: verl reads data.val_files at start-up; its default "
+                "~/data/rlhf/gsm8k/test.parquet is opened as written (no ~ expansion)",
+                absent=("data.val_files",),
+                arguments=("data.val_files={data}",),
+            ),
+        ),
+        gpu_only=(
+            "the engine workers past __init__ (rank 0 of their pool on torch's fake process "
+            "group): the model build, FSDP/Megatron wrapping, weight loading, optimizer; "
+            "ranks other than 0",
             "vLLM/SGLang engine start (memory fraction, max_num_seqs against the KV cache)",
         ),
     ),

@@ -190,9 +190,14 @@ def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+VERL_VERSIONS = ("0.8.0", "0.7.0-125-gb178a3cd5")
+VERL_FIXTURES = {"verl-0.8.0": "verl-0.8.0-", "verl-0.7.0-125-gb178a3cd5": "verl-"}
+"""Mapping -> the prefix of its copies of verl's trainer configs in tests/fixtures/frameworks/."""
+
+
 @cache
-def verl_schema(name: str) -> dict[str, Any]:
-    return _flatten(yaml.safe_load((FIXTURES / f"verl-{name}").read_text()))
+def verl_schema(name: str, mapping: str = "verl-0.7.0-125-gb178a3cd5") -> dict[str, Any]:
+    return _flatten(yaml.safe_load((FIXTURES / f"{VERL_FIXTURES[mapping]}{name}").read_text()))
 
 
 @cache
@@ -226,33 +231,51 @@ DAPO_RECIPE_KEYS = {
     # the keys recipe/dapo/config/dapo_trainer.yaml (and dapo_megatron_trainer.yaml) add to verl's
     # trainer config at verl-recipe 21892b92 (the submodule commit of verl b178a3cd), with their
     # defaults there, read by hand
-    "data.gen_batch_size": "${data.train_batch_size}",
-    "reward_model.overlong_buffer.enable": False,
-    "reward_model.overlong_buffer.len": 0,
-    "reward_model.overlong_buffer.penalty_factor": 0.0,
-    "algorithm.filter_groups.enable": False,
-    "algorithm.filter_groups.metric": None,
-    "algorithm.filter_groups.max_num_gen_batches": 0,
+    "verl-0.7.0-125-gb178a3cd5": {
+        "data.gen_batch_size": "${data.train_batch_size}",
+        "reward_model.overlong_buffer.enable": False,
+        "reward_model.overlong_buffer.len": 0,
+        "reward_model.overlong_buffer.penalty_factor": 0.0,
+        "algorithm.filter_groups.enable": False,
+        "algorithm.filter_groups.metric": None,
+        "algorithm.filter_groups.max_num_gen_batches": 0,
+    },
+    # at verl-recipe e7f88957 (the submodule commit of verl v0.8.0): the overlong punishment moved
+    # under reward.reward_kwargs, with the response limit the dapo reward manager asserts
+    "verl-0.8.0": {
+        "data.gen_batch_size": "${data.train_batch_size}",
+        "reward.reward_kwargs.overlong_buffer_cfg.enable": False,
+        "reward.reward_kwargs.overlong_buffer_cfg.len": 0,
+        "reward.reward_kwargs.overlong_buffer_cfg.penalty_factor": 0.0,
+        "reward.reward_kwargs.overlong_buffer_cfg.log": False,
+        "reward.reward_kwargs.max_resp_len": None,
+        "algorithm.filter_groups.enable": False,
+        "algorithm.filter_groups.metric": None,
+        "algorithm.filter_groups.max_num_gen_batches": 0,
+    },
 }
 
 
 def verl_schema_for(done: Exported) -> dict[str, Any]:
     megatron = done.backend == "megatron-lm"
+    mapping = done.mapping.id
     schema = dict(
         verl_schema(
-            "_generated_ppo_megatron_trainer.yaml" if megatron else "_generated_ppo_trainer.yaml"
+            "_generated_ppo_megatron_trainer.yaml" if megatron else "_generated_ppo_trainer.yaml",
+            mapping,
         )
     )
     if done.plan["execution"] == "one-step-off":
         # one_step_off_ppo_trainer.yaml extends ppo_trainer with the rollout pool
-        extra = verl_schema("one_step_off_ppo_trainer.yaml")
+        extra = verl_schema("one_step_off_ppo_trainer.yaml", mapping)
         schema |= {k: v for k, v in extra.items() if k.startswith("rollout.")}
     return schema
 
 
+@pytest.mark.parametrize("version", VERL_VERSIONS)
 @pytest.mark.parametrize("record_id", [d for d in EXPORTABLE if d.startswith("verl")])
-def test_every_verl_key_exists_in_verl_config_with_its_type(record_id: str) -> None:
-    assert_verl_keys(exported(record_id))
+def test_every_verl_key_exists_in_verl_config_with_its_type(record_id: str, version: str) -> None:
+    assert_verl_keys(exported(record_id, version))
 
 
 def assert_verl_keys(done: Exported) -> None:
@@ -275,8 +298,9 @@ def assert_verl_keys(done: Exported) -> None:
             mapping = schema.get(parent) == {} or any(k.startswith(f"{parent}.") for k in schema)
             assert mapping, f"{arg.key}: {parent} is not a mapping"
             continue
-        if done.launch.algorithms and arg.key in DAPO_RECIPE_KEYS:
-            assert _same_type(arg.value, DAPO_RECIPE_KEYS[arg.key]), arg.key
+        recipe = DAPO_RECIPE_KEYS[done.mapping.id]
+        if done.launch.algorithms and arg.key in recipe:
+            assert _same_type(arg.value, recipe[arg.key]), arg.key
             continue
         assert arg.key in schema, f"{arg.key} is not a key of verl's trainer config"
         if arg.value is not None and not arg.key.endswith(("model.path", "train_files")):
@@ -849,6 +873,55 @@ def test_unknown_framework_version_is_bad_input() -> None:
     assert "known: 0.11.0" in done.output
 
 
+def test_framework_version_picks_the_verl_mapping_and_the_newest_is_the_default() -> None:
+    """verl 0.8.0 (verl-project) is the default; 0.7's mapping is picked by its id or commit.
+    The critic's FSDP keys and Megatron's selection differ between them."""
+    args = ["export", SMALL, "--framework", "verl", "--format", "json"]
+    args += ["--set", "workload.algorithm=ppo", "--set", "plan.train.cp=1"]
+    written = {}
+    for version in (None, "0.8.0", "7aed6b2", "0.7.0-125-gb178a3cd5", "b178a3cd"):
+        extra = ["--framework-version", version] if version else []
+        done = CliRunner().invoke(cli, [*args, *extra], catch_exceptions=False)
+        assert done.exit_code == 0, done.output
+        data = json.loads(done.output)
+        written[version] = (data["mapping"], {a["key"] for a in data["arguments"]})
+    assert {v: m for v, (m, _) in written.items()} == {
+        None: "verl-0.8.0",
+        "0.8.0": "verl-0.8.0",
+        "7aed6b2": "verl-0.8.0",
+        "0.7.0-125-gb178a3cd5": "verl-0.7.0-125-gb178a3cd5",
+        "b178a3cd": "verl-0.7.0-125-gb178a3cd5",
+    }
+    assert "critic.fsdp.param_offload" in written[None][1]
+    assert "critic.model.fsdp_config.param_offload" in written["b178a3cd"][1]
+    assert not any(k.startswith("critic.model.fsdp_config") for k in written[None][1])
+
+
+def test_an_unknown_verl_version_is_one_line_with_the_known_ones() -> None:
+    done = run_cli("export", SMALL, "--framework", "verl", "--framework-version", "0.6.0")
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "Error: --framework-version: verl has no mapping '0.6.0'; "
+        "known: 0.8.0, 0.7.0-125-gb178a3cd5"
+    )
+    assert "Traceback" not in done.stderr
+
+
+def test_review_reads_each_verl_version_with_its_own_mapping(tmp_path: Path) -> None:
+    """A Megatron launch names its version by how it selects Megatron (0.7's
+    --config-name=ppo_megatron_trainer.yaml, 0.8's model_engine=megatron)."""
+    from rlmguide import api
+    from rlmguide.review import Hardware, review
+
+    scenario = api.Scenario.from_deployment("verl-qwen3-235b-a22b-grpo-megatron-32xh20", True, [])
+    for version in ("verl-0.8.0", "verl-0.7.0-125-gb178a3cd5"):
+        path = tmp_path / f"{version}.sh"
+        path.write_text(api.export(scenario, "verl", version=version).script)
+        got = review(path, "verl", hardware=Hardware("h20-96gb"))
+        assert got["mapping"] == version
+        assert got["training_backend"] == "megatron-lm"
+
+
 def test_export_writes_an_executable_script_from_a_real_process(tmp_path: Path) -> None:
     out = tmp_path / "run.sh"
     done = run_cli(
@@ -1232,8 +1305,10 @@ def test_mapping_pages_show_checkout_checks_and_engine_concurrency() -> None:
 
     catalog = load_catalog(record_roots(), tuple(KINDS))
     pages = mapping_pages(build_index(catalog))
-    (verl,) = [v for k, v in pages.items() if "verl-" in k]
-    assert "Before the command" in verl and "root of a verl checkout" in verl
+    verls = [v for k, v in pages.items() if "verl-" in k]
+    assert len(verls) == 2
+    for verl in verls:
+        assert "Before the command" in verl and "root of a verl checkout" in verl
     (newer,) = [v for k, v in pages.items() if "openrlhf-0.11.0" in k]
     assert "Engine concurrency" in newer and "128 sequences per engine" in newer
     (older,) = [v for k, v in pages.items() if "openrlhf-0.8.9" in k]

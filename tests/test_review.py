@@ -502,15 +502,19 @@ def test_verl_defaults_are_its_trainer_yamls_at_the_commit() -> None:
     from rlmguide.review.recipe import flatten
 
     frameworks = Path(__file__).parent / "fixtures" / "frameworks"
-    declared: dict[str, Any] = {}
-    for name in ("_generated_ppo_megatron_trainer.yaml", "_generated_ppo_trainer.yaml"):
-        declared |= flatten(yaml.safe_load((frameworks / f"verl-{name}").read_text()))
+    prefixes = {"verl-0.7.0-125-gb178a3cd5": "verl-", "verl-0.8.0": "verl-0.8.0-"}
     mappings = load_catalog(record_roots(), ("mapping",)).of("mapping").values()
-    (mapping,) = [m for m in mappings if m.framework == "verl"]
-    assert mapping.config_defaults
-    for key, value in mapping.config_defaults.items():
-        assert key in declared, key
-        assert declared[key] == value, key
+    verls = [m for m in mappings if m.framework == "verl"]
+    assert sorted(m.id for m in verls) == sorted(prefixes)
+    for mapping in verls:
+        declared: dict[str, Any] = {}
+        for name in ("_generated_ppo_megatron_trainer.yaml", "_generated_ppo_trainer.yaml"):
+            path = frameworks / f"{prefixes[mapping.id]}{name}"
+            declared |= flatten(yaml.safe_load(path.read_text()))
+        assert mapping.config_defaults
+        for key, value in mapping.config_defaults.items():
+            assert key in declared, (mapping.id, key)
+            assert declared[key] == value, (mapping.id, key)
 
 
 def test_a_key_left_out_is_read_at_its_default_and_said_so() -> None:
@@ -741,7 +745,7 @@ def test_a_default_of_no_entry_is_a_mapping_error() -> None:
     from rlmguide.export.mapping import MappingError, compile_mapping
 
     mappings = load_catalog(record_roots(), ("mapping",)).of("mapping").values()
-    (verl,) = [m for m in mappings if m.framework == "verl"]
+    verl = next(m for m in mappings if m.framework == "verl")
     broken = verl.model_copy(update={"config_defaults": {"trainer.no_such_key": 1}})
     with pytest.raises(MappingError, match=r"config_defaults\.trainer\.no_such_key"):
         compile_mapping(broken)

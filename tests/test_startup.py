@@ -37,10 +37,19 @@ def _check(record_id: str) -> Any:
     return check
 
 
-def _export(data: dict[str, Any], framework: str) -> Any:
+def _export(data: dict[str, Any], framework: str, version: str | None = None) -> Any:
     catalog, mappings = _catalogs()
     resolved = resolve(parse_scenario(data, "test"), catalog.records)
-    return build(resolved, catalog, mappings, framework)
+    return build(resolved, catalog, mappings, framework, version)
+
+
+V07, V08 = "verl-0.7.0-125-gb178a3cd5", "verl-0.8.0"
+OVERLONG = {
+    # where each verl version's DAPO recipe config declares the soft overlong punishment
+    # (verl-recipe 21892b92 and e7f88957, dapo/config/dapo_trainer.yaml)
+    V07: "reward_model.overlong_buffer.len",
+    V08: "reward.reward_kwargs.overlong_buffer_cfg.len",
+}
 
 
 def _scenario(plan: dict[str, Any], policy: str = "qwen2.5-7b", **workload: Any) -> dict:
@@ -313,30 +322,46 @@ def _words(framework: str, data: dict[str, Any] = DAPO) -> dict[str, Any]:
     return {a.key: a.value for a in _export(data, framework).arguments}
 
 
-def test_verl_runs_dapo_through_its_recipe_trainer() -> None:
-    done = _export(DAPO, "verl")
+@pytest.mark.parametrize("version", [V08, V07])
+def test_verl_runs_dapo_through_its_recipe_trainer(version: str) -> None:
+    done = _export(DAPO, "verl", version)
     assert done.launch.command == "python3 -m recipe.dapo.main_dapo"
     words = {a.key: a.value for a in done.arguments}
     # 1.5 x 256 prompts per generation batch; the last fifth of 20,480 tokens punished
     assert words["data.gen_batch_size"] == 384
     assert words["algorithm.filter_groups.enable"] is True
-    assert words["reward_model.overlong_buffer.len"] == 4096
+    assert words[OVERLONG[version]] == 4096
     assert words["actor_rollout_ref.actor.clip_ratio_high"] == 0.28
     assert words["trainer.total_training_steps"] == 200
+    if version == V08:
+        # the recipe's config always gives an overlong_buffer_cfg, beside which verl's dapo
+        # reward manager asserts the response limit
+        # (verl/experimental/reward_loop/reward_manager/dapo.py L39-L50 at v0.8.0)
+        assert words["reward.reward_kwargs.max_resp_len"] == 20480
 
 
-def test_dapo_one_step_off_on_verl_does_not_bill_an_oversampling_it_does_not_run() -> None:
+REWARD_KWARGS = {V07: ("reward_model.reward_manager", "+reward_model.reward_kwargs."),
+                 V08: ("reward.reward_manager.name", "+reward.reward_kwargs.")}  # fmt: skip
+
+
+@pytest.mark.parametrize("version", [V08, V07])
+def test_dapo_one_step_off_on_verl_does_not_bill_an_oversampling_it_does_not_run(
+    version: str,
+) -> None:
     plan = {"placement": "disaggregated", "execution": "one-step-off"}
     with pytest.raises(NotExpressible, match="without dynamic sampling"):
-        _export({**DAPO, "plan": plan}, "verl")
+        _export({**DAPO, "plan": plan}, "verl", version)
     unbilled = {k: v for k, v in DAPO.items() if k != "run"}
-    words = _words("verl", {**unbilled, "plan": plan})
-    assert words["reward_model.reward_manager"] == "dapo"
-    assert words["+reward_model.reward_kwargs.overlong_buffer_cfg.len"] == 4096
-    # verl/workers/reward_manager/dapo.py asserts the limit beside a buffer (L45-L51) and reads
-    # the buffer's log switch at every scored response (L123)
-    assert words["+reward_model.reward_kwargs.max_resp_len"] == 20480
-    assert words["+reward_model.reward_kwargs.overlong_buffer_cfg.log"] is False
+    done = _export({**unbilled, "plan": plan}, "verl", version)
+    words = {a.key: a.value for a in done.arguments}
+    manager, kwargs = REWARD_KWARGS[version]
+    assert words[manager] == "dapo"
+    assert words[f"{kwargs}overlong_buffer_cfg.len"] == 4096
+    # the dapo reward manager asserts the limit beside a buffer and reads the buffer's log
+    # switch at every scored response (verl/workers/reward_manager/dapo.py L45-L51, L123 at
+    # b178a3cd; verl/experimental/reward_loop/reward_manager/dapo.py L39-L50, L115 at v0.8.0)
+    assert words[f"{kwargs}max_resp_len"] == 20480
+    assert words[f"{kwargs}overlong_buffer_cfg.log"] is False
 
 
 @pytest.mark.parametrize(
@@ -501,20 +526,23 @@ def _run(text: str, where: Path, tmp_path: Path) -> tuple[int, str, str]:
     ],
     ids=["one-step-off", "dapo-recipe"],
 )  # fmt: skip
+@pytest.mark.parametrize(("version", "commit"), [(V08, "7aed6b230776"), (V07, "b178a3cd56f5")])
 def test_verl_checkout_only_launches_stop_outside_a_checkout_root(
-    scenario: dict[str, Any], module: str, files: list[str], tmp_path: Path
-) -> None:
-    """The one-step-off trainer (no __init__.py: not in an installed verl) and the DAPO recipe
-    (a submodule) resolve their module and Hydra searchpath file://verl/trainer/config against
-    the working folder: the script says so and stops, instead of failing inside Hydra."""
-    done = _export(scenario, "verl")
+    scenario: dict[str, Any], module: str, files: list[str], version: str, commit: str,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    """The one-step-off trainer (at b178a3cd without __init__.py: not in an installed verl) and
+    the DAPO recipe (a submodule) resolve their Hydra searchpath file://verl/trainer/config (and
+    the recipe its module) against the working folder: the script says so and stops, instead
+    of failing inside Hydra."""
+    done = _export(scenario, "verl", version)
     assert done.launch.command == f"python3 -m {module}"
     text = script(done, "test", "qwen2.5-7b")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     code, out, err = _run(text, elsewhere, tmp_path)
     assert code == 2 and "started" not in out
-    assert "root of a verl checkout at b178a3cd56f5" in err
+    assert f"root of a verl checkout at {commit}" in err
     checkout = tmp_path / "verl-checkout"
     for name in files:
         (checkout / name).parent.mkdir(parents=True, exist_ok=True)

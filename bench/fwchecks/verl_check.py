@@ -114,11 +114,12 @@ def worker_rows(trainer: Any, pools: Any, roots: list[str]) -> list[dict[str, An
     model is built later, in init_model, on the GPU."""
     import megatron.core.tensor_parallel as tensor_parallel
     from verl.trainer.ppo.utils import Role
-    from verl.utils.config import omega_conf_to_dataclass
 
     mapping = trainer.role_worker_mapping
+    # one step off, the actor and rollout are apart (0.8.0 starts the rollout replicas outside
+    # the role mapping: verl/experimental/separation/utils.py L62-L92)
     roles = (
-        [Role.Actor, Role.Rollout]
+        [r for r in (Role.Actor, Role.Rollout) if r in mapping]
         if Role.Actor in mapping
         else [Role.ActorRolloutRef if Role.ActorRolloutRef in mapping else Role.ActorRollout]
     )
@@ -131,7 +132,7 @@ def worker_rows(trainer: Any, pools: Any, roots: list[str]) -> list[dict[str, An
         cls = _plain_class(mapping[role])
         world = sum(pools.resource_pool_spec[pools.mapping[role]])
         if role == Role.Critic:
-            kwargs = {"config": omega_conf_to_dataclass(trainer.config.critic)}
+            kwargs = {"config": critic_config(cls, trainer.config.critic)}
         else:
             kwargs = {"config": trainer.config.actor_rollout_ref, "role": str(role)}
 
@@ -139,11 +140,81 @@ def worker_rows(trainer: Any, pools: Any, roots: list[str]) -> list[dict[str, An
             fake_world(world)
             # seeds the CUDA generator; nothing of the layout depends on it
             tensor_parallel.model_parallel_cuda_manual_seed = lambda *_, **__: None
-            cls(**kwargs)
+            engines_as_on_gpus()
+            worker = cls(**kwargs)
+            if engine_worker(cls):
+                worker.init_model()
 
         name = f"{cls.__name__}({role}).__init__ as rank 0 of {world} (fake process group)"
+        if engine_worker(cls):
+            name = f"{cls.__name__}({role}) __init__ and init_model's engines, rank 0 of {world}"
         rows.append(run_isolated(name, roots, make))
     return rows
+
+
+def engine_worker(cls: Any) -> bool:
+    """Whether the worker is 0.8.0's ActorRolloutRefWorker (or the one-step-off trainer's
+    DetachActorWorker built on it), which lays out its training engines in init_model."""
+    try:
+        from verl.workers.engine_workers import ActorRolloutRefWorker
+    except ImportError:
+        return False
+    return issubclass(cls, ActorRolloutRefWorker)
+
+
+def engines_as_on_gpus() -> None:
+    """0.8.0's engine workers (verl/workers/engine_workers.py) construct their training engines
+    as on a GPU: the engine class registered for CUDA (EngineRegistry looks it up by device,
+    verl/workers/engine/base.py L314-L321), whose constructor lays out the device meshes and
+    parallel groups; the model build (TrainingWorker.reset: engine.initialize) is skipped, and
+    the rollout engine (get_rollout_class), the NCCL checkpoint engine that syncs weights to it
+    (CheckpointEngineRegistry.new) and init_model's closing release of cached GPU memory
+    (aggressive_empty_cache) stop the check as the first GPU work. Earlier versions have no
+    engine workers and are left as they are."""
+    try:
+        import verl.workers.engine.base as engine_base
+        import verl.workers.engine_workers as engine_workers
+    except ImportError:
+        return
+
+    engine_base.get_device_name = lambda: "cuda"
+
+    def reset(self: Any) -> None:
+        return None  # engine.initialize: the model build, FSDP/Megatron wrapping, optimizer
+
+    def gpu(what: str) -> Any:
+        def stop(*_: Any, **__: Any) -> Any:
+            raise ReachedGPU(what)
+
+        return stop
+
+    engine_workers.TrainingWorker.reset = reset
+    engine_workers.get_rollout_class = gpu("the rollout engine (vLLM/SGLang on the GPU)")
+    engine_workers.CheckpointEngineRegistry.new = gpu("the NCCL checkpoint engine")
+    engine_workers.aggressive_empty_cache = gpu("init_model's release of cached GPU memory")
+
+
+def critic_config(cls: Any, config: Any) -> Any:
+    """The critic worker's config as init_workers hands it over: the critic dataclass, which
+    0.8.0's engine worker (TrainingWorker) takes as a TrainingWorkerConfig built from it
+    (verl/trainer/ppo/ray_trainer.py L806-L825 at v0.8.0)."""
+    from verl.utils.config import omega_conf_to_dataclass
+
+    critic = omega_conf_to_dataclass(config)
+    if cls.__name__ != "TrainingWorker":
+        return critic
+    from verl.workers.engine_workers import TrainingWorkerConfig
+
+    engine = critic.engine
+    engine.infer_max_token_len_per_gpu = critic.ppo_infer_max_token_len_per_gpu
+    engine.max_token_len_per_gpu = critic.ppo_max_token_len_per_gpu
+    return TrainingWorkerConfig(
+        model_type="value_model",
+        model_config=critic.model,
+        engine_config=engine,
+        optimizer_config=critic.optim,
+        checkpoint_config=critic.checkpoint,
+    )
 
 
 if __name__ == "__main__":

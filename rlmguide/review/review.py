@@ -88,10 +88,24 @@ def _keys(mapping: MappingRecord) -> set[str]:
     return {e.key.lstrip("+") for e in mapping.entries} | set(fixed)
 
 
+def _fixed_values(mapping: MappingRecord) -> set[tuple[str, str]]:
+    """The settings the mapping's launches fix, as (key, value) pairs."""
+    launches = [f for la in mapping.launches for f in la.fixed]
+    pairs = (f.lstrip("-+").partition("=") for f in (*mapping.fixed, *launches))
+    return {(k, v.lower()) for k, _, v in pairs}
+
+
 def pick_version(own: list[MappingRecord], config: dict[str, Any]) -> MappingRecord:
     """The mapping whose keys the file uses most (OpenRLHF's dotted `--ds.zero_stage` or flat
-    `--zero_stage`); the newest on a tie."""
-    return max(own, key=lambda m: len(_keys(m) & config.keys()))
+    `--zero_stage`), then whose fixed settings it has with their values (verl 0.7's
+    `--config-name=ppo_megatron_trainer.yaml`, 0.8's `model_engine=megatron`); the newest on
+    a tie."""
+
+    def score(m: MappingRecord) -> tuple[int, int]:
+        fixed = sum(str(config.get(k, "")).lower() == v for k, v in _fixed_values(m))
+        return len(_keys(m) & config.keys()), fixed
+
+    return max(own, key=score)
 
 
 def pick_components(
