@@ -26,6 +26,7 @@ from rlmguide.review.check import launch_problems
 EXAMPLES = Path(__file__).parent.parent / "examples"
 TARGETS = (
     ("verl", None),
+    ("verl", "0.7.0-125-gb178a3cd5"),
     ("openrlhf", None),
     ("openrlhf", "0.8.9.post1-5-gc250c21a"),
     ("nemo-rl", None),

@@ -105,6 +105,13 @@ class Spec:
 
 VERL = "verl-0.7.0-125-gb178a3cd5"
 VERL_08 = "verl-0.8.0"
+VERL_VALIDATION_DATA = Repair(
+    "validation data: verl reads data.val_files at start-up; its default "
+    "~/data/rlhf/gsm8k/test.parquet is opened as written (no ~ expansion)",
+    absent=("data.val_files",),
+    arguments=("data.val_files={data}",),
+)
+VERL_ENGINE_START = "vLLM/SGLang engine start (memory fraction, max_num_seqs against the KV cache)"
 SLIME_PIN = "slime image (docker/Dockerfile at 624b824)"
 SPECS: dict[str, Spec] = {
     VERL: Spec(
@@ -141,19 +148,12 @@ SPECS: dict[str, Spec] = {
         ),
         roots=("verl:verl", "recipe:dapo"),
         cwd_links=(("verl", "verl"), ("recipe", ".")),
-        repairs=(
-            Repair(
-                "validation data: verl reads data.val_files at start-up; its default "
-                "~/data/rlhf/gsm8k/test.parquet is opened as written (no ~ expansion)",
-                absent=("data.val_files",),
-                arguments=("data.val_files={data}",),
-            ),
-        ),
+        repairs=(VERL_VALIDATION_DATA,),
         gpu_only=(
             "the workers past __init__ (they run here as rank 0 of their pool on torch's fake "
             "process group, Megatron's CUDA seeding skipped): init_model's model build, FSDP "
             "wrapping, weight loading, optimizer; ranks other than 0",
-            "vLLM/SGLang engine start (memory fraction, max_num_seqs against the KV cache)",
+            VERL_ENGINE_START,
         ),
     ),
     VERL_08: Spec(
@@ -168,8 +168,10 @@ SPECS: dict[str, Spec] = {
             ),
         },
         installs=(
-            # and what the driver's imports need beside them at v0.8.0 (verl's requirements.txt
-            # lists uvicorn and fastapi; its rollout/llm_server.py and vLLM import cachetools)
+            # verl's install_requires at v0.8.0 (the package then removed, as above), the
+            # image's transformers, and what the driver's imports need beside them (verl's
+            # requirements.txt lists uvicorn and fastapi; its rollout/llm_server.py and vLLM
+            # import cachetools)
             (
                 "-verl",
                 "transformers==5.3.0",
@@ -197,19 +199,12 @@ SPECS: dict[str, Spec] = {
         ),
         roots=("verl:verl", "recipe:dapo"),
         cwd_links=(("verl", "verl"), ("recipe", ".")),
-        repairs=(
-            Repair(
-                "validation data: verl reads data.val_files at start-up; its default "
-                "~/data/rlhf/gsm8k/test.parquet is opened as written (no ~ expansion)",
-                absent=("data.val_files",),
-                arguments=("data.val_files={data}",),
-            ),
-        ),
+        repairs=(VERL_VALIDATION_DATA,),
         gpu_only=(
             "the engine workers past __init__ (rank 0 of their pool on torch's fake process "
             "group): the model build, FSDP/Megatron wrapping, weight loading, optimizer; "
             "ranks other than 0",
-            "vLLM/SGLang engine start (memory fraction, max_num_seqs against the KV cache)",
+            VERL_ENGINE_START,
         ),
     ),
     "openrlhf-0.11.0": Spec(
