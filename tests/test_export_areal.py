@@ -255,13 +255,3 @@ def test_ppo_has_no_value_in_the_grpo_config() -> None:
     record = "areal-qwen2.5-1.5b-gsm8k-async-ppo-critic-megatron-8xh800"
     with pytest.raises(NotExpressible, match=r"actor\.reward_norm\.mean_level has no value"):
         export_of(DEPLOYMENTS[record].scenario)
-
-
-def test_an_uneven_pipeline_split_has_no_key_in_areal() -> None:
-    """Qwen3-235B-A22B's 94 layers over 8 stages need first and last stages of 11 layers
-    (Megatron's num_layers_in_first/last_pipeline_stage); AReaL's config has no key for them,
-    so the launch is refused instead of stopping at Megatron's pipeline check."""
-    record = "nemo-rl-qwen3-235b-a22b-grpo-async-1off-256xh100"
-    assert DEPLOYMENTS[record].scenario.plan.train.pp == 8
-    with pytest.raises(NotExpressible, match=r"has no key for launch\.pp_first_layers = 11"):
-        export_of(DEPLOYMENTS[record].scenario)

@@ -296,12 +296,4 @@ def unexpressed(
     overlapped = facts["plan.execution"] in ("async", "partial-rollout")
     if overlapped and "plan.max_staleness" not in written:
         missing.append(f"plan.max_staleness = {facts['plan.max_staleness']}")
-    # Pipeline stages that do not split the layers evenly run only where the launch can say
-    # how many layers its first and last stages hold (AReaL's config has no such key); a
-    # degree with no split at all (-1) is left to the start-up check that names its record.
-    missing += [
-        f"{name} = {facts[name]}"
-        for name in ("launch.pp_first_layers", "launch.pp_last_layers")
-        if facts.get(name, 0) > 0 and name not in written
-    ]
     return missing
