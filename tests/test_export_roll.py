@@ -18,13 +18,9 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import REPO
-from rlmguide.kb.load import load_catalog
-from rlmguide.kb.paths import DEFAULT_ROOTS
-from rlmguide.kb.schema import Deployment
 from rlmguide.rules.scenario import parse_scenario, read_mapping, resolve
 from test_export import _catalogs
-from test_export_skyrl import of_type
+from test_export_skyrl import DEPLOYMENTS, EXAMPLES, SMALL, of_type
 
 from rlmguide.cli import cli
 from rlmguide.export import Exported, NotExpressible, build, script
@@ -33,15 +29,6 @@ from rlmguide.review.recipe import document_config
 
 FIXTURES = Path(__file__).parent / "fixtures" / "frameworks"
 MAPPING = "roll-0.3.0-9-g8eb27cc2"
-DEPLOYMENTS: dict[str, Deployment] = load_catalog(DEFAULT_ROOTS, ("deployment",)).of(  # type: ignore[assignment]
-    "deployment"
-)
-SMALL = REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml"
-EXAMPLES = [
-    p
-    for p in sorted((REPO / "examples").glob("*.yaml"))
-    if "parts" not in yaml.safe_load(p.read_text())["cluster"]
-]
 
 
 def export_of(scenario: Any) -> Exported:
