@@ -316,21 +316,20 @@ def read_launch(
     ]
     for c in first:
         state.entry(c.entry, either=True)
+    # a key that tells overlapped modes apart once the launch overlaps (NeMo-RL's in-flight
+    # weight updates: async, not one-step-off) settles the execution before the entry point
+    for c in compiled:
+        if c not in first and c.entry.fact == "plan.execution" and _applies(c, state.facts):
+            state.entry(c.entry)
     _settle({f: v for f, v in state.ambiguous.items() if f.startswith("plan.")}, state.facts)
     pools = [state.devices.get(f"plan.{p}.gpus") for p in ("train", "rollout")]
     if all(pools) and "plan.placement" not in state.facts:
         # roles listing the same devices take turns on them (ROLL's device_mapping)
         shared = bool(pools[0] & pools[1])  # type: ignore[operator]
         state.facts["plan.placement"] = "colocated" if shared else "disaggregated"
-    lag = state.facts.get("plan.max_staleness")
-    if "plan.execution" not in state.facts and lag in (0, 1):
-        # no sample may lag the policy (AReaL's max_head_offpolicyness 0): synchronous; a lag
-        # of one step is one-step-off where the framework runs it so (ROLL's
-        # async_generation_ratio 1; an entry point that does not is chosen as before)
-        if lag == 0:
-            state.facts["plan.execution"] = "sync"
-        elif any(la.execution == "one-step-off" for la in mapping.launches):
-            state.facts["plan.execution"] = "one-step-off"
+    if state.facts.get("plan.max_staleness") == 0 and "plan.execution" not in state.facts:
+        # no sample may lag the policy (AReaL's max_head_offpolicyness 0): synchronous
+        state.facts["plan.execution"] = "sync"
     try:
         launch = choose_launch(mapping, module, config, backend, state.facts)
     except LookupError:
