@@ -90,11 +90,12 @@ def read_devices(value: Any) -> list[int]:
         text = str(value).replace(" ", "")
         ranged, listed = RANGE.fullmatch(text), IDS.fullmatch(text)
         if ranged:
-            a, b, step = ranged.groups()
+            a, b, by = ranged.groups()
             start, stop = (0, int(a)) if b is None else (int(a), int(b))
-            if (stop - start) // int(step or 1) > MAX_DEVICES:
-                raise PoolSpelling(f"{text[:60]!r} lists more devices than a cluster has")
-            ids = list(range(start, stop, int(step or 1)))
+            step = int(by) if by else 1
+            if step < 1 or (stop - start) // step > MAX_DEVICES:
+                raise PoolSpelling(f"{text[:60]!r} is no range of a cluster's devices")
+            ids = list(range(start, stop, step))
         elif listed:
             ids = [int(i) for i in (listed.group(1) or "").split(",") if i]
         else:
