@@ -261,6 +261,7 @@ def test_device_lists_are_parsed_never_evaluated() -> None:
     assert read_devices("list(range(16, 24))") == list(range(16, 24))
     assert read_devices("range(4)") == [0, 1, 2, 3]
     assert read_devices("[6, 7]") == [6, 7] and read_devices([0, 1]) == [0, 1]
+    assert read_devices("list([0,1,2,3,8,9,10,11])") == [0, 1, 2, 3, 8, 9, 10, 11]
     for bad in ("__import__('os').system('x')", "list(range(0,8))+[9]", "[]", "[1,1]",
                 "list(range(0,10**12))", "range(0, 99999999999)", "range(0,8,0)"):  # fmt: skip
         with pytest.raises(PoolSpelling):

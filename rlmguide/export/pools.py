@@ -15,7 +15,7 @@ DIMENSION = re.compile(r"([dtpce])(\d+)")
 ALLOCATION = re.compile(r"([a-z]+):(.+)")
 HYBRID = re.compile(r"\(?attn:([dtpc\d]+)\|ffn:([dtpe\d]+)\)?")
 RANGE = re.compile(r"(?:list\()?range\((\d+)(?:,(\d+))?(?:,(\d+))?\)\)?")
-IDS = re.compile(r"\[(\d+(?:,\d+)*)?,?\]")
+IDS = re.compile(r"(?:list\()?\[(\d+(?:,\d+)*)?,?\]\)?")
 MAX_DEVICES = 1 << 20
 """More device ids than any cluster has: a list past it is not read (`range(0, 10**12)`)."""
 
@@ -81,7 +81,8 @@ def devices(first: int, gpus: int) -> str:
 
 def read_devices(value: Any) -> list[int]:
     """The device ids of a device_mapping: a YAML list of ids, or the text of one
-    (`[0,1,2]`) or of a range (`list(range(0,8))`, `range(8, 16, 2)`), spaces ignored."""
+    (`[0,1,2]`, `list([0,1,8,9])`) or of a range (`list(range(0,8))`, `range(8, 16, 2)`),
+    spaces ignored."""
     if isinstance(value, list) and all(
         isinstance(v, int) and not isinstance(v, bool) for v in value
     ):
