@@ -318,9 +318,13 @@ def read_launch(
         state.entry(c.entry, either=True)
     # a key that tells overlapped modes apart once the launch overlaps (NeMo-RL's in-flight
     # weight updates: async, not one-step-off) settles the execution before the entry point
-    for c in compiled:
-        if c not in first and c.entry.fact == "plan.execution" and _applies(c, state.facts):
-            state.entry(c.entry)
+    early = [
+        c
+        for c in compiled
+        if c not in first and c.entry.fact == "plan.execution" and _applies(c, state.facts)
+    ]
+    for c in early:
+        state.entry(c.entry)
     _settle({f: v for f, v in state.ambiguous.items() if f.startswith("plan.")}, state.facts)
     pools = [state.devices.get(f"plan.{p}.gpus") for p in ("train", "rollout")]
     if all(pools) and "plan.placement" not in state.facts:
@@ -337,7 +341,7 @@ def read_launch(
     facts = state.facts
     facts["plan.execution"], facts["plan.placement"] = launch.execution, launch.placement
     for c in compiled:
-        if c not in first and _applies(c, facts):
+        if c not in first and c not in early and _applies(c, facts):
             state.entry(c.entry)
     fixed = {f.lstrip("-+").partition("=")[0] for f in (*mapping.fixed, *launch.fixed)}
     for k in config:
