@@ -235,10 +235,6 @@ READINGS: dict[str, dict[str, Any]] = {
     },
 }
 NOT_YET = {
-    "roll-8eb27cc/qwen3-30ba3b-rlvr_fsdp2.yaml": (
-        "ROLL's FSDP2 launch parks its reference after each call, which the mapping does not read "
-        "(the planner has no offload of the frozen models alone to export it from)"
-    ),
     "slime-624b824/examples/fully_async/run-qwen2.5-0.5B-fully_async.sh": (
         "--rollout-function-path (slime's fully-async rollout) is not mapped: the launch reads "
         "as train_async.py's one-step-off"
