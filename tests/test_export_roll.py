@@ -120,6 +120,9 @@ REFUSED = {
     "grpo-qwen3-32b-coding-agent-64xh100": "no key for workload.max_turns = 16",
     "ppo-llama-3.1-70b-1024xh100": "no key for workload.reward_model = true",
     "ppo-qwen2.5-7b-shared-critic-fused-16xh100": "does not claim shared-actor-critic",
+    # Qwen3-235B's 94 layers over 8 stages: mcore_adapter takes no first/last stage counts (the
+    # record's launch evens them with account_for_*_in_pipeline_split, which no entry writes)
+    "roll-qwen3-235b-a22b-rlvr-megatron-256xh800": "megatron-pipeline-stages-split-the-layers",
     # ROLL's FSDP2 strategy parks only the weights: the records' phase offload there is not
     # what the mapping writes (its `absent` reason)
     "roll-qwen3-30b-a3b-rlvr-fsdp2-32xh800": "no key for plan.train.offload_phase = true",
