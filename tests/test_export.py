@@ -41,13 +41,11 @@ REFUSED = {
     # launcher cannot do (constraint openrlhf-reward-model-shares-gpus-only-in-colocate-all)
     "openrlhf-llama-3-8b-ppo-colocate-pairs-8xa100": "openrlhf-reward-model-shares-gpus",
     "openrlhf-llama-3-8b-ppo-ring-attention-8xa100": "openrlhf-reward-model-shares-gpus",
-    # Gaps of the mappings, not of the frameworks: verl's fully_async_main and slime's
-    # train_async.py with its fully-async rollout function have no entry in them, and slime's
-    # mapping has no key for FP8 training.
+    # Gaps of the mappings, not of the frameworks: verl's fully_async_main has no entry in
+    # its mapping, and slime's mapping has no key for FP8 training.
     "verl-qwen2.5-math-7b-dapo-fully-async-128xh20": "no entry point for async execution",
     "verl-qwen2.5-math-7b-dapo-fully-async-32xh20": "no entry point for async execution",
     "verl-qwen3-30b-a3b-grpo-fully-async-megatron-128xh20": "no entry point for async execution",
-    "slime-qwen2.5-0.5b-grpo-fully-async-4xh100": "no entry point for async execution",
     "slime-qwen3-30b-a3b-grpo-fp8-16xh100": "no key for plan.train.fp8",
 }
 EXPORTABLE = sorted(d for d, r in DEPLOYMENTS.items() if r.framework in MAPPED and d not in REFUSED)
@@ -1024,8 +1022,13 @@ def test_every_slime_flag_exists_in_its_parser_with_its_type(example: str) -> No
     parsed, unknown = parser.parse_known_args(slime_words(done))
     assert unknown == [], unknown
     for arg in done.arguments:
-        action = declared[arg.key.replace("-", "_")]
+        negated = arg.key.startswith("no-") and arg.key[3:].replace("-", "_") in declared
+        action = declared[(arg.key[3:] if negated else arg.key).replace("-", "_")]
         got = getattr(parsed, action.dest)
+        if negated:  # BooleanOptionalAction's --no-X: the option set to false
+            assert isinstance(action, argparse.BooleanOptionalAction) and arg.value is True
+            assert got is False, arg.key
+            continue
         if arg.value is None:  # left out: the parser's default (None) stands
             assert got is None, arg.key
         elif isinstance(arg.value, bool):

@@ -9,31 +9,7 @@ from __future__ import annotations
 import pytest
 from round_trip import Case, cases, round_trip
 
-NOT_YET = {
-    **{
-        f"{example}-slime": (
-            "slime offloads the colocated trainer by itself (--colocate sets --offload-train "
-            "unless --no-offload-train, which the mapping cannot write), so the plan export ranks "
-            "without phase offload runs with it"
-        )
-        for example in (
-            "grpo-deepseek-v3-4096xh800",
-            "grpo-qwen2.5-32b-64xh100",
-            "grpo-qwen2.5-7b-8xh100",
-        )
-    },
-    **{
-        name: "FP8 rollout: the script loads FP8_MODEL_PATH, whose id no model record gives"
-        for name in ("slime-deepseek-r1-grpo-128xh100", "slime-qwen3-235b-a22b-gspo-128xh100")
-    },
-    "openrlhf-llama-3-70b-ppo-32xa100": (
-        "its own reference pool (4 GPUs) is read back as shared with the 8-GPU actor"
-    ),
-    "openrlhf-llama-3-8b-reinforce-baseline-async-8xa100": (
-        "the 1-GPU reward pool beside 1 training GPU reads back as a split the planner cannot "
-        "cost (not costable)"
-    ),
-}
+NOT_YET: dict[str, str] = {}
 
 
 def _marked(case: Case) -> object:
