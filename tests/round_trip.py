@@ -21,7 +21,7 @@ from rlmguide.review import Hardware, NotCostable, ReviewError, review
 
 REPO = Path(__file__).parent.parent
 MAPPED = ("verl", "openrlhf", "nemo-rl", "slime", "skyrl", "areal", "roll")
-OLDER = {"verl": ("0.7.0-125-gb178a3cd5",)}
+OLDER = {"verl": ("0.7.0-125-gb178a3cd5",), "areal": ("1.0.4-17-g4aef98d8d",)}
 """Mappings besides the framework's newest whose launches are also read back (review picks a
 mapping by the keys a launch uses, which must find the one it was written with)."""
 WORKLOAD = (

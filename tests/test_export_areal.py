@@ -1,8 +1,8 @@
 """Export to AReaL (Hydra overrides over examples/math/gsm8k_grpo.yaml, merged over the
-GRPOConfig dataclasses, at 4aef98d).
+GRPOConfig dataclasses), at v2.0.0 (fee938e, the default) and v1.0.4-17 (4aef98d).
 
 The oracles are AReaL's own: the config dataclasses, extracted key by key into
-tests/fixtures/frameworks/areal-4aef98d-config-keys.tsv (every key written must be declared
+tests/fixtures/frameworks/areal-<commit>-config-keys.tsv (every key written must be declared
 there with a value of its type), and the base config (a copy at the same commit): Hydra's struct
 mode overrides a key the YAML holds plainly and any other only with `+`."""
 
@@ -36,7 +36,9 @@ FIXTURES = Path(__file__).parent / "fixtures" / "frameworks"
 DEPLOYMENTS: dict[str, Deployment] = load_catalog(DEFAULT_ROOTS, ("deployment",)).of(  # type: ignore[assignment]
     "deployment"
 )
-MAPPING = "areal-1.0.4-17-g4aef98d8d"
+MAPPING = "areal-2.0.0"
+VERSIONS = {"areal-2.0.0": "fee938e", "areal-1.0.4-17-g4aef98d8d": "4aef98d"}
+"""Mapping -> the commit its fixtures (tests/fixtures/frameworks/areal-<commit>-*) were read at."""
 SMALL = REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml"
 EXAMPLES = [
     p
@@ -45,9 +47,9 @@ EXAMPLES = [
 ]
 
 
-def export_of(scenario: Any) -> Exported:
+def export_of(scenario: Any, version: str | None = None) -> Exported:
     catalog, mappings = _catalogs()
-    return build(resolve(scenario, catalog.records), catalog, mappings, "areal")
+    return build(resolve(scenario, catalog.records), catalog, mappings, "areal", version)
 
 
 def words(done: Exported) -> list[str]:
@@ -58,23 +60,24 @@ def words(done: Exported) -> list[str]:
 
 
 @cache
-def declared() -> dict[str, tuple[str, str]]:
-    """Dotted key -> (annotation, default), from the extract of GRPOConfig at 4aef98d."""
-    rows = (FIXTURES / "areal-4aef98d-config-keys.tsv").read_text().splitlines()
+def declared(mapping: str = MAPPING) -> dict[str, tuple[str, str]]:
+    """Dotted key -> (annotation, default), from the extract of GRPOConfig at the mapping's
+    commit."""
+    rows = (FIXTURES / f"areal-{VERSIONS[mapping]}-config-keys.tsv").read_text().splitlines()
     return {r.split("\t")[0]: (r.split("\t")[1], r.split("\t")[2]) for r in rows if r[0] != "#"}
 
 
 @cache
-def base() -> dict[str, Any]:
+def base(mapping: str = MAPPING) -> dict[str, Any]:
     """The base config's leaves, dotted."""
-    data = yaml.safe_load((FIXTURES / "areal-4aef98d-gsm8k_grpo.yaml").read_text())
-    return flatten(data)
+    path = FIXTURES / f"areal-{VERSIONS[mapping]}-gsm8k_grpo.yaml"
+    return flatten(yaml.safe_load(path.read_text()))
 
 
-def in_base(key: str) -> bool:
+def in_base(key: str, mapping: str = MAPPING) -> bool:
     """Whether Hydra finds the key in the base config: a leaf of it, or under a mapping the
     YAML gives (a null section takes no child)."""
-    return key in base()
+    return key in base(mapping)
 
 
 def of_type(value: Any, annotation: str) -> bool:
@@ -114,7 +117,7 @@ of AReaL's PPO is not mapped: see the mapping's notes): a refusal not listed her
 listed case that now exports, fails the tests."""
 
 
-def _exported(case: tuple[str, str]) -> Exported | None:
+def _exported(case: tuple[str, str], version: str | None = None) -> Exported | None:
     """The export of a case, or None where it is refused for the reason `REFUSED` gives."""
     kind, name = case
     scenario = (
@@ -124,7 +127,7 @@ def _exported(case: tuple[str, str]) -> Exported | None:
     )
     stem = name if kind == "deployment" else Path(name).stem
     try:
-        done = export_of(scenario)
+        done = export_of(scenario, version)
     except NotExpressible as refused:
         assert stem in REFUSED, f"{stem} is refused: {refused}"
         assert REFUSED[stem] in str(refused)
@@ -133,35 +136,55 @@ def _exported(case: tuple[str, str]) -> Exported | None:
     return done
 
 
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("case", _cases())
 def test_every_key_is_areals_and_plus_marks_what_the_base_config_lacks(
-    case: tuple[str, str],
+    case: tuple[str, str], version: str
 ) -> None:
-    done = _exported(case)
+    done = _exported(case, version)
     if done is None:
         return  # refused as REFUSED says (checked in _exported)
+    assert done.mapping.id == version
+    keys = declared(version)
     given = words(done)
     assert given[0] == "--config=examples/math/gsm8k_grpo.yaml"
     for word in given[1:]:
         key, _, _ = word.partition("=")
         plain = key.lstrip("+")
-        assert plain in declared(), f"{plain} is not a key of GRPOConfig"
-        assert key.startswith("+") is not in_base(plain), f"{key}: Hydra's struct mode"
+        assert plain in keys, f"{plain} is not a key of GRPOConfig"
+        assert key.startswith("+") is not in_base(plain, version), f"{key}: Hydra's struct mode"
     for key, value in hydra_config(given[1:]).items():
         if isinstance(value, str) and "${" in value:
             continue  # the user's inputs
-        assert of_type(value, declared()[key][0]), (key, value, declared()[key][0])
+        assert of_type(value, keys[key][0]), (key, value, keys[key][0])
 
 
-def test_the_mappings_defaults_are_the_base_configs() -> None:
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_mappings_defaults_are_the_base_configs(version: str) -> None:
     """What review assumes for a key a launch leaves out: the base config's value, else the
     dataclass default at the commit."""
-    mapping = _catalogs()[1][MAPPING]
+    mapping = _catalogs()[1][version]
     for key, value in mapping.config_defaults.items():
-        if key in base():
-            assert base()[key] == value, key
+        if key in base(version):
+            assert base(version)[key] == value, key
         else:
-            assert ast.literal_eval(declared()[key][1]) == value, key
+            assert ast.literal_eval(declared(version)[key][1]) == value, key
+
+
+def test_v2_bounds_a_request_by_its_prompt_and_response() -> None:
+    """At v2.0.0 the base config caps prompt plus completion at 2,048 tokens (gconfig.max_tokens)
+    and the agent proxy at 32,768 unless rollout.agent.engine_max_tokens says more: both are
+    written as the longest prompt plus the longest response; v1.0.4-17 has neither cap."""
+    scenario = parse_scenario(read_mapping(SMALL), str(SMALL))
+    newer = hydra_config(words(export_of(scenario))[1:])
+    # examples/grpo-qwen2.5-7b-8xh100.yaml: 512-token prompts, responses of up to 8,192
+    assert (newer["train_dataset.max_length"], newer["gconfig.max_new_tokens"]) == (512, 8192)
+    assert newer["gconfig.max_tokens"] == newer["rollout.agent.engine_max_tokens"] == 8704
+    older = hydra_config(words(export_of(scenario, "1.0.4-17-g4aef98d8d"))[1:])
+    assert "gconfig.max_tokens" not in older and "rollout.agent.engine_max_tokens" not in older
+    assert {k: v for k, v in older.items() if k in newer} == {
+        k: v for k, v in newer.items() if k in older
+    }
 
 
 # -- allocation strings -----------------------------------------------------------------------
