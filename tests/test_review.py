@@ -590,6 +590,25 @@ def test_a_workload_number_left_to_the_framework_is_its_default(tmp_path: Path) 
     assert got["scenario"]["workload"]["prompt_tokens"] == 512
 
 
+def test_a_reference_on_gpus_of_its_own_does_not_resize_the_actor(tmp_path: Path) -> None:
+    """OpenRLHF 0.8.9's reference count spells the actor's pool only with colocate_actor_ref;
+    without it the reference has GPUs of its own. Whichever comes first in the file, the
+    actor's keys size the training pool and the reference's its own (DeepSpeed TP and ring
+    attention at the parser's default 1)."""
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "python3 -m openrlhf.cli.train_ppo_ray --ref_num_nodes 1 --ref_num_gpus_per_node 2 "
+        "--actor_num_nodes 1 --actor_num_gpus_per_node 4 --vllm_num_engines 2 "
+        "--vllm_tensor_parallel_size 1 --pretrain OpenRLHF/Llama-3-8b-sft-mixture "
+        "--advantage_estimator reinforce_baseline --n_samples_per_prompt 4 --use_kl_loss "
+        "--zero_stage 3\n"
+    )
+    plan = review(script, hardware=Hardware("a100-sxm-80gb"))["estimate"]
+    assert (plan["train"]["gpus"], plan["rollout"]["gpus"]) == (4, 2)
+    assert (plan["train"]["tp"], plan["train"]["cp"]) == (1, 1)
+    assert {k: v for k, v in plan["pools"].items() if v} == {"reference": 2}
+
+
 def test_a_layout_the_planner_cannot_hold_is_named_not_guessed() -> None:
     """OpenRLHF's 8B PPO example packs actor + reference and critic + reward in pairs
     (--colocate_actor_ref, --colocate_critic_reward): actor 2, critic 2, 2 vLLM engines of
