@@ -17,6 +17,8 @@ from rlmguide.review import Hardware, NotCostable, ReviewError, review
 
 WILD = Path(__file__).parent / "fixtures" / "review" / "wild"
 ASYNC = WILD / "slime-624b824" / "examples" / "fully_async"
+NEMO = "nemo-rl-7ea279a/examples/configs/recipes/llm/"
+SLIME_W = "slime-624b824/scripts/"
 OFF = {"phase": False, "optimizer": 0.0, "params": False, "frozen": False}
 
 READINGS: dict[str, dict[str, Any]] = {
@@ -307,11 +309,217 @@ READINGS: dict[str, dict[str, Any]] = {
         "engine": "vllm",
         "pools": {"reference": 1, "reward": 1},
     },
+    # NeMo-RL at 7ea279abf: each recipe over examples/configs/grpo_math_1B.yaml (its defaults:),
+    # the keys it leaves out at that file's values: 32 prompts x 16, train_global_batch_size
+    # 512; DTensor v2 (FSDP2: ZeRO 3) TP 1 CP 1 without activation checkpointing, or with
+    # megatron_cfg.enabled Megatron TP/PP/CP/EP 1 with the distributed optimizer (ZeRO 1) and
+    # activation_checkpointing false (setup.py L1071: recompute only when it is on); vLLM TP 1, EP
+    # 1; generation colocated (the policy is offloaded for it: phase offload); the reference's
+    # weights kept on the host (megatron/setup.py L2159, the DTensor workers' state dict) and
+    # built only with a KL penalty (grpo.py L1145; base 0.01); cluster 1 node of 1 GPU.
+    # policy.max_total_sequence_length bounds prompt + response together and max_new_tokens is
+    # that whole bound, so neither length is stated on its own (both assumed).
+    # generation on 1 node of 8 of its own (colocated.enabled false, its resources), training on
+    # the other node; synchronous (async_grpo off); 64 prompts x 32 = 2048 over 512 -> 4 steps
+    NEMO + "grpo-llama3.1-8b-instruct-2n8g-fsdp2tp1-noncolocated.yaml": {
+        "gpus": 16,
+        "placement": ("disaggregated", "sync"),
+        "rollout": {"gpus": 8, "tp": 1},
+        "train": {"gpus": 8, "tp": 1, "pp": 1, "cp": 1, "zero": 3, "recompute": "none"},
+        "offload": {**OFF, "frozen": True},
+        "workload": ("grpo", 64, 32, None, None, 4),
+        "policy": "llama-3.1-8b",
+        "engine": "vllm",
+    },
+    # MoE on Megatron: 4 nodes x 8 colocated; Megatron PP 4 EP 4 (TP 1, CP 1, ETP 1 from the
+    # base); vLLM TP 1, EP 1; KL penalty 0.04 (reference); 32 x 16 over 512 -> 1 step
+    NEMO + "grpo-moonlight-16ba3b-4n8g-megatron.yaml": {
+        "gpus": 32,
+        "placement": ("colocated", "sync"),
+        "rollout": {"gpus": 32, "tp": 1, "ep": 1},
+        "train": {"gpus": 32, "tp": 1, "pp": 4, "cp": 1, "ep": 4, "zero": 1, "recompute": "none"},
+        "offload": {**OFF, "phase": True, "frozen": True},
+        "workload": ("grpo", 32, 16, None, None, 1),
+        "policy": "moonlight-16b-a3b",
+        "engine": "vllm",
+    },
+    # Megatron on 1 node x 8 (cluster.gpus_per_node 8, num_nodes 1 from the base), colocated;
+    # every degree at the base's 1; 32 x 16 over 512 -> 1; total sequence 512
+    NEMO + "grpo-llama3.2-1b-instruct-1n8g-megatron.yaml": {
+        "gpus": 8,
+        "placement": ("colocated", "sync"),
+        "rollout": {"gpus": 8, "tp": 1},
+        "train": {"gpus": 8, "tp": 1, "pp": 1, "cp": 1, "zero": 1, "recompute": "none"},
+        "offload": {**OFF, "phase": True, "frozen": True},
+        "workload": ("grpo", 32, 16, None, None, 1),
+        "policy": "llama-3.2-1b",
+        "engine": "vllm",
+    },
+    # DTensor v1 (_v2 false) with cpu_offload (FSDP2's CPUOffloadPolicy: parameters and the
+    # optimizer step on the host, dtensor/parallelize.py L513-L521) and activation
+    # checkpointing; KL penalty 0, so no reference (grpo.py L1145); 128 prompts x 8 over a
+    # global batch of 64 -> 16 steps; 1 node x 8 colocated; sequence 8192
+    NEMO + "grpo-deepscaler-1.5b-8K.yaml": {
+        "gpus": 8,
+        "placement": ("colocated", "sync"),
+        "rollout": {"gpus": 8, "tp": 1},
+        "train": {"gpus": 8, "tp": 1, "pp": 1, "cp": 1, "zero": 3, "recompute": "full"},
+        "offload": {**OFF, "phase": True, "optimizer": 1.0, "params": True},
+        "workload": ("grpo", 128, 8, None, None, 16),
+        "policy": "deepseek-r1-distill-qwen-1.5b",
+        "engine": "vllm",
+    },
+    # slime at 624b824 (the scripts' settings as the older fixtures of tests/test_review.py read
+    # them): ray start --num-gpus 8, actor 1 x 8 with --colocate, so rollout on the same GPUs
+    # and Megatron offloaded between phases (arguments.py L1939-L1949: offload_train on);
+    # Megatron's distributed optimizer forced (megatron_utils/arguments.py L153: ZeRO 1);
+    # recompute full (--recompute-granularity full); --use-kl-loss builds the reference even at
+    # coefficient 0 (ray/placement_group.py L178), held on the host; no prompt bound is given
+    # (assumed). --optimizer-cpu-offload runs Adam on the host (Megatron's
+    # optimizer_offload_fraction default 1.0). Engines of --rollout-num-gpus-per-engine GPUs
+    # (plain TP). 32 prompts x 8 over a global batch of 256 -> 1 step; responses 8192
+    SLIME_W + "run-qwen3-32B.sh": {
+        "gpus": 8,
+        "placement": ("colocated", "sync"),
+        "rollout": {"gpus": 8, "tp": 8},
+        "train": {"gpus": 8, "tp": 8, "pp": 1, "cp": 1, "ep": 1, "zero": 1, "recompute": "full"},
+        "offload": {**OFF, "phase": True, "optimizer": 1.0, "frozen": True},
+        "workload": ("grpo", 32, 8, None, 8192, 1),
+        "policy": "qwen3-32b",
+        "engine": "sglang",
+    },
+    # MoE: one 8-GPU engine (no --sglang-ep-size: EP 1); Megatron TP 4 EP 8 ETP 1; DAPO's
+    # dynamic-sampling filter and clip-higher 0.28 but the sequence-mean loss (no
+    # --calculate-per-token-loss), read as GRPO as tests/test_review.py reads run-deepseek-r1.sh;
+    # 128 prompts x 8 in --num-steps-per-rollout 4 optimizer steps; responses 4096
+    SLIME_W + "run-moonlight-16B-A3B.sh": {
+        "gpus": 8,
+        "placement": ("colocated", "sync"),
+        "rollout": {"gpus": 8, "tp": 8, "ep": 1},
+        "train": {"gpus": 8, "tp": 4, "pp": 1, "cp": 1, "ep": 8, "zero": 1, "recompute": "full"},
+        "offload": {**OFF, "phase": True, "optimizer": 1.0, "frozen": True},
+        "workload": ("grpo", 128, 8, None, 4096, 4),
+        "policy": "moonlight-16b-a3b",
+        "engine": "sglang",
+    },
+    # engines of 1 GPU with EAGLE speculative decoding; Megatron TP 2 with MTP training; Adam on
+    # the GPUs; 32 x 8 over 256 -> 1; responses 8192; MiMo-7B-RL (models/mimo-7B-rl.sh)
+    SLIME_W + "run-mimo-7B-rl-eagle.sh": {
+        "gpus": 8,
+        "placement": ("colocated", "sync"),
+        "rollout": {"gpus": 8, "tp": 1},
+        "train": {"gpus": 8, "tp": 2, "pp": 1, "cp": 1, "ep": 1, "zero": 1, "recompute": "full"},
+        "offload": {**OFF, "phase": True, "frozen": True},
+        "workload": ("grpo", 32, 8, None, 8192, 1),
+        "policy": "mimo-7b",
+        "engine": "sglang",
+    },
+    # SkyRL (as above): examples.train.async.main_async, the one-step off-policy trainer
+    # (examples/train/async/README.md); colocate_all false: 4 engines of TP 1 on GPUs of their
+    # own beside the policy's 4; the reference (use_kl_loss) colocated with the policy
+    # (colocate_policy_ref, default true; trainer.py L717-L760) and swapped with its state;
+    # FSDP2, checkpointing on; 1024 x 5, mini-batch 256 -> 4; 512 + 1024
+    "skyrl-a956457/async_run_gsm8k.sh": {
+        "gpus": 8,
+        "placement": ("disaggregated", "one-step-off"),
+        "rollout": {"gpus": 4, "tp": 1},
+        "train": {"gpus": 4, "tp": 1, "pp": 1, "cp": 1, "zero": 3, "recompute": "full"},
+        "offload": {**OFF, "phase": True, "frozen": True},
+        "workload": ("grpo", 1024, 5, 512, 1024, 4),
+        "policy": "qwen2.5-1.5b",
+        "engine": "vllm",
+    },
+    # 2 nodes x 8 colocate_all; 2 engines of TP 8 (EP at its default 1); Megatron TP 2 EP 8 ETP 1,
+    # PP and CP 1; ZeRO 1 and full recomputation (SkyRL's Megatron defaults, as above); KL loss:
+    # reference parked with the policy; 128 x 5, mini-batch 64 -> 2; 512 + 1024; the model
+    # downloaded to $HOME/moonlight16b (Moonlight-16B-A3B)
+    "skyrl-a956457/run_megatron_moonlight.sh": {
+        "gpus": 16,
+        "placement": ("colocated", "sync"),
+        "rollout": {"gpus": 16, "tp": 8, "ep": 1},
+        "train": {"gpus": 16, "tp": 2, "pp": 1, "cp": 1, "ep": 8, "zero": 1, "recompute": "full"},
+        "offload": {**OFF, "phase": True, "frozen": True},
+        "workload": ("grpo", 128, 5, 512, 1024, 2),
+        "policy": "moonlight-16b-a3b",
+        "engine": "vllm",
+    },
+    # the DAPO entry point on FSDP: 2 nodes x 8 colocate_all; 4 engines of TP 4; Ulysses 4
+    # (trainer.policy.sequence_parallel_size); no KL loss, so no reference; clip-higher 0.28 and
+    # the legacy token-mean loss: DAPO; 512 x 16, mini-batch 32 -> 16; 2048 + 20480; Qwen2.5-32B
+    "skyrl-a956457/run_dapo_qwen2.5_32b_aime.sh": {
+        "gpus": 16,
+        "placement": ("colocated", "sync"),
+        "rollout": {"gpus": 16, "tp": 4},
+        "train": {"gpus": 16, "tp": 1, "pp": 1, "cp": 4, "zero": 3, "recompute": "full"},
+        "offload": {**OFF, "phase": True},
+        "workload": ("dapo", 512, 16, 2048, 20480, 16),
+        "policy": "qwen2.5-32b",
+        "engine": "vllm",
+    },
+    # RLOO (advantage_estimator rloo) with the KL term in the reward (use_kl_in_reward builds
+    # the reference, trainer.py L653); 4 GPUs colocate_all, 4 engines of TP 1; GSM8K's rule
+    # reward (environment.env_class gsm8k); 1024 x 5, mini-batch 256 -> 4; 512 + 1024
+    "skyrl-a956457/run_rloo.sh": {
+        "gpus": 4,
+        "placement": ("colocated", "sync"),
+        "rollout": {"gpus": 4, "tp": 1},
+        "train": {"gpus": 4, "tp": 1, "pp": 1, "cp": 1, "zero": 3, "recompute": "full"},
+        "offload": {**OFF, "phase": True, "frozen": True},
+        "workload": ("rloo", 1024, 5, 512, 1024, 4),
+        "policy": "qwen2.5-1.5b",
+        "engine": "vllm",
+    },
+    # AReaL (as above): PPO, the critic (is_critic, the actor's architecture) on the actor's GPUs
+    # (scheduling_strategy colocation, target actor); actor megatron:d4p1t1 beside
+    # sglang:d4p1t1; max_head_offpolicyness 2; gradient checkpointing on (Megatron: recompute at
+    # MegatronEngineConfig's granularity full, megatron_engine.py L520-L522); Megatron's
+    # distributed optimizer (ZeRO 1); kl_ctl 0: no reference; 256 prompts x 1, one minibatch;
+    # prompts up to 1024 (train_dataset.max_length), responses 1024
+    "areal-4aef98d/run_gsm8k_ppo_megatron.sh": {
+        "gpus": 8,
+        "placement": ("disaggregated", "async"),
+        "rollout": {"gpus": 4, "tp": 1},
+        "train": {"gpus": 4, "tp": 1, "pp": 1, "cp": 1, "zero": 1, "recompute": "full"},
+        "offload": OFF,
+        "workload": ("ppo", 256, 1, 1024, 1024, 1),
+        "policy": "qwen2.5-1.5b",
+        "engine": "sglang",
+        "critic": "separate",
+        "pools": {},
+    },
+    # DAPO (eps_clip_higher 0.28, the overlong penalty, dynamic batch size): fsdp:d4 beside
+    # sglang:d4 (TP 1); staleness 2; FSDP2 (ZeRO 3) with checkpointing; no reference; 256 x 4,
+    # one minibatch; prompts up to 1024, responses 4096; Qwen2.5-1.5B
+    "areal-4aef98d/run_gsm8k_dapo_dynamic_bs.sh": {
+        "gpus": 8,
+        "placement": ("disaggregated", "async"),
+        "rollout": {"gpus": 4, "tp": 1},
+        "train": {"gpus": 4, "tp": 1, "pp": 1, "cp": 1, "zero": 3, "recompute": "full"},
+        "offload": OFF,
+        "workload": ("dapo", 256, 4, 1024, 4096, 1),
+        "policy": "qwen2.5-1.5b",
+        "engine": "sglang",
+    },
 }
 NOT_YET = {
     "slime-624b824/examples/fully_async/run-qwen2.5-0.5B-fully_async.sh": (
         "--rollout-function-path (slime's fully-async rollout) is not mapped: the launch reads "
         "as train_async.py's one-step-off"
+    ),
+    "areal-4aef98d/run_gsm8k_ppo_megatron.sh": (
+        "algorithm: expected ppo (a critic section with is_critic, colocated with the actor), got "
+        "grpo: the AReaL mapping reads the algorithm only from actor.reward_norm and maps no "
+        "critic, so review refuses the file as GRPO with 1 sample per prompt"
+    ),
+    "areal-4aef98d/run_gsm8k_dapo_dynamic_bs.sh": (
+        "algorithm: expected dapo (eps_clip_higher 0.28, overlong penalty, dynamic_bs), got "
+        "grpo: the AReaL mapping's only algorithm key is actor.reward_norm.mean_level (group: "
+        "GRPO) and none of DAPO's switches is mapped"
+    ),
+    "skyrl-a956457/run_rloo.sh": (
+        "algorithm: expected rloo with GSM8K's rule reward, got a refusal: the rloo algorithm "
+        "record says reward: model (the paper's setting), so a verifier-scored RLOO run is "
+        "refused as needing a reward model"
     ),
 }
 WORKLOAD = ("algorithm", "prompts_per_step", "samples_per_prompt", "prompt_tokens")
