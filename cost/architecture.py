@@ -114,8 +114,17 @@ class ModelFigures:
 
     def scoring(self) -> ModelFigures:
         """The same network ending in a scalar head (a critic's values, a reward model's
-        score): it computes no vocabulary logits."""
-        return replace(self, value_head=True)
+        score): it computes no vocabulary logits, and an untied output projection gives way
+        to the head's one row (verl's critic is a token-classification model with one label;
+        OpenRLHF's a value head on the base model). A tied embedding stays: it is the input."""
+        dropped = self.embedding_params - self.vocab * self.hidden - self.hidden
+        return replace(
+            self,
+            value_head=True,
+            embedding_params=self.embedding_params - dropped,
+            params_total=self.params_total - dropped,
+            params_active=self.params_active - dropped,
+        )
 
     @property
     def is_moe(self) -> bool:

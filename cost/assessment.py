@@ -254,6 +254,13 @@ class Assessment:
         return Assessment(self.stage.take(rows), {k: v[rows] for k, v in self.parts.items()})
 
 
+def _repeated(run: Pass, times: int) -> Pass:
+    """A pass run once per objective, one after the other."""
+    if times == 1:
+        return run
+    return lambda lay, lnk: run(lay, lnk).repeated(times)
+
+
 def assessment_stage(
     policy: ModelFigures,
     critic: ModelFigures | None,
@@ -269,6 +276,7 @@ def assessment_stage(
     pools: dict[str, OwnPool] | None = None,
     scoring: Scoring = ONE_PASS,
     critic_shared: BoolArray | None = None,
+    objectives: int = 1,
 ) -> Assessment:
     """The passes run one after another on the training GPUs; a model on its own pool runs
     its pass there, beside the others, and the slowest pool sets the stage's time. With LoRA
@@ -276,7 +284,8 @@ def assessment_stage(
     Without `old_log_probs` the rollout engine's log-probs are trusted and no pass runs.
     Where `critic_shared`, the values come from a head on the policy: with old log-probs
     recomputed the actor's pass yields them for the head's FLOPs alone, otherwise the policy's
-    forward pass runs for them (survey §4.1, Table 9)."""
+    forward pass runs for them (survey §4.1, Table 9). With more than one objective each has
+    its value model and its scoring model, run in turn on the same GPUs (`objectives`)."""
     trained = float(batch.trained_sequences)
 
     def forward(fig: ModelFigures, fp8: bool = False) -> Pass:
@@ -290,15 +299,17 @@ def assessment_stage(
     if old_log_probs:
         passes.append(("actor", forward(policy)))
     if critic is not None:
-        separate = forward(critic)
+        separate = _repeated(forward(critic), objectives)
         if critic_shared is not None and critic_shared.any():
             mask = critic_shared
             head_only = old_log_probs
 
             def critic_pass(lay: TrainLayout, lnk: TrainLinks) -> StageCost:
+                # one backbone pass feeds a value head per objective
                 head = value_head_stage(
-                    policy, batch.trained_tokens, lay, hw, eff.forward_compute, passes=1.0
-                )
+                    policy, batch.trained_tokens, lay, hw, eff.forward_compute,
+                    passes=float(objectives),
+                )  # fmt: skip
                 if not head_only:
                     head = forward(policy)(lay, lnk) + head
                 return choose(mask, head, separate(lay, lnk))
@@ -309,14 +320,11 @@ def assessment_stage(
     if reward is not None:
         # The reward also scores responses that are generated but not trained on.
         generated = float(batch.generated_sequences)
-        passes.append(
-            (
-                "reward",
-                lambda lay, lnk: reward_stage(
-                    reward, scoring, generated, lay, lnk, batch, hw, eff, overheads
-                ),
-            )
-        )
+
+        def scored(lay: TrainLayout, lnk: TrainLinks) -> StageCost:
+            return reward_stage(reward, scoring, generated, lay, lnk, batch, hw, eff, overheads)
+
+        passes.append(("reward", _repeated(scored, objectives)))
     n = layout.gpus.shape[0]
     pools = pools or {}
     shared = idle_stage(n, layout.gpus)

@@ -22,6 +22,10 @@ class Needs:
     offline: bool = False
     """Offline preference optimisation (DPO and its family): the responses come with the
     dataset, so nothing is generated (cost.offline)."""
+    objectives: int = 1
+    """Objectives scored and valued apart: each has its own scoring model (where rewards
+    come from a model) and its own value model (where the algorithm trains one). Safe-RLHF
+    has two, reward and cost."""
 
     @classmethod
     def of(cls, algorithm: Algorithm) -> Needs:
@@ -31,6 +35,7 @@ class Needs:
             extra_generations_per_prompt=algorithm.extra_generations_per_prompt,
             samples_per_prompt=algorithm.typical_samples_per_prompt,
             offline=not algorithm.online,
+            objectives=algorithm.objectives,
         )
 
 

@@ -342,18 +342,20 @@ def _trainer_side(
     # Memory of the actor's training pool (it also sizes the training micro-batches).
     ref = assessed.reference
     ref_bytes = FP8_BYTES if ref.fp8 else WEIGHT_BYTES
+    # one scoring model and one value model per objective (Safe-RLHF: reward and cost)
+    k = needs.objectives
     trained: list[Placed] = [(actor, everywhere)]
     frozen: list[Frozen] = [(ref.fig, separate_reference & ~ref_apart, ref_bytes)]
     if critic_fig is not None:
-        trained.append((critic_fig, ~critic_apart & separate_critic))
+        trained += [(critic_fig, ~critic_apart & separate_critic)] * k
     if reward_fig is not None:
-        frozen.append((reward_fig, ~rm_apart, WEIGHT_BYTES))
+        frozen += [(reward_fig, ~rm_apart, WEIGHT_BYTES)] * k
     train_mem = training_memory(trained, frozen, t_layout, batch, trainable, overheads)
     micro_tokens = np.maximum(train_mem.micro_tokens, batch.sequence_tokens)
     own_memory: dict[str, TrainMemory] = {}
     if critic_fig is not None and critic_apart.any():
         own_memory["critic"] = training_memory(
-            [(critic_fig, critic_apart & separate_critic)],
+            [(critic_fig, critic_apart & separate_critic)] * k,
             [],
             c_layout,
             batch,
@@ -367,7 +369,7 @@ def _trainer_side(
         )  # fmt: skip
     if reward_fig is not None and rm_apart.any():
         own_memory["reward"] = training_memory(
-            [], [(reward_fig, rm_apart, WEIGHT_BYTES)], rm_layout, batch, trainable, overheads
+            [], [(reward_fig, rm_apart, WEIGHT_BYTES)] * k, rm_layout, batch, trainable, overheads
         )
     pools = {
         "reference": OwnPool(ref_layout, ref_links, ref_apart),
@@ -389,6 +391,7 @@ def _trainer_side(
         pools,
         assessed.scoring,
         plans.critic_shared,
+        objectives=k,
     )
     critic_tokens = (
         np.maximum(own_memory["critic"].micro_tokens, batch.sequence_tokens)
@@ -409,6 +412,7 @@ def _trainer_side(
         critic_apart=critic_apart,
         critic_shared=plans.critic_shared,
         intra_fused=intra_stage(plans.fusion),
+        objectives=k,
     )
     switch = switch_stage(train_mem.switch, t_layout.gpus, hw)
     return TrainerSide(train_mem, own_memory, assessment, training, switch)

@@ -116,6 +116,14 @@ class StageCost:
         values = {f.name: getattr(summed, f.name) for f in fields(self)}
         return StageCost(**{**values, "seconds": seconds, "depth_seconds": depth})
 
+    def repeated(self, times: int) -> StageCost:
+        """The same part run `times` times one after the other on the same GPUs (Safe-RLHF's
+        second scorer and second value model: the same passes over the same batch)."""
+        summed = self
+        for _ in range(times - 1):
+            summed = summed + self
+        return summed
+
     def concat(self, other: StageCost) -> StageCost:
         """This stage's plans, then `other`'s."""
         return StageCost(

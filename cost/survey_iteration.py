@@ -63,6 +63,9 @@ class Models:
     critic: SurveyShape | None = None
     scorer: Scorer = ONE_PASS
     old_log_probs: bool = False
+    objectives: int = 1
+    """Objectives scored and valued apart (Safe-RLHF: reward and cost): a reward model and a
+    critic of the same shapes for each."""
 
     def passes(self, it: Iteration, shared: bool = False) -> list[Pass]:
         """Assessment's passes, in the order the calibrated plan runs them. A shared
@@ -77,18 +80,19 @@ class Models:
         if self.critic is not None:
             riding = shared and self.old_log_probs
             shape = self.policy if shared else self.critic
-            found.append(Pass("critic", shape, "critic", (m,), head_only=riding))
+            # a shared backbone serves every objective's value head in one pass
+            critics = 1 if shared else self.objectives
+            found += [Pass("critic", shape, "critic", (m,), head_only=riding)] * critics
         if self.reward is not None:
-            found.append(
-                reward_pass(self.reward, self.scorer, it.prompt_tokens, it.response_tokens)
-            )
+            scored = reward_pass(self.reward, self.scorer, it.prompt_tokens, it.response_tokens)
+            found += [scored] * self.objectives
         return found
 
     def trained(self, shared: bool = False) -> list[tuple[SurveyShape, Role]]:
         if shared and self.critic is not None:
             return [(self.policy, "shared")]
         critic: list[tuple[SurveyShape, Role]] = [(self.critic, "critic")] if self.critic else []
-        return [(self.policy, "policy"), *critic]
+        return [(self.policy, "policy"), *critic * self.objectives]
 
 
 @dataclass(frozen=True, slots=True)

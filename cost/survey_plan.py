@@ -197,7 +197,13 @@ def _groups(
         )
         trainer = max(first, training) + (reshard_buffer(models) if shape.resharded else 0.0)
     groups["trainer"] = trainer
-    for p in (*assessed, *trained):
-        if p.apart:
-            groups[p.name] = max(groups.get(p.name, 0.0), p.memory)
+    # A pool of its own holds each of its models in a stage (two critics for two objectives),
+    # and its stages take turns.
+    for stage in (assessed, trained):
+        held: dict[str, float] = {}
+        for p in stage:
+            if p.apart:
+                held[p.name] = held.get(p.name, 0.0) + p.memory
+        for name, memory in held.items():
+            groups[name] = max(groups.get(name, 0.0), memory)
     return groups

@@ -224,16 +224,20 @@ def training_stage(
     critic_apart: BoolArray | None = None,
     critic_shared: BoolArray | None = None,
     intra_fused: BoolArray | None = None,
+    objectives: int = 1,
 ) -> StageCost:
     """Actor, then critic on the same GPUs (verl and OpenRLHF train them in turn); a critic
     on its own pool (`critic_apart`) trains beside the actor, and the slower one sets the
     stage's time. Where `intra_fused`, the two updates on the same GPUs are pipelined
     (`StageCost.pipelined`); where `critic_shared`, the critic is a value head on the actor
-    and only the head's FLOPs remain (its loss is back-propagated with the actor's)."""
+    and only the head's FLOPs remain (its loss is back-propagated with the actor's). Each of
+    `objectives` trains a value model (or head) of its own, one after the other."""
     stage = train_model_stage(actor, layout, links, batch, micro_tokens, hw, eff, overheads)
     if critic is None:
         return stage
-    shared = train_model_stage(critic, layout, links, batch, micro_tokens, hw, eff, overheads)
+    shared = train_model_stage(
+        critic, layout, links, batch, micro_tokens, hw, eff, overheads
+    ).repeated(objectives)
     n = layout.gpus.shape[0]
     fused = np.zeros(n, dtype=bool) if intra_fused is None else intra_fused
     in_turn = choose(fused, stage.pipelined(shared), stage + shared)
@@ -241,9 +245,11 @@ def training_stage(
         own_layout, own_links, own_tokens = critic_pool
         apart = train_model_stage(
             critic, own_layout, own_links, batch, own_tokens, hw, eff, overheads
-        )
+        ).repeated(objectives)
         in_turn = choose(critic_apart, stage.beside(apart), in_turn)
     if critic_shared is None or not critic_shared.any():
         return in_turn
-    head = value_head_stage(actor, batch.trained_tokens, layout, hw, eff.train_compute, passes=3.0)
+    head = value_head_stage(
+        actor, batch.trained_tokens, layout, hw, eff.train_compute, passes=3.0 * objectives
+    )
     return choose(critic_shared, stage + head, in_turn)

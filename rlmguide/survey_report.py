@@ -55,6 +55,7 @@ def survey_inputs(resolved: Any) -> tuple[Models, Iteration]:
         ),
         old_log_probs=resolved.algorithm.online
         and resolved.scenario.workload.recompute_old_logprobs,
+        objectives=resolved.algorithm.objectives,
     )
     work = resolved.scenario.workload
     it = Iteration(

@@ -98,7 +98,10 @@ def test_process_reward_model_cost_by_hand() -> None:
     base = {"needs": NO_REFERENCE, "old_log_probs": False, "reward": QWEN25_7B}
     one = flop(**base, scoring=Scoring("process-reward-model", steps_per_response=4))
     assert one == pytest.approx(8192 * 5120 * (2 * P + ATTENTION * 2560))
-    assert one == pytest.approx(flop(**base))  # the same as an outcome reward model
+    # an outcome reward model is the same network without the untied output projection
+    # (152,064 x 3,584, replaced by a one-row scalar head): 2 (VH - H) FLOPs less a token
+    head = 2.0 * (152_064 * 3_584 - 3_584)
+    assert one - flop(**base) == pytest.approx(8192 * 5120 * head)
     prm = Scoring("process-reward-model", steps_per_response=4, per_prefix=True)
     per_prefix = flop(**base, scoring=prm)
     assert 4 * 3584 == 4 * 1024 + 4096 * 5 / 2

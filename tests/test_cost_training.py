@@ -119,12 +119,16 @@ def test_training_chains_optimizer_steps() -> None:
 def test_ppo_trains_a_critic_and_prepares_values() -> None:
     grpo = evaluate(H100, QWEN25_7B, workload(), one_plan(), needs=Needs())
     ppo = evaluate(H100, QWEN25_7B, workload(), one_plan(), needs=Needs(needs_critic=True))
-    # the critic (same architecture) doubles training and adds a third forward pass
+    # the critic (the policy's network ending in a scalar head instead of the 152,064 x 3,584
+    # output projection) doubles training and adds a third forward pass, less the projection:
+    # 2 (VH - H) FLOPs a token forward, 8 with full recomputation in training (forward,
+    # recomputed forward, backward of twice the forward)
+    tokens, head = 512 * 16 * 5120, 152_064 * 3_584 - 3_584
     assert ppo.stages["training"].work_flop[0] == pytest.approx(
-        2 * grpo.stages["training"].work_flop[0]
+        2 * grpo.stages["training"].work_flop[0] - 8 * tokens * head
     )
     assert ppo.stages["assessment"].work_flop[0] == pytest.approx(
-        1.5 * grpo.stages["assessment"].work_flop[0]
+        1.5 * grpo.stages["assessment"].work_flop[0] - 2 * tokens * head
     )
     assert ppo.memory_train_gib[0] > grpo.memory_train_gib[0]
 
@@ -146,7 +150,9 @@ def test_assessment_forward_flops_by_hand() -> None:
     )
     assert verifier.stages["assessment"].seconds[0] == 0
     rm = evaluate(H100, QWEN25_7B, workload(), one_plan(), reward=QWEN25_7B)
-    assert rm.stages["assessment"].work_flop[0] == pytest.approx(3 * tokens * forward)
+    # the reward model ends in a scalar head: no 152,064 x 3,584 output projection
+    scored = forward - 2.0 * (152_064 * 3_584 - 3_584)
+    assert rm.stages["assessment"].work_flop[0] == pytest.approx(tokens * (2 * forward + scored))
 
 
 def test_zero3_adds_all_gathers_that_hide_under_compute() -> None:

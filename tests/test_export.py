@@ -498,6 +498,7 @@ SCRIPTS: dict[str, dict[str, Any]] = {
     "nemo-rl-qwen3-32b-grpo-async-1off-64xh100": {
         "grpo.async_grpo.enabled": True,
         "grpo.async_grpo.max_trajectory_age_steps": 1,
+        "grpo.async_grpo.in_flight_weight_updates": True,
         "loss_fn.use_importance_sampling_correction": True,
         "policy.megatron_cfg.enabled": True,
         "policy.megatron_cfg.tensor_model_parallel_size": 4,

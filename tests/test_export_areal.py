@@ -100,17 +100,37 @@ def _cases() -> list[Any]:
     return found
 
 
+REFUSED = {
+    "areal-qwen2.5-1.5b-gsm8k-async-ppo-critic-megatron-8xh800": "workload.algorithm = ppo",
+    "dpo-qwen2.5-7b-8xh100": "has no entry point for sync execution on colocated placement",
+    "grpo-deepseek-v3-4096xh800": "has no key for plan.rollout.ep",
+    "grpo-qwen2.5-7b-llm-judge-16xh100": "has no entry point for sync colocated",
+    "grpo-qwen3-32b-coding-agent-64xh100": "has no key for workload.max_turns",
+    "ppo-llama-3.1-70b-1024xh100": "has no key for workload.reward_model",
+    "ppo-qwen2.5-7b-shared-critic-fused-16xh100": "has no entry point for sync execution",
+}
+"""The cases export refuses for AReaL, each with what its one-line error names (the critic
+of AReaL's PPO is not mapped: see the mapping's notes): a refusal not listed here, or a
+listed case that now exports, fails the tests."""
+
+
 def _exported(case: tuple[str, str]) -> Exported | None:
+    """The export of a case, or None where it is refused for the reason `REFUSED` gives."""
     kind, name = case
     scenario = (
         DEPLOYMENTS[name].scenario
         if kind == "deployment"
         else parse_scenario(read_mapping(Path(name)), name)
     )
+    stem = name if kind == "deployment" else Path(name).stem
     try:
-        return export_of(scenario)
-    except NotExpressible:
-        return None  # refused: the refusals are tested below
+        done = export_of(scenario)
+    except NotExpressible as refused:
+        assert stem in REFUSED, f"{stem} is refused: {refused}"
+        assert REFUSED[stem] in str(refused)
+        return None
+    assert stem not in REFUSED, f"{stem} now exports: take it out of REFUSED"
+    return done
 
 
 @pytest.mark.parametrize("case", _cases())
@@ -119,7 +139,7 @@ def test_every_key_is_areals_and_plus_marks_what_the_base_config_lacks(
 ) -> None:
     done = _exported(case)
     if done is None:
-        pytest.skip("export refuses it")
+        return  # refused as REFUSED says (checked in _exported)
     given = words(done)
     assert given[0] == "--config=examples/math/gsm8k_grpo.yaml"
     for word in given[1:]:

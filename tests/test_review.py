@@ -311,14 +311,15 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
         ),
     ),
     # over grpo-qwen3-32b-4n8g.yaml: 8 nodes x 8, generation on 4 nodes of its own (vLLM TP 4),
-    # async GRPO one step stale; Megatron TP 4 PP 4; 64 x 32 over 512 -> 4; 4096
+    # async GRPO one step stale with in-flight weight updates (the engine never drains: async,
+    # not one-step-off); Megatron TP 4 PP 4; 64 x 32 over 512 -> 4; 4096
     RECIPES_B + "performance/grpo-qwen3-32b-8n8g-async-1off.yaml": (
         "h100-sxm-80gb",
         reading(
             64,
             8,
             "disaggregated",
-            "one-step-off",
+            "async",
             {"gpus": 32, "tp": 4, "pp": 1, "ep": 1},
             {
                 "gpus": 32,

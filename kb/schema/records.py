@@ -153,6 +153,10 @@ class Algorithm(Record, Cited):
     grouped: bool
     typical_samples_per_prompt: PositiveInt | None = None
     extra_generations_per_prompt: NonNegativeInt = 0
+    objectives: PositiveInt = 1
+    """Objectives scored and valued apart, each with a scoring model of its own (where the
+    reward is a model) and a value model of its own (where `needs_critic`): Safe-RLHF's
+    reward and cost give 2."""
     advantage: Text
     kl: Text
     off_policy: Text | None = None

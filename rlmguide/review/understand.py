@@ -305,6 +305,11 @@ def read_launch(
     ]
     for c in first:
         state.entry(c.entry)
+    # a key that tells overlapped modes apart once the launch overlaps (NeMo-RL's in-flight
+    # weight updates: async, not one-step-off) settles the execution before the entry point
+    for c in compiled:
+        if c not in first and c.entry.fact == "plan.execution" and _applies(c, state.facts):
+            state.entry(c.entry)
     _settle({f: v for f, v in state.ambiguous.items() if f.startswith("plan.")}, state.facts)
     if state.facts.get("plan.max_staleness") == 0 and "plan.execution" not in state.facts:
         # no sample may lag the policy (AReaL's max_head_offpolicyness 0): synchronous

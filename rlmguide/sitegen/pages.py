@@ -557,15 +557,18 @@ def component_pages(ix: Index) -> Pages:
 
 
 def step_models(alg: Algorithm) -> tuple[list[str], list[str]]:
-    """(trained, forward-only) models of one step: what the algorithm costs beyond generation."""
-    trained = ["actor", *(["critic"] if alg.needs_critic else [])]
+    """(trained, forward-only) models of one step: what the algorithm costs beyond generation
+    (a critic and a scoring model per objective)."""
+    k = alg.objectives
+    each = f"{k} x " if k > 1 else ""
+    trained = ["actor", *([f"{each}critic"] if alg.needs_critic else [])]
     forward = [*(["reference"] if alg.needs_reference else [])]
     if not alg.online:
         return trained, forward  # offline, nothing scores responses in the loop
     if alg.reward == "model":
-        forward.append("reward model")
+        forward.append(f"{each}reward model")
     elif alg.reward == "either":
-        forward.append("reward model (or a verifier)")
+        forward.append(f"{each}reward model (or a verifier)")
     return trained, forward
 
 
@@ -591,6 +594,7 @@ def algorithm_fields(ix: Index, src: str, alg: Algorithm) -> str:
             ("Samples a group per prompt", cell(alg.grouped)),
             ("Typical samples per prompt", cell(alg.typical_samples_per_prompt)),
             ("Extra generations per prompt", cell(alg.extra_generations_per_prompt)),
+            ("Objectives scored and valued apart", cell(alg.objectives)),
         ]
     )
 
