@@ -110,6 +110,10 @@ class Judges:
     no key for them (the engine's own default as the framework creates it)."""
     fp32_gradients: frozenset[str] = frozenset()
     """Frameworks whose Megatron backend keeps fp32 gradient buffers by default."""
+    frozen_on_host: frozenset[str] = frozenset()
+    """Frameworks that keep the frozen models' weights on the host and load them for the
+    assessment whatever the launch says (their mapping's `implied` offload_frozen: NeMo-RL,
+    slime, SkyRL)."""
 
 
 def judges_of(catalog: Catalog) -> Judges:
@@ -133,7 +137,20 @@ def judges_of(catalog: Catalog) -> Judges:
         frozenset(newest),
         {f: m.engine_max_seqs for f, m in newest.items() if m.engine_max_seqs},  # type: ignore[attr-defined]
         frozenset(f for f, m in newest.items() if m.fp32_gradients),  # type: ignore[attr-defined]
+        frozenset(
+            f
+            for f, m in newest.items()
+            if "plan.train.offload_frozen" in m.implied  # type: ignore[attr-defined]
+        ),
     )
+
+
+def frozen_models(resolved: Resolved) -> bool:
+    """Whether the step assesses with a frozen model: a reference of its own (not the base of
+    a LoRA policy) or a reward model."""
+    lora = bool(resolved.scenario.plan.train.lora_rank)
+    reference = resolved.algorithm.needs_reference and not lora
+    return reference or resolved.reward is not None
 
 
 def recommender_for(
@@ -148,12 +165,15 @@ def recommender_for(
     subclass that costs plans across the parts of a mixed cluster, rules.mixed). One
     framework's plans (`only`) run at its engines' default concurrency where its newest
     mapping writes none, unless `engine_max_seqs` says otherwise (export's older mapping),
-    and with the gradient buffers its Megatron backend keeps (`fp32_gradients`)."""
+    and with the gradient buffers its Megatron backend keeps (`fp32_gradients`) and the
+    frozen models where it keeps them (`frozen_on_host`)."""
     j = judges or judges_of(catalog)
     if options.get("only") is not None and "engine_max_seqs" not in options:
         options["engine_max_seqs"] = j.engine_max_seqs.get(options["only"])
     if options.get("only") is not None and "fp32_gradients" not in options:
         options["fp32_gradients"] = options["only"] in j.fp32_gradients
+    if options.get("only") is not None and "frozen_on_host" not in options:
+        options["frozen_on_host"] = options["only"] in j.frozen_on_host
     return (factory or Recommender)(
         resolved,
         j.rules,
@@ -336,6 +356,7 @@ class Recommender:
         held_out: str | None = None,
         engine_max_seqs: int | None = None,
         fp32_gradients: bool = False,
+        frozen_on_host: bool = False,
     ) -> None:
         """`frameworks` with their `constraints` decide which plans can run (none given: every
         plan is judged on physics alone, as calibration does). Plans are ranked when a
@@ -348,7 +369,9 @@ class Recommender:
         (cost.overheads.without_framework): its published launches are then judged out of
         sample. `engine_max_seqs` caps the sequences an engine runs at once (the cost model's
         cap otherwise): a framework whose launch cannot set it runs at its engine's default.
-        `fp32_gradients` costs gradient buffers in fp32 where the scenario does not say."""
+        `fp32_gradients` costs gradient buffers in fp32 where the scenario does not say;
+        `frozen_on_host` parks the frozen models (reference, reward model) in every plan, as
+        a framework that always does so runs them."""
         self.resolved = resolved
         self.enforce_memory = enforce_memory
         self.held_out = held_out
@@ -438,8 +461,10 @@ class Recommender:
             self.fixed["train_fp32_gradients"] = True
         # Offline there is no rollout phase to park the trainer's state for.
         phases = (NO_OFFLOAD, PHASE_OFFLOAD) if resolved.algorithm.online else (NO_OFFLOAD,)
+        if frozen_on_host and frozen_models(resolved):
+            phases = tuple(o.model_copy(update={"frozen": True}) for o in phases)
         self.colocated_offloads = offload_options(resolved, phases)
-        self.train_offloads = offload_options(resolved, (NO_OFFLOAD,))
+        self.train_offloads = offload_options(resolved, phases[:1])
         self.offload_fallback = False
         """Set when no plan fitted without a CPU optimizer or streamed parameters."""
         self._tightest: tuple[float, dict[str, Any]] | None = None

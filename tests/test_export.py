@@ -951,8 +951,13 @@ def test_every_slime_flag_exists_in_its_parser_with_its_type(example: str) -> No
     parsed, unknown = parser.parse_known_args(slime_words(done))
     assert unknown == [], unknown
     for arg in done.arguments:
-        action = declared[arg.key.replace("-", "_")]
+        negated = arg.key.startswith("no-") and arg.key[3:].replace("-", "_") in declared
+        action = declared[(arg.key[3:] if negated else arg.key).replace("-", "_")]
         got = getattr(parsed, action.dest)
+        if negated:  # BooleanOptionalAction's --no-X: the option set to false
+            assert isinstance(action, argparse.BooleanOptionalAction) and arg.value is True
+            assert got is False, arg.key
+            continue
         if arg.value is None:  # left out: the parser's default (None) stands
             assert got is None, arg.key
         elif isinstance(arg.value, bool):

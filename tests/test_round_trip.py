@@ -11,18 +11,6 @@ from round_trip import Case, cases, round_trip
 
 NOT_YET = {
     **{
-        f"{example}-slime": (
-            "slime offloads the colocated trainer by itself (--colocate sets --offload-train "
-            "unless --no-offload-train, which the mapping cannot write), so the plan export ranks "
-            "without phase offload runs with it"
-        )
-        for example in (
-            "grpo-deepseek-v3-4096xh800",
-            "grpo-qwen2.5-32b-64xh100",
-            "grpo-qwen2.5-7b-8xh100",
-        )
-    },
-    **{
         name: "FP8 rollout: the script loads FP8_MODEL_PATH, whose id no model record gives"
         for name in ("slime-deepseek-r1-grpo-128xh100", "slime-qwen3-235b-a22b-gspo-128xh100")
     },
