@@ -456,7 +456,8 @@ def export(
 
 def _input_defaults(resolved: Any, inputs: Mapping[str, str]) -> dict[str, str]:
     """The Hugging Face ids an exported script loads its models by when the user sets none:
-    the policy's and a reward model record's (`kb.model_names.hf_id`)."""
+    the policy's and a reward model record's (`kb.model_names.hf_id`), and the policy's FP8
+    release for an FP8 rollout (its record's `fp8_checkpoint`)."""
     from rlmguide.kb.load import load_catalog
     from rlmguide.kb.model_names import hf_id
 
@@ -469,6 +470,9 @@ def _input_defaults(resolved: Any, inputs: Mapping[str, str]) -> dict[str, str]:
         known = var in inputs and isinstance(model, str) and model in models
         if known and (value := hf_id(model, models, sources)) is not None:
             found[var] = value
+    policy = models.get(resolved.policy_id)
+    if "FP8_MODEL_PATH" in inputs and getattr(policy, "fp8_checkpoint", None):
+        found["FP8_MODEL_PATH"] = policy.fp8_checkpoint  # type: ignore[union-attr]
     return found
 
 

@@ -41,13 +41,11 @@ REFUSED = {
     # launcher cannot do (constraint openrlhf-reward-model-shares-gpus-only-in-colocate-all)
     "openrlhf-llama-3-8b-ppo-colocate-pairs-8xa100": "openrlhf-reward-model-shares-gpus",
     "openrlhf-llama-3-8b-ppo-ring-attention-8xa100": "openrlhf-reward-model-shares-gpus",
-    # Gaps of the mappings, not of the frameworks: verl's fully_async_main and slime's
-    # train_async.py with its fully-async rollout function have no entry in them, and slime's
-    # mapping has no key for FP8 training.
+    # Gaps of the mappings, not of the frameworks: verl's fully_async_main has no entry in
+    # its mapping, and slime's mapping has no key for FP8 training.
     "verl-qwen2.5-math-7b-dapo-fully-async-128xh20": "no entry point for async execution",
     "verl-qwen2.5-math-7b-dapo-fully-async-32xh20": "no entry point for async execution",
     "verl-qwen3-30b-a3b-grpo-fully-async-megatron-128xh20": "no entry point for async execution",
-    "slime-qwen2.5-0.5b-grpo-fully-async-4xh100": "no entry point for async execution",
     "slime-qwen3-30b-a3b-grpo-fp8-16xh100": "no key for plan.train.fp8",
 }
 EXPORTABLE = sorted(d for d, r in DEPLOYMENTS.items() if r.framework in MAPPED and d not in REFUSED)

@@ -107,7 +107,7 @@ REFUSED = {
     "grpo-qwen2.5-7b-llm-judge-16xh100": "has no entry point for sync colocated",
     "grpo-qwen3-32b-coding-agent-64xh100": "has no key for workload.max_turns",
     "ppo-llama-3.1-70b-1024xh100": "has no key for workload.reward_model",
-    "ppo-qwen2.5-7b-shared-critic-fused-16xh100": "has no entry point for sync execution",
+    "ppo-qwen2.5-7b-shared-critic-fused-16xh100": "does not claim shared-actor-critic",
 }
 """The cases export refuses for AReaL, each with what its one-line error names (the critic
 of AReaL's PPO is not mapped: see the mapping's notes): a refusal not listed here, or a

@@ -934,3 +934,20 @@ def test_a_change_inside_the_tie_band_is_within_noise() -> None:
     found = {c["field"]: c for c in changes(reviewed, top, lambda f, v: seconds[f])}
     assert found["rollout.tp"]["within_noise"] and "within noise" in found["rollout.tp"]["text"]
     assert not found["train.recompute"]["within_noise"]
+
+
+def test_a_model_sized_apart_from_the_actor_reads_as_a_pool_of_its_own(tmp_path: Path) -> None:
+    """OpenRLHF's reference shares the actor's GPUs only where sized like them: a reference of
+    8 GPUs beside an actor of 16 is a pool of its own, and the actor keeps its 16."""
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "python3 -m openrlhf.cli.train_ppo_ray --actor.num_nodes 2 --actor.num_gpus_per_node 8 "
+        "--ref.num_nodes 1 --ref.num_gpus_per_node 8 --vllm.num_engines 4 "
+        "--vllm.tensor_parallel_size 2 --actor.model_name_or_path Qwen/Qwen2.5-7B "
+        "--ds.zero_stage 3 --rollout.batch_size 128 --rollout.n_samples_per_prompt 8 "
+        "--train.batch_size 1024 --data.max_len 2048 --data.prompt_max_len 1024 "
+        "--rollout.max_new_tokens 1024 --algo.advantage.estimator reinforce_baseline\n"
+    )
+    plan = review(script, hardware=Hardware("h100-sxm-80gb"))["scenario"]["plan"]
+    assert plan["train"]["gpus"] == 16
+    assert plan["pools"]["reference"] == 8

@@ -9,19 +9,7 @@ from __future__ import annotations
 import pytest
 from round_trip import Case, cases, round_trip
 
-NOT_YET = {
-    **{
-        name: "FP8 rollout: the script loads FP8_MODEL_PATH, whose id no model record gives"
-        for name in ("slime-deepseek-r1-grpo-128xh100", "slime-qwen3-235b-a22b-gspo-128xh100")
-    },
-    "openrlhf-llama-3-70b-ppo-32xa100": (
-        "its own reference pool (4 GPUs) is read back as shared with the 8-GPU actor"
-    ),
-    "openrlhf-llama-3-8b-reinforce-baseline-async-8xa100": (
-        "the 1-GPU reward pool beside 1 training GPU reads back as a split the planner cannot "
-        "cost (not costable)"
-    ),
-}
+NOT_YET: dict[str, str] = {}
 
 
 def _marked(case: Case) -> object:

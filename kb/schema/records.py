@@ -449,6 +449,10 @@ class Model(Record, Cited):
     architecture (derived from the architecture otherwise: `params_active`)."""
     post_training: Text | None = None
     """The post-training signal as published ("PPO-like: SFT, reward model, PPO")."""
+    fp8_checkpoint: Text | None = None
+    """The Hugging Face id of the makers' own block-quantised FP8 weights of this model (an FP8
+    rollout loads them: slime's --hf-checkpoint), shown by a model-config source with its
+    quantization_config; the model's own id where it is published in FP8 (DeepSeek-V3, R1)."""
     architecture_absent: Text | None = None
     """Why an open model carries no architecture: its weights are published but no
     configuration was found at a pinned version, or its configuration uses parts the

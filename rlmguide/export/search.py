@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rlmguide.export.mapping import NotExpressible
+import numpy as np
+
+from rlmguide.export.mapping import NotExpressible, implied_values
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.schema import Mapping as MappingRecord
 from rlmguide.rules.recommend import NoFeasiblePlan, Recommender, recommend, recommender_for
@@ -66,6 +68,23 @@ def _offload_open(resolved: Resolved) -> Resolved:
     return replace(resolved, scenario=scenario)
 
 
+def _refused_mode(recommender: Recommender, framework: str, plan: Any) -> str:
+    """The framework's constraint records that refuse the execution and placement the scenario
+    fixes, where one does (its code refusing the mode says why the mapping has no launch)."""
+    env = {
+        "plan.execution": np.array([plan.execution]),
+        "plan.placement": np.array([plan.placement]),
+    }
+    refusing = [
+        c.id
+        for support in recommender.supports
+        if support.id == framework
+        for c in support.constraints
+        if c.names <= env.keys() and not c.holds(env, 1)[0]
+    ]
+    return f" (constraint {', '.join(refusing)})" if refusing else ""
+
+
 def find_plan(
     resolved: Resolved, catalog: Catalog, framework: str, mapping: MappingRecord
 ) -> Found:
@@ -75,16 +94,10 @@ def find_plan(
     model predicts it does not fit (as `estimate` costs it)."""
     plan = resolved.scenario.plan
     launches = sorted({(x.execution, x.placement) for x in mapping.launches})
-    if not any(
+    launchable = any(
         plan.execution in (None, execution) and plan.placement in (None, placement)
         for execution, placement in launches
-    ):
-        known = ", ".join(f"{e} {p}" for e, p in launches)
-        raise NotExpressible(
-            f"{framework} ({mapping.id}) has no entry point for "
-            f"{plan.execution or 'any'} execution on {plan.placement or 'any'} placement; "
-            f"it launches: {known}"
-        )
+    )
     complete = is_complete(resolved)
     one = fill_plan_defaults(resolved)[0] if complete else resolved
     if complete and resolved.scenario.plan.train.offload is None:
@@ -100,7 +113,15 @@ def find_plan(
             enforce_memory=not complete,
             engine_max_seqs=mapping.engine_max_seqs,
             fp32_gradients=mapping.fp32_gradients,
+            frozen_on_host="plan.train.offload_frozen" in implied_values(mapping),
         )
+        if not launchable:
+            known = ", ".join(f"{e} {p}" for e, p in launches)
+            raise NotExpressible(
+                f"{framework} ({mapping.id}) has no entry point for "
+                f"{plan.execution or 'any'} execution on {plan.placement or 'any'} placement; "
+                f"it launches: {known}{_refused_mode(recommender, framework, plan)}"
+            )
 
         def refuses(row: int) -> str | None:
             facts = recommender.row_facts(row)

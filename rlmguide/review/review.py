@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlmguide.export.mapping import lookup_key
+from rlmguide.export.mapping import implied_values, lookup_key
 from rlmguide.export.pools import PoolSpelling, read_allocation
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.model_names import match_model
@@ -447,11 +447,13 @@ def scenario_of(
         )
     # nothing frozen to park where the launch loads no reference and no reward model
     frozen = f.get("workload.needs_reference") is not False or f.get("workload.reward_model")
-    for name in reading.mapping.implied:
-        if name != "plan.train.offload_frozen" or frozen:
-            f.setdefault(
-                name, True
-            )  # what the framework does by itself (NeMo-RL parks the reference)
+    overlapped = f.get("plan.execution") not in (None, "sync")
+    for name, value in implied_values(reading.mapping).items():
+        if name == "plan.train.offload_frozen" and not frozen:
+            continue
+        if name == "plan.max_staleness" and not overlapped:
+            continue
+        f.setdefault(name, value)  # what the framework does by itself (NeMo-RL parks the reference)
     offload = {
         "phase": f.get("plan.train.offload_phase", False),
         "optimizer": float(f.get("plan.train.offload_optimizer", 0.0)),

@@ -254,10 +254,12 @@ class _Read:
             case "nodes" | "gpus_per_node":
                 if not isinstance(value, int) or isinstance(value, bool):
                     raise LookupError(f"{key}: {str(value)[:60]!r} is not a count of {e.transform}")
-                # the first key that sizes a pool holds (the mapping lists the pool's own
-                # keys first): a reference or reward model that may share the actor's GPUs
-                # must not resize them when it has GPUs of its own
-                self.pools.setdefault(e.fact, {}).setdefault(e.transform, value)
+                known = self.pools.setdefault(e.fact, {}).get(e.transform, value)
+                if known != value and e.when.strip():
+                    # a model that would share the pool (OpenRLHF's reference on the actor's
+                    # GPUs) but is sized otherwise has a pool of its own: its other entry reads it
+                    return
+                self.pools[e.fact][e.transform] = value
                 self.uses.append(Use(e.key, value, e.fact, None))
                 self.used.add(key)
                 return
