@@ -807,7 +807,7 @@ def recommend(
 @click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the script to FILE (made executable) instead of standard output.",
+    help="Write the script (executable; ROLL's: its YAML config) to FILE, not standard output.",
 )
 @click.option(
     "--format",
@@ -843,8 +843,10 @@ def export(
         click.echo(text, nl=fmt == "json")
         return
     data = (text + ("\n" if fmt == "json" else "")).encode()
+    # a ROLL launch is the YAML config its entry point reads, not a script to run
+    runnable = fmt == "script" and launch.model_dump().get("syntax") != "yaml"
     try:
-        write_output(out, data, executable=fmt == "script")
+        write_output(out, data, executable=runnable)
     except UnwritableFile as exc:
         raise Failure(f"--out {exc}") from None
 
@@ -875,8 +877,9 @@ def review(
     fmt: str,
 ) -> None:
     """Read a launch script (verl Hydra overrides, OpenRLHF train_ppo_ray flags, a slime
-    train.py script with the model flags it sources) or a NeMo-RL YAML recipe as the framework
-    would, cost its plan and compare it with the best plan the same framework can run.
+    train.py script with the model flags it sources, SkyRL and AReaL launches), a NeMo-RL YAML
+    recipe or a ROLL YAML config as the framework would, cost its plan and compare it with the
+    best plan the same framework can run.
 
     Example: rlmguide review run_qwen3moe-30b_megatron_96gb.sh --accelerator h20-96gb
     """

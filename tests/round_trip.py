@@ -20,7 +20,7 @@ from rlmguide.errors import RlmguideError
 from rlmguide.review import Hardware, NotCostable, ReviewError, review
 
 REPO = Path(__file__).parent.parent
-MAPPED = ("verl", "openrlhf", "nemo-rl", "slime", "skyrl", "areal")
+MAPPED = ("verl", "openrlhf", "nemo-rl", "slime", "skyrl", "areal", "roll")
 WORKLOAD = (
     "algorithm",
     "prompts_per_step",
@@ -92,7 +92,10 @@ def round_trip(case: Case) -> tuple[str, str]:
         return "refused", str(exc)
     stated = case.stated()
     with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "run.sh"
+        # a framework launched from one YAML config (ROLL) is that config
+        path = Path(folder) / (
+            "run.yaml" if launch.model_dump().get("syntax") == "yaml" else "run.sh"
+        )
         path.write_text(launch.script)
         hardware = Hardware(stated["cluster"]["accelerator"])
         try:

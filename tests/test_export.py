@@ -876,9 +876,9 @@ def test_export_writes_an_executable_script_from_a_real_process(tmp_path: Path) 
 
 
 def test_a_framework_without_a_mapping_fails_with_the_ones_there_are() -> None:
-    done = CliRunner().invoke(cli, ["export", SMALL, "--framework", "roll"])
+    done = CliRunner().invoke(cli, ["export", SMALL, "--framework", "prime-rl"])
     assert done.exit_code == 1
-    assert "areal, nemo-rl, openrlhf, skyrl, slime, verl" in done.output
+    assert "areal, nemo-rl, openrlhf, roll, skyrl, slime, verl" in done.output
 
 
 def test_validate_names_a_mapping_entry_with_an_unknown_fact(

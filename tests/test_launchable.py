@@ -29,7 +29,7 @@ CATALOG = load_catalog([*DEFAULT_ROOTS, RULES_ROOT])
 FRAMEWORKS: dict[str, Framework] = CATALOG.of("framework")  # type: ignore[assignment]
 EXAMPLES = REPO / "examples"
 SMALL = str(EXAMPLES / "grpo-qwen2.5-7b-8xh100.yaml")
-MAPPED = ("verl", "openrlhf", "nemo-rl", "slime", "skyrl", "areal")
+MAPPED = ("verl", "openrlhf", "nemo-rl", "slime", "skyrl", "areal", "roll")
 
 
 def invoke(*args: str) -> tuple[int, str]:

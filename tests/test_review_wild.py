@@ -500,6 +500,87 @@ READINGS: dict[str, dict[str, Any]] = {
         "policy": "qwen2.5-1.5b",
         "engine": "sglang",
     },
+    # ROLL at 8eb27cc2 (one YAML config, RLVRConfig's dataclasses): actor_train on
+    # list(range(0,16)), actor_infer on list(range(16,24)) (no shared device: GPUs of its own), 24
+    # GPUs; vLLM without tensor_parallel_size is one GPU per engine (worker_config.py L283-L292);
+    # async_generation_ratio 1: generation one batch ahead (one-step-off); Megatron TP 2 with the
+    # distributed optimizer (ZeRO 1), no recompute_granularity (mcore_adapter's default None: none);
+    # the trainer is parked before every rollout whatever the placement (rlvr_pipeline.py L505-L507)
+    # and the reference, loaded by init_kl_coef's default 0.2 (base_config.py L535, L653-L656),
+    # after each call (base_worker.py L130-L142); adv_estimator reinforce with whitened advantages
+    # (ROLL's Reinforce++); 64 prompts x 8; per_device_train_batch_size 1 x 64 accumulation steps on
+    # each of 16 / 2 = 8 ranks is 512 samples: the whole step, one optimizer step; prompts 2048,
+    # responses 8192
+    "roll-8eb27cc/qwen2.5-7b-rlvr_config_amd_async.yaml": {
+        "gpus": 24,
+        "placement": ("disaggregated", "one-step-off"),
+        "rollout": {"gpus": 8, "tp": 1},
+        "train": {"gpus": 16, "tp": 2, "pp": 1, "cp": 1, "zero": 1, "recompute": "none"},
+        "offload": {**OFF, "phase": True, "frozen": True},
+        "workload": ("reinforce-plus-plus", 64, 8, 2048, 8192, 1),
+        "policy": "qwen2.5-7b",
+        "engine": "vllm",
+    },
+    # the same run on SGLang: num_gpus_per_worker left at 1, so tensor_parallel_size defaults to one
+    # GPU (sglang_strategy.py L77); the model from a local folder named Qwen2.5-7B
+    "roll-8eb27cc/qwen2.5-7b-rlvr_config_async.yaml": {
+        "gpus": 24,
+        "placement": ("disaggregated", "one-step-off"),
+        "rollout": {"gpus": 8, "tp": 1},
+        "train": {"gpus": 16, "tp": 2, "pp": 1, "cp": 1, "zero": 1, "recompute": "none"},
+        "offload": {**OFF, "phase": True, "frozen": True},
+        "workload": ("reinforce-plus-plus", 64, 8, 2048, 8192, 1),
+        "policy": "qwen2.5-7b",
+        "engine": "sglang",
+    },
+    # every role on list(range(0,8)): colocated, synchronous (no async_generation_ratio); vLLM one
+    # GPU per engine; Megatron TP 1 with the distributed optimizer and full recompute, parked before
+    # every rollout; 8 prompts x 8 = 64 samples, 1 x 8 accumulation steps on 8 ranks: one step
+    "roll-8eb27cc/qwen2.5-7b-rlvr_rollout_mock_dump.yaml": {
+        "gpus": 8,
+        "placement": ("colocated", "sync"),
+        "rollout": {"gpus": 8, "tp": 1},
+        "train": {"gpus": 8, "tp": 1, "pp": 1, "cp": 1, "zero": 1, "recompute": "full"},
+        "offload": {**OFF, "phase": True, "frozen": True},
+        "workload": ("reinforce-plus-plus", 8, 8, 2048, 4096, 1),
+        "policy": "qwen2.5-7b",
+        "engine": "vllm",
+    },
+    # 64 GPUs shared by every role; vLLM engines of TP 8; Megatron TP 2, PP 8 (virtual stages 6), EP
+    # 4, the distributed optimizer, selective recompute; 32 prompts x 8 = 256 samples, 1 x 64 steps
+    # on 64 / (2 x 8) = 4 ranks: one optimizer step; prompts 2048, responses 4096
+    "roll-8eb27cc/qwen3-235ba22b-rlvr_config_140GB.yaml": {
+        "gpus": 64,
+        "placement": ("colocated", "sync"),
+        "rollout": {"gpus": 64, "tp": 8},
+        "train": {
+            "gpus": 64,
+            "tp": 2,
+            "pp": 8,
+            "cp": 1,
+            "ep": 4,
+            "zero": 1,
+            "recompute": "selective",
+        },
+        "offload": {**OFF, "phase": True, "frozen": True},
+        "workload": ("reinforce-plus-plus", 32, 8, 2048, 4096, 1),
+        "policy": "qwen3-235b-a22b",
+        "engine": "vllm",
+    },
+    # 32 GPUs shared; vLLM TP 2; FSDP2 over all 32 (fsdp_size 32, reshard_after_forward: ZeRO 3)
+    # with Ulysses 4, gradient checkpointing on; FSDP2's offload between phases moves the weights
+    # only (fsdp2_strategy.py L948-L967), not a phase offload, and the reference is offloaded after
+    # each call; 16 prompts x 8 = 128 samples, 1 x 4 steps on 32 / 4 = 8 ranks: 4 optimizer steps
+    "roll-8eb27cc/qwen3-30ba3b-rlvr_fsdp2.yaml": {
+        "gpus": 32,
+        "placement": ("colocated", "sync"),
+        "rollout": {"gpus": 32, "tp": 2},
+        "train": {"gpus": 32, "tp": 1, "pp": 1, "cp": 4, "zero": 3, "recompute": "full"},
+        "offload": {**OFF, "frozen": True},
+        "workload": ("reinforce-plus-plus", 16, 8, 2048, 4096, 4),
+        "policy": "qwen3-30b-a3b",
+        "engine": "vllm",
+    },
 }
 NOT_YET: dict[str, str] = {
     "areal-4aef98d/run_gsm8k_ppo_megatron.sh": (

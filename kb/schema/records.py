@@ -774,7 +774,7 @@ class Constraint(Record, Dated):
 
 Transform = Literal[
     "identity", "flag", "equals", "lookup", "nodes", "gpus_per_node", "divide", "multiply", "add",
-    "constant", "list", "allocation",
+    "constant", "list", "allocation", "devices",
 ]  # fmt: skip
 """How a fact becomes a config value: as is; as a boolean; whether it equals `argument`;
 through `table`; a pool's GPUs as nodes or GPUs per node (whole nodes, or part of one);
@@ -783,7 +783,9 @@ prompts -> samples); `argument` itself, written where `when` holds (a setting th
 forces, such as sequence packing off under context parallelism); a list of the one value
 (SkyRL's data fields, lists of files); or the pool `argument` (`train` or `rollout`) as an
 allocation string of all its degrees, `<name>:d<dp>p<pp>t<tp>` with `c<cp>` and `e<ep>` above 1,
-the name from `table` (component -> name: AReaL's `actor.backend`)."""
+the name from `table` (component -> name: AReaL's `actor.backend`); or a pool's GPUs as the
+device ids it takes, `list(range(first, first + gpus))` (ROLL's device_mapping), the first id 0,
+or past the pool named by `argument` on a disaggregated plan."""
 
 Value = bool | int | float | str | list[bool | int | float | str] | None
 """A config value; a list is several values of one flag (argparse `nargs`) or a Hydra list."""
@@ -848,8 +850,9 @@ class Mapping(Record):
 
     kind: ClassVar[str] = "mapping"
     framework: Slug
-    syntax: Literal["hydra", "argparse"]
-    """Hydra overrides (`key=value`) or argparse flags (`--key value`, booleans as switches)."""
+    syntax: Literal["hydra", "argparse", "yaml"]
+    """Hydra overrides (`key=value`), argparse flags (`--key value`, booleans as switches), or a
+    YAML config file the entry point composes whole (ROLL's `--config_name`)."""
     versions: Text
     """The framework versions the mapping holds for, in words a user can check."""
     committed: Date

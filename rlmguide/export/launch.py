@@ -23,7 +23,15 @@ from rlmguide.export.mapping import (
     unexpressed,
 )
 from rlmguide.export.search import Found, find_plan
-from rlmguide.export.startup import binding, compile_checks, computed, read, refusal, tripped
+from rlmguide.export.startup import (
+    ABSENT,
+    binding,
+    compile_checks,
+    computed,
+    read,
+    refusal,
+    tripped,
+)
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.schema import Launch
 from rlmguide.kb.schema import Mapping as MappingRecord
@@ -211,8 +219,11 @@ def _write(
         )
     arguments = _arguments(active, facts)
     written = read(mapping, {a.key.lstrip("+"): a.value for a in arguments})
+    # a launch value no key writes is the framework's own (a pipeline split AReaL's and ROLL's
+    # launches cannot give stays even), whatever the plan implied
+    unsaid = {k: v for k, v in ABSENT.items() if k not in {a.fact for a in arguments}}
     checks, _ = compile_checks(catalog)
-    if failed := tripped(binding(checks, framework, backend, engine), facts | written):
+    if failed := tripped(binding(checks, framework, backend, engine), facts | unsaid | written):
         raise NotExpressible(
             f"{mapping.id} would stop at start-up: " + "; ".join(refusal(r) for r in failed)
         )

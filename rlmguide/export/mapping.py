@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from rlmguide.export.pools import allocation
+from rlmguide.export.pools import allocation, devices
 from rlmguide.export.startup import LAUNCH_FACTS
 from rlmguide.kb.load import Catalog, Problem
 from rlmguide.kb.schema import Mapping as MappingRecord
@@ -61,7 +61,7 @@ EXPORT_FACTS = {
 """The facts a mapping may read: the rules' facts plus what only a launch needs."""
 
 
-FACT_ARGUMENT = ("divide", "multiply", "add", "nodes", "gpus_per_node")
+FACT_ARGUMENT = ("divide", "multiply", "add", "nodes", "gpus_per_node", "devices")
 """Transforms whose `argument` names a second fact."""
 
 
@@ -220,6 +220,11 @@ def apply(entry: MappingEntry, facts: Mapping[str, Any]) -> Any:
                 return allocation(str(entry.argument), entry.table or {}, facts)
             except KeyError as exc:
                 raise KeyCannotHold(f"{entry.key} has no name for {exc.args[0]}") from None
+        case "devices":
+            # a disaggregated pool starts past the pool it does not share (ROLL's actor_infer
+            # after actor_train); a colocated one shares the first ids
+            apart = other is not None and facts["plan.placement"] != "colocated"
+            return devices(int(other) if apart else 0, int(value))
     raise AssertionError(entry.transform)  # the schema admits no other transform
 
 

@@ -1,7 +1,9 @@
 """A pool spelled as one string: AReaL's allocation strings (`fsdp:d4t2`, `sglang:d4p1t1`,
 `megatron:d2p2t4e4`, `megatron:(attn:d4p2t2c2|ffn:p2t1e8)`; the grammar of
-areal/api/alloc_mode.py at 4aef98d). `allocation` writes a plan's pool, `read_allocation` gives
-its degrees back."""
+areal/api/alloc_mode.py at 4aef98d), `allocation` writing a plan's pool and `read_allocation`
+giving its degrees back; and ROLL's device lists (`list(range(0,8))`, which ROLL's
+WorkerConfig evaluates as Python: here they are parsed, never evaluated), `devices` and
+`read_devices`."""
 
 from __future__ import annotations
 
@@ -12,6 +14,10 @@ from typing import Any
 DIMENSION = re.compile(r"([dtpce])(\d+)")
 ALLOCATION = re.compile(r"([a-z]+):(.+)")
 HYBRID = re.compile(r"\(?attn:([dtpc\d]+)\|ffn:([dtpe\d]+)\)?")
+RANGE = re.compile(r"(?:list\()?range\((\d+)(?:,(\d+))?(?:,(\d+))?\)\)?")
+IDS = re.compile(r"(?:list\()?\[(\d+(?:,\d+)*)?,?\]\)?")
+MAX_DEVICES = 1 << 20
+"""More device ids than any cluster has: a list past it is not read (`range(0, 10**12)`)."""
 
 
 class PoolSpelling(ValueError):
@@ -66,3 +72,37 @@ def read_allocation(text: Any) -> tuple[str, dict[str, int]]:
     degrees |= {"ep": ffn.get("e", 1), "etp": ffn.get("t", 1)}
     degrees["gpus"] = degrees["dp"] * degrees["tp"] * degrees["pp"] * degrees["cp"]
     return name, degrees
+
+
+def devices(first: int, gpus: int) -> str:
+    """A pool of `gpus` GPUs from device id `first` on, as ROLL's device_mapping writes it."""
+    return f"list(range({first},{first + gpus}))"
+
+
+def read_devices(value: Any) -> list[int]:
+    """The device ids of a device_mapping: a YAML list of ids, or the text of one
+    (`[0,1,2]`, `list([0,1,8,9])`) or of a range (`list(range(0,8))`, `range(8, 16, 2)`),
+    spaces ignored."""
+    if isinstance(value, list) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
+        ids = list(value)
+    else:
+        text = str(value).replace(" ", "")
+        ranged, listed = RANGE.fullmatch(text), IDS.fullmatch(text)
+        if ranged:
+            a, b, by = ranged.groups()
+            start, stop = (0, int(a)) if b is None else (int(a), int(b))
+            step = int(by) if by else 1
+            if step < 1 or (stop - start) // step > MAX_DEVICES:
+                raise PoolSpelling(f"{text[:60]!r} is no range of a cluster's devices")
+            ids = list(range(start, stop, step))
+        elif listed:
+            ids = [int(i) for i in (listed.group(1) or "").split(",") if i]
+        else:
+            raise PoolSpelling(f"{str(value)[:60]!r} is not device ids such as list(range(0,8))")
+    if len(ids) > MAX_DEVICES:
+        raise PoolSpelling("more device ids than a cluster has")
+    if not ids or len(set(ids)) != len(ids):
+        raise PoolSpelling(f"{str(value)[:60]!r} does not list distinct devices")
+    return ids

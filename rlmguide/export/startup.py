@@ -101,6 +101,12 @@ LAUNCH_FACTS = {
             "sequences of one training micro-batch where the framework counts them",
         ),
         Fact(
+            "launch.rank_samples",
+            "number",
+            "samples one data-parallel rank of the trainer trains per step: the step's samples "
+            "over the pool's GPUs / (TP x PP x CP) (ROLL counts its mini-batches per rank)",
+        ),
+        Fact(
             "launch.cp_tp",
             "number",
             "GPUs of one sequence's context- and tensor-parallel group (cp x tp): OpenRLHF's "
@@ -242,6 +248,18 @@ def _beside_engine(plan: Mapping[str, Any]) -> tuple[float, float]:
     return float(terms.get("trainer_state", 0.0)), float(terms.get("workspace", 0.0))
 
 
+def data_parallel(facts: Mapping[str, Any]) -> int | None:
+    """The trainer's data-parallel ranks: its GPUs over TP x PP x CP (None where the pool's
+    GPUs are not known)."""
+    gpus = facts.get("plan.train.gpus")
+    if not gpus:
+        return None
+    group = 1
+    for d in ("tp", "pp", "cp"):
+        group *= int(facts.get(f"plan.train.{d}") or 1)
+    return max(1, int(gpus) // group)
+
+
 def micro_batch(plan: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, Any]:
     """The training micro-batch the plan's activations were costed at, in the units the
     frameworks count: tokens over the CP group, a whole multiple of cp x tp so that every
@@ -290,6 +308,8 @@ def computed(
         **derived(plan),
         **micro_batch(plan, facts),
     }
+    if ranks := data_parallel(facts):
+        out["launch.rank_samples"] = int(facts["workload.responses_per_step"]) / ranks
     fraction = engine_fraction(plan, float(facts["cluster.memory_gib"]), engine or "")
     if fraction is not None:
         out["launch.engine_memory_fraction"] = fraction

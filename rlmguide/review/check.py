@@ -21,6 +21,7 @@ from rlmguide.export.startup import (
 )
 from rlmguide.kb.load import Catalog
 from rlmguide.review.config import argparse_config, hydra_config
+from rlmguide.review.recipe import document_config
 from rlmguide.review.shell import command_arguments
 from rlmguide.review.understand import read_launch
 from rlmguide.rules.frameworks import compile_constraints
@@ -31,8 +32,11 @@ def read_back(done: Exported) -> dict[str, Any]:
     text = script(done, "check", "policy")
     module = done.launch.command.split()[-1].removesuffix(".py").replace("/", ".")
     inputs = {var: f"${{{var}}}" for var, _ in INPUTS.values()}
-    words, _ = command_arguments(text, module, inputs)
-    config = hydra_config(words) if done.mapping.syntax == "hydra" else argparse_config(words)
+    if done.mapping.syntax == "yaml":
+        config = document_config(text)
+    else:
+        words, _ = command_arguments(text, module, inputs)
+        config = hydra_config(words) if done.mapping.syntax == "hydra" else argparse_config(words)
     return read_launch(done.mapping, module, config, done.backend, done.engine).facts
 
 

@@ -1,7 +1,9 @@
 """A NeMo-RL YAML recipe as NeMo-RL loads it: its `defaults:` chain (paths relative to each
 file) merged parent first, the child's values winning and lists replaced whole, then OmegaConf
-`${a.b}` interpolations resolved against the merged tree. Custom resolvers (`${mul:...}`) are
-left as text: no mapped key uses them."""
+`${a.b}` interpolations resolved against the merged tree. `${oc.env:NAME,default}` takes its
+default (the environment is never read: a review reads the file as written, and a value only
+the environment gives stays as text, as `${oc.env:NAME}` does); other resolvers (`${mul:...}`)
+are left as text: no mapped key uses them."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from rlmguide.kb.load import parse_yaml, yaml_problem
 from rlmguide.review.budget import Budget
 
 REFERENCE = re.compile(r"\$\{([A-Za-z_][\w.]*)\}")
+ENV_DEFAULT = re.compile(r"\$\{oc\.env:[A-Za-z_]\w*,\s*(?:'([^']*)'|\"([^\"]*)\"|([^}'\"]*))\}")
 
 
 class RecipeError(ValueError):
@@ -96,6 +99,9 @@ def resolve(flat: dict[str, Any], budget: Budget | None = None) -> dict[str, Any
             raise RecipeError(f"interpolation loop: {' -> '.join((*trail, key))}")
         budget.nested(len(trail), "interpolations")
         value = resolved.get(key)
+        if isinstance(value, str) and "${oc.env:" in value:
+            value = ENV_DEFAULT.sub(lambda m: next(g for g in m.groups() if g is not None), value)
+            resolved[key] = value
         if not isinstance(value, str) or "${" not in value:
             return value
         whole = REFERENCE.fullmatch(value)
@@ -120,3 +126,13 @@ def recipe_config(path: Path, budget: Budget | None = None) -> tuple[dict[str, A
     own.pop("defaults", None)
     merged = load_chain(path, budget=budget)
     return resolve(flatten(merged, budget=budget), budget), set(flatten(own, budget=budget))
+
+
+def document_config(text: str, budget: Budget | None = None) -> dict[str, Any]:
+    """A whole YAML config given as text (an exported ROLL launch), its keys dotted and its
+    interpolations resolved; a document that is no mapping reads as no keys."""
+    budget = budget or Budget()
+    data = parse_yaml(text, yaml.SafeLoader) or {}
+    if not isinstance(data, dict):
+        return {}
+    return resolve(flatten(data, budget=budget), budget)

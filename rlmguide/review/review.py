@@ -406,6 +406,9 @@ def scenario_of(
         # a launch that counts engines, not GPUs (SkyRL's num_engines of TP x PP GPUs each)
         f["plan.rollout.gpus"] = engines * f["plan.rollout.tp"] * (f.get("plan.rollout.pp") or 1)
     rollout_gpus = train_gpus if colocated else f.get("plan.rollout.gpus")
+    if colocated and train_gpus and 0 < (f.get("plan.rollout.gpus") or train_gpus) < train_gpus:
+        # the engines on part of the trainer's GPUs (ROLL's actor_infer on the first 200 of 256)
+        rollout_gpus = f["plan.rollout.gpus"]
     pools = {m: f.get(f"plan.pools.{m}") or None for m in ("critic", "reference", "reward")}
     if colocated:
         pools = {}  # every model shares the one pool (OpenRLHF's colocate_all)
@@ -614,12 +617,14 @@ def parse_recipe(
     framework: str | None,
     budget: Budget | None = None,
 ) -> tuple[str, dict[str, Any], list[MappingRecord], set[str]]:
-    """A YAML recipe of a framework launched with `--config=FILE` (NeMo-RL)."""
+    """A YAML recipe of a framework launched with `--config=FILE` (NeMo-RL) or composed whole
+    from one (ROLL): the framework whose keys the file uses most."""
     own = sorted(
         (
             m
             for m in mappings.values()
-            if framework in (None, m.framework) and any(f.startswith("--config=") for f in m.fixed)
+            if framework in (None, m.framework)
+            and (m.syntax == "yaml" or any(f.startswith("--config=") for f in m.fixed))
         ),
         key=lambda m: m.committed,
         reverse=True,
@@ -630,7 +635,9 @@ def parse_recipe(
         config, recipe_keys = recipe_config(path, budget)
     except RecipeError as exc:
         raise ReviewError(f"cannot read the recipe: {exc}") from None
-    return _module(own[0].launches[0].command), config, own, recipe_keys
+    chosen = pick_version(own, config)
+    own = [m for m in own if m.framework == chosen.framework]
+    return _module(chosen.launches[0].command), config, own, recipe_keys
 
 
 def engine_settings(reading: Reading) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from rlmguide.export import startup
 from rlmguide.export.mapping import CompiledEntry, compile_mapping, lookup_key
-from rlmguide.export.pools import PoolSpelling, read_allocation
+from rlmguide.export.pools import PoolSpelling, read_allocation, read_devices
 from rlmguide.kb.schema import Launch, MappingEntry
 from rlmguide.kb.schema import Mapping as MappingRecord
 from rlmguide.review.budget import Budget
@@ -188,6 +188,8 @@ class _Read:
     ambiguous: dict[str, list[str]] = field(default_factory=dict)
     pools: dict[str, dict[str, int]] = field(default_factory=dict)
     pending: list[MappingEntry] = field(default_factory=list)
+    devices: dict[str, set[int]] = field(default_factory=dict)
+    """Pool fact -> the device ids its first device list names (ROLL's device_mapping)."""
 
     def allocation(self, e: MappingEntry, key: str, value: Any) -> None:
         """An allocation string: every degree of its pool at once (an engine's are its GPUs,
@@ -203,8 +205,9 @@ class _Read:
         self.uses.append(Use(e.key, value, f"plan.{pool}", str(value)))
         self.used.add(key)
 
-    def entry(self, e: MappingEntry) -> None:
-        """Invert one entry whose key the launch gives."""
+    def entry(self, e: MappingEntry, either: bool = False) -> None:
+        """Invert one entry whose key the launch gives; `either`: an entry that always applies,
+        whose switch on a workload fact turns it on whatever another such key said."""
         key = e.key.lstrip("+")
         value = self.config[key]
         if problem := _unreadable(value):
@@ -246,6 +249,13 @@ class _Read:
             case "allocation":
                 self.allocation(e, key, value)
                 return
+            case "devices":
+                try:
+                    ids = read_devices(value)
+                except PoolSpelling as exc:
+                    raise LookupError(f"{key}: {exc}") from None
+                self.devices.setdefault(e.fact, set(ids))
+                got = len(ids)
             case "constant":
                 # a value the plan forces; the start-up checks read it (`reads`)
                 self.uses.append(Use(e.key, value, e.fact, None))
@@ -268,7 +278,11 @@ class _Read:
                 return
         if problem := _mistyped(e.fact, got):
             raise LookupError(f"{key}: {problem}")
-        if e.fact.startswith("input."):
+        if e.fact.startswith("input.") or (
+            either and got is True and e.fact.startswith("workload.")
+        ):
+            # a model any of the keys that always apply loads is loaded (ROLL's reference: a KL
+            # loss, or a KL coefficient above 0)
             self.facts[e.fact] = got
         else:
             self.facts.setdefault(e.fact, got)
@@ -306,13 +320,22 @@ def read_launch(
         or c.entry.fact == "plan.max_staleness"
     ]
     for c in first:
-        state.entry(c.entry)
+        state.entry(c.entry, either=True)
     # a key that tells overlapped modes apart once the launch overlaps (NeMo-RL's in-flight
     # weight updates: async, not one-step-off) settles the execution before the entry point
-    for c in compiled:
-        if c not in first and c.entry.fact == "plan.execution" and _applies(c, state.facts):
-            state.entry(c.entry)
+    early = [
+        c
+        for c in compiled
+        if c not in first and c.entry.fact == "plan.execution" and _applies(c, state.facts)
+    ]
+    for c in early:
+        state.entry(c.entry)
     _settle({f: v for f, v in state.ambiguous.items() if f.startswith("plan.")}, state.facts)
+    pools = [state.devices.get(f"plan.{p}.gpus") for p in ("train", "rollout")]
+    if all(pools) and "plan.placement" not in state.facts:
+        # roles listing the same devices take turns on them (ROLL's device_mapping)
+        shared = bool(pools[0] & pools[1])  # type: ignore[operator]
+        state.facts["plan.placement"] = "colocated" if shared else "disaggregated"
     if state.facts.get("plan.max_staleness") == 0 and "plan.execution" not in state.facts:
         # no sample may lag the policy (AReaL's max_head_offpolicyness 0): synchronous
         state.facts["plan.execution"] = "sync"
@@ -323,7 +346,7 @@ def read_launch(
     facts = state.facts
     facts["plan.execution"], facts["plan.placement"] = launch.execution, launch.placement
     for c in compiled:
-        if c not in first and _applies(c, facts):
+        if c not in first and c not in early and _applies(c, facts):
             state.entry(c.entry)
     fixed = {f.lstrip("-+").partition("=")[0] for f in (*mapping.fixed, *launch.fixed)}
     for k in config:
@@ -354,6 +377,9 @@ def read_launch(
     facts["launch.cp_tp"] = int(facts.get("plan.train.cp") or 1) * int(
         facts.get("plan.train.tp") or 1
     )
+    if (ranks := startup.data_parallel(facts)) and "workload.responses_per_step" in facts:
+        # what one data-parallel rank trains per step (ROLL's mini-batches count per rank)
+        facts["launch.rank_samples"] = facts["workload.responses_per_step"] / ranks
     _solve(state.pending, config, facts, uses, used)
     context = None
     for key, value in config.items():

@@ -70,7 +70,11 @@ def launches_table(ix: Index, src: str, m: Mapping) -> str:
 
 def mapping_page(ix: Index, m: Mapping) -> str:
     src = page_of("mapping", m.id)
-    syntax = "Hydra overrides" if m.syntax == "hydra" else "command-line flags (argparse)"
+    syntax = {
+        "hydra": "Hydra overrides",
+        "argparse": "command-line flags (argparse)",
+        "yaml": "one YAML config the entry point composes whole",
+    }[m.syntax]
     return document(
         f"# {esc(m.id)}",
         esc(m.versions),

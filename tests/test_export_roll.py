@@ -1,0 +1,417 @@
+"""Export to ROLL (one YAML config composed whole by examples/start_rlvr_pipeline.py into
+RLVRConfig, at 8eb27cc2).
+
+The oracles are ROLL's own: its config dataclasses, extracted key by key into
+tests/fixtures/frameworks/roll-8eb27cc-config-keys.tsv with the keys each strategy reads from
+its open strategy_config (every key written must be declared there with a value of its type),
+and the start-up checks of the config __post_init__s and strategies, reproduced below from their
+source lines. Every bundled example either exports and passes them or is refused for a reason
+the test names."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from rlmguide.rules.scenario import parse_scenario, read_mapping, resolve
+from test_export import _catalogs
+from test_export_skyrl import DEPLOYMENTS, EXAMPLES, SMALL, of_type
+
+from rlmguide.cli import cli
+from rlmguide.export import Exported, NotExpressible, build, script
+from rlmguide.export.pools import PoolSpelling, devices, read_devices
+from rlmguide.review.recipe import document_config
+
+FIXTURES = Path(__file__).parent / "fixtures" / "frameworks"
+MAPPING = "roll-0.3.0-9-g8eb27cc2"
+
+
+def export_of(scenario: Any) -> Exported:
+    catalog, mappings = _catalogs()
+    return build(resolve(scenario, catalog.records), catalog, mappings, "roll")
+
+
+def config(done: Exported) -> dict[str, Any]:
+    """The exported YAML's keys, dotted, as OmegaConf resolves them with nothing set in the
+    environment (a `${oc.env:VAR}` without a default stays as written)."""
+    return document_config(script(done, "test", "policy"))
+
+
+# -- every key is ROLL's ----------------------------------------------------------------------
+
+
+@cache
+def declared() -> dict[str, str]:
+    """Dotted key -> annotation, from the extract at 8eb27cc2."""
+    rows = (FIXTURES / "roll-8eb27cc-config-keys.tsv").read_text().splitlines()
+    return {r.split("\t")[0]: r.split("\t")[1] for r in rows if not r.startswith("#")}
+
+
+@cache
+def defaults() -> dict[str, str]:
+    rows = (FIXTURES / "roll-8eb27cc-config-keys.tsv").read_text().splitlines()
+    return {r.split("\t")[0]: r.split("\t")[2] for r in rows if not r.startswith("#")}
+
+
+def annotation(key: str, given: dict[str, Any]) -> str | None:
+    """The annotation of a key, or None where ROLL does not declare it: a strategy_config key
+    is one the role's strategy reads (`open`: its type is the strategy's or the engine's), a
+    rewards entry's keys are RewardConfig's under its own name."""
+    role, sep, rest = key.partition(".strategy_args.strategy_config.")
+    if sep:
+        strategy = given.get(f"{role}.strategy_args.strategy_name")
+        for row, declared_as in declared().items():
+            names, _, name = row.removeprefix("strategy_config[").partition("].")
+            if row.startswith("strategy_config[") and name == rest and strategy in names.split(","):
+                return (
+                    declared_as
+                    if not declared_as.startswith(("read", "vLLM", "SGLang"))
+                    else "open"
+                )
+        return None
+    if key.startswith("rewards."):
+        _, name, rest = key.split(".", 2)
+        return declared().get(f"rewards.<name>.{rest}")
+    if key in declared():
+        return declared()[key]
+    parent = key.rpartition(".")[0]
+    # a key of a Dict field (data_args.domain_interleave_probs: Dict[str, float])
+    return "open" if declared().get(parent, "").startswith(("Dict", "Optional[Dict")) else None
+
+
+def test_the_key_extract_has_rolls_fields() -> None:
+    keys = declared()
+    assert keys["rollout_batch_size"] == "int"
+    assert keys["actor_infer.device_mapping"] == "Union[List[int], str]"
+    assert keys["actor_train.strategy_args.strategy_config"] == "Optional[Dict]"
+    assert "strategy_config[megatron_train,megatron_infer].use_distributed_optimizer" in keys
+    given = {"actor_train.strategy_args.strategy_name": "fsdp2_train"}
+    assert annotation("actor_train.strategy_args.strategy_config.fsdp_size", given) == "open"
+    # a Megatron key is no FSDP2 strategy's
+    assert (
+        annotation("actor_train.strategy_args.strategy_config.use_distributed_optimizer", given)
+        is None
+    )
+    assert annotation("rewards.math_rule.world_size", {}) == "int"
+    assert annotation("no_such_key", {}) is None
+
+
+def _cases() -> list[Any]:
+    found = [
+        pytest.param(("deployment", d), id=d)
+        for d, r in sorted(DEPLOYMENTS.items())
+        if r.framework == "roll"
+    ]
+    found += [pytest.param(("example", str(p)), id=p.stem) for p in EXAMPLES]
+    return found
+
+
+REFUSED = {
+    # what ROLL's launch cannot say, as export names it: the mapping's missing key, or the
+    # framework record's missing claim
+    "dpo-qwen2.5-7b-8xh100": "no key for workload.reward_kind = none",
+    "grpo-deepseek-v3-4096xh800": "no key for plan.train.ep = 16",
+    "grpo-qwen2.5-7b-llm-judge-16xh100": "plan.pools.reward = 8, workload.reward_model = true",
+    "grpo-qwen3-32b-coding-agent-64xh100": "no key for workload.max_turns = 16",
+    "ppo-llama-3.1-70b-1024xh100": "no key for workload.reward_model = true",
+    "ppo-qwen2.5-7b-shared-critic-fused-16xh100": "does not claim shared-actor-critic",
+    # Qwen3-235B's 94 layers over 8 stages: mcore_adapter takes no first/last stage counts (the
+    # record's launch evens them with account_for_*_in_pipeline_split, which no entry writes)
+    "roll-qwen3-235b-a22b-rlvr-megatron-256xh800": "megatron-pipeline-stages-split-the-layers",
+    # ROLL's FSDP2 strategy parks only the weights: the records' phase offload there is not
+    # what the mapping writes (its `absent` reason)
+    "roll-qwen3-30b-a3b-rlvr-fsdp2-32xh800": "no key for plan.train.offload_phase = true",
+    "roll-qwen3-8b-rlvr-fsdp2-16xh800": "FSDP2's weights alone, Adam staying on the GPU",
+}
+
+
+def _scenario(case: tuple[str, str]) -> Any:
+    kind, name = case
+    if kind == "deployment":
+        return DEPLOYMENTS[name].scenario
+    return parse_scenario(read_mapping(Path(name)), name)
+
+
+@cache
+def _export(case: tuple[str, str]) -> Exported | str:
+    """The launch, or export's one-line refusal."""
+    try:
+        return export_of(_scenario(case))
+    except NotExpressible as exc:
+        return str(exc)
+
+
+def _named(case: tuple[str, str]) -> str:
+    return Path(case[1]).stem if case[0] == "example" else case[1]
+
+
+@pytest.mark.parametrize("case", _cases())
+def test_every_case_exports_or_is_refused_for_its_reason(case: tuple[str, str]) -> None:
+    done, name = _export(case), _named(case)
+    if name in REFUSED:
+        assert isinstance(done, str), f"{name} now exports: update REFUSED"
+        assert REFUSED[name] in done and "\n" not in done
+    else:
+        assert isinstance(done, Exported), done
+
+
+@pytest.mark.parametrize("case", [c for c in _cases() if _named(c.values[0]) not in REFUSED])
+def test_every_key_exists_in_rolls_config_with_its_type(case: tuple[str, str]) -> None:
+    done = _export(case)
+    assert isinstance(done, Exported), done
+    given = config(done)
+    for key, value in given.items():
+        declared_as = annotation(key, given)
+        assert declared_as is not None, f"{key} is not a key of RLVRConfig"
+        if isinstance(value, str) and "${" in value:
+            continue  # the user's inputs
+        if key.endswith(".device_mapping"):
+            assert isinstance(value, str)  # evaluated as a Python list (worker_config.py L312)
+            continue
+        assert of_type(value, declared_as), (key, value, declared_as)
+
+
+# -- ROLL's start-up checks -------------------------------------------------------------------
+
+
+def ids(text: str) -> list[int]:
+    return read_devices(text)
+
+
+def passes_rolls_checks(args: dict[str, Any]) -> None:
+    """The asserts a config meets when RLVRConfig is built and its strategies start, each from
+    its source line at 8eb27cc2."""
+    assert args.get("response_length") or args.get("sequence_length"), "base_config.py L272"
+    infer = args["actor_infer.strategy_args.strategy_name"]
+    assert infer in ("vllm", "sglang"), "actor_infer's strategy (base_config.py L388-L390)"
+    for role in ("actor_train", "actor_infer", "reference"):
+        if f"{role}.device_mapping" not in args:
+            continue
+        name = args[f"{role}.strategy_args.strategy_name"]
+        conf = f"{role}.strategy_args.strategy_config."
+        per_worker = args.get(f"{role}.num_gpus_per_worker", 1)
+        if name == "vllm":  # worker_config.py L283-L292
+            per_worker = args.get(conf + "tensor_parallel_size", 1) * args.get(
+                conf + "pipeline_parallel_size", 1
+            )
+        elif name != "sglang":  # L278-L282: one GPU per worker for the trainers
+            per_worker = 1
+        devices_of = ids(args[f"{role}.device_mapping"])
+        assert len(devices_of) % per_worker == 0, f"{role} devices over GPUs per worker (L313)"
+        if name == "sglang":  # sglang_strategy.py L77-L81, L111
+            tp = args.get(conf + "tensor_parallel_size", per_worker)
+            assert tp * args.get(conf + "pipeline_parallel_size", 1) % per_worker == 0
+            assert conf + "mem_fraction_static" in args, "SGLang needs mem_fraction_static (L111)"
+        if name.startswith("fsdp2"):  # fsdp2_strategy.py L833
+            ulysses = args.get(f"{role}.model_args.ulysses_size", 1)
+            assert args.get(conf + "fsdp_size", 1) >= ulysses, "fsdp size below the Ulysses size"
+    train = "actor_train.strategy_args."
+    if "megatron" in args[train + "strategy_name"]:  # base_config.py L368-L382, config_utils.py
+        conf = train + "strategy_config."
+        model = 1
+        for degree in ("tensor_model_parallel_size", "pipeline_model_parallel_size"):
+            model *= args.get(conf + degree, 1)
+        model *= args.get(conf + "context_parallel_size", 1)
+        gpus = len(ids(args["actor_train.device_mapping"]))
+        assert gpus % model == 0, f"{gpus} GPUs over TP x PP x CP {model} (config_utils.py L41)"
+        dp = gpus // model
+        assert dp == 1 or args["rollout_batch_size"] % dp == 0, "rollout batch over DP (L98)"
+    ratio = args.get("async_generation_ratio", 0)
+    assert ratio == 0 or ratio >= 1, "async_generation_ratio must be >= 1.0 (rlvr_config.py L222)"
+
+
+@pytest.mark.parametrize("case", [c for c in _cases() if _named(c.values[0]) not in REFUSED])
+def test_exported_launches_pass_rolls_checks(case: tuple[str, str]) -> None:
+    done = _export(case)
+    assert isinstance(done, Exported), done
+    passes_rolls_checks(config(done))
+
+
+def test_rolls_checks_can_fail() -> None:
+    done = export_of(parse_scenario(read_mapping(SMALL), str(SMALL)))
+    args = config(done)
+    passes_rolls_checks(args)
+    conf = "actor_infer.strategy_args.strategy_config."
+    for change, reason in (
+        ({"actor_infer.strategy_args.strategy_name": "hf_infer"}, "actor_infer's strategy"),
+        ({"actor_infer.device_mapping": "list(range(0,7))", conf + "tensor_parallel_size": 2},
+         "devices over GPUs per worker"),
+        ({"async_generation_ratio": 0.5}, "must be >= 1.0"),
+        ({"actor_train.model_args.ulysses_size": 16}, "fsdp size below the Ulysses size"),
+    ):  # fmt: skip
+        with pytest.raises(AssertionError, match=reason):
+            passes_rolls_checks({**args, **change})
+    megatron = {
+        **args,
+        "actor_train.strategy_args.strategy_name": "megatron_train",
+        "rollout_batch_size": 100,
+    }
+    with pytest.raises(AssertionError, match="rollout batch over DP"):
+        passes_rolls_checks(megatron)
+
+
+# -- device lists -----------------------------------------------------------------------------
+
+
+def test_device_lists_are_parsed_never_evaluated() -> None:
+    assert devices(0, 8) == "list(range(0,8))" and devices(8, 4) == "list(range(8,12))"
+    assert read_devices("list(range(0,8))") == list(range(8))
+    assert read_devices("list(range(16, 24))") == list(range(16, 24))
+    assert read_devices("range(4)") == [0, 1, 2, 3]
+    assert read_devices("[6, 7]") == [6, 7] and read_devices([0, 1]) == [0, 1]
+    assert read_devices("list([0,1,2,3,8,9,10,11])") == [0, 1, 2, 3, 8, 9, 10, 11]
+    for bad in ("__import__('os').system('x')", "list(range(0,8))+[9]", "[]", "[1,1]",
+                "list(range(0,10**12))", "range(0, 99999999999)", "range(0,8,0)"):  # fmt: skip
+        with pytest.raises(PoolSpelling):
+            read_devices(bad)
+
+
+# -- by hand ----------------------------------------------------------------------------------
+
+
+def test_the_small_example_by_hand() -> None:
+    """examples/grpo-qwen2.5-7b-8xh100.yaml: the planner's best ROLL plan, colocated on 8 GPUs
+    (FSDP2 over all 8, four vLLM engines of TP 2), 128 prompts x 8 in 4 mini-batches: each of
+    the 8 ranks trains 1024 / 8 = 128 samples a step, 32 per optimizer step."""
+    done = export_of(parse_scenario(read_mapping(SMALL), str(SMALL)))
+    args = config(done)
+    expected = {
+        "actor_train.device_mapping": "list(range(0,8))",
+        "actor_infer.device_mapping": "list(range(0,8))",
+        "reference.device_mapping": "list(range(0,8))",
+        "actor_train.strategy_args.strategy_name": "fsdp2_train",
+        "actor_train.strategy_args.strategy_config.fsdp_size": 8,
+        "actor_train.strategy_args.strategy_config.reshard_after_forward": True,
+        "actor_infer.strategy_args.strategy_name": "vllm",
+        "actor_infer.strategy_args.strategy_config.tensor_parallel_size": 2,
+        "rollout_batch_size": 128,
+        "num_return_sequences_in_group": 8,
+        "actor_train.training_args.per_device_train_batch_size": 1,
+        "actor_train.training_args.gradient_accumulation_steps": 32,
+        "adv_estimator": "grpo",
+        "use_kl_loss": True,
+        "init_kl_coef": 0.2,
+    }
+    assert {k: args.get(k) for k in expected} == expected
+    ran = CliRunner().invoke(cli, ["export", str(SMALL), "--framework", "roll"])
+    assert ran.exit_code == 0, ran.output
+    text = ran.output
+    assert "--config_path rlmguide --config_name plan" in text
+    assert "${oc.env:TRAIN_DATA}" in text and not text.startswith("#!")
+    # the model loads by its Hugging Face id unless MODEL_PATH is set
+    assert document_config(text)["pretrain"] == "Qwen/Qwen2.5-7B"
+    assert "pretrain: ${oc.env:MODEL_PATH,'Qwen/Qwen2.5-7B'}" in text
+
+
+def test_the_disaggregated_engines_take_the_ids_after_the_trainers() -> None:
+    record = "roll-qwen3-30b-a3b-rlvr-megatron-32xh800"
+    args = config(export_of(DEPLOYMENTS[record].scenario))
+    train, infer = ids(args["actor_train.device_mapping"]), ids(args["actor_infer.device_mapping"])
+    shared = set(train) & set(infer)
+    plan = DEPLOYMENTS[record].scenario.plan
+    if plan.placement == "colocated":
+        assert shared and len(infer) == plan.rollout.gpus
+    else:
+        assert not shared and min(infer) == len(train)
+    assert args["actor_train.strategy_args.strategy_config.use_distributed_optimizer"] is True
+
+
+# -- refusals name the constraint -------------------------------------------------------------
+
+
+LAYOUT = {"tp": 1, "pp": 1, "cp": 1, "ep": 1, "zero": 1, "recompute": "full"}
+
+
+def _fixed(tmp_path: Path, plan: dict[str, Any], **workload: Any) -> Path:
+    scenario = yaml.safe_load(SMALL.read_text())
+    scenario["plan"] = plan
+    scenario["workload"].update(workload)
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    return path
+
+
+def test_a_rollout_batch_megatron_cannot_split_names_the_check(tmp_path: Path) -> None:
+    """100 prompts over 8 data-parallel Megatron ranks: validate_megatron_batch_size raises."""
+    plan = {
+        "placement": "colocated",
+        "execution": "sync",
+        "rollout": {"gpus": 8, "tp": 2},
+        "train": {**LAYOUT, "gpus": 8, "offload": {"phase": True, "frozen": True}},
+    }
+    path = _fixed(tmp_path, plan, prompts_per_step=100, minibatches_per_step=1)
+    done = CliRunner().invoke(cli, ["export", str(path), "--framework", "roll"])
+    assert done.exit_code == 1, done.output
+    assert "constraint roll-megatron-rollout-batch-divides-data-parallel" in done.output
+    assert "roll/configs/base_config.py L368-L382 at 8eb27cc2dc34" in done.output
+
+
+@pytest.mark.parametrize(
+    ("train", "constraint"),
+    [
+        # FSDP2 has no TP axis, and Megatron is ZeRO 0 or 1
+        ({**LAYOUT, "tp": 2, "zero": 3}, "roll-fsdp2-no-tensor-or-pipeline-parallelism"),
+        # Ulysses over 8 does not divide Qwen2.5-7B's 28 heads, and Megatron is ZeRO 0 or 1
+        ({**LAYOUT, "cp": 8, "zero": 3}, "roll-fsdp2-ulysses-head-divisibility"),
+    ],
+)
+def test_a_plan_roll_refuses_names_its_constraint(
+    train: dict[str, Any], constraint: str, tmp_path: Path
+) -> None:
+    plan = {
+        "placement": "colocated",
+        "execution": "sync",
+        "rollout": {"gpus": 8, "tp": 2},
+        "train": {**train, "gpus": 8},
+    }
+    done = CliRunner().invoke(cli, ["export", str(_fixed(tmp_path, plan)), "--framework", "roll"])
+    assert done.exit_code == 1, done.output
+    assert f"by constraint {constraint}" in done.output
+
+
+def test_export_json_names_the_mapping_and_its_commit() -> None:
+    done = CliRunner().invoke(
+        cli, ["export", str(SMALL), "--framework", "roll", "--format", "json"]
+    )
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.output)
+    assert data["mapping"] == MAPPING
+    assert data["commit"] == "8eb27cc2dc34c4d1310b169d9b86d339004d811a"
+    assert data["syntax"] == "yaml"
+    assert data["entry_point_file"] == "examples/start_rlvr_pipeline.py"
+    assert data["input_defaults"] == {"MODEL_PATH": "Qwen/Qwen2.5-7B"}
+
+
+def test_the_mappings_defaults_are_rolls() -> None:
+    """What review assumes for a key a launch leaves out is the dataclass default at the commit;
+    a strategy_config key the strategy reads with .get(key, default) has that default (an
+    engine's and Megatron's degrees 1, fsdp2_strategy.py L832 fsdp_size 1, vllm_strategy.py
+    L110-L116), and FSDP2's reshard_after_forward None reshards every block (L1020-L1025)."""
+    mapping = _catalogs()[1][MAPPING]
+    read_with_default = {
+        "actor_infer.strategy_args.strategy_config.tensor_parallel_size": 1,
+        "actor_infer.strategy_args.strategy_config.pipeline_parallel_size": 1,
+        "actor_infer.strategy_args.strategy_config.enforce_eager": False,
+        "actor_infer.strategy_args.strategy_config.enable_prefix_caching": True,
+        "actor_train.strategy_args.strategy_config.fsdp_size": 1,
+        "actor_train.strategy_args.strategy_config.reshard_after_forward": True,
+        "actor_train.strategy_args.strategy_config.offload_policy": False,
+        "actor_train.strategy_args.strategy_config.tensor_model_parallel_size": 1,
+        "actor_train.strategy_args.strategy_config.pipeline_model_parallel_size": 1,
+        "actor_train.strategy_args.strategy_config.context_parallel_size": 1,
+        "actor_train.strategy_args.strategy_config.expert_model_parallel_size": 1,
+    }
+    megatron = "strategy_config[megatron_train,megatron_infer]."
+    for key, value in mapping.config_defaults.items():
+        if key in read_with_default:
+            assert value == read_with_default[key], key
+        elif ".strategy_config." in key:
+            name = key.rpartition(".")[2]
+            assert str(value) == defaults()[megatron + name], key
+        else:
+            assert yaml.safe_load(defaults()[key].replace("None", "null")) == value, key
