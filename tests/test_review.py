@@ -192,7 +192,8 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
         ),
     ),
     # PPO with a 70B reward model: actor 8, critic 8, ref 4, reward 4, 4 vLLM engines x TP 2
-    # = 32 GPUs; ZeRO-3, Adam offload, checkpointing; 1024 prompts, train batch 128 -> 8 steps
+    # = 32 GPUs; ZeRO-3 (DeepSpeed TP and ring attention at the parser's default 1), Adam
+    # offload, checkpointing; 1024 prompts, train batch 128 -> 8 steps
     "openrlhf-train_ppo_llama_ray_70b.sh": (
         "a100-sxm-80gb",
         reading(
@@ -201,7 +202,7 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
             "disaggregated",
             "sync",
             {"gpus": 8, "tp": 2},
-            {"gpus": 8, "zero": 3, "recompute": "full"},
+            {"gpus": 8, "tp": 1, "cp": 1, "zero": 3, "recompute": "full"},
             {**OFF, "optimizer": 1.0},
             w("ppo", 1024, 1, 1024, 1024, 8),
             "llama-3-70b",
@@ -217,7 +218,7 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
             "colocated",
             "sync",
             {"gpus": 8, "tp": 2, "cuda_graphs": False},
-            {"gpus": 8, "zero": 3, "recompute": "full"},
+            {"gpus": 8, "tp": 1, "cp": 1, "zero": 3, "recompute": "full"},
             {**OFF, "phase": True},
             w("reinforce-plus-plus", 1024, 1, 1024, 1024, 8),
             "llama-3-8b",
@@ -234,7 +235,7 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
             "disaggregated",
             "partial-rollout",
             {"gpus": 4, "tp": 2, "cuda_graphs": False},
-            {"gpus": 4, "cp": 2, "zero": 3, "recompute": "full"},
+            {"gpus": 4, "tp": 1, "cp": 2, "zero": 3, "recompute": "full"},
             {**OFF, "phase": True},
             w("reinforce-plus-plus-baseline", 128, 8, 10240, 64000, 1),
             "qwen3-4b-thinking-2507",
@@ -577,7 +578,11 @@ def test_a_recipe_without_a_prompt_bound_assumes_one_and_names_its_records() -> 
     fields = {u["field"]: u["field_value"] for u in got["understood"]}
     assert workload["prompt_tokens"] == prompt["value"]
     assert workload["max_response_tokens"] == fields["workload.sequence_tokens"] - prompt["value"]
-    assert "workload.prompt_tokens" in got["rests_on_assumptions"]
+    (response,) = [a for a in got["assumed"] if a["field"] == "workload.max_response_tokens"]
+    assert response["value"] == workload["max_response_tokens"]
+    assert {"workload.prompt_tokens", "workload.max_response_tokens"} <= set(
+        got["rests_on_assumptions"]
+    )
     assert got["estimate"]["step_seconds"] > 0
 
 
@@ -593,6 +598,25 @@ def test_a_workload_number_left_to_the_framework_is_its_default(tmp_path: Path) 
     assert (prompt["value"], prompt["source"]) == (512, got["mapping"])
     assert "data.max_prompt_length" in prompt["why"]
     assert got["scenario"]["workload"]["prompt_tokens"] == 512
+
+
+def test_a_reference_on_gpus_of_its_own_does_not_resize_the_actor(tmp_path: Path) -> None:
+    """OpenRLHF 0.8.9's reference count spells the actor's pool only with colocate_actor_ref;
+    without it the reference has GPUs of its own. Whichever comes first in the file, the
+    actor's keys size the training pool and the reference's its own (DeepSpeed TP and ring
+    attention at the parser's default 1)."""
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "python3 -m openrlhf.cli.train_ppo_ray --ref_num_nodes 1 --ref_num_gpus_per_node 2 "
+        "--actor_num_nodes 1 --actor_num_gpus_per_node 4 --vllm_num_engines 2 "
+        "--vllm_tensor_parallel_size 1 --pretrain OpenRLHF/Llama-3-8b-sft-mixture "
+        "--advantage_estimator reinforce_baseline --n_samples_per_prompt 4 --use_kl_loss "
+        "--zero_stage 3\n"
+    )
+    plan = review(script, hardware=Hardware("a100-sxm-80gb"))["estimate"]
+    assert (plan["train"]["gpus"], plan["rollout"]["gpus"]) == (4, 2)
+    assert (plan["train"]["tp"], plan["train"]["cp"]) == (1, 1)
+    assert {k: v for k, v in plan["pools"].items() if v} == {"reference": 2}
 
 
 def test_a_layout_the_planner_cannot_hold_is_named_not_guessed() -> None:

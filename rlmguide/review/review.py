@@ -325,6 +325,7 @@ def scenario_of(
     agent, max_response = _episodes(f, assumed)
     max_response = max_response or f.get("workload.max_response_tokens")
     prompt_tokens = hardware.prompt_tokens or f.get("workload.prompt_tokens")
+    stated_prompt = prompt_tokens is not None
     sequence = f.get("workload.sequence_tokens")
     if prompt_tokens is None and max_response and sequence and sequence > max_response:
         prompt_tokens = sequence - max_response
@@ -365,6 +366,17 @@ def scenario_of(
         max_response = typical("workload.max_response_tokens")
     if sequence and prompt_tokens and max_response and prompt_tokens + max_response > sequence:
         max_response = sequence - prompt_tokens  # the engine stops at the sequence bound
+        if not stated_prompt:
+            # NeMo-RL's max_new_tokens is the whole sequence bound: what a response may take
+            # is what the assumed prompt leaves
+            assumed.append(
+                {
+                    "field": "workload.max_response_tokens",
+                    "value": max_response,
+                    "why": f"the sequence bound ({sequence}) less the prompt assumed",
+                    "source": None,
+                }
+            )
     minibatches = f.get("workload.minibatches_per_step", 1)
     if "workload.algorithm" not in f:
         # NeMo-RL's run_grpo.py runs GRPO; verl's adv_estimator and OpenRLHF's advantage
