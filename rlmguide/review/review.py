@@ -108,6 +108,27 @@ def pick_version(own: list[MappingRecord], config: dict[str, Any]) -> MappingRec
     return max(own, key=score)
 
 
+def _read_with_a_version(
+    own: list[MappingRecord], module: str, config: dict[str, Any], roles: dict[str, str]
+) -> Reading:
+    """The launch read with `pick_version`'s mapping, else with the framework's other versions
+    in turn where that one has no entry point for it (a verl 0.7 launch whose keys 0.8 also
+    has); the first mapping's error where none reads it."""
+    first = pick_version(own, config)
+    tried = [first, *sorted((m for m in own if m is not first), key=lambda m: m.committed,
+                            reverse=True)]  # fmt: skip
+    problem: LookupError | None = None
+    for mapping in tried:
+        backend, engine = pick_components(mapping, config, roles)
+        try:
+            return read_launch(mapping, module, config, backend, engine)
+        except LookupError as exc:
+            problem = problem or exc
+            if "no entry point" not in str(exc):
+                break
+    raise ReviewError(str(problem)) from None
+
+
 def pick_components(
     mapping: MappingRecord, config: dict[str, Any], roles: dict[str, str]
 ) -> tuple[str | None, str | None]:
@@ -608,12 +629,7 @@ def read_file(
         raise ReviewError(f"cannot read the base config: {exc}") from None
     except Exhausted as exc:
         raise ReviewError(f"{path}: {exc} (the limit of a review)") from None
-    mapping = pick_version(own, config)
-    backend, engine = pick_components(mapping, config, roles)
-    try:
-        reading = read_launch(mapping, module, config, backend, engine)
-    except LookupError as exc:
-        raise ReviewError(str(exc)) from None
+    reading = _read_with_a_version(own, module, config, roles)
     if recipe_keys is not None:
         # the defaults chain's other keys are the framework's defaults, not the recipe's words
         reading.unmapped = {k: v for k, v in reading.unmapped.items() if k in recipe_keys}
