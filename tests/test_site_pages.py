@@ -229,7 +229,8 @@ def test_claims_show_both_dates_and_the_stale_flag(small: tuple[Catalog, dict[st
     _, pages = small
     grpo = row_of(pages[site.MATRIX], "GRPO")
     # fw-one's evidence for GRPO (2025-03-01) is over a year older than its v1.2 (2026-06-01).
-    assert "checked 2026-12-02, as of 2025-03-01, stale yes" in grpo
+    # the cell says which version the claim describes
+    assert "version v1.0, source repo-b, checked 2026-12-02, as of 2025-03-01, stale yes" in grpo
     assert "(stale)</span>" in grpo
     vllm = row_of(pages[site.MATRIX], "vLLM")
     assert "as of 2026-01-10, stale no" in vllm and "(stale)" not in vllm

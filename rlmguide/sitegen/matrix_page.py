@@ -68,8 +68,8 @@ def matrix_cell(ix: Index, feature: str, fw: Framework) -> str:
     source = ix.get("source", claim.source)
     is_stale = claim_stale(fw, claim)
     tip = (
-        f"{claim.note or claim.support} (source {claim.source}, checked {claim.checked}, "
-        f"as of {plain(claim.as_of)}, stale {plain(is_stale)})"
+        f"{claim.note or claim.support} (version {plain(claim.version)}, source {claim.source}, "
+        f"checked {claim.checked}, as of {plain(claim.as_of)}, stale {plain(is_stale)})"
     )
     body = anchor(source.url, badge(claim.support), tip) if source else badge(claim.support)
     # A stale cell says so in its text too, not only in the tooltip a touch screen cannot show.
