@@ -140,7 +140,7 @@ def judges_of(catalog: Catalog) -> Judges:
         frozenset(
             f
             for f, m in newest.items()
-            if "plan.train.offload_frozen" in m.implied  # type: ignore[attr-defined]
+            if "plan.train.offload_frozen" in m.implied_facts()  # type: ignore[attr-defined]
         ),
     )
 

@@ -7,8 +7,9 @@ into a YAML file (`extra="forbid"` rejects them).
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
+import yaml
 from pydantic import (
     Field,
     PrivateAttr,
@@ -877,7 +878,8 @@ class Mapping(Record):
     architecture flags from its scripts/models/<model>.sh)."""
     implied: list[Text] = []
     """Plan facts the framework realises without a key (NeMo-RL always keeps the reference
-    weights on the host): a plan may set them without a key accounting for them."""
+    weights on the host): a plan may set them without a key accounting for them. A bare name
+    is a switch it turns on; `fact=value` a value it holds (slime's `plan.max_staleness=1`)."""
     launches: Annotated[list[Launch], Field(min_length=1)]
     entries: Annotated[list[MappingEntry], Field(min_length=1)]
     fp32_gradients: bool = False
@@ -904,6 +906,14 @@ class Mapping(Record):
 
     def cited_sources(self) -> list[str]:
         return [self.source]
+
+    def implied_facts(self) -> dict[str, Any]:
+        """`implied` as fact -> value: true for a bare name, the parsed value of `fact=value`."""
+        found: dict[str, Any] = {}
+        for item in self.implied:
+            name, sep, value = item.partition("=")
+            found[name.strip()] = yaml.safe_load(value) if sep else True
+        return found
 
 
 class Direction(Record, Cited):

@@ -19,7 +19,6 @@ from rlmguide.export.mapping import (
     NotExpressible,
     apply,
     compile_mapping,
-    implied_values,
     unexpressed,
 )
 from rlmguide.export.search import Found, find_plan
@@ -207,7 +206,7 @@ def _write(
         **{name: f"${{{var}}}" for name, (var, _) in INPUTS.items()},
     }
     active = [c for c in entries if c.applies(facts, backend, engine)]
-    if missing := unexpressed(facts, active, implied_values(mapping)):
+    if missing := unexpressed(facts, active, mapping.implied_facts()):
         why = [
             f"{name}: {mapping.absent[name]}"
             for name in (m.partition(" = ")[0] for m in missing)

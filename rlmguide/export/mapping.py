@@ -11,8 +11,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from rlmguide.export.pools import allocation, devices
 from rlmguide.export.startup import LAUNCH_FACTS
 from rlmguide.kb.load import Catalog, Problem
@@ -100,7 +98,7 @@ def compile_mapping(record: MappingRecord) -> list[CompiledEntry]:
     for key in record.config_defaults:
         if key not in keys:
             raise MappingError(f"config_defaults.{key}", "no entry has this key")
-    for i, name in enumerate(implied_values(record)):
+    for i, name in enumerate(record.implied_facts()):
         if name not in EXPORT_FACTS:
             raise MappingError(f"implied[{i}]", f"unknown fact {name!r}")
     for name in record.absent:
@@ -269,17 +267,6 @@ def spelled(entry: MappingEntry) -> tuple[str, ...]:
     return tuple(f"plan.{entry.argument}.{d}" for d in degrees)
 
 
-def implied_values(record: MappingRecord) -> dict[str, Any]:
-    """The facts the framework realises without a key, with the value it holds them at: a
-    switch it always turns on (`plan.train.offload_frozen`) is true; `fact=value` gives a
-    number it keeps (slime's one-step lag, `plan.max_staleness=1`)."""
-    found: dict[str, Any] = {}
-    for item in record.implied:
-        name, sep, value = item.partition("=")
-        found[name.strip()] = yaml.safe_load(value) if sep else True
-    return found
-
-
 def unexpressed(
     facts: Mapping[str, Any], active: Iterable[CompiledEntry], implied: Iterable[str] = ()
 ) -> list[str]:
@@ -287,7 +274,7 @@ def unexpressed(
     entry accounts for the facts it writes and those its condition tested on this plan; the
     mapping's `implied` facts the framework realises by itself."""
     written = {name for c in active for name in (c.entry.fact, *c.when.names, *spelled(c.entry))}
-    written |= set(implied)  # names (implied_values' keys)
+    written |= set(implied)  # names (Mapping.implied_facts' keys)
     missing = [
         f"{name} = {lookup_key(facts[name])}"
         for name, neutral in NEUTRAL.items()

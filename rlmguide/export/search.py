@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rlmguide.export.mapping import NotExpressible, implied_values
+from rlmguide.export.mapping import NotExpressible
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.schema import Mapping as MappingRecord
 from rlmguide.rules.recommend import NoFeasiblePlan, Recommender, recommend, recommender_for
@@ -113,7 +113,7 @@ def find_plan(
             enforce_memory=not complete,
             engine_max_seqs=mapping.engine_max_seqs,
             fp32_gradients=mapping.fp32_gradients,
-            frozen_on_host="plan.train.offload_frozen" in implied_values(mapping),
+            frozen_on_host="plan.train.offload_frozen" in mapping.implied_facts(),
         )
         if not launchable:
             known = ", ".join(f"{e} {p}" for e, p in launches)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlmguide.export.mapping import implied_values, lookup_key
+from rlmguide.export.mapping import lookup_key
 from rlmguide.export.pools import PoolSpelling, read_allocation
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.model_names import match_model
@@ -486,7 +486,7 @@ def scenario_of(
     # nothing frozen to park where the launch loads no reference and no reward model
     frozen = f.get("workload.needs_reference") is not False or f.get("workload.reward_model")
     overlapped = f.get("plan.execution") not in (None, "sync")
-    for name, value in implied_values(reading.mapping).items():
+    for name, value in reading.mapping.implied_facts().items():
         if name == "plan.train.offload_frozen" and not frozen:
             continue
         if name == "plan.max_staleness" and not overlapped:
