@@ -82,6 +82,7 @@ class TrainLayout:
     micro_tokens: FloatArray
     """A launch's micro-batch tokens over the context-parallel group; 0 = the search's."""
     fp32_gradients: BoolArray
+    sequence_parallel: BoolArray
 
     @classmethod
     def of(cls, table: PlanTable) -> TrainLayout:
@@ -103,6 +104,7 @@ class TrainLayout:
             offload_frozen=table.offload_frozen,
             micro_tokens=floats(table.train_micro_tokens),
             fp32_gradients=table.train_fp32_gradients,
+            sequence_parallel=table.train_sequence_parallel,
         )
 
     def with_gpus(self, gpus: FloatArray) -> TrainLayout:

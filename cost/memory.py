@@ -197,14 +197,13 @@ class LayerTerms:
         )
 
     def per_layer(
-        self, tp: FloatArray, etp: FloatArray, sequence_parallel: bool = True
+        self, tp: FloatArray, etp: FloatArray, sequence_parallel: BoolArray | bool = True
     ) -> FloatArray:
         """Bytes per token on one GPU of a tp group. Without sequence parallelism the norms
         and dropout masks sit outside the tensor-parallel region, whole on every rank."""
         split = self.total + self.dispatch * (etp - 1.0)
-        if sequence_parallel:
-            return (split + self.dropout) / tp
-        return self.norms + self.dropout + (split - self.norms) / tp
+        whole = self.norms + self.dropout + (split - self.norms) / tp
+        return np.where(sequence_parallel, (split + self.dropout) / tp, whole)
 
 
 def _mlp_bytes(width: int, gated: bool, megatron: bool) -> float:
@@ -231,7 +230,10 @@ cross-entropy on the bf16 logits, keeps 2 bytes: plans costed here are conservat
 
 
 def end_bytes(
-    fig: ModelFigures, megatron: BoolArray, tp: FloatArray, sequence_parallel: bool = True
+    fig: ModelFigures,
+    megatron: BoolArray,
+    tp: FloatArray,
+    sequence_parallel: BoolArray | bool = True,
 ) -> FloatArray:
     """Bytes per token of what follows the last layer on the last pipeline stage: the final
     norm (whole on every rank without sequence parallelism) and the logits with the loss
@@ -239,15 +241,14 @@ def end_bytes(
     h, v = float(fig.hidden), 0.0 if fig.value_head else float(fig.vocab)
     head = np.where(megatron, LOSS_BYTES_MEGATRON, LOSS_BYTES_HF) * v
     norm = np.where(megatron, 4.0, 8.0) * h
-    if sequence_parallel:
-        return (norm + head + FP32_BYTES) / tp
-    return norm + (head + FP32_BYTES) / tp
+    return np.where(sequence_parallel, norm / tp, norm) + (head + FP32_BYTES) / tp
 
 
 def layer_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
     """Bytes per token one layer keeps on one GPU, by the plan's training code path."""
-    megatron = LayerTerms.of(fig, megatron=True).per_layer(layout.tp, layout.etp)
-    hf = LayerTerms.of(fig, megatron=False).per_layer(layout.tp, layout.etp)
+    sp = layout.sequence_parallel
+    megatron = LayerTerms.of(fig, megatron=True).per_layer(layout.tp, layout.etp, sp)
+    hf = LayerTerms.of(fig, megatron=False).per_layer(layout.tp, layout.etp, sp)
     return np.where(layout.model_parallel, megatron, hf)
 
 
@@ -264,18 +265,23 @@ def activation_bytes(
     Ulysses under FSDP) splits them. Without recomputation, and with selective recomputation
     as Megatron defines it (the core attention, whose fused kernel keeps only q, k, v and
     its output either way), a layer keeps `layer_bytes`; full recomputation keeps each
-    layer's input (2h bytes over tp) and rebuilds one layer at a time in the backward.
+    layer's input (2h bytes, over tp with sequence parallelism) and rebuilds one layer at a
+    time in the backward.
     The first stage of a 1F1B pipeline holds min(pp, m) micro-batches of its layers; the
     last holds one, plus the logits and loss (`end_bytes`) whose backward runs first,
     before any layer is rebuilt. The peak is the fuller of the two stages."""
     tokens = micro_tokens / layout.cp
     layer = layer_bytes(fig, layout)
     full = layout.recompute == RECOMPUTE_FULL
-    kept = np.where(full, BF16_BYTES * fig.hidden / layout.tp, layer)
+    # a layer's input is split over the tensor ranks only by sequence parallelism
+    split = np.where(layout.sequence_parallel, layout.tp, 1.0)
+    kept = np.where(full, BF16_BYTES * fig.hidden / split, layer)
     rebuilt = np.where(full, layer, 0.0)
     stage = kept * (fig.layers * fig.stage_share(layout.pp))
     first = in_flight * stage + rebuilt
-    last = stage + np.maximum(rebuilt, end_bytes(fig, layout.model_parallel, layout.tp))
+    last = stage + np.maximum(
+        rebuilt, end_bytes(fig, layout.model_parallel, layout.tp, layout.sequence_parallel)
+    )
     return tokens * np.maximum(first, last)
 
 
@@ -287,7 +293,9 @@ def forward_activation_bytes(
     then the logits and their log-probs (`end_bytes`) on the last stage."""
     tokens = micro_tokens / layout.cp
     layer = layer_bytes(fig, layout)
-    return tokens * (layer + end_bytes(fig, layout.model_parallel, layout.tp))
+    return tokens * (
+        layer + end_bytes(fig, layout.model_parallel, layout.tp, layout.sequence_parallel)
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -138,6 +138,8 @@ class PlanTable:
     """Tokens of one training micro-batch over its context-parallel group, as the launch sets
     them; 0 = the largest budget that fits (the search's choice)."""
     train_fp32_gradients: BoolArray
+    train_sequence_parallel: BoolArray
+    """Sequence parallelism in the tensor group (only where tp > 1 does it change anything)."""
     """Gradient buffers in fp32 beside bf16 weights (Megatron's main grads)."""
     offload_phase: BoolArray
     offload_optimizer: FloatArray
@@ -183,6 +185,7 @@ class PlanTable:
         rollout_max_seqs: npt.ArrayLike = 0,
         train_micro_tokens: npt.ArrayLike = 0,
         train_fp32_gradients: npt.ArrayLike = False,
+        train_sequence_parallel: npt.ArrayLike = True,
         train_fp8: npt.ArrayLike = False,
         train_lora_rank: npt.ArrayLike = 0,
         offload_phase: npt.ArrayLike = False,
@@ -209,6 +212,7 @@ class PlanTable:
             "train.precision": train_fp8, "rollout.memory_fraction": rollout_memory_fraction,
             "rollout.max_seqs": rollout_max_seqs, "train.micro_batch_tokens": train_micro_tokens,
             "train.fp32_gradients": train_fp32_gradients,
+            "train.sequence_parallel": train_sequence_parallel,
             "train.lora_rank": train_lora_rank, "train.offload.phase": offload_phase,
             "train.offload.optimizer": offload_optimizer, "train.offload.params": offload_params,
             "train.offload.frozen": offload_frozen, "pools.critic": critic_gpus,
@@ -257,6 +261,7 @@ class PlanTable:
             name: np.ascontiguousarray(column(counts[name]).astype(bool))
             for name in ("rollout.precision", "rollout.cuda_graphs", "train.precision",
                          "train.offload.phase", "train.fp32_gradients",
+                         "train.sequence_parallel",
                          "train.offload.params", "train.offload.frozen", "critic")
         }  # fmt: skip
         zero = np.ascontiguousarray(column(train_zero).astype(np.int64))
@@ -317,6 +322,7 @@ class PlanTable:
             rollout_max_seqs=ints["rollout.max_seqs"],
             train_micro_tokens=ints["train.micro_batch_tokens"],
             train_fp32_gradients=flags["train.fp32_gradients"],
+            train_sequence_parallel=flags["train.sequence_parallel"],
             train_fp8=flags["train.precision"],
             train_lora_rank=ints["train.lora_rank"],
             offload_phase=flags["train.offload.phase"],
@@ -385,6 +391,7 @@ class PlanTable:
                 "rollout_max_seqs": r.max_seqs or 0,
                 "train_micro_tokens": t.micro_batch_tokens or 0,
                 "train_fp32_gradients": bool(t.fp32_gradients),
+                "train_sequence_parallel": t.sequence_parallel is not False,
                 "train_fp8": t.precision == "fp8",
                 "train_lora_rank": t.lora_rank or 0,
                 "offload_phase": offload.phase,
@@ -444,6 +451,7 @@ class PlanTable:
                 "recompute": RECOMPUTE[int(self.train_recompute[i])],
                 "precision": "fp8" if self.train_fp8[i] else "bf16",
                 "fp32_gradients": bool(self.train_fp32_gradients[i]),
+                "sequence_parallel": bool(self.train_sequence_parallel[i]),
                 "lora_rank": int(self.train_lora_rank[i]) or None,
                 "offload": {
                     "phase": bool(self.offload_phase[i]),

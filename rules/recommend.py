@@ -266,7 +266,7 @@ def plan_facts(table: PlanTable, costs: CostTable | None = None) -> dict[str, An
     facts["plan.rollout.eager"] = table.rollout_eager
     facts["plan.train.fp8"] = table.train_fp8
     facts["plan.train.lora_rank"] = table.train_lora_rank
-    facts["plan.train.sequence_parallel"] = table.train_tp > 1
+    facts["plan.train.sequence_parallel"] = (table.train_tp > 1) & table.train_sequence_parallel
     for kind in ("phase", "optimizer", "params", "frozen"):
         facts[f"plan.train.offload_{kind}"] = getattr(table, f"offload_{kind}")
     for model in ("critic", "reference", "reward"):
@@ -319,6 +319,7 @@ def fixed_columns(resolved: Resolved) -> dict[str, Any]:
         "rollout_max_seqs": plan.rollout.max_seqs or 0,
         "train_micro_tokens": plan.train.micro_batch_tokens or 0,
         "train_fp32_gradients": bool(plan.train.fp32_gradients),
+        "train_sequence_parallel": plan.train.sequence_parallel is not False,
         "train_fp8": plan.train.precision == "fp8",
         "train_lora_rank": plan.train.lora_rank or 0,
         "critic_gpus": plan.pools.critic or 0,

@@ -148,11 +148,22 @@ def test_logits_and_loss_copies_by_hand() -> None:
         (dict(train_tp=2, train_recompute="none"), (28 * 158_832 + 926_724) / 2),
         # core-attention recompute keeps what fused attention keeps anyway
         (dict(train_tp=2, train_recompute="selective"), (28 * 158_832 + 926_724) / 2),
+        # the same without sequence parallelism: the two norms of a layer (2 x 4 h = 28,672
+        # bytes) and the final norm (4 h = 14,336) whole on both ranks, the rest over tp 2
+        (
+            dict(train_tp=2, train_recompute="none", train_sequence_parallel=False),
+            28 * (28_672 + (158_832 - 28_672) / 2) + 14_336 + (926_724 - 14_336) / 2,
+        ),
         # FSDP (tp 1, ZeRO-3): the Hugging Face layers and loss
         (dict(train_recompute="none"), 28 * 225_392 + 1_245_188),
         # full recompute: each layer's input (2 h), then the larger of the loss's backward
         # and one rebuilt layer (the loss runs first, then the layers one by one)
         (dict(train_recompute="full"), 28 * 2 * 3584 + max(1_245_188, 225_392)),
+        # full recompute at tp 2 without sequence parallelism: each layer's input whole
+        (
+            dict(train_tp=2, train_recompute="full", train_sequence_parallel=False),
+            28 * 2 * 3584 + max(14_336 + (926_724 - 14_336) / 2, 28_672 + (158_832 - 28_672) / 2),
+        ),
     ],
 )
 def test_activations_by_hand(layout: dict[str, object], per_token: float) -> None:
@@ -460,3 +471,26 @@ def test_sequence_parallelism_divides_dense_activations_by_tp(
         return float(activation_bytes(fig, layout, np.array([tokens]), np.array([1.0]))[0])
 
     assert bytes_(2 * tp) == pytest.approx(bytes_(tp) / 2, rel=1e-12)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(arch=st.sampled_from(["dense", "llama"]), tp=st.sampled_from([1, 2, 4, 8]),
+       recompute=st.sampled_from(["none", "selective", "full"]),
+       hf=st.booleans(), tokens=st.floats(1024.0, 65536.0))  # fmt: skip
+def test_without_sequence_parallelism_activations_only_grow(
+    arch: str, tp: int, recompute: str, hf: bool, tokens: float
+) -> None:
+    """Turning sequence parallelism off keeps the norms whole on each tensor rank: never
+    fewer bytes, and the same at tp 1, where there is nothing to split."""
+    fig = ModelFigures.of(ARCHS[arch])
+
+    def bytes_(sp: bool) -> float:
+        layout = train_layout(train_gpus=8, rollout_gpus=8, train_tp=1 if hf else tp,
+                              train_zero=3 if hf else 1, train_recompute=recompute,
+                              train_sequence_parallel=sp)  # fmt: skip
+        return float(activation_bytes(fig, layout, np.array([tokens]), np.array([1.0]))[0])
+
+    if hf or tp == 1:
+        assert bytes_(False) == bytes_(True)
+    else:
+        assert bytes_(False) > bytes_(True)

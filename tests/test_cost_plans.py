@@ -100,7 +100,7 @@ def test_from_plans_fills_neutral_defaults_and_requires_the_rest() -> None:
     assert row["train"] == {"gpus": 16, "tp": 4, "pp": 1, "cp": 1, "dp": 4, "ep": 1, "etp": 4,
                             "zero": 3, "recompute": "selective", "precision": "bf16",
                             "lora_rank": None, "offload": no_offload,
-                            "fp32_gradients": False}  # fmt: skip
+                            "fp32_gradients": False, "sequence_parallel": True}  # fmt: skip
     assert row["pools"] == {"critic": None, "reference": None, "reward": None}
     assert row["prefix_caching"] is True and row["max_staleness"] == 1
     with pytest.raises(PlanError, match=r"train\.zero"):

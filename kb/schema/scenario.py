@@ -479,6 +479,13 @@ class TrainPlan(Strict):
     grad_reduce_in_fp32 (verl sets it, NeMo-RL's recipes do not). Two more bytes per
     parameter wherever gradients are kept whole or ZeRO-2-sharded; ZeRO-3/FSDP's fp32
     gradient shard is already counted. Unset means bf16 gradients. Never searched."""
+    sequence_parallel: bool | None = None
+    """Megatron's sequence parallelism inside the tensor group (Korthikanti et al., arXiv
+    2205.05198): the norms and dropout between the tensor-parallel regions are split over
+    the tp ranks instead of kept whole on each. The same bytes move (a reduce-scatter and an
+    all-gather in place of each all-reduce), so only memory differs. Unset means on wherever
+    tp > 1 (verl's Megatron default; slime passes --sequence-parallel); NeMo-RL's base
+    config leaves it off. Never searched: off only adds memory."""
     offload: Offload | None = None
     """Unset, the search tries none and, where no layout fits without it, phase offload of
     state and frozen models and a CPU optimizer."""

@@ -423,17 +423,6 @@ def scenario_of(
             "source": None,
         }
     )
-    if (f.get("plan.train.tp") or 1) > 1 and f.get("plan.train.sequence_parallel") is False:
-        assumed.append(
-            {
-                "field": "plan.train.sequence_parallel",
-                "value": True,
-                "source": None,
-                "why": "the launch trains with tensor parallelism but no sequence parallelism; "
-                "the estimate assumes it (Korthikanti et al.), so this launch keeps more "
-                "activations per GPU than estimated: turn it on",
-            }
-        )
     train_gpus = f.get("plan.train.gpus")
     colocated = f["plan.placement"] == "colocated"
     engines = f.get("plan.rollout.dp")
@@ -504,6 +493,9 @@ def scenario_of(
         "recompute": f.get("plan.train.recompute"),
         "offload": offload,
     }
+    if (f.get("plan.train.tp") or 1) > 1 and f.get("plan.train.sequence_parallel") is False:
+        # the norms stay whole on every tensor rank: costed as the launch runs
+        train["sequence_parallel"] = False
     rollout = {
         "gpus": rollout_gpus,
         **{d: f.get(f"plan.rollout.{d}") for d in ("tp", "pp", "ep", "attention_dp")},
