@@ -595,6 +595,12 @@ def algorithm_fields(ix: Index, src: str, alg: Algorithm) -> str:
             ("Typical samples per prompt", cell(alg.typical_samples_per_prompt)),
             ("Extra generations per prompt", cell(alg.extra_generations_per_prompt)),
             ("Objectives scored and valued apart", cell(alg.objectives)),
+            (
+                "Completions decoded per state to value it",
+                cell(alg.value_rollouts_per_state)
+                if alg.value_rollouts_per_state
+                else "none: no search from the responses' states",
+            ),
         ]
     )
 
