@@ -469,7 +469,13 @@ def test_review_reproduces_the_engineers_reading(name: str) -> None:
     assert s["cluster"]["gpus_per_node"] == wanted["per_node"]
     assert (plan["placement"], plan["execution"]) == (wanted["placement"], wanted["execution"])
     # the layout an engineer writes down; the memory settings are checked on their own
-    settings = {"offload", "fp32_gradients", *LAUNCH_SETTINGS["train"], *LAUNCH_SETTINGS["rollout"]}
+    settings = {
+        "offload",
+        "fp32_gradients",
+        "sequence_parallel",
+        *LAUNCH_SETTINGS["train"],
+        *LAUNCH_SETTINGS["rollout"],
+    }
     assert {k: v for k, v in plan["rollout"].items() if k not in settings} == wanted["rollout"]
     assert {k: v for k, v in plan["train"].items() if k not in settings} == wanted["train"]
     assert plan["train"]["offload"] == wanted["offload"]
