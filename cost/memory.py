@@ -112,16 +112,27 @@ def frozen_weight_bytes(
     return weight_bytes * _sharded(dense, expert, layout, 3)
 
 
-def zero3_gather_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
-    """The one layer ZeRO-3 gathers at a time: the part of it that is not this rank's shard
-    (its dense weights over the shard group, its experts over the expert shard group).
-    Streamed parameters arrive whole from the host, so the full layer counts."""
+ZERO3_LIVE_LAYERS = 2
+"""Layers whose weights ZeRO-3 holds gathered at once: the one computing and the next, whose
+all-gather is prefetched under that compute (the overlap model_pass assumes when it hides the
+gathers under the compute, as FSDP's forward and backward prefetch run it)."""
+
+
+def zero3_gather_bytes(fig: ModelFigures, layout: TrainLayout, backward: bool) -> FloatArray:
+    """What ZeRO-3 holds unsharded beside the shards: `ZERO3_LIVE_LAYERS` gathered layers, less
+    this rank's own shard of each (dense weights over the shard group, experts over the expert
+    shard group), and in the backward pass the computing layer's whole gradient, which exists
+    unsharded until its reduce-scatter (a mixture's every local expert, routed to or not).
+    Streamed parameters arrive whole from the host, so the full layers count."""
     dense = (fig.dense_params - fig.embedding_params) / fig.layers / layout.tp
     expert = fig.expert_params / max(fig.sparse_layers, 1) / (layout.ep * layout.etp)
     kept_dense = np.where(layout.offload_params, 0.0, 1.0 / layout.shard_group)
     kept_expert = np.where(layout.offload_params, 0.0, 1.0 / layout.expert_shard_group)
     gathered = WEIGHT_BYTES * (dense * (1.0 - kept_dense) + expert * (1.0 - kept_expert))
-    return np.where(layout.zero >= 3, gathered, 0.0)
+    # LoRA's adapter gradients are a rounding error beside a layer's weights.
+    whole = GRADIENT_BYTES * (dense + expert)
+    gradient = np.where(layout.lora, 0.0, whole) if backward else np.zeros_like(whole)
+    return np.where(layout.zero >= 3, ZERO3_LIVE_LAYERS * gathered + gradient, 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,7 +409,8 @@ def training_memory(
     optimizer = sum((s.optimizer * m for s, m in states), zero)
     parked = sum((frozen_weight_bytes(f, layout, b) * m for f, m, b in frozen), zero)
     models = trained + [(f, m) for f, m, _ in frozen]
-    gathered = _largest([zero3_gather_bytes(f, layout) * m for f, m in models], n)
+    gathered = _largest([zero3_gather_bytes(f, layout, True) * m for f, m in trained], n)
+    gathered_forward = _largest([zero3_gather_bytes(f, layout, False) * m for f, m in models], n)
     frozen_in_training = np.where(layout.offload_frozen, 0.0, parked)
     fixed = weights + gradients + optimizer + frozen_in_training + gathered
 
@@ -420,7 +432,7 @@ def training_memory(
     activations = per_token * tokens
     forward = _largest([forward_activation_bytes(f, layout, budget) * m for f, m in models], n)
     kept = np.where(layout.offload_phase, 0.0, gradients + optimizer)
-    assessment = weights + kept + parked + gathered + forward
+    assessment = weights + kept + parked + gathered_forward + forward
     training = fixed + activations
     phase_terms = {
         "weights": weights,
@@ -435,7 +447,7 @@ def training_memory(
         "gradients": np.where(layout.offload_phase, 0.0, gradients),
         "optimizer": np.where(layout.offload_phase, 0.0, optimizer),
         "frozen_models": parked,
-        "zero3_gather": gathered,
+        "zero3_gather": gathered_forward,
         "activations": forward,
     }
     in_training = training >= assessment

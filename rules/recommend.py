@@ -651,6 +651,13 @@ class Recommender:
             if len(mine):
                 fastest[size] = float(by_row[mine[0]])
             keep_mask = np.arange(len(mine)) < (len(mine) if self.exhaustive else SHORTLIST)
+            if pool == "rollout":
+                # The pool is probed as a sync plan, and a constraint on the whole plan may
+                # refuse the fastest engines in another mode (NeMo-RL's vLLM runs experts
+                # wider than its tensor group only with the sync engine): the fastest plain
+                # engine, tensor-parallel alone, every framework runs in every mode, stays.
+                plain = (layouts["pp"][mine] == 1) & (layouts["ep"][mine] <= layouts["tp"][mine])
+                keep_mask[np.flatnonzero(plain)[:1]] = True
             if pool == "train" and r.scenario.cluster.gpus <= FINE_GRID_UP_TO_GPUS:
                 # Weight sync depends on the trainer's tp, pp, cp and ZeRO stage, and when
                 # the rollout is the critical path a slower trainer with a faster sync wins:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rlmguide.cost import Needs, evaluate
 from rlmguide.cost.architecture import ModelFigures
 from rlmguide.cost.batch import Batch
@@ -162,6 +164,37 @@ def test_zero3_adds_all_gathers_that_hide_under_compute() -> None:
     zero3 = evaluate(H100, QWEN25_7B, workload(), one_plan(train_zero=3, train_recompute="full"))
     assert zero3.stages["training"].link_bytes[0] > zero0.stages["training"].link_bytes[0]
     assert zero3.stages["training"].bound[0] == 0  # compute
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(
+    budget=st.sampled_from([8192, 16384, 32768]),
+    moe=st.booleans(),
+    gpus=st.sampled_from([8, 16]),
+)
+def test_zero3_traffic_grows_with_the_micro_batches_and_zero1_does_not(
+    budget: int, moe: bool, gpus: int
+) -> None:
+    """ZeRO-3 gathers every weight (every local expert) per micro-batch, twice, and
+    reduce-scatters its gradients: its traffic is affine in the micro-batch count, each
+    micro-batch adding the same. ZeRO-1 reduces gradients once per optimizer step, and token
+    traffic (expert dispatch) follows the tokens: neither depends on how they are cut."""
+    arch = QWEN3_30B_A3B if moe else QWEN25_7B
+    # 512 sequences of 2,048 tokens, one optimizer step: 64 or 32 per rank, so a budget of
+    # 8,192 or more tokens halves twice into exactly twice and four times the micro-batches
+    wl = workload(prompts_per_step=64, samples_per_prompt=8, response_tokens=1024,
+                  max_response_tokens=1024, minibatches_per_step=1)  # fmt: skip
+    sent = {}
+    for zero in (1, 3):
+        for tokens in (budget, budget // 2, budget // 4):
+            plan = one_plan(train_gpus=gpus, rollout_gpus=gpus, train_zero=zero,
+                            train_micro_tokens=tokens, train_ep=2 if moe else 1)  # fmt: skip
+            sent[zero, tokens] = evaluate(H100, arch, wl, plan).stages["training"].link_bytes[0]
+    first = sent[3, budget // 2] - sent[3, budget]  # m more micro-batches
+    second = sent[3, budget // 4] - sent[3, budget // 2]  # 2m more
+    assert first > 0
+    assert second == pytest.approx(2 * first, rel=1e-9)
+    assert sent[1, budget // 4] == pytest.approx(sent[1, budget], rel=1e-9)
 
 
 def test_narrow_experts_lose_more_of_the_dense_rate_by_hand() -> None:

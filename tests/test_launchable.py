@@ -334,3 +334,17 @@ def test_every_deployment_has_a_launchable_top_plan(deployment_id: str) -> None:
     free = scenario.model_copy(update={"plan": type(scenario.plan)()})
     plan = search(free)["plans"][0]
     assert plan["launchable_by"], deployment_id
+
+
+def test_a_mode_that_refuses_the_fastest_engines_still_finds_a_plain_one() -> None:
+    """A disaggregated pool's layouts are shortlisted on a sync probe; NeMo-RL's vLLM runs
+    experts wider than its tensor group only with the sync engine, so for its asynchronous
+    GRPO the shortlist must keep a plain tensor-parallel engine (the published Qwen3-235B
+    one-step-off run: 128 generation and 128 training GPUs)."""
+    d = CATALOG.of("deployment")["nemo-rl-qwen3-235b-a22b-grpo-async-1off-256xh100"]
+    plan = d.scenario.plan
+    own = plan.model_copy(update={"rollout": type(plan.rollout)(gpus=128),
+                                  "train": type(plan.train)(gpus=128)})  # fmt: skip
+    top = search(d.scenario.model_copy(update={"plan": own}), only="nemo-rl")["plans"][0]
+    assert (top["placement"], top["execution"]) == ("disaggregated", "async")
+    assert top["rollout"]["gpus"] == 128 and top["rollout"]["ep"] <= top["rollout"]["tp"]

@@ -200,6 +200,60 @@ def test_nemo_rl_dtensor_refuses_context_parallelism_beside_tensor_parallelism()
         _export(_scenario(plan), "nemo-rl")
 
 
+def test_nemo_rl_dtensor_expert_parallelism_reshards_after_forward_as_costed() -> None:
+    plan = {"placement": "colocated", "execution": "sync",
+            "train": {"tp": 1, "cp": 1, "ep": 8, "zero": 3, "recompute": "full"}}  # fmt: skip
+    done = _export(_scenario(plan, "qwen3-30b-a3b"), "nemo-rl")
+    written = {a.key: a.value for a in done.arguments}
+    assert written["+policy.dtensor_cfg.expert_parallel_size"] == 8
+    assert written["+policy.dtensor_cfg.moe_parallelizer.reshard_after_forward"] is True
+    dense = _export(_scenario({**plan, "train": {**plan["train"], "ep": 1}}, "qwen3-30b-a3b"),
+                    "nemo-rl")  # fmt: skip
+    assert not any("moe_parallelizer" in a.key for a in dense.arguments)
+
+
+@pytest.mark.parametrize(
+    ("nodes", "train", "refused_by"),
+    [
+        # Automodel's MoE parallelizer asserts a tensor mesh of 1
+        (8, {"tp": 2, "ep": 8}, "nemo-rl-dtensor-expert-parallel-without-tensor-parallel"),
+        # (EP not dividing the experts is refused for every framework by rule ep-divides-experts)
+    ],
+)
+def test_nemo_rl_dtensor_refuses_expert_layouts_automodel_asserts(
+    nodes: int, train: dict[str, int], refused_by: str
+) -> None:
+    plan = {"placement": "colocated", "execution": "sync",
+            "train": {"cp": 1, "zero": 3, "recompute": "full", **train}}  # fmt: skip
+    data = _scenario(plan, "qwen3-30b-a3b")
+    data["cluster"]["nodes"] = nodes
+    with pytest.raises(NotExpressible, match=refused_by):
+        _export(data, "nemo-rl")
+
+
+def test_nemo_rl_dtensor_expert_conditions_by_hand() -> None:
+    from rlmguide.rules.expr import Condition
+    from rlmguide.rules.facts import FACTS
+
+    catalog, _ = _catalogs()
+    records = catalog.of("constraint")
+
+    def holds(record_id: str, **facts: int) -> bool:
+        env = {("model." if k == "experts" else "plan.train.") + k: v for k, v in facts.items()}
+        return bool(Condition(records[record_id].condition, FACTS).evaluate(env))
+
+    # Automodel: EP divides dp x cp x tp (the non-pipeline ranks): 16 x 2 x 1 = 32 takes 8, not 12
+    ranks = "nemo-rl-dtensor-expert-parallel-divides-ranks"
+    assert holds(ranks, dp=16, cp=2, tp=1, ep=8)
+    assert not holds(ranks, dp=16, cp=2, tp=1, ep=12)
+    # the MoE parallelizer: no tensor mesh, whole experts, EP dividing the routed experts (128)
+    alone = "nemo-rl-dtensor-expert-parallel-without-tensor-parallel"
+    assert holds(alone, tp=2, etp=2, ep=1, experts=128)
+    assert holds(alone, tp=1, etp=1, ep=8, experts=128)
+    assert not holds(alone, tp=2, etp=1, ep=8, experts=128)
+    assert not holds(alone, tp=1, etp=1, ep=3, experts=128)
+
+
 def test_slime_writes_the_run_length_it_asserts(tmp_path: Path) -> None:
     plan = {"placement": "colocated", "execution": "sync"}
     words = {a.key: a.value for a in _export(_scenario(plan), "slime").arguments}
