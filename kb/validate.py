@@ -175,11 +175,23 @@ def check_deployments(c: Checker) -> None:
 
 def check_constraints(c: Checker) -> None:
     """References only: the conditions are checked by the guideline engine that runs them."""
+    mappings = c.catalog.of("mapping")
     for constraint in c.catalog.of("constraint").values():
         assert isinstance(constraint, Constraint)
         c.ref(constraint, "source", "source", constraint.source)
         c.ref(constraint, "framework", "framework", constraint.framework)
         c.ref(constraint, "component", "component", constraint.component)
+        for i, version in enumerate(constraint.versions):
+            c.ref(constraint, f"versions[{i}]", "mapping", version)
+            owner = getattr(mappings.get(version), "framework", constraint.framework)
+            if owner != constraint.framework:
+                c.report(
+                    constraint,
+                    f"versions[{i}]",
+                    f"mapping {version!r} is {owner}'s, not "
+                    f"{constraint.framework or 'a framework'}'s: a version scope names the "
+                    "constraint's own framework's mappings",
+                )
     for component in c.catalog.of("component").values():
         assert isinstance(component, Component)
         c.ref(component, "extends", "component", component.extends)

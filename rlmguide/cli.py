@@ -416,6 +416,8 @@ def show(record_id: str, kind: str | None, fmt: str) -> None:
             ]
         click.echo(dumps(document))
         return
+    if found_kind == "constraint" and not fields.get("versions"):
+        fields["versions"] = "every version (no scope)"
     pairs = [(k, v) for k, v in fields.items() if v is not None]
     print_rows(["field", "value"], pairs, fmt, title=f"{found_kind} {record_id}")
     if claims:

@@ -284,10 +284,13 @@ def supports(
     components: Mapping[str, str],
     algorithm: str,
     online: bool = True,
+    versions: Mapping[str, str] | None = None,
 ) -> list[Support]:
     """The frameworks that claim the algorithm, each with its pairs and constraints.
     `components` maps a component id to its role; an `online` algorithm samples, so it needs
-    a rollout engine."""
+    a rollout engine. `versions` names, per framework, the mapping whose version is judged:
+    a constraint scoped to other versions does not bind it (none named: every one does)."""
+    versions = versions or {}
     by_framework: dict[str | None, list[CompiledConstraint]] = {}
     for c in constraints:
         by_framework.setdefault(c.record.framework, []).append(c)
@@ -316,6 +319,8 @@ def supports(
             pairs = tuple(itertools.product(backends or [None], engines or [None]))
         # A component's own refusals bind every framework that runs on it.
         inherited = [c for c in of_components if c.record.component in claimed]
-        own = tuple(by_framework.get(fw.id, [])) + tuple(inherited)
+        version = versions.get(fw.id)
+        own = tuple(c for c in by_framework.get(fw.id, []) if c.record.in_scope(version))
+        own += tuple(inherited)
         found.append(Support(fw, claimed, refused, pairs, own))
     return found

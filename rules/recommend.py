@@ -119,6 +119,9 @@ class Judges:
     """Frameworks that keep the frozen models' weights on the host and load them for the
     assessment whatever the launch says (their mapping's `implied` offload_frozen: NeMo-RL,
     slime, SkyRL)."""
+    versions: Mapping[str, str] = field(default_factory=dict)
+    """Per framework with a mapping, its newest mapping's id: the version whose constraint
+    records (their `versions` scope) the planner judges its plans by."""
 
 
 def judges_of(catalog: Catalog) -> Judges:
@@ -147,6 +150,7 @@ def judges_of(catalog: Catalog) -> Judges:
             for f, m in newest.items()
             if "plan.train.offload_frozen" in m.implied_facts()  # type: ignore[attr-defined]
         ),
+        {f: m.id for f, m in newest.items()},
     )
 
 
@@ -171,8 +175,11 @@ def recommender_for(
     framework's plans (`only`) run at its engines' default concurrency where its newest
     mapping writes none, unless `engine_max_seqs` says otherwise (export's older mapping),
     and with the gradient buffers its Megatron backend keeps (`fp32_gradients`) and the
-    frozen models where it keeps them (`frozen_on_host`)."""
+    frozen models where it keeps them (`frozen_on_host`). Each framework's constraint records
+    are those in scope for its newest mapping, or for the mapping `versions` names for it
+    (export's and review's mapping)."""
     j = judges or judges_of(catalog)
+    options["versions"] = {**j.versions, **(options.get("versions") or {})}
     if options.get("only") is not None and "engine_max_seqs" not in options:
         options["engine_max_seqs"] = j.engine_max_seqs.get(options["only"])
     if options.get("only") is not None and "fp32_gradients" not in options:
@@ -363,6 +370,7 @@ class Recommender:
         engine_max_seqs: int | None = None,
         fp32_gradients: bool = False,
         frozen_on_host: bool = False,
+        versions: Mapping[str, str] | None = None,
     ) -> None:
         """`frameworks` with their `constraints` decide which plans can run (none given: every
         plan is judged on physics alone, as calibration does). Plans are ranked when a
@@ -379,7 +387,8 @@ class Recommender:
         at its engine's default.
         `fp32_gradients` costs gradient buffers in fp32 where the scenario does not say;
         `frozen_on_host` parks the frozen models (reference, reward model) in every plan, as
-        a framework that always does so runs them."""
+        a framework that always does so runs them. `versions` names per framework the mapping
+        whose version its constraint records are judged at (rules.frameworks.supports)."""
         self.resolved = resolved
         self.enforce_memory = enforce_memory
         self.held_out = held_out
@@ -405,6 +414,7 @@ class Recommender:
             components or {},
             resolved.algorithm.id,
             resolved.algorithm.online,
+            versions,
         )
         self.labels = every
         """The frameworks that label a plan (`frameworks`, `launchable_by`, `also_claimed_by`)."""

@@ -760,6 +760,12 @@ class Constraint(Record, Dated):
     """Where in the file (for example `L210-L218`, or the function name)."""
     commit: Commit
     url: Url
+    versions: list[Slug] = []
+    """The framework's mappings (kb/records/mappings ids) whose pinned code this refusal was
+    read at or checked against: it binds launches of those versions only (`export` and
+    `review` judge a launch by its mapping's version, the planner by the framework's newest
+    mapping). Empty: every version, as for a refusal read at one commit and not yet checked
+    against another."""
     checks: Literal["plan", "launch"] = "plan"
     """`plan`: a refusal the planner respects (its condition reads plan and scenario facts).
     `launch`: a start-up check on the values a launch writes, its condition reading the
@@ -769,6 +775,11 @@ class Constraint(Record, Dated):
 
     def cited_sources(self) -> list[str]:
         return [self.source]
+
+    def in_scope(self, mapping: str | None) -> bool:
+        """Whether the refusal binds a run of the framework at the version of mapping id
+        `mapping` (None: no version is known, and every record binds)."""
+        return mapping is None or not self.versions or mapping in self.versions
 
     @model_validator(mode="after")
     def _bound_to_something(self) -> Constraint:

@@ -222,7 +222,7 @@ def _write(
     # launches cannot give stays even), whatever the plan implied
     unsaid = {k: v for k, v in ABSENT.items() if k not in {a.fact for a in arguments}}
     checks, _ = compile_checks(catalog)
-    if failed := tripped(binding(checks, framework, backend, engine), facts | unsaid | written):
+    if failed := tripped(binding(checks, mapping, backend, engine), facts | unsaid | written):
         raise NotExpressible(
             f"{mapping.id} would stop at start-up: " + "; ".join(refusal(r) for r in failed)
         )

@@ -114,6 +114,7 @@ def find_plan(
             engine_max_seqs=mapping.engine_max_seqs,
             fp32_gradients=mapping.fp32_gradients,
             frozen_on_host="plan.train.offload_frozen" in mapping.implied_facts(),
+            versions={framework: mapping.id},
         )
         if not launchable:
             known = ", ".join(f"{e} {p}" for e, p in launches)

@@ -365,17 +365,19 @@ def compile_checks(catalog: Catalog) -> tuple[list[CompiledConstraint], list[Pro
 
 def binding(
     checks: Iterable[CompiledConstraint],
-    framework: str,
+    mapping: MappingRecord,
     backend: str | None,
     engine: str | None,
 ) -> list[CompiledConstraint]:
-    """The checks that bind a run of `framework` on (backend, engine)."""
+    """The checks that bind a run of the mapping's framework, at its version, on (backend,
+    engine)."""
     return [
         c
         for c in checks
-        if c.record.framework in (None, framework)
+        if c.record.framework in (None, mapping.framework)
         and c.record.component in (None, backend, engine)
         and (c.record.framework is not None or c.record.component is not None)
+        and c.record.in_scope(mapping.id)
     ]
 
 

@@ -122,7 +122,13 @@ def review(
     def estimate(changed: dict[str, Any], keep: bool = False) -> dict[str, Any]:
         scenario = parse_scenario(changed, str(path))
         filled, chosen = fill_plan_defaults(resolve(scenario, catalog.records))
-        one = recommender_for(filled, catalog, enforce_memory=False, filter_frameworks=False)
+        one = recommender_for(
+            filled,
+            catalog,
+            enforce_memory=False,
+            filter_frameworks=False,
+            versions={reading.mapping.framework: reading.mapping.id},
+        )
         (plan,) = recommend(one, 1)["plans"]
         if keep:
             facts.update(one.row_facts(one.ranked_rows[0]))

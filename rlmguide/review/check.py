@@ -47,7 +47,7 @@ def launch_problems(done: Exported, catalog: Catalog) -> list[str]:
     read = typed(read_back(done))
     facts = {**ABSENT, **plan_facts, **derived(plan), **read}
     records = compile_checks(catalog)[0] + compile_constraints(catalog)[0]
-    mine = binding(records, done.framework, done.backend, done.engine)
+    mine = binding(records, done.mapping, done.backend, done.engine)
     problems = [f"trips {r.id}" for r in tripped(mine, facts)]
     hbm = float(plan_facts["cluster.memory_gib"])
     wanted = engine_fraction(plan, hbm, done.engine or "")

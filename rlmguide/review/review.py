@@ -736,7 +736,7 @@ def startup_checks(
     checks = compile_checks(catalog)[0] + compile_constraints(catalog)[0]
     own = typed(reading.facts)
     facts = {**ABSENT, **{k: v for k, v in plan_facts.items() if v is not None}, **own}
-    mine = binding(checks, reading.mapping.framework, reading.backend, reading.engine)
+    mine = binding(checks, reading.mapping, reading.backend, reading.engine)
     return [
         {
             "constraint": r.id,

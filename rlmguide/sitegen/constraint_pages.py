@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from rlmguide.kb.schema import Constraint
 from rlmguide.sitegen.mdtext import anchor, cell, document, esc, fields, html_code, table
-from rlmguide.sitegen.pages import Index, Pages, index_of, page_of, record_pages, sources_section
+from rlmguide.sitegen.pages import (
+    Index,
+    Pages,
+    index_of,
+    page_of,
+    record_pages,
+    sources_section,
+    versions_of,
+)
 
 
 def framework_of(ix: Index, src: str, c: Constraint) -> str:
@@ -33,6 +41,7 @@ def constraint_page(ix: Index, c: Constraint) -> str:
                 ("Applies when", html_code(c.applies)),
                 ("A plan must satisfy", html_code(c.condition)),
                 ("Code", code_link(c)),
+                ("Versions", versions_of(ix, src, c)),
                 ("Read on", cell(c.checked)),
                 ("Commit date", cell(c.as_of)),
             ]
@@ -50,10 +59,11 @@ def constraints_table(ix: Index, src: str, records: list[Constraint]) -> str:
             ix.record_link(src, "component", c.component) if c.component else "all",
             html_code(c.condition),
             code_link(c),
+            versions_of(ix, src, c),
         ]
         for c in records
     ]
-    return table(["Constraint", "Binds", "A plan must satisfy", "Code"], rows)
+    return table(["Constraint", "Binds", "A plan must satisfy", "Code", "Versions"], rows)
 
 
 def constraints_index(ix: Index) -> str:
@@ -73,7 +83,9 @@ def constraints_index(ix: Index) -> str:
         "# Framework constraints",
         "What each framework's code refuses, read at a pinned commit with the lines cited. "
         "The planner offers a plan only where some framework's claims and constraints allow "
-        "it, and names those frameworks.",
+        "it, and names those frameworks. A constraint scoped to versions (the mappings whose "
+        "code it was read at or checked against) binds launches of those versions only; the "
+        "planner judges a framework at its newest mapping.",
         *(sections or ["No constraint is recorded yet."]),
     )
 

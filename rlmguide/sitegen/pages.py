@@ -28,6 +28,7 @@ from rlmguide.kb.schema import (
     Architecture,
     Claim,
     Component,
+    Constraint,
     Framework,
     Model,
     Record,
@@ -415,6 +416,13 @@ def framework_fields(ix: Index, src: str, fw: Framework) -> str:
     )
 
 
+def versions_of(ix: Index, src: str, c: Constraint) -> str:
+    """The versions a constraint binds: links to the mappings it was read at, or every one."""
+    if not c.versions:
+        return "every version"
+    return "at " + ", ".join(ix.record_link(src, "mapping", v) for v in c.versions)
+
+
 def framework_page(ix: Index, fw: Framework) -> str:
     src = page_of("framework", fw.id)
     blocks = [
@@ -445,7 +453,10 @@ def framework_page(ix: Index, fw: Framework) -> str:
         blocks += ["## Published measurements", results_table(ix, src, results)]
     refusals = [c for c in ix.of("constraint") if c.framework == fw.id]
     if refusals:
-        items = (f"{ix.record_link(src, 'constraint', c.id)}: {esc(c.title)}" for c in refusals)
+        items = (
+            f"{ix.record_link(src, 'constraint', c.id)}: {esc(c.title)} ({versions_of(ix, src, c)})"
+            for c in refusals
+        )
         blocks += ["## What its code refuses", bullets(items)]
     mappings = sorted(
         (m for m in ix.of("mapping") if m.framework == fw.id),
