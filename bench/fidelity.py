@@ -5,8 +5,10 @@ the default constants and then leave-one-source-out over a grid of the fitted co
 cases of one publication are predicted with the grid point that fits all the other
 publications best (rules.fidelity.leave_group_out), which is the reported figure; grouped by
 framework instead, the same question for a framework the fit never saw. The benchmark prints
-every case, the figures per source, execution mode and framework, and every published
-ordering (A faster than B in one source) with whether the prediction keeps it.
+every case, the figures per source, execution mode and framework, every published
+ordering (A faster than B in one source) with whether the prediction keeps it, and what the
+constants a framework sets for itself (cost.overheads.OWN_FRAMEWORK_CONSTANTS) change, case by
+case.
 
 Run: python bench/fidelity.py [--quick] [--heldout DIR]
   --quick    the default constants only (no grid)
@@ -27,7 +29,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from rlmguide.cost.band import STEP_BAND
-from rlmguide.cost.overheads import DEFAULT_OVERHEADS, FITTED, Overheads
+from rlmguide.cost.overheads import (
+    DEFAULT_OVERHEADS,
+    FITTED,
+    OWN_FRAMEWORK_CONSTANTS,
+    Overheads,
+    for_framework,
+)
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
 from rlmguide.rules.fidelity import (
@@ -38,8 +46,10 @@ from rlmguide.rules.fidelity import (
     median_abs_log_error,
     orderings,
     paired,
+    predict,
 )
 from rlmguide.rules.ranking import TIE_FRACTION
+from rlmguide.rules.scenario import resolve
 
 GRID = {
     "decode_step_seconds": (1e-3, 2e-3, 4e-3, 6e-3),
@@ -89,6 +99,41 @@ def table(rows: list[tuple[Comparison, Comparison | None]]) -> None:
         if h is not None and h.ratio:
             line += f" {h.predicted:>9.1f} {h.ratio:>6.2f}"
         print(line + (f"  ({d.problem})" if d.problem else ""))
+
+
+def report_own_constants(catalog: dict, defaults: list[Comparison]) -> None:
+    """What the constants a framework sets for itself (cost.overheads.OWN_FRAMEWORK_CONSTANTS)
+    do, case by case at the default constants: the prediction with them and without."""
+    owners = {f for table in OWN_FRAMEWORK_CONSTANTS.values() for f in table}
+    print("\nframeworks' own constants (default constants; the cases they change, predicted")
+    print("with them and without):")
+    with_own, without = [], []
+    for c in defaults:
+        r = c.result
+        if r.framework not in owners or not c.ratio:
+            continue
+        accelerator = resolve(r.scenario, catalog).accelerator
+        own = for_framework(DEFAULT_OVERHEADS, r.framework, accelerator.memory_gib, "")
+        changed = ", ".join(
+            f"{name} {getattr(own, name) / 2**30:.2f} GiB"
+            if name.endswith("_bytes")
+            else f"{name} {getattr(own, name):g}"
+            for name in OWN_FRAMEWORK_CONSTANTS
+            if getattr(own, name) != getattr(DEFAULT_OVERHEADS, name)
+        )
+        plain = predict(r, catalog, own_constants=False)
+        with_own.append(c)
+        without.append(plain)
+        if plain.predicted == c.predicted:
+            continue
+        print(
+            f"  {r.id:<56} {r.value:>8.1f}  with {c.predicted:>7.1f} ({c.ratio:.2f})  "
+            f"without {plain.predicted:>7.1f} ({plain.ratio:.2f})  {changed}"
+        )
+    same = sum(a.predicted == b.predicted for a, b in zip(with_own, without, strict=True))
+    print(f"  ({same} other cases of these frameworks predicted alike either way)")
+    print(f"  with them:    {figure(results_only(with_own))}")
+    print(f"  without them: {figure(results_only(without))}")
 
 
 def grid_points() -> list[Overheads]:
@@ -175,6 +220,7 @@ def main() -> None:
     deployments = [c for c in defaults if c.result.kind != "result"]
     print(f"default constants, deployments:    {figure(deployments)}")
     report_orderings(defaults, "default constants")
+    report_own_constants(catalog.records, defaults)
     pairs = paired(defaults)
     print(
         "\npairs of one model on one cluster in one source record "

@@ -122,17 +122,27 @@ def cases(catalog: dict[str, dict[str, Record]]) -> list[Case]:
 
 
 def predict(
-    result: Case, catalog: dict[str, dict[str, Record]], overheads: Overheads = DEFAULT_OVERHEADS
+    result: Case,
+    catalog: dict[str, dict[str, Record]],
+    overheads: Overheads = DEFAULT_OVERHEADS,
+    *,
+    own_constants: bool = True,
 ) -> Comparison:
+    """The fastest plan's figure for the case's metric. With `own_constants` the constants the
+    framework that ran it sets for itself apply (cost.overheads.for_framework: read from its
+    code, not fitted); the physics is every plan's alike otherwise."""
     try:
         resolved = resolve(result.scenario, catalog)
         if result.complete:
             resolved, _ = fill_plan_defaults(resolved)
-        # The constants the framework that ran it sets for itself (read from its code, not
-        # fitted), the physics of every plan alike otherwise.
-        own = for_framework(
-            overheads, result.framework, resolved.accelerator.memory_gib, resolved.accelerator_id
-        )
+        own = overheads
+        if own_constants:
+            own = for_framework(
+                overheads,
+                result.framework,
+                resolved.accelerator.memory_gib,
+                resolved.accelerator_id,
+            )
         recommender = Recommender(resolved, [], [], enforce_memory=False, overheads=own)
         # The fastest candidate, not the ranking's pick: a tie broken toward the simpler plan
         # is a recommendation, while the prediction is the physics of the fields left open.

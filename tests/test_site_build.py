@@ -84,6 +84,9 @@ def test_calibration_page_shows_read_and_fitted_constants(built_site: BuiltSite)
         assert f"<code>{name}</code>" in html, name
     for source in {s for d in DEFAULTS.values() for s in d.sources}:
         assert f'href="../../sources/{source}/"' in html, source
+    # NeMo RL's own refit buffer: 2% of an 80 GiB GPU, beside the 512 MiB default.
+    assert "<code>weight_broadcast_bucket_bytes</code>" in html
+    assert "1.60 GiB" in html and "0.50 GiB" in html
 
 
 def test_sitemap_lists_every_page_at_the_site_url(built_site: BuiltSite) -> None:

@@ -217,7 +217,7 @@ def _constants_section() -> list[str]:
     """The achieved fractions of peak with their sources, and the constants fitted to the
     table above, so a reader sees which numbers are read and which are tuned."""
     from rlmguide.cost.efficiency import DEFAULTS
-    from rlmguide.cost.overheads import DEFAULT_OVERHEADS, FITTED
+    from rlmguide.cost.overheads import DEFAULT_OVERHEADS, FITTED, OWN_FRAMEWORK_CONSTANTS
 
     lines = [
         "",
@@ -239,8 +239,24 @@ def _constants_section() -> list[str]:
         "| constant | value |",
         "| --- | ---: |",
         *(f"| `{name}` | {getattr(DEFAULT_OVERHEADS, name):g} s |" for name in FITTED),
+        "",
+        "Set by a framework for its own launches, read from its code (the table's published "
+        "runs of that framework, and `recommend --framework`, use them):",
+        "",
+        "| constant | framework | on an 80 GiB GPU | default |",
+        "| --- | --- | ---: | ---: |",
     ]
+    for name, own in OWN_FRAMEWORK_CONSTANTS.items():
+        for framework, value in own.items():
+            lines.append(
+                f"| `{name}` | {framework} | {_shown(name, value(80.0, ''))} | "
+                f"{_shown(name, getattr(DEFAULT_OVERHEADS, name))} |"
+            )
     return lines
+
+
+def _shown(name: str, value: float) -> str:
+    return f"{value / 2**30:.2f} GiB" if name.endswith("_bytes") else f"{value:g}"
 
 
 def recommendation_page(catalog: Catalog, sizing: dict[str, Any] | None) -> str:
