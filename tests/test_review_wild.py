@@ -588,10 +588,6 @@ NOT_YET: dict[str, str] = {
         "grpo: the AReaL mapping reads the algorithm only from actor.reward_norm and maps no "
         "critic, so review refuses the file as GRPO with 1 sample per prompt"
     ),
-    "skyrl-a956457/run_rloo.sh": (
-        "offload.frozen: expected the reference parked (use_kl_in_reward builds it, trainer.py "
-        "L653), got no reference: the SkyRL mapping reads the reference from use_kl_loss only"
-    ),
     "areal-4aef98d/run_gsm8k_dapo_dynamic_bs.sh": (
         "algorithm: expected dapo (eps_clip_higher 0.28, overlong penalty, dynamic_bs), got "
         "grpo: the AReaL mapping's only algorithm key is actor.reward_norm.mean_level (group: "

@@ -347,7 +347,11 @@ def read_launch(
     facts["plan.execution"], facts["plan.placement"] = launch.execution, launch.placement
     for c in compiled:
         if c not in first and c not in early and _applies(c, facts):
-            state.entry(c.entry)
+            # a switch conditioned on its own fact is one more key that can turn it on (SkyRL's
+            # KL in the reward loads the reference where the KL loss is off)
+            state.entry(
+                c.entry, either=c.entry.transform == "flag" and c.entry.fact in c.when.names
+            )
     fixed = {f.lstrip("-+").partition("=")[0] for f in (*mapping.fixed, *launch.fixed)}
     for k in config:
         if k in fixed:
