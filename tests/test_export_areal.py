@@ -1,9 +1,9 @@
-"""Export to AReaL (Hydra overrides over examples/math/gsm8k_grpo.yaml, merged over the
-GRPOConfig dataclasses), at v2.0.0 (fee938e, the default) and v1.0.4-17 (4aef98d).
+"""Export to AReaL (Hydra overrides over examples/math/gsm8k_grpo.yaml, or gsm8k_ppo.yaml for PPO,
+merged over the GRPOConfig dataclasses), at v2.0.0 (fee938e, the default) and v1.0.4-17 (4aef98d).
 
 The oracles are AReaL's own: the config dataclasses, extracted key by key into
 tests/fixtures/frameworks/areal-<commit>-config-keys.tsv (every key written must be declared
-there with a value of its type), and the base config (a copy at the same commit): Hydra's struct
+there with a value of its type), and the base configs (copies at the same commit): Hydra's struct
 mode overrides a key the YAML holds plainly and any other only with `+`."""
 
 from __future__ import annotations
@@ -68,16 +68,16 @@ def declared(mapping: str = MAPPING) -> dict[str, tuple[str, str]]:
 
 
 @cache
-def base(mapping: str = MAPPING) -> dict[str, Any]:
-    """The base config's leaves, dotted."""
-    path = FIXTURES / f"areal-{VERSIONS[mapping]}-gsm8k_grpo.yaml"
+def base(mapping: str = MAPPING, config: str = "gsm8k_grpo") -> dict[str, Any]:
+    """A base config's leaves, dotted."""
+    path = FIXTURES / f"areal-{VERSIONS[mapping]}-{config}.yaml"
     return flatten(yaml.safe_load(path.read_text()))
 
 
-def in_base(key: str, mapping: str = MAPPING) -> bool:
+def in_base(key: str, mapping: str = MAPPING, config: str = "gsm8k_grpo") -> bool:
     """Whether Hydra finds the key in the base config: a leaf of it, or under a mapping the
     YAML gives (a null section takes no child)."""
-    return key in base(mapping)
+    return key in base(mapping, config)
 
 
 def of_type(value: Any, annotation: str) -> bool:
@@ -104,7 +104,6 @@ def _cases() -> list[Any]:
 
 
 REFUSED = {
-    "areal-qwen2.5-1.5b-gsm8k-async-ppo-critic-megatron-8xh800": "workload.algorithm = ppo",
     "dpo-qwen2.5-7b-8xh100": "has no entry point for sync execution on colocated placement",
     "grpo-deepseek-v3-4096xh800": "has no key for plan.rollout.ep",
     "grpo-qwen2.5-7b-llm-judge-16xh100": "has no entry point for sync colocated",
@@ -112,9 +111,8 @@ REFUSED = {
     "ppo-llama-3.1-70b-1024xh100": "has no key for workload.reward_model",
     "ppo-qwen2.5-7b-shared-critic-fused-16xh100": "does not claim shared-actor-critic",
 }
-"""The cases export refuses for AReaL, each with what its one-line error names (the critic
-of AReaL's PPO is not mapped: see the mapping's notes): a refusal not listed here, or a
-listed case that now exports, fails the tests."""
+"""The cases export refuses for AReaL, each with what its one-line error names: a refusal not
+listed here, or a listed case that now exports, fails the tests."""
 
 
 def _exported(case: tuple[str, str], version: str | None = None) -> Exported | None:
@@ -147,12 +145,16 @@ def test_every_key_is_areals_and_plus_marks_what_the_base_config_lacks(
     assert done.mapping.id == version
     keys = declared(version)
     given = words(done)
-    assert given[0] == "--config=examples/math/gsm8k_grpo.yaml"
+    # PPO composes AReaL's PPO example config (its critic section), the rest the GRPO one
+    algorithm = done.found.recommender.resolved.scenario.workload.algorithm
+    config = "gsm8k_ppo" if algorithm == "ppo" else "gsm8k_grpo"
+    assert given[0] == f"--config=examples/math/{config}.yaml"
     for word in given[1:]:
         key, _, _ = word.partition("=")
         plain = key.lstrip("+")
         assert plain in keys, f"{plain} is not a key of GRPOConfig"
-        assert key.startswith("+") is not in_base(plain, version), f"{key}: Hydra's struct mode"
+        held = in_base(plain, version, config)
+        assert key.startswith("+") is not held, f"{key}: Hydra's struct mode"
     for key, value in hydra_config(given[1:]).items():
         if isinstance(value, str) and "${" in value:
             continue  # the user's inputs
@@ -274,7 +276,49 @@ def test_launches_areal_has_no_entry_point_for_are_refused(
     assert reason in done.output
 
 
-def test_ppo_has_no_value_in_the_grpo_config() -> None:
+@pytest.mark.parametrize("version", VERSIONS)
+def test_ppo_launches_areals_ppo_config_with_its_critic_on_the_actors_gpus(version: str) -> None:
+    """examples/math/gsm8k_ppo_megatron.yaml at 4aef98d, as its deployment record reads it: the
+    PPO config's critic section (is_critic, the actor's allocation, colocated with the actor),
+    no group reward normalisation; the critic recomputes and shards as the actor does."""
     record = "areal-qwen2.5-1.5b-gsm8k-async-ppo-critic-megatron-8xh800"
-    with pytest.raises(NotExpressible, match=r"actor\.reward_norm\.mean_level has no value"):
-        export_of(DEPLOYMENTS[record].scenario)
+    done = export_of(DEPLOYMENTS[record].scenario, version)
+    given = words(done)
+    assert given[0] == "--config=examples/math/gsm8k_ppo.yaml"
+    args = hydra_config(given[1:])
+    expected = {
+        "actor.backend": "megatron:d4p1t1",
+        "rollout.backend": "sglang:d4p1t1",
+        "critic.is_critic": True,
+        "critic.scheduling_strategy.type": "colocation",
+        "critic.scheduling_strategy.target": "actor",
+        "critic.gradient_checkpointing": True,
+        "critic.megatron.ddp.use_distributed_optimizer": True,
+        "gconfig.n_samples": 1,
+    }
+    assert {k: args.get(k) for k in expected} == expected
+    assert "actor.reward_norm.mean_level" not in args
+    # the PPO config's critic follows the actor's allocation by interpolation
+    assert base(version, "gsm8k_ppo")["critic.backend"] == "${actor.backend}"
+
+
+def test_dapo_writes_the_dapo_examples_switches_over_the_grpo_config() -> None:
+    """examples/math/gsm8k_dapo_dynamic_bs.yaml's settings: clip-higher 0.28, the overlong penalty
+    at factor 1.0 over the last fifth of the response limit, dynamic batch size; none of them
+    is in the GRPO config, so each takes Hydra's `+`."""
+    scenario = parse_scenario(read_mapping(SMALL), str(SMALL))
+    workload = scenario.workload.model_copy(update={"algorithm": "dapo"})
+    done = export_of(scenario.model_copy(update={"workload": workload}))
+    given = words(done)
+    assert given[0] == "--config=examples/math/gsm8k_grpo.yaml"
+    args = hydra_config(given[1:])
+    expected = {
+        "actor.reward_norm.mean_level": "group",
+        "actor.eps_clip_higher": 0.28,
+        "actor.overlong_reward_penalty": True,
+        "actor.overlong_tokens": 8192 // 5,
+        "actor.overlong_penalty_factor": 1.0,
+        "dynamic_bs": True,
+    }
+    assert {k: args.get(k) for k in expected} == expected
+    assert {w.partition("=")[0] for w in given if "dynamic_bs" in w} == {"+dynamic_bs"}

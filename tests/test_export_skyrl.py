@@ -255,6 +255,12 @@ def passes_skyrls_checks(args: dict[str, Any], entry_point: str) -> None:
     per_gpu = mini * samples // dp_size
     assert per_gpu > 0, "a mini-batch leaves no sample for a rank (L102-L110)"
     assert (prompts * samples // dp_size) % per_gpu == 0, "per-rank batches (L122-L129)"
+    kl = "trainer.algorithm."
+    in_reward, in_loss = (
+        args.get(kl + "use_kl_in_reward", False),
+        args.get(kl + "use_kl_loss", True),
+    )
+    assert not (in_reward and in_loss), "KL in the reward and in the loss at once (L312-L314)"
     if (ep := args.get(engine + "expert_parallel_size", 1)) > 1:  # L552-L561
         assert dp * tp == ep, f"engine EP {ep} != DP x TP {dp * tp}"
     if "async" in entry_point:  # fully_async_trainer.py L388-L392, async_trainer.py L25
@@ -277,6 +283,7 @@ def test_skyrls_checks_can_fail() -> None:
         ({"generator.inference_engine.num_engines": 2}, "policy GPUs 4 != engine GPUs 2"),
         ({"trainer.policy_mini_batch_size": 300}, "train batch over mini-batch"),
         ({"generator.inference_engine.expert_parallel_size": 4}, "engine EP 4"),
+        ({"trainer.algorithm.use_kl_in_reward": True}, "KL in the reward and in the loss"),
     ):
         with pytest.raises(AssertionError, match=reason):
             passes_skyrls_checks({**args, **change}, entry_point)
@@ -315,6 +322,7 @@ def test_the_30b_megatron_dapo_recipe_by_hand() -> None:
         "generator.sampling_params.max_generate_length": 8192,
         "generator.inference_engine.enforce_eager": True,
         "trainer.algorithm.use_kl_loss": False,
+        "trainer.algorithm.use_kl_in_reward": False,
         "trainer.algorithm.eps_clip_high": 0.28,
         "trainer.algorithm.loss_reduction": "token_mean",
         "trainer.algorithm.dynamic_sampling.type": "filter",

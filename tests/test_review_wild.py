@@ -582,22 +582,7 @@ READINGS: dict[str, dict[str, Any]] = {
         "engine": "vllm",
     },
 }
-NOT_YET: dict[str, str] = {
-    "areal-4aef98d/run_gsm8k_ppo_megatron.sh": (
-        "algorithm: expected ppo (a critic section with is_critic, colocated with the actor), got "
-        "grpo: the AReaL mapping reads the algorithm only from actor.reward_norm and maps no "
-        "critic, so review refuses the file as GRPO with 1 sample per prompt"
-    ),
-    "skyrl-a956457/run_rloo.sh": (
-        "offload.frozen: expected the reference parked (use_kl_in_reward builds it, trainer.py "
-        "L653), got no reference: the SkyRL mapping reads the reference from use_kl_loss only"
-    ),
-    "areal-4aef98d/run_gsm8k_dapo_dynamic_bs.sh": (
-        "algorithm: expected dapo (eps_clip_higher 0.28, overlong penalty, dynamic_bs), got "
-        "grpo: the AReaL mapping's only algorithm key is actor.reward_norm.mean_level (group: "
-        "GRPO) and none of DAPO's switches is mapped"
-    ),
-}
+NOT_YET: dict[str, str] = {}
 """Fixtures review does not read right yet, each with why (strict: one that starts to read
 right fails until it is taken off)."""
 WORKLOAD = ("algorithm", "prompts_per_step", "samples_per_prompt", "prompt_tokens")

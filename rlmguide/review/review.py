@@ -646,7 +646,12 @@ def parse_recipe(
             m
             for m in mappings.values()
             if framework in (None, m.framework)
-            and (m.syntax == "yaml" or any(f.startswith("--config=") for f in m.fixed))
+            and (
+                m.syntax == "yaml"
+                or any(
+                    f.startswith("--config=") for la in m.launches for f in (*m.fixed, *la.fixed)
+                )
+            )
         ),
         key=lambda m: m.committed,
         reverse=True,

@@ -141,8 +141,8 @@ def choose_launch(
 ) -> Launch:
     """The mapping's entry point this launch is: the same command, every fixed option present,
     the execution and placement the keys gave (`read`), the most specific (most fixed options
-    matched, then one whose execution the present keys' conditions name, an overlapped
-    execution before sync)."""
+    matched, then the one whose base config (AReaL's `--config`) the launch names, then one
+    whose execution the present keys' conditions name, an overlapped execution before sync)."""
     read = read or {}
 
     def present(fixed: str) -> bool:
@@ -175,7 +175,12 @@ def choose_launch(
         raise LookupError(f"{mapping.id} has no entry point `{module}` for this launch")
     return max(
         fitting,
-        key=lambda la: (len(la.fixed), f"'{la.execution}'" in named, la.execution != "sync"),
+        key=lambda la: (
+            len(la.fixed),
+            any(present(f) for f in la.fixed if f.startswith("--config=")),
+            f"'{la.execution}'" in named,
+            la.execution != "sync",
+        ),
     )
 
 
@@ -347,7 +352,11 @@ def read_launch(
     facts["plan.execution"], facts["plan.placement"] = launch.execution, launch.placement
     for c in compiled:
         if c not in first and c not in early and _applies(c, facts):
-            state.entry(c.entry)
+            # a switch conditioned on its own fact is one more key that can turn it on (SkyRL's
+            # KL in the reward loads the reference where the KL loss is off)
+            state.entry(
+                c.entry, either=c.entry.transform == "flag" and c.entry.fact in c.when.names
+            )
     fixed = {f.lstrip("-+").partition("=")[0] for f in (*mapping.fixed, *launch.fixed)}
     for k in config:
         if k in fixed:
