@@ -108,6 +108,11 @@ class Overheads:
     `update_weights_bucket_megabytes` and slime's `--update-weight-buffer-size` defaults
     (github-volcengine-verl, github-thudm-slime)."""
 
+    weight_broadcast_bucket_bytes: float = 512.0 * 2**20
+    """Bucket of the network broadcast to rollout engines on other GPUs (disaggregated): the
+    same 512 MiB where a framework sets none of its own (verl's checkpoint engine and slime's
+    `--update-weight-buffer-size`); NeMo RL packs its own (OWN_FRAMEWORK_CONSTANTS)."""
+
     weight_sync_bucket_seconds: float = 40e-3
     """Fixed cost per bucket (gather launch, IPC handle or broadcast set-up, engine
     `load_weights`). A calibration knob, fitted on a grid (10-40 ms) together with
@@ -159,6 +164,31 @@ READ_FROM_ONE_FRAMEWORK: dict[str, tuple[str, Callable[[float, str], float]]] = 
 """Constants read from one framework's defaults: that framework, and the value that holds where it
 sets nothing (a function of the GPU's memory and name). weight_sync_bucket_bytes is read from
 two (verl and slime give 512 MiB alike), so holding one out leaves it standing."""
+
+
+def _nemo_rl_packed_bucket(gpu_gib: float, gpu_name: str) -> float:
+    # NeMo RL's collective refit packs tensors into buffers of 2% of the GPU's memory, at most
+    # 5 GiB (NRL_REFIT_BUFFER_MEMORY_RATIO default 0.02, nemo_rl/utils/packed_tensor.py
+    # get_target_packed_tensor_size at 7ea279ab, github-nvidia-nemo-rl).
+    return min(0.02 * gpu_gib * GIB, 5.0 * GIB)
+
+
+OWN_FRAMEWORK_CONSTANTS: dict[str, dict[str, Callable[[float, str], float]]] = {
+    "weight_broadcast_bucket_bytes": {"nemo-rl": _nemo_rl_packed_bucket},
+}
+"""Constants a framework sets for its own launches in place of the default, by constant and
+framework: a function of the GPU's memory (GiB) and name. Read from the framework's code at
+the commit its mapping pins, never fitted, so they hold in and out of sample."""
+
+
+def for_framework(overheads: Overheads, framework: str, gpu_gib: float, gpu_name: str) -> Overheads:
+    """`overheads` with the constants `framework` sets for itself (OWN_FRAMEWORK_CONSTANTS)."""
+    changes = {
+        name: own[framework](gpu_gib, gpu_name)
+        for name, own in OWN_FRAMEWORK_CONSTANTS.items()
+        if framework in own
+    }
+    return replace(overheads, **changes) if changes else overheads
 
 
 def without_framework(

@@ -7,7 +7,10 @@ model-parallel group (gathering first under ZeRO-3) broadcasts over the network 
 rollout replica: 2 x params bytes per receiving replica, pipelined, so the time is the larger
 of a sender's and a receiver's share at the per-GPU network rate. Either way the weights then
 go into the engine (an HBM copy) bucket by bucket, and each bucket has a fixed cost
-(Overheads.weight_sync_bucket_seconds): the buckets are the depth, the bytes the work.
+(Overheads.weight_sync_bucket_seconds): the buckets are the depth, the bytes the work. The
+buckets are the whole model's, as one rank streams it: a colocated framework's IPC buckets
+(weight_sync_bucket_bytes), or the network broadcast's (weight_broadcast_bucket_bytes, which a
+framework may set for itself: cost.overheads.OWN_FRAMEWORK_CONSTANTS).
 """
 
 from __future__ import annotations
@@ -51,7 +54,12 @@ def weight_sync_stage(
     # Read the gathered tensor, write the engine's copy.
     copy_bytes = shard + np.where(train.lora, shard, held)
     copy_time = copy_bytes / (hw.hbm_bytes_per_s * eff.decode_hbm)
-    buckets = np.ceil(model_bytes / overheads.weight_sync_bucket_bytes)
+    # One sender streams the whole model bucket by bucket either way; across the network it
+    # packs buckets of the framework's own size (Overheads.weight_broadcast_bucket_bytes).
+    bucket_bytes = np.where(
+        colocated, overheads.weight_sync_bucket_bytes, overheads.weight_broadcast_bucket_bytes
+    )
+    buckets = np.ceil(model_bytes / bucket_bytes)
     depth = buckets * overheads.weight_sync_bucket_seconds
 
     # Colocated: gather from the ranks the training layout spreads this shard over.

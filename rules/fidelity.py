@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads, for_framework
 from rlmguide.kb.schema import Deployment, Result, Scenario
 from rlmguide.kb.schema.records import Record
 from rlmguide.rules.recommend import NoFeasiblePlan, Recommender
@@ -128,7 +128,12 @@ def predict(
         resolved = resolve(result.scenario, catalog)
         if result.complete:
             resolved, _ = fill_plan_defaults(resolved)
-        recommender = Recommender(resolved, [], [], enforce_memory=False, overheads=overheads)
+        # The constants the framework that ran it sets for itself (read from its code, not
+        # fitted), the physics of every plan alike otherwise.
+        own = for_framework(
+            overheads, result.framework, resolved.accelerator.memory_gib, resolved.accelerator_id
+        )
+        recommender = Recommender(resolved, [], [], enforce_memory=False, overheads=own)
         # The fastest candidate, not the ranking's pick: a tie broken toward the simpler plan
         # is a recommendation, while the prediction is the physics of the fields left open.
         costs, _ = recommender.run()

@@ -18,7 +18,12 @@ from typing import Any, NamedTuple
 import numpy as np
 from rlmguide.cost.batch import Needs
 from rlmguide.cost.evaluate import CostTable, evaluate
-from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads, without_framework
+from rlmguide.cost.overheads import (
+    DEFAULT_OVERHEADS,
+    Overheads,
+    for_framework,
+    without_framework,
+)
 from rlmguide.cost.plans import (
     CRITICS,
     EXECUTIONS,
@@ -375,8 +380,10 @@ class Recommender:
         are only labelled with them. `held_out` names a framework whose own defaults are not
         used, neither its tie-breaks (`framework_defaults`) nor the cost constants read from it
         (cost.overheads.without_framework): its published launches are then judged out of
-        sample. `engine_max_seqs` caps the sequences an engine runs at once (the cost model's
-        cap otherwise): a framework whose launch cannot set it runs at its engine's default.
+        sample; `only` costs with the constants that framework sets for itself
+        (cost.overheads.for_framework). `engine_max_seqs` caps the sequences an engine runs
+        at once (the cost model's cap otherwise): a framework whose launch cannot set it runs
+        at its engine's default.
         `fp32_gradients` costs gradient buffers in fp32 where the scenario does not say;
         `frozen_on_host` parks the frozen models (reference, reward model) in every plan, as
         a framework that always does so runs them. `versions` names per framework the mapping
@@ -384,6 +391,10 @@ class Recommender:
         self.resolved = resolved
         self.enforce_memory = enforce_memory
         self.held_out = held_out
+        if only is not None:
+            overheads = for_framework(
+                overheads, only, resolved.accelerator.memory_gib, resolved.accelerator_id
+            )
         if held_out is not None:
             overheads = without_framework(
                 overheads, held_out, resolved.accelerator.memory_gib, resolved.accelerator_id

@@ -58,3 +58,33 @@ def test_colocated_zero3_gathers_the_rollout_shard_over_nvlink() -> None:
     assert sync.work_seconds[0] == pytest.approx(gather + 2 * 2 * P / COPY)
     assert sync.link_bytes[0] == pytest.approx(8 * 7 / 8 * 2 * P)
     assert sync.scale_up_seconds[0] == pytest.approx(gather)
+
+
+def test_the_network_broadcast_packs_its_own_buckets() -> None:
+    # NeMo RL's 2%-of-memory buffers on an 80 GiB GPU: 1.6 GiB, so ceil(15.2 GB / 1.6 GiB) = 9
+    # buckets where the default 512 MiB makes 29; the colocated path keeps its own buckets.
+    from dataclasses import replace
+
+    nemo = replace(DEFAULT_OVERHEADS, weight_broadcast_bucket_bytes=0.02 * 80 * 2**30)
+    apart = one_plan(
+        placement="disaggregated", rollout_gpus=16, rollout_tp=2, train_gpus=16, train_zero=1
+    )
+    sync = evaluate(H100, QWEN25_7B, workload(), apart, overheads=nemo).stages["weight_sync"]
+    assert math.ceil(2 * P / (0.02 * 80 * 2**30)) == 9
+    assert sync.depth_seconds[0] == pytest.approx(9 * BUCKET_S)
+    together = evaluate(H100, QWEN25_7B, workload(), one_plan(), overheads=nemo)
+    assert together.stages["weight_sync"].depth_seconds[0] == pytest.approx(BUCKETS * BUCKET_S)
+
+
+def test_a_framework_sets_its_own_broadcast_bucket() -> None:
+    from rlmguide.cost.overheads import for_framework
+
+    gib = 2**30
+    # min(2% of the GPU's memory, 5 GiB): H100 80 GiB, GB200 186 GiB, a 300 GiB GPU (capped).
+    for memory, bucket in ((80.0, 1.6 * gib), (186.0, 3.72 * gib), (300.0, 5.0 * gib)):
+        own = for_framework(DEFAULT_OVERHEADS, "nemo-rl", memory, "any")
+        assert own.weight_broadcast_bucket_bytes == pytest.approx(bucket)
+        assert own.weight_sync_bucket_bytes == DEFAULT_OVERHEADS.weight_sync_bucket_bytes
+    # verl and slime set none of their own beyond the 512 MiB default.
+    for framework in ("verl", "slime", "none"):
+        assert for_framework(DEFAULT_OVERHEADS, framework, 80.0, "any") == DEFAULT_OVERHEADS
