@@ -11,6 +11,8 @@ How a reward is scored on GPUs (`Scoring`):
   step-separator tokens of that one pass (Math-Shepherd, PRIME's implicit PRM), the same cost
   as a reward model; scored prefix by prefix, S steps cost S passes over prompt + the first
   k/S of the response (k = 1..S): S x prompt + response x (S + 1) / 2 tokens per response;
+  when each step's verification waits for the previous verdict (survey Table 2: a process
+  reward is sequential where its verification is), the same passes run one after another;
 - an LLM judge (d-RLAIF): per response and call, a prefill of prompt + response + rubric and
   a decode of the verdict's tokens (`verdict_decode`).
 The reference may be another model than the policy, and fp8 (its matmuls at the fp8 rate).
@@ -33,7 +35,7 @@ from rlmguide.cost.layouts import TrainLayout, TrainLinks
 from rlmguide.cost.memory import WEIGHT_BYTES, default_micro_tokens, model_parallel_params
 from rlmguide.cost.model_pass import flops_per_token, forward_counts
 from rlmguide.cost.overheads import Overheads
-from rlmguide.cost.stage import StageCost, choose, idle_stage
+from rlmguide.cost.stage import StageCost, chain, choose, idle_stage
 from rlmguide.cost.training import micro_batches, pipeline_stage, value_head_stage
 from rlmguide.cost.units import BF16_BYTES
 
@@ -57,6 +59,10 @@ class Scoring:
     """Process reward model: reasoning steps scored per response."""
     per_prefix: bool = False
     """Process reward model: one pass per step prefix instead of one pass per response."""
+    chained: bool = False
+    """Process reward model scoring per prefix: each step's pass waits for the previous
+    step's verdict (a verification that stops or branches on it), so the S passes run one
+    after another, each over every response's prefix, instead of as one batch."""
 
     def forward(self, batch: Batch, responses: float) -> tuple[float, Batch]:
         """The forward passes of the scoring: how many sequences, of which lengths."""
@@ -201,6 +207,13 @@ def reward_stage(
     overheads: Overheads,
 ) -> StageCost:
     """Scoring `responses` responses on one pool: forward passes, then a judge's verdicts."""
+    if scoring.chained:
+        steps = scoring.steps_per_response
+        prefixes = [replace(batch, response_tokens=batch.response_tokens * k / steps) for k in
+                    range(1, steps + 1)]  # fmt: skip
+        return chain(
+            [forward_stage(fig, responses, layout, links, p, hw, eff, overheads) for p in prefixes]
+        )
     sequences, passes = scoring.forward(batch, responses)
     stage = forward_stage(fig, sequences, layout, links, passes, hw, eff, overheads)
     if scoring.kind != "llm-judge" or not scoring.verdict_tokens:
@@ -277,6 +290,7 @@ def assessment_stage(
     scoring: Scoring = ONE_PASS,
     critic_shared: BoolArray | None = None,
     objectives: int = 1,
+    scored_per_response: int = 1,
 ) -> Assessment:
     """The passes run one after another on the training GPUs; a model on its own pool runs
     its pass there, beside the others, and the slowest pool sets the stage's time. With LoRA
@@ -285,7 +299,9 @@ def assessment_stage(
     Where `critic_shared`, the values come from a head on the policy: with old log-probs
     recomputed the actor's pass yields them for the head's FLOPs alone, otherwise the policy's
     forward pass runs for them (survey §4.1, Table 9). With more than one objective each has
-    its value model and its scoring model, run in turn on the same GPUs (`objectives`)."""
+    its value model and its scoring model, run in turn on the same GPUs (`objectives`). The
+    scoring model scores `scored_per_response` sequences per response: the response and the
+    completions a search decoded from its states (cost.step_search)."""
     trained = float(batch.trained_sequences)
 
     def forward(fig: ModelFigures, fp8: bool = False) -> Pass:
@@ -319,7 +335,7 @@ def assessment_stage(
             passes.append(("critic", separate))
     if reward is not None:
         # The reward also scores responses that are generated but not trained on.
-        generated = float(batch.generated_sequences)
+        generated = float(batch.generated_sequences * scored_per_response)
 
         def scored(lay: TrainLayout, lnk: TrainLinks) -> StageCost:
             return reward_stage(reward, scoring, generated, lay, lnk, batch, hw, eff, overheads)

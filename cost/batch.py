@@ -26,6 +26,9 @@ class Needs:
     """Objectives scored and valued apart: each has its own scoring model (where rewards
     come from a model) and its own value model (where the algorithm trains one). Safe-RLHF
     has two, reward and cost."""
+    value_rollouts_per_state: int | None = None
+    """Completions the algorithm decodes from each state to value it (VinePPO): the default
+    branching of the workload's search."""
 
     @classmethod
     def of(cls, algorithm: Algorithm) -> Needs:
@@ -36,6 +39,7 @@ class Needs:
             samples_per_prompt=algorithm.typical_samples_per_prompt,
             offline=not algorithm.online,
             objectives=algorithm.objectives,
+            value_rollouts_per_state=algorithm.value_rollouts_per_state,
         )
 
 

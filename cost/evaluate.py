@@ -6,7 +6,7 @@ whole search (hundreds of thousands of rows): every formula runs over arrays.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -49,6 +49,7 @@ from rlmguide.cost.plans import (
 )
 from rlmguide.cost.rollout import RolloutExtras, Stream, rollout_stage
 from rlmguide.cost.stage import BOUNDS, STAGES, StageCost
+from rlmguide.cost.step_search import StepSearch, search_stage
 from rlmguide.cost.training import training_stage
 from rlmguide.cost.units import FP8_BYTES, GIB
 from rlmguide.cost.weight_sync import switch_stage, weight_sync_stage
@@ -300,6 +301,9 @@ class Assessed:
     reference: Reference
     scoring: Scoring
     old_log_probs: bool
+    searched: int = 0
+    """Completions decoded per response by a search from its states, each scored as a
+    response is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,6 +396,7 @@ def _trainer_side(
         assessed.scoring,
         plans.critic_shared,
         objectives=k,
+        scored_per_response=1 + assessed.searched,
     )
     critic_tokens = (
         np.maximum(own_memory["critic"].micro_tokens, batch.sequence_tokens)
@@ -492,7 +497,9 @@ def evaluate(
     reference_fig = ModelFigures.of(reference) if reference is not None else actor
     # Offline there is no behaviour policy whose log-probs could be recomputed.
     old_log_probs = old_log_probs and not needs.offline
-    assessed = Assessed(Reference(reference_fig, reference_fp8), scoring, old_log_probs)
+    search = StepSearch.of(workload, needs)
+    searched = search.completions_per_response if search is not None else 0
+    assessed = Assessed(Reference(reference_fig, reference_fp8), scoring, old_log_probs, searched)
     # The engine's budget on a rollout GPU; what a training GPU's tensors may take.
     usable = hw.memory_bytes * overheads.usable_memory_fraction
     trainable = hw.memory_bytes - overheads.train_runtime_reserve_bytes
@@ -520,7 +527,7 @@ def evaluate(
     else:
         generated = _generation(
             plans, actor, batch, train_mem.resident, colocated, usable, hw, fabric, eff,
-            overheads, episode or Episode.of(workload), workload,
+            overheads, episode or Episode.of(workload), workload, search,
         )  # fmt: skip
         rollout, sync = generated.rollout, generated.sync
         stream = generated.extras.stream
@@ -643,8 +650,10 @@ def _generation(
     overheads: Overheads,
     episode: Episode,
     workload: Workload,
+    search: StepSearch | None,
 ) -> Generation:
-    """Rollout, weight sync and the rollout pool's memory, for plans that generate."""
+    """Rollout, weight sync and the rollout pool's memory, for plans that generate; a search
+    from the responses' states decodes on the same engine after them."""
     n = len(plans)
     # Memory of the rollout phase; colocated, whatever the trainer did not park stays.
     r_layout = RolloutLayout.of(plans)
@@ -681,6 +690,21 @@ def _generation(
             plans.prefix_caching[first], hw, fabric, eff, overheads,
         )  # fmt: skip
         agentic = {k: v[spread] for k, v in unique_parts.items()}
+    if search is not None:
+        searched, searched_stream = search_stage(
+            actor, layout, batch, search, capacity, capped, plans.prefix_caching[first], hw,
+            fabric, eff, overheads, admitted[first],
+        )  # fmt: skip
+        unique_rollout = unique_rollout + searched
+        stream = unique_extras.stream
+        unique_extras = replace(
+            unique_extras,
+            stream=Stream(
+                stream.concurrency,
+                stream.produce_seconds + searched_stream.produce_seconds,
+                stream.sequence_seconds + searched_stream.sequence_seconds,
+            ),
+        )
     rollout, extras = unique_rollout.take(spread), unique_extras.take(spread)
 
     sync_keys = [getattr(plans, name) for name in SYNC_COLUMNS]

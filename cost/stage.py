@@ -137,6 +137,14 @@ class StageCost:
         return StageCost(**{f.name: getattr(self, f.name)[rows] for f in fields(self)})
 
 
+def chain(stages: list[StageCost]) -> StageCost:
+    """Stages run one after another (at least one)."""
+    total = stages[0]
+    for stage in stages[1:]:
+        total = total + stage
+    return total
+
+
 def choose(condition: np.ndarray, a: StageCost, b: StageCost) -> StageCost:
     """Per plan, stage `a` where the condition holds, else `b`."""
     return StageCost(

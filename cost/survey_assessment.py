@@ -50,6 +50,8 @@ class Scorer:
     """Process reward model: reasoning steps per response."""
     per_prefix: bool = False
     """Process reward model: one pass per step prefix, not one pass per response."""
+    chained: bool = False
+    """Process reward model per prefix: each step verified after the previous verdict."""
 
 
 ONE_PASS = Scorer()
@@ -70,10 +72,16 @@ class Pass:
     head_only: bool = False
     """The shared actor-critic's value head on the actor's recomputed pass (B.4.3): 2d per
     token and the head's reduction, no weights of its own."""
+    chained: bool = False
+    """The contexts run one after another (a sequential verification), not side by side."""
+    scored: float = 1.0
+    """Sequences scored per response: the response and a search's completions from its
+    states, each as long as a response."""
 
     def work(self, sequences: float) -> float:
         """FLOPs over `sequences` responses."""
         s = self.shape
+        sequences = sequences * self.scored
         if self.head_only:
             per_token = forward_flops(s, self.contexts[0], "shared") - forward_flops(
                 s, self.contexts[0], "policy"
@@ -93,6 +101,8 @@ class Pass:
         longest = max(self.contexts)
         if self.verdict:
             return float(generation_depth(s, longest, self.verdict, tp))
+        if self.chained:
+            return sum(float(forward_depth(s, c, tp)) for c in self.contexts)
         return float(forward_depth(s, longest, tp))
 
     @property
@@ -104,11 +114,14 @@ class Pass:
         cache of every verdict being written for a judge's decode."""
         if self.head_only:
             return 0.0
+        sequences = sequences * self.scored
         if self.verdict:
             return sequences * sum(
                 float(kv_cache(self.shape, c, self.verdict)) for c in self.contexts
             )
         per_token = inference_buffer_per_token(self.shape)
+        if self.chained:  # one prefix's pass at a time
+            return sequences * max(self.contexts) * per_token
         return sequences * sum(self.contexts) * per_token
 
 
@@ -136,13 +149,17 @@ def prefixes(prompt: float, response: float, steps: int) -> tuple[float, ...]:
     "response and rubric (which yields the first token), then decodes the rest of its "
     "verdict; a verdict read from the prefill alone is v = 1.",
 )
-def reward_pass(shape: SurveyShape, scorer: Scorer, prompt: float, response: float) -> Pass:
-    """R_φ's part of Assessment as the scorer asks for it."""
+def reward_pass(
+    shape: SurveyShape, scorer: Scorer, prompt: float, response: float, scored: float = 1.0
+) -> Pass:
+    """R_φ's part of Assessment as the scorer asks for it, over `scored` sequences per
+    response (a search's completions beside the response)."""
     context = prompt + response
     if scorer.kind == "llm-judge":
         read = (context + scorer.rubric_tokens,) * scorer.calls
         verdict = float(max(scorer.verdict_tokens, 1))
-        return Pass("reward", shape, "policy", read, verdict=verdict)
+        return Pass("reward", shape, "policy", read, verdict=verdict, scored=scored)
     if scorer.kind == "process-reward-model" and scorer.per_prefix:
-        return Pass("reward", shape, "reward", prefixes(prompt, response, scorer.steps))
-    return Pass("reward", shape, "reward", (context,))
+        steps = prefixes(prompt, response, scorer.steps)
+        return Pass("reward", shape, "reward", steps, chained=scorer.chained, scored=scored)
+    return Pass("reward", shape, "reward", (context,), scored=scored)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rlmguide.cost.step_search import StepSearch
 from rlmguide.cost.survey_assessment import ONE_PASS, Pass, Scorer, reward_pass
 from rlmguide.cost.survey_formula import states
 from rlmguide.cost.survey_model import (
@@ -39,6 +40,9 @@ class Iteration:
     samples: float
     prompt_tokens: float
     response_tokens: float
+    search: StepSearch | None = None
+    """Completions decoded from each response's states after it (cost.step_search): more
+    generation, and more responses for a reward model to score."""
 
     @property
     def sequences(self) -> float:
@@ -84,7 +88,10 @@ class Models:
             critics = 1 if shared else self.objectives
             found += [Pass("critic", shape, "critic", (m,), head_only=riding)] * critics
         if self.reward is not None:
-            scored = reward_pass(self.reward, self.scorer, it.prompt_tokens, it.response_tokens)
+            searched = it.search.completions_per_response if it.search else 0
+            scored = reward_pass(
+                self.reward, self.scorer, it.prompt_tokens, it.response_tokens, 1.0 + searched
+            )
             found += [scored] * self.objectives
         return found
 
@@ -120,6 +127,23 @@ def _max(values: list[float]) -> float:
     return max(values, default=0.0)
 
 
+def generation(pi: SurveyShape, it: Iteration, tp: float = 1.0) -> tuple[float, float, float]:
+    """Generation's work, depth (at tensor degree `tp`) and live KV elements: the responses,
+    then a search's completions from their states, its levels one after another (each
+    level's completions side by side)."""
+    b, s_, t_ = it.sequences, it.prompt_tokens, it.response_tokens
+    work = float(b * generation_flops(pi, s_, t_))
+    depth = float(generation_depth(pi, s_, t_, tp))
+    live = b * float(kv_cache(pi, s_, t_))
+    if it.search is not None:
+        k = it.search.branching
+        for states, prefix, rest in it.search.spans(t_):
+            work += b * states * k * float(generation_flops(pi, s_ + prefix, rest))
+            depth += float(generation_depth(pi, s_ + prefix, rest, tp))
+            live = max(live, b * states * k * float(kv_cache(pi, s_ + prefix, rest)))
+    return work, depth, live
+
+
 @states(
     "Table 4",
     "Generation stage",
@@ -149,7 +173,7 @@ def _max(values: list[float]) -> float:
 def stages(models: Models, it: Iteration, shared: bool = False) -> Stages:
     """Generation, Assessment and Training of one iteration (`shared`: the critic is a value
     head on the policy, Table 9's AC shared)."""
-    b, m, s_, t_ = it.sequences, it.context, it.prompt_tokens, it.response_tokens
+    b, m = it.sequences, it.context
     pi = models.policy
     assessed = models.passes(it, shared)
     trained = models.trained(shared)
@@ -158,10 +182,11 @@ def stages(models: Models, it: Iteration, shared: bool = False) -> Stages:
     weights = tuple(p.weights for p in assessed)
     fits = [4.0 * parameters(s, role) + b * m * activations_per_token(s) for s, role in trained]
     updates = [float(train_depth(s, m, b)) for s, _ in trained]
+    gen_work, gen_depth, gen_live = generation(pi, it)
     return Stages(
-        gen_work=float(b * generation_flops(pi, s_, t_)),
-        gen_depth=float(generation_depth(pi, s_, t_)),
-        gen_memory=parameters(pi, "policy") + b * float(kv_cache(pi, s_, t_)),
+        gen_work=gen_work,
+        gen_depth=gen_depth,
+        gen_memory=parameters(pi, "policy") + gen_live,
         assess_work=sum(p.work(b) for p in assessed),
         assess_depth_sum=sum(forward),
         assess_depth_max=_max(forward),
@@ -328,9 +353,7 @@ def reshard_buffer(models: Models) -> float:
 )
 def hybrid(models: Models, it: Iteration, lay: Layouts) -> Configuration | None:
     st = stages(models, it)
-    gen = float(
-        generation_depth(models.policy, it.prompt_tokens, it.response_tokens, lay.generation_tp)
-    )
+    gen = generation(models.policy, it, lay.generation_tp)[1]
     assess = sum(p.depth(lay.assessment_tp) for p in models.passes(it))
     depth = gen + assess + st.train_depth_sum
     memory = max(st.gen_memory, st.assess_memory_sum, st.train_memory_sum)
@@ -390,9 +413,7 @@ def asynchronous(models: Models, it: Iteration, lay: Layouts) -> Configuration |
 )
 def combined(models: Models, it: Iteration, lay: Layouts) -> Configuration | None:
     st = stages(models, it)
-    gen = float(
-        generation_depth(models.policy, it.prompt_tokens, it.response_tokens, lay.generation_tp)
-    )
+    gen = generation(models.policy, it, lay.generation_tp)[1]
     depth = max(max(gen, st.assess_depth_max), st.train_depth_max)
     return Configuration(
         "combined", _total_work(st), depth, _shadowed_memory(st, models, st.gen_memory)

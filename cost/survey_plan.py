@@ -19,15 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rlmguide.cost.survey_iteration import Iteration, Models, reshard_buffer
-from rlmguide.cost.survey_model import (
-    activations_per_token,
-    generation_depth,
-    generation_flops,
-    kv_cache,
-    parameters,
-    train_depth,
-    train_flops,
-)
+from rlmguide.cost.survey_iteration import generation as generation_terms
+from rlmguide.cost.survey_model import activations_per_token, parameters, train_depth, train_flops
 
 OWN_POOLS = ("critic", "reference", "reward")
 """Models a plan can give a pool of their own."""
@@ -133,12 +126,9 @@ def plan_iteration(models: Models, it: Iteration, shape: PlanShape) -> PlanItera
         )
         for s, role in models.trained(shape.shared)
     )
+    gen_work, gen_depth, gen_live = generation_terms(pi, it, shape.generation_tp)
     generation = Part(
-        "actor",
-        b * float(generation_flops(pi, it.prompt_tokens, it.response_tokens)),
-        float(generation_depth(pi, it.prompt_tokens, it.response_tokens, shape.generation_tp)),
-        parameters(pi, "policy") + b * float(kv_cache(pi, it.prompt_tokens, it.response_tokens)),
-        shape.rollout_apart,
+        "actor", gen_work, gen_depth, parameters(pi, "policy") + gen_live, shape.rollout_apart
     )
     here = [p for p in assessed if not p.apart]
     depth_a = max(sum(p.depth for p in here), *(p.depth for p in assessed if p.apart), 0.0)

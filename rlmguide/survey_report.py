@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from rlmguide.cost.batch import Needs
+from rlmguide.cost.step_search import StepSearch
 from rlmguide.cost.survey_assessment import Scorer
 from rlmguide.cost.survey_iteration import (
     Iteration,
@@ -52,6 +54,7 @@ def survey_inputs(resolved: Any) -> tuple[Models, Iteration]:
             scoring.verdict_tokens,
             scoring.steps_per_response,
             scoring.per_prefix,
+            scoring.chained,
         ),
         old_log_probs=resolved.algorithm.online
         and resolved.scenario.workload.recompute_old_logprobs,
@@ -63,6 +66,7 @@ def survey_inputs(resolved: Any) -> tuple[Models, Iteration]:
         samples=float(resolved.samples_per_prompt),
         prompt_tokens=float(work.prompt_tokens),
         response_tokens=float(work.response_tokens),
+        search=StepSearch.of(work, Needs.of(resolved.algorithm)),
     )
     return models, it
 

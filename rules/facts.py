@@ -101,6 +101,12 @@ SCENARIO_FACTS = (
         "environment steps that can run at once over the cluster (0: no limit given)",
     ),
     Fact(
+        "workload.search_completions",
+        "number",
+        "completions decoded per response from its intermediate states to value them or to "
+        "search over steps (workload.search: depth x branching; 0 without one)",
+    ),
+    Fact(
         "model.assessment_params_b",
         "number",
         "parameters of the frozen assessment models (reference and reward model; 0 for a "
@@ -238,7 +244,15 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
         "workload.minibatches_per_step": w.minibatches_per_step,
         **_agent_facts(resolved),
         "model.assessment_params_b": _assessment_params(resolved) / 1e9,
+        "workload.search_completions": _search_completions(resolved),
     }
+
+
+def _search_completions(resolved: Resolved) -> int:
+    search = resolved.scenario.workload.search
+    if search is None:
+        return 0
+    return search.depth * (search.branching or resolved.algorithm.value_rollouts_per_state or 0)
 
 
 def _agent_facts(resolved: Resolved) -> dict[str, Any]:

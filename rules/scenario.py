@@ -34,6 +34,7 @@ from rlmguide.kb.schema import (
     Reference,
     Reward,
     Scenario,
+    Workload,
 )
 from rlmguide.kb.schema.bounds import boolean_numbers, out_of_bounds
 
@@ -261,6 +262,7 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             f"workload.samples_per_prompt: {algorithm.name} compares a group of "
             "responses per prompt, so it needs at least 2"
         )
+    _check_search(workload, algorithm)
     longest = workload.max_response_tokens or workload.response_tokens
     context = workload.prompt_tokens + longest
     what = "longest response"
@@ -390,6 +392,36 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
     )
 
 
+def _check_search(workload: Workload, algorithm: Algorithm) -> None:
+    """A search from the responses' states needs responses, one turn each, and a branching;
+    an algorithm that values its states by search (VinePPO) needs the search's depth."""
+    search = workload.search
+    if search is None:
+        if algorithm.value_rollouts_per_state is not None:
+            raise InputError(
+                f"workload.search: {algorithm.name} values each state of a response by "
+                f"{algorithm.value_rollouts_per_state} completions decoded from it; give "
+                "workload.search.depth, the states per response (its reasoning steps)"
+            )
+        return
+    if not algorithm.online:
+        raise InputError(
+            f"workload.search: {algorithm.name} is offline and generates nothing to search "
+            "from; remove workload.search"
+        )
+    if workload.agent is not None:
+        raise InputError(
+            "workload.search: a search from the states of a multi-turn episode is not "
+            "modelled (its states wait on the environment); remove workload.search or "
+            "workload.agent"
+        )
+    if search.branching is None and algorithm.value_rollouts_per_state is None:
+        raise InputError(
+            f"workload.search.branching: {algorithm.name} has no default number of "
+            "completions per state; give it"
+        )
+
+
 def _check_offline(scenario: Scenario, algorithm: Algorithm) -> None:
     """An offline preference method (DPO and its family) trains on a fixed dataset and
     generates nothing: no rollout to lay out, no pools to split, nothing to overlap and
@@ -447,7 +479,8 @@ def _reward(
         return arch, Scoring(
             "process-reward-model",
             steps_per_response=value.steps_per_response or 1,
-            per_prefix=value.scoring == "per-prefix",
+            per_prefix=value.scoring != "one-pass",
+            chained=value.scoring == "sequential",
         )
     return arch, ONE_PASS
 

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import copy
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from click.testing import CliRunner
+from rlmguide.cost.step_search import StepSearch
 from rlmguide.cost.survey_assessment import Scorer
 from rlmguide.cost.survey_iteration import Layouts, Models, configurations
+from rlmguide.cost.survey_iteration import generation as survey_generation
+from rlmguide.cost.survey_model import generation_depth, generation_flops
 from rlmguide.cost.survey_plan import PlanShape, plan_iteration, table9_rows
 from test_survey_model import ITERATION, PPO, SHAPE
 
@@ -150,6 +154,46 @@ def test_process_reward_model_scores_each_prefix() -> None:
     assert reward.depth == pytest.approx(41)  # the prefixes run side by side
     one_pass = plan_iteration(Models(SHAPE, reward=SHAPE), ITERATION, PlanShape()).assessment[0]
     assert one_pass.work < reward.work
+
+
+def test_a_chained_process_reward_model_adds_its_prefixes_depths() -> None:
+    # The same two prefixes of 6 and 8 tokens, verified one after the other: the same work,
+    # a depth of both passes' (D_f at 6 tokens and at 8), the live buffer of one prefix.
+    side = Scorer("process-reward-model", steps=2, per_prefix=True)
+    chained = Scorer("process-reward-model", steps=2, per_prefix=True, chained=True)
+    a, b = (
+        plan_iteration(Models(SHAPE, reward=SHAPE, scorer=s), ITERATION, PlanShape()).assessment[0]
+        for s in (side, chained)
+    )
+    assert b.work == pytest.approx(a.work)
+    assert b.depth > a.depth == pytest.approx(41)
+    assert b.memory < a.memory
+
+
+def test_a_search_adds_its_completions_to_generation_and_scoring() -> None:
+    # One state (the prompt) and one completion: the response generated again from the
+    # prompt, so generation's work doubles and its depth too; a reward model scores both.
+    once = StepSearch(depth=1, branching=1)
+    searched = replace(ITERATION, search=once)
+    models = Models(SHAPE, reward=SHAPE)
+    plain = plan_iteration(models, ITERATION, PlanShape())
+    more = plan_iteration(models, searched, PlanShape())
+    assert more.generation.work == pytest.approx(2 * plain.generation.work)
+    assert more.generation.depth == pytest.approx(2 * plain.generation.depth)
+    assert more.assessment[0].work == pytest.approx(2 * plain.assessment[0].work)
+    # depth 2, branching 3, one level after the other: states after 0 and 2 of 4 tokens,
+    # 3 completions of 4 and of 2 tokens per response
+    deeper = replace(ITERATION, search=StepSearch(depth=2, branching=3, sequential=True))
+    gen = survey_generation(SHAPE, deeper)
+    expected = 4 * (
+        float(generation_flops(SHAPE, 4, 4))
+        + 3 * float(generation_flops(SHAPE, 4, 4))
+        + 3 * float(generation_flops(SHAPE, 6, 2))
+    )
+    assert gen[0] == pytest.approx(expected)
+    assert gen[1] == pytest.approx(
+        2 * float(generation_depth(SHAPE, 4, 4)) + float(generation_depth(SHAPE, 6, 2))
+    )
 
 
 def test_a_smaller_reference_costs_less() -> None:

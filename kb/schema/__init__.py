@@ -46,6 +46,7 @@ from rlmguide.kb.schema.scenario import (
     RolloutPlan,
     Run,
     Scenario,
+    Search,
     TrainPlan,
     Workload,
 )
@@ -102,6 +103,7 @@ __all__ = [
     "RuleExample",
     "Run",
     "Scenario",
+    "Search",
     "Source",
     "SparseAttention",
     "Technique",

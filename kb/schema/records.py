@@ -158,6 +158,10 @@ class Algorithm(Record, Cited):
     """Objectives scored and valued apart, each with a scoring model of its own (where the
     reward is a model) and a value model of its own (where `needs_critic`): Safe-RLHF's
     reward and cost give 2."""
+    value_rollouts_per_state: PositiveInt | None = None
+    """Completions the algorithm decodes from each intermediate state of a response to
+    estimate its value by Monte Carlo (VinePPO), the default of `workload.search.branching`;
+    unset, the algorithm searches nothing."""
     advantage: Text
     kl: Text
     off_policy: Text | None = None

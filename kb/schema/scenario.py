@@ -180,11 +180,12 @@ class Reward(Strict):
     response."""
     steps_per_response: PositiveInt | None = None
     """Process reward model: reasoning steps scored per response."""
-    scoring: Literal["one-pass", "per-prefix"] = "one-pass"
+    scoring: Literal["one-pass", "per-prefix", "sequential"] = "one-pass"
     """Process reward model: `one-pass` reads every step's score from one forward pass over
     the response (at the step-separator tokens, as Math-Shepherd's PRM does), the cost of a
     reward model; `per-prefix` runs one pass per step over the prompt and the steps so far
-    (needs steps_per_response)."""
+    (needs steps_per_response); `sequential` runs the same passes one after another, each
+    step verified after the previous verdict (survey Table 2)."""
 
     @model_validator(mode="after")
     def _fields_of_kind(self) -> Reward:
@@ -199,8 +200,8 @@ class Reward(Strict):
             raise ValueError(f"kind {self.kind} needs the model that scores: give model")
         if self.kind == "llm-judge" and self.verdict_tokens is None:
             raise ValueError("kind llm-judge needs verdict_tokens, the tokens of one verdict")
-        if self.scoring == "per-prefix" and self.steps_per_response is None:
-            raise ValueError("scoring per-prefix needs steps_per_response")
+        if self.scoring != "one-pass" and self.steps_per_response is None:
+            raise ValueError(f"scoring {self.scoring} needs steps_per_response")
         return self
 
 
@@ -311,6 +312,25 @@ class Agent(Strict):
         return self
 
 
+class Search(Strict):
+    """Values or step rewards estimated from completions decoded out of each response's
+    intermediate states (VinePPO's Monte Carlo values, a search over reasoning steps): more
+    generation by the policy's engine after the responses, and more scoring where a model
+    scores. The states are the prompt and the prompt with each step but the last, so a
+    state k of `depth` is continued from k/depth of the response for (depth - k)/depth of it."""
+
+    depth: PositiveInt
+    """States searched from per response: its reasoning steps (the prompt's state included,
+    the finished response's excluded, whose value is its reward)."""
+    branching: PositiveInt | None = None
+    """Completions decoded from each state; unset, the algorithm's value_rollouts_per_state."""
+    sequential: bool = False
+    """false: every state's completions are submitted at once, after the responses (VinePPO);
+    true: a state is searched after the previous one's completions are scored, as a tree
+    search that picks where to expand from what it has scored (MCTS): the levels run one
+    after another, each a smaller batch."""
+
+
 class Workload(Strict):
     algorithm: Slug = "grpo"
     prompts_per_step: PositiveInt
@@ -342,6 +362,9 @@ class Workload(Strict):
     agent: Agent | None = None
     """A multi-turn agentic episode (turns, observations, environment time); unset, one prompt
     and one response."""
+    search: Search | None = None
+    """Completions decoded from each response's intermediate states to value them (VinePPO)
+    or to search over steps; unset, nothing but the responses is generated."""
 
     @model_validator(mode="after")
     def _one_length(self) -> Workload:
