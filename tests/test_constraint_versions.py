@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from rlmguide.kb.load import Catalog, load_catalog
-from rlmguide.kb.paths import RULES_ROOT, record_roots
+from rlmguide.kb.paths import PLURALS, record_roots
 from rlmguide.kb.schema import Constraint
 from rlmguide.kb.validate import validate
 from rlmguide.rules import RECOMMEND_KINDS
@@ -129,13 +129,13 @@ MEGATRON = {"placement": "colocated", "execution": "sync",
 
 
 def _records_with_scope(tmp_path: Path, record: str, versions: list[str]) -> Path:
-    """A copy of the shipped records (rules included) with `record`'s scope set."""
+    """A copy of the records in use (rules included) with `record`'s scope set."""
     root = tmp_path / "records"
-    ((shipped, _),) = [r for r in record_roots() if r[1] is None]
-    shutil.copytree(shipped, root)
-    shutil.copytree(RULES_ROOT[0], root / "rules")
+    for folder, kind in record_roots():
+        shutil.copytree(folder, root / PLURALS[kind] if kind else root, dirs_exist_ok=True)
     path = root / "constraints" / f"{record}.yaml"
-    path.write_text(path.read_text() + f"versions: [{', '.join(versions)}]\n")
+    kept = [line for line in path.read_text().splitlines() if not line.startswith("versions:")]
+    path.write_text("\n".join([*kept, f"versions: [{', '.join(versions)}]"]) + "\n")
     return root
 
 

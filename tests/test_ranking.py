@@ -48,7 +48,8 @@ def test_one_framework_and_the_constraints_that_removed_candidates() -> None:
     assert all(p["frameworks"] == ["verl"] for p in result["plans"])
     assert all(p["rollout"]["pp"] == 1 for p in result["plans"])  # verl refuses rollout PP
     reasons = {r["reason"] for r in result["rejected"]}
-    assert "constraint verl-rollout-no-pipeline-parallelism" in reasons
+    # judged at verl's newest mapping: the refusal as read at v0.8.0
+    assert "constraint verl-rollout-no-pipeline-parallelism-v0.8" in reasons
 
 
 def test_plans_are_distinct_and_ordered_by_step_time_up_to_the_tie() -> None:

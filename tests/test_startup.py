@@ -21,7 +21,7 @@ from rlmguide.rules.scenario import parse_scenario, resolve
 
 from rlmguide.cli import cli
 from rlmguide.export import NotExpressible, build, script
-from rlmguide.export.startup import ABSENT, compile_checks, pipeline_split, tripped
+from rlmguide.export.startup import ABSENT, binding, compile_checks, pipeline_split, tripped
 
 
 @cache
@@ -502,11 +502,14 @@ def _without(text: str, *needles: str) -> str:
     return "\n".join(ln for ln in text.splitlines() if not any(n in ln for n in needles)) + "\n"
 
 
-def test_verl_megatron_reference_gets_the_micro_batch_its_worker_asserts(tmp_path: Path) -> None:
-    """verl/workers/megatron_workers.py L365-L373: the reference role needs a log-prob
+@pytest.mark.parametrize("version", [V07, V08])
+def test_verl_megatron_reference_gets_the_micro_batch_its_worker_asserts(
+    tmp_path: Path, version: str
+) -> None:
+    """verl/workers/megatron_workers.py L365-L373 at 0.7: the reference role needs a log-prob
     micro-batch size; the export writes the plan's sequences per micro-batch (the token budget
-    over the longest sequence, at least one)."""
-    done = _export(MEGATRON_KL, "verl")
+    over the longest sequence, at least one). 0.8's model engine has no such assert."""
+    done = _export(MEGATRON_KL, "verl", version)
     assert done.backend == "megatron-lm"
     words = {a.key: a.value for a in done.arguments}
     tokens = done.plan["train"]["micro_batch_tokens"]
@@ -516,7 +519,7 @@ def test_verl_megatron_reference_gets_the_micro_batch_its_worker_asserts(tmp_pat
     assert _review(tmp_path, text)["startup"] == []
     stripped = _without(text, "ref.log_prob_micro_batch_size_per_gpu")
     tripped_ids = [c["constraint"] for c in _review(tmp_path, stripped)["startup"]]
-    assert tripped_ids == ["verl-megatron-reference-micro-batch-set"]
+    assert tripped_ids == (["verl-megatron-reference-micro-batch-set"] if version == V07 else [])
 
 
 def test_verl_megatron_reference_check_binds_only_with_a_reference() -> None:
@@ -531,22 +534,30 @@ ONE_STEP_OFF_PLAN = {"placement": "disaggregated", "execution": "one-step-off",
 ONE_STEP_OFF_FSDP = _scenario(ONE_STEP_OFF_PLAN)
 
 
-def test_verl_one_step_off_writes_the_critic_strategy_without_a_critic(tmp_path: Path) -> None:
-    """verl/experimental/one_step_off_policy/main_ppo.py L87 asserts critic.strategy equals the
-    actor's, critic or not; critic.strategy defaults to fsdp, the actor runs fsdp2."""
-    done = _export(ONE_STEP_OFF_FSDP, "verl")
+@pytest.mark.parametrize("version", [V07, V08])
+def test_verl_one_step_off_writes_the_critic_strategy_without_a_critic(
+    tmp_path: Path, version: str
+) -> None:
+    """verl/experimental/one_step_off_policy/main_ppo.py L87 at 0.7 asserts critic.strategy
+    equals the actor's, critic or not; critic.strategy defaults to fsdp, the actor runs fsdp2.
+    0.8's one-step-off trainer builds engine workers and asserts nothing about it."""
+    done = _export(ONE_STEP_OFF_FSDP, "verl", version)
     assert (done.backend, done.plan["execution"]) == ("pytorch-fsdp", "one-step-off")
     words = {a.key: a.value for a in done.arguments}
     assert "critic.model.path" not in words  # GRPO: no critic
     assert words["critic.strategy"] == words["actor_rollout_ref.actor.strategy"] == "fsdp2"
     text = script(done, "test", "qwen2.5-7b")
     assert _review(tmp_path, text)["startup"] == []
-    tripped_ids = [
-        c["constraint"] for c in _review(tmp_path, _without(text, "critic.strategy"))["startup"]
-    ]
-    assert tripped_ids == ["verl-one-step-off-critic-strategy-is-the-actors"]
+    # without the key a 0.7 file reads as 0.8's too (the newest on a tie), which has no check
+    stripped = _review(tmp_path, _without(text, "critic.strategy"))
+    assert (stripped["mapping"], stripped["startup"]) == (V08, [])
+    check = _check("verl-one-step-off-critic-strategy-is-the-actors")
+    facts = {**ABSENT, "plan.execution": "one-step-off", "launch.critic_strategy": "fsdp",
+             "launch.actor_strategy": "fsdp2"}  # fmt: skip
+    mine = binding([check], _catalogs()[1][version], "pytorch-fsdp", "vllm")
+    assert tripped(mine, facts) == ([check.record] if version == V07 else [])
     sync = _export(_scenario({"placement": "colocated", "execution": "sync",
-                              "train": {"zero": 3}}), "verl")  # fmt: skip
+                              "train": {"zero": 3}}), "verl", version)  # fmt: skip
     assert "critic.strategy" not in {a.key for a in sync.arguments}
 
 
