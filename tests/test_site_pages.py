@@ -724,7 +724,7 @@ def test_survey_map_directions_and_locators(real: tuple[Catalog, dict[str, str]]
     assert re.search(rf"Sections, tables and algorithms: {counted}", survey)
     assert re.search(rf"Finer rows: {counted}", survey)
     sequence = row_of(survey, "§3.3 Sequence parallelism")
-    assert "**partial**" in sequence and "no scenario field plan.train.sequence" in sequence
+    assert "**present**" in sequence and "a plan switch (plan.train.sequence_parallel" in sequence
     assert "../directions/tools-as-operators/" in survey
     # A takeaway row links the rule it rests on; a section row gains the records whose
     # locators name it (the pipeline-parallelism technique cites §3.5.1).
