@@ -692,20 +692,12 @@ def _generation(
         )  # fmt: skip
         agentic = {k: v[spread] for k, v in unique_parts.items()}
     if search is not None:
-        searched, searched_stream = search_stage(
+        searched, stream = search_stage(
             actor, layout, batch, search, capacity, capped, plans.prefix_caching[first], hw,
-            fabric, eff, overheads, admitted[first],
+            fabric, eff, overheads, admitted[first], unique_extras.stream,
         )  # fmt: skip
         unique_rollout = unique_rollout + searched
-        stream = unique_extras.stream
-        unique_extras = replace(
-            unique_extras,
-            stream=Stream(
-                stream.concurrency,
-                stream.produce_seconds + searched_stream.produce_seconds,
-                stream.sequence_seconds + searched_stream.sequence_seconds,
-            ),
-        )
+        unique_extras = replace(unique_extras, stream=stream)
     rollout, extras = unique_rollout.take(spread), unique_extras.take(spread)
 
     sync_keys = [getattr(plans, name) for name in SYNC_COLUMNS]

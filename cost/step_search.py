@@ -71,9 +71,11 @@ class StepSearch:
         All at once, the longest completion is the longest response's (from the prompt)."""
         responses = batch.generated_sequences
         means = self.spans(batch.response_tokens)
-        longest = [rest for _, _, rest in self.spans(batch.longest_response)]
-        if not self.sequential:
-            longest = [batch.longest_response]
+        longest = (
+            [rest for _, _, rest in self.spans(batch.longest_response)]
+            if self.sequential
+            else [batch.longest_response]
+        )
         # each state is a "prompt" whose K completions share its prefix (a group)
         return [
             replace(
@@ -102,14 +104,15 @@ def search_stage(
     eff: EfficiencyFactors,
     overheads: Overheads,
     admitted: FloatArray,
+    responses: Stream,
 ) -> tuple[StageCost, Stream]:
     """The search's decoding on the rollout layout, its levels one after another, and the
-    same as a stream: its production adds to the responses' and its latency follows theirs.
-    The KV capacity is the responses' (no completion is longer than a response); with prefix
-    caching a state's completions share its prefill, not the states of one response theirs."""
+    `responses` stream with the search after them: its production adds to the responses' and
+    its latency follows theirs, at the responses' steady batch. The KV capacity is the
+    responses' (no completion is longer than a response); with prefix caching a state's
+    completions share its prefill, not the states of one response theirs."""
     stages: list[StageCost] = []
-    produce = np.zeros_like(capacity)
-    latency = np.zeros_like(capacity)
+    produce, latency = responses.produce_seconds, responses.sequence_seconds
     for level in search.levels(batch):
         cap = np.minimum(caps, level.longest_response)
         stage, extras = rollout_stage(
@@ -119,4 +122,4 @@ def search_stage(
         stages.append(stage)
         produce = produce + extras.stream.produce_seconds
         latency = latency + extras.stream.sequence_seconds
-    return chain(stages), Stream(np.zeros_like(capacity), produce, latency)
+    return chain(stages), Stream(responses.concurrency, produce, latency)

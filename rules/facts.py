@@ -10,8 +10,10 @@ import math
 from typing import Any
 
 # The plan table's codes index these names (rules.recommend.plan_facts): one vocabulary.
+from rlmguide.cost.batch import Needs
 from rlmguide.cost.episode import Episode
 from rlmguide.cost.plans import CRITICS, EXECUTIONS, FUSIONS, PLACEMENTS, RECOMPUTE
+from rlmguide.cost.step_search import StepSearch
 from rlmguide.rules.expr import Fact
 from rlmguide.rules.scenario import Resolved
 
@@ -249,10 +251,8 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
 
 
 def _search_completions(resolved: Resolved) -> int:
-    search = resolved.scenario.workload.search
-    if search is None:
-        return 0
-    return search.depth * (search.branching or resolved.algorithm.value_rollouts_per_state or 0)
+    search = StepSearch.of(resolved.scenario.workload, Needs.of(resolved.algorithm))
+    return search.completions_per_response if search is not None else 0
 
 
 def _agent_facts(resolved: Resolved) -> dict[str, Any]:
