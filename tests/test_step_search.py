@@ -169,6 +169,19 @@ def test_a_chained_prm_does_the_same_work_in_a_longer_chain() -> None:
         ),
         (["workload.search={depth: 0, branching: 2}"], "workload.search.depth"),
         (
+            ["workload.search={depth: 100000, branching: 2, sequential: true}"],
+            "workload.search.depth: 100,000 is outside the supported range 1 to 1,024",
+        ),
+        (
+            ["workload.search={depth: 2, branching: 5000}"],
+            "workload.search.branching: 5,000 is outside the supported range 1 to 1,024",
+        ),
+        (
+            ["models.reward={kind: process-reward-model, model: qwen2.5-1.5b, "
+             "scoring: sequential, steps_per_response: 65536}"],
+            "at most 1,024 steps_per_response, not 65,536",
+        ),
+        (
             ["models.reward={kind: process-reward-model, model: qwen2.5-1.5b, "
              "scoring: sequential}"],
             "scoring sequential needs steps_per_response",

@@ -66,6 +66,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "workload.steps": (1, 10_000_000),
     "workload.trained_samples": (1, 1e13),
     "workload.trained_tokens": (1, 1e16),
+    "workload.search.depth": (1, 1_024),
+    "workload.search.branching": (1, 1_024),
     "workload.agent.turns": (1, 10_000),
     "workload.agent.max_turns": (1, 10_000),
     "workload.agent.observation_tokens": (0, TOKENS[1]),

@@ -161,6 +161,11 @@ JUDGE_FIELDS = ("verdict_tokens", "rubric_tokens", "calls_per_response")
 PRM_FIELDS = ("steps_per_response", "scoring")
 
 
+SEQUENTIAL_STEPS = 1_024
+"""The most steps a sequential process reward model is costed for: each is a pass of its own
+(the per-prefix scoring's one batched pass takes up to the field's general bound)."""
+
+
 class Reward(Strict):
     """How responses are scored, by kind: `verifier` (rule-based, on CPUs, free of GPU
     time), `reward-model` (one forward pass per response), `llm-judge` (an LLM writes a
@@ -202,6 +207,11 @@ class Reward(Strict):
             raise ValueError("kind llm-judge needs verdict_tokens, the tokens of one verdict")
         if self.scoring != "one-pass" and self.steps_per_response is None:
             raise ValueError(f"scoring {self.scoring} needs steps_per_response")
+        if self.scoring == "sequential" and (self.steps_per_response or 0) > SEQUENTIAL_STEPS:
+            raise ValueError(
+                f"scoring sequential costs one pass per step in turn: at most "
+                f"{SEQUENTIAL_STEPS:,} steps_per_response, not {self.steps_per_response:,}"
+            )
         return self
 
 
