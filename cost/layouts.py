@@ -14,7 +14,8 @@ from rlmguide.cost.units import BF16_BYTES, FP8_BYTES
 @dataclass(frozen=True, slots=True)
 class RolloutLayout:
     """Inference replicas of tp x pp GPUs; dp replicas; experts over ep ranks; attention in
-    attention_dp groups of tp / attention_dp ranks (SGLang DP attention)."""
+    attention_dp groups of tp / attention_dp ranks (SGLang DP attention), each sequence's KV
+    cache split by tokens over cp of a group's ranks (vLLM decode context parallelism)."""
 
     gpus: FloatArray
     tp: FloatArray
@@ -22,6 +23,7 @@ class RolloutLayout:
     ep: FloatArray
     dp: FloatArray
     attention_dp: FloatArray
+    cp: FloatArray
     fp8: BoolArray
     weight_bytes: FloatArray
     """Bytes per weight in the engine: 2 in bf16, 1 in fp8."""
@@ -41,6 +43,7 @@ class RolloutLayout:
             ep=floats(table.rollout_ep),
             dp=floats(table.rollout_dp),
             attention_dp=floats(table.rollout_attention_dp),
+            cp=floats(table.rollout_cp),
             fp8=table.rollout_fp8,
             weight_bytes=np.where(table.rollout_fp8, FP8_BYTES, BF16_BYTES).astype(np.float64),
             eager=table.rollout_eager,
@@ -56,6 +59,12 @@ class RolloutLayout:
     def attention_tp(self) -> FloatArray:
         """Ranks one sequence's attention (and KV cache) is split over."""
         return self.tp / self.attention_dp
+
+    @property
+    def head_tp(self) -> FloatArray:
+        """Ranks the KV heads are split over: decode context parallelism makes each cp ranks
+        that would hold copies of the same heads hold a share of the tokens instead."""
+        return self.attention_tp / self.cp
 
 
 @dataclass(frozen=True, slots=True)

@@ -500,8 +500,9 @@ def rollout_cache_bytes(fig: ModelFigures, layout: RolloutLayout, tokens: FloatA
     """Cache bytes per GPU of one of the replica's sequences of `tokens` tokens (KV by layer
     kind, linear state), averaged over the replica: DP attention keeps each sequence on one
     attention group of tp / attention_dp ranks, so a replica's cache spreads over its
-    attention_dp groups."""
-    return fig.cache_bytes(tokens, layout.attention_tp, layout.pp) / layout.attention_dp
+    attention_dp groups; decode context parallelism splits a group's heads over tp /
+    (attention_dp x cp) ranks and each head's tokens over cp."""
+    return fig.cache_bytes(tokens, layout.head_tp, layout.pp) / (layout.attention_dp * layout.cp)
 
 
 def rollout_cache_read_bytes(
@@ -510,7 +511,7 @@ def rollout_cache_read_bytes(
     """Cache bytes per GPU one decode token of the replica at `context` reads, averaged over
     the replica as rollout_cache_bytes; `column` lays the plans down the first axis of a
     (plans, steps) context."""
-    tp, pp, dp = layout.attention_tp, layout.pp, layout.attention_dp
+    tp, pp, dp = layout.head_tp, layout.pp, layout.attention_dp * layout.cp
     if column:
         tp, pp, dp = tp[:, None], pp[:, None], dp[:, None]
     return fig.cache_read_bytes(context, tp, pp) / dp

@@ -123,6 +123,9 @@ class PlanTable:
     train_recompute: IntArray
     rollout_attention_dp: IntArray
     """Data-parallel attention groups inside one engine (SGLang DP attention); 1 = none."""
+    rollout_cp: IntArray
+    """Tensor ranks one sequence's KV cache is split over by tokens (vLLM decode context
+    parallelism); 1 = none."""
     rollout_fp8: BoolArray
     rollout_eager: BoolArray
     """Decode without CUDA graphs (vLLM enforce_eager): host launches per layer and step."""
@@ -179,6 +182,7 @@ class PlanTable:
         staleness: npt.ArrayLike = 1,
         prefix_caching: npt.ArrayLike = True,
         rollout_attention_dp: npt.ArrayLike = 1,
+        rollout_cp: npt.ArrayLike = 1,
         rollout_fp8: npt.ArrayLike = False,
         rollout_eager: npt.ArrayLike = False,
         rollout_memory_fraction: npt.ArrayLike = 0.0,
@@ -208,7 +212,8 @@ class PlanTable:
             "train.etp": train_tp if train_etp is None else train_etp, "train.zero": train_zero,
             "train.recompute": train_recompute, "max_staleness": staleness,
             "prefix_caching": prefix_caching, "rollout.attention_dp": rollout_attention_dp,
-            "rollout.precision": rollout_fp8, "rollout.cuda_graphs": rollout_eager,
+            "rollout.cp": rollout_cp, "rollout.precision": rollout_fp8,
+            "rollout.cuda_graphs": rollout_eager,
             "train.precision": train_fp8, "rollout.memory_fraction": rollout_memory_fraction,
             "rollout.max_seqs": rollout_max_seqs, "train.micro_batch_tokens": train_micro_tokens,
             "train.fp32_gradients": train_fp32_gradients,
@@ -231,7 +236,8 @@ class PlanTable:
         ints: dict[str, IntArray] = {}
         for name in ("rollout.gpus", "rollout.tp", "rollout.pp", "rollout.ep", "train.gpus",
                      "train.tp", "train.pp", "train.cp", "train.ep", "train.etp",
-                     "max_staleness", "rollout.attention_dp", "train.lora_rank", "pools.critic",
+                     "max_staleness", "rollout.attention_dp", "rollout.cp", "train.lora_rank",
+                     "pools.critic",
                      "pools.reference", "pools.reward", "rollout.max_seqs",
                      "train.micro_batch_tokens"):  # fmt: skip
             array = column(counts[name])
@@ -296,6 +302,11 @@ class PlanTable:
             raise PlanError(
                 "rollout.attention_dp", "attention data-parallel groups must divide tp", bad
             )
+        bad = np.flatnonzero((r_tp // ints["rollout.attention_dp"]) % ints["rollout.cp"])
+        if bad.size:
+            raise PlanError(
+                "rollout.cp", "decode context parallelism must divide tp / attention_dp", bad
+            )
         return cls(
             placement=place,
             execution=execution_codes,
@@ -316,6 +327,7 @@ class PlanTable:
             train_zero=zero,
             train_recompute=recompute,
             rollout_attention_dp=ints["rollout.attention_dp"],
+            rollout_cp=ints["rollout.cp"],
             rollout_fp8=flags["rollout.precision"],
             rollout_eager=flags["rollout.cuda_graphs"],
             rollout_memory_fraction=fraction,
@@ -385,6 +397,7 @@ class PlanTable:
                 "train_zero": t.zero,
                 "train_recompute": t.recompute,
                 "rollout_attention_dp": r.attention_dp or 1,
+                "rollout_cp": r.cp or 1,
                 "rollout_fp8": r.precision == "fp8",
                 "rollout_eager": r.cuda_graphs is False,
                 "rollout_memory_fraction": r.memory_fraction or 0.0,
@@ -436,6 +449,7 @@ class PlanTable:
                 "dp": int(self.rollout_dp[i]),
                 "ep": int(self.rollout_ep[i]),
                 "attention_dp": int(self.rollout_attention_dp[i]),
+                "cp": int(self.rollout_cp[i]),
                 "precision": "fp8" if self.rollout_fp8[i] else "bf16",
                 "cuda_graphs": not self.rollout_eager[i],
             },

@@ -116,6 +116,15 @@ class DecodeModel:
             (tp_link, 2.0 * layers, 2.0 * layers * all_reduce_bytes(token, tp_link)),
             (pp_link, np.ones_like(pp), np.full_like(pp, token)),
         ]
+        # Decode context parallelism: per attention layer the group gathers every rank's
+        # queries and combines the partial outputs (with their log-sum-exp) of its token shards.
+        cp = layout.cp
+        cp_link = group_link(fabric, cp, 1.0)
+        attention_layers = (fig.mixing.full + fig.mixing.sliding + fig.mixing.sparse) * share
+        query = token * cp / layout.attention_tp
+        groups.append(
+            (cp_link, 2.0 * attention_layers, 2.0 * attention_layers * gather_bytes(query, cp_link))
+        )
         if fig.is_moe:
             ep_link = group_link(fabric, ep, 1.0)
             calls = 2.0 * fig.sparse_layers * share  # dispatch and combine

@@ -16,6 +16,7 @@ def layout(plan: dict[str, Any]) -> tuple[str | None, str]:
     if r is None:
         return None, train
     attention = f" adp{r['attention_dp']}" if r.get("attention_dp", 1) > 1 else ""
+    attention += f" dcp{r['cp']}" if r.get("cp", 1) > 1 else ""
     fp8 = " fp8" if r.get("precision") == "fp8" else ""
     rollout = f"{r['gpus']} GPUs: tp{r['tp']} pp{r['pp']} ep{r['ep']}{attention} x dp{r['dp']}{fp8}"
     # Said when off: two plans differing only in it otherwise printed identically.

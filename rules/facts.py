@@ -156,6 +156,11 @@ PLAN_FACTS = (
         "tp > 1, as the cost model's activation memory assumes",
     ),
     Fact("plan.rollout.attention_dp", "number", "DP-attention groups per rollout engine"),
+    Fact(
+        "plan.rollout.cp",
+        "number",
+        "decode context parallelism: tensor ranks one sequence's KV cache is split over by tokens",
+    ),
     Fact("plan.rollout.fp8", "bool", "the rollout engine runs fp8 weights"),
     Fact("plan.rollout.eager", "bool", "the rollout engine decodes without CUDA graphs"),
     Fact("plan.train.fp8", "bool", "training matmuls run in fp8"),

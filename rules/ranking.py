@@ -153,7 +153,7 @@ FOLDED = ("staleness", "prefix_caching")
 """Plan fields a reader does not tell apart: rows differing only there are one plan."""
 CHOICE = (
     "placement", "execution", "rollout_gpus", "rollout_tp", "rollout_pp", "rollout_ep",
-    "rollout_attention_dp", "critic_gpus", "reference_gpus", "reward_gpus",
+    "rollout_attention_dp", "rollout_cp", "critic_gpus", "reference_gpus", "reward_gpus",
 )  # fmt: skip
 """The fields that make two plans distinct choices for a reader: where each model runs, how
 the steps overlap and the rollout engine. Rows that share them and are within NEAR_FRACTION

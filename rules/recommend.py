@@ -302,7 +302,7 @@ def _stack(values: list[Any], lengths: list[int]) -> np.ndarray:
     )
 
 
-ROLLOUT_COLUMNS = ("gpus", "tp", "pp", "ep", "attention_dp")
+ROLLOUT_COLUMNS = ("gpus", "tp", "pp", "ep", "attention_dp", "cp")
 TRAIN_COLUMNS = (
     "gpus", "tp", "pp", "cp", "ep", "etp", "zero", "recompute",
     "offload_phase", "offload_optimizer", "offload_params", "offload_frozen",

@@ -613,6 +613,13 @@ def _check_fixed_plan(scenario: Scenario) -> None:
             f"plan.rollout.attention_dp: {attention_dp} does not divide plan.rollout.tp "
             f"({rollout_tp}); each attention group takes tp / attention_dp of the engine's GPUs"
         )
+    cp = plan.rollout.cp
+    if cp and rollout_tp and (rollout_tp // (attention_dp or 1)) % cp:
+        raise InputError(
+            f"plan.rollout.cp: {cp} does not divide plan.rollout.tp / attention_dp "
+            f"({rollout_tp // (attention_dp or 1)}); decode context parallelism splits the KV "
+            f"cache over ranks of the engine's tensor group"
+        )
     offload = plan.train.offload
     if offload and offload.params and plan.train.zero is not None and plan.train.zero < 3:
         raise InputError(

@@ -127,6 +127,9 @@ def _choices(fixed: int | None, options: list[int]) -> list[int]:
     return [fixed] if fixed is not None else options
 
 
+ROLLOUT_LAYOUT_COLUMNS = ("tp", "pp", "ep", "dp", "attention_dp", "cp")
+
+
 def rollout_layouts(resolved: Resolved, gpus: int) -> dict[str, np.ndarray]:
     """Every (tp, pp, ep) with a whole number of replicas on `gpus` GPUs. Engines span up to
     two nodes, and up to eight for a mixture of experts (the 32- and 64-GPU engines published
@@ -134,20 +137,20 @@ def rollout_layouts(resolved: Resolved, gpus: int) -> dict[str, np.ndarray]:
     if not resolved.algorithm.online:
         # Offline preference optimisation generates nothing: one layout that never runs
         # (cost.offline idles the rollout), so the search varies the trainer alone.
-        return _columns(("tp", "pp", "ep", "dp", "attention_dp"), [(1, 1, 1, gpus, 1)], gpus)
+        return _columns(ROLLOUT_LAYOUT_COLUMNS, [(1, 1, 1, gpus, 1, 1)], gpus)
     fixed = resolved.scenario.plan.rollout
     moe = resolved.policy.moe
     span = (8 if moe else 2) * resolved.scenario.cluster.gpus_per_node
     tps = _choices(fixed.tp, powers_of_two(min(gpus, span)))
     pps = _choices(fixed.pp, [p for p in (1, 2, 4) if p <= gpus])
     eps = _choices(fixed.ep, powers_of_two(min(gpus, moe.experts)) if moe else [1])
-    attention_dp = fixed.attention_dp or 1
+    attention_dp, cp = fixed.attention_dp or 1, fixed.cp or 1
     rows = [
-        (tp, pp, ep, gpus // (tp * pp), attention_dp)
+        (tp, pp, ep, gpus // (tp * pp), attention_dp, cp)
         for tp, pp, ep in itertools.product(tps, pps, eps)
-        if gpus % (tp * pp) == 0 and ep <= gpus and gpus % ep == 0 and tp % attention_dp == 0
+        if gpus % (tp * pp) == 0 and ep <= gpus and gpus % ep == 0 and tp % (attention_dp * cp) == 0
     ]
-    return _columns(("tp", "pp", "ep", "dp", "attention_dp"), rows, gpus)
+    return _columns(ROLLOUT_LAYOUT_COLUMNS, rows, gpus)
 
 
 NO_OFFLOAD = Offload()

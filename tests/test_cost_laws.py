@@ -187,6 +187,7 @@ def test_row_has_the_design_json_keys() -> None:
             "dp",
             "ep",
             "attention_dp",
+            "cp",
             "precision",
             "cuda_graphs",
             "memory_fraction",

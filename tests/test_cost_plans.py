@@ -95,7 +95,7 @@ def test_from_plans_fills_neutral_defaults_and_requires_the_rest() -> None:
     table = PlanTable.from_plans([plan])
     row = table.row(0)
     assert row["rollout"] == {"gpus": 16, "tp": 2, "pp": 1, "dp": 8, "ep": 1, "attention_dp": 1,
-                              "precision": "bf16", "cuda_graphs": True}  # fmt: skip
+                              "cp": 1, "precision": "bf16", "cuda_graphs": True}  # fmt: skip
     no_offload = {"phase": False, "optimizer": 0.0, "params": False, "frozen": False}
     assert row["train"] == {"gpus": 16, "tp": 4, "pp": 1, "cp": 1, "dp": 4, "ep": 1, "etp": 4,
                             "zero": 3, "recompute": "selective", "precision": "bf16",

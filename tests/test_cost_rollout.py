@@ -13,6 +13,7 @@ from rlmguide.cost.efficiency import EfficiencyFactors
 from rlmguide.cost.hardware import Hardware
 from rlmguide.cost.layouts import RolloutLayout
 from rlmguide.cost.lengths import length_grid, mean_position, shape_exponent
+from rlmguide.cost.memory import rollout_cache_bytes
 from rlmguide.cost.overheads import DEFAULT_OVERHEADS
 from rlmguide.cost.rollout import DecodeModel
 from test_cost_specs import H100, QWEN3_30B_A3B, QWEN7B_PARAMS, QWEN25_7B, one_plan, workload
@@ -195,3 +196,52 @@ def test_eager_mode_slows_the_rollout_and_nothing_else() -> None:
     assert eager.stages["rollout"].seconds[0] > graphs.stages["rollout"].seconds[0]
     for stage in ("assessment", "training", "weight_sync"):
         assert eager.stages[stage].seconds[0] == graphs.stages[stage].seconds[0]
+
+
+def test_decode_context_parallelism_shares_out_the_kv_copies_by_hand() -> None:
+    # Qwen2.5-7B has 4 KV heads of 128: at tp 8 every head sits on two ranks, 256 KV
+    # elements per token and layer on each. Decode context parallelism over 2 of them keeps
+    # one head per pair and half of its tokens: 128. At context 1024, one token reads
+    #   cp 1: 28 layers x 256 x 1024 x 2 B = 14,680,064 B;  cp 2: 7,340,032 B.
+    # The pair gathers its queries and combines its partial outputs per layer: 56 calls of
+    # (2 - 1) / 2 x (3584 x 2 B x 2 / 8) = 896 B, 56 x (10 us + 896 B / 360 GB/s) = 560.1 us.
+    batch, context = np.array([[1.0]]), np.array([[1024.0]])
+    whole = decode_model(rollout_tp=8).step(batch, context)
+    split = decode_model(rollout_tp=8, rollout_cp=2).step(batch, context)
+    assert whole.hbm[0, 0] - split.hbm[0, 0] == pytest.approx((14_680_064 - 7_340_032) / HBM)
+    gathers = 56 * (10e-6 + 896 / NVLINK)
+    assert split.scale_up[0, 0] - whole.scale_up[0, 0] == pytest.approx(gathers)
+    assert gathers == pytest.approx(560.14e-6, rel=1e-4)
+
+
+def test_decode_context_parallelism_frees_nothing_where_tp_keeps_no_copies() -> None:
+    # tp 4 holds one of Qwen2.5-7B's 4 KV heads per rank: splitting tokens over 2 ranks of
+    # 2 heads each leaves the same KV per GPU, and only the collectives are added.
+    layout = RolloutLayout.of(one_plan(rollout_tp=4, rollout_cp=2))
+    whole = RolloutLayout.of(one_plan(rollout_tp=4))
+    fig = ModelFigures.of(QWEN25_7B)
+    tokens = np.array([4096.0])
+    assert rollout_cache_bytes(fig, layout, tokens) == pytest.approx(
+        rollout_cache_bytes(fig, whole, tokens)
+    )
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(tp_log=st.integers(0, 4), cp_log=st.integers(0, 4), tokens=st.integers(1, 1 << 17))
+def test_decode_context_parallelism_never_adds_kv_per_gpu(
+    tp_log: int, cp_log: int, tokens: int
+) -> None:
+    # Law: splitting a sequence over cp ranks of the engine's tensor group never raises a
+    # GPU's KV bytes, and the group together still holds at least one copy of the cache.
+    tp, cp = 1 << tp_log, 1 << min(cp_log, tp_log)
+    fig = ModelFigures.of(QWEN25_7B)
+    t = np.array([float(tokens)])
+    gpus = max(tp, 8)
+    split_plan = one_plan(rollout_gpus=gpus, rollout_tp=tp, rollout_cp=cp)
+    split = rollout_cache_bytes(fig, RolloutLayout.of(split_plan), t)
+    whole = rollout_cache_bytes(
+        fig, RolloutLayout.of(one_plan(rollout_gpus=gpus, rollout_tp=tp)), t
+    )
+    single = rollout_cache_bytes(fig, RolloutLayout.of(one_plan()), t)
+    assert split[0] <= whole[0] * (1 + 1e-12)
+    assert split[0] * tp >= single[0] * (1 - 1e-12)

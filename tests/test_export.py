@@ -1317,3 +1317,17 @@ def test_mapping_pages_show_checkout_checks_and_engine_concurrency() -> None:
     assert "Engine concurrency" in newer and "128 sequences per engine" in newer
     (older,) = [v for k, v in pages.items() if "openrlhf-0.8.9" in k]
     assert "Engine concurrency" not in older
+
+
+@pytest.mark.parametrize("framework", ["verl", "openrlhf", "nemo-rl", "slime"])
+def test_decode_context_parallelism_is_refused_where_no_key_sets_it(framework: str) -> None:
+    # No exporter's mapping writes vLLM's decode_context_parallel_size: a plan costed with the
+    # KV cache split over two ranks must not be written as a launch that keeps it whole.
+    plan = [
+        "--set", "plan.placement=colocated", "--set", "plan.execution=sync",
+        "--set", "plan.rollout.tp=4", "--set", "plan.rollout.cp=2",
+    ]  # fmt: skip
+    example = str(REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml")
+    done = CliRunner().invoke(cli, ["export", example, "--framework", framework, *plan])
+    assert done.exit_code == 1, done.output
+    assert "plan.rollout.cp = 2" in done.output

@@ -185,3 +185,22 @@ def test_ctrl_c_in_any_command_exits_130_with_one_line(monkeypatch: pytest.Monke
     result = CliRunner().invoke(cli, ["recommend", SMALL])
     assert result.exit_code == 130
     assert result.output == "Error: interrupted\n"
+
+
+@pytest.mark.parametrize(
+    ("assignments", "expected"),
+    [
+        (("plan.rollout.tp=4", "plan.rollout.cp=3"), "plan.rollout.cp: 3 does not divide"),
+        (
+            ("plan.rollout.tp=4", "plan.rollout.attention_dp=2", "plan.rollout.cp=4"),
+            "plan.rollout.tp / attention_dp (2)",
+        ),
+        (("plan.rollout.cp=0",), "plan.rollout.cp"),
+    ],
+)
+def test_decode_context_parallelism_outside_the_tensor_group_is_one_line(
+    assignments: tuple[str, ...], expected: str
+) -> None:
+    sets = [arg for a in assignments for arg in ("--set", a)]
+    code, out = invoke("recommend", SMALL, *sets, "--format", "json")
+    assert_clean_bad_input(code, out, expected)

@@ -404,6 +404,14 @@ class RolloutPlan(Strict):
     """SGLang's DP attention: the engine's tp GPUs run attention as attention_dp data-parallel
     groups of tp / attention_dp (each with its own sequences and KV cache) while the experts
     stay spread over ep; unset means 1."""
+    cp: PositiveInt | None = None
+    """Decode context parallelism: each sequence's KV cache is split by tokens over cp of the
+    engine's tensor ranks (vLLM's decode_context_parallel_size, which reuses the TP ranks
+    instead of adding GPUs). It removes the KV copies tensor parallelism keeps where the
+    model has fewer KV heads than tp (MLA keeps one latent per rank), at the price of two
+    collectives per attention layer and decode step (the queries gathered, the partial
+    outputs combined). It must divide tp / attention_dp; unset means 1. Never searched: a
+    long-context feasibility switch (survey §3.4.1) that no exporter's framework sets."""
     prefix_caching: bool | None = None
     precision: Precision | None = None
     """Weights and matmuls of the rollout engine: bf16, or fp8 quantised during weight sync

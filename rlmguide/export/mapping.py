@@ -231,6 +231,7 @@ NEUTRAL = {
     "plan.rollout.pp": 1,
     "plan.rollout.ep": 1,
     "plan.rollout.attention_dp": 1,
+    "plan.rollout.cp": 1,
     "plan.rollout.fp8": False,
     "plan.train.tp": 1,
     "plan.train.pp": 1,

@@ -498,7 +498,7 @@ def scenario_of(
         train["sequence_parallel"] = False
     rollout = {
         "gpus": rollout_gpus,
-        **{d: f.get(f"plan.rollout.{d}") for d in ("tp", "pp", "ep", "attention_dp")},
+        **{d: f.get(f"plan.rollout.{d}") for d in ("tp", "pp", "ep", "attention_dp", "cp")},
     }
     if f.get("plan.rollout.eager") is True:
         rollout["cuda_graphs"] = False  # the engine decodes eagerly: estimated so
