@@ -283,7 +283,7 @@ TRAIN_COLUMNS = (
     "train_recompute", "train_fp8", "train_lora_rank", "offload_phase", "offload_optimizer",
     "offload_params", "offload_frozen", "critic_gpus", "reference_gpus", "reward_gpus",
     "critic_shared", "fusion", "train_micro_tokens", "train_fp32_gradients",
-    "train_sequence_parallel",
+    "train_sequence_parallel", "train_virtual_stages",
 )  # fmt: skip
 """The plan fields the trainer's side (memory, assessment, training, offload) depends on."""
 ROLLOUT_COLUMNS = (

@@ -92,6 +92,8 @@ class TrainLayout:
     """A launch's micro-batch tokens over the context-parallel group; 0 = the search's."""
     fp32_gradients: BoolArray
     sequence_parallel: BoolArray
+    virtual_stages: FloatArray
+    """Chunks of layers per pipeline rank (Megatron's interleaved 1F1B); 1 = plain 1F1B."""
 
     @classmethod
     def of(cls, table: PlanTable) -> TrainLayout:
@@ -114,6 +116,8 @@ class TrainLayout:
             micro_tokens=floats(table.train_micro_tokens),
             fp32_gradients=table.train_fp32_gradients,
             sequence_parallel=table.train_sequence_parallel,
+            # Interleaving needs pipeline stages: a searched pp = 1 runs the plain schedule.
+            virtual_stages=np.where(table.train_pp > 1, floats(table.train_virtual_stages), 1.0),
         )
 
     def with_gpus(self, gpus: FloatArray) -> TrainLayout:

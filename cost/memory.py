@@ -365,6 +365,17 @@ def _largest(arrays: list[FloatArray], n: int) -> FloatArray:
     return np.max(arrays, axis=0) if arrays else np.zeros(n)
 
 
+def first_stage_in_flight(layout: TrainLayout, micro_batches: FloatArray) -> FloatArray:
+    """Micro-batches of a whole stage's layers the first pipeline stage holds at its peak.
+    Plain 1F1B holds min(pp, m). Interleaved over v chunks (each 1/v of the stage), Megatron
+    warms up 2 (pp - 1) + (v - 1) pp chunk passes and holds one more in the steady state
+    (megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_
+    interleaving), at most all m v of them: pp (1 + (pp - 1) / (pp v)) with many micro-batches."""
+    pp, v = layout.pp, layout.virtual_stages
+    chunks = np.minimum(2.0 * (pp - 1.0) + (v - 1.0) * pp + 1.0, micro_batches * v)
+    return np.where(v > 1, chunks / v, np.minimum(pp, micro_batches))
+
+
 def default_micro_tokens(layout: TrainLayout, batch: Batch, overheads: Overheads) -> FloatArray:
     """The configured per-GPU budget over a context-parallel group (cp splits sequences), or
     the launch's own where it sets one.
@@ -416,8 +427,7 @@ def training_memory(
 
     budget = default_micro_tokens(layout, batch, overheads)
     per_rank = np.ceil(batch.trained_sequences / batch.minibatches / layout.dp)
-    # 1F1B holds up to pp micro-batches on the first stage (never more than there are).
-    in_flight = np.minimum(layout.pp, per_rank)
+    in_flight = first_stage_in_flight(layout, per_rank)
     one = np.ones(n)
     per_token = _largest([activation_bytes(f, layout, one, in_flight) * m for f, m in trained], n)
     room = usable_bytes - fixed

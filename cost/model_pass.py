@@ -162,8 +162,10 @@ def micro_pass(
         sent = sent + np.where(ep_link.active(), ep_sent, 0.0)
 
     pp_link = links.pp
-    pp_sent = counts.pp_sends * activation / tp
-    parts.append((transfer_seconds(pp_sent, pp_link, counts.pp_sends), pp_link))
+    # Interleaved over v chunks, a micro-batch crosses v times as many stage boundaries.
+    pp_calls = counts.pp_sends * layout.virtual_stages
+    pp_sent = pp_calls * activation / tp
+    pp_time = transfer_seconds(pp_sent, pp_link, pp_calls)
     sent = sent + np.where(pp_link.active(), pp_sent, 0.0)
 
     dense, expert = model_parallel_params(fig, layout)
@@ -196,6 +198,14 @@ def micro_pass(
     exposed = np.maximum(z_time - compute, 0.0)
     z_up, z_out = split_by_link(exposed, shard_link)
     up, out = up + z_up, out + z_out
+    # Interleaved, Megatron overlaps the stage sends with the other chunks' forward and
+    # backward (overlap_p2p_comm, on unless --no-overlap-p2p-communication, and only with
+    # virtual stages; Llama 3's asynchronous point-to-point alike): only what outlasts the
+    # compute ZeRO-3 leaves free is exposed. The plain schedule waits for each send.
+    room = np.maximum(compute - np.where(zero3, z_time, 0.0), 0.0)
+    pp_exposed = np.where(layout.virtual_stages > 1, np.maximum(pp_time - room, 0.0), pp_time)
+    p_up, p_out = split_by_link(pp_exposed, pp_link)
+    up, out = up + p_up, out + p_out
     return MicroPass(
         seconds=compute + loop + up + out,
         compute=compute + loop,

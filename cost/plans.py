@@ -143,6 +143,9 @@ class PlanTable:
     train_fp32_gradients: BoolArray
     train_sequence_parallel: BoolArray
     """Sequence parallelism in the tensor group (only where tp > 1 does it change anything)."""
+    train_virtual_stages: IntArray
+    """Chunks of layers per pipeline rank under Megatron's interleaved 1F1B schedule; 1 = the
+    plain schedule. A searched plan without pipeline stages runs the plain one."""
     """Gradient buffers in fp32 beside bf16 weights (Megatron's main grads)."""
     offload_phase: BoolArray
     offload_optimizer: FloatArray
@@ -190,6 +193,7 @@ class PlanTable:
         train_micro_tokens: npt.ArrayLike = 0,
         train_fp32_gradients: npt.ArrayLike = False,
         train_sequence_parallel: npt.ArrayLike = True,
+        train_virtual_stages: npt.ArrayLike = 1,
         train_fp8: npt.ArrayLike = False,
         train_lora_rank: npt.ArrayLike = 0,
         offload_phase: npt.ArrayLike = False,
@@ -218,6 +222,7 @@ class PlanTable:
             "rollout.max_seqs": rollout_max_seqs, "train.micro_batch_tokens": train_micro_tokens,
             "train.fp32_gradients": train_fp32_gradients,
             "train.sequence_parallel": train_sequence_parallel,
+            "train.virtual_stages": train_virtual_stages,
             "train.lora_rank": train_lora_rank, "train.offload.phase": offload_phase,
             "train.offload.optimizer": offload_optimizer, "train.offload.params": offload_params,
             "train.offload.frozen": offload_frozen, "pools.critic": critic_gpus,
@@ -239,7 +244,7 @@ class PlanTable:
                      "max_staleness", "rollout.attention_dp", "rollout.cp", "train.lora_rank",
                      "pools.critic",
                      "pools.reference", "pools.reward", "rollout.max_seqs",
-                     "train.micro_batch_tokens"):  # fmt: skip
+                     "train.micro_batch_tokens", "train.virtual_stages"):  # fmt: skip
             array = column(counts[name])
             if array.dtype.kind == "f":
                 fractional = np.flatnonzero(array != np.floor(array))
@@ -335,6 +340,7 @@ class PlanTable:
             train_micro_tokens=ints["train.micro_batch_tokens"],
             train_fp32_gradients=flags["train.fp32_gradients"],
             train_sequence_parallel=flags["train.sequence_parallel"],
+            train_virtual_stages=ints["train.virtual_stages"],
             train_fp8=flags["train.precision"],
             train_lora_rank=ints["train.lora_rank"],
             offload_phase=flags["train.offload.phase"],
@@ -405,6 +411,7 @@ class PlanTable:
                 "train_micro_tokens": t.micro_batch_tokens or 0,
                 "train_fp32_gradients": bool(t.fp32_gradients),
                 "train_sequence_parallel": t.sequence_parallel is not False,
+                "train_virtual_stages": t.virtual_stages or 1,
                 "train_fp8": t.precision == "fp8",
                 "train_lora_rank": t.lora_rank or 0,
                 "offload_phase": offload.phase,
@@ -466,6 +473,7 @@ class PlanTable:
                 "precision": "fp8" if self.train_fp8[i] else "bf16",
                 "fp32_gradients": bool(self.train_fp32_gradients[i]),
                 "sequence_parallel": bool(self.train_sequence_parallel[i]),
+                "virtual_stages": int(self.train_virtual_stages[i]),
                 "lora_rank": int(self.train_lora_rank[i]) or None,
                 "offload": {
                     "phase": bool(self.offload_phase[i]),

@@ -2,11 +2,12 @@
 
 Each RL step runs minibatches x epochs optimizer steps in a chain. One optimizer step pushes m
 micro-batches per data-parallel rank through a 1F1B pipeline of pp stages, (m + pp - 1)
-micro-batch times (the bubble is (pp - 1) / (m + pp - 1)), then reduces gradients over the
+micro-batch times (the bubble is (pp - 1) / (m + pp - 1); interleaved over v chunks per rank,
+(pp - 1) / v of them), then reduces gradients over the
 data-parallel group (all-reduce, or reduce-scatter + all-gather under ZeRO-1/2; ZeRO-3 already
 reduce-scattered per micro-batch) and applies Adam. Work W/p is the busy part, m micro-batches
-plus the gradient sync and the update; depth is the pipeline's fill and drain, pp micro-batch
-times per optimizer step, chained over the optimizer steps.
+plus the gradient sync and the update; depth is the pipeline's fill and drain, 1 + (pp - 1) / v
+micro-batch times per optimizer step, chained over the optimizer steps.
 """
 
 from __future__ import annotations
@@ -88,9 +89,13 @@ def pipeline_stage(
         expert_compute,
     )
     m, pp = micro.count, layout.pp
-    seconds = rounds * ((m + pp - 1.0) * mp.seconds + per_round_seconds)
+    # Interleaving v chunks per rank fills and drains the pipeline in chunk times, 1/v of a
+    # stage's micro-batch time: the bubble is (pp - 1) / v micro-batch times (Narayanan et
+    # al., arXiv 2104.04473 §2.2.2); micro_pass charges the v-fold point-to-point traffic.
+    fill = (pp - 1.0) / layout.virtual_stages
+    seconds = rounds * ((m + fill) * mp.seconds + per_round_seconds)
     work = rounds * (m * mp.seconds + per_round_seconds)
-    depth = rounds * pp * mp.seconds
+    depth = rounds * (1.0 + fill) * mp.seconds
     gpus = layout.gpus
     return StageCost(
         seconds=seconds,

@@ -41,6 +41,7 @@ def _train_layout(plan: dict[str, Any]) -> str:
             ", fp8" if t.get("precision") == "fp8" else "",
             f", LoRA r{t['lora_rank']}" if t.get("lora_rank") else "",
             ", no SP" if t["tp"] > 1 and t.get("sequence_parallel") is False else "",
+            f", vp {t['virtual_stages']}" if t.get("virtual_stages", 1) > 1 else "",
         ]
     )
     train = (

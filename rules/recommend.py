@@ -332,6 +332,7 @@ def fixed_columns(resolved: Resolved) -> dict[str, Any]:
         "train_micro_tokens": plan.train.micro_batch_tokens or 0,
         "train_fp32_gradients": bool(plan.train.fp32_gradients),
         "train_sequence_parallel": plan.train.sequence_parallel is not False,
+        "train_virtual_stages": plan.train.virtual_stages or 1,
         "train_fp8": plan.train.precision == "fp8",
         "train_lora_rank": plan.train.lora_rank or 0,
         "critic_gpus": plan.pools.critic or 0,

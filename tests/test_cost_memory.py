@@ -15,6 +15,7 @@ from rlmguide.cost.memory import (
     TrainMemory,
     activation_bytes,
     end_bytes,
+    first_stage_in_flight,
     forward_activation_bytes,
     host_state_bytes,
     rollout_memory,
@@ -192,6 +193,25 @@ def test_activations_by_hand(layout: dict[str, object], per_token: float) -> Non
     fig = ModelFigures.of(QWEN25_7B)
     got = activation_bytes(fig, train_layout(**layout), np.array([4096.0]), np.array([1.0]))
     assert got[0] == pytest.approx(4096 * per_token, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("pp", "v", "m", "expected"),
+    [
+        (4, 1, 64, 4.0),  # plain 1F1B: min(pp, m)
+        (4, 1, 2, 2.0),
+        # Megatron's interleaved warm-up on the first rank: 2 (pp - 1) + (v - 1) pp chunk
+        # passes, one more in the steady state, each 1/v of the stage:
+        (16, 8, 32, (2 * 15 + 7 * 16 + 1) / 8),  # 143 chunks = 17.875 stages
+        (16, 8, 16, 16 * 8 / 8),  # capped by the m v = 128 chunks there are
+        (4, 2, 64, (2 * 3 + 1 * 4 + 1) / 2),  # 5.5 = pp (1 + (pp - 1) / (pp v))
+    ],
+)
+def test_first_stage_in_flight_by_hand(pp: int, v: int, m: int, expected: float) -> None:
+    layout = train_layout(
+        rollout_gpus=8 * pp, train_gpus=8 * pp, train_pp=pp, train_virtual_stages=v
+    )
+    assert first_stage_in_flight(layout, np.array([float(m)]))[0] == pytest.approx(expected)
 
 
 def test_pipeline_holds_its_first_stage_micro_batches_or_the_last_stages_loss() -> None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 from rlmguide.cost import PlanError, PlanTable, check_plans, plan_problems, valid_rows
-from rlmguide.kb.schema import Plan
+from rlmguide.cost.layouts import TrainLayout
+from rlmguide.kb.schema import Plan, TrainPlan
 from test_cost_specs import DEEPSEEK_V3, LLAMA31_70B, QWEN3_30B_A3B, QWEN25_7B, one_plan
 
 
@@ -100,7 +102,8 @@ def test_from_plans_fills_neutral_defaults_and_requires_the_rest() -> None:
     assert row["train"] == {"gpus": 16, "tp": 4, "pp": 1, "cp": 1, "dp": 4, "ep": 1, "etp": 4,
                             "zero": 3, "recompute": "selective", "precision": "bf16",
                             "lora_rank": None, "offload": no_offload,
-                            "fp32_gradients": False, "sequence_parallel": True}  # fmt: skip
+                            "fp32_gradients": False, "sequence_parallel": True,
+                            "virtual_stages": 1}  # fmt: skip
     assert row["pools"] == {"critic": None, "reference": None, "reward": None}
     assert row["prefix_caching"] is True and row["max_staleness"] == 1
     with pytest.raises(PlanError, match=r"train\.zero"):
@@ -133,3 +136,13 @@ def test_expert_tensor_parallelism_defaults_to_tp_and_folds_experts() -> None:
     assert valid_rows(table, QWEN3_30B_A3B).tolist() == [True, False, True]
     with pytest.raises(PlanError, match="divide tp"):
         one_plan(train_tp=4, train_etp=3)
+
+
+def test_virtual_stages_need_pipeline_stages() -> None:
+    # Interleaving chunks of one rank's layers needs pipeline stages to interleave; a searched
+    # pp = 1 candidate runs the plain schedule whatever the plan's virtual_stages.
+    with pytest.raises(ValidationError, match="needs pp > 1"):
+        TrainPlan(pp=1, virtual_stages=2)
+    assert TrainPlan(pp=4, virtual_stages=2).virtual_stages == 2
+    table = one_plan(train_pp=[1, 2], train_gpus=16, rollout_gpus=16, train_virtual_stages=4)
+    assert TrainLayout.of(table).virtual_stages.tolist() == [1.0, 4.0]

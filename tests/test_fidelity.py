@@ -27,13 +27,6 @@ COMPARISONS = calibration(load_catalog([*DEFAULT_ROOTS, RULES_ROOT]).records)
 SCORED = [c for c in COMPARISONS if c.ratio and c.result.kind == "result"]
 BY_ID = {c.result.id: c for c in COMPARISONS}
 
-KNOWN_MISSES = {
-    # Hugging Face's MoE code loops over 128 experts with a host sync each (ZeRO-3, no expert
-    # parallelism): Overheads.expert_loop_seconds is an assumption far below what prime-rl
-    # measured.
-    "prime-rl-trainer-bench-qwen3-30b-a3b-8xh100-16k-step",
-}
-
 
 def test_every_recorded_setting_is_predicted() -> None:
     rl = [c for c in SCORED if c.result.metric != "training_seconds"]
@@ -48,11 +41,21 @@ def test_every_recorded_setting_is_predicted() -> None:
 def test_calibration_at_the_default_constants() -> None:
     for c in SCORED:
         print(f"{c.result.id}: predicted/reported = {c.ratio:.2f}")
-    # Leave-one-source-out gives 1.18x (bench/fidelity.py) and the defaults 1.23x (they are an
+    # Leave-one-source-out gives 1.18x (bench/fidelity.py) and the defaults 1.19x (they are an
     # earlier fit, Overheads.decode_step_seconds); this bound catches a regression.
     assert median_abs_log_error(SCORED) < 1.35
     beyond = {c.result.id for c in SCORED if not 1 / 3 <= c.ratio <= 3}  # type: ignore[operator]
-    assert beyond <= KNOWN_MISSES, beyond - KNOWN_MISSES
+    assert not beyond, beyond
+
+
+def test_prime_rl_trainer_bench_is_the_trainers_own_step() -> None:
+    # The table's Step Time is seq_len x GPUs / TPS, whose interval holds the filesystem weight
+    # broadcast (34.7 s of the 42.9 s for Qwen3-30B-A3B); the records carry the trainer's own
+    # time/step of two micro-batches per GPU, which the cost core predicts within 1.5x.
+    step = BY_ID["prime-rl-trainer-bench-qwen3-30b-a3b-8xh100-16k-step"]
+    assert step.result.value == pytest.approx(8.174)
+    assert step.result.scenario.workload.prompts_per_step == 2 * 8
+    assert 1 / 1.5 < step.ratio < 1.5  # type: ignore[operator]
 
 
 def test_the_band_covers_four_runs_in_five() -> None:

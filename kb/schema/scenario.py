@@ -463,6 +463,14 @@ class TrainPlan(Strict):
     gpus: PositiveInt | None = None
     tp: PositiveInt | None = None
     pp: PositiveInt | None = None
+    virtual_stages: PositiveInt | None = None
+    """Megatron's interleaved 1F1B schedule (virtual pipeline parallelism, Narayanan et al.,
+    arXiv 2104.04473 §2.2.2): each of the pp ranks holds this many non-contiguous chunks of
+    its layers, so the pipeline's fill and drain shrink from (pp - 1) to (pp - 1) / v
+    micro-batch times while every micro-batch crosses v times as many stage boundaries
+    (v times the point-to-point traffic), and the first stage warms up more chunks
+    (Megatron's schedules.py). Needs pp > 1; unset means 1 (the plain 1F1B schedule).
+    Never searched."""
     cp: PositiveInt | None = None
     """Context parallelism: each sequence is split over cp ranks (Megatron context_parallel,
     verl/OpenRLHF ring attention, DeepSpeed-Ulysses sequence parallelism alike); the
@@ -507,6 +515,12 @@ class TrainPlan(Strict):
     offload: Offload | None = None
     """Unset, the search tries none and, where no layout fits without it, phase offload of
     state and frozen models and a CPU optimizer."""
+
+    @model_validator(mode="after")
+    def _interleaving_needs_stages(self) -> TrainPlan:
+        if (self.virtual_stages or 1) > 1 and self.pp == 1:
+            raise ValueError("virtual_stages > 1 interleaves pipeline stages: it needs pp > 1")
+        return self
 
 
 class ModelPools(Strict):
