@@ -20,10 +20,12 @@ tie of the fastest plan (the cost model rates the expert's choice as fast, and t
 order of simplicity chose another: a matter of ranking policy), `model +x%` where it is x% slower
 than the fastest (the cost model, the record or the expert is off: read the record and the
 mechanics), `none` where the framework runs no plan that agrees (a constraint or memory refuses
-the expert's choice). A deployment whose mean response length is not published is recorded at
-its cap (`response_tokens` = `max_response_tokens`): every response then runs to the cap, so
-there is no long tail for one-step-off, asynchronous or partial rollouts to hide; such
-deployments are marked "no tail" and counted apart.
+the expert's choice). The agreeing plans are those the search tries, whose pool splits are its
+own; for placement and execution the best plan of the expert's mode at the expert's pool sizes
+is tried too, so elsewhere x is an upper bound. A deployment whose mean response length is not
+published is recorded at its cap (`response_tokens` = `max_response_tokens`): every response
+then runs to the cap, so there is no long tail for one-step-off, asynchronous or partial
+rollouts to hide; such deployments are marked "no tail" and counted apart.
 
 Run: python bench/bench_experts.py [--heldout DIR] [ID ...]
   --heldout DIR  also judge the deployment records in DIR (kept outside the knowledge base so that
