@@ -14,6 +14,19 @@ simpler plan); every top plan that departs from the simplest plan beyond the tie
 simpler plan it beat and its predicted gain. A run that lags the trainer tolerates its own lag:
 where its workload states no tolerance, the search may use lagging plans up to the expert's.
 
+Every disagreement (leave one framework out) is given its kind, from the fastest plan of the
+framework that agrees with the expert on that dimension: `tie` where it lies within the ranking's
+tie of the fastest plan (the cost model rates the expert's choice as fast, and the ranking's
+order of simplicity chose another: a matter of ranking policy), `model +x%` where it is x% slower
+than the fastest (the cost model, the record or the expert is off: read the record and the
+mechanics), `none` where the framework runs no plan that agrees (a constraint or memory refuses
+the expert's choice). The agreeing plans are those the search tries, whose pool splits are its
+own; for placement and execution the best plan of the expert's mode at the expert's pool sizes
+is tried too, so elsewhere x is an upper bound. A deployment whose mean response length is not
+published is recorded at its cap (`response_tokens` = `max_response_tokens`): every response
+then runs to the cap, so there is no long tail for one-step-off, asynchronous or partial
+rollouts to hide; such deployments are marked "no tail" and counted apart.
+
 Run: python bench/bench_experts.py [--heldout DIR] [ID ...]
   --heldout DIR  also judge the deployment records in DIR (kept outside the knowledge base so that
                  nothing is tuned on them), reported separately.
@@ -23,16 +36,23 @@ from __future__ import annotations
 
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
 from rlmguide.kb.schema import Deployment
 from rlmguide.rules.ranking import TIE_FRACTION, model_parallel
-from rlmguide.rules.recommend import NoFeasiblePlan, judges_of, recommend, recommender_for
+from rlmguide.rules.recommend import (
+    NoFeasiblePlan,
+    judges_of,
+    lagging,
+    recommend,
+    recommender_for,
+)
 from rlmguide.rules.scenario import fill_plan_defaults, resolve
 
 JUSTIFIED_GAIN = 0.10
@@ -62,6 +82,23 @@ def offload_class(train: dict[str, Any]) -> str:
     return "phase" if offload.get("phase") else "none"
 
 
+def agrees(top: dict[str, Any], expert: dict[str, Any]) -> dict[str, bool]:
+    """Whether a plan agrees with the expert's on each of DIMENSIONS."""
+    return {
+        "placement": top["placement"] == expert["placement"],
+        "execution": top["execution"] == expert["execution"],
+        "rollout tp": 0.5 <= attention_tp(top) / attention_tp(expert) <= 2,
+        "train family": family(top["train"]) == family(expert["train"]),
+        "offload": offload_class(top["train"]) == offload_class(expert["train"]),
+    }
+
+
+def tailless(d: Deployment) -> bool:
+    """The mean response length is recorded at the cap (none is published): no length tail."""
+    workload = d.scenario.workload
+    return workload.response_tokens == workload.max_response_tokens
+
+
 def shown(p: dict[str, Any]) -> str:
     return (
         f"{p['placement'][:5]} {p['execution'][:8]} r-tp{attention_tp(p):g} "
@@ -81,6 +118,8 @@ class Verdict:
     tie: dict[str, Any] | None = None
     refused: str = ""
     seconds: float = 0.0
+    causes: dict[str, str] = field(default_factory=dict)
+    """Per dimension the top plan disagrees on: `tie`, `model +x%` or `none` (module docstring)."""
 
     @property
     def departs(self) -> bool:
@@ -119,13 +158,8 @@ def judge(d: Deployment, catalog: Any, judges: Any, expert: dict[str, Any], lofo
     verdict.seconds = time.perf_counter() - start
     top = verdict.top = result["plans"][0]
     verdict.departure, verdict.tie = result["departure"], top["tie"]
-    verdict.agree = {
-        "placement": top["placement"] == expert["placement"],
-        "execution": top["execution"] == expert["execution"],
-        "rollout tp": 0.5 <= attention_tp(top) / attention_tp(expert) <= 2,
-        "train family": family(top["train"]) == family(expert["train"]),
-        "offload": offload_class(top["train"]) == offload_class(expert["train"]),
-    }
+    verdict.agree = agrees(top, expert)
+    own_seconds: float | None = None
     if verdict.departs:
         # Against the best plan of the expert's own placement and execution, its pools kept at
         # the expert's sizes (the expert chose them too).
@@ -140,6 +174,7 @@ def judge(d: Deployment, catalog: Any, judges: Any, expert: dict[str, Any], lofo
                 recommender_for(same_choice, catalog, judges, only=d.framework, held_out=held_out),
                 1,
             )
+            own_seconds = own_best["plans"][0]["step_seconds"]
         except NoFeasiblePlan:
             # The scenario only approximates some published layouts (OpenRLHF's reward model on
             # the critic's GPUs) and the framework's constraints may refuse the approximation;
@@ -149,7 +184,56 @@ def judge(d: Deployment, catalog: Any, judges: Any, expert: dict[str, Any], lofo
                 recommender_for(same_choice, catalog, judges, filter_frameworks=False), 1
             )
         verdict.own_gain = 1.0 - top["step_seconds"] / own_best["plans"][0]["step_seconds"]
+    missed = [k for k in DIMENSIONS if not verdict.agree[k]]
+    if lofo and missed:
+        rec = recommender_for(resolved, catalog, judges, only=d.framework, held_out=held_out)
+        verdict.causes = causes(rec, expert, missed, own_seconds)
     return verdict
+
+
+CAUSE_ROWS = 20_000
+"""Ranked rows read for the plans that agree with the expert, fastest first: past them the
+dimension's best agreeing plan is counted as beyond the tie (`model`, without its figure)."""
+
+
+MODE = ("placement", "execution")
+"""The dimensions the best plan of the expert's own placement and execution also agrees on
+(`judge` searches it with the pools at the expert's sizes): the search's own splits of the
+pools are coarse away from its best, so its fastest plan of another mode may be slower than
+that mode's best."""
+
+
+def causes(
+    rec: Any, expert: dict[str, Any], missed: list[str], own_seconds: float | None
+) -> dict[str, str]:
+    """For each dimension in `missed`, the kind of the disagreement (module docstring): where
+    the fastest plan the framework runs that agrees with the expert lies against the fastest
+    plan of all. `own_seconds`: the best plan of the expert's own mode that the framework
+    runs, where it runs one."""
+    costs, _ = rec.run()
+    eligible = rec.launchable & ~lagging(rec, costs.plans)
+    order = np.argsort(costs.step_seconds, kind="stable")
+    order = order[eligible[order]]
+    fastest = float(costs.step_seconds[order[0]])
+    best: dict[str, float] = {}
+    if own_seconds is not None:
+        best = {key: own_seconds for key in missed if key in MODE}
+    for i in order[:CAUSE_ROWS]:
+        seconds = float(costs.step_seconds[i])
+        if all(best.get(key, np.inf) <= seconds for key in missed):
+            break
+        for key, same in agrees(costs.plans.row(int(i)), expert).items():
+            if key in missed and same and seconds < best.get(key, np.inf):
+                best[key] = seconds
+    beyond = "model" if len(order) > CAUSE_ROWS else "none"
+    found = {}
+    for key in missed:
+        if key not in best:
+            found[key] = beyond
+            continue
+        gap = best[key] / fastest - 1.0
+        found[key] = "tie" if gap < TIE_FRACTION else f"model +{100 * gap:.0f}%"
+    return found
 
 
 def expert_plan(d: Deployment, catalog: Any, judges: Any) -> dict[str, Any]:
@@ -204,6 +288,19 @@ def by_framework(verdicts: list[Verdict]) -> None:
         print(f"  {name:<10} {len(group):>3} {cells}")
 
 
+def by_cause(verdicts: list[Verdict]) -> None:
+    """The disagreements by kind (module docstring), and how many are on deployments with no
+    length tail."""
+    print(f"  disagreements by kind: {'dimension':<13} {'tie':>4} {'model':>6} {'none':>5} "
+          f"{'no tail':>8}")  # fmt: skip
+    for key in DIMENSIONS:
+        missed = [v for v in verdicts if key in v.causes]
+        kinds = Counter(v.causes[key].split()[0] for v in missed)
+        no_tail = sum(tailless(v.deployment) for v in missed)
+        print(f"  {'':<23}{key:<13} {kinds['tie']:>4} {kinds['model']:>6} {kinds['none']:>5} "
+              f"{no_tail:>8}")  # fmt: skip
+
+
 def main() -> None:
     args = sys.argv[1:]
     heldout_dir: Path | None = None
@@ -253,12 +350,15 @@ def main() -> None:
                 else ""
             )
             print(f"    {own}{why(v) or 'the simplest plan within the tie'}")
+            kinds = ", ".join(f"{k}: {c}" for k, c in v.causes.items())
+            print(f"    disagreements: {kinds}" + ("; no tail" if tailless(d) else ""))
     for mode in MODES:
         title = "as-is" if mode == "as-is" else "leave one framework out"
         known = [verdicts[mode][d.id] for d in deployments if d.id not in heldout_ids]
         report(f"{title}, knowledge-base deployments", known)
         if mode == "lofo":
             by_framework(known)
+            by_cause(known)
         if heldout_ids:
             held = [verdicts[mode][d.id] for d in deployments if d.id in heldout_ids]
             report(f"{title}, held-out deployments ({heldout_dir})", held)
