@@ -150,6 +150,11 @@ PLAN_FACTS = (
     ),
     Fact("plan.train.recompute", "text", "activation recomputation", RECOMPUTE),
     Fact(
+        "plan.train.virtual_stages",
+        "number",
+        "layer chunks per pipeline rank of Megatron's interleaved schedule (1: plain 1F1B)",
+    ),
+    Fact(
         "plan.train.sequence_parallel",
         "bool",
         "sequence parallelism inside the tensor group (Korthikanti et al.): on wherever "

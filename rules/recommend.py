@@ -270,7 +270,8 @@ def plan_facts(table: PlanTable, costs: CostTable | None = None) -> dict[str, An
         "plan.fusion": np.asarray(FUSIONS)[table.fusion],
     }
     for pool in ("rollout", "train"):
-        for degree in ("gpus", "tp", "pp", "ep", "etp", "dp", "cp", "zero", "attention_dp"):
+        degrees = ("gpus", "tp", "pp", "ep", "etp", "dp", "cp", "zero", "attention_dp")
+        for degree in (*degrees, "virtual_stages"):
             column = getattr(table, f"{pool}_{degree}", None)
             if column is not None:
                 facts[f"plan.{pool}.{degree}"] = column

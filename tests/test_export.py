@@ -1331,3 +1331,18 @@ def test_decode_context_parallelism_is_refused_where_no_key_sets_it(framework: s
     done = CliRunner().invoke(cli, ["export", example, "--framework", framework, *plan])
     assert done.exit_code == 1, done.output
     assert "plan.rollout.cp = 2" in done.output
+
+
+@pytest.mark.parametrize("framework", ["verl", "nemo-rl", "slime"])
+def test_an_interleaved_pipeline_is_refused_where_no_key_sets_it(framework: str) -> None:
+    # The plan is costed with (pp - 1) / v bubbles; no mapping writes Megatron's virtual
+    # pipeline size yet, so the launch would run the plain schedule the plan did not cost.
+    plan = [
+        "--set", "plan.placement=colocated", "--set", "plan.execution=sync",
+        "--set", "plan.rollout.tp=4", "--set", "plan.train.tp=4", "--set", "plan.train.pp=2",
+        "--set", "plan.train.virtual_stages=2",
+    ]  # fmt: skip
+    example = str(REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml")
+    done = CliRunner().invoke(cli, ["export", example, "--framework", framework, *plan])
+    assert done.exit_code == 1, done.output
+    assert "plan.train.virtual_stages = 2" in done.output

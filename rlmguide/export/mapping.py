@@ -235,6 +235,7 @@ NEUTRAL = {
     "plan.rollout.fp8": False,
     "plan.train.tp": 1,
     "plan.train.pp": 1,
+    "plan.train.virtual_stages": 1,
     "plan.train.cp": 1,
     "plan.train.ep": 1,
     "plan.train.fp8": False,
