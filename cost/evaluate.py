@@ -283,7 +283,7 @@ TRAIN_COLUMNS = (
     "train_recompute", "train_fp8", "train_lora_rank", "offload_phase", "offload_optimizer",
     "offload_params", "offload_frozen", "critic_gpus", "reference_gpus", "reward_gpus",
     "critic_shared", "fusion", "train_micro_tokens", "train_fp32_gradients",
-    "train_sequence_parallel",
+    "train_sequence_parallel", "assess_tp", "assess_pp",
 )  # fmt: skip
 """The plan fields the trainer's side (memory, assessment, training, offload) depends on."""
 ROLLOUT_COLUMNS = (
@@ -476,7 +476,10 @@ def evaluate(
     critic_arch = (critic or policy) if needs.needs_critic else None
     if check:
         cluster = nodes * gpus_per_node if nodes is not None else None
-        check_plans(plans, policy, critic_arch, cluster_gpus=cluster)
+        frozen = [("reward", reward)] if reward is not None else []
+        if needs.needs_reference:
+            frozen.insert(0, ("reference", reference or policy))
+        check_plans(plans, policy, critic_arch, cluster_gpus=cluster, frozen=frozen)
 
     hw = Hardware.of(
         accelerator,

@@ -32,13 +32,14 @@ from rlmguide.cost.plans import (
     PLACEMENTS,
     RECOMPUTE,
     PlanTable,
+    assessment_columns,
     inter_stage,
     shares_gpus,
     valid_rows,
 )
 from rlmguide.cost.units import GIB
 from rlmguide.kb.load import Catalog
-from rlmguide.kb.schema import Framework, Offload
+from rlmguide.kb.schema import Architecture, Framework, Offload
 from rlmguide.rules.agentic import agentic_notes
 from rlmguide.rules.engine import CompiledRule
 from rlmguide.rules.facts import STAGES, scenario_facts
@@ -283,6 +284,8 @@ def plan_facts(table: PlanTable, costs: CostTable | None = None) -> dict[str, An
         facts[f"plan.train.offload_{kind}"] = getattr(table, f"offload_{kind}")
     for model in ("critic", "reference", "reward"):
         facts[f"plan.pools.{model}"] = getattr(table, f"{model}_gpus")
+    facts["plan.assessment.tp"] = table.assess_tp
+    facts["plan.assessment.pp"] = table.assess_pp
     if costs is not None:
         facts["plan.step_seconds"] = costs.step_seconds
         facts["plan.memory.rollout_gib"] = costs.memory_rollout_gib
@@ -339,7 +342,18 @@ def fixed_columns(resolved: Resolved) -> dict[str, Any]:
         "reward_gpus": plan.pools.reward or 0,
         "critic_shared": plan.critic == "shared",
         "fusion": plan.fusion or "none",
+        **assessment_columns(plan),
     }
+
+
+def frozen_roles(resolved: Resolved) -> list[tuple[str, Architecture]]:
+    """The frozen models an assessment layout lays out: the reference (the policy's
+    architecture unless the scenario gives one; none with LoRA, whose base is the
+    reference) and a scoring model."""
+    frozen = [("reward", resolved.reward)] if resolved.reward is not None else []
+    if resolved.algorithm.needs_reference and not resolved.scenario.plan.train.lora_rank:
+        frozen.insert(0, ("reference", resolved.reference or resolved.policy))
+    return frozen
 
 
 def _reference_rollout_tp(gpus: int, per_node: int) -> int:
@@ -1066,7 +1080,9 @@ class Recommender:
             table.execution, (EXECUTIONS.index("sync"), EXECUTIONS.index("partial-rollout"))
         )
         useful = ~same & (waits | ~inter_stage(table.fusion))
-        ok = useful & valid_rows(table, self.resolved.policy, self.resolved.critic)
+        ok = useful & valid_rows(
+            table, self.resolved.policy, self.resolved.critic, frozen=frozen_roles(self.resolved)
+        )
         table = table.take(np.flatnonzero(ok))
         n = len(table)
         if not n:
