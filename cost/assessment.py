@@ -241,6 +241,9 @@ class OwnPool:
     apart: BoolArray
 
 
+FROZEN_ROLES = ("reference", "reward")
+"""The forward-only models, never trained: an assessment layout (plan.assessment) lays them out."""
+
 Pass = Callable[[TrainLayout, TrainLinks], StageCost]
 """One model's part of the assessment on a pool's layout."""
 
@@ -291,6 +294,7 @@ def assessment_stage(
     critic_shared: BoolArray | None = None,
     objectives: int = 1,
     scored_per_response: int = 1,
+    frozen_layout: tuple[TrainLayout, TrainLinks] | None = None,
 ) -> Assessment:
     """The passes run one after another on the training GPUs; a model on its own pool runs
     its pass there, beside the others, and the slowest pool sets the stage's time. With LoRA
@@ -301,7 +305,10 @@ def assessment_stage(
     forward pass runs for them (survey §4.1, Table 9). With more than one objective each has
     its value model and its scoring model, run in turn on the same GPUs (`objectives`). The
     scoring model scores `scored_per_response` sequences per response: the response and the
-    completions a search decoded from its states (cost.step_search)."""
+    completions a search decoded from its states (cost.step_search). The frozen models
+    (reference, reward model) run in `frozen_layout` on the training GPUs where one is given
+    (plan.assessment: data-parallel replicas of tp x pp, no ZeRO), the others in the
+    training layout; a frozen model's own pool comes in `pools` laid out as it runs."""
     trained = float(batch.trained_sequences)
 
     def forward(fig: ModelFigures, fp8: bool = False) -> Pass:
@@ -347,7 +354,10 @@ def assessment_stage(
     apart: list[StageCost] = []
     parts: dict[str, FloatArray] = {}
     for role, run in passes:
-        here = run(layout, links)
+        lay, lnk = (layout, links)
+        if frozen_layout is not None and role in FROZEN_ROLES:
+            lay, lnk = frozen_layout
+        here = run(lay, lnk)
         own = pools.get(role)
         if own is None:
             shared = shared + here

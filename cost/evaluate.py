@@ -334,11 +334,15 @@ def _trainer_side(
     models' own pools), for plans that differ in their training layout."""
     t_layout = TrainLayout.of(plans)
     t_links = TrainLinks.of(fabric, t_layout)
+    # The frozen models' layout (plan.assessment; the training layout where none is given).
+    a_layout = t_layout.assessed(floats(plans.assess_tp), floats(plans.assess_pp))
+    a_links = TrainLinks.of(fabric, a_layout)
     everywhere = np.ones(len(plans), dtype=bool)
-    # Models on their own pools (OpenRLHF's critic, reference and reward GPUs).
+    # Models on their own pools (OpenRLHF's critic, reference and reward GPUs); the frozen
+    # ones in their layout.
     c_layout, c_links, critic_apart = _own_pool(fabric, t_layout, plans.critic_gpus)
-    ref_layout, ref_links, ref_apart = _own_pool(fabric, t_layout, plans.reference_gpus)
-    rm_layout, rm_links, rm_apart = _own_pool(fabric, t_layout, plans.reward_gpus)
+    ref_layout, ref_links, ref_apart = _own_pool(fabric, a_layout, plans.reference_gpus)
+    rm_layout, rm_links, rm_apart = _own_pool(fabric, a_layout, plans.reward_gpus)
     # A shared critic is a value head on the actor: no critic weights, gradients or states.
     separate_critic = ~plans.critic_shared
     # With LoRA the reference is the frozen base inside the actor: no second copy.
@@ -355,7 +359,7 @@ def _trainer_side(
         trained += [(critic_fig, ~critic_apart & separate_critic)] * k
     if reward_fig is not None:
         frozen += [(reward_fig, ~rm_apart, WEIGHT_BYTES)] * k
-    train_mem = training_memory(trained, frozen, t_layout, batch, trainable, overheads)
+    train_mem = training_memory(trained, frozen, t_layout, batch, trainable, overheads, a_layout)
     micro_tokens = np.maximum(train_mem.micro_tokens, batch.sequence_tokens)
     own_memory: dict[str, TrainMemory] = {}
     if critic_fig is not None and critic_apart.any():
@@ -398,6 +402,7 @@ def _trainer_side(
         plans.critic_shared,
         objectives=k,
         scored_per_response=1 + assessed.searched,
+        frozen_layout=(a_layout, a_links),
     )
     critic_tokens = (
         np.maximum(own_memory["critic"].micro_tokens, batch.sequence_tokens)
@@ -427,8 +432,9 @@ def _trainer_side(
 def _own_pool(
     fabric: Fabric, layout: TrainLayout, gpus: IntArray
 ) -> tuple[TrainLayout, TrainLinks, BoolArray]:
-    """A model's own pool with the training layout's degrees (the actor's pool where the
-    plan gives the model none, so the arrays stay well defined)."""
+    """A model's own pool with `layout`'s degrees (the training layout's, or the frozen
+    models'; `layout`'s own pool where the plan gives the model none, so the arrays stay well
+    defined)."""
     apart = gpus > 0
     own = layout.with_gpus(np.where(apart, floats(gpus), layout.gpus))
     return own, TrainLinks.of(fabric, own), apart
