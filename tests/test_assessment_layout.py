@@ -284,3 +284,36 @@ def test_estimate_survey_names_the_hybrid_row_and_grows_the_trainer(tmp_path: Pa
         )
     )
     assert grown > 0
+
+
+# -- search and frameworks -------------------------------------------------------------------
+
+
+def test_the_search_tries_the_frozen_models_layouts_as_what_ifs(tmp_path: Path) -> None:
+    # No framework in the KB claims frozen-model-layout, so the layouts are tried on the best
+    # plan and shown with what they would gain, never ranked. tp 8 does not split the 7B
+    # reference's 28 heads; 1, 2 and 4 do (and the 1.5B reward model's 12).
+    code, out = invoke("recommend", scenario(tmp_path, None), "--what-if", "--format", "json")
+    assert code == 0, out
+    result = json.loads(out)
+    best = result["plans"][0]
+    assert "assessment" not in best
+    tried = [w for w in result["what_if"] if "frozen-model-layout" in w["techniques"]]
+    assert sorted(w["assessment"]["tp"] for w in tried) == [1, 2, 4]
+    for w in tried:
+        assert w["assessment"]["dp"] * w["assessment"]["tp"] == best["train"]["gpus"]
+        assert w["over_step_seconds"] == best["step_seconds"]
+
+
+def test_no_framework_exports_a_layout_it_does_not_claim(tmp_path: Path) -> None:
+    code, out = invoke("export", scenario(tmp_path, "{tp: 2}"), "--framework", "verl")
+    assert code == 1, out
+    assert "does not claim frozen-model-layout (plan.assessment: tp 2, pp 1)" in out
+    code, out = invoke("export", scenario(tmp_path, None), "--framework", "verl")
+    assert code == 0, out
+
+
+def test_estimate_labels_no_framework_for_a_layout_none_claims(tmp_path: Path) -> None:
+    plan = estimate(scenario(tmp_path, "{tp: 2}"))
+    assert plan["frameworks"] == []
+    assert estimate(scenario(tmp_path, None))["frameworks"]
