@@ -28,11 +28,18 @@ import numpy as np
 from rlmguide.cost.architecture import ModelFigures
 from rlmguide.cost.arrays import BoolArray, FloatArray
 from rlmguide.cost.batch import Batch
-from rlmguide.cost.collectives import all_reduce_bytes, split_by_link
+from rlmguide.cost.collectives import all_reduce_bytes, split_by_link, transfer_seconds
 from rlmguide.cost.efficiency import EfficiencyFactors
 from rlmguide.cost.hardware import Hardware
 from rlmguide.cost.layouts import TrainLayout, TrainLinks
-from rlmguide.cost.memory import WEIGHT_BYTES, default_micro_tokens, model_parallel_params
+from rlmguide.cost.memory import (
+    WEIGHT_BYTES,
+    Frozen,
+    default_micro_tokens,
+    frozen_weight_bytes,
+    model_parallel_params,
+    reshard_bytes,
+)
 from rlmguide.cost.model_pass import flops_per_token, forward_counts
 from rlmguide.cost.overheads import Overheads
 from rlmguide.cost.stage import StageCost, chain, choose, idle_stage
@@ -230,6 +237,45 @@ def reward_stage(
         overheads,
     )
     return stage + decode
+
+
+def relayout_stage(
+    frozen: list[Frozen], layout: TrainLayout, links: TrainLinks, assessed: TrainLayout
+) -> StageCost:
+    """Re-laying the frozen models from the training layout into their own for the
+    assessment (the buffer is memory.reshard_bytes): each rank receives what its assessment
+    shard holds beyond its training shard, from the ranks that hold the rest: the ZeRO group
+    under ZeRO-3, else the tensor group. One collective per model, before its passes (a
+    bound: the weights whose shards a rank already holds are not sent again)."""
+    n = layout.gpus.shape[0]
+    target = reshard_bytes(frozen, layout, assessed)
+    held = sum((frozen_weight_bytes(f, layout, b) * m for f, m, b in frozen), np.zeros(n))
+    received = np.maximum(target - held, 0.0)
+    calls = float(len(frozen))
+    sharded = layout.zero >= 3
+    link_s = np.where(
+        sharded,
+        transfer_seconds(received, links.shard, calls),
+        transfer_seconds(received, links.tp, calls),
+    )
+    seconds = np.where(received > 0, link_s, 0.0)
+    up = np.where(
+        sharded, split_by_link(seconds, links.shard)[0], split_by_link(seconds, links.tp)[0]
+    )
+    zero = np.zeros(n)
+    return StageCost(
+        seconds=seconds,
+        work_seconds=seconds,
+        depth_seconds=zero,
+        work_flop=zero,
+        hbm_bytes=zero,
+        link_bytes=layout.gpus * received,
+        gpus=layout.gpus,
+        compute_seconds=zero,
+        hbm_seconds=zero,
+        scale_up_seconds=up,
+        scale_out_seconds=seconds - up,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from rlmguide.cost.assessment import (
     Reference,
     Scoring,
     assessment_stage,
+    relayout_stage,
 )
 from rlmguide.cost.band import memory_band, step_band
 from rlmguide.cost.batch import Batch, Needs
@@ -404,6 +405,10 @@ def _trainer_side(
         scored_per_response=1 + assessed.searched,
         frozen_layout=(a_layout, a_links),
     )
+    if train_mem.terms.get("reshard") is not None:
+        # the frozen models re-laid for the assessment on the trainer's GPUs, before it
+        relayout = relayout_stage(frozen, t_layout, t_links, a_layout)
+        assessment = Assessment(assessment.stage + relayout, assessment.parts)
     critic_tokens = (
         np.maximum(own_memory["critic"].micro_tokens, batch.sequence_tokens)
         if "critic" in own_memory

@@ -18,8 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rlmguide.cost import Needs, PlanError, check_plans, evaluate
 from rlmguide.cost.architecture import ModelFigures
+from rlmguide.cost.assessment import relayout_stage
 from rlmguide.cost.batch import Batch
-from rlmguide.cost.layouts import TrainLayout
+from rlmguide.cost.collectives import Fabric
+from rlmguide.cost.efficiency import EfficiencyFactors
+from rlmguide.cost.hardware import Hardware
+from rlmguide.cost.layouts import TrainLayout, TrainLinks
 from rlmguide.cost.memory import frozen_weight_bytes, reshard_bytes, training_memory
 from rlmguide.cost.overheads import DEFAULT_OVERHEADS
 from rlmguide.cost.survey_plan import PlanShape, plan_iteration
@@ -121,6 +125,7 @@ P = float(QWEN7B_PARAMS)  # 7,615,616,512 parameters, all dense
 FORWARD_FLOP_PER_TOKEN = 16_258_837_504
 """Qwen2.5-7B forward over a 5,120-token sequence: 2P + 401,408 x 2,560 (attention at the
 mean causal context) = 15,231,233,024 + 1,027,604,480."""
+HW = Hardware.of(H100, 8, DEFAULT_OVERHEADS)
 FORWARD_RATE = 989e12 * 0.45  # H100 bf16 dense x the default forward_compute share
 
 
@@ -317,3 +322,26 @@ def test_estimate_labels_no_framework_for_a_layout_none_claims(tmp_path: Path) -
     plan = estimate(scenario(tmp_path, "{tp: 2}"))
     assert plan["frameworks"] == []
     assert estimate(scenario(tmp_path, None))["frameworks"]
+
+
+def test_relayout_time_by_hand() -> None:
+    # ZeRO-3 over 8 GPUs holds 2P / 8 bytes of the reference per rank; at tp 1 a rank needs
+    # all 2P: it receives 2P x 7/8 = 13,327,328,896 bytes over the ZeRO group's NVLink, one
+    # collective, on every GPU (link bytes 8 x that).
+    fig = ModelFigures.of(QWEN25_7B)
+    plans = one_plan()
+    layout = TrainLayout.of(plans)
+    links = TrainLinks.of(Fabric.of(HW, EfficiencyFactors(), DEFAULT_OVERHEADS), layout)
+    frozen = [(fig, np.ones(1, dtype=bool), 2.0)]
+    stage = relayout_stage(frozen, layout, links, layout.assessed(np.ones(1), np.ones(1)))
+    received = 2 * P * 7 / 8
+    assert received == 13_327_328_896
+    assert stage.link_bytes[0] == pytest.approx(8 * received)
+    shard = links.shard
+    assert stage.seconds[0] == pytest.approx(shard.latency[0] + received / shard.bytes_per_s[0])
+    # and the assessment stage of the plan carries it beside the passes
+    base = evaluate(H100, QWEN25_7B, workload(), plans)
+    relaid = evaluate(H100, QWEN25_7B, workload(), one_plan(assess_tp=1, assess_pp=1))
+    passes = relaid.assessment_parts["reference"][0] - base.assessment_parts["reference"][0]
+    grown = relaid.stages["assessment"].seconds[0] - base.stages["assessment"].seconds[0]
+    assert grown == pytest.approx(passes + stage.seconds[0])
