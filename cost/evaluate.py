@@ -335,9 +335,12 @@ def _trainer_side(
     models' own pools), for plans that differ in their training layout."""
     t_layout = TrainLayout.of(plans)
     t_links = TrainLinks.of(fabric, t_layout)
-    # The frozen models' layout (plan.assessment; the training layout where none is given).
-    a_layout = t_layout.assessed(floats(plans.assess_tp), floats(plans.assess_pp))
-    a_links = TrainLinks.of(fabric, a_layout)
+    # The frozen models' layout (plan.assessment; the training layout where none is given,
+    # the same objects when no plan gives one, so a search without it costs nothing more).
+    a_layout, a_links = t_layout, t_links
+    if (plans.assess_tp > 0).any():
+        a_layout = t_layout.assessed(floats(plans.assess_tp), floats(plans.assess_pp))
+        a_links = TrainLinks.of(fabric, a_layout)
     everywhere = np.ones(len(plans), dtype=bool)
     # Models on their own pools (OpenRLHF's critic, reference and reward GPUs); the frozen
     # ones in their layout.

@@ -396,6 +396,8 @@ def reshard_bytes(frozen: list[Frozen], layout: TrainLayout, assessed: TrainLayo
     its tp x pp shard (no ZeRO), held for the whole assessment phase. A re-layout in place
     (verl's 3D-HybridEngine does so for the actor) would hold less."""
     n = layout.gpus.shape[0]
+    if assessed is layout:
+        return np.zeros(n)
     held = sum((frozen_weight_bytes(f, assessed, b) * m for f, m, b in frozen), np.zeros(n))
     return np.where(layout.relaid(assessed), held, 0.0)
 
@@ -454,7 +456,10 @@ def training_memory(
     activations = per_token * tokens
     forward = _largest(
         [
-            forward_activation_bytes(f, lay, default_micro_tokens(lay, batch, overheads)) * m
+            forward_activation_bytes(
+                f, lay, budget if lay is layout else default_micro_tokens(lay, batch, overheads)
+            )
+            * m
             for f, m, lay in passes
         ],
         n,
