@@ -28,11 +28,18 @@ import numpy as np
 from rlmguide.cost.architecture import ModelFigures
 from rlmguide.cost.arrays import BoolArray, FloatArray
 from rlmguide.cost.batch import Batch
-from rlmguide.cost.collectives import all_reduce_bytes, split_by_link
+from rlmguide.cost.collectives import all_reduce_bytes, split_by_link, transfer_seconds
 from rlmguide.cost.efficiency import EfficiencyFactors
 from rlmguide.cost.hardware import Hardware
 from rlmguide.cost.layouts import TrainLayout, TrainLinks
-from rlmguide.cost.memory import WEIGHT_BYTES, default_micro_tokens, model_parallel_params
+from rlmguide.cost.memory import (
+    WEIGHT_BYTES,
+    Frozen,
+    default_micro_tokens,
+    frozen_weight_bytes,
+    model_parallel_params,
+    reshard_bytes,
+)
 from rlmguide.cost.model_pass import flops_per_token, forward_counts
 from rlmguide.cost.overheads import Overheads
 from rlmguide.cost.stage import StageCost, chain, choose, idle_stage
@@ -232,6 +239,45 @@ def reward_stage(
     return stage + decode
 
 
+def relayout_stage(
+    frozen: list[Frozen], layout: TrainLayout, links: TrainLinks, assessed: TrainLayout
+) -> StageCost:
+    """Re-laying the frozen models from the training layout into their own for the
+    assessment (the buffer is memory.reshard_bytes): each rank receives what its assessment
+    shard holds beyond its training shard, from the ranks that hold the rest: the ZeRO group
+    under ZeRO-3, else the tensor group. One collective per model, before its passes (a
+    bound: the weights whose shards a rank already holds are not sent again)."""
+    n = layout.gpus.shape[0]
+    target = reshard_bytes(frozen, layout, assessed)
+    held = sum((frozen_weight_bytes(f, layout, b) * m for f, m, b in frozen), np.zeros(n))
+    received = np.maximum(target - held, 0.0)
+    calls = float(len(frozen))
+    sharded = layout.zero >= 3
+    link_s = np.where(
+        sharded,
+        transfer_seconds(received, links.shard, calls),
+        transfer_seconds(received, links.tp, calls),
+    )
+    seconds = np.where(received > 0, link_s, 0.0)
+    up = np.where(
+        sharded, split_by_link(seconds, links.shard)[0], split_by_link(seconds, links.tp)[0]
+    )
+    zero = np.zeros(n)
+    return StageCost(
+        seconds=seconds,
+        work_seconds=seconds,
+        depth_seconds=zero,
+        work_flop=zero,
+        hbm_bytes=zero,
+        link_bytes=layout.gpus * received,
+        gpus=layout.gpus,
+        compute_seconds=zero,
+        hbm_seconds=zero,
+        scale_up_seconds=up,
+        scale_out_seconds=seconds - up,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class OwnPool:
     """A model's own pool (OpenRLHF's critic, reference or reward GPUs) and which plans use it."""
@@ -240,6 +286,9 @@ class OwnPool:
     links: TrainLinks
     apart: BoolArray
 
+
+FROZEN_ROLES = ("reference", "reward")
+"""The forward-only models, never trained: an assessment layout (plan.assessment) lays them out."""
 
 Pass = Callable[[TrainLayout, TrainLinks], StageCost]
 """One model's part of the assessment on a pool's layout."""
@@ -291,6 +340,7 @@ def assessment_stage(
     critic_shared: BoolArray | None = None,
     objectives: int = 1,
     scored_per_response: int = 1,
+    frozen_layout: tuple[TrainLayout, TrainLinks] | None = None,
 ) -> Assessment:
     """The passes run one after another on the training GPUs; a model on its own pool runs
     its pass there, beside the others, and the slowest pool sets the stage's time. With LoRA
@@ -301,7 +351,10 @@ def assessment_stage(
     forward pass runs for them (survey §4.1, Table 9). With more than one objective each has
     its value model and its scoring model, run in turn on the same GPUs (`objectives`). The
     scoring model scores `scored_per_response` sequences per response: the response and the
-    completions a search decoded from its states (cost.step_search)."""
+    completions a search decoded from its states (cost.step_search). The frozen models
+    (reference, reward model) run in `frozen_layout` on the training GPUs where one is given
+    (plan.assessment: data-parallel replicas of tp x pp, no ZeRO), the others in the
+    training layout; a frozen model's own pool comes in `pools` laid out as it runs."""
     trained = float(batch.trained_sequences)
 
     def forward(fig: ModelFigures, fp8: bool = False) -> Pass:
@@ -347,7 +400,10 @@ def assessment_stage(
     apart: list[StageCost] = []
     parts: dict[str, FloatArray] = {}
     for role, run in passes:
-        here = run(layout, links)
+        lay, lnk = (layout, links)
+        if frozen_layout is not None and role in FROZEN_ROLES:
+            lay, lnk = frozen_layout
+        here = run(lay, lnk)
         own = pools.get(role)
         if own is None:
             shared = shared + here

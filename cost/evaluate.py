@@ -20,6 +20,7 @@ from rlmguide.cost.assessment import (
     Reference,
     Scoring,
     assessment_stage,
+    relayout_stage,
 )
 from rlmguide.cost.band import memory_band, step_band
 from rlmguide.cost.batch import Batch, Needs
@@ -283,7 +284,7 @@ TRAIN_COLUMNS = (
     "train_recompute", "train_fp8", "train_lora_rank", "offload_phase", "offload_optimizer",
     "offload_params", "offload_frozen", "critic_gpus", "reference_gpus", "reward_gpus",
     "critic_shared", "fusion", "train_micro_tokens", "train_fp32_gradients",
-    "train_sequence_parallel", "train_virtual_stages",
+    "train_sequence_parallel", "train_virtual_stages", "assess_tp", "assess_pp",
 )  # fmt: skip
 """The plan fields the trainer's side (memory, assessment, training, offload) depends on."""
 ROLLOUT_COLUMNS = (
@@ -334,11 +335,18 @@ def _trainer_side(
     models' own pools), for plans that differ in their training layout."""
     t_layout = TrainLayout.of(plans)
     t_links = TrainLinks.of(fabric, t_layout)
+    # The frozen models' layout (plan.assessment; the training layout where none is given,
+    # the same objects when no plan gives one, so a search without it costs nothing more).
+    a_layout, a_links = t_layout, t_links
+    if (plans.assess_tp > 0).any():
+        a_layout = t_layout.assessed(floats(plans.assess_tp), floats(plans.assess_pp))
+        a_links = TrainLinks.of(fabric, a_layout)
     everywhere = np.ones(len(plans), dtype=bool)
-    # Models on their own pools (OpenRLHF's critic, reference and reward GPUs).
+    # Models on their own pools (OpenRLHF's critic, reference and reward GPUs); the frozen
+    # ones in their layout.
     c_layout, c_links, critic_apart = _own_pool(fabric, t_layout, plans.critic_gpus)
-    ref_layout, ref_links, ref_apart = _own_pool(fabric, t_layout, plans.reference_gpus)
-    rm_layout, rm_links, rm_apart = _own_pool(fabric, t_layout, plans.reward_gpus)
+    ref_layout, ref_links, ref_apart = _own_pool(fabric, a_layout, plans.reference_gpus)
+    rm_layout, rm_links, rm_apart = _own_pool(fabric, a_layout, plans.reward_gpus)
     # A shared critic is a value head on the actor: no critic weights, gradients or states.
     separate_critic = ~plans.critic_shared
     # With LoRA the reference is the frozen base inside the actor: no second copy.
@@ -355,7 +363,7 @@ def _trainer_side(
         trained += [(critic_fig, ~critic_apart & separate_critic)] * k
     if reward_fig is not None:
         frozen += [(reward_fig, ~rm_apart, WEIGHT_BYTES)] * k
-    train_mem = training_memory(trained, frozen, t_layout, batch, trainable, overheads)
+    train_mem = training_memory(trained, frozen, t_layout, batch, trainable, overheads, a_layout)
     micro_tokens = np.maximum(train_mem.micro_tokens, batch.sequence_tokens)
     own_memory: dict[str, TrainMemory] = {}
     if critic_fig is not None and critic_apart.any():
@@ -398,7 +406,12 @@ def _trainer_side(
         plans.critic_shared,
         objectives=k,
         scored_per_response=1 + assessed.searched,
+        frozen_layout=(a_layout, a_links),
     )
+    if train_mem.terms.get("reshard") is not None:
+        # the frozen models re-laid for the assessment on the trainer's GPUs, before it
+        relayout = relayout_stage(frozen, t_layout, t_links, a_layout)
+        assessment = Assessment(assessment.stage + relayout, assessment.parts)
     critic_tokens = (
         np.maximum(own_memory["critic"].micro_tokens, batch.sequence_tokens)
         if "critic" in own_memory
@@ -427,8 +440,9 @@ def _trainer_side(
 def _own_pool(
     fabric: Fabric, layout: TrainLayout, gpus: IntArray
 ) -> tuple[TrainLayout, TrainLinks, BoolArray]:
-    """A model's own pool with the training layout's degrees (the actor's pool where the
-    plan gives the model none, so the arrays stay well defined)."""
+    """A model's own pool with `layout`'s degrees (the training layout's, or the frozen
+    models'; `layout`'s own pool where the plan gives the model none, so the arrays stay well
+    defined)."""
     apart = gpus > 0
     own = layout.with_gpus(np.where(apart, floats(gpus), layout.gpus))
     return own, TrainLinks.of(fabric, own), apart
@@ -476,7 +490,10 @@ def evaluate(
     critic_arch = (critic or policy) if needs.needs_critic else None
     if check:
         cluster = nodes * gpus_per_node if nodes is not None else None
-        check_plans(plans, policy, critic_arch, cluster_gpus=cluster)
+        frozen = [("reward", reward)] if reward is not None else []
+        if needs.needs_reference:
+            frozen.insert(0, ("reference", reference or policy))
+        check_plans(plans, policy, critic_arch, cluster_gpus=cluster, frozen=frozen)
 
     hw = Hardware.of(
         accelerator,

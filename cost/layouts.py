@@ -126,6 +126,38 @@ class TrainLayout:
         dp = np.maximum(np.floor(gpus / (self.tp * self.pp * self.cp)), 1.0)
         return replace(self, gpus=gpus, dp=dp)
 
+    def assessed(self, tp: FloatArray, pp: FloatArray) -> TrainLayout:
+        """The frozen models' layout where a plan gives them one (`tp` > 0, plan.assessment):
+        data-parallel replicas of tp x pp GPUs over the same pool, with no context
+        parallelism, no ZeRO sharding (and so no gathers and nothing streamed) and the
+        experts over the tensor group; elsewhere this layout, unchanged."""
+        own = tp > 0
+        a_tp, a_pp = np.where(own, tp, self.tp), np.where(own, pp, self.pp)
+        return replace(
+            self,
+            tp=a_tp,
+            pp=a_pp,
+            cp=np.where(own, 1.0, self.cp),
+            ep=np.where(own, 1.0, self.ep),
+            etp=np.where(own, a_tp, self.etp),
+            dp=np.where(own, np.maximum(np.floor(self.gpus / (a_tp * a_pp)), 1.0), self.dp),
+            zero=np.where(own, 0, self.zero),
+            offload_params=np.where(own, False, self.offload_params),
+        )
+
+    def relaid(self, other: TrainLayout) -> BoolArray:
+        """Where `other` (this pool's assessment layout) holds a frozen model's weights in
+        other shards than this one: other tensor or pipeline degrees, or this one shards
+        them further (ZeRO-3 shards weights, ZeRO-1 and 2 do not; context parallelism's
+        ranks; experts over ep)."""
+        return (
+            (other.tp != self.tp)
+            | (other.pp != self.pp)
+            | ((other.zero >= 3) != (self.zero >= 3))
+            | (other.cp != self.cp)
+            | (other.ep != self.ep)
+        )
+
     @property
     def lora(self) -> BoolArray:
         return self.lora_rank > 0

@@ -394,6 +394,25 @@ Frozen = tuple[ModelFigures, BoolArray, float]
 """A model run forward only, the plans whose pool holds it, and its bytes per weight."""
 
 
+def reshard_bytes(frozen: list[Frozen], layout: TrainLayout, assessed: TrainLayout) -> FloatArray:
+    """M_reshard (survey Table 9, hybrid row; B.4.5 leaves it unsized): where the frozen
+    models run in their own layout (`assessed`, plan.assessment) on the training pool and
+    it holds their weights in other shards than the training layout does, the buffer that
+    receives their weights re-laid out.
+
+    Assumed: between assessments a frozen model stays in the training layout's shard (so the
+    training phase is as without the field, and train.offload.frozen still parks it), and
+    each assessment gathers it into the assessment layout while that source shard lives, so
+    the buffer is every frozen model's parameter bytes per rank in the assessment layout,
+    its tp x pp shard (no ZeRO), held for the whole assessment phase. A re-layout in place
+    (verl's 3D-HybridEngine does so for the actor) would hold less."""
+    n = layout.gpus.shape[0]
+    if assessed is layout:
+        return np.zeros(n)
+    held = sum((frozen_weight_bytes(f, assessed, b) * m for f, m, b in frozen), np.zeros(n))
+    return np.where(layout.relaid(assessed), held, 0.0)
+
+
 def training_memory(
     trained: list[Placed],
     frozen: list[Frozen],
@@ -401,9 +420,12 @@ def training_memory(
     batch: Batch,
     usable_bytes: float,
     overheads: Overheads,
+    assessed: TrainLayout | None = None,
 ) -> TrainMemory:
     """The training and assessment phases of a pool holding the `trained` models (actor,
     critic) and the `frozen` ones (reference, reward model), each where its mask holds.
+    The frozen models' passes run in `assessed` (plan.assessment; unset, `layout`), with
+    M_reshard (`reshard_bytes`) where that re-lays their weights.
 
     Frameworks size micro-batches by tokens; when the configured budget's activations do
     not fit next to the states, the budget shrinks to what fits (dynamic batch size), down to
@@ -414,14 +436,16 @@ def training_memory(
     the allocator's fragmentation reserve (Overheads.train_fragmentation_fraction)."""
     n = layout.gpus.shape[0]
     zero = np.zeros(n)
+    assessed = layout if assessed is None else assessed
     states = [(trained_state(f, layout), m) for f, m in trained]
     weights = sum((s.weights * m for s, m in states), zero)
     gradients = sum((s.gradients * m for s, m in states), zero)
     optimizer = sum((s.optimizer * m for s, m in states), zero)
     parked = sum((frozen_weight_bytes(f, layout, b) * m for f, m, b in frozen), zero)
-    models = trained + [(f, m) for f, m, _ in frozen]
     gathered = _largest([zero3_gather_bytes(f, layout, True) * m for f, m in trained], n)
-    gathered_forward = _largest([zero3_gather_bytes(f, layout, False) * m for f, m in models], n)
+    # each model's forward in its own layout: the trained ones in the training layout
+    passes = [(f, m, layout) for f, m in trained] + [(f, m, assessed) for f, m, _ in frozen]
+    gathered_forward = _largest([zero3_gather_bytes(f, lay, False) * m for f, m, lay in passes], n)
     frozen_in_training = np.where(layout.offload_frozen, 0.0, parked)
     fixed = weights + gradients + optimizer + frozen_in_training + gathered
 
@@ -440,9 +464,19 @@ def training_memory(
     longest = batch.longest_sequence_tokens
     tokens = np.maximum(np.minimum(chosen, per_rank * batch.sequence_tokens), longest)
     activations = per_token * tokens
-    forward = _largest([forward_activation_bytes(f, layout, budget) * m for f, m in models], n)
+    forward = _largest(
+        [
+            forward_activation_bytes(
+                f, lay, budget if lay is layout else default_micro_tokens(lay, batch, overheads)
+            )
+            * m
+            for f, m, lay in passes
+        ],
+        n,
+    )
     kept = np.where(layout.offload_phase, 0.0, gradients + optimizer)
-    assessment = weights + kept + parked + gathered_forward + forward
+    reshard = reshard_bytes(frozen, layout, assessed)
+    assessment = weights + kept + parked + gathered_forward + forward + reshard
     training = fixed + activations
     phase_terms = {
         "weights": weights,
@@ -460,6 +494,9 @@ def training_memory(
         "zero3_gather": gathered_forward,
         "activations": forward,
     }
+    if reshard.any():
+        # only a plan that re-lays its frozen models shows the term
+        phase_terms["reshard"], assess_terms["reshard"] = zero, reshard
     in_training = training >= assessment
     terms = {k: np.where(in_training, v, assess_terms[k]) for k, v in phase_terms.items()}
     fragments = overheads.train_fragmentation_fraction

@@ -31,7 +31,7 @@ RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL = 0, 1, 2
 ZERO_MEANS_OFF = frozenset(
     {
         "train.lora_rank", "pools.critic", "pools.reference", "pools.reward", "rollout.max_seqs",
-        "train.micro_batch_tokens",
+        "train.micro_batch_tokens", "assessment.tp", "assessment.pp",
     }
 )  # fmt: skip
 
@@ -160,6 +160,10 @@ class PlanTable:
     """The critic is a value head on the policy (survey §4.1), not a network of its own."""
     fusion: IntArray
     """Index into FUSIONS (survey §4.3)."""
+    assess_tp: IntArray
+    """Tensor degree of the frozen models' own layout (plan.assessment); 0 = the training
+    layout's (and then `assess_pp` is 0 too)."""
+    assess_pp: IntArray
 
     def __len__(self) -> int:
         return int(self.placement.shape[0])
@@ -205,6 +209,8 @@ class PlanTable:
         reward_gpus: npt.ArrayLike = 0,
         critic_shared: npt.ArrayLike = False,
         fusion: npt.ArrayLike = 0,
+        assess_tp: npt.ArrayLike = 0,
+        assess_pp: npt.ArrayLike = 0,
     ) -> PlanTable:
         """Scalars broadcast against the arrays; categorical fields take names or codes.
         Expert tensor parallelism defaults to the dense layers' tp."""
@@ -227,7 +233,8 @@ class PlanTable:
             "train.offload.optimizer": offload_optimizer, "train.offload.params": offload_params,
             "train.offload.frozen": offload_frozen, "pools.critic": critic_gpus,
             "pools.reference": reference_gpus, "pools.reward": reward_gpus,
-            "critic": critic_shared, "fusion": fusion,
+            "critic": critic_shared, "fusion": fusion, "assessment.tp": assess_tp,
+            "assessment.pp": assess_pp,
         }  # fmt: skip
         sizes = {name: np.shape(v)[0] for name, v in counts.items() if np.ndim(v)}
         n = max(sizes.values(), default=1)
@@ -244,7 +251,8 @@ class PlanTable:
                      "max_staleness", "rollout.attention_dp", "rollout.cp", "train.lora_rank",
                      "pools.critic",
                      "pools.reference", "pools.reward", "rollout.max_seqs",
-                     "train.micro_batch_tokens", "train.virtual_stages"):  # fmt: skip
+                     "train.micro_batch_tokens", "train.virtual_stages", "assessment.tp",
+                     "assessment.pp"):  # fmt: skip
             array = column(counts[name])
             if array.dtype.kind == "f":
                 fractional = np.flatnonzero(array != np.floor(array))
@@ -302,6 +310,10 @@ class PlanTable:
         bad = np.flatnonzero(t_tp % ints["train.etp"])
         if bad.size:
             raise PlanError("train.etp", "expert tensor parallelism must divide tp", bad)
+        a_tp, a_pp = ints["assessment.tp"], ints["assessment.pp"]
+        bad = np.flatnonzero((a_tp > 0) != (a_pp > 0))
+        if bad.size:
+            raise PlanError("assessment", "tp and pp are both set (>= 1) or both 0 (unset)", bad)
         bad = np.flatnonzero(r_tp % ints["rollout.attention_dp"])
         if bad.size:
             raise PlanError(
@@ -352,6 +364,8 @@ class PlanTable:
             reward_gpus=ints["pools.reward"],
             critic_shared=flags["critic"],
             fusion=fusion_codes,
+            assess_tp=a_tp,
+            assess_pp=a_pp,
         )
 
     @classmethod
@@ -423,6 +437,7 @@ class PlanTable:
                 "reward_gpus": plan.pools.reward or 0,
                 "critic_shared": plan.critic == "shared",
                 "fusion": plan.fusion or "none",
+                **assessment_columns(plan),
             }
             for key, value in row.items():
                 columns[key].append(value)
@@ -489,7 +504,34 @@ class PlanTable:
             },
             "critic": CRITICS[int(self.critic_shared[i])],
             "fusion": FUSIONS[int(self.fusion[i])],
+            # Only a plan that gives the frozen models a layout of their own shows one.
+            **({"assessment": self.assessment_row(i)} if self.assess_tp[i] else {}),
         }
+
+    def assessment_row(self, i: int) -> dict[str, int]:
+        """The frozen models' layout: tp x pp per replica, dp replicas on the GPUs they run on
+        (their own pool if they have one, else the training pool's)."""
+        tp, pp = int(self.assess_tp[i]), int(self.assess_pp[i])
+        gpus = {
+            role: int(g)
+            for role, g in (("reference", self.reference_gpus[i]), ("reward", self.reward_gpus[i]))
+        }
+        train = int(self.train_gpus[i])
+        return {
+            "tp": tp,
+            "pp": pp,
+            "dp": train // (tp * pp),
+            **{f"{role}_dp": g // (tp * pp) for role, g in gpus.items() if g},
+        }
+
+
+def assessment_columns(plan: Plan) -> dict[str, int]:
+    """`plan.assessment` as the table's columns: 0 and 0 when the plan gives none (the
+    training layout), else tp and pp, each 1 when left out."""
+    given = plan.assessment
+    if given is None:
+        return {"assess_tp": 0, "assess_pp": 0}
+    return {"assess_tp": given.tp or 1, "assess_pp": given.pp or 1}
 
 
 def used_gpus(table: PlanTable) -> IntArray:
@@ -545,14 +587,20 @@ def _model_problems(
     return found
 
 
+Frozen = Sequence[tuple[str, Architecture]]
+"""The frozen models a plan's assessment layout lays out, by role (`reference`, `reward`)."""
+
+
 def plan_problems(
     table: PlanTable,
     policy: Architecture,
     critic: Architecture | None = None,
     *,
     cluster_gpus: int | None = None,
+    frozen: Frozen = (),
 ) -> list[PlanError]:
-    """Every way the table's plans fail to lay out the models on the cluster (empty if none)."""
+    """Every way the table's plans fail to lay out the models on the cluster (empty if none);
+    `frozen` are the models an assessment layout (plan.assessment) lays out."""
     found = _model_problems(
         policy,
         "policy",
@@ -584,6 +632,7 @@ def plan_problems(
             )
         )
     found += _configuration_problems(table, critic is not None)
+    found += _assessment_problems(table, frozen)
     rows = np.flatnonzero(table.offload_params & (table.train_zero < 3))
     if rows.size:
         found.append(
@@ -599,6 +648,36 @@ def plan_problems(
             found.append(
                 PlanError(
                     "rollout.gpus", f"plan uses more than the cluster's {cluster_gpus} GPUs", rows
+                )
+            )
+    return found
+
+
+def _assessment_problems(table: PlanTable, frozen: Frozen) -> list[PlanError]:
+    """Where a plan gives the frozen models a layout of their own: each splits over its tp
+    and pp, and tp x pp divides the GPUs it runs on (its own pool, else the training pool)."""
+    given = table.assess_tp > 0
+    if not given.any():
+        return []
+    if not frozen:
+        rows = np.flatnonzero(given)
+        return [PlanError("assessment", "the plan runs no frozen model to lay out", rows)]
+    tp = np.where(given, table.assess_tp, 1)
+    pp = np.where(given, table.assess_pp, 1)
+    ones = np.ones_like(tp)
+    found: list[PlanError] = []
+    for role, arch in frozen:
+        found += _model_problems(arch, role, "assessment", tp, pp, ones, ones, "1")
+        own = getattr(table, f"{role}_gpus")
+        gpus = np.where(own > 0, own, table.train_gpus)
+        rows = np.flatnonzero(given & (gpus % (tp * pp) != 0))
+        if rows.size:
+            found.append(
+                PlanError(
+                    "assessment",
+                    f"tp * pp does not divide the GPUs the {role} model runs on (its own "
+                    "pool, else the training pool)",
+                    rows,
                 )
             )
     return found
@@ -652,10 +731,11 @@ def valid_rows(
     critic: Architecture | None = None,
     *,
     cluster_gpus: int | None = None,
+    frozen: Frozen = (),
 ) -> BoolArray:
     """Mask of the plans `plan_problems` finds nothing wrong with."""
     ok = np.ones(len(table), dtype=bool)
-    for problem in plan_problems(table, policy, critic, cluster_gpus=cluster_gpus):
+    for problem in plan_problems(table, policy, critic, cluster_gpus=cluster_gpus, frozen=frozen):
         ok[list(problem.rows)] = False
     return ok
 
@@ -666,8 +746,9 @@ def check_plans(
     critic: Architecture | None = None,
     *,
     cluster_gpus: int | None = None,
+    frozen: Frozen = (),
 ) -> None:
     """Raise the first `PlanError` of the table, if any."""
-    problems = plan_problems(table, policy, critic, cluster_gpus=cluster_gpus)
+    problems = plan_problems(table, policy, critic, cluster_gpus=cluster_gpus, frozen=frozen)
     if problems:
         raise problems[0]

@@ -10,13 +10,14 @@ assessment's and training's tensor-parallel degree, the rollout's gives generati
 plan's row is composed here from B.4.1's primitives, by the same rules Table 9's rows follow:
 models on one group add their depths, models on separate groups take the maximum; stages on
 one group share its memory over time (the maximum of their footprints), fused stages at once
-(the sum); a resharded layout adds M_reshard, a lagging rollout group the shadow copy M_sh.
+(the sum); a resharded layout adds M_reshard (the actor's for a rollout layout, the frozen
+models' for an assessment layout), a lagging rollout group the shadow copy M_sh.
 Units as in `cost.survey_model`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rlmguide.cost.survey_iteration import Iteration, Models, reshard_buffer
 from rlmguide.cost.survey_iteration import generation as generation_terms
@@ -24,6 +25,8 @@ from rlmguide.cost.survey_model import activations_per_token, parameters, train_
 
 OWN_POOLS = ("critic", "reference", "reward")
 """Models a plan can give a pool of their own."""
+FROZEN_ROLES = ("reference", "reward")
+"""The forward-only models an assessment layout (plan.assessment) lays out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,11 @@ class PlanShape:
     training_tp: float = 1.0
     resharded: bool = False
     """One group runs generation and training in different layouts (§4.4)."""
+    frozen_tp: float | None = None
+    """The frozen models' own tensor degree (plan.assessment); None: assessment_tp."""
+    frozen_resharded: bool = False
+    """The trainer's group re-lays the frozen models from the training layout into their own
+    for each assessment (Table 9's hybrid row, "TP/PP for Assess")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +105,7 @@ def table9_rows(shape: PlanShape) -> tuple[str, ...]:
     else:
         flags = (
             ("disaggregated", disaggregated),
-            ("hybrid", shape.resharded),
+            ("hybrid", shape.resharded or shape.frozen_resharded),
             ("stage fusion", fused),
             ("asynchronous", shape.lagging),
         )
@@ -111,11 +119,19 @@ def plan_iteration(models: Models, it: Iteration, shape: PlanShape) -> PlanItera
     pi = models.policy
     apart = shape.apart - ({"critic"} if shape.shared else set())
     passes = models.passes(it, shape.shared)
+
+    def tp(name: str) -> float:
+        frozen = shape.frozen_tp is not None and name in FROZEN_ROLES
+        return shape.frozen_tp if frozen else shape.assessment_tp  # type: ignore[return-value]
+
     assessed = tuple(
-        Part(p.name, p.work(b), p.depth(shape.assessment_tp), p.weights + p.buffer(b),
+        Part(p.name, p.work(b), p.depth(tp(p.name)), p.weights + p.buffer(b),
              p.name in apart, p.weights)
         for p in passes
     )  # fmt: skip
+    # Frozen models that all run on pools of their own are never re-laid on the trainer's.
+    here = any(p.name in FROZEN_ROLES and not p.apart for p in assessed)
+    shape = replace(shape, frozen_resharded=shape.frozen_resharded and here)
     trained = tuple(
         Part(
             "critic" if role == "critic" else "actor",
@@ -186,6 +202,10 @@ def _groups(
             else max(generation.memory, assessment)
         )
         trainer = max(first, training) + (reshard_buffer(models) if shape.resharded else 0.0)
+    if shape.frozen_resharded:
+        # M_reshard of the assessment layout: the frozen models on this group, re-laid
+        # beside their training-layout copy (cost.memory.reshard_bytes states the assumption)
+        trainer += sum(p.weights for p in here if p.name in FROZEN_ROLES)
     groups["trainer"] = trainer
     # A pool of its own holds each of its models in a stage (two critics for two objectives),
     # and its stages take turns.

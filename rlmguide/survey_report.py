@@ -79,12 +79,19 @@ def plan_shape(plan: dict[str, Any]) -> PlanShape:
     """What the calibrated plan fixes, in the terms Table 9's rows tell apart. The trainer
     reshards into the rollout's layout when the tensor, pipeline or expert degrees differ or
     when it shards the parameters themselves (ZeRO-3 / FSDP) and the rollout holds them
-    whole per tensor group."""
+    whole per tensor group; it re-lays the frozen models into their own layout
+    (plan.assessment) on the same terms (cost.layouts.TrainLayout.relaid)."""
     ro, tr = plan["rollout"], plan["train"]
     fusion = plan.get("fusion", "none")
     pools = plan.get("pools") or {}
     apart = plan["placement"] == "disaggregated"
     same = all(ro[k] == tr[k] for k in ("tp", "pp", "ep")) and tr["zero"] < 3
+    # the frozen models' own layout re-lays them where the training one shards them otherwise
+    own = plan.get("assessment")
+    relaid = own is not None and (
+        (own["tp"], own["pp"]) != (tr["tp"], tr["pp"]) or tr["zero"] >= 3 or tr["cp"] > 1
+        or tr["ep"] > 1
+    )  # fmt: skip
     return PlanShape(
         shared=plan.get("critic") == "shared",
         inter_fusion=fusion in ("inter-stage", "both"),
@@ -97,6 +104,8 @@ def plan_shape(plan: dict[str, Any]) -> PlanShape:
         assessment_tp=float(tr["tp"]),
         training_tp=float(tr["tp"]),
         resharded=not apart and not same,
+        frozen_tp=float(own["tp"]) if own is not None else None,
+        frozen_resharded=relaid,
     )
 
 

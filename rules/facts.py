@@ -178,6 +178,14 @@ PLAN_FACTS = (
         Fact(f"plan.pools.{m}", "number", f"GPUs of the {m} model's own pool (0: shared)")
         for m in ("critic", "reference", "reward")
     ),
+    *(
+        Fact(
+            f"plan.assessment.{d}",
+            "number",
+            f"{label} of the frozen models' own layout (0: the training layout)",
+        )
+        for d, label in (("tp", "tensor parallel degree"), ("pp", "pipeline parallel degree"))
+    ),
     Fact("plan.step_seconds", "number", "estimated seconds per RL step"),
     Fact("plan.memory.rollout_gib", "number", "estimated memory per rollout GPU, GiB"),
     Fact("plan.memory.train_gib", "number", "estimated memory per training GPU, GiB"),

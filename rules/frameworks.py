@@ -35,14 +35,26 @@ CONFIGURATION_FEATURES = (
 a plan that uses it."""
 
 
-def configuration_techniques(critic: str | None, fusion: str | None) -> list[tuple[str, str]]:
+FROZEN_LAYOUT = "frozen-model-layout"
+"""The technique of a plan that gives the frozen models a layout of their own
+(plan.assessment, Table 9's "TP/PP for Assessment"): a framework must claim it to run one."""
+
+
+def configuration_techniques(
+    critic: str | None, fusion: str | None, assessment: Mapping[str, Any] | None = None
+) -> list[tuple[str, str]]:
     """(technique, plan field) of each Table 9 configuration a plan uses."""
     given = {"plan.critic": critic, "plan.fusion": fusion}
-    return [
+    found = [
         (feature, f"{fact}: {given[fact]}")
         for fact, feature, values in CONFIGURATION_FEATURES
         if given[fact] in values
     ]
+    if assessment:
+        found.append(
+            (FROZEN_LAYOUT, f"plan.assessment: tp {assessment['tp']}, pp {assessment['pp']}")
+        )
+    return found
 
 
 POOL_FEATURES = {
@@ -252,6 +264,9 @@ def _uses(env: Mapping[str, Any], size: int, level: str) -> dict[str, np.ndarray
             if fact in env:
                 value = np.broadcast_to(np.asarray(env[fact]), (size,))
                 uses[feature] = np.isin(value, values)
+        if "plan.assessment.tp" in env:
+            given = np.broadcast_to(np.asarray(env["plan.assessment.tp"]), (size,))
+            uses[FROZEN_LAYOUT] = given > 0
     if isinstance(env, dict):
         env[key] = uses
     return uses
@@ -260,6 +275,7 @@ def _uses(env: Mapping[str, Any], size: int, level: str) -> dict[str, np.ndarray
 PLAN_FEATURES = frozenset(
     {"colocated-placement", "disaggregated-placement", *EXECUTION_FEATURE.values()}
     | {feature for _, feature, _ in CONFIGURATION_FEATURES}
+    | {FROZEN_LAYOUT}
 )
 """Features a framework must claim to run a plan that uses them (with the algorithm): a
 partial claim on one runs the plan only when the part that exists is what the planner costs."""

@@ -32,13 +32,14 @@ from rlmguide.cost.plans import (
     PLACEMENTS,
     RECOMPUTE,
     PlanTable,
+    assessment_columns,
     inter_stage,
     shares_gpus,
     valid_rows,
 )
 from rlmguide.cost.units import GIB
 from rlmguide.kb.load import Catalog
-from rlmguide.kb.schema import Framework, Offload
+from rlmguide.kb.schema import Architecture, Framework, Offload, Plan
 from rlmguide.rules.agentic import agentic_notes
 from rlmguide.rules.engine import CompiledRule
 from rlmguide.rules.facts import STAGES, scenario_facts
@@ -92,6 +93,11 @@ rollout layouts are probed first: mixtures of experts from about a hundred GPUs.
 
 VARIANT_BASE = 16
 """The fastest plans of a search that are costed again under Table 9's other configurations."""
+ASSESSMENT_TP = (1, 2, 4, 8)
+"""Tensor degrees tried for the frozen models' own layout (plan.assessment, pp 1) beside the
+training layout, where the scenario leaves it open: data-parallel replicas of one GPU (the
+survey's plain DP, §3.1.1) up to a node's NVLink group; those that divide the pool, split the
+model and fit survive."""
 
 
 class InvalidRecords(Exception):
@@ -284,6 +290,8 @@ def plan_facts(table: PlanTable, costs: CostTable | None = None) -> dict[str, An
         facts[f"plan.train.offload_{kind}"] = getattr(table, f"offload_{kind}")
     for model in ("critic", "reference", "reward"):
         facts[f"plan.pools.{model}"] = getattr(table, f"{model}_gpus")
+    facts["plan.assessment.tp"] = table.assess_tp
+    facts["plan.assessment.pp"] = table.assess_pp
     if costs is not None:
         facts["plan.step_seconds"] = costs.step_seconds
         facts["plan.memory.rollout_gib"] = costs.memory_rollout_gib
@@ -341,7 +349,26 @@ def fixed_columns(resolved: Resolved) -> dict[str, Any]:
         "reward_gpus": plan.pools.reward or 0,
         "critic_shared": plan.critic == "shared",
         "fusion": plan.fusion or "none",
+        **assessment_columns(plan),
     }
+
+
+def fixed_assessment(plan: Plan) -> dict[str, int] | None:
+    """The frozen models' layout the scenario fixes (plan.assessment), or None."""
+    columns = assessment_columns(plan)
+    if not columns["assess_tp"]:
+        return None
+    return {"tp": columns["assess_tp"], "pp": columns["assess_pp"]}
+
+
+def frozen_roles(resolved: Resolved) -> list[tuple[str, Architecture]]:
+    """The frozen models an assessment layout lays out: the reference (the policy's
+    architecture unless the scenario gives one; none with LoRA, whose base is the
+    reference) and a scoring model."""
+    frozen = [("reward", resolved.reward)] if resolved.reward is not None else []
+    if resolved.algorithm.needs_reference and not resolved.scenario.plan.train.lora_rank:
+        frozen.insert(0, ("reference", resolved.reference or resolved.policy))
+    return frozen
 
 
 def _reference_rollout_tp(gpus: int, per_node: int) -> int:
@@ -445,7 +472,9 @@ class Recommender:
                 )
             self.labels = self.supports
             plan = resolved.scenario.plan
-            for feature, field in configuration_techniques(plan.critic, plan.fusion):
+            for feature, field in configuration_techniques(
+                plan.critic, plan.fusion, fixed_assessment(plan)
+            ):
                 if feature not in self.supports[0].claimed:
                     raise NoFeasiblePlan(
                         f"framework {only} does not claim {feature} ({field}), so it runs no "
@@ -1059,16 +1088,25 @@ class Recommender:
             for c in critics
             for f in fusions
         ]
+        if plan.assessment is None and frozen_roles(self.resolved):
+            # The frozen models' own layouts, under each plan's own configuration.
+            ones = np.ones(len(base), dtype=np.int64)
+            tables += [replace(base, assess_tp=t * ones, assess_pp=ones) for t in ASSESSMENT_TP]
         table = reduce(PlanTable.concat, tables)
-        same = (table.critic_shared == np.tile(base.critic_shared, len(tables))) & (
-            table.fusion == np.tile(base.fusion, len(tables))
+        copies = len(tables)
+        same = (
+            (table.critic_shared == np.tile(base.critic_shared, copies))
+            & (table.fusion == np.tile(base.fusion, copies))
+            & (table.assess_tp == np.tile(base.assess_tp, copies))
         )
         # Fusing the assessment into the rollout changes nothing where they already overlap.
         waits = np.isin(
             table.execution, (EXECUTIONS.index("sync"), EXECUTIONS.index("partial-rollout"))
         )
         useful = ~same & (waits | ~inter_stage(table.fusion))
-        ok = useful & valid_rows(table, self.resolved.policy, self.resolved.critic)
+        ok = useful & valid_rows(
+            table, self.resolved.policy, self.resolved.critic, frozen=frozen_roles(self.resolved)
+        )
         table = table.take(np.flatnonzero(ok))
         n = len(table)
         if not n:
@@ -1111,7 +1149,7 @@ class Recommender:
             )
         if reason not in {r.id for r in self.rules}:
             plan = self.resolved.scenario.plan
-            if fixed := configuration_techniques(plan.critic, plan.fusion):
+            if fixed := configuration_techniques(plan.critic, plan.fusion, fixed_assessment(plan)):
                 claims = "; ".join(
                     f"{feature} ({field}) is claimed by "
                     + (", ".join(f"{x.id} ({x.framework.availability.status})"
@@ -1372,7 +1410,12 @@ def what_if(recommender: Recommender, costs: CostTable, best: int) -> list[dict[
         return found
     for i in np.flatnonzero(alive & ~runnable & ~research):
         row = variants.row(int(i))
-        features = sorted(f for f, _ in configuration_techniques(row["critic"], row["fusion"]))
+        features = sorted(
+            f
+            for f, _ in configuration_techniques(
+                row["critic"], row["fusion"], row.get("assessment")
+            )
+        )
         claimed = sorted(
             f.id
             for f in recommender.frameworks
@@ -1383,6 +1426,7 @@ def what_if(recommender: Recommender, costs: CostTable, best: int) -> list[dict[
             {
                 "critic": row["critic"],
                 "fusion": row["fusion"],
+                **({"assessment": row["assessment"]} if "assessment" in row else {}),
                 "placement": row["placement"],
                 "execution": row["execution"],
                 "step_seconds": seconds,

@@ -341,6 +341,12 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         if getattr(pools, model) and idle:
             raise InputError(f"plan.pools.{model}: {why}, so a pool for it would sit idle")
     _check_configuration(scenario.plan, critic is not None, algorithm.name)
+    # The frozen models: the reference (the policy's architecture unless given; none with LoRA,
+    # whose base inside the actor is the reference) and a scoring model.
+    frozen = [("reward", reward)] if reward is not None else []
+    if algorithm.needs_reference and not scenario.plan.train.lora_rank:
+        frozen.insert(0, ("reference", reference or policy))
+    _check_assessment(scenario.plan, frozen)
     tolerance = workload.max_staleness
     if not algorithm.online:
         tolerance = 0  # nothing is sampled, so no sample can lag the trainer
@@ -548,6 +554,41 @@ def _check_fixed_layouts(scenario: Scenario) -> None:
                     f"plan.train.ep: {train.ep} does not divide dp x cp x tp / etp = {host}; "
                     "etp: 1 folds the experts over the tensor ranks too"
                 )
+
+
+def _check_assessment(plan: Plan, frozen: list[tuple[str, Architecture]]) -> None:
+    """plan.assessment lays out the frozen models: each must split over its tp and pp, and
+    tp x pp must divide the GPUs it runs on where the plan fixes them (its own pool, else
+    the training pool)."""
+    layout = plan.assessment
+    if layout is None:
+        return
+    if not frozen:
+        raise InputError(
+            "plan.assessment: lays out the frozen models (reference, reward model), and this "
+            "run has neither; remove it"
+        )
+    tp, pp = layout.tp or 1, layout.pp or 1
+    shared = plan.train.gpus or (plan.rollout.gpus if plan.placement in ONE_POOL else None)
+    for role, arch in frozen:
+        if arch.heads % tp:
+            raise InputError(
+                f"plan.assessment.tp: {tp} does not divide the {role} model's "
+                f"{arch.heads} attention heads"
+            )
+        if pp > arch.layers:
+            raise InputError(
+                f"plan.assessment.pp: {pp} pipeline stages exceed the {role} model's "
+                f"{arch.layers} layers"
+            )
+        own = getattr(plan.pools, role)
+        gpus = own or shared
+        if gpus and gpus % (tp * pp):
+            where = f"plan.pools.{role}" if own else "the training pool"
+            raise InputError(
+                f"plan.assessment: tp x pp = {tp * pp} does not divide the {gpus} GPUs the "
+                f"{role} model runs on ({where})"
+            )
 
 
 def _check_configuration(plan: Plan, has_critic: bool, algorithm: str) -> None:

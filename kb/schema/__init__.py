@@ -31,6 +31,7 @@ from rlmguide.kb.schema.records import (
 )
 from rlmguide.kb.schema.scenario import (
     Agent,
+    AssessmentPlan,
     Cluster,
     ClusterPart,
     Efficiency,
@@ -67,6 +68,7 @@ __all__ = [
     "Agent",
     "Algorithm",
     "Architecture",
+    "AssessmentPlan",
     "Claim",
     "Cluster",
     "ClusterPart",

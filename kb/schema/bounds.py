@@ -81,6 +81,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "run.pue": (1, 5),
     "plan.*.gpus": (1, MAX_GPUS),
     "plan.pools.*": (1, MAX_GPUS),
+    "plan.assessment.*": (1, 1_024),
     "plan.train.lora_rank": (1, 65_536),
     "efficiency.*": (1e-3, 1),
 }

@@ -537,6 +537,21 @@ class ModelPools(Strict):
         return (self.critic or 0) + (self.reference or 0) + (self.reward or 0)
 
 
+class AssessmentPlan(Strict):
+    """The layout of the frozen forward-only models (reference and reward model) wherever
+    they run, on the trainer's GPUs or on their own pools (survey §3.1.1, Table 9's hybrid
+    row: "TP/PP for Assessment, ZeRO-3 for Training"): tp x pp GPUs hold one replica, the
+    rest of the pool runs data-parallel replicas of it, with no ZeRO sharding, gathers or
+    optimizer state. Left out, they run in the training layout (tp, pp, cp, ZeRO) as
+    before. On the trainer's GPUs a layout other than the training one re-lays the frozen
+    weights for each assessment (a resharding buffer, M_reshard)."""
+
+    tp: PositiveInt | None = None
+    """GPUs of one replica's tensor group; unset (with the block given), 1."""
+    pp: PositiveInt | None = None
+    """Pipeline stages of one replica; unset (with the block given), 1."""
+
+
 class Plan(Strict):
     """What the user fixes; every field left out is searched."""
 
@@ -551,6 +566,8 @@ class Plan(Strict):
     rollout: RolloutPlan = RolloutPlan()
     train: TrainPlan = TrainPlan()
     pools: ModelPools = ModelPools()
+    assessment: AssessmentPlan | None = None
+    """The frozen models' own layout (`AssessmentPlan`); unset, the training layout's."""
 
 
 class Efficiency(Strict):

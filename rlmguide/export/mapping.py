@@ -247,6 +247,9 @@ NEUTRAL = {
     "plan.pools.critic": 0,
     "plan.pools.reference": 0,
     "plan.pools.reward": 0,
+    # the frozen models in the training layout; a layout of their own needs a key
+    "plan.assessment.tp": 0,
+    "plan.assessment.pp": 0,
     "workload.reward_model": False,
     "workload.recompute_old_logprobs": True,
     "model.reference_own": False,
