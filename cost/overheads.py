@@ -127,6 +127,22 @@ class Overheads:
     kernel launches of ~5 us each per expert. An assumption, not a measurement; Megatron's
     grouped GEMM does not pay it."""
 
+    expert_skew_by_ep: tuple[tuple[float, float], ...] = (
+        (8.0, 1.49),
+        (16.0, 1.63),
+        (32.0, 1.82),
+        (64.0, 2.10),
+    )
+    """Measured straggler factor of expert parallelism: (EP degree, the most loaded expert
+    rank's tokens over the mean) for one MoE layer, without a load balancer. The SGLang team's
+    simulation of DeepSeek-V3's recorded expert distributions ("Effects of Scale and EPLB to
+    Balancedness", blog-lmsys-large-scale-ep) gives the balancedness mean/max at 8, 16, 32 and
+    64 GPUs as 0.673, 0.612, 0.548 and 0.476 (read off the plot): these are its inverses, the
+    result records `lmsys-eplb-balancedness-ep*-without-eplb`. Rollout engines of RL
+    frameworks and Megatron training run without EPLB (the routing shifts with the policy,
+    survey §3.6.1), so the unbalanced figures apply. model_pass.expert_straggler interpolates
+    them (1.0 at EP 1)."""
+
     length_segments: int = 16
     """Segments of the response-length grid over which the rollout's shrinking batch is
     integrated (accuracy versus speed; 16 keeps the drain integral within a few percent)."""
@@ -137,8 +153,13 @@ class Overheads:
         if self.max_seqs_per_replica < 1 or self.length_segments < 1:
             raise ValueError("max_seqs_per_replica and length_segments must be positive")
         for f in fields(self):
-            if getattr(self, f.name) < 0:
+            if f.name != "expert_skew_by_ep" and getattr(self, f.name) < 0:
                 raise ValueError(f"overhead {f.name} is negative")
+        degrees = [ep for ep, _ in self.expert_skew_by_ep]
+        if degrees != sorted(set(degrees)) or any(ep <= 1 for ep in degrees):
+            raise ValueError("expert_skew_by_ep needs increasing EP degrees above 1")
+        if any(skew < 1.0 for _, skew in self.expert_skew_by_ep):
+            raise ValueError("a max/mean expert load is at least 1")
 
 
 DEFAULT_OVERHEADS = Overheads()
