@@ -66,6 +66,17 @@ class Overheads:
     thinker decodes at about 22.5 ms per token eager and 13 ms with CUDA graphs on A800
     (github-vllm-project-vllm-omni-issue-7960), 9.5 ms over 28 layers."""
 
+    moe_layer_decode_seconds: float = 29.7e-6
+    """GPU time per MoE layer and decode step beyond streaming the touched experts' weights: the
+    fused-MoE kernels' fixed part (token sorting and alignment, the small gate/up and down
+    grouped GEMMs' tails, the activation and the weighted sum), which a roofline of bytes over
+    bandwidth misses at the few tokens per expert of a decode step. vLLM's benchmark_moe on
+    H100 for Qwen3-30B-A3B FP8 at TP 1 (github-vllm-project-vllm-pr-24700, main-branch
+    configs) takes 44.54 us at batch 1 (8 experts touched, 37.7 MB) and 262.73 us at batch 64
+    (126 touched, 594 MB): the line through them streams at 2.55 TB/s (76% of 3.35 TB/s) plus
+    29.7 us, while batch 1 alone reaches 25% of peak. Kept because it improved the
+    leave-one-source-out figure of bench/fidelity.py (77 results: median 1.18x to 1.16x)."""
+
     scale_up_latency_seconds: float = 10e-6
     """Latency of one small collective inside the scale-up domain: a 32 KiB all-reduce on
     8x H200 takes ~10-20 us through torch.distributed (github-stas00-ml-engineering)."""

@@ -6,9 +6,10 @@ plus the tensor-parallel all-reduces (two per layer), the expert all-to-alls and
 send; with pp stages the batch is cut into pp micro-batches, so the weights are read pp times
 per step and a lone sequence still crosses every stage in turn. A fixed host cost per step
 (scheduling, sampling) is added once; an engine without CUDA graphs (eager mode) also pays a
-host launch time per layer and step. With expert parallelism the routed experts' FLOPs and
-all-to-alls run at the pace of the most loaded expert rank (model_pass.expert_straggler, from
-measured imbalance).
+host launch time per layer and step. Each MoE layer adds the fixed GPU time of its fused
+expert kernels (Overheads.moe_layer_decode_seconds, measured). With expert parallelism the
+routed experts' FLOPs and all-to-alls run at the pace of the most loaded expert rank
+(model_pass.expert_straggler, from measured imbalance).
 
 A replica holds n sequences and runs min(n, capacity) of them at once. While a queue is left the
 batch stays full: those tokens cost the full-batch time per token. The last full batch then
@@ -92,7 +93,9 @@ class DecodeModel:
         share = fig.stage_share(pp)
         # Eager mode: each stage's layers launch their kernels from the host every step.
         launch = fig.layers * share * overheads.eager_layer_seconds * hw.host_overhead
-        self.launch = _column(np.where(layout.eager, launch, 0.0))
+        # Every MoE layer's fused expert kernels also cost a fixed GPU time per step.
+        moe = fig.sparse_layers * share * overheads.moe_layer_decode_seconds if fig.is_moe else 0.0
+        self.launch = _column(np.where(layout.eager, launch, 0.0) + moe)
         # Seconds per micro-batch token: 2 x active parameters of FLOPs, plus the mixing FLOPs
         # and cache reads of its context, each layer by its kind (fig.mixing_flops,
         # rollout_cache_read_bytes).

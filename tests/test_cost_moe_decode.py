@@ -1,4 +1,5 @@
-"""Expert-parallel load imbalance: the measured straggler factor and where decode pays it."""
+"""MoE decode from measurements: the expert-parallel straggler factor and where decode pays it,
+and the fused expert kernels' fixed time per MoE layer."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads
 from rlmguide.cost.rollout import DecodeModel
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS
-from test_cost_specs import H100, QWEN3_30B_A3B, one_plan
+from test_cost_specs import H100, QWEN3_30B_A3B, QWEN25_7B, one_plan
 
 SKEW = DEFAULT_OVERHEADS.expert_skew_by_ep
 MANY = 1e12  # routed copies per rank at which sampling noise vanishes
@@ -78,12 +79,12 @@ def test_laws_at_least_one_more_ranks_worse_more_tokens_better(
     assert float(expert_straggler(ep, routed * grown, SKEW)) <= here + 1e-12
 
 
-def _decode(overheads: Overheads, ep: int) -> DecodeModel:
+def _decode(overheads: Overheads, ep: int, tp: int = 8, arch=QWEN3_30B_A3B) -> DecodeModel:  # type: ignore[no-untyped-def]
     eff = EfficiencyFactors()
     hw = Hardware.of(H100, 8, overheads)
-    layout = RolloutLayout.of(one_plan(rollout_tp=8, rollout_ep=ep))
+    layout = RolloutLayout.of(one_plan(rollout_tp=tp, rollout_ep=ep))
     return DecodeModel(
-        ModelFigures.of(QWEN3_30B_A3B), layout, hw, Fabric.of(hw, eff, overheads), eff, overheads
+        ModelFigures.of(arch), layout, hw, Fabric.of(hw, eff, overheads), eff, overheads
     )
 
 
@@ -115,3 +116,28 @@ def test_the_table_is_checked() -> None:
         Overheads(expert_skew_by_ep=((16.0, 1.6), (8.0, 1.5)))
     with pytest.raises(ValueError, match="at least 1"):
         Overheads(expert_skew_by_ep=((8.0, 0.9),))
+
+
+def test_the_fixed_moe_kernel_time_is_the_published_line_by_hand() -> None:
+    # vLLM PR 24700, Qwen3-30B-A3B FP8 on H100 at TP 1: 44.54 us at batch 1 (8 experts of
+    # 3 x 2048 x 768 bytes touched) and 262.73 us at batch 64 (128 x (1 - (120/128)^64) touched).
+    expert = 3 * 2048 * 768
+    one, many = 8 * expert, 128 * (1 - (120 / 128) ** 64) * expert
+    rate = (many - one) / (262.73e-6 - 44.54e-6)
+    assert rate == pytest.approx(2.55e12, rel=1e-2)
+    assert 44.54e-6 - one / rate == pytest.approx(
+        DEFAULT_OVERHEADS.moe_layer_decode_seconds, rel=1e-2
+    )
+
+
+def test_each_moe_layer_adds_its_fixed_kernel_time_by_hand() -> None:
+    # Qwen3-30B-A3B has 48 MoE layers: 48 x 29.7 us = 1.4256 ms more per decode step, at any
+    # batch; a dense model pays nothing.
+    batch, context = np.array([[1.0], [64.0]]), np.array([[1024.0], [1024.0]])
+    without = replace(DEFAULT_OVERHEADS, moe_layer_decode_seconds=0.0)
+    moe = _decode(DEFAULT_OVERHEADS, 1, tp=1).step_seconds(batch[:1], context[:1])
+    bare = _decode(without, 1, tp=1).step_seconds(batch[:1], context[:1])
+    assert moe[0, 0] - bare[0, 0] == pytest.approx(48 * 29.7e-6)
+    dense = _decode(DEFAULT_OVERHEADS, 1, tp=1, arch=QWEN25_7B).step_seconds(batch, context)
+    dense_bare = _decode(without, 1, tp=1, arch=QWEN25_7B).step_seconds(batch, context)
+    assert dense == pytest.approx(dense_bare)
