@@ -106,6 +106,33 @@ def expert_slowdown(fig: ModelFigures, expert_compute: float) -> float:
     return w0 / fig.expert_ffn
 
 
+def expert_straggler(
+    ep: FloatArray | float,
+    routed_per_rank: FloatArray | float,
+    skew_by_ep: tuple[tuple[float, float], ...],
+) -> FloatArray:
+    """Time of an MoE layer's expert part on its most loaded expert rank over the time at a
+    balanced load: every rank waits for that one at the combine.
+
+    Two causes, the larger binds. Expert popularity: the measured max/mean of a rank's tokens
+    at each EP degree (Overheads.expert_skew_by_ep, from blog-lmsys-large-scale-ep: DeepSeek-V3
+    without EPLB), interpolated in log2(EP) from 1.0 at EP 1 and held beyond the last
+    measurement. Sampling: with `routed_per_rank` routed token copies per rank and step (tokens
+    per expert x experts per rank), the fullest of `ep` Poisson loads exceeds the mean by about
+    sqrt(2 ln(ep) / routed_per_rank), the blog's "larger batches reduce random fluctuations";
+    it vanishes at the large batches the measurement ran. Never above `ep`: one rank holds at
+    most every token."""
+    ep = np.asarray(ep, dtype=float)
+    if not skew_by_ep:
+        return np.ones(np.broadcast(ep, np.asarray(routed_per_rank)).shape)
+    degrees = np.log2([1.0, *(d for d, _ in skew_by_ep)])
+    values = np.array([1.0, *(v for _, v in skew_by_ep)])
+    popularity = np.interp(np.log2(np.maximum(ep, 1.0)), degrees, values)
+    routed = np.maximum(np.asarray(routed_per_rank, dtype=float), 1.0)
+    sampling = 1.0 + np.sqrt(2.0 * np.log(np.maximum(ep, 1.0)) / routed)
+    return np.minimum(np.maximum(popularity, sampling), np.maximum(ep, 1.0))
+
+
 @dataclass(frozen=True, slots=True)
 class MicroPass:
     """One micro-batch on one stage GPU."""

@@ -66,6 +66,17 @@ class Overheads:
     thinker decodes at about 22.5 ms per token eager and 13 ms with CUDA graphs on A800
     (github-vllm-project-vllm-omni-issue-7960), 9.5 ms over 28 layers."""
 
+    moe_layer_decode_seconds: float = 29.7e-6
+    """GPU time per MoE layer and decode step beyond streaming the touched experts' weights: the
+    fused-MoE kernels' fixed part (token sorting and alignment, the small gate/up and down
+    grouped GEMMs' tails, the activation and the weighted sum), which a roofline of bytes over
+    bandwidth misses at the few tokens per expert of a decode step. vLLM's benchmark_moe on
+    H100 for Qwen3-30B-A3B FP8 at TP 1 (github-vllm-project-vllm-pr-24700, main-branch
+    configs) takes 44.54 us at batch 1 (8 experts touched, 37.7 MB) and 262.73 us at batch 64
+    (126 touched, 594 MB): the line through them streams at 2.55 TB/s (76% of 3.35 TB/s) plus
+    29.7 us, while batch 1 alone reaches 25% of peak. Kept because it improved the
+    leave-one-source-out figure of bench/fidelity.py (77 results: median 1.18x to 1.16x)."""
+
     scale_up_latency_seconds: float = 10e-6
     """Latency of one small collective inside the scale-up domain: a 32 KiB all-reduce on
     8x H200 takes ~10-20 us through torch.distributed (github-stas00-ml-engineering)."""
@@ -127,6 +138,22 @@ class Overheads:
     kernel launches of ~5 us each per expert. An assumption, not a measurement; Megatron's
     grouped GEMM does not pay it."""
 
+    expert_skew_by_ep: tuple[tuple[float, float], ...] = (
+        (8.0, 1.49),
+        (16.0, 1.63),
+        (32.0, 1.82),
+        (64.0, 2.10),
+    )
+    """Measured straggler factor of expert parallelism: (EP degree, the most loaded expert
+    rank's tokens over the mean) for one MoE layer, without a load balancer. The SGLang team's
+    simulation of DeepSeek-V3's recorded expert distributions ("Effects of Scale and EPLB to
+    Balancedness", blog-lmsys-large-scale-ep) gives the balancedness mean/max at 8, 16, 32 and
+    64 GPUs as 0.673, 0.612, 0.548 and 0.476 (read off the plot): these are its inverses, the
+    result records `lmsys-eplb-balancedness-ep*-without-eplb`. Rollout engines of RL
+    frameworks and Megatron training run without EPLB (the routing shifts with the policy,
+    survey §3.6.1), so the unbalanced figures apply. model_pass.expert_straggler interpolates
+    them (1.0 at EP 1)."""
+
     length_segments: int = 16
     """Segments of the response-length grid over which the rollout's shrinking batch is
     integrated (accuracy versus speed; 16 keeps the drain integral within a few percent)."""
@@ -137,8 +164,13 @@ class Overheads:
         if self.max_seqs_per_replica < 1 or self.length_segments < 1:
             raise ValueError("max_seqs_per_replica and length_segments must be positive")
         for f in fields(self):
-            if getattr(self, f.name) < 0:
+            if f.name != "expert_skew_by_ep" and getattr(self, f.name) < 0:
                 raise ValueError(f"overhead {f.name} is negative")
+        degrees = [ep for ep, _ in self.expert_skew_by_ep]
+        if degrees != sorted(set(degrees)) or any(ep <= 1 for ep in degrees):
+            raise ValueError("expert_skew_by_ep needs increasing EP degrees above 1")
+        if any(skew < 1.0 for _, skew in self.expert_skew_by_ep):
+            raise ValueError("a max/mean expert load is at least 1")
 
 
 DEFAULT_OVERHEADS = Overheads()

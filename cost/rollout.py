@@ -6,7 +6,10 @@ plus the tensor-parallel all-reduces (two per layer), the expert all-to-alls and
 send; with pp stages the batch is cut into pp micro-batches, so the weights are read pp times
 per step and a lone sequence still crosses every stage in turn. A fixed host cost per step
 (scheduling, sampling) is added once; an engine without CUDA graphs (eager mode) also pays a
-host launch time per layer and step.
+host launch time per layer and step. Each MoE layer adds the fixed GPU time of its fused
+expert kernels (Overheads.moe_layer_decode_seconds, measured). With expert parallelism the
+routed experts' FLOPs and all-to-alls run at the pace of the most loaded expert rank
+(model_pass.expert_straggler, from measured imbalance).
 
 A replica holds n sequences and runs min(n, capacity) of them at once. While a queue is left the
 batch stays full: those tokens cost the full-batch time per token. The last full batch then
@@ -38,6 +41,7 @@ from rlmguide.cost.hardware import Hardware
 from rlmguide.cost.layouts import RolloutLayout
 from rlmguide.cost.lengths import length_grid, mean_position
 from rlmguide.cost.memory import rollout_cache_read_bytes
+from rlmguide.cost.model_pass import expert_straggler, routed_active_params
 from rlmguide.cost.overheads import Overheads
 from rlmguide.cost.stage import StageCost
 from rlmguide.cost.units import BF16_BYTES
@@ -89,11 +93,19 @@ class DecodeModel:
         share = fig.stage_share(pp)
         # Eager mode: each stage's layers launch their kernels from the host every step.
         launch = fig.layers * share * overheads.eager_layer_seconds * hw.host_overhead
-        self.launch = _column(np.where(layout.eager, launch, 0.0))
+        # Every MoE layer's fused expert kernels also cost a fixed GPU time per step.
+        moe = fig.sparse_layers * share * overheads.moe_layer_decode_seconds if fig.is_moe else 0.0
+        self.launch = _column(np.where(layout.eager, launch, 0.0) + moe)
         # Seconds per micro-batch token: 2 x active parameters of FLOPs, plus the mixing FLOPs
         # and cache reads of its context, each layer by its kind (fig.mixing_flops,
         # rollout_cache_read_bytes).
         self.compute_fixed = _column(2.0 * fig.params_active * share / tp / flops_rate)
+        # The routed experts' share of it, which the most loaded expert rank stretches
+        # (model_pass.expert_straggler) by the imbalance at the step's tokens per rank.
+        self.expert_compute = _column(2.0 * routed_active_params(fig) * share / tp / flops_rate)
+        self.ep, self.tp = _column(ep), _column(tp)
+        self.skew_by_ep = overheads.expert_skew_by_ep
+        self.single_rank = bool(np.all(ep <= 1))  # no plan has an expert rank to wait for
         self.mixing_rate = _column(share / tp / flops_rate)
         self.hbm_rate = hbm_rate
         self.layout = layout
@@ -113,8 +125,8 @@ class DecodeModel:
         layers = fig.layers * share
         pp_link = group_link(fabric, np.where(pp > 1, 2.0, 1.0), tp)
         groups = [
-            (tp_link, 2.0 * layers, 2.0 * layers * all_reduce_bytes(token, tp_link)),
-            (pp_link, np.ones_like(pp), np.full_like(pp, token)),
+            (tp_link, 2.0 * layers, 2.0 * layers * all_reduce_bytes(token, tp_link), False),
+            (pp_link, np.ones_like(pp), np.full_like(pp, token), False),
         ]
         # Decode context parallelism: per attention layer the group gathers every rank's
         # queries and combines the partial outputs (with their log-sum-exp) of its token shards.
@@ -129,11 +141,17 @@ class DecodeModel:
             ep_link = group_link(fabric, ep, 1.0)
             calls = 2.0 * fig.sparse_layers * share  # dispatch and combine
             groups.append(
-                (ep_link, calls, calls * gather_bytes(token * fig.experts_per_token, ep_link))
+                (
+                    ep_link,
+                    calls,
+                    calls * gather_bytes(token * fig.experts_per_token, ep_link),
+                    True,
+                )
             )
         n = tp.shape[0]
         up_fixed, up_slope, out_fixed, out_slope, sent_slope = (np.zeros(n) for _ in range(5))
-        for link, calls, per_token in groups:
+        ep_up_slope, ep_out_slope = np.zeros(n), np.zeros(n)
+        for link, calls, per_token, experts in groups:
             active = link.active()
             fixed = np.where(active, calls * link.latency, 0.0)
             slope = np.where(active, per_token / link.bytes_per_s, 0.0)
@@ -142,6 +160,10 @@ class DecodeModel:
             out_fixed += np.where(link.scale_out, fixed, 0.0)
             out_slope += np.where(link.scale_out, slope, 0.0)
             sent_slope += np.where(active, per_token, 0.0)
+            if experts:  # the most loaded expert rank receives the most
+                ep_up_slope += np.where(link.scale_out, 0.0, slope)
+                ep_out_slope += np.where(link.scale_out, slope, 0.0)
+        self.ep_up_slope, self.ep_out_slope = _column(ep_up_slope), _column(ep_out_slope)
         self.up_fixed, self.up_slope = _column(up_fixed), _column(up_slope)
         self.out_fixed, self.out_slope = _column(out_fixed), _column(out_slope)
         self.comm_fixed = self.up_fixed + self.out_fixed
@@ -151,6 +173,14 @@ class DecodeModel:
 
     def _micro(self, batch: FloatArray) -> FloatArray:
         return np.maximum(batch / self.pp, 1.0)  # tokens per pipeline micro-batch
+
+    def _straggle(self, micro: FloatArray) -> FloatArray | float:
+        """The expert straggler factor less one at a micro-batch of `micro` tokens: each
+        tensor rank routes its share and an expert rank receives as many copies as it sends."""
+        if not self.fig.is_moe or self.single_rank:
+            return 0.0
+        routed = micro * self.fig.experts_per_token / self.tp
+        return expert_straggler(self.ep, routed, self.skew_by_ep) - 1.0
 
     def _touched(self, micro: FloatArray) -> FloatArray | float:
         if not self.fig.is_moe:
@@ -163,7 +193,8 @@ class DecodeModel:
 
     def _compute(self, micro: FloatArray, context: FloatArray) -> FloatArray:
         mixing = self.fig.mixing_flops(context) * self.mixing_rate
-        return micro * (self.compute_fixed + mixing)
+        experts = self.expert_compute * self._straggle(micro)
+        return micro * (self.compute_fixed + mixing + experts)
 
     def _stage_seconds(self, micro: FloatArray, context: FloatArray) -> FloatArray:
         """One stage's share of a step, from the micro-batch and its mean context."""
@@ -171,7 +202,8 @@ class DecodeModel:
         hbm = self.dense_read + micro * self._kv_read(context) / self.hbm_rate
         if self.fig.is_moe:
             hbm = hbm + self.expert_read * self._touched(micro)
-        comm = self.comm_fixed + micro * self.comm_slope
+        ep_slope = (self.ep_up_slope + self.ep_out_slope) * self._straggle(micro)
+        comm = self.comm_fixed + micro * (self.comm_slope + ep_slope)
         return np.maximum(compute, hbm) + comm + self.launch
 
     def step_seconds(self, batch: FloatArray, context: FloatArray) -> FloatArray:
@@ -186,8 +218,9 @@ class DecodeModel:
         touched = self._touched(micro)
         kv = micro * self._kv_read(context)
         hbm = self.dense_read + self.expert_read * touched + kv / self.hbm_rate
-        up = self.up_fixed + micro * self.up_slope
-        out = self.out_fixed + micro * self.out_slope
+        straggle = self._straggle(micro)
+        up = self.up_fixed + micro * (self.up_slope + self.ep_up_slope * straggle)
+        out = self.out_fixed + micro * (self.out_slope + self.ep_out_slope * straggle)
         pp = self.pp
         read = self.dense_bytes + self.expert_bytes * touched + kv
         return StepCost(

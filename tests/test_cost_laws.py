@@ -139,6 +139,7 @@ def quicker(overheads: Overheads, k: float) -> Overheads:
         fallback_scale_out_gbits_per_s=overheads.fallback_scale_out_gbits_per_s * k,
         weight_sync_bucket_seconds=overheads.weight_sync_bucket_seconds / k,
         expert_loop_seconds=overheads.expert_loop_seconds / k,
+        moe_layer_decode_seconds=overheads.moe_layer_decode_seconds / k,
         cpu_adam_bytes_per_s_per_node=overheads.cpu_adam_bytes_per_s_per_node * k,
     )
 

@@ -672,10 +672,13 @@ class Result(Record):
         "tokens_per_second",
         "speedup",
         "time_share",
+        "expert_load_imbalance",
         "activation_memory_gb",
         "peak_memory_gb",
     ]
-    """`time_share` is the fraction of wall-clock time the described stages take (0 to 1)."""
+    """`time_share` is the fraction of wall-clock time the described stages take (0 to 1);
+    `expert_load_imbalance` is the most loaded expert-parallel rank's tokens over the mean
+    rank's in one MoE layer (at least 1; the inverse of EPLB's "balancedness")."""
     value: Positive
     unit: Text
     baseline: Text | None = None
@@ -693,6 +696,8 @@ class Result(Record):
             raise ValueError(f"a {self.metric} result needs its scenario and memory setting")
         if self.metric == "time_share" and self.value > 1:
             raise ValueError("a time_share is a fraction of the time, at most 1")
+        if self.metric == "expert_load_imbalance" and self.value < 1:
+            raise ValueError("an expert_load_imbalance is a max over a mean, at least 1")
         return self
 
 
