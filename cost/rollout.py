@@ -134,9 +134,8 @@ class DecodeModel:
         cp_link = group_link(fabric, cp, 1.0)
         attention_layers = (fig.mixing.full + fig.mixing.sliding + fig.mixing.sparse) * share
         query = token * cp / layout.attention_tp
-        groups.append(
-            (cp_link, 2.0 * attention_layers, 2.0 * attention_layers * gather_bytes(query, cp_link))
-        )
+        cp_bytes = 2.0 * attention_layers * gather_bytes(query, cp_link)
+        groups.append((cp_link, 2.0 * attention_layers, cp_bytes, False))
         if fig.is_moe:
             ep_link = group_link(fabric, ep, 1.0)
             calls = 2.0 * fig.sparse_layers * share  # dispatch and combine
