@@ -1,6 +1,7 @@
-"""plan.assessment in the frameworks whose code lays the reference out on its own: export
-writes the reference's own keys, review reads them back as the layout, and a reference keyed
-as the trainer reads as no layout. Frameworks that do not claim frozen-model-layout refuse."""
+"""plan.assessment in the frameworks whose code lays the reference out on its own (SkyRL,
+ROLL): export writes the reference's own keys, review reads them back as the layout, and a
+reference keyed as the trainer reads as no layout. Frameworks that do not claim
+frozen-model-layout refuse."""
 
 from __future__ import annotations
 
@@ -89,6 +90,30 @@ def test_a_reference_keyed_as_the_trainer_reads_as_no_layout(tmp_path: Path) -> 
     )
     got = read_back(launch, tmp_path, "skyrl")
     assert "assessment" not in got["scenario"]["plan"]
+
+
+def test_roll_megatron_writes_the_references_own_degrees_and_reads_them_back(
+    tmp_path: Path,
+) -> None:
+    launch = api.export(scenario(train={"zero": 1}, assessment={"tp": 2}), "roll")
+    written = keys(launch)
+    plan = launch.model_dump(mode="json")["plan"]
+    ref = "reference.strategy_args.strategy_config"
+    assert written["reference.strategy_args.strategy_name"] == "megatron_infer"
+    assert written[f"{ref}.tensor_model_parallel_size"] == 2
+    assert written[f"{ref}.pipeline_model_parallel_size"] == 1
+    assert f"{ref}.context_parallel_size" not in written
+    trainer_tp = written["actor_train.strategy_args.strategy_config.tensor_model_parallel_size"]
+    assert trainer_tp == plan["train"]["tp"] != 2
+    got = read_back(launch, tmp_path, "roll")
+    assert got["scenario"]["plan"]["assessment"] == {"tp": 2, "pp": 1}
+
+
+def test_roll_fsdp2_has_no_own_layout_for_the_reference() -> None:
+    with pytest.raises(RlmguideError, match="cannot run this scenario"):
+        api.export(scenario(train={"zero": 3}, assessment={"tp": 1}), "roll")
+    plain = api.export(scenario(train={"zero": 3}), "roll")
+    assert plain.model_dump()["plan"]["train"]["zero"] == 3
 
 
 @pytest.mark.parametrize(
