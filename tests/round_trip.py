@@ -80,7 +80,8 @@ def cases() -> list[Case]:
 
 
 def terms(plan: dict[str, Any]) -> dict[str, Any]:
-    """What a plan fixes: placement, execution, pools, every degree, offload, precision."""
+    """What a plan fixes: placement, execution, pools, every degree, offload, precision, the
+    frozen models' own layout."""
     rollout, train = plan["rollout"], plan["train"]
     return {
         "placement": plan["placement"],
@@ -91,6 +92,7 @@ def terms(plan: dict[str, Any]) -> dict[str, Any]:
             for k in ("gpus", "tp", "pp", "cp", "ep", "zero", "recompute", "offload", "fp8")
         },
         "pools": {k: v for k, v in (plan.get("pools") or {}).items() if v},
+        "assessment": plan.get("assessment"),
     }
 
 

@@ -513,6 +513,8 @@ def scenario_of(
     }
     if f["plan.execution"] in ("async", "partial-rollout") and f.get("plan.max_staleness"):
         plan["max_staleness"] = f["plan.max_staleness"]
+    if assessment := frozen_layout(f):
+        plan["assessment"] = assessment
     context = reading.context_tokens
     # the longest sequence: one response, or an episode's turns (its trajectory)
     longest = prompt_tokens + max_response * (agent["max_turns"] if agent else 1)
@@ -665,6 +667,23 @@ def parse_recipe(
     chosen = pick_version(own, config)
     own = [m for m in own if m.framework == chosen.framework]
     return _module(chosen.launches[0].command), config, own, recipe_keys
+
+
+def frozen_layout(facts: Mapping[str, Any]) -> dict[str, int] | None:
+    """The frozen models' own layout (plan.assessment) a launch gives, or None where it lays
+    them out as the trainer: a reference whose own keys (SkyRL's and ROLL's) repeat the
+    trainer's tensor and pipeline degrees over weights the trainer keeps whole (ZeRO below 3)
+    is the training layout. Its context and expert keys are read as the trainer's, so one
+    that keeps the trainer's degrees but drops its context or expert split reads as the
+    training layout too (cost.layouts.TrainLayout.relaid would tell them apart)."""
+    tp = int(facts.get("plan.assessment.tp") or 0)
+    if tp <= 0:
+        return None
+    own = {"tp": tp, "pp": int(facts.get("plan.assessment.pp") or 1)}
+    trainer = {d: int(facts.get(f"plan.train.{d}") or 1) for d in ("tp", "pp")}
+    if own == trainer and int(facts.get("plan.train.zero") or 0) < 3:
+        return None
+    return own
 
 
 def engine_settings(reading: Reading) -> dict[str, Any]:
