@@ -1333,16 +1333,69 @@ def test_decode_context_parallelism_is_refused_where_no_key_sets_it(framework: s
     assert "plan.rollout.cp = 2" in done.output
 
 
-@pytest.mark.parametrize("framework", ["verl", "nemo-rl", "slime"])
+INTERLEAVED = [
+    "--set", "plan.placement=colocated", "--set", "plan.execution=sync",
+    "--set", "plan.rollout.tp=4", "--set", "plan.train.tp=4", "--set", "plan.train.pp=2",
+]  # fmt: skip
+"""Qwen2.5-32B (64 layers) on 64 H100s over two pipeline stages: the plan an interleaving is
+set on."""
+
+
+@pytest.mark.parametrize("framework", ["nemo-rl", "slime"])
 def test_an_interleaved_pipeline_is_refused_where_no_key_sets_it(framework: str) -> None:
-    # The plan is costed with (pp - 1) / v bubbles; no mapping writes Megatron's virtual
-    # pipeline size yet, so the launch would run the plain schedule the plan did not cost.
-    plan = [
-        "--set", "plan.placement=colocated", "--set", "plan.execution=sync",
-        "--set", "plan.rollout.tp=4", "--set", "plan.train.tp=4", "--set", "plan.train.pp=2",
-        "--set", "plan.train.virtual_stages=2",
-    ]  # fmt: skip
+    # The plan is costed with (pp - 1) / v bubbles; where no mapping writes Megatron's virtual
+    # pipeline size, the launch would run the plain schedule the plan did not cost.
+    plan = [*INTERLEAVED, "--set", "plan.train.virtual_stages=2"]
     example = str(REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml")
     done = CliRunner().invoke(cli, ["export", example, "--framework", framework, *plan])
     assert done.exit_code == 1, done.output
     assert "plan.train.virtual_stages = 2" in done.output
+
+
+@pytest.mark.parametrize("version", ["verl-0.7.0-125-gb178a3cd5", "verl-0.8.0"])
+def test_verl_writes_the_virtual_pipeline_size_only_where_the_plan_interleaves(
+    version: str, tmp_path: Path
+) -> None:
+    # 64 layers over 2 stages of 4 chunks: 8 layers a chunk. The reference follows the actor's
+    # key in verl's own config; without interleaving the key stays unwritten (Megatron raises
+    # on any virtual size under pp 1, and null is the plain schedule).
+    example = str(REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml")
+    key = "actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size"
+    for v, line in ((4, f"{key}=4"), (1, None)):
+        out = tmp_path / f"run-{v}.sh"
+        args = ["export", example, "--framework", "verl", "--framework-version", version]
+        plan = [*INTERLEAVED, "--set", f"plan.train.virtual_stages={v}", "--out", str(out)]
+        done = CliRunner().invoke(cli, [*args, *plan])
+        assert done.exit_code == 0, done.output
+        text = out.read_text()
+        assert "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2" in text
+        if line is None:
+            assert "virtual_pipeline_model_parallel_size" not in text
+        else:
+            assert line in text.split()
+
+
+def test_an_interleaving_that_does_not_split_the_layers_is_refused() -> None:
+    # 64 layers over 2 stages leave 32 a rank, which 3 chunks do not divide: Megatron's
+    # get_num_layers_to_build asserts at start-up.
+    plan = [*INTERLEAVED, "--set", "plan.train.virtual_stages=3"]
+    example = str(REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml")
+    done = CliRunner().invoke(cli, ["export", example, "--framework", "verl", *plan])
+    assert done.exit_code == 1, done.output
+    assert "megatron-virtual-stages-split-the-layers" in done.output
+
+
+def test_verl_refuses_an_interleaving_whose_mini_batches_miss_whole_groups() -> None:
+    # 12 prompts x 8 samples in 4 mini-batches over dp 64 / (4 x 2) = 8: 3 sequences per
+    # rank's mini-batch, which verl rounds up to 4 micro-batches (a multiple of pp 2) and then
+    # asserts against its 3 sequences. Plain 1F1B runs it.
+    plan = [
+        *INTERLEAVED, "--set", "plan.train.zero=1", "--set", "plan.train.recompute=full",
+        "--set", "workload.prompts_per_step=12", "--set", "workload.samples_per_prompt=8",
+    ]  # fmt: skip
+    example = str(REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml")
+    runs = [
+        CliRunner().invoke(cli, ["export", example, "--framework", "verl", *plan, *v])
+        for v in ([], ["--set", "plan.train.virtual_stages=2"])
+    ]
+    assert [r.exit_code for r in runs] == [0, 1], runs[1].output
