@@ -1341,7 +1341,7 @@ INTERLEAVED = [
 set on."""
 
 
-@pytest.mark.parametrize("framework", ["nemo-rl", "slime"])
+@pytest.mark.parametrize("framework", ["nemo-rl"])
 def test_an_interleaved_pipeline_is_refused_where_no_key_sets_it(framework: str) -> None:
     # The plan is costed with (pp - 1) / v bubbles; where no mapping writes Megatron's virtual
     # pipeline size, the launch would run the plain schedule the plan did not cost.
@@ -1352,27 +1352,39 @@ def test_an_interleaved_pipeline_is_refused_where_no_key_sets_it(framework: str)
     assert "plan.train.virtual_stages = 2" in done.output
 
 
-@pytest.mark.parametrize("version", ["verl-0.7.0-125-gb178a3cd5", "verl-0.8.0"])
-def test_verl_writes_the_virtual_pipeline_size_only_where_the_plan_interleaves(
+VERL_VIRTUAL = "actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size"
+VIRTUAL_KEYS = {
+    "verl-0.7.0-125-gb178a3cd5": VERL_VIRTUAL,
+    "verl-0.8.0": VERL_VIRTUAL,
+    "slime-0.3.1-38-g624b824": "--num-virtual-stages-per-pipeline-rank",
+}
+"""The key each mapping writes Megatron's virtual pipeline size to."""
+
+
+def _written(text: str, key: str) -> list[str]:
+    """The values `key` is given in a launch script (`key=v` or `key v`)."""
+    words = text.replace("\\\n", " ").split()
+    pairs = zip(words, [*words[1:], ""], strict=True)
+    return [
+        w.partition("=")[2] if "=" in w else nxt for w, nxt in pairs if w.partition("=")[0] == key
+    ]
+
+
+@pytest.mark.parametrize("version", sorted(VIRTUAL_KEYS))
+def test_megatron_frameworks_write_the_virtual_pipeline_size_only_where_the_plan_interleaves(
     version: str, tmp_path: Path
 ) -> None:
-    # 64 layers over 2 stages of 4 chunks: 8 layers a chunk. The reference follows the actor's
-    # key in verl's own config; without interleaving the key stays unwritten (Megatron raises
-    # on any virtual size under pp 1, and null is the plain schedule).
+    # 64 layers over 2 stages of 4 chunks: 8 layers a chunk. Without interleaving the key stays
+    # unwritten: Megatron raises on a virtual size under pp 1, and unset is the plain schedule.
     example = str(REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml")
-    key = "actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size"
-    for v, line in ((4, f"{key}=4"), (1, None)):
+    framework = version.split("-")[0]
+    for v, want in ((4, ["4"]), (1, [])):
         out = tmp_path / f"run-{v}.sh"
-        args = ["export", example, "--framework", "verl", "--framework-version", version]
+        args = ["export", example, "--framework", framework, "--framework-version", version]
         plan = [*INTERLEAVED, "--set", f"plan.train.virtual_stages={v}", "--out", str(out)]
         done = CliRunner().invoke(cli, [*args, *plan])
         assert done.exit_code == 0, done.output
-        text = out.read_text()
-        assert "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2" in text
-        if line is None:
-            assert "virtual_pipeline_model_parallel_size" not in text
-        else:
-            assert line in text.split()
+        assert _written(out.read_text(), VIRTUAL_KEYS[version]) == want
 
 
 def test_an_interleaving_that_does_not_split_the_layers_is_refused() -> None:
@@ -1385,17 +1397,19 @@ def test_an_interleaving_that_does_not_split_the_layers_is_refused() -> None:
     assert "megatron-virtual-stages-split-the-layers" in done.output
 
 
-def test_verl_refuses_an_interleaving_whose_mini_batches_miss_whole_groups() -> None:
-    # 12 prompts x 8 samples in 4 mini-batches over dp 64 / (4 x 2) = 8: 3 sequences per
-    # rank's mini-batch, which verl rounds up to 4 micro-batches (a multiple of pp 2) and then
-    # asserts against its 3 sequences. Plain 1F1B runs it.
+@pytest.mark.parametrize("framework", ["verl", "slime"])
+def test_an_interleaving_whose_mini_batches_miss_whole_groups_is_refused(framework: str) -> None:
+    # 12 prompts x 8 samples in 4 mini-batches over dp 64 / (4 x 2) = 8: 24 sequences a step,
+    # 3 per rank. verl rounds a rank's 3 up to 4 micro-batches (a multiple of pp 2) and asserts
+    # against its 3 sequences; slime aligns the step's 24 to dp x pp = 16 and needs 32.
+    # Plain 1F1B runs it (24 divides over the 8 ranks).
     plan = [
         *INTERLEAVED, "--set", "plan.train.zero=1", "--set", "plan.train.recompute=full",
         "--set", "workload.prompts_per_step=12", "--set", "workload.samples_per_prompt=8",
     ]  # fmt: skip
     example = str(REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml")
     runs = [
-        CliRunner().invoke(cli, ["export", example, "--framework", "verl", *plan, *v])
+        CliRunner().invoke(cli, ["export", example, "--framework", framework, *plan, *v])
         for v in ([], ["--set", "plan.train.virtual_stages=2"])
     ]
     assert [r.exit_code for r in runs] == [0, 1], runs[1].output

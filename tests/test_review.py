@@ -969,7 +969,10 @@ def test_a_model_sized_apart_from_the_actor_reads_as_a_pool_of_its_own(tmp_path:
 
 @pytest.mark.parametrize(
     ("framework", "key"),
-    [("verl", "actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size")],
+    [
+        ("verl", "actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size"),
+        ("slime", "--num-virtual-stages-per-pipeline-rank"),
+    ],
 )
 def test_a_launch_that_interleaves_its_pipeline_is_costed_so(
     framework: str, key: str, tmp_path: Path
