@@ -1387,6 +1387,41 @@ def test_megatron_frameworks_write_the_virtual_pipeline_size_only_where_the_plan
         assert _written(out.read_text(), VIRTUAL_KEYS[version]) == want
 
 
+def test_roll_lays_the_policy_and_reference_out_in_the_same_virtual_stages(tmp_path: Path) -> None:
+    # ROLL's launch is a YAML config: both Megatron roles get the chunks (the reference is laid
+    # out as the policy); without interleaving neither has the key.
+    example = str(REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml")
+    for v in (4, 1):
+        out = tmp_path / f"roll-{v}.yaml"
+        plan = [*INTERLEAVED, "--set", f"plan.train.virtual_stages={v}", "--out", str(out)]
+        done = CliRunner().invoke(cli, ["export", example, "--framework", "roll", *plan])
+        assert done.exit_code == 0, done.output
+        config = yaml.safe_load(out.read_text())
+        got = [
+            config[role]["strategy_args"]["strategy_config"].get(
+                "virtual_pipeline_model_parallel_size"
+            )
+            for role in ("actor_train", "reference")
+        ]
+        assert got == ([4, 4] if v > 1 else [None, None])
+
+
+def test_roll_refuses_an_interleaving_whose_forward_pass_has_one_micro_batch() -> None:
+    # 8 prompts x 8 samples over dp 64 / (4 x 2) = 8: 8 samples a rank, trained as 2
+    # micro-batches of one (4 mini-batches: 2 % pp 2 == 0) but scored in max(8 // 16, 1) = 1
+    # forward micro-batch, fewer than Megatron's interleaved group of pp = 2.
+    plan = [
+        *INTERLEAVED, "--set", "plan.train.zero=1", "--set", "plan.train.recompute=full",
+        "--set", "workload.prompts_per_step=8", "--set", "workload.samples_per_prompt=8",
+    ]  # fmt: skip
+    example = str(REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml")
+    runs = [
+        CliRunner().invoke(cli, ["export", example, "--framework", "roll", *plan, *v])
+        for v in ([], ["--set", "plan.train.virtual_stages=2"])
+    ]
+    assert [r.exit_code for r in runs] == [0, 1], runs[1].output
+
+
 def test_an_interleaving_that_does_not_split_the_layers_is_refused() -> None:
     # 64 layers over 2 stages leave 32 a rank, which 3 chunks do not divide: Megatron's
     # get_num_layers_to_build asserts at start-up.

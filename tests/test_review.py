@@ -972,6 +972,7 @@ def test_a_model_sized_apart_from_the_actor_reads_as_a_pool_of_its_own(tmp_path:
     [
         ("verl", "actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size"),
         ("slime", "--num-virtual-stages-per-pipeline-rank"),
+        ("roll", "virtual_pipeline_model_parallel_size"),
     ],
 )
 def test_a_launch_that_interleaves_its_pipeline_is_costed_so(
@@ -981,7 +982,7 @@ def test_a_launch_that_interleaves_its_pipeline_is_costed_so(
     # of 2 chunks. Without the key the same launch runs the plain 1F1B schedule, whose
     # warm-up and drain bubble is twice as long; nothing else about the launch changes.
     example = REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml"
-    out = tmp_path / "run.sh"
+    out = tmp_path / ("run.yaml" if framework == "roll" else "run.sh")  # ROLL launches a config
     plan = [
         "--set", "plan.placement=colocated", "--set", "plan.execution=sync",
         "--set", "plan.rollout.tp=4", "--set", "plan.train.tp=4", "--set", "plan.train.pp=2",
