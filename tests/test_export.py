@@ -1341,7 +1341,7 @@ INTERLEAVED = [
 set on."""
 
 
-@pytest.mark.parametrize("framework", ["nemo-rl"])
+@pytest.mark.parametrize("framework", ["nemo-rl", "skyrl"])
 def test_an_interleaved_pipeline_is_refused_where_no_key_sets_it(framework: str) -> None:
     # The plan is costed with (pp - 1) / v bubbles; where no mapping writes Megatron's virtual
     # pipeline size, the launch would run the plain schedule the plan did not cost.
