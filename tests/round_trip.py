@@ -80,8 +80,8 @@ def cases() -> list[Case]:
 
 
 def terms(plan: dict[str, Any]) -> dict[str, Any]:
-    """What a plan fixes: placement, execution, pools, every degree, offload, precision, the
-    frozen models' own layout."""
+    """What a plan fixes: placement, execution, pools, every degree (the virtual pipeline
+    stages too), offload, precision, the frozen models' own layout."""
     rollout, train = plan["rollout"], plan["train"]
     return {
         "placement": plan["placement"],
@@ -91,6 +91,8 @@ def terms(plan: dict[str, Any]) -> dict[str, Any]:
             f"train.{k}": train.get(k)
             for k in ("gpus", "tp", "pp", "cp", "ep", "zero", "recompute", "offload", "fp8")
         },
+        # unset is the plain schedule, which review reads as 1
+        "train.virtual_stages": train.get("virtual_stages") or 1,
         "pools": {k: v for k, v in (plan.get("pools") or {}).items() if v},
         "assessment": plan.get("assessment"),
     }

@@ -1333,16 +1333,118 @@ def test_decode_context_parallelism_is_refused_where_no_key_sets_it(framework: s
     assert "plan.rollout.cp = 2" in done.output
 
 
-@pytest.mark.parametrize("framework", ["verl", "nemo-rl", "slime"])
+INTERLEAVED = [
+    "--set", "plan.placement=colocated", "--set", "plan.execution=sync",
+    "--set", "plan.rollout.tp=4", "--set", "plan.train.tp=4", "--set", "plan.train.pp=2",
+]  # fmt: skip
+"""Qwen2.5-32B (64 layers) on 64 H100s over two pipeline stages: the plan an interleaving is
+set on."""
+
+
+@pytest.mark.parametrize("framework", ["nemo-rl", "skyrl"])
 def test_an_interleaved_pipeline_is_refused_where_no_key_sets_it(framework: str) -> None:
-    # The plan is costed with (pp - 1) / v bubbles; no mapping writes Megatron's virtual
-    # pipeline size yet, so the launch would run the plain schedule the plan did not cost.
-    plan = [
-        "--set", "plan.placement=colocated", "--set", "plan.execution=sync",
-        "--set", "plan.rollout.tp=4", "--set", "plan.train.tp=4", "--set", "plan.train.pp=2",
-        "--set", "plan.train.virtual_stages=2",
-    ]  # fmt: skip
+    # The plan is costed with (pp - 1) / v bubbles; where no mapping writes Megatron's virtual
+    # pipeline size, the launch would run the plain schedule the plan did not cost.
+    plan = [*INTERLEAVED, "--set", "plan.train.virtual_stages=2"]
     example = str(REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml")
     done = CliRunner().invoke(cli, ["export", example, "--framework", framework, *plan])
     assert done.exit_code == 1, done.output
     assert "plan.train.virtual_stages = 2" in done.output
+
+
+VERL_VIRTUAL = "actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size"
+VIRTUAL_KEYS = {
+    "verl-0.7.0-125-gb178a3cd5": VERL_VIRTUAL,
+    "verl-0.8.0": VERL_VIRTUAL,
+    "slime-0.3.1-38-g624b824": "--num-virtual-stages-per-pipeline-rank",
+}
+"""The key each mapping writes Megatron's virtual pipeline size to."""
+
+
+def _written(text: str, key: str) -> list[str]:
+    """The values `key` is given in a launch script (`key=v` or `key v`)."""
+    words = text.replace("\\\n", " ").split()
+    pairs = zip(words, [*words[1:], ""], strict=True)
+    return [
+        w.partition("=")[2] if "=" in w else nxt for w, nxt in pairs if w.partition("=")[0] == key
+    ]
+
+
+@pytest.mark.parametrize("version", sorted(VIRTUAL_KEYS))
+def test_megatron_frameworks_write_the_virtual_pipeline_size_only_where_the_plan_interleaves(
+    version: str, tmp_path: Path
+) -> None:
+    # 64 layers over 2 stages of 4 chunks: 8 layers a chunk. Without interleaving the key stays
+    # unwritten: Megatron raises on a virtual size under pp 1, and unset is the plain schedule.
+    example = str(REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml")
+    framework = version.split("-")[0]
+    for v, want in ((4, ["4"]), (1, [])):
+        out = tmp_path / f"run-{v}.sh"
+        args = ["export", example, "--framework", framework, "--framework-version", version]
+        plan = [*INTERLEAVED, "--set", f"plan.train.virtual_stages={v}", "--out", str(out)]
+        done = CliRunner().invoke(cli, [*args, *plan])
+        assert done.exit_code == 0, done.output
+        assert _written(out.read_text(), VIRTUAL_KEYS[version]) == want
+
+
+def test_roll_lays_the_policy_and_reference_out_in_the_same_virtual_stages(tmp_path: Path) -> None:
+    # ROLL's launch is a YAML config: both Megatron roles get the chunks (the reference is laid
+    # out as the policy); without interleaving neither has the key.
+    example = str(REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml")
+    for v in (4, 1):
+        out = tmp_path / f"roll-{v}.yaml"
+        plan = [*INTERLEAVED, "--set", f"plan.train.virtual_stages={v}", "--out", str(out)]
+        done = CliRunner().invoke(cli, ["export", example, "--framework", "roll", *plan])
+        assert done.exit_code == 0, done.output
+        config = yaml.safe_load(out.read_text())
+        got = [
+            config[role]["strategy_args"]["strategy_config"].get(
+                "virtual_pipeline_model_parallel_size"
+            )
+            for role in ("actor_train", "reference")
+        ]
+        assert got == ([4, 4] if v > 1 else [None, None])
+
+
+def test_roll_refuses_an_interleaving_whose_forward_pass_has_one_micro_batch() -> None:
+    # 8 prompts x 8 samples over dp 64 / (4 x 2) = 8: 8 samples a rank, trained as 2
+    # micro-batches of one (4 mini-batches: 2 % pp 2 == 0) but scored in max(8 // 16, 1) = 1
+    # forward micro-batch, fewer than Megatron's interleaved group of pp = 2.
+    plan = [
+        *INTERLEAVED, "--set", "plan.train.zero=1", "--set", "plan.train.recompute=full",
+        "--set", "workload.prompts_per_step=8", "--set", "workload.samples_per_prompt=8",
+    ]  # fmt: skip
+    example = str(REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml")
+    runs = [
+        CliRunner().invoke(cli, ["export", example, "--framework", "roll", *plan, *v])
+        for v in ([], ["--set", "plan.train.virtual_stages=2"])
+    ]
+    assert [r.exit_code for r in runs] == [0, 1], runs[1].output
+
+
+def test_an_interleaving_that_does_not_split_the_layers_is_refused() -> None:
+    # 64 layers over 2 stages leave 32 a rank, which 3 chunks do not divide: Megatron's
+    # get_num_layers_to_build asserts at start-up.
+    plan = [*INTERLEAVED, "--set", "plan.train.virtual_stages=3"]
+    example = str(REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml")
+    done = CliRunner().invoke(cli, ["export", example, "--framework", "verl", *plan])
+    assert done.exit_code == 1, done.output
+    assert "megatron-virtual-stages-split-the-layers" in done.output
+
+
+@pytest.mark.parametrize("framework", ["verl", "slime"])
+def test_an_interleaving_whose_mini_batches_miss_whole_groups_is_refused(framework: str) -> None:
+    # 12 prompts x 8 samples in 4 mini-batches over dp 64 / (4 x 2) = 8: 24 sequences a step,
+    # 3 per rank. verl rounds a rank's 3 up to 4 micro-batches (a multiple of pp 2) and asserts
+    # against its 3 sequences; slime aligns the step's 24 to dp x pp = 16 and needs 32.
+    # Plain 1F1B runs it (24 divides over the 8 ranks).
+    plan = [
+        *INTERLEAVED, "--set", "plan.train.zero=1", "--set", "plan.train.recompute=full",
+        "--set", "workload.prompts_per_step=12", "--set", "workload.samples_per_prompt=8",
+    ]  # fmt: skip
+    example = str(REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml")
+    runs = [
+        CliRunner().invoke(cli, ["export", example, "--framework", framework, *plan, *v])
+        for v in ([], ["--set", "plan.train.virtual_stages=2"])
+    ]
+    assert [r.exit_code for r in runs] == [0, 1], runs[1].output

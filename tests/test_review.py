@@ -965,3 +965,41 @@ def test_a_model_sized_apart_from_the_actor_reads_as_a_pool_of_its_own(tmp_path:
     plan = review(script, hardware=Hardware("h100-sxm-80gb"))["scenario"]["plan"]
     assert plan["train"]["gpus"] == 16
     assert plan["pools"]["reference"] == 8
+
+
+@pytest.mark.parametrize(
+    ("framework", "key"),
+    [
+        ("verl", "actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size"),
+        ("slime", "--num-virtual-stages-per-pipeline-rank"),
+        ("roll", "virtual_pipeline_model_parallel_size"),
+    ],
+)
+def test_a_launch_that_interleaves_its_pipeline_is_costed_so(
+    framework: str, key: str, tmp_path: Path
+) -> None:
+    # The launch's virtual pipeline size is the plan's virtual_stages: 64 layers over 2 stages
+    # of 2 chunks. Without the key the same launch runs the plain 1F1B schedule, whose
+    # warm-up and drain bubble is twice as long; nothing else about the launch changes.
+    example = REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml"
+    out = tmp_path / ("run.yaml" if framework == "roll" else "run.sh")  # ROLL launches a config
+    plan = [
+        "--set", "plan.placement=colocated", "--set", "plan.execution=sync",
+        "--set", "plan.rollout.tp=4", "--set", "plan.train.tp=4", "--set", "plan.train.pp=2",
+        "--set", "plan.train.zero=1", "--set", "plan.train.recompute=full",
+        "--set", "plan.train.virtual_stages=2",
+    ]  # fmt: skip
+    done = CliRunner().invoke(
+        cli, ["export", str(example), "--framework", framework, "--out", str(out), *plan]
+    )
+    assert done.exit_code == 0, done.output
+    hardware = Hardware("h100-sxm-80gb", 8, 8)
+    interleaved = review(out, framework, policy="qwen2.5-32b", hardware=hardware)
+    text = out.read_text()
+    assert key in text
+    out.write_text("\n".join(x for x in text.splitlines() if key not in x) + "\n")
+    plain = review(out, framework, policy="qwen2.5-32b", hardware=hardware)
+    assert interleaved["estimate"]["train"]["virtual_stages"] == 2
+    assert plain["estimate"]["train"]["virtual_stages"] == 1
+    assert interleaved["estimate"]["train"]["pp"] == plain["estimate"]["train"]["pp"] == 2
+    assert interleaved["estimate"]["step_seconds"] < plain["estimate"]["step_seconds"]

@@ -557,6 +557,7 @@ READINGS: dict[str, dict[str, Any]] = {
             "gpus": 64,
             "tp": 2,
             "pp": 8,
+            "virtual_stages": 6,
             "cp": 1,
             "ep": 4,
             "zero": 1,
@@ -597,7 +598,8 @@ def accelerator(name: str) -> str:
 
 
 FIELD_ORDER = ("gpus", "placement", "execution", "rollout.gpus", "rollout.tp", "rollout.ep")
-FIELD_ORDER += ("train.gpus", "train.tp", "train.pp", "train.cp", "train.ep", "zero", "recompute")
+FIELD_ORDER += ("train.gpus", "train.tp", "train.pp", "train.virtual_stages", "train.cp")
+FIELD_ORDER += ("train.ep", "zero", "recompute")
 FIELD_ORDER += ("offload", "critic", "pools", *WORKLOAD, "policy", "engine")
 """The fields of a reading, in the order the benchmark prints them."""
 

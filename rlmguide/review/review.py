@@ -487,9 +487,10 @@ def scenario_of(
         "params": f.get("plan.train.offload_params", False),
         "frozen": f.get("plan.train.offload_frozen", False),
     }
+    degrees = ("tp", "pp", "cp", "ep", "etp", "zero", "virtual_stages")
     train = {
         "gpus": train_gpus,
-        **{d: f.get(f"plan.train.{d}") for d in ("tp", "pp", "cp", "ep", "etp", "zero")},
+        **{d: f.get(f"plan.train.{d}") for d in degrees},
         "recompute": f.get("plan.train.recompute"),
         "offload": offload,
     }
