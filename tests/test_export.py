@@ -1387,23 +1387,31 @@ def test_megatron_frameworks_write_the_virtual_pipeline_size_only_where_the_plan
         assert _written(out.read_text(), VIRTUAL_KEYS[version]) == want
 
 
-def test_roll_lays_the_policy_and_reference_out_in_the_same_virtual_stages(tmp_path: Path) -> None:
-    # ROLL's launch is a YAML config: both Megatron roles get the chunks (the reference is laid
-    # out as the policy); without interleaving neither has the key.
+def test_roll_gives_the_reference_the_policys_chunks_only_when_laid_out_as_the_policy(
+    tmp_path: Path,
+) -> None:
+    # ROLL's launch is a YAML config. A reference laid out as the policy (its context and expert
+    # keys written beside tp/pp) gets the policy's chunks; one with a layout of its own
+    # (plan.assessment, here the search's or the one fixed) runs a plain pipeline; without
+    # interleaving neither role has the key.
     example = str(REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml")
-    for v in (4, 1):
-        out = tmp_path / f"roll-{v}.yaml"
-        plan = [*INTERLEAVED, "--set", f"plan.train.virtual_stages={v}", "--out", str(out)]
+    own = ["--set", "plan.assessment.tp=2", "--set", "plan.assessment.pp=1"]
+    for v, fixed in ((4, []), (4, own), (1, [])):
+        out = tmp_path / f"roll-{v}-{len(fixed)}.yaml"
+        plan = [*INTERLEAVED, "--set", f"plan.train.virtual_stages={v}", *fixed, "--out", str(out)]
         done = CliRunner().invoke(cli, ["export", example, "--framework", "roll", *plan])
         assert done.exit_code == 0, done.output
         config = yaml.safe_load(out.read_text())
-        got = [
-            config[role]["strategy_args"]["strategy_config"].get(
-                "virtual_pipeline_model_parallel_size"
-            )
+        actor, reference = (
+            config[role]["strategy_args"]["strategy_config"]
             for role in ("actor_train", "reference")
-        ]
-        assert got == ([4, 4] if v > 1 else [None, None])
+        )
+        as_policy = "context_parallel_size" in reference
+        assert not (fixed and as_policy)
+        chunks = v if v > 1 else None
+        assert actor.get("virtual_pipeline_model_parallel_size") == chunks
+        expected = chunks if as_policy else None
+        assert reference.get("virtual_pipeline_model_parallel_size") == expected
 
 
 def test_roll_refuses_an_interleaving_whose_forward_pass_has_one_micro_batch() -> None:
