@@ -1401,12 +1401,18 @@ def test_roll_gives_the_reference_the_policys_chunks_only_when_laid_out_as_the_p
         plan = [*INTERLEAVED, "--set", f"plan.train.virtual_stages={v}", *fixed, "--out", str(out)]
         done = CliRunner().invoke(cli, ["export", example, "--framework", "roll", *plan])
         assert done.exit_code == 0, done.output
-        config = yaml.safe_load(out.read_text())
+        text = out.read_text()
+        config = yaml.safe_load(text)
         actor, reference = (
             config[role]["strategy_args"]["strategy_config"]
             for role in ("actor_train", "reference")
         )
+        # the header says what the launch runs: the chunks, and a frozen layout of its own
+        header = next(line for line in text.splitlines() if line.startswith("# Plan: "))
+        assert ("PP 2 x 4 chunks" in header) == (v > 1)
         as_policy = "context_parallel_size" in reference
+        assert ("; frozen models TP " in header) == (not as_policy)
+        assert not fixed or "frozen models TP 2 PP 1 replicas" in header
         assert not (fixed and as_policy)
         chunks = v if v > 1 else None
         assert actor.get("virtual_pipeline_model_parallel_size") == chunks

@@ -114,11 +114,15 @@ def script(exported: Exported, origin: str, policy: str) -> str:
     m, plan = exported.mapping, exported.plan
     r, t = plan["rollout"], plan["train"]
     rollout_ep = f" EP {r['ep']}" if r["ep"] > 1 else ""
+    chunks = t.get("virtual_stages", 1)
+    interleaved = f" x {chunks} chunks" if chunks > 1 else ""
     described = (
         f"{plan['placement']} {plan['execution']}; rollout {r['gpus']} GPUs TP {r['tp']}"
-        f"{rollout_ep}; train {t['gpus']} GPUs TP {t['tp']} PP {t['pp']} CP {t['cp']} "
+        f"{rollout_ep}; train {t['gpus']} GPUs TP {t['tp']} PP {t['pp']}{interleaved} CP {t['cp']} "
         f"EP {t['ep']} ZeRO {t['zero']}, recompute {t['recompute']}"
     )
+    if frozen := plan.get("assessment"):
+        described += f"; frozen models TP {frozen['tp']} PP {frozen['pp']} replicas"
     step = f"{plan['step_seconds']:.1f} s per step predicted"
     ranked = f"rank {exported.found.rank} of `rlmguide recommend --framework {exported.framework}`"
     passed = exported.found.result.get("passed_over_count", 0)
