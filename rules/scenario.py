@@ -326,6 +326,16 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             "LoRA adapters are costed on the attention and dense MLP layers; routed experts "
             "stay frozen"
         )
+    train = scenario.plan.train
+    chunks = train.virtual_stages or 1
+    stages = train.pp or 2  # unset, the search still needs a pipeline of two stages at least
+    if chunks > 1 and stages * chunks > policy.layers + 2:
+        given = "plan.train.pp" if train.pp else "at least pp"
+        raise InputError(
+            f"plan.train.virtual_stages: {given} {stages} x {chunks} = {stages * chunks} chunks, "
+            f"more than the policy's {policy.layers} layers plus the embedding and the output: "
+            "each chunk of an interleaved pipeline holds one of them at least"
+        )
     pools = scenario.plan.pools
     unused = {
         "critic": (critic is None, f"{algorithm.name} trains no critic"),

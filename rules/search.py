@@ -184,7 +184,17 @@ def train_layouts(
     moe, layers = resolved.policy.moe, resolved.policy.layers
     tps = _choices(fixed.tp, powers_of_two(min(gpus, 2 * resolved.scenario.cluster.gpus_per_node)))
     fine = resolved.scenario.cluster.gpus <= FINE_GRID_UP_TO_GPUS
-    pps = _choices(fixed.pp, [p for p in pipeline_degrees(gpus, fine) if p <= layers])
+    # An interleaved schedule needs a pipeline, and every chunk of it a layer, or the embedding
+    # or the output and loss alone (Llama 3's 405B schedule; Megatron's account_for_* splits).
+    chunks = fixed.virtual_stages or 1
+    pps = _choices(
+        fixed.pp,
+        [
+            p
+            for p in pipeline_degrees(gpus, fine)
+            if p <= layers and p * chunks <= layers + 2 and (chunks == 1 or p > 1)
+        ],
+    )
     cps = _choices(fixed.cp, powers_of_two(min(gpus, 8)))
     eps = _choices(fixed.ep, powers_of_two(min(gpus, moe.experts)) if moe else [1])
     zeros = _choices(fixed.zero, list(ZERO_STAGES))

@@ -204,3 +204,38 @@ def test_decode_context_parallelism_outside_the_tensor_group_is_one_line(
     sets = [arg for a in assignments for arg in ("--set", a)]
     code, out = invoke("recommend", SMALL, *sets, "--format", "json")
     assert_clean_bad_input(code, out, expected)
+
+
+@pytest.mark.parametrize(
+    ("assignments", "expected"),
+    [
+        # Qwen2.5-7B has 28 layers: with the embedding and the output, 30 chunks at most
+        (("plan.train.virtual_stages=16",), "at least pp 2 x 16 = 32 chunks"),
+        (("plan.train.pp=4", "plan.train.virtual_stages=8"), "plan.train.pp 4 x 8 = 32 chunks"),
+        (("plan.train.pp=2", "plan.train.virtual_stages=2000"), "supported range 1 to 1,024"),
+    ],
+)
+def test_an_interleaving_with_more_chunks_than_layers_is_one_line(
+    assignments: tuple[str, ...], expected: str
+) -> None:
+    sets = [arg for a in assignments for arg in ("--set", a)]
+    code, out = invoke("recommend", SMALL, *sets, "--format", "json")
+    assert_clean_bad_input(code, out, expected)
+
+
+def test_an_interleaving_is_only_planned_on_a_pipeline() -> None:
+    # virtual_stages fixed, pp searched: a one-stage layout would carry chunks it cannot run
+    # (Megatron raises on a virtual size under pp 1), so only pipelines of 2 or more are tried.
+    code, out = invoke(
+        "recommend",
+        SMALL,
+        "--set",
+        "plan.train.virtual_stages=2",
+        "--format",
+        "json",
+        "--top",
+        "20",
+    )
+    assert code == 0, out
+    plans = json.loads(out)["plans"]
+    assert plans and all(p["train"]["pp"] >= 2 and p["train"]["virtual_stages"] == 2 for p in plans)

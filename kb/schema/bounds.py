@@ -83,6 +83,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "plan.pools.*": (1, MAX_GPUS),
     "plan.assessment.*": (1, 1_024),
     "plan.train.lora_rank": (1, 65_536),
+    "plan.train.virtual_stages": (1, 1_024),
     "efficiency.*": (1e-3, 1),
 }
 """Tighter ranges for the numbers that drive the work (dotted paths, `*` for one level)."""
