@@ -45,6 +45,7 @@ from rlmguide.cost.plans import (
     PARTIAL_ROLLOUT,
     PlanTable,
     check_plans,
+    frozen_models,
     intra_stage,
     shares_gpus,
 )
@@ -490,9 +491,7 @@ def evaluate(
     critic_arch = (critic or policy) if needs.needs_critic else None
     if check:
         cluster = nodes * gpus_per_node if nodes is not None else None
-        frozen = [("reward", reward)] if reward is not None else []
-        if needs.needs_reference:
-            frozen.insert(0, ("reference", reference or policy))
+        frozen = frozen_models(policy, reference, reward, needs.needs_reference)
         check_plans(plans, policy, critic_arch, cluster_gpus=cluster, frozen=frozen)
 
     hw = Hardware.of(

@@ -464,12 +464,12 @@ def training_memory(
     longest = batch.longest_sequence_tokens
     tokens = np.maximum(np.minimum(chosen, per_rank * batch.sequence_tokens), longest)
     activations = per_token * tokens
+    assessed_budget = (
+        budget if assessed is layout else default_micro_tokens(assessed, batch, overheads)
+    )
     forward = _largest(
         [
-            forward_activation_bytes(
-                f, lay, budget if lay is layout else default_micro_tokens(lay, batch, overheads)
-            )
-            * m
+            forward_activation_bytes(f, lay, budget if lay is layout else assessed_budget) * m
             for f, m, lay in passes
         ],
         n,

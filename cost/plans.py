@@ -591,6 +591,18 @@ Frozen = Sequence[tuple[str, Architecture]]
 """The frozen models a plan's assessment layout lays out, by role (`reference`, `reward`)."""
 
 
+def frozen_models(
+    policy: Architecture,
+    reference: Architecture | None,
+    reward: Architecture | None,
+    needs_reference: bool,
+) -> list[tuple[str, Architecture]]:
+    """The frozen models by role: the reference where the run keeps one (the policy's
+    architecture unless another is given), then a scoring model."""
+    found = [("reference", reference or policy)] if needs_reference else []
+    return found + ([("reward", reward)] if reward is not None else [])
+
+
 def plan_problems(
     table: PlanTable,
     policy: Architecture,

@@ -190,18 +190,21 @@ class DecodeModel:
         """Cache bytes one micro-batch token at `context` reads on a GPU."""
         return rollout_cache_read_bytes(self.fig, self.layout, context, column=True)
 
-    def _compute(self, micro: FloatArray, context: FloatArray) -> FloatArray:
+    def _compute(
+        self, micro: FloatArray, context: FloatArray, straggle: FloatArray | float
+    ) -> FloatArray:
         mixing = self.fig.mixing_flops(context) * self.mixing_rate
-        experts = self.expert_compute * self._straggle(micro)
+        experts = self.expert_compute * straggle
         return micro * (self.compute_fixed + mixing + experts)
 
     def _stage_seconds(self, micro: FloatArray, context: FloatArray) -> FloatArray:
         """One stage's share of a step, from the micro-batch and its mean context."""
-        compute = self._compute(micro, context)
+        straggle = self._straggle(micro)
+        compute = self._compute(micro, context, straggle)
         hbm = self.dense_read + micro * self._kv_read(context) / self.hbm_rate
         if self.fig.is_moe:
             hbm = hbm + self.expert_read * self._touched(micro)
-        ep_slope = (self.ep_up_slope + self.ep_out_slope) * self._straggle(micro)
+        ep_slope = (self.ep_up_slope + self.ep_out_slope) * straggle
         comm = self.comm_fixed + micro * (self.comm_slope + ep_slope)
         return np.maximum(compute, hbm) + comm + self.launch
 
@@ -213,11 +216,11 @@ class DecodeModel:
     def step(self, batch: FloatArray, context: FloatArray) -> StepCost:
         """The same step with its parts and the bytes it moves per GPU."""
         micro = self._micro(batch)
-        compute = self._compute(micro, context)
+        straggle = self._straggle(micro)
+        compute = self._compute(micro, context, straggle)
         touched = self._touched(micro)
         kv = micro * self._kv_read(context)
         hbm = self.dense_read + self.expert_read * touched + kv / self.hbm_rate
-        straggle = self._straggle(micro)
         up = self.up_fixed + micro * (self.up_slope + self.ep_up_slope * straggle)
         out = self.out_fixed + micro * (self.out_slope + self.ep_out_slope * straggle)
         pp = self.pp

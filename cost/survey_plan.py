@@ -19,14 +19,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from rlmguide.cost.assessment import FROZEN_ROLES
 from rlmguide.cost.survey_iteration import Iteration, Models, reshard_buffer
 from rlmguide.cost.survey_iteration import generation as generation_terms
 from rlmguide.cost.survey_model import activations_per_token, parameters, train_depth, train_flops
 
 OWN_POOLS = ("critic", "reference", "reward")
 """Models a plan can give a pool of their own."""
-FROZEN_ROLES = ("reference", "reward")
-"""The forward-only models an assessment layout (plan.assessment) lays out."""
 
 
 @dataclass(frozen=True, slots=True)

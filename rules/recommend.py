@@ -33,6 +33,7 @@ from rlmguide.cost.plans import (
     RECOMPUTE,
     PlanTable,
     assessment_columns,
+    frozen_models,
     inter_stage,
     shares_gpus,
     valid_rows,
@@ -158,14 +159,6 @@ def judges_of(catalog: Catalog) -> Judges:
         ),
         {f: m.id for f, m in newest.items()},
     )
-
-
-def frozen_models(resolved: Resolved) -> bool:
-    """Whether the step assesses with a frozen model: a reference of its own (not the base of
-    a LoRA policy) or a reward model."""
-    lora = bool(resolved.scenario.plan.train.lora_rank)
-    reference = resolved.algorithm.needs_reference and not lora
-    return reference or resolved.reward is not None
 
 
 def recommender_for(
@@ -365,10 +358,10 @@ def frozen_roles(resolved: Resolved) -> list[tuple[str, Architecture]]:
     """The frozen models an assessment layout lays out: the reference (the policy's
     architecture unless the scenario gives one; none with LoRA, whose base is the
     reference) and a scoring model."""
-    frozen = [("reward", resolved.reward)] if resolved.reward is not None else []
-    if resolved.algorithm.needs_reference and not resolved.scenario.plan.train.lora_rank:
-        frozen.insert(0, ("reference", resolved.reference or resolved.policy))
-    return frozen
+    own_reference = (
+        resolved.algorithm.needs_reference and not resolved.scenario.plan.train.lora_rank
+    )
+    return frozen_models(resolved.policy, resolved.reference, resolved.reward, own_reference)
 
 
 def _reference_rollout_tp(gpus: int, per_node: int) -> int:
@@ -514,7 +507,7 @@ class Recommender:
             self.fixed["train_fp32_gradients"] = True
         # Offline there is no rollout phase to park the trainer's state for.
         phases = (NO_OFFLOAD, PHASE_OFFLOAD) if resolved.algorithm.online else (NO_OFFLOAD,)
-        if frozen_on_host and frozen_models(resolved):
+        if frozen_on_host and frozen_roles(resolved):
             phases = tuple(o.model_copy(update={"frozen": True}) for o in phases)
         self.colocated_offloads = offload_options(resolved, phases)
         self.train_offloads = offload_options(resolved, phases[:1])

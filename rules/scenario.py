@@ -18,7 +18,7 @@ import yaml
 from pydantic import ValidationError
 from rlmguide.cost.assessment import ONE_PASS, Scoring
 from rlmguide.cost.episode import Episode
-from rlmguide.cost.plans import ONE_POOL, expert_ranks
+from rlmguide.cost.plans import ONE_POOL, expert_ranks, frozen_models
 from rlmguide.kb.files import read_text_file
 from rlmguide.kb.load import describe, format_location, parse_yaml, yaml_problem
 from rlmguide.kb.schema import (
@@ -351,12 +351,9 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         if getattr(pools, model) and idle:
             raise InputError(f"plan.pools.{model}: {why}, so a pool for it would sit idle")
     _check_configuration(scenario.plan, critic is not None, algorithm.name)
-    # The frozen models: the reference (the policy's architecture unless given; none with LoRA,
-    # whose base inside the actor is the reference) and a scoring model.
-    frozen = [("reward", reward)] if reward is not None else []
-    if algorithm.needs_reference and not scenario.plan.train.lora_rank:
-        frozen.insert(0, ("reference", reference or policy))
-    _check_assessment(scenario.plan, frozen)
+    # With LoRA the reference is the frozen base inside the actor: no model of its own.
+    own_reference = algorithm.needs_reference and not scenario.plan.train.lora_rank
+    _check_assessment(scenario.plan, frozen_models(policy, reference, reward, own_reference))
     tolerance = workload.max_staleness
     if not algorithm.online:
         tolerance = 0  # nothing is sampled, so no sample can lag the trainer
