@@ -260,11 +260,12 @@ def test_areal_fsdp_tensor_parallelism_must_divide_the_kv_heads() -> None:
 
 
 def test_parallelism_runs_only_where_a_framework_claims_it() -> None:
-    # TRL claims no tensor parallelism for training: a plan with it is not TRL's to launch.
+    # TRL's claims say it has no tensor parallelism for training (its TP is vLLM's, for
+    # generation): a plan with it is not TRL's to launch.
     common = dict(placement="colocated", execution="sync", rollout_gpus=64, rollout_tp=2,
                   train_gpus=64, train_zero=3, train_recompute="full")  # fmt: skip
-    trl = {c.feature for c in FRAMEWORKS["trl"].claims}
-    assert "tensor-parallelism" not in trl
+    trl = {c.feature: c.support for c in FRAMEWORKS["trl"].claims}
+    assert trl["tensor-parallelism"] == "no"
     assert _runs("trl", "grpo", **common, train_tp=np.array([1, 2])) == [True, False]
 
 
