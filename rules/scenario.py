@@ -268,7 +268,9 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
     # The context holds what is generated: a reasoning budget cuts the longest response.
     mean, generated = response_lengths(workload)
     context = workload.prompt_tokens + round(generated)
-    what = "longest response"
+    what, field = "longest response", "workload.max_response_tokens"
+    if workload.reasoning_budget is not None:
+        what, field = "reasoning budget", "workload.reasoning_budget"
     if workload.agent is not None:
         # An episode's context holds every turn and observation of its longest episode.
         episode = Episode.of(workload)
@@ -293,7 +295,7 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             continue
         if configured is None:
             raise InputError(
-                f"workload.max_response_tokens: prompt ({workload.prompt_tokens}) + {what} "
+                f"{field}: prompt ({workload.prompt_tokens}) + {what} "
                 f"= {context} tokens exceeds the {role} model's context of "
                 f"{arch.max_context_tokens} tokens; if the run extends it (RoPE scaling or an "
                 "overridden max_position_embeddings, as some recipes do), set "
@@ -307,7 +309,7 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         )
     if configured is not None and context > configured:
         raise InputError(
-            f"workload.max_response_tokens: prompt + {what} = {context} tokens "
+            f"{field}: prompt + {what} = {context} tokens "
             f"exceeds models.context_tokens ({configured})"
         )
     fp8 = [

@@ -192,3 +192,20 @@ def test_a_smaller_budget_never_costs_more(scenario: tuple, x: float, y: float) 
     one_sequence = arch.kv_bytes_per_token * (wl.prompt_tokens + large) / 2**30
     assert np.all(lo.memory_rollout_gib <= hi.memory_rollout_gib * slack + one_sequence)
     assert lo_tokens <= hi_tokens * slack
+
+
+def test_the_context_holds_what_the_budget_leaves() -> None:
+    """Qwen2.5-7B reads 131,072 tokens: responses of up to 200,000 cut at 8,000 fit; cut at
+    150,000 they do not, and the error names the budget."""
+    scenario = read_scenario(SMALL)
+
+    def with_lengths(**fields: object) -> object:
+        workload = scenario.workload.model_copy(update=fields)
+        return resolve(scenario.model_copy(update={"workload": workload}), CATALOG)
+
+    with pytest.raises(InputError, match=r"^workload\.max_response_tokens: prompt \(512\)"):
+        with_lengths(max_response_tokens=200_000)
+    assert with_lengths(max_response_tokens=200_000, reasoning_budget=8_000)
+    named = r"^workload\.reasoning_budget: prompt \(512\) \+ reasoning budget = 150512 tokens"
+    with pytest.raises(InputError, match=named):
+        with_lengths(max_response_tokens=200_000, reasoning_budget=150_000)
