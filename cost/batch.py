@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rlmguide.cost.episode import Episode
+from rlmguide.cost.lengths import budgeted
 from rlmguide.kb.schema import Algorithm, Workload
 
 
@@ -43,6 +44,14 @@ class Needs:
         )
 
 
+def response_lengths(workload: Workload) -> tuple[float, float]:
+    """Mean and longest tokens of one response (one model turn of an episode) as generated:
+    the workload's lengths, cut at its reasoning budget. Without a maximum every response has
+    the mean length (no spread is invented)."""
+    longest = workload.max_response_tokens or workload.response_tokens
+    return budgeted(workload.response_tokens, longest, workload.reasoning_budget)
+
+
 @dataclass(frozen=True, slots=True)
 class Batch:
     prompts: int
@@ -52,10 +61,11 @@ class Batch:
     """Responses generated per prompt: the group plus extra generations (none offline)."""
     prompt_tokens: float
     response_tokens: float
-    """Mean response length."""
+    """Mean response length (as generated: cut at the reasoning budget)."""
     longest_response: float
-    """max_response_tokens: the rollout's depth. When the workload gives no maximum, every
-    response is taken to have the mean length (no spread is invented)."""
+    """max_response_tokens, or the reasoning budget below it: the rollout's depth. When the
+    workload gives no maximum, every response is taken to have the mean length (no spread is
+    invented)."""
     minibatches: int
     epochs: int
 
@@ -63,8 +73,7 @@ class Batch:
     def of(cls, workload: Workload, needs: Needs) -> Batch:
         default = 2 if needs.offline else 1  # offline preference methods train on pairs
         group = workload.samples_per_prompt or needs.samples_per_prompt or default
-        longest = workload.max_response_tokens or workload.response_tokens
-        mean = float(workload.response_tokens)
+        mean, longest = response_lengths(workload)
         if workload.agent is not None:
             # An agentic episode trains on its whole trajectory: turns and observations.
             episode = Episode.of(workload)

@@ -23,7 +23,7 @@ from rlmguide.cost.assessment import (
     relayout_stage,
 )
 from rlmguide.cost.band import memory_band, step_band
-from rlmguide.cost.batch import Batch, Needs
+from rlmguide.cost.batch import Batch, Needs, response_lengths
 from rlmguide.cost.collectives import Fabric
 from rlmguide.cost.compose import StepTime, compose_step
 from rlmguide.cost.efficiency import EfficiencyFactors, resolve_efficiency
@@ -700,8 +700,7 @@ def _generation(
             eff, overheads, admitted[first],
         )  # fmt: skip
     else:
-        turn = float(workload.response_tokens)
-        longest_turn = float(workload.max_response_tokens or workload.response_tokens)
+        turn, longest_turn = response_lengths(workload)
         unique_rollout, unique_extras, unique_parts = agentic_rollout_stage(
             actor, layout, batch, episode, turn, longest_turn, capacity, capped,
             plans.prefix_caching[first], hw, fabric, eff, overheads,

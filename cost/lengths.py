@@ -75,3 +75,24 @@ def mean_position(mean: float, longest: float) -> float:
     """
     a = shape_exponent(mean, longest)
     return longest / 2 if np.isinf(a) else longest * (a + 1) / (2 * (a + 2))
+
+
+def budgeted(mean: float, longest: float, budget: float | None) -> tuple[float, float]:
+    """Mean and longest response length when every response is cut at `budget` tokens (a
+    reasoning budget, workload.reasoning_budget); unchanged without one or when it cuts nothing.
+
+    Below the budget the survival is S(t) as before; the responses still generating at the
+    budget, a share S(budget), end there. So the longest is the budget and the mean is the
+    integral of S over [0, budget]: budget - L/(a+1) (budget/L)^(a+1). The cost core then
+    describes the cut lengths by their mean and longest, as it does any other (the family of
+    this module refitted to them): the tokens generated and trained and the rollout's depth
+    are exact, the shape of the drain between them is the family's (it spreads the share that
+    ends at the budget over the last stretch before it).
+    """
+    if budget is None or budget >= longest:
+        return float(mean), float(longest)
+    a = shape_exponent(mean, longest)
+    if np.isinf(a):
+        return float(budget), float(budget)
+    cut_mean = budget - float(_integral_of_power(np.asarray(budget), longest, a + 1.0))
+    return cut_mean, float(budget)

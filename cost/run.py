@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 import numpy.typing as npt
+from rlmguide.cost.lengths import budgeted
 from rlmguide.cost.units import BF16_BYTES, FP32_BYTES
 
 Number = float | npt.NDArray[np.float64]
@@ -105,11 +106,15 @@ def length_schedule(
     return np.minimum(ends, cap), np.array([1.0, 4.0, 1.0]) / 6.0
 
 
-def mean_length(response_tokens: float, growth: float, cap: float) -> float:
+def mean_length(
+    response_tokens: float, growth: float, cap: float, budget: float | None = None
+) -> float:
     """The run's mean response length under the schedule's weights (exact for an uncapped
-    linear growth; used to turn a token budget into steps)."""
+    linear growth; used to turn a token budget into steps), each length of the schedule cut at
+    the reasoning budget where there is one (cost.lengths.budgeted)."""
     lengths, weights = length_schedule(response_tokens, growth, cap)
-    return float(lengths @ weights)
+    cut = np.array([budgeted(float(length), cap, budget)[0] for length in lengths])
+    return float(cut @ weights)
 
 
 @dataclass(frozen=True, slots=True)

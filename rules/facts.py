@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 # The plan table's codes index these names (rules.recommend.plan_facts): one vocabulary.
-from rlmguide.cost.batch import Needs
+from rlmguide.cost.batch import Needs, response_lengths
 from rlmguide.cost.episode import Episode
 from rlmguide.cost.plans import CRITICS, EXECUTIONS, FUSIONS, PLACEMENTS, RECOMPUTE
 from rlmguide.cost.step_search import StepSearch
@@ -68,6 +68,11 @@ SCENARIO_FACTS = (
     Fact("workload.response_tokens", "number", "mean response length"),
     Fact("workload.max_response_tokens", "number", "longest response"),
     Fact("workload.tail_ratio", "number", "longest over mean response length"),
+    Fact(
+        "workload.reasoning_budget",
+        "number",
+        "cap on one response's tokens (0: none); the three facts above are the lengths it leaves",
+    ),
     Fact(
         "workload.sequence_tokens",
         "number",
@@ -225,6 +230,7 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
     """The value of every scenario fact for one resolved scenario."""
     s, policy = resolved.scenario, resolved.policy
     acc, w = resolved.accelerator, s.workload
+    mean, longest = response_lengths(w)
     scale_out = s.cluster.scale_out_gbps_per_gpu or acc.scale_out_gbits_per_s or 0.0
     return {
         "cluster.gpus": s.cluster.gpus,
@@ -258,9 +264,11 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
         "workload.prompts_per_step": w.prompts_per_step,
         "workload.responses_per_step": w.prompts_per_step * resolved.samples_per_prompt,
         "workload.prompt_tokens": w.prompt_tokens,
-        "workload.response_tokens": w.response_tokens,
-        "workload.max_response_tokens": resolved.max_response_tokens,
-        "workload.tail_ratio": resolved.max_response_tokens / w.response_tokens,
+        # As generated: a reasoning budget cuts the longest response and the mean with it.
+        "workload.response_tokens": round(mean),
+        "workload.max_response_tokens": round(longest),
+        "workload.tail_ratio": longest / mean,
+        "workload.reasoning_budget": w.reasoning_budget or 0,
         "workload.minibatches_per_step": w.minibatches_per_step,
         **_agent_facts(resolved),
         "model.assessment_params_b": _assessment_params(resolved) / 1e9,
@@ -276,9 +284,7 @@ def _search_completions(resolved: Resolved) -> int:
 def _agent_facts(resolved: Resolved) -> dict[str, Any]:
     workload = resolved.scenario.workload
     episode = Episode.of(workload)
-    trajectory = int(
-        episode.longest_trajectory_response(workload.response_tokens, resolved.max_response_tokens)
-    )
+    trajectory = int(episode.longest_trajectory_response(*response_lengths(workload)))
     return {
         "workload.sequence_tokens": workload.prompt_tokens + trajectory,
         "workload.episode_response_tokens": trajectory,

@@ -115,7 +115,12 @@ def run_steps(resolved: Resolved, terms: RunTerms) -> int | None:
     if w.trained_samples is not None:
         return math.ceil(w.trained_samples / per_step)
     if w.trained_tokens is not None:
-        mean = mean_length(w.response_tokens, terms.response_growth, resolved.max_response_tokens)
+        mean = mean_length(
+            w.response_tokens,
+            terms.response_growth,
+            resolved.max_response_tokens,
+            w.reasoning_budget,
+        )
         return math.ceil(w.trained_tokens / (per_step * (w.prompt_tokens + mean)))
     return None
 

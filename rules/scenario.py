@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 from rlmguide.cost.assessment import ONE_PASS, Scoring
+from rlmguide.cost.batch import response_lengths
 from rlmguide.cost.episode import Episode
 from rlmguide.cost.plans import ONE_POOL, expert_ranks, frozen_models
 from rlmguide.kb.files import read_text_file
@@ -264,13 +265,17 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         )
     _check_search(workload, algorithm)
     longest = workload.max_response_tokens or workload.response_tokens
-    context = workload.prompt_tokens + longest
-    what = "longest response"
+    # The context holds what is generated: a reasoning budget cuts the longest response.
+    mean, generated = response_lengths(workload)
+    context = workload.prompt_tokens + round(generated)
+    what, field = "longest response", "workload.max_response_tokens"
+    if workload.reasoning_budget is not None:
+        what, field = "reasoning budget", "workload.reasoning_budget"
     if workload.agent is not None:
         # An episode's context holds every turn and observation of its longest episode.
         episode = Episode.of(workload)
         context = workload.prompt_tokens + round(
-            episode.longest_trajectory_response(workload.response_tokens, longest)
+            episode.longest_trajectory_response(mean, generated)
         )
         what = "longest episode (turns and observations)"
         scoring = _per_turn(scoring, workload.agent.reward, episode)
@@ -290,7 +295,7 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             continue
         if configured is None:
             raise InputError(
-                f"workload.max_response_tokens: prompt ({workload.prompt_tokens}) + {what} "
+                f"{field}: prompt ({workload.prompt_tokens}) + {what} "
                 f"= {context} tokens exceeds the {role} model's context of "
                 f"{arch.max_context_tokens} tokens; if the run extends it (RoPE scaling or an "
                 "overridden max_position_embeddings, as some recipes do), set "
@@ -304,7 +309,7 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         )
     if configured is not None and context > configured:
         raise InputError(
-            f"workload.max_response_tokens: prompt + {what} = {context} tokens "
+            f"{field}: prompt + {what} = {context} tokens "
             f"exceeds models.context_tokens ({configured})"
         )
     fp8 = [
@@ -467,6 +472,11 @@ def _check_offline(scenario: Scenario, algorithm: Algorithm) -> None:
         )
     if scenario.workload.max_staleness:
         raise InputError(f"workload.max_staleness: {why}, so no sample lags the trainer; remove it")
+    if scenario.workload.reasoning_budget is not None:
+        raise InputError(
+            f"workload.reasoning_budget: {why}, so no response is cut; give the dataset's "
+            "lengths as response_tokens and max_response_tokens and remove the budget"
+        )
 
 
 def _reward(

@@ -61,6 +61,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "workload.prompt_tokens": TOKENS,
     "workload.response_tokens": TOKENS,
     "workload.max_response_tokens": TOKENS,
+    "workload.reasoning_budget": TOKENS,
     "workload.minibatches_per_step": (1, 65_536),
     "workload.epochs": (1, 1_000),
     "workload.steps": (1, 10_000_000),

@@ -348,6 +348,14 @@ class Workload(Strict):
     prompt_tokens: PositiveInt
     response_tokens: PositiveInt
     max_response_tokens: PositiveInt | None = None
+    reasoning_budget: PositiveInt | None = None
+    """A cap on the tokens of one response (one model turn in an episode), as a thinking budget
+    or s1's budget forcing sets it (arXiv 2501.19393: the end-of-thinking delimiter is appended
+    at the cap). `response_tokens` and `max_response_tokens` are then the lengths the model
+    would write without it; every response that would run past the budget ends at it, so the
+    rollout's longest response is the budget and its mean falls by the tokens cut off
+    (cost.lengths.budgeted). The answer written after a forced end of thinking is counted in
+    the budget. Unset, no cap beyond max_response_tokens."""
     minibatches_per_step: PositiveInt = 1
     epochs: PositiveInt = 1
     max_staleness: Annotated[int, Field(ge=0, le=16)] | None = None
@@ -389,6 +397,14 @@ class Workload(Strict):
             raise ValueError(
                 f"max_response_tokens ({self.max_response_tokens}) is below the mean "
                 f"response_tokens ({self.response_tokens})"
+            )
+        longest = self.max_response_tokens or self.response_tokens
+        if self.reasoning_budget is not None and self.reasoning_budget > longest:
+            given = "max_response_tokens" if self.max_response_tokens else "response_tokens"
+            raise ValueError(
+                f"reasoning_budget ({self.reasoning_budget}) is above the longest response "
+                f"({given}, {longest}): it would cut nothing; give a smaller budget or leave "
+                "it out"
             )
         return self
 
