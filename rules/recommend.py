@@ -1489,18 +1489,20 @@ def _first(
     ranking, the first PASSED_OVER_SHOWN plans passed over (rank, plan, why) and how many
     were."""
     passed: list[dict[str, Any]] = []
-    count = 0
+    reasons: Counter[str] = Counter()
     for position, place in enumerate(ranking(costs, scores, eligible), start=1):
         why = refuses(place.row, costs.row(place.row))
         if why is None:
-            return Ranked([place]), position, passed, count
-        count += 1
+            return Ranked([place]), position, passed, reasons.total()
+        reasons[why] += 1
         if len(passed) < PASSED_OVER_SHOWN:
             passed.append({"rank": position, "plan": _describe(costs.row(place.row)), "why": why})
-    reasons = Counter(p["why"] for p in passed)
+    # every distinct reason, not only the first plans': those may all meet one (a mode the
+    # launch has no entry point for) and hide the one the plans it could launch meet
+    count = reasons.total()
     raise NoFeasiblePlan(
         f"none of the {count} ranked plans can be used: "
-        + "; ".join(f"{why} ({n} of the first {len(passed)})" for why, n in reasons.items())
+        + "; ".join(f"{why} ({n} of {count})" for why, n in reasons.most_common(PASSED_OVER_SHOWN))
     )
 
 
