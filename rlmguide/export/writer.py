@@ -118,19 +118,11 @@ class Writer:
 
     @classmethod
     def for_scenario(
-        cls,
-        catalog: Catalog,
-        mappings: Mapping[str, MappingRecord],
-        algorithm: str,
-        versions: Mapping[str, str | None] | None = None,
+        cls, catalog: Catalog, mappings: Mapping[str, MappingRecord], algorithm: str
     ) -> Writer:
-        """Every framework's newest mapping (or the version `versions` names for it) for
-        `algorithm`."""
-        frameworks = {m.framework for m in mappings.values()}
-        chosen = {
-            f: for_algorithm(pick_mapping(mappings, f, (versions or {}).get(f)), algorithm)
-            for f in sorted(frameworks)
-        }
+        """Every framework's newest mapping, for `algorithm`."""
+        frameworks = sorted({m.framework for m in mappings.values()})
+        chosen = {f: for_algorithm(pick_mapping(mappings, f, None), algorithm) for f in frameworks}
         return cls(catalog, chosen)
 
     def refusal(
