@@ -234,6 +234,20 @@ def _recommender(resolved: Any, catalog: Any, **options: Any) -> Any:
         return recommender_for(resolved, catalog, **options)
 
 
+def _launch_check(scenario: Scenario, catalog: Any) -> Any:
+    """Export's own predicate (export.writer.Writer.refusal) over every framework's newest
+    mapping: a plan's `launchable_by` lists a framework with a mapping only where its export
+    writes the plan."""
+    from rlmguide.export import MappingError
+    from rlmguide.export.writer import Writer
+
+    try:
+        writer = Writer.for_scenario(catalog, catalog.of("mapping"), scenario.workload.algorithm)
+    except MappingError as exc:
+        raise RequestFailed(f"invalid mapping record; run `rlmguide validate`: {exc}") from None
+    return writer.refusal
+
+
 Objective = Literal["time", "cost"]
 
 
@@ -273,7 +287,11 @@ def recommend(
         _check_framework(framework, catalog)
     if not isinstance(include_research, bool):
         raise BadInput(f"include_research: {include_research!r} is not true or false")
-    options = {"only": framework, "research": include_research}
+    options = {
+        "only": framework,
+        "research": include_research,
+        "launch_check": _launch_check(scenario, catalog),
+    }
     if not hasattr(resolved, "accelerator"):  # a mixed-accelerator cluster (rules.mixed)
         result = _mixed_search(resolved, catalog, top, options, sizing)
     elif any(v is not None for v in sizing.values()):

@@ -339,6 +339,8 @@ def _print_best(result: dict[str, Any], fmt: str) -> None:
             notes.append(
                 ("also claimed by", ", ".join(best["also_claimed_by"]) + " (no released code)")
             )
+        for framework, why in (best.get("launch_refused_by") or {}).items():
+            notes.append((f"not launched by {framework}", why))
     if "step_seconds_band" in best:
         low, high = best["step_seconds_band"]
         notes.append(

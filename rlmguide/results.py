@@ -105,6 +105,9 @@ class Plan(Open):
     their latest release."""
     also_claimed_by: list[str] = []
     """Frameworks without released end-to-end code whose claims allow the plan too."""
+    launch_refused_by: dict[str, str] = {}
+    """Released frameworks whose claims allow the plan but whose export mapping cannot launch
+    it, each with the refusal `rlmguide export` gives."""
 
     def row(self) -> dict[str, Any]:
         """The plan as one flat table row: nested mappings as dotted columns

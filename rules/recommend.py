@@ -371,6 +371,11 @@ def _reference_rollout_tp(gpus: int, per_node: int) -> int:
     return tp
 
 
+LaunchCheck = Callable[["Recommender", int, Mapping[str, Any], str], str | None]
+"""Why a framework's export cannot launch row `row` of a recommender's result, costed as the
+plan given (None: it can): export.writer.Writer.refusal."""
+
+
 class Recommender:
     def __init__(
         self,
@@ -393,6 +398,7 @@ class Recommender:
         fp32_gradients: bool = False,
         frozen_on_host: bool = False,
         versions: Mapping[str, str] | None = None,
+        launch_check: LaunchCheck | None = None,
     ) -> None:
         """`frameworks` with their `constraints` decide which plans can run (none given: every
         plan is judged on physics alone, as calibration does). Plans are ranked when a
@@ -410,8 +416,12 @@ class Recommender:
         `fp32_gradients` costs gradient buffers in fp32 where the scenario does not say;
         `frozen_on_host` parks the frozen models (reference, reward model) in every plan, as
         a framework that always does so runs them. `versions` names per framework the mapping
-        whose version its constraint records are judged at (rules.frameworks.supports)."""
+        whose version its constraint records are judged at (rules.frameworks.supports).
+        `launch_check` says why a framework's export mapping cannot launch a costed row
+        (export's own predicate, given from above: rules does not import export); a
+        framework with a mapping is listed in a plan's `launchable_by` only where it can."""
         self.resolved = resolved
+        self.launch_check = launch_check
         self.enforce_memory = enforce_memory
         self.held_out = held_out
         if only is not None:
@@ -1265,14 +1275,24 @@ class Recommender:
         seen: dict[str, np.ndarray] = {}
         return sorted(x.id for x in self.labels if x.runnable(env, 1, "plan", seen)[0][0])
 
-    def runners(self, row: int) -> tuple[list[str], list[str]]:
-        """Who runs row `row`, in the order that helps a user: the released frameworks, those
-        with an export mapping first, then by their latest release (newest first); and the
-        others whose claims and constraints allow it (partial code, a paper, a closed
-        system)."""
+    def runners(
+        self, row: int, plan: Mapping[str, Any]
+    ) -> tuple[list[str], list[str], dict[str, str]]:
+        """Who runs row `row` (costed as `plan`), in the order that helps a user: the released
+        frameworks, those with an export mapping first, then by their latest release (newest
+        first); the others whose claims and constraints allow it (partial code, a paper, a
+        closed system); and the released ones whose claims allow it but whose export mapping
+        cannot launch it (`launch_check`), each with why."""
         ids = set(self.frameworks_for(row))
         every = {x.id: x.framework for x in self.labels if x.id in ids}
-        released = [f for f in every.values() if f.released]
+        check = self.launch_check
+        refused = {
+            f.id: why
+            for f in every.values()
+            if f.released and f.id in self.mapped and check is not None
+            if (why := check(self, row, plan, f.id)) is not None
+        }
+        released = [f for f in every.values() if f.released and f.id not in refused]
 
         def order(f: Framework) -> tuple[bool, int, str]:
             date = f.latest_release.date.toordinal() if f.latest_release else 0
@@ -1281,6 +1301,7 @@ class Recommender:
         return (
             [f.id for f in sorted(released, key=order)],
             sorted(f.id for f in every.values() if not f.released),
+            dict(sorted(refused.items())),
         )
 
 
@@ -1454,8 +1475,9 @@ def scores_of(recommender: Recommender, plans: PlanTable) -> np.ndarray:
     )
 
 
-Refusal = Callable[[int], str | None]
-"""Why a row of the result cannot be used (None: it can): see `recommend`'s `first`."""
+Refusal = Callable[[int, dict[str, Any]], str | None]
+"""Why a row of the result (and its costed plan) cannot be used (None: it can): see
+`recommend`'s `first`."""
 PASSED_OVER_SHOWN = 5
 """Plans passed over by `recommend(first=...)` that the result lists, best first."""
 
@@ -1467,18 +1489,20 @@ def _first(
     ranking, the first PASSED_OVER_SHOWN plans passed over (rank, plan, why) and how many
     were."""
     passed: list[dict[str, Any]] = []
-    count = 0
+    reasons: Counter[str] = Counter()
     for position, place in enumerate(ranking(costs, scores, eligible), start=1):
-        why = refuses(place.row)
+        why = refuses(place.row, costs.row(place.row))
         if why is None:
-            return Ranked([place]), position, passed, count
-        count += 1
+            return Ranked([place]), position, passed, reasons.total()
+        reasons[why] += 1
         if len(passed) < PASSED_OVER_SHOWN:
             passed.append({"rank": position, "plan": _describe(costs.row(place.row)), "why": why})
-    reasons = Counter(p["why"] for p in passed)
+    # every distinct reason, not only the first plans': those may all meet one (a mode the
+    # launch has no entry point for) and hide the one the plans it could launch meet
+    count = reasons.total()
     raise NoFeasiblePlan(
         f"none of the {count} ranked plans can be used: "
-        + "; ".join(f"{why} ({n} of the first {len(passed)})" for why, n in reasons.items())
+        + "; ".join(f"{why} ({n} of {count})" for why, n in reasons.most_common(PASSED_OVER_SHOWN))
     )
 
 
@@ -1528,7 +1552,8 @@ def recommend(
             if hits[i] and by_id[rid].record.effect != "require"
         ]
         plan["frameworks"] = recommender.frameworks_for(i)
-        plan["launchable_by"], plan["also_claimed_by"] = recommender.runners(i)
+        runners = recommender.runners(i, plan)
+        plan["launchable_by"], plan["also_claimed_by"], plan["launch_refused_by"] = runners
         plan["tie"] = _tie(costs, i, place.anchor, shown, place.also)
         plan["also_as"] = _folded(costs, place.folded)
         plan["also"] = [_also(costs, i, k) for k in place.also]
@@ -1668,7 +1693,7 @@ def _off_policy(
                 "gain_percent": round(100 * (1 - seconds / best_seconds), 1),
                 "over_step_seconds": round(best_seconds, 2),
                 "frameworks": recommender.frameworks_for(int(i)),
-                "launchable_by": recommender.runners(int(i))[0],
+                "launchable_by": recommender.runners(int(i), costs.row(int(i)))[0],
                 "allowed_by": f"workload.max_staleness: {key[1]}",
                 "note": f"trains on samples up to {key[1]} policy version(s) old; "
                 f"{recommender.resolved.algorithm.name} as the scenario states it is "

@@ -115,7 +115,6 @@ REFUSED = {
     # what ROLL's launch cannot say, as export names it: the mapping's missing key, or the
     # framework record's missing claim
     "dpo-qwen2.5-7b-8xh100": "no key for workload.reward_kind = none",
-    "grpo-deepseek-v3-4096xh800": "no key for plan.train.ep = 16",
     "grpo-qwen2.5-7b-llm-judge-16xh100": "plan.pools.reward = 8, workload.reward_model = true",
     "grpo-qwen3-32b-coding-agent-64xh100": "no key for workload.max_turns = 16",
     "ppo-llama-3.1-70b-1024xh100": "no key for workload.reward_model = true",

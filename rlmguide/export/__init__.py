@@ -5,9 +5,10 @@ framework version spells a plan; launch.build applies one to the best plan the f
 run, render.script writes it; rlmguide.review reads launches back.
 """
 
-from rlmguide.export.launch import Exported, UnknownVersion, build, pick_mapping
+from rlmguide.export.launch import Exported, build
 from rlmguide.export.mapping import MappingError, NotExpressible
 from rlmguide.export.render import script
+from rlmguide.export.writer import UnknownVersion, pick_mapping
 
 __all__ = [
     "Exported",

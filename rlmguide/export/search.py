@@ -3,9 +3,10 @@
 
 The framework's claims and constraint records decide what it can run (the planner's
 `--framework` restriction, rules.recommend `only=`), ranked with the planner's tie rule; the
-mapping adds only which execution modes and placements it has an entry point for and which
-training backends and rollout engines it covers. The plan written says its rank in that
-ranking and which better-ranked plans the mapping could not launch.
+mapping's launch (export.writer.Writer) refuses what it cannot write: an execution mode or
+placement it has no entry point for, training backends and rollout engines it does not cover,
+a fact no key writes, a start-up check the launch would trip. The plan written says its rank
+in that ranking and which better-ranked plans the mapping could not launch.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from rlmguide.export.mapping import NotExpressible
+from rlmguide.export.writer import Writer
 from rlmguide.kb.load import Catalog
-from rlmguide.kb.schema import Mapping as MappingRecord
 from rlmguide.rules.recommend import NoFeasiblePlan, Recommender, recommend, recommender_for
 from rlmguide.rules.scenario import Resolved, fill_plan_defaults
 
@@ -85,13 +86,12 @@ def _refused_mode(recommender: Recommender, framework: str, plan: Any) -> str:
     return f" (constraint {', '.join(refusing)})" if refusing else ""
 
 
-def find_plan(
-    resolved: Resolved, catalog: Catalog, framework: str, mapping: MappingRecord
-) -> Found:
-    """The best-ranked plan of `recommend --framework` that one of `mapping`'s launches runs on
-    a training backend and rollout engine the mapping covers; NotExpressible says why there
-    is none. A plan the scenario fixes completely is exported as written, even where the cost
-    model predicts it does not fit (as `estimate` costs it)."""
+def find_plan(resolved: Resolved, catalog: Catalog, framework: str, writer: Writer) -> Found:
+    """The best-ranked plan of `recommend --framework` that `writer`'s launch of the framework
+    writes (Writer.refusal, the predicate `recommend`'s launchable_by uses); NotExpressible
+    says why there is none. A plan the scenario fixes completely is exported as written, even
+    where the cost model predicts it does not fit (as `estimate` costs it)."""
+    mapping = writer.mappings[framework]
     plan = resolved.scenario.plan
     launches = sorted({(x.execution, x.placement) for x in mapping.launches})
     launchable = any(
@@ -104,7 +104,6 @@ def find_plan(
         # Offload left out stays the search's (none or phase offload on shared GPUs): a
         # framework whose code always parks its colocated trainer runs only the latter.
         one = _offload_open(one)
-    covered = set(mapping.components)
     try:
         recommender = recommender_for(
             one,
@@ -124,18 +123,8 @@ def find_plan(
                 f"it launches: {known}{_refused_mode(recommender, framework, plan)}"
             )
 
-        def refuses(row: int) -> str | None:
-            facts = recommender.row_facts(row)
-            mode = (facts["plan.execution"], facts["plan.placement"])
-            if mode not in launches:
-                return f"{mapping.id} has no entry point for {mode[0]} {mode[1]}"
-            pairs = recommender.pairs_for(framework, row)
-            if not any(set(pair) - {None} <= covered for pair in pairs):
-                return (
-                    f"{framework} runs it only on (backend, engine) pairs {mapping.id} does "
-                    f"not cover ({', '.join(f'{b}+{e}' for b, e in pairs) or 'none'})"
-                )
-            return None
+        def refuses(row: int, costed: dict[str, Any]) -> str | None:
+            return writer.refusal(recommender, row, costed, framework)
 
         result = recommend(recommender, 1, first=refuses)
     except NoFeasiblePlan as exc:

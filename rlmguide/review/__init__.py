@@ -100,6 +100,7 @@ def review(
     """The reading of a launch file, its plan's estimate and the framework's best plan."""
     from rlmguide.export.mapping import NotExpressible
     from rlmguide.export.search import find_plan
+    from rlmguide.export.writer import Writer, for_algorithm
     from rlmguide.rules.recommend import NoFeasiblePlan, recommend, recommender_for
     from rlmguide.rules.scenario import fill_plan_defaults, parse_scenario, resolve
 
@@ -173,7 +174,8 @@ def review(
     try:
         unplanned = _unplanned(data, catalog, str(path))
         # The best plan the framework runs with a launch of this mapping: one to export.
-        top = find_plan(unplanned, catalog, name, reading.mapping).plan
+        own = for_algorithm(reading.mapping, unplanned.scenario.workload.algorithm)
+        top = find_plan(unplanned, catalog, name, Writer(catalog, {name: own})).plan
     except (NoFeasiblePlan, NotExpressible) as exc:
         # the reading and its estimate stand; the comparison says why there is none
         return {**result, "recommendation": None, "no_recommendation": str(exc), "changes": []}

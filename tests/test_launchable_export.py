@@ -1,0 +1,153 @@
+"""Every framework `recommend` lists in a plan's `launchable_by` exports that plan: the listing
+and `export` judge a plan with one predicate (export.writer.Writer.refusal), so a framework
+whose launch refuses a plan (a start-up check it would trip, a key it has no value for) is
+under `launch_refused_by`, never first among the plan's runners."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from conftest import REPO
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
+from rlmguide.rules.atlas import grid
+
+from rlmguide import api
+from rlmguide.cli import cli
+
+CATALOG = load_catalog([*DEFAULT_ROOTS, RULES_ROOT])
+MAPPED = frozenset(m.framework for m in CATALOG.of("mapping").values())  # type: ignore[attr-defined]
+EXAMPLES = REPO / "examples"
+SMALL = EXAMPLES / "grpo-qwen2.5-7b-8xh100.yaml"
+TOP = 2
+"""Plans per scenario whose listed frameworks are exported (each export is a search)."""
+
+
+def fixed(plan: dict[str, Any]) -> dict[str, Any]:
+    """A shown plan as a scenario's plan: its placement, mode and every degree the listing
+    was judged on (offload, the frozen models' layout and the rest stay the export's to
+    choose, as a framework's own launch does)."""
+    rollout = {k: plan["rollout"][k] for k in ("gpus", "tp", "pp", "ep", "cp")}
+    train = {
+        k: plan["train"][k]
+        for k in ("gpus", "tp", "pp", "cp", "ep", "zero", "recompute", "virtual_stages")
+    }
+    out = {
+        "placement": plan["placement"],
+        "execution": plan["execution"],
+        "rollout": rollout,
+        "train": train,
+    }
+    if plan["execution"] != "sync":
+        out["max_staleness"] = plan["max_staleness"]
+    return out
+
+
+def exported_each(scenario: api.Scenario, name: str) -> list[str]:
+    """For the first TOP plans, each listed framework with a mapping exporting that plan:
+    the failures."""
+    data = scenario.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    failures = []
+    for plan in api.recommend(scenario, top=TOP).model_dump()["plans"][:TOP]:
+        for framework in [f for f in plan["launchable_by"] if f in MAPPED]:
+            one = api.Scenario.from_dict({**data, "plan": fixed(plan)}, origin=name)
+            try:
+                launch = api.export(one, framework)
+            except api.RlmguideError as exc:
+                failures.append(f"{name} plan {plan['rank']} {framework}: {exc}")
+                continue
+            written = launch.model_dump()["plan"]
+            assert (written["train"]["pp"], written["train"]["virtual_stages"]) == (
+                plan["train"]["pp"],
+                plan["train"]["virtual_stages"],
+            ), (name, framework)
+    return failures
+
+
+EXAMPLE_NAMES = sorted(
+    p.name for p in EXAMPLES.glob("*.yaml") if "mixed" not in p.name and "fused" not in p.name
+)
+
+
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_each_framework_listed_for_an_example_exports_its_plan(name: str) -> None:
+    scenario = api.Scenario.from_dict(yaml.safe_load((EXAMPLES / name).read_text()), origin=name)
+    assert exported_each(scenario, name) == []
+
+
+DEPLOYMENTS = sorted(CATALOG.of("deployment"))
+
+
+@pytest.mark.parametrize("deployment_id", DEPLOYMENTS[::4])
+def test_each_framework_listed_for_a_deployment_exports_its_plan(deployment_id: str) -> None:
+    scenario = CATALOG.of("deployment")[deployment_id].scenario  # type: ignore[attr-defined]
+    free = scenario.model_copy(update={"plan": type(scenario.plan)()})
+    data = free.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    assert exported_each(api.Scenario.from_dict(data, origin=deployment_id), deployment_id) == []
+
+
+ATLAS_SAMPLE = grid(CATALOG.records)[::97]
+"""A spread of the atlas's setups (every 97th: models, sizes, accelerators and algorithms)."""
+
+
+def _name(setup: Any) -> str:
+    return f"{setup.model}-{setup.gpus}x{setup.accelerator}-{setup.algorithm}"
+
+
+@pytest.mark.parametrize("setup", ATLAS_SAMPLE, ids=_name)
+def test_each_framework_listed_for_an_atlas_setup_exports_its_plan(setup: Any) -> None:
+    scenario = api.Scenario.from_dict(setup.scenario(), origin=_name(setup))
+    try:
+        failures = exported_each(scenario, _name(setup))
+    except api.RequestFailed as exc:  # the atlas row says why no plan fits
+        assert "no feasible plan" in str(exc)
+        return
+    assert failures == []
+
+
+# -- the case that showed the defect -------------------------------------------------------
+
+V15 = ["--set", "plan.train.pp=2", "--set", "plan.train.virtual_stages=15"]
+"""Qwen2.5-7B's 28 layers over 2 stages of 15 chunks: 30 chunks, one a layer, the embedding and
+the output one each (a schedule the cost model allows, Llama 3's); Megatron's start-up check
+(constraint megatron-virtual-stages-split-the-layers) wants a rank's 14 layers split evenly into
+its 15 chunks, and no mapping writes the split that puts the embedding and output in chunks of
+their own."""
+
+
+def test_an_interleaving_the_launches_refuse_lists_none_of_them() -> None:
+    done = CliRunner().invoke(
+        cli, ["recommend", str(SMALL), *V15, "--top", "3", "--format", "json"]
+    )
+    assert done.exit_code == 0, done.output
+    plans = json.loads(done.output)["plans"]
+    assert plans
+    for plan in plans:
+        assert (plan["train"]["pp"], plan["train"]["virtual_stages"]) == (2, 15)
+        # verl and slime run Megatron's interleaving and claim the plan; their launches stop
+        # at Megatron's start-up check, so neither is listed as launching it
+        assert not MAPPED & set(plan["launchable_by"]), plan["launchable_by"]
+        for framework in {"verl", "slime"} & set(plan["frameworks"]):
+            why = plan["launch_refused_by"][framework]
+            assert "megatron-virtual-stages-split-the-layers" in why
+    assert {"verl", "slime"} <= set(plans[0]["launch_refused_by"])
+    # and export agrees: no ranked plan is one verl's launch writes
+    emitted = CliRunner().invoke(cli, ["recommend", str(SMALL), *V15, "--emit", "verl"])
+    assert emitted.exit_code == 1
+    assert "megatron-virtual-stages-split-the-layers" in emitted.output
+
+
+def test_an_interleaving_that_splits_the_layers_is_listed_and_exports() -> None:
+    # 28 layers over 2 stages of 7 chunks: 2 layers a chunk, which the check accepts; verl is
+    # listed and its export writes the plan (the listing can keep a framework, not only drop).
+    args = ["--set", "plan.train.pp=2", "--set", "plan.train.virtual_stages=7"]
+    done = CliRunner().invoke(cli, ["recommend", str(SMALL), *args, "--format", "json"])
+    assert done.exit_code == 0, done.output
+    plan = json.loads(done.output)["plans"][0]
+    assert "verl" in plan["launchable_by"] and "verl" not in plan["launch_refused_by"]
+    emitted = CliRunner().invoke(cli, ["recommend", str(SMALL), *args, "--emit", "verl"])
+    assert emitted.exit_code == 0, emitted.output
