@@ -358,6 +358,8 @@ def _print_best(result: dict[str, Any], fmt: str) -> None:
             ("departure", f"{departure['why']} ({departure['simplest_plan']}: "
                           f"{departure['simplest_step_seconds']:.1f} s)")
         )  # fmt: skip
+    if result.get("pool_search"):
+        notes.append(("own pools", result["pool_search"]["why"]))
     notes += [("what would move it", n) for n in result["notes"]]
     notes += [("rejected", f"{r['reason']}: {r['count']:,}") for r in result["rejected"]]
     notes += [("chosen by estimate", c) for c in result.get("chosen", [])]

@@ -72,6 +72,8 @@ from rlmguide.rules.search import (
     Split,
     executions,
     offload_options,
+    own_pool_sizes,
+    pool_variants,
     prefix_caching_options,
     rollout_layouts,
     split_unit,
@@ -94,6 +96,10 @@ rollout layouts are probed first: mixtures of experts from about a hundred GPUs.
 
 VARIANT_BASE = 16
 """The fastest plans of a search that are costed again under Table 9's other configurations."""
+POOL_BASES = 1024
+"""Fastest plans that own-pool variants are made of (`Recommender.pool_variants`)."""
+POOL_PER_SIZE = 4
+"""Own-pool variants kept per pool size, donor pool and frozen-model layout."""
 ASSESSMENT_TP = (1, 2, 4, 8)
 """Tensor degrees tried for the frozen models' own layout (plan.assessment, pp 1) beside the
 training layout, where the scenario leaves it open: data-parallel replicas of one GPU (the
@@ -1043,17 +1049,76 @@ class Recommender:
         of the VARIANT_BASE fastest plans and of the fastest of each placement and execution
         mode (a framework that fuses stages may run only synchronous plans): a configuration
         changes the assessment and training, not which layouts are best. A variant only a
-        research system runs joins as a what-if (`launchable` false)."""
+        research system runs joins as a what-if (`launchable` false). Then the models whose
+        pools the scenario leaves open are given pools of their own (`pool_variants`)."""
         order = np.argsort(costs.step_seconds, kind="stable")
         pair = (costs.plans.placement * len(EXECUTIONS) + costs.plans.execution)[order]
         _, firsts = np.unique(pair, return_index=True)
         base = np.union1d(order[:VARIANT_BASE], order[firsts])
-        variants, alive, runnable, research = self.configuration_variants(costs.plans.take(base))
+        costs, launchable = self._joined(
+            costs, launchable, *self.configuration_variants(costs.plans.take(base))
+        )
+        return self._joined(costs, launchable, *self.pool_variants(costs, launchable))
+
+    def _joined(
+        self,
+        costs: CostTable,
+        launchable: np.ndarray,
+        variants: CostTable | None,
+        alive: np.ndarray,
+        runnable: np.ndarray,
+        research: np.ndarray,
+    ) -> tuple[CostTable, np.ndarray]:
+        """`costs` with the variants that pass and that some framework runs."""
         joined = np.flatnonzero(alive & (runnable | research))
         if variants is None or not joined.size:
             return costs, launchable
         self.search.candidates += int(joined.size)
         return costs.concat(variants.take(joined)), np.concatenate([launchable, runnable[joined]])
+
+    def pool_variants(
+        self, costs: CostTable, launchable: np.ndarray
+    ) -> tuple[CostTable | None, np.ndarray, np.ndarray, np.ndarray]:
+        """The plans with the models of `pooled_roles` on pools of their own, each of the
+        sizes `search.own_pool_sizes` tries (survey §3.1.1: forward-only models as plain
+        data-parallel replicas; §4.2: partial co-location), costed and judged: for each size,
+        the POOL_PER_SIZE fastest of the POOL_BASES fastest rankable plans (launchable, not
+        lagging the policy more than allowed) whose layouts still divide the GPUs left to
+        them, under their own configuration."""
+        roles = self.pooled_roles()
+        plan = self.resolved.scenario.plan
+        rankable = np.flatnonzero(launchable & ~lagging(self, costs.plans))
+        if not roles or not rankable.size:
+            return self._judged(costs.plans.take(np.zeros(0, dtype=np.int64)))
+        order = rankable[np.argsort(costs.step_seconds[rankable], kind="stable")[:POOL_BASES]]
+        table = pool_variants(
+            costs.plans.take(order),
+            roles,
+            own_pool_sizes(self.resolved.gpus),
+            ASSESSMENT_TP if plan.assessment is None else (),
+            self.resolved.gpus,
+            per_size=POOL_PER_SIZE,
+            one_pool=plan.placement != "colocated",
+            rollout_fixed=plan.rollout.gpus is not None,
+            train_fixed=plan.train.gpus is not None,
+        )
+        ok = valid_rows(
+            table,
+            self.resolved.policy,
+            self.resolved.critic,
+            cluster_gpus=self.resolved.gpus,
+            frozen=frozen_roles(self.resolved),
+        )
+        return self._judged(table.take(np.flatnonzero(ok)))
+
+    def pooled_roles(self) -> list[str]:
+        """The models whose own pool the search sizes: the frozen ones and a separate critic,
+        each where the scenario gives it no pool size (plan.pools)."""
+        plan = self.resolved.scenario.plan
+        roles = [role for role, _ in frozen_roles(self.resolved)]
+        if self.resolved.critic is not None and plan.critic != "shared":
+            roles.append("critic")
+        return [role for role in roles if getattr(plan.pools, role) is None]
 
     def configuration_variants(
         self, base: PlanTable
@@ -1098,9 +1163,19 @@ class Recommender:
         )
         useful = ~same & (waits | ~inter_stage(table.fusion))
         ok = useful & valid_rows(
-            table, self.resolved.policy, self.resolved.critic, frozen=frozen_roles(self.resolved)
+            table,
+            self.resolved.policy,
+            self.resolved.critic,
+            cluster_gpus=self.resolved.gpus,
+            frozen=frozen_roles(self.resolved),
         )
-        table = table.take(np.flatnonzero(ok))
+        return self._judged(table.take(np.flatnonzero(ok)))
+
+    def _judged(
+        self, table: PlanTable
+    ) -> tuple[CostTable | None, np.ndarray, np.ndarray, np.ndarray]:
+        """`table`'s plans costed: where they pass memory and the require rules, where some
+        framework ranked runs them, and where only a research system does."""
         n = len(table)
         if not n:
             none = np.zeros(0, dtype=bool)
@@ -1571,7 +1646,72 @@ def recommend(
         )
         + _grid_notes(recommender),
         **({"what_if": what_if(recommender, costs, ranked.rows[0])} if with_what_if else {}),
+        **(
+            {"pool_search": pools}
+            if (pools := _pool_search(recommender, costs, eligible, ranked.rows[0]))
+            else {}
+        ),
         **passed,
+    }
+
+
+def _pool_search(
+    recommender: Recommender, costs: CostTable, eligible: np.ndarray, best: int
+) -> dict[str, Any] | None:
+    """Which own pools plan 1 gives the models whose pools were searched (`pooled_roles`), and
+    why: the fastest ranked-eligible plan with such a pool against the fastest without."""
+    roles = recommender.pooled_roles()
+    if not roles or not (recommender.frameworks and recommender.filter_frameworks):
+        return None
+    plans = costs.plans
+    own = np.zeros(len(plans), dtype=bool)
+    for role in roles:
+        own |= getattr(plans, f"{role}_gpus") > 0
+    sizes = own_pool_sizes(recommender.resolved.gpus)
+
+    def fastest(mask: np.ndarray) -> dict[str, Any] | None:
+        rows = np.flatnonzero(eligible & mask)
+        if not rows.size:
+            return None
+        i = int(rows[np.argmin(costs.step_seconds[rows])])
+        row = costs.row(i)
+        return {
+            "pools": {r: g for r, g in row["pools"].items() if g and r in roles},
+            "placement": row["placement"],
+            "step_seconds": float(costs.step_seconds[i]),
+        }
+
+    with_pool, without = fastest(own), fastest(~own)
+    chosen = {r: int(getattr(plans, f"{r}_gpus")[best]) for r in roles}
+    chosen = {r: g for r, g in chosen.items() if g}
+    if chosen:
+        why = "plan 1 gives " + ", ".join(f"the {r} model {g} GPUs of its own" for r, g in
+                                          chosen.items())  # fmt: skip
+    else:
+        why = f"plan 1 keeps the {', '.join(roles)} model(s) on the rollout and training GPUs"
+    why += f" (pool sizes tried: {', '.join(map(str, sizes))} GPUs)"
+    if with_pool is None:
+        why += "; no runnable plan with a pool of its own fits"
+    elif without is None:
+        why += "; no runnable plan without one fits"
+    else:
+        placed = ", ".join(f"{r} {g} GPUs" for r, g in with_pool["pools"].items())
+        change = 100.0 * (with_pool["step_seconds"] / without["step_seconds"] - 1.0)
+        why += (
+            f"; the fastest plan with one ({placed}, {with_pool['placement']}) takes "
+            f"{with_pool['step_seconds']:.1f} s a step, {abs(change):.1f}% "
+            f"{'slower' if change >= 0 else 'faster'} than the fastest without "
+            f"({without['step_seconds']:.1f} s)"
+        )
+        if (change < 0) != bool(chosen) and change != 0:
+            why += "; plan 1 is the simpler plan within the ranking's tie (rules.ranking)"
+    return {
+        "roles": roles,
+        "sizes_tried": sizes,
+        "chosen": chosen,
+        "fastest_with_own_pool": with_pool,
+        "fastest_without": without,
+        "why": why,
     }
 
 
