@@ -528,7 +528,7 @@ class ModelPools(Strict):
     (--critic_num_gpus_per_node and the like); a model without one shares the actor's
     training pool. The pools reuse the training layout's tp, pp, cp and ZeRO stage (the frozen
     models: plan.assessment's where given). A size left out is searched (rules.search
-    .pool_variants): powers of two up to half the cluster, or none.
+    .pool_variants): powers of two up to half the cluster, or none."""
 
     critic: PositiveInt | None = None
     reference: PositiveInt | None = None
