@@ -42,6 +42,7 @@ def _train_layout(plan: dict[str, Any]) -> str:
             f", LoRA r{t['lora_rank']}" if t.get("lora_rank") else "",
             ", no SP" if t["tp"] > 1 and t.get("sequence_parallel") is False else "",
             f", vp {t['virtual_stages']}" if t.get("virtual_stages", 1) > 1 else "",
+            ", EP isolated (dense work x ep)" if t.get("expert_layout") == "isolated" else "",
         ]
     )
     train = (
@@ -102,7 +103,13 @@ def _print_what_if(found: list[dict[str, Any]], fmt: str) -> None:
     else:
         rows = [
             (
-                f"critic {w['critic']}, fusion {w['fusion']}",
+                f"critic {w['critic']}, fusion {w['fusion']}"
+                + (
+                    f", assessment tp {w['assessment']['tp']} pp {w['assessment']['pp']}"
+                    if w.get("assessment")
+                    else ""
+                )
+                + (", EP isolated" if w.get("expert_layout") == "isolated" else ""),
                 f"{w['placement']} {w['execution']}",
                 f"{w['step_seconds']:.1f}",
                 f"{w['gain_percent']:+.1f}%",

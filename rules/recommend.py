@@ -291,6 +291,7 @@ def plan_facts(table: PlanTable, costs: CostTable | None = None) -> dict[str, An
         facts[f"plan.pools.{model}"] = getattr(table, f"{model}_gpus")
     facts["plan.assessment.tp"] = table.assess_tp
     facts["plan.assessment.pp"] = table.assess_pp
+    facts["plan.train.expert_layout"] = np.where(table.train_ep_isolated, "isolated", "folded")
     if costs is not None:
         facts["plan.step_seconds"] = costs.step_seconds
         facts["plan.memory.rollout_gib"] = costs.memory_rollout_gib
@@ -341,6 +342,7 @@ def fixed_columns(resolved: Resolved) -> dict[str, Any]:
         "train_fp32_gradients": bool(plan.train.fp32_gradients),
         "train_sequence_parallel": plan.train.sequence_parallel is not False,
         "train_virtual_stages": plan.train.virtual_stages or 1,
+        "train_ep_isolated": plan.train.expert_layout == "isolated",
         "train_fp8": plan.train.precision == "fp8",
         "train_lora_rank": plan.train.lora_rank or 0,
         "critic_gpus": plan.pools.critic or 0,
@@ -472,7 +474,7 @@ class Recommender:
             self.labels = self.supports
             plan = resolved.scenario.plan
             for feature, field in configuration_techniques(
-                plan.critic, plan.fusion, fixed_assessment(plan)
+                plan.critic, plan.fusion, fixed_assessment(plan), plan.train.expert_layout
             ):
                 if feature not in self.supports[0].claimed:
                     raise NoFeasiblePlan(
@@ -1150,12 +1152,17 @@ class Recommender:
             # The frozen models' own layouts, under each plan's own configuration.
             ones = np.ones(len(base), dtype=np.int64)
             tables += [replace(base, assess_tp=t * ones, assess_pp=ones) for t in ASSESSMENT_TP]
+        if plan.train.expert_layout is None and self.resolved.policy.moe is not None:
+            # The survey's isolated EP beside Megatron's folding (plan_problems keeps the
+            # plans whose ep divides dp): a what-if, as no framework in the KB claims it.
+            tables.append(replace(base, train_ep_isolated=np.ones(len(base), dtype=bool)))
         table = reduce(PlanTable.concat, tables)
         copies = len(tables)
         same = (
             (table.critic_shared == np.tile(base.critic_shared, copies))
             & (table.fusion == np.tile(base.fusion, copies))
             & (table.assess_tp == np.tile(base.assess_tp, copies))
+            & (table.train_ep_isolated == np.tile(base.train_ep_isolated, copies))
         )
         # Fusing the assessment into the rollout changes nothing where they already overlap.
         waits = np.isin(
@@ -1217,7 +1224,9 @@ class Recommender:
             )
         if reason not in {r.id for r in self.rules}:
             plan = self.resolved.scenario.plan
-            if fixed := configuration_techniques(plan.critic, plan.fusion, fixed_assessment(plan)):
+            if fixed := configuration_techniques(
+                plan.critic, plan.fusion, fixed_assessment(plan), plan.train.expert_layout
+            ):
                 claims = "; ".join(
                     f"{feature} ({field}) is claimed by "
                     + (", ".join(f"{x.id} ({x.framework.availability.status})"
@@ -1481,7 +1490,7 @@ def what_if(recommender: Recommender, costs: CostTable, best: int) -> list[dict[
         features = sorted(
             f
             for f, _ in configuration_techniques(
-                row["critic"], row["fusion"], row.get("assessment")
+                row["critic"], row["fusion"], row.get("assessment"), row["train"]["expert_layout"]
             )
         )
         claimed = sorted(
@@ -1495,6 +1504,7 @@ def what_if(recommender: Recommender, costs: CostTable, best: int) -> list[dict[
                 "critic": row["critic"],
                 "fusion": row["fusion"],
                 **({"assessment": row["assessment"]} if "assessment" in row else {}),
+                "expert_layout": row["train"]["expert_layout"],
                 "placement": row["placement"],
                 "execution": row["execution"],
                 "step_seconds": seconds,
