@@ -58,11 +58,16 @@ SYNC_SMALL = scenario(2, "qwen2.5-7b", "qwen2.5-7b", execution="sync")
 """16 H100, Qwen2.5-7B with a 7B reward model, synchronous."""
 
 
-def run(catalog: Any, case: dict[str, Any], search_pools: bool = True) -> tuple[Any, dict]:
+def searcher(catalog: Any, case: dict[str, Any], search_pools: bool = True) -> Recommender:
     resolved = resolve(Scenario.model_validate(case), catalog.records)
     recommender = recommender_for(resolved, catalog)
     if not search_pools:
         recommender.pooled_roles = list  # type: ignore[method-assign]
+    return recommender
+
+
+def run(catalog: Any, case: dict[str, Any]) -> tuple[Recommender, dict]:
+    recommender = searcher(catalog, case)
     return recommender, recommend(recommender, 3)
 
 
@@ -182,7 +187,7 @@ def test_searched_pools_never_worse(catalog: Any, case: dict[str, Any]) -> None:
     body = scenario(case["nodes"], case["policy"], case["reward"], case["algorithm"], **plan)
 
     def fastest(search_pools: bool) -> float:
-        recommender, _ = run(catalog, body, search_pools)
+        recommender = searcher(catalog, body, search_pools)
         costs, _ = recommender.run()
         eligible = recommender.launchable & ~lagging(recommender, costs.plans)
         return float(costs.step_seconds[eligible].min())
@@ -207,6 +212,5 @@ def test_cli_says_the_pool_size_and_why(tmp_path: Path) -> None:
 
 
 def test_recommender_keeps_pooled_roles_in_order(catalog: Any) -> None:
-    recommender, _ = run(catalog, scenario(1, "qwen2.5-1.5b", "qwen2.5-1.5b", "ppo"))
-    assert isinstance(recommender, Recommender)
+    recommender = searcher(catalog, scenario(1, "qwen2.5-1.5b", "qwen2.5-1.5b", "ppo"))
     assert recommender.pooled_roles() == ["reference", "reward", "critic"]
