@@ -98,7 +98,7 @@ VARIANT_BASE = 16
 """The fastest plans of a search that are costed again under Table 9's other configurations."""
 POOL_BASES = 1024
 """Fastest plans that own-pool variants are made of (`Recommender.pool_variants`)."""
-POOL_PER_SIZE = 4
+POOL_PER_SIZE = 2
 """Own-pool variants kept per pool size, donor pool and frozen-model layout."""
 ASSESSMENT_TP = (1, 2, 4, 8)
 """Tensor degrees tried for the frozen models' own layout (plan.assessment, pp 1) beside the
