@@ -1057,44 +1057,57 @@ class Recommender:
         pair = (costs.plans.placement * len(EXECUTIONS) + costs.plans.execution)[order]
         _, firsts = np.unique(pair, return_index=True)
         base = np.union1d(order[:VARIANT_BASE], order[firsts])
-        costs, launchable = self._joined(
-            costs, launchable, *self.configuration_variants(costs.plans.take(base))
-        )
-        return self._joined(costs, launchable, *self.pool_variants(costs, launchable))
+        configured = self._joined(*self.configuration_variants(costs.plans.take(base)))
+        pooled = self._joined(*self.pool_variants(costs, launchable, configured))
+        found = [part for part in (configured, pooled) if part is not None]
+        if not found:
+            return costs, launchable
+        # One concatenation of the (large) searched table, whatever joins it.
+        variants = reduce(CostTable.concat, [v for v, _ in found])
+        self.search.candidates += len(variants)
+        return costs.concat(variants), np.concatenate([launchable, *(r for _, r in found)])
 
+    @staticmethod
     def _joined(
+        variants: CostTable | None, alive: np.ndarray, runnable: np.ndarray, research: np.ndarray
+    ) -> tuple[CostTable, np.ndarray] | None:
+        """The variants that pass and that some framework runs, and where a released one
+        does (None if none)."""
+        joined = np.flatnonzero(alive & (runnable | research))
+        if variants is None or not joined.size:
+            return None
+        return variants.take(joined), runnable[joined]
+
+    def pool_variants(
         self,
         costs: CostTable,
         launchable: np.ndarray,
-        variants: CostTable | None,
-        alive: np.ndarray,
-        runnable: np.ndarray,
-        research: np.ndarray,
-    ) -> tuple[CostTable, np.ndarray]:
-        """`costs` with the variants that pass and that some framework runs."""
-        joined = np.flatnonzero(alive & (runnable | research))
-        if variants is None or not joined.size:
-            return costs, launchable
-        self.search.candidates += int(joined.size)
-        return costs.concat(variants.take(joined)), np.concatenate([launchable, runnable[joined]])
-
-    def pool_variants(
-        self, costs: CostTable, launchable: np.ndarray
+        configured: tuple[CostTable, np.ndarray] | None = None,
     ) -> tuple[CostTable | None, np.ndarray, np.ndarray, np.ndarray]:
         """The plans with the models of `pooled_roles` on pools of their own, each of the
         sizes `search.own_pool_sizes` tries (survey §3.1.1: forward-only models as plain
         data-parallel replicas; §4.2: partial co-location), costed and judged: for each size,
         the POOL_PER_SIZE fastest of the POOL_BASES fastest rankable plans (launchable, not
-        lagging the policy more than allowed) whose layouts still divide the GPUs left to
-        them, under their own configuration."""
+        lagging the policy more than allowed; those of `costs` and the `configured` variants
+        with where a released framework runs them) whose layouts still divide the GPUs left
+        to them, under their own configuration."""
         roles = self.pooled_roles()
         plan = self.resolved.scenario.plan
+        none = costs.plans.take(np.zeros(0, dtype=np.int64))
+        if not roles:
+            return self._judged(none)
         rankable = np.flatnonzero(launchable & ~lagging(self, costs.plans))
-        if not roles or not rankable.size:
-            return self._judged(costs.plans.take(np.zeros(0, dtype=np.int64)))
-        order = rankable[np.argsort(costs.step_seconds[rankable], kind="stable")[:POOL_BASES]]
+        top = rankable[np.argsort(costs.step_seconds[rankable], kind="stable")[:POOL_BASES]]
+        plans, seconds = costs.plans.take(top), costs.step_seconds[top]
+        if configured is not None:
+            variants, runs = configured
+            keep = np.flatnonzero(runs & ~lagging(self, variants.plans))
+            plans = plans.concat(variants.plans.take(keep))
+            seconds = np.concatenate([seconds, variants.step_seconds[keep]])
+        if not len(plans):
+            return self._judged(none)
         table = pool_variants(
-            costs.plans.take(order),
+            plans.take(np.argsort(seconds, kind="stable")[:POOL_BASES]),
             roles,
             own_pool_sizes(self.resolved.gpus),
             ASSESSMENT_TP if plan.assessment is None else (),
