@@ -40,7 +40,7 @@ from rlmguide.cost.memory import (
     model_parallel_params,
     reshard_bytes,
 )
-from rlmguide.cost.model_pass import flops_per_token, forward_counts
+from rlmguide.cost.model_pass import forward_counts, work_per_token
 from rlmguide.cost.overheads import Overheads
 from rlmguide.cost.stage import StageCost, chain, choose, idle_stage
 from rlmguide.cost.training import micro_batches, pipeline_stage, value_head_stage
@@ -122,7 +122,7 @@ def forward_stage(
         per_round_hbm_seconds=zero,
         per_round_hbm_bytes=zero,
         per_round_link_bytes=zero,
-        work_flop=sequences * tokens * flops_per_token(fig, counts, tokens),
+        work_flop=sequences * tokens * work_per_token(fig, counts, tokens, layout),
         expert_loop_seconds=overheads.expert_loop_seconds,
         expert_compute=eff.expert_compute,
     )

@@ -282,7 +282,8 @@ class CostTable:
 
 TRAIN_COLUMNS = (
     "train_gpus", "train_tp", "train_pp", "train_cp", "train_ep", "train_etp", "train_zero",
-    "train_recompute", "train_fp8", "train_lora_rank", "offload_phase", "offload_optimizer",
+    "train_ep_isolated", "train_recompute", "train_fp8", "train_lora_rank", "offload_phase",
+    "offload_optimizer",
     "offload_params", "offload_frozen", "critic_gpus", "reference_gpus", "reward_gpus",
     "critic_shared", "fusion", "train_micro_tokens", "train_fp32_gradients",
     "train_sequence_parallel", "train_virtual_stages", "assess_tp", "assess_pp",

@@ -94,6 +94,14 @@ class TrainLayout:
     sequence_parallel: BoolArray
     virtual_stages: FloatArray
     """Chunks of layers per pipeline rank (Megatron's interleaved 1F1B); 1 = plain 1F1B."""
+    ep_isolated: BoolArray
+    """The survey's isolated EP: the ep ranks of a group run the same tokens (B.3.6)."""
+
+    @property
+    def data_shards(self) -> FloatArray:
+        """Data-parallel ranks with tokens of their own: dp, or dp / ep where an isolated EP
+        group shares one shard."""
+        return np.where(self.ep_isolated, self.dp / self.ep, self.dp)
 
     @classmethod
     def of(cls, table: PlanTable) -> TrainLayout:
@@ -118,6 +126,7 @@ class TrainLayout:
             sequence_parallel=table.train_sequence_parallel,
             # Interleaving needs pipeline stages: a searched pp = 1 runs the plain schedule.
             virtual_stages=np.where(table.train_pp > 1, floats(table.train_virtual_stages), 1.0),
+            ep_isolated=table.train_ep_isolated,
         )
 
     def with_gpus(self, gpus: FloatArray) -> TrainLayout:
@@ -143,6 +152,7 @@ class TrainLayout:
             dp=np.where(own, np.maximum(np.floor(self.gpus / (a_tp * a_pp)), 1.0), self.dp),
             zero=np.where(own, 0, self.zero),
             offload_params=np.where(own, False, self.offload_params),
+            ep_isolated=np.where(own, False, self.ep_isolated),
         )
 
     def relaid(self, other: TrainLayout) -> BoolArray:

@@ -450,7 +450,7 @@ def training_memory(
     fixed = weights + gradients + optimizer + frozen_in_training + gathered
 
     budget = default_micro_tokens(layout, batch, overheads)
-    per_rank = np.ceil(batch.trained_sequences / batch.minibatches / layout.dp)
+    per_rank = np.ceil(batch.trained_sequences / batch.minibatches / layout.data_shards)
     in_flight = first_stage_in_flight(layout, per_rank)
     one = np.ones(n)
     per_token = _largest([activation_bytes(f, layout, one, in_flight) * m for f, m in trained], n)

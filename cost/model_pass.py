@@ -90,6 +90,17 @@ def flops_per_token(fig: ModelFigures, counts: PassCounts, sequence_tokens: floa
     return counts.param_flops * fig.params_active + counts.attention * attention
 
 
+def work_per_token(
+    fig: ModelFigures, counts: PassCounts, sequence_tokens: float, layout: TrainLayout
+) -> FloatArray:
+    """The whole layout's FLOPs per token of the batch: `flops_per_token`, plus, where an
+    isolated EP group replicates the dense path (survey Table 8), its dense FLOPs ep - 1 times
+    more."""
+    whole = flops_per_token(fig, counts, sequence_tokens)
+    dense = whole - counts.param_flops * routed_active_params(fig)
+    return whole + np.where(layout.ep_isolated, (layout.ep - 1.0) * dense, 0.0)
+
+
 def routed_active_params(fig: ModelFigures) -> float:
     """Routed-expert parameters one token passes through (top-k of the experts)."""
     return fig.expert_params * fig.experts_per_token / max(fig.experts, 1)
@@ -163,8 +174,14 @@ def micro_pass(
     share = fig.stage_share(pp)
     layers = fig.layers * share
     # Routed-expert FLOPs take (1 + w0 / w) as long as dense FLOPs do.
-    slow = counts.param_flops * routed_active_params(fig) * expert_slowdown(fig, expert_compute)
-    flops = flops_per_token(fig, counts, sequence_tokens) + slow
+    routed = counts.param_flops * routed_active_params(fig)
+    slowdown = expert_slowdown(fig, expert_compute)
+    flops = flops_per_token(fig, counts, sequence_tokens) + routed * slowdown
+    # Isolated EP: every rank of the group runs the group's tokens through the dense path
+    # (micro_batches gives it ep times the tokens) but its routed experts see only their
+    # 1/ep of them, so per token of this rank the routed work is 1/ep (survey B.3.6).
+    unrouted = routed * (1.0 + slowdown) * (1.0 - 1.0 / layout.ep)
+    flops = flops - np.where(layout.ep_isolated, unrouted, 0.0)
     compute = tokens * flops * share / tp / flops_rate
 
     activation = tokens * fig.hidden * BF16_BYTES
@@ -185,6 +202,12 @@ def micro_pass(
         ep_calls = counts.ep_all_to_alls * fig.sparse_layers * share
         # With sequence parallelism each tensor rank routes its 1/tp of the tokens.
         ep_sent = ep_calls * gather_bytes(activation / tp * fig.experts_per_token, ep_link)
+        # Isolated, the tokens are already on every rank of the group: no dispatch; the
+        # partial expert outputs are summed over the group, one all-reduce where folding
+        # runs a dispatch and a combine all-to-all.
+        summed = ep_calls / 2.0 * all_reduce_bytes(activation / tp, ep_link)
+        ep_sent = np.where(layout.ep_isolated, summed, ep_sent)
+        ep_calls = np.where(layout.ep_isolated, ep_calls / 2.0, ep_calls)
         parts.append((transfer_seconds(ep_sent, ep_link, ep_calls), ep_link))
         sent = sent + np.where(ep_link.active(), ep_sent, 0.0)
 

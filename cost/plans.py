@@ -118,6 +118,9 @@ class PlanTable:
     train_ep: IntArray
     train_etp: IntArray
     """Tensor parallelism inside each expert; experts fold over tp x cp x dp / etp ranks."""
+    train_ep_isolated: BoolArray
+    """The survey's isolated EP (plan.train.expert_layout): the ep ranks of a group share
+    their tokens and replicate the dense work; False is Megatron's folding."""
     train_dp: IntArray
     train_zero: IntArray
     train_recompute: IntArray
@@ -186,6 +189,7 @@ class PlanTable:
         train_cp: npt.ArrayLike = 1,
         train_ep: npt.ArrayLike = 1,
         train_etp: npt.ArrayLike | None = None,
+        train_ep_isolated: npt.ArrayLike = False,
         staleness: npt.ArrayLike = 1,
         prefix_caching: npt.ArrayLike = True,
         rollout_attention_dp: npt.ArrayLike = 1,
@@ -220,6 +224,7 @@ class PlanTable:
             "train.gpus": train_gpus, "train.tp": train_tp, "train.pp": train_pp,
             "train.cp": train_cp, "train.ep": train_ep,
             "train.etp": train_tp if train_etp is None else train_etp, "train.zero": train_zero,
+            "train.expert_layout": train_ep_isolated,
             "train.recompute": train_recompute, "max_staleness": staleness,
             "prefix_caching": prefix_caching, "rollout.attention_dp": rollout_attention_dp,
             "rollout.cp": rollout_cp, "rollout.precision": rollout_fp8,
@@ -280,7 +285,7 @@ class PlanTable:
             name: np.ascontiguousarray(column(counts[name]).astype(bool))
             for name in ("rollout.precision", "rollout.cuda_graphs", "train.precision",
                          "train.offload.phase", "train.fp32_gradients",
-                         "train.sequence_parallel",
+                         "train.sequence_parallel", "train.expert_layout",
                          "train.offload.params", "train.offload.frozen", "critic")
         }  # fmt: skip
         zero = np.ascontiguousarray(column(train_zero).astype(np.int64))
@@ -340,6 +345,7 @@ class PlanTable:
             train_cp=t_cp,
             train_ep=ints["train.ep"],
             train_etp=ints["train.etp"],
+            train_ep_isolated=flags["train.expert_layout"],
             train_dp=t_gpus // (t_tp * t_pp * t_cp),
             train_zero=zero,
             train_recompute=recompute,
@@ -414,6 +420,7 @@ class PlanTable:
                 "train_cp": t.cp or 1,
                 "train_ep": t.ep or 1,
                 "train_etp": t.etp or t.tp,
+                "train_ep_isolated": t.expert_layout == "isolated",
                 "train_zero": t.zero,
                 "train_recompute": t.recompute,
                 "rollout_attention_dp": r.attention_dp or 1,
@@ -483,6 +490,7 @@ class PlanTable:
                 "dp": int(self.train_dp[i]),
                 "ep": int(self.train_ep[i]),
                 "etp": int(self.train_etp[i]),
+                "expert_layout": "isolated" if self.train_ep_isolated[i] else "folded",
                 "zero": int(self.train_zero[i]),
                 "recompute": RECOMPUTE[int(self.train_recompute[i])],
                 "precision": "fp8" if self.train_fp8[i] else "bf16",
@@ -644,6 +652,20 @@ def plan_problems(
             )
         )
     found += _configuration_problems(table, critic is not None)
+    rows = np.flatnonzero(
+        table.train_ep_isolated
+        & ((table.train_ep == 1) | (table.train_dp % table.train_ep != 0)
+           | (table.train_etp != table.train_tp))
+    )  # fmt: skip
+    if rows.size:
+        found.append(
+            PlanError(
+                "train.expert_layout",
+                "isolated expert parallelism shares each data shard over an ep group: it needs "
+                "ep > 1 dividing dp, and etp = tp",
+                rows,
+            )
+        )
     found += _assessment_problems(table, frozen)
     rows = np.flatnonzero(table.offload_params & (table.train_zero < 3))
     if rows.size:

@@ -23,7 +23,12 @@ from rlmguide.cost.efficiency import EfficiencyFactors
 from rlmguide.cost.hardware import Hardware
 from rlmguide.cost.layouts import TrainLayout, TrainLinks
 from rlmguide.cost.memory import OPTIMIZER_BYTES, trainable_params
-from rlmguide.cost.model_pass import PassCounts, flops_per_token, micro_pass, training_counts
+from rlmguide.cost.model_pass import (
+    PassCounts,
+    micro_pass,
+    training_counts,
+    work_per_token,
+)
 from rlmguide.cost.overheads import Overheads
 from rlmguide.cost.stage import StageCost, choose
 from rlmguide.cost.units import BF16_BYTES
@@ -47,10 +52,10 @@ class MicroBatches:
 def micro_batches(
     sequences: float, layout: TrainLayout, batch: Batch, budget_tokens: FloatArray
 ) -> MicroBatches:
-    """Pack `sequences` (split over dp ranks) into micro-batches of `budget_tokens` tokens
-    (packing by tokens, so the mean count of sequences per micro-batch may be fractional);
-    a sequence longer than the budget is a micro-batch of its own."""
-    per_rank = np.ceil(sequences / layout.dp)
+    """Pack `sequences` (split over the dp ranks' data shards) into micro-batches of
+    `budget_tokens` tokens (packing by tokens, so the mean count of sequences per micro-batch
+    may be fractional); a sequence longer than the budget is a micro-batch of its own."""
+    per_rank = np.ceil(sequences / layout.data_shards)
     per_micro = np.maximum(budget_tokens / batch.sequence_tokens, 1.0)
     count = np.ceil(per_rank / per_micro)
     return MicroBatches(count, per_rank * batch.sequence_tokens / count)
@@ -177,7 +182,7 @@ def train_model_stage(
         per_round_hbm_seconds=update_time + offload_time,
         per_round_hbm_bytes=update_bytes,
         per_round_link_bytes=dense_sent + expert_sent,
-        work_flop=tokens * flops_per_token(fig, counts, batch.sequence_tokens),
+        work_flop=tokens * work_per_token(fig, counts, batch.sequence_tokens, layout),
         expert_loop_seconds=overheads.expert_loop_seconds,
         expert_compute=eff.expert_compute,
     )

@@ -42,6 +42,7 @@ def _train_layout(plan: dict[str, Any]) -> str:
             f", LoRA r{t['lora_rank']}" if t.get("lora_rank") else "",
             ", no SP" if t["tp"] > 1 and t.get("sequence_parallel") is False else "",
             f", vp {t['virtual_stages']}" if t.get("virtual_stages", 1) > 1 else "",
+            ", EP isolated (dense work x ep)" if t.get("expert_layout") == "isolated" else "",
         ]
     )
     train = (
@@ -102,7 +103,13 @@ def _print_what_if(found: list[dict[str, Any]], fmt: str) -> None:
     else:
         rows = [
             (
-                f"critic {w['critic']}, fusion {w['fusion']}",
+                f"critic {w['critic']}, fusion {w['fusion']}"
+                + (
+                    f", assessment tp {w['assessment']['tp']} pp {w['assessment']['pp']}"
+                    if w.get("assessment")
+                    else ""
+                )
+                + (", EP isolated" if w.get("expert_layout") == "isolated" else ""),
                 f"{w['placement']} {w['execution']}",
                 f"{w['step_seconds']:.1f}",
                 f"{w['gain_percent']:+.1f}%",
@@ -360,6 +367,8 @@ def _print_best(result: dict[str, Any], fmt: str) -> None:
             ("departure", f"{departure['why']} ({departure['simplest_plan']}: "
                           f"{departure['simplest_step_seconds']:.1f} s)")
         )  # fmt: skip
+    if result.get("pool_search"):
+        notes.append(("own pools", result["pool_search"]["why"]))
     notes += [("what would move it", n) for n in result["notes"]]
     notes += [("rejected", f"{r['reason']}: {r['count']:,}") for r in result["rejected"]]
     notes += [("chosen by estimate", c) for c in result.get("chosen", [])]

@@ -38,12 +38,19 @@ a plan that uses it."""
 FROZEN_LAYOUT = "frozen-model-layout"
 """The technique of a plan that gives the frozen models a layout of their own
 (plan.assessment, Table 9's "TP/PP for Assessment"): a framework must claim it to run one."""
+ISOLATED_EP = "isolated-expert-parallelism"
+"""The technique of a plan whose ep ranks replicate the dense work (plan.train.expert_layout
+isolated, survey B.3.6): a framework must claim it to run one."""
 
 
 def configuration_techniques(
-    critic: str | None, fusion: str | None, assessment: Mapping[str, Any] | None = None
+    critic: str | None,
+    fusion: str | None,
+    assessment: Mapping[str, Any] | None = None,
+    expert_layout: str | None = None,
 ) -> list[tuple[str, str]]:
-    """(technique, plan field) of each Table 9 configuration a plan uses."""
+    """(technique, plan field) of each Table 9 configuration a plan uses, and of an isolated
+    expert layout (survey Tables 7-8)."""
     given = {"plan.critic": critic, "plan.fusion": fusion}
     found = [
         (feature, f"{fact}: {given[fact]}")
@@ -54,6 +61,8 @@ def configuration_techniques(
         found.append(
             (FROZEN_LAYOUT, f"plan.assessment: tp {assessment['tp']}, pp {assessment['pp']}")
         )
+    if expert_layout == "isolated":
+        found.append((ISOLATED_EP, "plan.train.expert_layout: isolated"))
     return found
 
 
@@ -267,6 +276,9 @@ def _uses(env: Mapping[str, Any], size: int, level: str) -> dict[str, np.ndarray
         if "plan.assessment.tp" in env:
             given = np.broadcast_to(np.asarray(env["plan.assessment.tp"]), (size,))
             uses[FROZEN_LAYOUT] = given > 0
+        if "plan.train.expert_layout" in env:
+            layout = np.broadcast_to(np.asarray(env["plan.train.expert_layout"]), (size,))
+            uses[ISOLATED_EP] = layout == "isolated"
     if isinstance(env, dict):
         env[key] = uses
     return uses
@@ -275,7 +287,7 @@ def _uses(env: Mapping[str, Any], size: int, level: str) -> dict[str, np.ndarray
 PLAN_FEATURES = frozenset(
     {"colocated-placement", "disaggregated-placement", *EXECUTION_FEATURE.values()}
     | {feature for _, feature, _ in CONFIGURATION_FEATURES}
-    | {FROZEN_LAYOUT}
+    | {FROZEN_LAYOUT, ISOLATED_EP}
 )
 """Features a framework must claim to run a plan that uses them (with the algorithm): a
 partial claim on one runs the plan only when the part that exists is what the planner costs."""

@@ -72,6 +72,8 @@ from rlmguide.rules.search import (
     Split,
     executions,
     offload_options,
+    own_pool_sizes,
+    pool_variants,
     prefix_caching_options,
     rollout_layouts,
     split_unit,
@@ -94,6 +96,10 @@ rollout layouts are probed first: mixtures of experts from about a hundred GPUs.
 
 VARIANT_BASE = 16
 """The fastest plans of a search that are costed again under Table 9's other configurations."""
+POOL_BASES = 1024
+"""Fastest plans that own-pool variants are made of (`Recommender.pool_variants`)."""
+POOL_PER_SIZE = 2
+"""Own-pool variants kept per pool size, donor pool and frozen-model layout."""
 ASSESSMENT_TP = (1, 2, 4, 8)
 """Tensor degrees tried for the frozen models' own layout (plan.assessment, pp 1) beside the
 training layout, where the scenario leaves it open: data-parallel replicas of one GPU (the
@@ -285,6 +291,7 @@ def plan_facts(table: PlanTable, costs: CostTable | None = None) -> dict[str, An
         facts[f"plan.pools.{model}"] = getattr(table, f"{model}_gpus")
     facts["plan.assessment.tp"] = table.assess_tp
     facts["plan.assessment.pp"] = table.assess_pp
+    facts["plan.train.expert_layout"] = np.where(table.train_ep_isolated, "isolated", "folded")
     if costs is not None:
         facts["plan.step_seconds"] = costs.step_seconds
         facts["plan.memory.rollout_gib"] = costs.memory_rollout_gib
@@ -335,6 +342,7 @@ def fixed_columns(resolved: Resolved) -> dict[str, Any]:
         "train_fp32_gradients": bool(plan.train.fp32_gradients),
         "train_sequence_parallel": plan.train.sequence_parallel is not False,
         "train_virtual_stages": plan.train.virtual_stages or 1,
+        "train_ep_isolated": plan.train.expert_layout == "isolated",
         "train_fp8": plan.train.precision == "fp8",
         "train_lora_rank": plan.train.lora_rank or 0,
         "critic_gpus": plan.pools.critic or 0,
@@ -476,7 +484,7 @@ class Recommender:
             self.labels = self.supports
             plan = resolved.scenario.plan
             for feature, field in configuration_techniques(
-                plan.critic, plan.fusion, fixed_assessment(plan)
+                plan.critic, plan.fusion, fixed_assessment(plan), plan.train.expert_layout
             ):
                 if feature not in self.supports[0].claimed:
                     raise NoFeasiblePlan(
@@ -1053,17 +1061,89 @@ class Recommender:
         of the VARIANT_BASE fastest plans and of the fastest of each placement and execution
         mode (a framework that fuses stages may run only synchronous plans): a configuration
         changes the assessment and training, not which layouts are best. A variant only a
-        research system runs joins as a what-if (`launchable` false)."""
+        research system runs joins as a what-if (`launchable` false). Then the models whose
+        pools the scenario leaves open are given pools of their own (`pool_variants`)."""
         order = np.argsort(costs.step_seconds, kind="stable")
         pair = (costs.plans.placement * len(EXECUTIONS) + costs.plans.execution)[order]
         _, firsts = np.unique(pair, return_index=True)
         base = np.union1d(order[:VARIANT_BASE], order[firsts])
-        variants, alive, runnable, research = self.configuration_variants(costs.plans.take(base))
+        configured = self._joined(*self.configuration_variants(costs.plans.take(base)))
+        pooled = self._joined(*self.pool_variants(costs, launchable, configured))
+        found = [part for part in (configured, pooled) if part is not None]
+        if not found:
+            return costs, launchable
+        # One concatenation of the (large) searched table, whatever joins it.
+        variants = reduce(CostTable.concat, [v for v, _ in found])
+        self.search.candidates += len(variants)
+        return costs.concat(variants), np.concatenate([launchable, *(r for _, r in found)])
+
+    @staticmethod
+    def _joined(
+        variants: CostTable | None, alive: np.ndarray, runnable: np.ndarray, research: np.ndarray
+    ) -> tuple[CostTable, np.ndarray] | None:
+        """The variants that pass and that some framework runs, and where a released one
+        does (None if none)."""
         joined = np.flatnonzero(alive & (runnable | research))
         if variants is None or not joined.size:
-            return costs, launchable
-        self.search.candidates += int(joined.size)
-        return costs.concat(variants.take(joined)), np.concatenate([launchable, runnable[joined]])
+            return None
+        return variants.take(joined), runnable[joined]
+
+    def pool_variants(
+        self,
+        costs: CostTable,
+        launchable: np.ndarray,
+        configured: tuple[CostTable, np.ndarray] | None = None,
+    ) -> tuple[CostTable | None, np.ndarray, np.ndarray, np.ndarray]:
+        """The plans with the models of `pooled_roles` on pools of their own, each of the
+        sizes `search.own_pool_sizes` tries (survey §3.1.1: forward-only models as plain
+        data-parallel replicas; §4.2: partial co-location), costed and judged: for each size,
+        the POOL_PER_SIZE fastest of the POOL_BASES fastest rankable plans (launchable, not
+        lagging the policy more than allowed; those of `costs` and the `configured` variants
+        with where a released framework runs them) whose layouts still divide the GPUs left
+        to them, under their own configuration."""
+        roles = self.pooled_roles()
+        plan = self.resolved.scenario.plan
+        none = costs.plans.take(np.zeros(0, dtype=np.int64))
+        if not roles:
+            return self._judged(none)
+        rankable = np.flatnonzero(launchable & ~lagging(self, costs.plans))
+        top = rankable[np.argsort(costs.step_seconds[rankable], kind="stable")[:POOL_BASES]]
+        plans, seconds = costs.plans.take(top), costs.step_seconds[top]
+        if configured is not None:
+            variants, runs = configured
+            keep = np.flatnonzero(runs & ~lagging(self, variants.plans))
+            plans = plans.concat(variants.plans.take(keep))
+            seconds = np.concatenate([seconds, variants.step_seconds[keep]])
+        if not len(plans):
+            return self._judged(none)
+        table = pool_variants(
+            plans.take(np.argsort(seconds, kind="stable")[:POOL_BASES]),
+            roles,
+            own_pool_sizes(self.resolved.gpus),
+            ASSESSMENT_TP if plan.assessment is None else (),
+            self.resolved.gpus,
+            per_size=POOL_PER_SIZE,
+            one_pool=plan.placement != "colocated",
+            rollout_fixed=plan.rollout.gpus is not None,
+            train_fixed=plan.train.gpus is not None,
+        )
+        ok = valid_rows(
+            table,
+            self.resolved.policy,
+            self.resolved.critic,
+            cluster_gpus=self.resolved.gpus,
+            frozen=frozen_roles(self.resolved),
+        )
+        return self._judged(table.take(np.flatnonzero(ok)))
+
+    def pooled_roles(self) -> list[str]:
+        """The models whose own pool the search sizes: the frozen ones and a separate critic,
+        each where the scenario gives it no pool size (plan.pools)."""
+        plan = self.resolved.scenario.plan
+        roles = [role for role, _ in frozen_roles(self.resolved)]
+        if self.resolved.critic is not None and plan.critic != "shared":
+            roles.append("critic")
+        return [role for role in roles if getattr(plan.pools, role) is None]
 
     def configuration_variants(
         self, base: PlanTable
@@ -1095,12 +1175,17 @@ class Recommender:
             # The frozen models' own layouts, under each plan's own configuration.
             ones = np.ones(len(base), dtype=np.int64)
             tables += [replace(base, assess_tp=t * ones, assess_pp=ones) for t in ASSESSMENT_TP]
+        if plan.train.expert_layout is None and self.resolved.policy.moe is not None:
+            # The survey's isolated EP beside Megatron's folding (plan_problems keeps the
+            # plans whose ep divides dp): a what-if, as no framework in the KB claims it.
+            tables.append(replace(base, train_ep_isolated=np.ones(len(base), dtype=bool)))
         table = reduce(PlanTable.concat, tables)
         copies = len(tables)
         same = (
             (table.critic_shared == np.tile(base.critic_shared, copies))
             & (table.fusion == np.tile(base.fusion, copies))
             & (table.assess_tp == np.tile(base.assess_tp, copies))
+            & (table.train_ep_isolated == np.tile(base.train_ep_isolated, copies))
         )
         # Fusing the assessment into the rollout changes nothing where they already overlap.
         waits = np.isin(
@@ -1108,9 +1193,19 @@ class Recommender:
         )
         useful = ~same & (waits | ~inter_stage(table.fusion))
         ok = useful & valid_rows(
-            table, self.resolved.policy, self.resolved.critic, frozen=frozen_roles(self.resolved)
+            table,
+            self.resolved.policy,
+            self.resolved.critic,
+            cluster_gpus=self.resolved.gpus,
+            frozen=frozen_roles(self.resolved),
         )
-        table = table.take(np.flatnonzero(ok))
+        return self._judged(table.take(np.flatnonzero(ok)))
+
+    def _judged(
+        self, table: PlanTable
+    ) -> tuple[CostTable | None, np.ndarray, np.ndarray, np.ndarray]:
+        """`table`'s plans costed: where they pass memory and the require rules, where some
+        framework ranked runs them, and where only a research system does."""
         n = len(table)
         if not n:
             none = np.zeros(0, dtype=bool)
@@ -1152,7 +1247,9 @@ class Recommender:
             )
         if reason not in {r.id for r in self.rules}:
             plan = self.resolved.scenario.plan
-            if fixed := configuration_techniques(plan.critic, plan.fusion, fixed_assessment(plan)):
+            if fixed := configuration_techniques(
+                plan.critic, plan.fusion, fixed_assessment(plan), plan.train.expert_layout
+            ):
                 claims = "; ".join(
                     f"{feature} ({field}) is claimed by "
                     + (", ".join(f"{x.id} ({x.framework.availability.status})"
@@ -1427,7 +1524,7 @@ def what_if(recommender: Recommender, costs: CostTable, best: int) -> list[dict[
         features = sorted(
             f
             for f, _ in configuration_techniques(
-                row["critic"], row["fusion"], row.get("assessment")
+                row["critic"], row["fusion"], row.get("assessment"), row["train"]["expert_layout"]
             )
         )
         claimed = sorted(
@@ -1441,6 +1538,7 @@ def what_if(recommender: Recommender, costs: CostTable, best: int) -> list[dict[
                 "critic": row["critic"],
                 "fusion": row["fusion"],
                 **({"assessment": row["assessment"]} if "assessment" in row else {}),
+                "expert_layout": row["train"]["expert_layout"],
                 "placement": row["placement"],
                 "execution": row["execution"],
                 "step_seconds": seconds,
@@ -1596,7 +1694,72 @@ def recommend(
         )
         + _grid_notes(recommender),
         **({"what_if": what_if(recommender, costs, ranked.rows[0])} if with_what_if else {}),
+        **(
+            {"pool_search": pools}
+            if (pools := _pool_search(recommender, costs, eligible, ranked.rows[0]))
+            else {}
+        ),
         **passed,
+    }
+
+
+def _pool_search(
+    recommender: Recommender, costs: CostTable, eligible: np.ndarray, best: int
+) -> dict[str, Any] | None:
+    """Which own pools plan 1 gives the models whose pools were searched (`pooled_roles`), and
+    why: the fastest ranked-eligible plan with such a pool against the fastest without."""
+    roles = recommender.pooled_roles()
+    if not roles or not (recommender.frameworks and recommender.filter_frameworks):
+        return None
+    plans = costs.plans
+    own = np.zeros(len(plans), dtype=bool)
+    for role in roles:
+        own |= getattr(plans, f"{role}_gpus") > 0
+    sizes = own_pool_sizes(recommender.resolved.gpus)
+
+    def fastest(mask: np.ndarray) -> dict[str, Any] | None:
+        rows = np.flatnonzero(eligible & mask)
+        if not rows.size:
+            return None
+        i = int(rows[np.argmin(costs.step_seconds[rows])])
+        row = costs.row(i)
+        return {
+            "pools": {r: g for r, g in row["pools"].items() if g and r in roles},
+            "placement": row["placement"],
+            "step_seconds": float(costs.step_seconds[i]),
+        }
+
+    with_pool, without = fastest(own), fastest(~own)
+    chosen = {r: int(getattr(plans, f"{r}_gpus")[best]) for r in roles}
+    chosen = {r: g for r, g in chosen.items() if g}
+    if chosen:
+        why = "plan 1 gives " + ", ".join(f"the {r} model {g} GPUs of its own" for r, g in
+                                          chosen.items())  # fmt: skip
+    else:
+        why = f"plan 1 keeps the {', '.join(roles)} model(s) on the rollout and training GPUs"
+    why += f" (pool sizes tried: {', '.join(map(str, sizes))} GPUs)"
+    if with_pool is None:
+        why += "; no runnable plan with a pool of its own fits"
+    elif without is None:
+        why += "; no runnable plan without one fits"
+    else:
+        placed = ", ".join(f"{r} {g} GPUs" for r, g in with_pool["pools"].items())
+        change = 100.0 * (with_pool["step_seconds"] / without["step_seconds"] - 1.0)
+        why += (
+            f"; the fastest plan with one ({placed}, {with_pool['placement']}) takes "
+            f"{with_pool['step_seconds']:.1f} s a step, {abs(change):.1f}% "
+            f"{'slower' if change >= 0 else 'faster'} than the fastest without "
+            f"({without['step_seconds']:.1f} s)"
+        )
+        if (change < 0) != bool(chosen) and change != 0:
+            why += "; plan 1 is the simpler plan within the ranking's tie (rules.ranking)"
+    return {
+        "roles": roles,
+        "sizes_tried": sizes,
+        "chosen": chosen,
+        "fastest_with_own_pool": with_pool,
+        "fastest_without": without,
+        "why": why,
     }
 
 

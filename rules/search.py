@@ -9,10 +9,20 @@ Whatever the scenario's `plan:` fixes is held fixed.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
-from rlmguide.cost.plans import ONE_POOL, expert_ranks
+from rlmguide.cost.assessment import FROZEN_ROLES
+from rlmguide.cost.plans import (
+    DISAGGREGATED,
+    ONE_POOL,
+    PARTIALLY_COLOCATED,
+    PlanTable,
+    expert_ranks,
+    shares_gpus,
+    used_gpus,
+)
 from rlmguide.kb.schema import Offload, Plan
 from rlmguide.rules.scenario import Resolved
 
@@ -250,3 +260,104 @@ def prefix_caching_options(resolved: Resolved) -> list[bool]:
         return [fixed]
     generates = resolved.algorithm.online and resolved.samples_per_prompt > 1
     return [True, False] if generates else [False]
+
+
+POOL_SHARE = 2
+"""A model's own pool is searched up to 1/POOL_SHARE of the cluster: a model that needs
+more would leave the actor's rollout and training fewer GPUs than itself (the bundled LLM
+judge example gives its 72B judge 8 of 16 GPUs)."""
+
+
+def own_pool_sizes(cluster_gpus: int) -> list[int]:
+    """Sizes tried for a model's own pool where the scenario leaves it open: powers of two
+    up to 1/POOL_SHARE of the cluster (a bounded set: 12 sizes on 4,096 GPUs)."""
+    return powers_of_two(max(1, cluster_gpus // POOL_SHARE))
+
+
+def pool_variants(
+    base: PlanTable,
+    roles: Sequence[str],
+    sizes: Sequence[int],
+    assessment_tp: Sequence[int],
+    cluster_gpus: int,
+    *,
+    per_size: int,
+    one_pool: bool = True,
+    rollout_fixed: bool = False,
+    train_fixed: bool = False,
+) -> PlanTable:
+    """`base`'s plans (best first) with `roles` (each alone, then all of them) moved to pools
+    of their own of each size, the first `per_size` plans that allow it for each size, donor
+    pool and layout: the GPUs come from what the cluster leaves free, then from the shared pool
+    of a one-pool plan (which becomes partially colocated, survey §4.2) or from either pool of
+    a disaggregated one (`rollout_fixed`/`train_fixed`: the scenario fixes that pool's size,
+    it gives none; `one_pool` false: one-pool plans are left alone). Only whole
+    factorisations are kept: the shrunk pool's degrees divide it, and each own pool divides
+    by the degrees it runs (the training layout's tp x pp x cp for the critic; for the
+    frozen models, the base's assessment layout and each of `assessment_tp` at pp 1, the
+    data-parallel replicas of survey §3.1.1, or the training layout's where the base has
+    none). The model checks (heads, experts) are left to `plans.valid_rows`."""
+    subsets = [(role,) for role in roles] + ([tuple(roles)] if len(roles) > 1 else [])
+    free = cluster_gpus - used_gpus(base)
+    shared = shares_gpus(base.placement)
+    train_unit = base.train_tp * base.train_pp * base.train_cp
+    rollout_unit = base.rollout_tp * base.rollout_pp
+    main = np.maximum(base.rollout_gpus, base.train_gpus)
+    picked: list[np.ndarray] = []
+    columns: dict[str, list[np.ndarray]] = {
+        name: []
+        for name in ("rollout_gpus", "train_gpus", "placement", "critic_gpus",
+                     "reference_gpus", "reward_gpus", "assess_tp", "assess_pp")
+    }  # fmt: skip
+    frozen_layouts = [(base.assess_tp, base.assess_pp)] + [
+        (np.full(len(base), t), np.ones(len(base), dtype=np.int64)) for t in assessment_tp
+    ]
+    for subset in subsets:
+        holds_frozen = any(role in FROZEN_ROLES for role in subset)
+        for size in sizes:
+            take = np.maximum(len(subset) * size - free, 0)
+            donors = []
+            if one_pool and not (rollout_fixed or train_fixed):
+                rest = main - take
+                donors.append((shared, np.minimum(base.rollout_gpus, rest),
+                               np.minimum(base.train_gpus, rest), PARTIALLY_COLOCATED))  # fmt: skip
+            if not rollout_fixed:
+                donors.append((~shared, base.rollout_gpus - take, base.train_gpus, DISAGGREGATED))
+            if not train_fixed:
+                donors.append((~shared, base.rollout_gpus, base.train_gpus - take, DISAGGREGATED))
+            for applies, r_gpus, t_gpus, placement in donors:
+                whole = (
+                    applies
+                    & (r_gpus >= 1) & (t_gpus >= 1)
+                    & (r_gpus % rollout_unit == 0) & (t_gpus % train_unit == 0)
+                    & ("critic" not in subset or (size % train_unit == 0) & ~base.critic_shared)
+                )  # fmt: skip
+                for a_tp, a_pp in frozen_layouts if holds_frozen else frozen_layouts[:1]:
+                    units = np.where(a_tp > 0, a_tp * a_pp, train_unit)
+                    ok = whole & (~holds_frozen | (size % units == 0))
+                    rows = np.flatnonzero(ok & np.all(
+                        [getattr(base, f"{role}_gpus") == 0 for role in subset], axis=0
+                    ))[:per_size]  # fmt: skip
+                    if not rows.size:
+                        continue
+                    picked.append(rows)
+                    columns["rollout_gpus"].append(r_gpus[rows])
+                    columns["train_gpus"].append(t_gpus[rows])
+                    columns["placement"].append(np.full(rows.size, placement))
+                    for role in ("critic", "reference", "reward"):
+                        own = getattr(base, f"{role}_gpus")[rows]
+                        columns[f"{role}_gpus"].append(
+                            np.full(rows.size, size) if role in subset else own
+                        )
+                    columns["assess_tp"].append(a_tp[rows])
+                    columns["assess_pp"].append(a_pp[rows])
+    if not picked:
+        return base.take(np.zeros(0, dtype=np.int64))
+    table = base.take(np.concatenate(picked))
+    new = {name: np.concatenate(parts).astype(np.int64) for name, parts in columns.items()}
+    return replace(
+        table,
+        **new,
+        rollout_dp=new["rollout_gpus"] // (table.rollout_tp * table.rollout_pp),
+        train_dp=new["train_gpus"] // (table.train_tp * table.train_pp * table.train_cp),
+    )

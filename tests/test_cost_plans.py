@@ -103,7 +103,7 @@ def test_from_plans_fills_neutral_defaults_and_requires_the_rest() -> None:
                             "zero": 3, "recompute": "selective", "precision": "bf16",
                             "lora_rank": None, "offload": no_offload,
                             "fp32_gradients": False, "sequence_parallel": True,
-                            "virtual_stages": 1}  # fmt: skip
+                            "virtual_stages": 1, "expert_layout": "folded"}  # fmt: skip
     assert row["pools"] == {"critic": None, "reference": None, "reward": None}
     assert row["prefix_caching"] is True and row["max_staleness"] == 1
     with pytest.raises(PlanError, match=r"train\.zero"):

@@ -494,6 +494,16 @@ class TrainPlan(Strict):
     ep: PositiveInt | None = None
     etp: PositiveInt | None = None
     """Expert tensor parallelism (Megatron's expert_tensor_parallel_size); unset means tp."""
+    expert_layout: Literal["folded", "isolated"] | None = None
+    """How the ep ranks share the dense (attention and shared) layers' work. folded (unset):
+    each ep rank is a data-parallel rank with its own tokens, and the experts fold over the
+    dense layers' ranks (Megatron-Core's MoE parallel folding: its expert grid etp x ep x
+    expert-dp x pp re-factors the same ranks as tp x cp x dp x pp, parallel_state.py at
+    core_v0.15.0). isolated: the survey's isolated EP (Tables 7-8, B.3.6): the ep ranks of a
+    group run the same tokens through the whole dense path and split only the experts, so
+    the dense work is replicated ep times and the experts' outputs are summed over the group
+    instead of dispatched all-to-all. No framework in the knowledge base runs it: a what-if,
+    never searched as a plan to launch. Needs ep > 1 dividing dp, and etp = tp."""
     zero: Annotated[int, Field(ge=0, le=3)] | None = None
     """What is sharded over the data-parallel ranks: 0 nothing (DDP); 1 the optimizer states
     (DeepSpeed ZeRO-1, Megatron's distributed optimizer, whose gradients stay whole); 2 also
@@ -542,7 +552,9 @@ class TrainPlan(Strict):
 class ModelPools(Strict):
     """GPUs of a model's own pool, as OpenRLHF places critic, reference and reward model
     (--critic_num_gpus_per_node and the like); a model without one shares the actor's
-    training pool. The pools reuse the training layout's tp, pp, cp and ZeRO stage."""
+    training pool. The pools reuse the training layout's tp, pp, cp and ZeRO stage (the frozen
+    models: plan.assessment's where given). A size left out is searched (rules.search
+    .pool_variants): powers of two up to half the cluster, or none."""
 
     critic: PositiveInt | None = None
     reference: PositiveInt | None = None
