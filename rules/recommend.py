@@ -1577,6 +1577,8 @@ Refusal = Callable[[int, dict[str, Any]], str | None]
 """Why a row of the result (and its costed plan) cannot be used (None: it can): see
 `recommend`'s `first`."""
 PASSED_OVER_SHOWN = 5
+LAUNCH_CHECKS = 256
+"""Ranked plans read for an export refusal before the ranking stands as it is."""
 """Plans passed over by `recommend(first=...)` that the result lists, best first."""
 
 
@@ -1604,6 +1606,51 @@ def _first(
     )
 
 
+def _shown_plan(costs: CostTable, row: int) -> dict[str, Any]:
+    plan = costs.row(row)
+    if plan["execution"] == "sync":
+        plan["max_staleness"] = 0
+    return plan
+
+
+def _launchable_ranking(
+    recommender: Recommender,
+    costs: CostTable,
+    top: int,
+    scores: np.ndarray,
+    eligible: np.ndarray,
+) -> Ranked:
+    """The ranking with the plans every released runner's export refuses moved out (a plan
+    whose claims let AReaL run it, but whose mode AReaL's launch has no entry point for, is
+    not one a user can start). Refusals are read on the places the ranking shows, which
+    move as refused plans leave (a tie's simpler plan is chosen among those left), at most
+    LAUNCH_CHECKS of them, so a search pays for a bounded number of checks; `eligible` is
+    narrowed in place. Past the bound the ranking stands as it is, and the plans shown name
+    who refused them."""
+    ranked = rank(costs, top, scores, eligible)
+    if recommender.launch_check is None:
+        return ranked
+    verdicts: dict[int, bool] = {}
+    while len(verdicts) < LAUNCH_CHECKS:
+        rows = [place.row for place in ranked.places]
+        for row in rows:
+            if row not in verdicts:
+                verdicts[row] = _refused_by_all(recommender, costs, row)
+        refused = [row for row in rows if verdicts[row]]
+        narrowed = eligible.copy()
+        narrowed[refused] = False
+        if not refused or not narrowed.any():
+            break
+        eligible[:] = narrowed
+        ranked = rank(costs, top, scores, eligible)
+    return ranked
+
+
+def _refused_by_all(recommender: Recommender, costs: CostTable, row: int) -> bool:
+    launchable_by, _, refused_by = recommender.runners(row, _shown_plan(costs, row))
+    return bool(refused_by) and not launchable_by
+
+
 def recommend(
     recommender: Recommender, top: int, with_what_if: bool = False, first: Refusal | None = None
 ) -> dict[str, Any]:
@@ -1625,7 +1672,7 @@ def recommend(
     passed: dict[str, Any] = {}
     start = 1
     if first is None:
-        ranked = rank(costs, top, scores, eligible)
+        ranked = _launchable_ranking(recommender, costs, top, scores, eligible)
     else:
         ranked, start, skipped, count = _first(costs, scores, eligible, first)
         passed = {"passed_over": skipped, "passed_over_count": count}
@@ -1635,9 +1682,7 @@ def recommend(
     plans = []
     for position, place in enumerate(ranked.places, start=start):
         i = place.row
-        plan = costs.row(i)
-        if plan["execution"] == "sync":
-            plan["max_staleness"] = 0
+        plan = _shown_plan(costs, i)
         plan["rules"] = [
             {
                 "id": rid,

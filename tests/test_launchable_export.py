@@ -34,7 +34,7 @@ def fixed(plan: dict[str, Any]) -> dict[str, Any]:
     rollout = {k: plan["rollout"][k] for k in ("gpus", "tp", "pp", "ep", "cp")}
     train = {
         k: plan["train"][k]
-        for k in ("gpus", "tp", "pp", "cp", "ep", "zero", "recompute", "virtual_stages")
+        for k in ("gpus", "tp", "pp", "cp", "ep", "etp", "zero", "recompute", "virtual_stages")
     }
     out = {
         "placement": plan["placement"],
