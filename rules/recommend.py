@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import reduce
 from typing import Any, NamedTuple
@@ -512,6 +512,9 @@ class Recommender:
         self.final_env: dict[str, Any] = {}
         self.final_size = 0
         """The facts of the rows `run` returned (row_facts and pairs_for read them)."""
+        self._frameworks_of: dict[int, list[str]] = {}
+        self._frameworks_env: dict[str, Any] | None = None
+        """frameworks_of's verdicts, and the facts they were judged on."""
         self.ranked_rows: list[int] = []
         """Rows of those plans in rank order, once `recommend` has ranked them."""
         self.facts = scenario_facts(resolved)
@@ -1361,16 +1364,31 @@ class Recommender:
     def frameworks_for(self, row: int) -> list[str]:
         """The frameworks whose claims and constraints allow row `row` of the result (judged
         on that row alone: only the plans shown need it)."""
-        if not self.frameworks:
-            return []
-        n = self.final_size
-        env = {
-            name: value[row : row + 1] if np.shape(value)[:1] == (n,) else value
-            for name, value in self.final_env.items()
-            if not name.startswith("_")  # memoised intermediates of all rows
-        }
-        seen: dict[str, np.ndarray] = {}
-        return sorted(x.id for x in self.labels if x.runnable(env, 1, "plan", seen)[0][0])
+        return self.frameworks_of([row])[row]
+
+    def frameworks_of(self, rows: Sequence[int]) -> dict[int, list[str]]:
+        """`frameworks_for` of several rows, judged together (one evaluation of each
+        framework's claims and constraints over those rows) and remembered per row: the
+        launch check of the ranking reads many rows, and the plans shown read them again."""
+        known = self._frameworks_of
+        if self.final_env is not self._frameworks_env:
+            known.clear()
+            self._frameworks_env = self.final_env
+        todo = sorted({int(r) for r in rows if int(r) not in known})
+        if todo and not self.frameworks:
+            known.update({r: [] for r in todo})
+        elif todo:
+            n, index = self.final_size, np.asarray(todo)
+            env = {
+                name: value[index] if np.shape(value)[:1] == (n,) else value
+                for name, value in self.final_env.items()
+                if not name.startswith("_")  # memoised intermediates of all rows
+            }
+            seen: dict[str, np.ndarray] = {}
+            allowed = {x.id: x.runnable(env, len(todo), "plan", seen)[0] for x in self.labels}
+            for k, r in enumerate(todo):
+                known[r] = sorted(fid for fid, ok in allowed.items() if ok[k])
+        return {int(r): known[int(r)] for r in rows}
 
     def runners(
         self, row: int, plan: Mapping[str, Any]
@@ -1577,9 +1595,9 @@ Refusal = Callable[[int, dict[str, Any]], str | None]
 """Why a row of the result (and its costed plan) cannot be used (None: it can): see
 `recommend`'s `first`."""
 PASSED_OVER_SHOWN = 5
+"""Plans passed over by `recommend(first=...)` that the result lists, best first."""
 LAUNCH_CHECKS = 256
 """Ranked plans read for an export refusal before the ranking stands as it is."""
-"""Plans passed over by `recommend(first=...)` that the result lists, best first."""
 
 
 def _first(
@@ -1633,6 +1651,7 @@ def _launchable_ranking(
     verdicts: dict[int, bool] = {}
     while len(verdicts) < LAUNCH_CHECKS:
         rows = [place.row for place in ranked.places]
+        recommender.frameworks_of([row for row in rows if row not in verdicts])
         for row in rows:
             if row not in verdicts:
                 verdicts[row] = _refused_by_all(recommender, costs, row)
