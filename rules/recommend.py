@@ -1130,13 +1130,7 @@ class Recommender:
             rollout_fixed=plan.rollout.gpus is not None,
             train_fixed=plan.train.gpus is not None,
         )
-        ok = valid_rows(
-            table,
-            self.resolved.policy,
-            self.resolved.critic,
-            cluster_gpus=self.resolved.gpus,
-            frozen=frozen_roles(self.resolved),
-        )
+        ok = self._valid(table)
         return self._judged(table.take(np.flatnonzero(ok)))
 
     def pooled_roles(self) -> list[str]:
@@ -1195,14 +1189,18 @@ class Recommender:
             table.execution, (EXECUTIONS.index("sync"), EXECUTIONS.index("partial-rollout"))
         )
         useful = ~same & (waits | ~inter_stage(table.fusion))
-        ok = useful & valid_rows(
+        ok = useful & self._valid(table)
+        return self._judged(table.take(np.flatnonzero(ok)))
+
+    def _valid(self, table: PlanTable) -> np.ndarray:
+        """Where the variants built after the main round are plans the scenario allows."""
+        return valid_rows(
             table,
             self.resolved.policy,
             self.resolved.critic,
             cluster_gpus=self.resolved.gpus,
             frozen=frozen_roles(self.resolved),
         )
-        return self._judged(table.take(np.flatnonzero(ok)))
 
     def _judged(
         self, table: PlanTable
