@@ -513,8 +513,7 @@ class Recommender:
         self.final_size = 0
         """The facts of the rows `run` returned (row_facts and pairs_for read them)."""
         self._frameworks_of: dict[int, list[str]] = {}
-        self._frameworks_env: dict[str, Any] | None = None
-        """frameworks_of's verdicts, and the facts they were judged on."""
+        """frameworks_of's verdicts on the rows of final_env."""
         self.ranked_rows: list[int] = []
         """Rows of those plans in rank order, once `recommend` has ranked them."""
         self.facts = scenario_facts(resolved)
@@ -1052,6 +1051,7 @@ class Recommender:
         self.launchable = launchable
         final = {**self.facts, **plan_facts(costs.plans, costs)}
         self.final_env, self.final_size = final, len(costs)
+        self._frameworks_of = {}
         fired = {rule.id: rule.fires(final, len(costs)) for rule in self.rules}
         return costs, fired
 
@@ -1369,9 +1369,6 @@ class Recommender:
         framework's claims and constraints over those rows) and remembered per row: the
         launch check of the ranking reads many rows, and the plans shown read them again."""
         known = self._frameworks_of
-        if self.final_env is not self._frameworks_env:
-            known.clear()
-            self._frameworks_env = self.final_env
         todo = sorted({int(r) for r in rows if int(r) not in known})
         if todo and not self.frameworks:
             known.update({r: [] for r in todo})
@@ -1607,12 +1604,13 @@ def _first(
     passed: list[dict[str, Any]] = []
     reasons: Counter[str] = Counter()
     for position, place in enumerate(ranking(costs, scores, eligible), start=1):
-        why = refuses(place.row, costs.row(place.row))
+        plan = _shown_plan(costs, place.row)
+        why = refuses(place.row, plan)
         if why is None:
             return Ranked([place]), position, passed, reasons.total()
         reasons[why] += 1
         if len(passed) < PASSED_OVER_SHOWN:
-            passed.append({"rank": position, "plan": _describe(costs.row(place.row)), "why": why})
+            passed.append({"rank": position, "plan": _describe(plan), "why": why})
     # every distinct reason, not only the first plans': those may all meet one (a mode the
     # launch has no entry point for) and hide the one the plans it could launch meet
     count = reasons.total()

@@ -25,6 +25,12 @@ def invoke(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+def recommend_setting(assignments: tuple[str, ...]) -> tuple[int, str]:
+    """`recommend` on the small scenario with each assignment given as --set, as JSON."""
+    sets = [arg for a in assignments for arg in ("--set", a)]
+    return invoke("recommend", SMALL, *sets, "--format", "json")
+
+
 def assert_clean_bad_input(code: int, output: str, *expected: str) -> None:
     assert code == 2, output
     assert "internal error" not in output and "Traceback" not in output
@@ -201,9 +207,7 @@ def test_ctrl_c_in_any_command_exits_130_with_one_line(monkeypatch: pytest.Monke
 def test_decode_context_parallelism_outside_the_tensor_group_is_one_line(
     assignments: tuple[str, ...], expected: str
 ) -> None:
-    sets = [arg for a in assignments for arg in ("--set", a)]
-    code, out = invoke("recommend", SMALL, *sets, "--format", "json")
-    assert_clean_bad_input(code, out, expected)
+    assert_clean_bad_input(*recommend_setting(assignments), expected)
 
 
 @pytest.mark.parametrize(
@@ -218,9 +222,7 @@ def test_decode_context_parallelism_outside_the_tensor_group_is_one_line(
 def test_an_interleaving_with_more_chunks_than_layers_is_one_line(
     assignments: tuple[str, ...], expected: str
 ) -> None:
-    sets = [arg for a in assignments for arg in ("--set", a)]
-    code, out = invoke("recommend", SMALL, *sets, "--format", "json")
-    assert_clean_bad_input(code, out, expected)
+    assert_clean_bad_input(*recommend_setting(assignments), expected)
 
 
 def test_an_interleaving_is_only_planned_on_a_pipeline() -> None:
