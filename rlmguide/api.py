@@ -402,17 +402,26 @@ def _get(plan: Any, dotted: str) -> Any:
 
 
 def estimate(
-    scenario: Scenario | Mapping[str, Any] | str | Path, *, survey: bool = False
+    scenario: Scenario | Mapping[str, Any] | str | Path,
+    *,
+    survey: bool = False,
+    framework: str | None = None,
 ) -> Estimate:
     """The cost of exactly the plan the scenario fixes (`rlmguide estimate`): placement,
     execution and both layouts (the trainer's alone offline). A plan that does not fit is
     still returned, with `plan.feasible` False and `shortfall` saying why. `survey` adds the
-    survey's idealised work, depth and memory (`survey_model` on the plan)."""
+    survey's idealised work, depth and memory (`survey_model` on the plan). `framework`
+    costs the plan as that framework runs it, as `recommend --framework` does: its gradient
+    buffers (fp32 on a Megatron backend), where it keeps frozen models, its engine's default
+    concurrency and the cost constants it sets for itself; without one the plan is costed
+    as written (bf16 gradients unless plan.train.fp32_gradients says otherwise)."""
     from rlmguide.rules.recommend import memory_shortfall
     from rlmguide.rules.recommend import recommend as run
     from rlmguide.rules.scenario import fill_plan_defaults
 
     resolved, catalog = _resolved(_as_scenario(scenario))
+    if framework is not None:
+        _check_framework(framework, catalog)
     plan = resolved.scenario.plan
     # Offline methods generate nothing: the trainer's layout is the whole plan.
     required = ESTIMATE_REQUIRED if resolved.algorithm.online else OFFLINE_REQUIRED
@@ -425,10 +434,13 @@ def estimate(
             "(or use `rlmguide recommend` to search)"
         )
     resolved, chosen = fill_plan_defaults(resolved)
-    recommender = _recommender(resolved, catalog, enforce_memory=False, filter_frameworks=False)
+    recommender = _recommender(
+        resolved, catalog, enforce_memory=False, filter_frameworks=False, costed_as=framework
+    )
     with _failures():
         result = _finite(run(recommender, 1))
     result["chosen"] = chosen
+    result["costed_as"] = framework
     if survey:
         _add_survey(result, resolved)
     found = Estimate.model_validate(result)

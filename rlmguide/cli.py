@@ -904,6 +904,12 @@ def review(
 @format_option(("table", "json", "markdown"))
 @PLOT_OPTION
 @SURVEY_OPTION
+@click.option(
+    "--framework",
+    "framework",
+    metavar="ID",
+    help="Cost the plan as this framework runs it (its gradient buffers, frozen models, engine).",
+)
 def estimate(
     scenario_file: Path | None,
     assignments: tuple[str, ...],
@@ -911,17 +917,20 @@ def estimate(
     fmt: str,
     plot: Path | None,
     survey: bool,
+    framework: str | None,
     **flags: Any,
 ) -> None:
     """Cost exactly the plan the scenario fixes (placement, execution and both layouts).
 
     With --deployment ID, cost a published deployment as written (`--set` tries a variation).
-    A plan that does not fit is still broken down, then reported as a failure (exit 1).
+    --framework ID costs the plan as that framework runs it: its gradient buffers, where it
+    keeps frozen models, its engine's default concurrency. A plan that does not fit is still
+    broken down, then reported as a failure (exit 1).
     """
     from rlmguide import api
 
     scenario = load_scenario(scenario_file, flags, assignments, deployment)
-    found = api.estimate(scenario, survey=survey)
+    found = api.estimate(scenario, survey=survey, framework=framework)
     emit_plans(found, fmt, plot)
     if found.shortfall is not None:
         raise Failure(f"the plan does not fit: {found.shortfall}")

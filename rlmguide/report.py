@@ -371,6 +371,14 @@ def _print_best(result: dict[str, Any], fmt: str) -> None:
         notes.append(("own pools", result["pool_search"]["why"]))
     notes += [("what would move it", n) for n in result["notes"]]
     notes += [("rejected", f"{r['reason']}: {r['count']:,}") for r in result["rejected"]]
+    if result.get("costed_as"):
+        notes.append(
+            (
+                "costed as",
+                f"{result['costed_as']} runs it (its gradient buffers, "
+                "frozen models and engine concurrency; --framework changes it)",
+            )
+        )
     notes += [("chosen by estimate", c) for c in result.get("chosen", [])]
     notes += [("scenario", n) for n in result.get("resolution_notes", [])]
     print_rows(["", "note"], notes, fmt, title="notes")

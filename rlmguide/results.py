@@ -244,6 +244,9 @@ class Estimate(Recommendation):
     `shortfall` says which pool and term overflow by how much."""
 
     chosen: list[str]
+    costed_as: str | None = None
+    """The framework whose way of running the plan it was costed with (`estimate --framework`,
+    or the deployment's own); None: as written, framework-neutral."""
     _shortfall: str | None = PrivateAttr(default=None)
 
     @property

@@ -177,20 +177,22 @@ def recommender_for(
     """A recommender with the catalog's judges (`judges`, where a caller searches many
     scenarios on one catalog, compiled once); `factory` builds it (default `Recommender`; a
     subclass that costs plans across the parts of a mixed cluster, rules.mixed). One
-    framework's plans (`only`) run at its engines' default concurrency where its newest
-    mapping writes none, unless `engine_max_seqs` says otherwise (export's older mapping),
-    and with the gradient buffers its Megatron backend keeps (`fp32_gradients`) and the
-    frozen models where it keeps them (`frozen_on_host`). Each framework's constraint records
+    framework's plans (`only`, or any plan costed as it runs them: `costed_as`) run at its
+    engines' default concurrency where its newest mapping writes none, unless
+    `engine_max_seqs` says otherwise (export's older mapping), and with the gradient buffers
+    its Megatron backend keeps (`fp32_gradients`) and the frozen models where it keeps them
+    (`frozen_on_host`). Each framework's constraint records
     are those in scope for its newest mapping, or for the mapping `versions` names for it
     (export's and review's mapping)."""
     j = judges or judges_of(catalog)
     options["versions"] = {**j.versions, **(options.get("versions") or {})}
-    if options.get("only") is not None and "engine_max_seqs" not in options:
-        options["engine_max_seqs"] = j.engine_max_seqs.get(options["only"])
-    if options.get("only") is not None and "fp32_gradients" not in options:
-        options["fp32_gradients"] = options["only"] in j.fp32_gradients
-    if options.get("only") is not None and "frozen_on_host" not in options:
-        options["frozen_on_host"] = options["only"] in j.frozen_on_host
+    runs_as = options.get("only") or options.get("costed_as")
+    if runs_as is not None and "engine_max_seqs" not in options:
+        options["engine_max_seqs"] = j.engine_max_seqs.get(runs_as)
+    if runs_as is not None and "fp32_gradients" not in options:
+        options["fp32_gradients"] = runs_as in j.fp32_gradients
+    if runs_as is not None and "frozen_on_host" not in options:
+        options["frozen_on_host"] = runs_as in j.frozen_on_host
     return (factory or Recommender)(
         resolved,
         j.rules,
@@ -397,6 +399,7 @@ class Recommender:
         components: Mapping[str, str] | None = None,
         mapped: Collection[str] = (),
         only: str | None = None,
+        costed_as: str | None = None,
         research: bool = False,
         filter_frameworks: bool = True,
         exhaustive: bool = False,
@@ -418,9 +421,10 @@ class Recommender:
         used, neither its tie-breaks (`framework_defaults`) nor the cost constants read from it
         (cost.overheads.without_framework): its published launches are then judged out of
         sample; `only` costs with the constants that framework sets for itself
-        (cost.overheads.for_framework). `engine_max_seqs` caps the sequences an engine runs
-        at once (the cost model's cap otherwise): a framework whose launch cannot set it runs
-        at its engine's default.
+        (cost.overheads.for_framework), and so does `costed_as`, which keeps every
+        framework's label (estimate of one framework's launch). `engine_max_seqs` caps the
+        sequences an engine runs at once (the cost model's cap otherwise): a framework whose
+        launch cannot set it runs at its engine's default.
         `fp32_gradients` costs gradient buffers in fp32 where the scenario does not say;
         `frozen_on_host` parks the frozen models (reference, reward model) in every plan, as
         a framework that always does so runs them. `versions` names per framework the mapping
@@ -432,9 +436,12 @@ class Recommender:
         self.launch_check = launch_check
         self.enforce_memory = enforce_memory
         self.held_out = held_out
-        if only is not None:
+        if (only or costed_as) is not None:
             overheads = for_framework(
-                overheads, only, resolved.accelerator.memory_gib, resolved.accelerator_id
+                overheads,
+                only or costed_as,
+                resolved.accelerator.memory_gib,
+                resolved.accelerator_id,
             )
         if held_out is not None:
             overheads = without_framework(

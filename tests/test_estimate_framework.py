@@ -1,0 +1,75 @@
+"""`estimate --framework`: a fixed plan costed as one framework runs it, the way `recommend
+--framework` costs the plans it ranks (rules.recommend.recommender_for's `costed_as`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from rlmguide import api
+from rlmguide.cli import cli
+
+SLIME_MOE = "slime-qwen3-30b-a3b-grpo-8xh100"
+"""Megatron TP 4, EP 8, ETP 1 on 8 H100s, CPU Adam: slime's mapping keeps fp32 gradient
+buffers (Megatron's accumulate-allreduce-grads-in-fp32 under bf16)."""
+
+
+def _training(found: api.Estimate) -> dict[str, float]:
+    return found.model_dump(mode="json")["plans"][0]["memory_breakdown_gib"]["training"]
+
+
+@pytest.fixture(scope="module")
+def neutral() -> api.Estimate:
+    return api.estimate(api.Scenario.from_deployment(SLIME_MOE))
+
+
+@pytest.fixture(scope="module")
+def as_slime() -> api.Estimate:
+    return api.estimate(api.Scenario.from_deployment(SLIME_MOE), framework="slime")
+
+
+def test_gradient_buffers_follow_the_framework(neutral: api.Estimate, as_slime: api.Estimate):
+    # Qwen3-30B-A3B: 1.5e9 dense parameters over TP 4 and 29e9 expert ones over EP 8 leave
+    # about 4.0e9 on a GPU, 7.47 GiB of bf16 weights: 7.47 GiB of bf16 gradients as written,
+    # 14.9 GiB of fp32 ones as slime's Megatron keeps them.
+    plain, slime = _training(neutral), _training(as_slime)
+    assert plain["weights"] == pytest.approx(7.47, abs=0.01)
+    assert plain["gradients"] == pytest.approx(plain["weights"])
+    assert slime["weights"] == pytest.approx(plain["weights"])
+    assert slime["gradients"] == pytest.approx(2 * plain["weights"])
+    assert neutral.costed_as is None
+    assert as_slime.costed_as == "slime"
+
+
+def test_a_framework_without_fp32_buffers_leaves_them_bf16(neutral: api.Estimate):
+    # OpenRLHF trains with DeepSpeed: its mapping sets no fp32 gradient buffers.
+    found = api.estimate(api.Scenario.from_deployment(SLIME_MOE), framework="openrlhf")
+    assert _training(found)["gradients"] == pytest.approx(_training(neutral)["gradients"])
+
+
+def test_cli_reports_what_it_costed_as():
+    runner = CliRunner()
+    done = runner.invoke(
+        cli, ["estimate", "--deployment", SLIME_MOE, "--framework", "slime", "--format", "json"]
+    )
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.output)["costed_as"] == "slime"
+    table = runner.invoke(cli, ["estimate", "--deployment", SLIME_MOE, "--framework", "slime"])
+    assert table.exit_code == 0, table.output
+    assert "costed as" in table.output and "slime runs it" in table.output
+
+
+def test_unknown_framework_is_one_line_with_suggestions():
+    done = subprocess.run(
+        [sys.executable, "-m", "rlmguide", "estimate", "--deployment", SLIME_MOE,
+         "--framework", "slim"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1
+    assert "--framework: unknown framework 'slim'" in done.stderr
+    assert "slime" in done.stderr
