@@ -121,8 +121,15 @@ class Overheads:
 
     weight_broadcast_bucket_bytes: float = 512.0 * 2**20
     """Bucket of the network broadcast to rollout engines on other GPUs (disaggregated): the
-    same 512 MiB where a framework sets none of its own (verl's checkpoint engine and slime's
-    `--update-weight-buffer-size`); NeMo RL packs its own (OWN_FRAMEWORK_CONSTANTS)."""
+    same 512 MiB as the colocated buckets where a framework sets none of its own (slime's
+    `--update-weight-buffer-size`); NeMo RL packs its own (OWN_FRAMEWORK_CONSTANTS). verl is
+    not one number: its fully-async trainer packs 4096 MB buffers with the checkpoint engine
+    on (async_training.checkpoint_engine, the default in
+    verl/experimental/fully_async_policy/config/fully_async_ppo_megatron_trainer.yaml at
+    b178a3cd, github-volcengine-verl) and, with it off (the checkpoint-engine ablation rows
+    of docs-verl-fully-async the knowledge base records), broadcasts and loads one tensor at
+    a time (base_detach_sync.py _sync_vllm_weights): a depth of one step per tensor that
+    buckets do not describe. It keeps this default."""
 
     weight_sync_bucket_seconds: float = 40e-3
     """Fixed cost per bucket (gather launch, IPC handle or broadcast set-up, engine
