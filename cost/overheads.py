@@ -121,8 +121,15 @@ class Overheads:
 
     weight_broadcast_bucket_bytes: float = 512.0 * 2**20
     """Bucket of the network broadcast to rollout engines on other GPUs (disaggregated): the
-    same 512 MiB where a framework sets none of its own (verl's checkpoint engine and slime's
-    `--update-weight-buffer-size`); NeMo RL packs its own (OWN_FRAMEWORK_CONSTANTS)."""
+    same 512 MiB as the colocated buckets where a framework sets none of its own (slime's
+    `--update-weight-buffer-size`); NeMo RL packs its own (OWN_FRAMEWORK_CONSTANTS). verl is
+    not one number: its fully-async trainer packs 4096 MB buffers with the checkpoint engine
+    on (async_training.checkpoint_engine, the default in
+    verl/experimental/fully_async_policy/config/fully_async_ppo_megatron_trainer.yaml at
+    b178a3cd, github-volcengine-verl) and, with it off (the checkpoint-engine ablation rows
+    of docs-verl-fully-async the knowledge base records), broadcasts and loads one tensor at
+    a time (base_detach_sync.py _sync_vllm_weights): a depth of one step per tensor that
+    buckets do not describe. It keeps this default."""
 
     weight_sync_bucket_seconds: float = 40e-3
     """Fixed cost per bucket (gather launch, IPC handle or broadcast set-up, engine
@@ -153,6 +160,13 @@ class Overheads:
     frameworks and Megatron training run without EPLB (the routing shifts with the policy,
     survey §3.6.1), so the unbalanced figures apply. model_pass.expert_straggler interpolates
     them (1.0 at EP 1)."""
+
+    loss_bytes_per_logit: float = 0.0
+    """Bytes through HBM per vocabulary logit and trained token that the policy loss's
+    elementwise kernels move (the log-probability of the sampled token and the entropy need
+    the whole softmax; the logits' matmuls are in the parameter FLOPs already). Counted where
+    a framework's loss code has been read (OWN_FRAMEWORK_CONSTANTS); zero elsewhere, where the
+    term is left out rather than guessed."""
 
     length_segments: int = 16
     """Segments of the response-length grid over which the rollout's shrinking batch is
@@ -205,12 +219,27 @@ def _nemo_rl_packed_bucket(gpu_gib: float, gpu_name: str) -> float:
     return min(0.02 * gpu_gib * GIB, 5.0 * GIB)
 
 
+def _prime_rl_fused_head_bytes(gpu_gib: float, gpu_name: str) -> float:
+    # prime-rl's RL trainer computes log-probabilities and entropy in a fused head chunked over
+    # the vocabulary (on by default: fused_lm_head_chunk_size "auto" is 2048 for RL; the
+    # autograd function _ChunkedLogProbEntropyFn in src/prime_rl/trainer/models/layers/lm_head.py
+    # at b798a90d, github-primeintellect-ai-prime-rl). Per logit element it moves, forward, 56
+    # bytes (bf16 logits written 2, cast to fp32 6, temperature 8, max 4, shift 8, exp 8, sum 4,
+    # exp x logit 12, sum 4) and, backward, 64 (the logits recomputed 2, cast 6, temperature 8,
+    # shift 8, exp 8, times the gradient 8, temperature 8, two casts back to bf16 12, read by
+    # the two matmuls 4). The head sits outside the recomputed layers, so recomputation adds
+    # nothing to it.
+    return 56.0 + 64.0
+
+
 OWN_FRAMEWORK_CONSTANTS: dict[str, dict[str, Callable[[float, str], float]]] = {
     "weight_broadcast_bucket_bytes": {"nemo-rl": _nemo_rl_packed_bucket},
+    "loss_bytes_per_logit": {"prime-rl": _prime_rl_fused_head_bytes},
 }
 """Constants a framework sets for its own launches in place of the default, by constant and
 framework: a function of the GPU's memory (GiB) and name. Read from the framework's code at
-the commit its mapping pins, never fitted, so they hold in and out of sample."""
+the commit its mapping pins (prime-rl, without a mapping, at the commit of its benchmark runs),
+never fitted, so they hold in and out of sample."""
 
 
 def for_framework(overheads: Overheads, framework: str, gpu_gib: float, gpu_name: str) -> Overheads:

@@ -165,6 +165,14 @@ def train_model_stage(
     )
     offload_time = host_copy + cpu_step + streamed
 
+    # The loss's elementwise passes over the vocabulary logits (Overheads.loss_bytes_per_logit)
+    # on the ranks holding the output layer: the vocabulary is split over the tensor group and
+    # the tokens over the context group. Every micro-batch of an optimizer step pays it, which
+    # a pipeline's last stage adds to its steady pace. A streaming kernel, like Adam.
+    logit_elements = micro.count * micro.tokens / layout.cp * fig.vocab / layout.tp
+    loss_bytes = 0.0 if fig.value_head else overheads.loss_bytes_per_logit * logit_elements
+    loss_time = loss_bytes / (hw.hbm_bytes_per_s * eff.decode_hbm)
+
     tokens = batch.trained_tokens * batch.epochs
     return pipeline_stage(
         fig,
@@ -175,12 +183,12 @@ def train_model_stage(
         micro,
         batch,
         rounds=float(batch.optimizer_steps),
-        per_round_seconds=dense_time + expert_time + update_time + offload_time,
+        per_round_seconds=dense_time + expert_time + update_time + offload_time + loss_time,
         per_round_up=d_up + e_up,
         per_round_out=d_out + e_out,
         # Host traffic and the CPU step are memory-bound work of the host.
-        per_round_hbm_seconds=update_time + offload_time,
-        per_round_hbm_bytes=update_bytes,
+        per_round_hbm_seconds=update_time + offload_time + loss_time,
+        per_round_hbm_bytes=update_bytes + loss_bytes,
         per_round_link_bytes=dense_sent + expert_sent,
         work_flop=tokens * work_per_token(fig, counts, batch.sequence_tokens, layout),
         expert_loop_seconds=overheads.expert_loop_seconds,

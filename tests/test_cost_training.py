@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -20,7 +22,7 @@ from rlmguide.cost.efficiency import EfficiencyFactors
 from rlmguide.cost.hardware import Hardware
 from rlmguide.cost.layouts import TrainLayout
 from rlmguide.cost.memory import default_micro_tokens
-from rlmguide.cost.overheads import DEFAULT_OVERHEADS
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS, for_framework
 from rlmguide.cost.training import micro_batches
 from test_cost_specs import H100, QWEN3_30B_A3B, QWEN7B_PARAMS, QWEN25_7B, one_plan, workload
 
@@ -243,3 +245,27 @@ def test_narrow_experts_lose_more_of_the_dense_rate_by_hand() -> None:
         assert expert_slowdown(fig, EFF.expert_compute) == pytest.approx(slowdown)
     # Experts at the full dense rate: no per-token cost at any width.
     assert expert_slowdown(ModelFigures.of(QWEN3_30B_A3B), 1.0) == 0.0
+
+
+def test_loss_over_the_vocabulary_by_hand() -> None:
+    # 512 x 16 sequences of 5,120 tokens on 8 GPUs (dp 8, 4 minibatches): each GPU trains
+    # 41,943,040 / 8 = 5,242,880 tokens over the step; Qwen2.5-7B's 152,064 logits each, 120
+    # bytes a logit (prime-rl's fused head) at 3.35 TB/s x 0.60 (decode_hbm):
+    #   5,242,880 x 152,064 x 120 / 2.01e12 = 47.597 s more than without the term.
+    plan = one_plan(train_recompute="none")
+    base = evaluate(H100, QWEN25_7B, workload(), plan)
+    counted = evaluate(
+        H100,
+        QWEN25_7B,
+        workload(),
+        plan,
+        overheads=replace(DEFAULT_OVERHEADS, loss_bytes_per_logit=120.0),
+    )
+    extra = counted.stages["training"].seconds[0] - base.stages["training"].seconds[0]
+    assert extra == pytest.approx(5_242_880 * 152_064 * 120 / 2.01e12, rel=1e-6)
+    assert extra == pytest.approx(47.597, rel=1e-4)
+    hbm = counted.stages["training"].hbm_bytes[0] - base.stages["training"].hbm_bytes[0]
+    assert hbm == pytest.approx(8 * 5_242_880 * 152_064 * 120, rel=1e-6)
+    # Only prime-rl's loss code has been read: 56 bytes forward + 64 backward per logit.
+    assert for_framework(DEFAULT_OVERHEADS, "prime-rl", 80.0, "").loss_bytes_per_logit == 120.0
+    assert DEFAULT_OVERHEADS.loss_bytes_per_logit == 0.0
