@@ -58,7 +58,7 @@ VERL_GAP = (
     "under the expandable segments verl turns on for training was found to lower it)"
 )
 OVERFLOW_AS_THEIR_FRAMEWORK = {
-    # 12.4 GiB over: weights 14.0, fp32 gradients 28.0, activations 54.3 (first pipeline stage,
+    # 13.1 GiB over: weights 14.2, fp32 gradients 28.4, activations 54.3 (first pipeline stage,
     # 8 micro-batches of 12 layers at 11,680 tokens), reserve 8.2. The script's
     # account_for_embedding/loss_in_pipeline_split gives the first and last stages 11 layers
     # (Megatron's get_num_layers_to_build), which a plan cannot state: costed stage by stage
@@ -108,7 +108,7 @@ def test_the_largest_known_gap_by_hand() -> None:
     assert training["activations"] == pytest.approx(activations, abs=0.05)  # 54.3 GiB
     assert training["fragmentation_reserve"] == pytest.approx(0.15 * activations, abs=0.05)
     assert training["gradients"] == pytest.approx(2 * training["weights"])  # fp32 buffers
-    assert plan["pool_overflow_gib"]["training"] == pytest.approx(12.4, abs=0.05)
+    assert plan["pool_overflow_gib"]["training"] == pytest.approx(13.1, abs=0.05)
 
 
 OFFLOAD_BY_CHOICE = {
