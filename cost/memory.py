@@ -46,9 +46,18 @@ class ModelState:
 
 
 def model_parallel_params(fig: ModelFigures, layout: TrainLayout) -> tuple[FloatArray, FloatArray]:
-    """Dense and expert parameters of one tensor x pipeline (x expert) shard."""
+    """Dense and expert parameters of one tensor x pipeline (x expert) shard: the fullest
+    stage's share of the layers and, on a pipeline, one whole vocabulary matrix, since
+    Megatron's GPTModel builds the embedding on the first stage and the output layer (a copy
+    of the embedding when tied) on the last (megatron/core/models/gpt/gpt_model.py,
+    pre_process and post_process); without a pipeline the shard holds both."""
     share = fig.stage_share(layout.pp)
-    dense = fig.dense_params * share / layout.tp
+    vocabulary = np.where(
+        layout.pp > 1,
+        min(fig.embedding_params, float(fig.vocab * fig.hidden)),
+        fig.embedding_params,
+    )
+    dense = ((fig.dense_params - fig.embedding_params) * share + vocabulary) / layout.tp
     expert = fig.expert_params * share / (layout.ep * layout.etp)
     return dense, expert
 

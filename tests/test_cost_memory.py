@@ -366,8 +366,10 @@ def test_memory_never_rises_when_tp_pp_or_zero_grows(
     tp: int, pp: int, dp: int, zero: int, recompute: str, moe: bool
 ) -> None:
     """At a fixed GPU count, doubling tp or pp (dp halves) or raising the ZeRO stage never
-    raises the training memory per GPU."""
+    raises the training memory per GPU, but for the vocabulary matrix a pipeline stage holds
+    whole: doubling pp may shard it over fewer ranks (at most its 16 bytes a weight, over tp)."""
     arch = QWEN3_30B_A3B if moe else LLAMA31_70B
+    vocabulary = 16 * arch.vocab * arch.hidden / tp / 2**30
     gpus = tp * pp * dp
 
     def table(t: int, p: int, z: int) -> PlanTable:
@@ -378,7 +380,7 @@ def test_memory_never_rises_when_tp_pp_or_zero_grows(
 
     base = _train_memory(arch, table(tp, pp, zero))[0]
     assert _train_memory(arch, table(2 * tp, pp, zero))[0] <= base * (1 + 1e-12)
-    assert _train_memory(arch, table(tp, 2 * pp, zero))[0] <= base * (1 + 1e-12)
+    assert _train_memory(arch, table(tp, 2 * pp, zero))[0] <= (base + vocabulary) * (1 + 1e-12)
     if zero < 3:
         assert _train_memory(arch, table(tp, pp, zero + 1))[0] <= base * (1 + 1e-12)
 
@@ -409,14 +411,22 @@ def test_fullest_pipeline_stage_share_by_hand(layers: int, pp: int, share: float
 
 def test_uneven_stages_hold_the_fullest_stages_weights() -> None:
     # Qwen2.5-7B's 28 layers over pp 3 (10 + 9 + 9): the state on a GPU is that of 10 layers'
-    # share, more than a third of the model; over pp 4 (7 each) exactly a quarter.
+    # share, more than a third of the layers; over pp 4 (7 each) exactly a quarter. Beside
+    # them a pipelined stage holds one whole vocabulary matrix (152,064 x 3,584 = 544,997,376
+    # weights): Megatron's first stage builds the embedding, its last the output layer.
     fig = ModelFigures.of(QWEN25_7B)
+    vh = 152_064 * 3_584
+    layers = P - 2 * vh
     even = trained_state(fig, train_layout(train_pp=4, train_zero=0)).total[0]
-    assert even == pytest.approx(16 * P / 4, rel=1e-12)
+    assert even == pytest.approx(16 * (layers / 4 + vh), rel=1e-12)
+    assert even == pytest.approx(16 * (P / 4 + vh / 2), rel=1e-12)  # 34.8 GB, not 30.5
     uneven = trained_state(
         fig, train_layout(train_pp=3, train_zero=0, rollout_gpus=6, train_gpus=6)
     ).total[0]
-    assert uneven == pytest.approx(16 * P * 10 / 28, rel=1e-12)
+    assert uneven == pytest.approx(16 * (layers * 10 / 28 + vh), rel=1e-12)
+    # without a pipeline the one GPU group holds both matrices
+    whole = trained_state(fig, train_layout(train_pp=1, train_zero=0)).total[0]
+    assert whole == pytest.approx(16 * P, rel=1e-12)
 
 
 def test_folded_experts_split_over_tensor_ranks_too() -> None:
