@@ -55,8 +55,8 @@ from rlmguide.rules.frameworks import (
 from rlmguide.rules.ranking import (
     TIE_FRACTION,
     Ranked,
+    Ranker,
     complexity,
-    rank,
     ranking,
     rollout_shape,
 )
@@ -1641,7 +1641,8 @@ def _launchable_ranking(
     LAUNCH_CHECKS of them, so a search pays for a bounded number of checks; `eligible` is
     narrowed in place. Past the bound the ranking stands as it is, and the plans shown name
     who refused them."""
-    ranked = rank(costs, top, scores, eligible)
+    ranker = Ranker(costs, scores)
+    ranked = ranker.rank(top, eligible)
     if recommender.launch_check is None:
         return ranked
     verdicts: dict[int, bool] = {}
@@ -1657,7 +1658,7 @@ def _launchable_ranking(
         if not refused or not narrowed.any():
             break
         eligible[:] = narrowed
-        ranked = rank(costs, top, scores, eligible)
+        ranked = ranker.rank(top, eligible)
     return ranked
 
 
