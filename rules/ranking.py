@@ -263,6 +263,14 @@ class Ranker:
             if pick != first and not gone[first]:
                 yield take(first, first)
 
+    def within_ties(self, ranked: Ranked, eligible: np.ndarray) -> np.ndarray:
+        """The `eligible` rows no slower than the tie of `ranked`'s slowest anchor: every
+        row its places could have been picked from."""
+        slowest = max(self.seconds[place.anchor] for place in ranked.places)
+        end = int(np.searchsorted(self.sorted_seconds, slowest * (1 + TIE_FRACTION), "right"))
+        rows = self.order[:end]
+        return rows[eligible[rows]]
+
     def rank(self, top: int, eligible: np.ndarray | None = None) -> Ranked:
         """`rank` among the `eligible` rows."""
         places: list[Place] = []
