@@ -258,18 +258,24 @@ class Ranker:
                 np.searchsorted(sorted_seconds, sorted_seconds[first] * (1 + TIE_FRACTION), "right")
             )
             window = np.flatnonzero(~gone[first:end]) + first
-            pick = int(window[np.lexsort((sorted_seconds[window], score[window]))[0]])
+            # the simplest, then the fastest: positions run in time order, so the first of
+            # the lowest score (no sort of the window)
+            pick = int(window[np.argmin(score[window])])
             yield take(pick, first)
             if pick != first and not gone[first]:
                 yield take(first, first)
 
-    def within_ties(self, ranked: Ranked, eligible: np.ndarray) -> np.ndarray:
-        """The `eligible` rows no slower than the tie of `ranked`'s slowest anchor: every
-        row its places could have been picked from."""
+    def contenders(self, ranked: Ranked, eligible: np.ndarray, count: int) -> np.ndarray:
+        """Of the `eligible` rows no slower than the tie of `ranked`'s slowest anchor (every
+        row its places could have been picked from), the `count` fastest and the `count`
+        simplest (by score, then time). A place is the simplest plan of its tie or the
+        fastest plan left, so the places of the rankings that follow as plans leave the
+        ranking are mostly among them."""
         slowest = max(self.seconds[place.anchor] for place in ranked.places)
         end = int(np.searchsorted(self.sorted_seconds, slowest * (1 + TIE_FRACTION), "right"))
-        rows = self.order[:end]
-        return rows[eligible[rows]]
+        at = np.flatnonzero(np.asarray(eligible, dtype=bool)[self.order[:end]])
+        simplest = at[np.argsort(self.score[at], kind="stable")[:count]]
+        return self.order[np.union1d(at[:count], simplest)]
 
     def rank(self, top: int, eligible: np.ndarray | None = None) -> Ranked:
         """`rank` among the `eligible` rows."""

@@ -1350,11 +1350,11 @@ class Recommender:
             if name.startswith("_"):
                 continue  # memoised intermediates (rules.frameworks keeps `_uses.*`)
             array = np.asarray(value)
-            # a plan fact is a column, read as it is (the export's launch check reads the
-            # facts of every plan it checks); a scenario fact is one value for every row
-            if array.shape != (n,):
-                array = np.broadcast_to(array, (n,))
-            facts[name] = array[row].item()
+            # a plan fact is a column; a scenario fact, one value for every row, is read as
+            # it is (not broadcast: the export's launch check reads every plan it checks)
+            if array.ndim:
+                array = (array if array.shape == (n,) else np.broadcast_to(array, (n,)))[row]
+            facts[name] = array.item()
         return facts
 
     def _rows_env(self, rows: Sequence[int]) -> dict[str, Any]:
@@ -1613,6 +1613,11 @@ PASSED_OVER_SHOWN = 5
 """Plans passed over by `recommend(first=...)` that the result lists, best first."""
 LAUNCH_CHECKS = 256
 """Ranked plans read for an export refusal before the ranking stands as it is."""
+JUDGED_AHEAD = 64
+"""The fastest and the simplest rows of the ranking's ties whose frameworks are judged with
+the shown rows that need it (Ranker.contenders): an evaluation of the frameworks costs about
+the same for a hundred rows as for one, and the DeepSeek-V3 examples' checked rows are
+nearly all among them."""
 
 
 def _first(
@@ -1668,10 +1673,10 @@ def _launchable_ranking(
     verdicts: dict[int, bool] = {}
     while len(verdicts) < LAUNCH_CHECKS:
         rows = [place.row for place in ranked.places]
-        # with the rows the ranking's ties could pick from: those the next rounds show,
-        # as refused plans leave, are mostly among them
+        # with the rows the next rounds are likely to show (see Ranker.contenders)
         recommender.frameworks_of(
-            [row for row in rows if row not in verdicts], ranker.within_ties(ranked, eligible)
+            [row for row in rows if row not in verdicts],
+            ranker.contenders(ranked, eligible, JUDGED_AHEAD),
         )
         for row in rows:
             if row not in verdicts:
