@@ -160,17 +160,13 @@ the steps overlap and the rollout engine. Rows that share them and are within NE
 are one row."""
 
 
-def _same(table: PlanTable, row: int, fields: Any) -> np.ndarray:
-    same = np.ones(len(table), dtype=bool)
+def _same(table: PlanTable, row: int, fields: Any, among: np.ndarray | None = None) -> np.ndarray:
+    """Where the rows (those of `among`, else all) equal row `row` in every one of `fields`."""
+    same = np.ones(len(table) if among is None else len(among), dtype=bool)
     for name in fields:
         column = getattr(table, name)
-        same &= column == column[row]
+        same &= (column if among is None else column[among]) == column[row]
     return same
-
-
-def same_plan(table: PlanTable, row: int) -> np.ndarray:
-    """Rows that differ from `row` only in staleness or prefix caching."""
-    return _same(table, row, (f for f in table.__dataclass_fields__ if f not in FOLDED))
 
 
 @dataclass(frozen=True)
@@ -216,15 +212,19 @@ class Ranker:
         self._distinct: dict[tuple[int, ...], tuple[list[int], int]] = {}
 
     def _group(self, row: int) -> tuple[np.ndarray, np.ndarray]:
-        """The time-order positions of the rows of `row`'s plan (`same_plan`) and of those
-        near it (same CHOICE, within NEAR_FRACTION), eligible or not."""
+        """The time-order positions of the rows of `row`'s plan (those that differ from it
+        only in staleness or prefix caching) and of those near it (same CHOICE, within
+        NEAR_FRACTION), eligible or not."""
         found = self._groups.get(row)
         if found is None:
             plans, seconds = self.costs.plans, self.seconds
-            near = _same(plans, row, CHOICE) & (
-                np.abs(seconds - seconds[row]) < NEAR_FRACTION * seconds[row]
-            )
-            found = self._groups[row] = (self.position[same_plan(plans, row)], self.position[near])
+            choice = np.flatnonzero(_same(plans, row, CHOICE))
+            # a row of the same plan makes the same choice: the other fields are compared
+            # on those rows only
+            rest = [f for f in plans.__dataclass_fields__ if f not in FOLDED and f not in CHOICE]
+            same = choice[_same(plans, row, rest, choice)]
+            near = choice[np.abs(seconds[choice] - seconds[row]) < NEAR_FRACTION * seconds[row]]
+            found = self._groups[row] = (self.position[same], self.position[near])
         return found
 
     def _shown(self, also: list[int]) -> tuple[list[int], int]:
