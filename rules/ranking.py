@@ -160,17 +160,13 @@ the steps overlap and the rollout engine. Rows that share them and are within NE
 are one row."""
 
 
-def _same(table: PlanTable, row: int, fields: Any) -> np.ndarray:
-    same = np.ones(len(table), dtype=bool)
+def _same(table: PlanTable, row: int, fields: Any, among: np.ndarray | None = None) -> np.ndarray:
+    """Where the rows (those of `among`, else all) equal row `row` in every one of `fields`."""
+    same = np.ones(len(table) if among is None else len(among), dtype=bool)
     for name in fields:
         column = getattr(table, name)
-        same &= column == column[row]
+        same &= (column if among is None else column[among]) == column[row]
     return same
-
-
-def same_plan(table: PlanTable, row: int) -> np.ndarray:
-    """Rows that differ from `row` only in staleness or prefix caching."""
-    return _same(table, row, (f for f in table.__dataclass_fields__ if f not in FOLDED))
 
 
 @dataclass(frozen=True)
@@ -196,41 +192,101 @@ def ranking(
     among the plans within the tie of the fastest one left, the simplest by `scores`
     (`complexity`), then the fastest of those; where that is not the fastest, the fastest
     follows it, so the plan a tie passed over is in the list."""
-    seconds = costs.step_seconds
-    plans = costs.plans
-    order = np.argsort(seconds, kind="stable")
-    sorted_seconds = seconds[order]
-    score = scores[order]
-    position = np.empty(len(order), dtype=np.int64)
-    position[order] = np.arange(len(order))
-    gone = np.zeros(len(order), dtype=bool)
-    if eligible is not None:
-        gone |= ~np.asarray(eligible, dtype=bool)[order]
+    return Ranker(costs, scores).ranking(eligible)
 
-    def take(k: int, anchor: int) -> Place:
-        row = int(order[k])
-        same = position[same_plan(plans, row)]
-        near = _same(plans, row, CHOICE) & (
-            np.abs(seconds - seconds[row]) < NEAR_FRACTION * seconds[row]
-        )
-        near_at = position[near]
-        same, near_at = same[~gone[same]], near_at[~gone[near_at]]
-        also = [int(order[a]) for a in sorted(set(near_at.tolist()) - set(same.tolist()))]
-        gone[same] = True
-        gone[near_at] = True
-        shown, count = _distinct(plans, also, seconds)
-        return Place(row, int(order[anchor]), sorted(int(order[j]) for j in same), shown, count)
 
-    while not gone.all():
-        first = int(np.argmin(gone))  # the fastest plan left
-        end = int(
-            np.searchsorted(sorted_seconds, sorted_seconds[first] * (1 + TIE_FRACTION), "right")
-        )
-        window = np.flatnonzero(~gone[first:end]) + first
-        pick = int(window[np.lexsort((sorted_seconds[window], score[window]))[0]])
-        yield take(pick, first)
-        if pick != first and not gone[first]:
-            yield take(first, first)
+class Ranker:
+    """`ranking` and `rank` of one costed table, for many `eligible` masks: the time order,
+    and each row's same-plan and near-identical rows once taken, are worked out once
+    (recommend ranks again each time the launch check moves plans out of the ranking)."""
+
+    def __init__(self, costs: CostTable, scores: np.ndarray) -> None:
+        self.costs = costs
+        self.seconds = costs.step_seconds
+        self.order = np.argsort(self.seconds, kind="stable")
+        self.sorted_seconds = self.seconds[self.order]
+        self.score = scores[self.order]
+        self.position = np.empty(len(self.order), dtype=np.int64)
+        self.position[self.order] = np.arange(len(self.order))
+        self._groups: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._distinct: dict[tuple[int, ...], tuple[list[int], int]] = {}
+
+    def _group(self, row: int) -> tuple[np.ndarray, np.ndarray]:
+        """The time-order positions of the rows of `row`'s plan (those that differ from it
+        only in staleness or prefix caching) and of those near it (same CHOICE, within
+        NEAR_FRACTION), eligible or not."""
+        found = self._groups.get(row)
+        if found is None:
+            plans, seconds = self.costs.plans, self.seconds
+            choice = np.flatnonzero(_same(plans, row, CHOICE))
+            # a row of the same plan makes the same choice: the other fields are compared
+            # on those rows only
+            rest = [f for f in plans.__dataclass_fields__ if f not in FOLDED and f not in CHOICE]
+            same = choice[_same(plans, row, rest, choice)]
+            near = choice[np.abs(seconds[choice] - seconds[row]) < NEAR_FRACTION * seconds[row]]
+            found = self._groups[row] = (self.position[same], self.position[near])
+        return found
+
+    def _shown(self, also: list[int]) -> tuple[list[int], int]:
+        """`_distinct` of near-identical rows, once per set of them."""
+        key = tuple(also)
+        if key not in self._distinct:
+            self._distinct[key] = _distinct(self.costs.plans, also, self.seconds)
+        shown, count = self._distinct[key]
+        return list(shown), count
+
+    def ranking(self, eligible: np.ndarray | None = None) -> Iterator[Place]:
+        """`ranking` among the `eligible` rows."""
+        order, sorted_seconds, score = self.order, self.sorted_seconds, self.score
+        gone = np.zeros(len(order), dtype=bool)
+        if eligible is not None:
+            gone |= ~np.asarray(eligible, dtype=bool)[order]
+
+        def take(k: int, anchor: int) -> Place:
+            row = int(order[k])
+            same, near_at = self._group(row)
+            same, near_at = same[~gone[same]], near_at[~gone[near_at]]
+            also = [int(order[a]) for a in sorted(set(near_at.tolist()) - set(same.tolist()))]
+            gone[same] = True
+            gone[near_at] = True
+            shown, count = self._shown(also)
+            return Place(row, int(order[anchor]), sorted(int(order[j]) for j in same), shown, count)
+
+        while not gone.all():
+            first = int(np.argmin(gone))  # the fastest plan left
+            end = int(
+                np.searchsorted(sorted_seconds, sorted_seconds[first] * (1 + TIE_FRACTION), "right")
+            )
+            window = np.flatnonzero(~gone[first:end]) + first
+            # the simplest, then the fastest: positions run in time order, so the first of
+            # the lowest score (no sort of the window)
+            pick = int(window[np.argmin(score[window])])
+            yield take(pick, first)
+            if pick != first and not gone[first]:
+                yield take(first, first)
+
+    def contenders(self, ranked: Ranked, eligible: np.ndarray, count: int) -> np.ndarray:
+        """Of the `eligible` rows no slower than the tie of `ranked`'s slowest anchor (every
+        row its places could have been picked from), the `count` fastest and the `count`
+        simplest (by score, then time). A place is the simplest plan of its tie or the
+        fastest plan left, so the places of the rankings that follow as plans leave the
+        ranking are mostly among them."""
+        slowest = max(self.seconds[place.anchor] for place in ranked.places)
+        end = int(np.searchsorted(self.sorted_seconds, slowest * (1 + TIE_FRACTION), "right"))
+        at = np.flatnonzero(np.asarray(eligible, dtype=bool)[self.order[:end]])
+        simplest = at[np.argsort(self.score[at], kind="stable")[:count]]
+        return self.order[np.union1d(at[:count], simplest)]
+
+    def rank(self, top: int, eligible: np.ndarray | None = None) -> Ranked:
+        """`rank` among the `eligible` rows."""
+        places: list[Place] = []
+        for place in self.ranking(eligible):
+            if len(places) >= top and (top == 1 or place.row != places[-1].anchor):
+                break
+            places.append(place)
+            if len(places) > top:
+                break
+        return Ranked(places)
 
 
 ALSO_SHOWN = 5
@@ -271,11 +327,4 @@ def rank(
     """The `top` first places of `ranking`, and, in a list of more than one, the place after
     them where the last one won a tie over it (so that the plan a tie passed over is shown;
     a single plan, as `estimate` and the atlas ask for, names it in its `tie`)."""
-    places: list[Place] = []
-    for place in ranking(costs, scores, eligible):
-        if len(places) >= top and (top == 1 or place.row != places[-1].anchor):
-            break
-        places.append(place)
-        if len(places) > top:
-            break
-    return Ranked(places)
+    return Ranker(costs, scores).rank(top, eligible)

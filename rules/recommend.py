@@ -55,8 +55,8 @@ from rlmguide.rules.frameworks import (
 from rlmguide.rules.ranking import (
     TIE_FRACTION,
     Ranked,
+    Ranker,
     complexity,
-    rank,
     ranking,
     rollout_shape,
 )
@@ -1352,44 +1352,64 @@ class Recommender:
     def row_facts(self, row: int) -> dict[str, Any]:
         """Every scenario and plan fact of row `row` of the result, as plain values."""
         facts = {}
+        n = self.final_size
         for name, value in self.final_env.items():
             if name.startswith("_"):
                 continue  # memoised intermediates (rules.frameworks keeps `_uses.*`)
-            array = np.broadcast_to(np.asarray(value), (self.final_size,))
-            facts[name] = array[row].item()
+            array = np.asarray(value)
+            # a plan fact is a column; a scenario fact, one value for every row, is read as
+            # it is (not broadcast: the export's launch check reads every plan it checks)
+            if array.ndim:
+                array = (array if array.shape == (n,) else np.broadcast_to(array, (n,)))[row]
+            facts[name] = array.item()
         return facts
+
+    def _rows_env(self, rows: Sequence[int]) -> dict[str, Any]:
+        """The facts of the result's rows `rows` only (scenario facts as they are)."""
+        n, index = self.final_size, np.asarray(rows)
+        return {
+            name: value[index] if np.shape(value)[:1] == (n,) else value
+            for name, value in self.final_env.items()
+            if not name.startswith("_")  # memoised intermediates of all rows
+        }
 
     def pairs_for(self, framework: str, row: int) -> list[tuple[str | None, str | None]]:
         """The (training backend, rollout engine) pairs of `framework` whose constraints
-        allow row `row` of the result."""
+        allow row `row` of the result (judged on that row alone, as `frameworks_of`)."""
         support = next(x for x in self.supports if x.id == framework)
-        by_pair, _ = support.pair_masks(self.final_env, self.final_size)
-        return [pair for pair, ok in by_pair.items() if ok[row]]
+        by_pair, _ = support.pair_masks(self._rows_env([row]), 1)
+        return [pair for pair, ok in by_pair.items() if ok[0]]
 
     def frameworks_for(self, row: int) -> list[str]:
         """The frameworks whose claims and constraints allow row `row` of the result (judged
         on that row alone: only the plans shown need it)."""
         return self.frameworks_of([row])[row]
 
-    def frameworks_of(self, rows: Sequence[int]) -> dict[int, list[str]]:
+    def frameworks_of(self, rows: Sequence[int], along: Iterable[int] = ()) -> dict[int, list[str]]:
         """`frameworks_for` of several rows, judged together (one evaluation of each
         framework's claims and constraints over those rows) and remembered per row: the
-        launch check of the ranking reads many rows, and the plans shown read them again."""
+        launch check of the ranking reads many rows, and the plans shown read them again.
+        Where some of `rows` must be judged, the rows `along` are judged in the same
+        evaluation (its cost hardly grows with the rows: a few thousand cost about what
+        a handful do), for later calls to find."""
         known = self._frameworks_of
-        todo = sorted({int(r) for r in rows if int(r) not in known})
-        if todo and not self.frameworks:
+        todo = {int(r) for r in rows if int(r) not in known}
+        if todo:
+            todo |= {int(r) for r in along if int(r) not in known}
+        todo = sorted(todo)
+        if todo and not self.labels:
             known.update({r: [] for r in todo})
         elif todo:
-            n, index = self.final_size, np.asarray(todo)
-            env = {
-                name: value[index] if np.shape(value)[:1] == (n,) else value
-                for name, value in self.final_env.items()
-                if not name.startswith("_")  # memoised intermediates of all rows
-            }
+            env = self._rows_env(todo)
             seen: dict[str, np.ndarray] = {}
-            allowed = {x.id: x.runnable(env, len(todo), "plan", seen)[0] for x in self.labels}
-            for k, r in enumerate(todo):
-                known[r] = sorted(fid for fid, ok in allowed.items() if ok[k])
+            ids = [x.id for x in self.labels]
+            allowed = np.stack([x.runnable(env, len(todo), "plan", seen)[0] for x in self.labels])
+            # rows share a few sets of frameworks: each set's list is made once, and each
+            # row gets its own copy
+            sets, which = np.unique(allowed.T, axis=0, return_inverse=True)
+            lists = [sorted(ids[j] for j in np.flatnonzero(one)) for one in sets]
+            for r, k in zip(todo, which.reshape(-1).tolist(), strict=True):
+                known[r] = list(lists[k])
         return {int(r): known[int(r)] for r in rows}
 
     def runners(
@@ -1600,6 +1620,11 @@ PASSED_OVER_SHOWN = 5
 """Plans passed over by `recommend(first=...)` that the result lists, best first."""
 LAUNCH_CHECKS = 256
 """Ranked plans read for an export refusal before the ranking stands as it is."""
+JUDGED_AHEAD = 64
+"""The fastest and the simplest rows of the ranking's ties whose frameworks are judged with
+the shown rows that need it (Ranker.contenders): an evaluation of the frameworks costs about
+the same for a hundred rows as for one, and the DeepSeek-V3 examples' checked rows are
+nearly all among them."""
 
 
 def _first(
@@ -1648,13 +1673,18 @@ def _launchable_ranking(
     LAUNCH_CHECKS of them, so a search pays for a bounded number of checks; `eligible` is
     narrowed in place. Past the bound the ranking stands as it is, and the plans shown name
     who refused them."""
-    ranked = rank(costs, top, scores, eligible)
+    ranker = Ranker(costs, scores)
+    ranked = ranker.rank(top, eligible)
     if recommender.launch_check is None:
         return ranked
     verdicts: dict[int, bool] = {}
     while len(verdicts) < LAUNCH_CHECKS:
         rows = [place.row for place in ranked.places]
-        recommender.frameworks_of([row for row in rows if row not in verdicts])
+        # with the rows the next rounds are likely to show (see Ranker.contenders)
+        recommender.frameworks_of(
+            [row for row in rows if row not in verdicts],
+            ranker.contenders(ranked, eligible, JUDGED_AHEAD),
+        )
         for row in rows:
             if row not in verdicts:
                 verdicts[row] = _refused_by_all(recommender, costs, row)
@@ -1664,7 +1694,7 @@ def _launchable_ranking(
         if not refused or not narrowed.any():
             break
         eligible[:] = narrowed
-        ranked = rank(costs, top, scores, eligible)
+        ranked = ranker.rank(top, eligible)
     return ranked
 
 

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from conftest import REPO
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
-from rlmguide.rules.ranking import NEAR_FRACTION, TIE_FRACTION, complexity, degrees
-from rlmguide.rules.recommend import recommend, recommender_for
+from rlmguide.rules.ranking import NEAR_FRACTION, TIE_FRACTION, Ranker, complexity, degrees
+from rlmguide.rules.recommend import lagging, recommend, recommender_for, scores_of
 from rlmguide.rules.scenario import read_scenario, resolve
 
 from rlmguide.cli import cli
@@ -97,6 +97,26 @@ def test_near_identical_rows_are_one_row_and_every_tie_is_anchored_in_the_list(p
         faster = plans[tie["faster_rank"] - 1]
         assert faster["rank"] == plan["rank"] + 1  # shown right after the plan that won
         assert faster["step_seconds"] < plan["step_seconds"]
+
+
+def test_one_ranker_ranks_narrowing_tables_as_fresh_ones_do() -> None:
+    """Recommend's launch check ranks again with one Ranker as plans leave: what it keeps
+    (each row's groups, the distinct near rows) must not leak from one ranking into the
+    next, and each tie's pick is the simplest plan of the tie, then the fastest."""
+    recommender = recommender_for(resolve(read_scenario(SMALL), CATALOG.records), CATALOG)
+    costs, _ = recommender.run()
+    scores = scores_of(recommender, costs.plans)
+    eligible = recommender.launchable & ~lagging(recommender, costs.plans)
+    ranker, seconds = Ranker(costs, scores), costs.step_seconds
+    for _ in range(6):
+        kept = ranker.rank(3, eligible)
+        assert kept == Ranker(costs, scores).rank(3, eligible)
+        rows = np.flatnonzero(eligible)
+        tie = rows[seconds[rows] <= seconds[rows].min() * (1 + TIE_FRACTION)]
+        simplest = tie[np.lexsort((seconds[tie], scores[tie]))[0]]
+        assert kept.places[0].row == simplest
+        eligible = eligible.copy()
+        eligible[kept.rows] = False  # as the launch check moves refused plans out
 
 
 def test_a_tie_goes_to_the_simpler_plan() -> None:
