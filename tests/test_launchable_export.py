@@ -15,6 +15,7 @@ from conftest import REPO
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
 from rlmguide.rules.atlas import grid, pinned
+from rlmguide.rules.recommend import judges_of
 from rlmguide.rules.scenario import parse_scenario, resolve
 
 from rlmguide import api
@@ -23,6 +24,7 @@ from rlmguide.export import NotExpressible, build
 
 CATALOG = load_catalog([*DEFAULT_ROOTS, RULES_ROOT])
 MAPPED = frozenset(m.framework for m in CATALOG.of("mapping").values())  # type: ignore[attr-defined]
+JUDGES = judges_of(CATALOG)
 EXAMPLES = REPO / "examples"
 SMALL = EXAMPLES / "grpo-qwen2.5-7b-8xh100.yaml"
 TOP = 2
@@ -35,10 +37,12 @@ def export_refusal(
     """Why `framework`'s export does not write the scenario `data` with its plan pinned to
     `plan` (a scenario's plan block, rules.atlas.pinned); None where it writes it, with the
     plan's pipeline layout. Exported as `rlmguide export` does (export.build) on a catalog
-    loaded once: the API's export loads the records again on each call, most of its time."""
+    loaded and judges compiled once: the API's export loads the records and compiles the
+    rules and constraints again on each call, most of a fixed plan's export."""
     one = resolve(parse_scenario({**data, "plan": plan}, name), CATALOG.records)
+    mappings = CATALOG.of("mapping")
     try:
-        written = build(one, CATALOG, CATALOG.of("mapping"), framework).plan  # type: ignore[arg-type]
+        written = build(one, CATALOG, mappings, framework, judges=JUDGES).plan  # type: ignore[arg-type]
     except NotExpressible as exc:
         return f"{name} {framework}: {exc}"
     layout = (written["train"]["pp"], written["train"]["virtual_stages"])
