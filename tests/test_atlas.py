@@ -197,3 +197,34 @@ def test_a_damaged_atlas_cache_is_recomputed(
     cached.write_bytes(b"garbage")
     assert atlas.atlas_rows(roots) == []
     assert "recomputing the atlas" in capsys.readouterr().err
+
+
+def test_atlas_page_says_which_launches_are_unchecked_and_which_rows_name_none() -> None:
+    from rlmguide.sitegen.atlas_page import ATLAS_PAGE, atlas_pages
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE mappings (framework VARCHAR)")
+    con.execute("INSERT INTO mappings VALUES ('verl'), ('areal')")
+    con.execute(
+        "CREATE TABLE atlas (model_id VARCHAR, accelerator_id VARCHAR, gpus BIGINT, "
+        "algorithm_id VARCHAR, feasible BOOLEAN, infeasible_reason VARCHAR, placement VARCHAR, "
+        "execution VARCHAR, rollout_layout VARCHAR, train_layout VARCHAR, step_seconds DOUBLE, "
+        "tokens_per_second DOUBLE, bottleneck VARCHAR, framework VARCHAR, "
+        "launchable_by VARCHAR[], launch_refused_by VARCHAR[], params_b DOUBLE)"
+    )
+    plan = "'colocated', 'sync', '8 GPUs', '8 GPUs · ZeRO 3', 10.0, 100.0, 'rollout'"
+    con.execute(
+        f"INSERT INTO atlas VALUES ('m', 'a', 8, 'grpo', true, NULL, {plan}, 'verl', "
+        "['verl', 'miles'], ['areal'], 7), "
+        f"('m', 'a', 32, 'grpo', true, NULL, {plan}, NULL, [], ['areal'], 7), "
+        "('m', 'a', 128, 'grpo', false, 'memory: no', NULL, NULL, NULL, NULL, NULL, NULL, "
+        "NULL, NULL, NULL, NULL, 7)"
+    )
+    text = atlas_pages(con)[ATLAS_PAGE]
+    # miles has no export mapping: listed, and said to be unchecked; verl's launch is checked
+    [unchecked] = [line for line in text.splitlines() if "unchecked" in line]
+    assert "miles" in unchecked and "verl" not in unchecked
+    assert "2 of 3 setups have a plan that fits" in text
+    assert "Of those, 1 have no plan a released framework launches" in text
+    [row] = [line for line in text.splitlines() if "export refuses it:" in line]
+    assert "areal" in row and "none" in row
