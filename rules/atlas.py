@@ -118,8 +118,8 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     (
         "plan",
         "VARCHAR",
-        "the plan as a scenario's `plan` block pins it, JSON: placement, execution and every "
-        "degree of both pools (a scenario with it costs or exports this plan)",
+        "the plan as a scenario's `plan` block pins it, JSON: placement, execution and the "
+        "pools' degrees, offload left to the search (a scenario with it exports this plan)",
     ),
     ("candidates", "BIGINT", "plans the search costed"),
 )
