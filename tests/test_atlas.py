@@ -59,6 +59,9 @@ def test_every_atlas_plan_is_launchable(atlas_rows: list[dict[str, Any]]) -> Non
         assert set(r["launchable_by"]) <= released & set(r["frameworks"]), r
         if mapped & set(r["launchable_by"]):
             assert r["framework"] in mapped, r
+    # few (10 of 539 when written: Qwen3-235B-A22B and DeepSeek-V3 on few GPUs, whose best
+    # colocated ZeRO-3 plans AReaL's launch has no entry point for, or NeMo-RL's mapping
+    # covers no backend and engine pair of)
     assert len(unlaunched) <= 0.05 * len(feasible)
 
 
