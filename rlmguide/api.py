@@ -239,13 +239,12 @@ def _launch_check(scenario: Scenario, catalog: Any) -> Any:
     mapping: a plan's `launchable_by` lists a framework with a mapping only where its export
     writes the plan."""
     from rlmguide.export import MappingError
-    from rlmguide.export.writer import Writer
+    from rlmguide.export.writer import launch_check
 
     try:
-        writer = Writer.for_scenario(catalog, catalog.of("mapping"), scenario.workload.algorithm)
+        return launch_check(catalog, scenario.workload.algorithm)
     except MappingError as exc:
         raise RequestFailed(f"invalid mapping record; run `rlmguide validate`: {exc}") from None
-    return writer.refusal
 
 
 Objective = Literal["time", "cost"]

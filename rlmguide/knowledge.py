@@ -11,7 +11,13 @@ from pathlib import Path
 import duckdb
 
 from rlmguide.kb.paths import RecordRoot, record_roots
-from rlmguide.rules.atlas import ATLAS
+from rlmguide.rules.atlas import Atlas
+
+ATLAS = Atlas(launch_check="rlmguide.export.writer:launch_check")
+"""The atlas's plans pass `recommend`'s launch check (api.recommend hands it to the rules):
+a row names first a framework whose export writes its plan. Named, not imported: rules may
+not import export (DESIGN.md), and this module, on the warm path of `rlmguide sql`, should
+not load it either; the atlas imports it only when it searches, in each worker process."""
 
 
 def database(roots: Sequence[RecordRoot] | None = None) -> Path:

@@ -2,9 +2,10 @@
 
 "For 64 H100s and a 32B model, what do I run?" is answered by looking the setup up instead of
 writing a scenario. Each row is the top plan exactly as `rlmguide recommend` ranks it, or the
-reason no plan fits. The rows depend on the records the search reads and on the cost and rules
-code, so they are cached under a digest of both (`atlas_rows`): a warm build reads the cache
-and searches nothing. This module imports only the standard library at the top, because the
+reason no plan fits: with recommend's launch check, where the atlas is given one (`Atlas`). The
+rows depend on the records the search reads and on the code (cost, rules and the check's), so
+they are cached under a digest of both (`atlas_rows`): a warm build reads the cache and
+searches nothing. This module imports only the standard library at the top, because the
 database's cache name includes `code_digest()` on the warm path of `rlmguide sql`.
 """
 
@@ -12,10 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
+import importlib.util
 import itertools
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,8 +26,10 @@ from typing import Any
 from rlmguide.rules import RECOMMEND_KINDS as READ_KINDS
 
 REPO = Path(__file__).resolve().parent.parent
-CODE_GLOBS = ("cost/*.py", "rules/*.py", "rules/records/*.yaml")
-"""Every module and rule file here can change a recommendation, so any edit recomputes."""
+CODE_GLOBS = ("cost/*.py", "rules/*.py", "rules/records/*.yaml", "kb/*.py", "kb/schema/*.py")
+"""Every module and rule file here can change a recommendation, so any edit recomputes: the
+cost and rules code, and the loader and schema the records are read with (a scenario's
+defaults are the schema's). The launch check's package is added to these (`code_files`)."""
 
 TABLE = "atlas"
 DENSE = ("qwen2.5-1.5b", "qwen2.5-7b", "qwen2.5-32b", "llama-3.1-70b", "llama-3.1-405b")
@@ -100,16 +105,30 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
         "framework",
         "VARCHAR",
         "the first framework that launches the plan: released code, an "
-        "export mapping first, then the newest release",
+        "export mapping first, then the newest release (null where every released framework "
+        "that runs it refuses it at export, as on `rlmguide recommend`: `launch_refused_by`)",
     ),
     ("launchable_by", "VARCHAR[]", "released frameworks that run the plan, in that order"),
+    (
+        "launch_refused_by",
+        "VARCHAR[]",
+        "released frameworks whose claims allow the plan but whose export refuses it "
+        "(`rlmguide recommend` says why)",
+    ),
+    (
+        "plan",
+        "VARCHAR",
+        "the plan as a scenario's `plan` block pins it, JSON: placement, execution and the "
+        "pools' degrees, offload left to the search (a scenario with it exports this plan)",
+    ),
     ("candidates", "BIGINT", "plans the search costed"),
 )
 DOC = (
     "The plan atlas: the top plan `rlmguide recommend` gives for each setup of a grid of "
     "models, cluster sizes, accelerators and algorithms (GRPO and DAPO: 512 prompts x 16 "
     "samples; PPO: 1,024 prompts x 1 sample; more on large clusters; verifier reward), a "
-    "plan a released framework launches, or why none fits."
+    "plan a released framework launches (one with an export mapping only where its export "
+    "writes it), or why none fits."
 )
 
 
@@ -158,10 +177,31 @@ def _pool(layout: dict[str, Any], keys: Sequence[str]) -> str:
     return " · ".join([f"{layout['gpus']} GPUs", *shown])
 
 
-def plan_row(setup: Setup, catalog: Any, judges: Any = None) -> list[Any]:
+def pinned(plan: Mapping[str, Any]) -> dict[str, Any]:
+    """A shown plan (a plan of `recommend`'s result) as a scenario's plan: its placement, mode
+    and every degree its runners were judged on (offload, the frozen models' layout and the
+    rest stay the export's to choose, as a framework's own launch does)."""
+    rollout = {k: plan["rollout"][k] for k in ("gpus", "tp", "pp", "ep", "cp")}
+    train = {
+        k: plan["train"][k]
+        for k in ("gpus", "tp", "pp", "cp", "ep", "etp", "zero", "recompute", "virtual_stages")
+    }
+    out = {
+        "placement": plan["placement"],
+        "execution": plan["execution"],
+        "rollout": rollout,
+        "train": train,
+    }
+    if plan["execution"] != "sync":
+        out["max_staleness"] = plan["max_staleness"]
+    return out
+
+
+def plan_row(setup: Setup, catalog: Any, judges: Any = None, launch_check: Any = None) -> list[Any]:
     """One atlas row: the setup, then its top plan (or the reason none fits); `judges` are
     the catalog's compiled rules and constraints (rules.recommend.judges_of), where a caller
-    searches many setups."""
+    searches many setups; `launch_check` is recommend's (rules.recommend.LaunchCheck) for the
+    setup's algorithm."""
     from rlmguide.rules.recommend import NoFeasiblePlan, recommend, recommender_for
     from rlmguide.rules.scenario import parse_scenario, resolve
 
@@ -181,7 +221,8 @@ def plan_row(setup: Setup, catalog: Any, judges: Any = None) -> list[Any]:
     ]
     resolved = resolve(parse_scenario(setup.scenario(), "atlas"), catalog.records)
     try:
-        result = recommend(recommender_for(resolved, catalog, judges), 1)
+        recommender = recommender_for(resolved, catalog, judges, launch_check=launch_check)
+        result = recommend(recommender, 1)
     except NoFeasiblePlan as exc:
         return [*head, False, str(exc), *[None] * (len(COLUMNS) - len(head) - 2)]
     plan = result["plans"][0]
@@ -207,8 +248,10 @@ def plan_row(setup: Setup, catalog: Any, judges: Any = None) -> list[Any]:
         round(memory["rollout"], 2),
         round(memory["train"], 2),
         list(plan["frameworks"]),
-        plan["launchable_by"][0],
+        next(iter(plan["launchable_by"]), None),
         list(plan["launchable_by"]),
+        sorted(plan["launch_refused_by"]),
+        json.dumps(pinned(plan), separators=(",", ":")),
         result["search"]["candidates"],
     ]
 
@@ -232,8 +275,26 @@ def _shares(setups: list[Setup], catalog: Any, workers: int) -> list[list[int]]:
     return [share for share in shares if share]
 
 
-def compute(roots: Sequence[Any], workers: int | None = None) -> list[list[Any]]:
-    """Every row of the grid, searched on up to `workers` processes (default: the cores).
+def launch_checks(path: str | None, catalog: Any) -> dict[str, Any]:
+    """Per algorithm of the grid, recommend's launch check as the function `path` names
+    ("module:function", called with the catalog and the algorithm) makes it; none without.
+
+    The check is export's (export.writer.launch_check) and rules may not import export
+    (DESIGN.md's dependency direction): the application layer that builds the atlas names it
+    (rlmguide.knowledge), and it is imported here by that name, which, unlike a function, the
+    worker processes can also be handed (as JSON)."""
+    if path is None:
+        return {}
+    module, _, name = path.partition(":")
+    factory = getattr(importlib.import_module(module), name)
+    return {a: factory(catalog, a) for a in ALGORITHMS if a in catalog.records.get("algorithm", {})}
+
+
+def compute(
+    roots: Sequence[Any], workers: int | None = None, launch_check: str | None = None
+) -> list[list[Any]]:
+    """Every row of the grid, searched on up to `workers` processes (default: the cores),
+    with the launch check `launch_check` names (see `launch_checks`).
 
     Processes, since the search is numpy and Python in about equal parts and threads would
     share one interpreter lock. Each is a fresh `python -m rules.atlas` fed its setups as
@@ -251,7 +312,8 @@ def compute(roots: Sequence[Any], workers: int | None = None) -> list[list[Any]]
     workers = min(workers or os.cpu_count() or 1, len(setups))
     if workers <= 1:
         judges = judges_of(catalog)
-        return [plan_row(s, catalog, judges) for s in setups]
+        checks = launch_checks(launch_check, catalog)
+        return [plan_row(s, catalog, judges, checks.get(s.algorithm)) for s in setups]
     shares = _shares(setups, catalog, workers)
     # The workers import what this process imported: its path first (a checkout run by
     # site/hooks.py, or pytest's root), then any the caller set.
@@ -259,7 +321,11 @@ def compute(roots: Sequence[Any], workers: int | None = None) -> list[list[Any]]
     env = {**os.environ, "PYTHONPATH": path}
     jobs = []
     for share in shares:
-        job = {"roots": [[str(r), k] for r, k in roots], "setups": [vars(setups[i]) for i in share]}
+        job = {
+            "roots": [[str(r), k] for r, k in roots],
+            "setups": [vars(setups[i]) for i in share],
+            "launch_check": launch_check,
+        }
         process = subprocess.Popen(
             [sys.executable, "-m", "rlmguide.rules.atlas"],
             stdin=subprocess.PIPE,
@@ -290,17 +356,28 @@ def _work() -> None:
     job = json.load(sys.stdin)
     catalog = load_catalog([(Path(r), k) for r, k in job["roots"]], READ_KINDS)
     judges = judges_of(catalog)
-    rows = [plan_row(Setup(**s), catalog, judges) for s in job["setups"]]
+    checks = launch_checks(job["launch_check"], catalog)
+    setups = [Setup(**s) for s in job["setups"]]
+    rows = [plan_row(s, catalog, judges, checks.get(s.algorithm)) for s in setups]
     sys.stdout.write(json.dumps(rows))
 
 
-def _code_files() -> list[Path]:
-    return [path for pattern in CODE_GLOBS for path in sorted(REPO.glob(pattern))]
+def code_files(launch_check: str | None = None) -> list[Path]:
+    """The code the rows are computed by: CODE_GLOBS, and the package of the launch check's
+    module (located, not imported: this runs on the warm path)."""
+    files = [path for pattern in CODE_GLOBS for path in sorted(REPO.glob(pattern))]
+    if launch_check is not None:
+        package = launch_check.partition(":")[0].rpartition(".")[0]
+        spec = importlib.util.find_spec(package)
+        assert spec is not None and spec.submodule_search_locations, launch_check
+        for folder in spec.submodule_search_locations:
+            files += sorted(Path(folder).glob("*.py"))
+    return files
 
 
-def code_digest() -> str:
-    """A digest of the cost and rules code (this grid included): part of every cache name
-    that holds atlas rows.
+def code_digest(launch_check: str | None = None) -> str:
+    """A digest of the code the rows are computed by (`code_files`, this grid included): part
+    of every cache name that holds atlas rows.
 
     Remembered per the files' sizes and modification times (as `kb.paths.fast_content_hash`
     does for records): reading 300 KB of code took 20-60 ms of every warm `rlmguide sql`.
@@ -308,7 +385,7 @@ def code_digest() -> str:
     from rlmguide.kb.cache import DIGEST, CacheError, read_name, write_atomic
     from rlmguide.kb.paths import cache_dir
 
-    files = _code_files()
+    files = code_files(launch_check)
     signature = hashlib.blake2b(digest_size=12)
     for path in files:
         info = path.stat()
@@ -325,21 +402,22 @@ def code_digest() -> str:
     return digest.hexdigest()
 
 
-def input_digest(roots: Sequence[Any]) -> str:
+def input_digest(roots: Sequence[Any], launch_check: str | None = None) -> str:
     """A digest of what the rows depend on: the records of the kinds read and the code."""
     from rlmguide.kb.paths import PLURALS, record_bytes, record_files
 
     folders = {PLURALS[kind] for kind in READ_KINDS}
     digest = hashlib.blake2b(digest_size=12)
-    digest.update(code_digest().encode())
+    digest.update(code_digest(launch_check).encode())
     for name, path in record_files(roots):
         if name.split("/")[0] in folders:
             digest.update(name.encode() + b"\0" + record_bytes(path) + b"\0")
     return digest.hexdigest()
 
 
-def atlas_rows(roots: Sequence[Any]) -> list[list[Any]]:
-    """The atlas for the records under `roots`, from the cache when its inputs are unchanged.
+def atlas_rows(roots: Sequence[Any], launch_check: str | None = None) -> list[list[Any]]:
+    """The atlas for the records under `roots`, with the launch check `launch_check` names,
+    from the cache when its inputs are unchanged.
 
     The cache file is sealed with a checksum and read as JSON data only; a damaged one is
     reported and recomputed, and a read-only cache only costs the computation.
@@ -347,7 +425,7 @@ def atlas_rows(roots: Sequence[Any]) -> list[list[Any]]:
     from rlmguide.kb.cache import CacheError, CacheMissing, read_sealed, warn, write_sealed
     from rlmguide.kb.paths import cache_dir
 
-    path = cache_dir() / "atlas" / f"atlas-{input_digest(roots)}.json"
+    path = cache_dir() / "atlas" / f"atlas-{input_digest(roots, launch_check)}.json"
     try:
         rows = json.loads(read_sealed(path))
         if isinstance(rows, list) and all(
@@ -359,25 +437,27 @@ def atlas_rows(roots: Sequence[Any]) -> list[list[Any]]:
         pass
     except (CacheError, ValueError) as exc:
         warn(f"ignoring cache file {path}: {exc}; recomputing the atlas")
-    rows = compute(roots)
+    rows = compute(roots, launch_check=launch_check)
     with contextlib.suppress(OSError):  # a read-only cache: the next build computes it again
         write_sealed(path, json.dumps(rows, separators=(",", ":")).encode())
     return rows
 
 
+@dataclass(frozen=True)
 class Atlas:
-    """The atlas as a table of the knowledge base (a `kb.derived.Derivation`)."""
+    """The atlas as a table of the knowledge base (a `kb.derived.Derivation`), its plans
+    judged by the launch check `launch_check` names (see `launch_checks`; none: claims and
+    constraints alone)."""
+
+    launch_check: str | None = None
 
     def code_digest(self) -> str:
-        return code_digest()
+        return code_digest(self.launch_check)
 
     def tables(self, roots: Sequence[Any]) -> list[Any]:
         from rlmguide.kb.derived import Table
 
-        return [Table(TABLE, DOC, COLUMNS, atlas_rows(roots))]
-
-
-ATLAS = Atlas()
+        return [Table(TABLE, DOC, COLUMNS, atlas_rows(roots, self.launch_check))]
 
 
 if __name__ == "__main__":

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from site_support import SITE_BUILD, BuiltSite, build_site, records_with_fixtures
@@ -28,6 +30,18 @@ def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str
 @pytest.fixture(scope="session")
 def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="session")
+def atlas_rows(session_cache: Path) -> list[dict[str, Any]]:
+    """The plan atlas as `rlmguide sql` returns it, computed once per test session."""
+    # A session fixture runs before the per-test `isolated_cache`: name the session's cache
+    # here, or the atlas would be computed in the user's.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RLMGUIDE_CACHE_DIR", str(session_cache))
+        done = run_cli("sql", "SELECT * FROM atlas", "--format", "json", timeout=1800)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
 
 
 @pytest.fixture(autouse=True)

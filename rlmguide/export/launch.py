@@ -17,6 +17,7 @@ from rlmguide.export.writer import Argument, Writer, for_algorithm, pick_mapping
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.schema import Launch
 from rlmguide.kb.schema import Mapping as MappingRecord
+from rlmguide.rules.recommend import Judges
 from rlmguide.rules.scenario import Resolved
 
 
@@ -70,12 +71,14 @@ def build(
     mappings: Mapping[str, MappingRecord],
     framework: str,
     version: str | None = None,
+    judges: Judges | None = None,
 ) -> Exported:
+    """`framework`'s launch of the plan find_plan picks (`judges`: see there)."""
     mapping = pick_mapping(mappings, framework, version)
     writer = Writer(
         catalog, {framework: for_algorithm(mapping, resolved.scenario.workload.algorithm)}
     )
-    found = find_plan(resolved, catalog, framework, writer)
+    found = find_plan(resolved, catalog, framework, writer, judges)
     w = writer.write(found.recommender, found.row, found.plan, framework)
     return Exported(
         framework,

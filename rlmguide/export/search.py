@@ -19,7 +19,13 @@ import numpy as np
 from rlmguide.export.mapping import NotExpressible
 from rlmguide.export.writer import Writer
 from rlmguide.kb.load import Catalog
-from rlmguide.rules.recommend import NoFeasiblePlan, Recommender, recommend, recommender_for
+from rlmguide.rules.recommend import (
+    Judges,
+    NoFeasiblePlan,
+    Recommender,
+    recommend,
+    recommender_for,
+)
 from rlmguide.rules.scenario import Resolved, fill_plan_defaults
 
 COMPLETE = ("placement", "execution", "rollout.tp", "train.tp", "train.zero", "train.recompute")
@@ -86,11 +92,19 @@ def _refused_mode(recommender: Recommender, framework: str, plan: Any) -> str:
     return f" (constraint {', '.join(refusing)})" if refusing else ""
 
 
-def find_plan(resolved: Resolved, catalog: Catalog, framework: str, writer: Writer) -> Found:
+def find_plan(
+    resolved: Resolved,
+    catalog: Catalog,
+    framework: str,
+    writer: Writer,
+    judges: Judges | None = None,
+) -> Found:
     """The best-ranked plan of `recommend --framework` that `writer`'s launch of the framework
     writes (Writer.refusal, the predicate `recommend`'s launchable_by uses); NotExpressible
     says why there is none. A plan the scenario fixes completely is exported as written, even
-    where the cost model predicts it does not fit (as `estimate` costs it)."""
+    where the cost model predicts it does not fit (as `estimate` costs it). `judges` are the
+    catalog's compiled rules and constraints (rules.recommend.judges_of), where a caller
+    exports many scenarios: compiling them is most of a fixed plan's export."""
     mapping = writer.mappings[framework]
     plan = resolved.scenario.plan
     launches = sorted({(x.execution, x.placement) for x in mapping.launches})
@@ -108,6 +122,7 @@ def find_plan(resolved: Resolved, catalog: Catalog, framework: str, writer: Writ
         recommender = recommender_for(
             one,
             catalog,
+            judges,
             only=framework,
             enforce_memory=not complete,
             engine_max_seqs=mapping.engine_max_seqs,

@@ -39,7 +39,7 @@ from rlmguide.kb.load import Catalog
 from rlmguide.kb.schema import Launch
 from rlmguide.kb.schema import Mapping as MappingRecord
 from rlmguide.rules.frameworks import CompiledConstraint
-from rlmguide.rules.recommend import Recommender
+from rlmguide.rules.recommend import LaunchCheck, Recommender
 from rlmguide.rules.runcost import run_steps, run_terms
 
 
@@ -216,6 +216,12 @@ class Writer:
         used = {a.fact for a in arguments}
         inputs = {var: text for name, (var, text) in INPUTS.items() if name in used}
         return Written(launch, backend, engine, arguments, inputs)
+
+
+def launch_check(catalog: Catalog, algorithm: str) -> LaunchCheck:
+    """`recommend`'s launch check for a scenario of `algorithm`: the refusal of every
+    framework's newest mapping (the catalog must hold mappings and constraints)."""
+    return Writer.for_scenario(catalog, catalog.of("mapping"), algorithm).refusal  # type: ignore[arg-type]
 
 
 def _pairs(

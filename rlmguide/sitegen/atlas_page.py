@@ -37,9 +37,14 @@ HEADERS = (
 QUERY = """
 SELECT model_id, accelerator_id, gpus, algorithm_id, feasible, infeasible_reason, placement,
        execution, rollout_layout, train_layout, step_seconds, tokens_per_second, bottleneck,
-       framework, launchable_by, params_b
+       framework, launchable_by, launch_refused_by, params_b
 FROM atlas ORDER BY params_b, model_id, accelerator_id, gpus, algorithm_id
 """
+UNCHECKED = """
+SELECT DISTINCT framework FROM (SELECT unnest(launchable_by) AS framework FROM atlas)
+WHERE framework NOT IN (SELECT framework FROM mappings) ORDER BY framework
+"""
+"""The frameworks the rows list that have no export mapping: nothing checks their launch."""
 
 
 def _link(kind: str, record_id: str) -> str:
@@ -59,7 +64,14 @@ def atlas_row(row: dict[str, Any]) -> list[str]:
         short = html(str(row["infeasible_reason"]).split(":")[0])
         # Empty cells read "unknown", which tables.js keeps last whichever way a column sorts.
         return [*setup, f'<span title="{reason}">{short}</span>', *[""] * 8]
-    others = ", ".join(_link("framework", f) for f in row["launchable_by"][1:])
+    if row["framework"]:
+        first = _link("framework", row["framework"])
+        others = ", ".join(_link("framework", f) for f in row["launchable_by"][1:])
+    else:  # the best plan that fits, but no released framework's launch writes it
+        first = "none"
+        others = "export refuses it: " + ", ".join(
+            _link("framework", f) for f in row["launch_refused_by"]
+        )
     return [
         *setup,
         html(row["placement"]),
@@ -69,7 +81,7 @@ def atlas_row(row: dict[str, Any]) -> list[str]:
         f"{number(row['step_seconds'])} s",
         f"{number(row['tokens_per_second'])} tok/s",
         html(row["bottleneck"]),
-        _link("framework", row["framework"]),
+        first,
         others,
     ]
 
@@ -86,6 +98,8 @@ def atlas_pages(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     if not rows:
         return {}
     feasible = sum(1 for r in rows if r["feasible"])
+    unlaunched = sum(1 for r in rows if r["feasible"] and not r["framework"])
+    unchecked = [_link("framework", f) for (f,) in con.execute(UNCHECKED).fetchall()]
     text = document(
         # No side navigation or toc: thirteen columns need the page's whole width.
         front_matter(["navigation", "toc"]),
@@ -98,11 +112,25 @@ def atlas_pages(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
         "every GPU trains at least 8 responses per optimizer step; prompts of 1,024 tokens, "
         "responses of 4,096 on average and 16,384 at most, a verifier as reward. Step time is "
         "predicted by the cost core; tokens per second counts prompt and response tokens "
-        "trained per second across the cluster. Every plan is one a released framework "
+        "trained per second across the cluster. A plan is one a released framework "
         "launches: *Launch with* is the first (one with an export mapping where any runs it, "
-        "then the newest release), and the others follow.",
+        "then the newest release), and the others follow. A framework with an export mapping "
+        "is listed only where its export writes the plan, as `rlmguide recommend` lists it "
+        "(`rlmguide recommend --emit FRAMEWORK` prints the launch); one whose export refuses "
+        "the plan is left out (column `launch_refused_by` of the rows).",
+        "Frameworks without an export mapping are listed by their claims and constraint "
+        "records alone: their launch is unchecked"
+        + (f" ({', '.join(unchecked)})." if unchecked else "."),
         f"{feasible} of {len(rows)} setups have a plan that fits; for the others the row says "
-        "which constraint binds (hover for the figures). For another workload, run "
+        "which constraint binds (hover for the figures)."
+        + (
+            f" Of those, {unlaunched} have no plan a released framework launches: every one "
+            "that runs the best plan that fits refuses it at export, and *Launch with* says "
+            "none."
+            if unlaunched
+            else ""
+        )
+        + " For another workload, run "
         "`rlmguide recommend` with your own numbers, or query the rows with "
         '`rlmguide sql "SELECT * FROM atlas WHERE gpus = 128"`.',
         download_links(ATLAS_PAGE, "atlas"),
