@@ -202,7 +202,7 @@ def matrix_page(ix: Index) -> str:
         "<strong>unknown</strong> means nobody has checked, not that the feature is missing; "
         "<strong>undocumented</strong> means the sources that could be read (often only a "
         "paper's abstract) neither document the feature nor rule it out, the survey's "
-        "&quot;?&quot;, while <strong>no</strong> means they document no support; "
+        "&quot;?&quot;, while &quot;no&quot; means they document no support; "
         "and <em>(stale)</em> marks evidence more than a year older than the framework's "
         "latest release (or than the day it was checked, where no release is recorded). "
         "Under each framework's name, its availability: <em>released</em> end-to-end code "
