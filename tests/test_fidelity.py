@@ -147,3 +147,13 @@ def test_nemo_rl_refits_in_its_own_buckets() -> None:
     # A framework without constants of its own is costed alike either way.
     verl = BY_ID["verl-fully-async-weight-sync-qwen3-30b-a3b-16-16"]
     assert predict(verl.result, catalog, own_constants=False).predicted == verl.predicted
+
+
+def test_figures_are_read_by_rollout_length_of_the_longest_response() -> None:
+    # verl's fully async run caps responses at 28,672 tokens (mean 1,000): the band follows the
+    # longest response, the decode chain; NeMo RL's Qwen3-30B-A3B run caps them at 4,096.
+    verl = BY_ID["verl-fully-async-qwen2.5-math-7b-64-64"].result
+    nemo = BY_ID["nemo-rl-perf-qwen3-30b-a3b-grpo-32gpu-v0.6"].result
+    assert verl.response_band == "responses up to 32k tokens"
+    assert nemo.response_band == "responses up to 8k tokens"
+    assert len({c.result.response_band for c in SCORED}) >= 3
