@@ -5,7 +5,7 @@ the default constants and then leave-one-source-out over a grid of the fitted co
 cases of one publication are predicted with the grid point that fits all the other
 publications best (rules.fidelity.leave_group_out), which is the reported figure; grouped by
 framework instead, the same question for a framework the fit never saw. The benchmark prints
-every case, the figures per source, execution mode and framework, every published
+every case, the figures per source, execution mode, rollout length and framework, every published
 ordering (A faster than B in one source) with whether the prediction keeps it, and what the
 constants a framework sets for itself (cost.overheads.OWN_FRAMEWORK_CONSTANTS) change, case by
 case.
@@ -239,6 +239,7 @@ def main() -> None:
         print(f"leave-one-framework-out, results:    {figure(results_only(lofo))}")
         by("leave-one-source-out by source", results_only(loso), lambda c: c.group)
         by("leave-one-source-out by execution mode", results_only(loso), lambda c: c.execution)
+        by("leave-one-source-out by rollout length", results_only(loso), lambda c: c.response_band)
         by("leave-one-source-out by framework", results_only(loso), lambda c: c.framework)
         by("leave-one-framework-out by framework", results_only(lofo), lambda c: c.framework)
         report_orderings(loso, "leave-one-source-out")

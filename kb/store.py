@@ -233,7 +233,7 @@ def populate(
         [
             ("framework_id", "VARCHAR", ""),
             ("feature", "VARCHAR", "technique, algorithm or component id"),
-            ("support", "VARCHAR", "yes | partial | planned | no"),
+            ("support", "VARCHAR", "yes | partial | planned | no | undocumented"),
             ("note", "VARCHAR", ""),
             ("source_id", "VARCHAR", ""),
             ("checked", "DATE", "the day the evidence was read (was `verified` before 2026-12)"),

@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-SUPPORT_RANK = {"yes": 0, "partial": 1, "planned": 2, "no": 3}
-"""Best first: the level a column shows when several of its features are claimed."""
+from rlmguide.kb.schema.common import SUPPORT_ORDER
 
 
 @dataclass(frozen=True)
@@ -71,4 +70,4 @@ def best_feature(column: SurveyColumn, supports: Mapping[str, str]) -> str | Non
     found = [f for f in column.features if f in supports]
     if not found:
         return None
-    return min(found, key=lambda f: (SUPPORT_RANK[supports[f]], column.features.index(f)))
+    return min(found, key=lambda f: (SUPPORT_ORDER[supports[f]], column.features.index(f)))

@@ -43,6 +43,15 @@ def source_group(source: str) -> str:
     return VERSIONED.sub("", source)
 
 
+RESPONSE_BANDS = (
+    (2_048, "responses up to 2k tokens"),
+    (8_192, "responses up to 8k tokens"),
+    (32_768, "responses up to 32k tokens"),
+    (math.inf, "responses over 32k tokens"),
+)
+"""Upper bounds (longest response, tokens) of the rollout-length bands figures are read by."""
+
+
 @dataclass(frozen=True)
 class Case:
     """A published figure with the setting to predict it from."""
@@ -71,6 +80,17 @@ class Case:
         if self.metric == "training_seconds":
             return "training"
         return self.scenario.plan.execution or "searched"
+
+    @property
+    def response_band(self) -> str:
+        """The band of the longest response (the rollout's decode chain), so the figures can be
+        read per rollout length as well as per execution mode (survey §7.12)."""
+        work = self.scenario.workload
+        longest = work.max_response_tokens or work.response_tokens
+        for top, name in RESPONSE_BANDS:
+            if longest <= top:
+                return name
+        return RESPONSE_BANDS[-1][1]
 
 
 @dataclass(frozen=True)

@@ -172,3 +172,13 @@ def test_one_step_off_is_faster_as_published() -> None:
         off, sync = BY_ID[f"{base}{engine}-4-12"], BY_ID[f"{base}{engine}-colocate-16gpu"]
         assert off.result.value < sync.result.value
         assert off.predicted < sync.predicted  # type: ignore[operator]
+
+
+def test_figures_are_read_by_rollout_length_of_the_longest_response() -> None:
+    # verl's fully async run caps responses at 28,672 tokens (mean 1,000): the band follows the
+    # longest response, the decode chain; NeMo RL's Qwen3-30B-A3B run caps them at 4,096.
+    verl = BY_ID["verl-fully-async-qwen2.5-math-7b-64-64"].result
+    nemo = BY_ID["nemo-rl-perf-qwen3-30b-a3b-grpo-32gpu-v0.6"].result
+    assert verl.response_band == "responses up to 32k tokens"
+    assert nemo.response_band == "responses up to 8k tokens"
+    assert len({c.result.response_band for c in SCORED}) >= 3

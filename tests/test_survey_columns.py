@@ -30,6 +30,28 @@ def test_best_feature_takes_the_best_support_then_the_column_order() -> None:
     assert best_feature(z3, {"fsdp": "yes", "zero-3": "partial"}) == "fsdp"
     assert best_feature(z3, {"fsdp": "yes", "zero-3": "yes"}) == "zero-3"
     assert best_feature(z3, {"fsdp": "no", "zero-2": "yes"}) == "fsdp"
+    # A documented absence says more than a source that is silent: `no` wins over undocumented.
+    assert best_feature(z3, {"zero-3": "undocumented", "fsdp": "no"}) == "fsdp"
+    assert best_feature(z3, {"zero-3": "undocumented"}) == "zero-3"
+
+
+def test_table11_cells_the_sources_leave_open_are_undocumented_claims() -> None:
+    # StaleFlow, Pipe-RLHF and RLHFuse could be read only in part (abstracts, RLHFuse's solver):
+    # a cell they do not document is Table 11's "?", a cited claim, not an unknown cell.
+    result = CliRunner().invoke(
+        cli,
+        ["compare", "staleflow", "pipe-rlhf", "rlhfuse", "--preset", "table11", "--format", "json"],
+    )
+    assert result.exit_code == 0, result.output
+    cells = {c["column"]: c["cells"] for c in json.loads(result.output)["columns"]}
+    assert all(cell is not None for column in cells.values() for cell in column.values())
+    assert cells["TP"]["staleflow"]["support"] == "undocumented"
+    assert cells["TP"]["staleflow"]["source"] == "arxiv-2601.12784"
+    # What the abstracts do document stays: Pipe-RLHF pipelines its generation step only
+    # (Table 11's rollout-specific partial mark), StaleFlow is disaggregated.
+    assert cells["PP"]["pipe-rlhf"]["support"] == "partial"
+    assert cells["Disagg."]["staleflow"]["support"] == "yes"
+    assert cells["AC Share"]["rlhfuse"]["support"] == "no"
 
 
 def test_compare_preset_table11() -> None:

@@ -405,8 +405,13 @@ def test_table_11_cells_without_a_claim_are_counted(con: duckdb.DuckDBPyConnecti
     assert disagg.passed is (unknown == 0)
     if unknown:
         assert disagg.detail == f"cells: {unknown} of 20 cells have no cited claim"
-    every = checker.requirement(Requirement(column="*", need="cells"))
-    assert every.detail.endswith("of 260 cells have no cited claim") or every.passed
+    assert checker.requirement(Requirement(column="*", need="cells")).passed
+    # Every cell is cited; 29 of them (StaleFlow 11, Pipe-RLHF 10, RLHFuse 8) cite sources that
+    # leave the feature undocumented, counted so that the map does not pass them off as facts.
+    assert checker._column("*") == (
+        True,
+        "0 of 260 cells have no cited claim; 29 cite sources that leave the feature undocumented",
+    )
 
 
 def test_page_and_command_show_the_computed_counts(con: duckdb.DuckDBPyConnection) -> None:

@@ -5,5 +5,6 @@
 SELECT framework_id, support, note, source_id, source_url, checked, as_of, stale
 FROM framework_matrix
 WHERE feature = $feature
-ORDER BY CASE support WHEN 'yes' THEN 0 WHEN 'partial' THEN 1 WHEN 'planned' THEN 2 ELSE 3 END,
+ORDER BY CASE support WHEN 'yes' THEN 0 WHEN 'partial' THEN 1 WHEN 'planned' THEN 2
+                      WHEN 'no' THEN 3 ELSE 4 END,
          framework_id

@@ -18,7 +18,13 @@ Positive = Annotated[float, Field(gt=0)]
 PositiveInt = Annotated[int, Field(gt=0)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
 
-Support = Literal["yes", "partial", "planned", "no"]
+Support = Literal["yes", "partial", "planned", "no", "undocumented"]
+"""How far a framework supports a feature. `no`: the sources read document no support (Table 11's
+empty mark, "no documented public support"); `undocumented`: what could be read (often a paper's
+abstract) neither documents the feature nor rules it out (Table 11's "?", "undocumented or
+unclear"), so the claim records what was read rather than leaving the cell unknown."""
+SUPPORT_ORDER = {"yes": 0, "partial": 1, "planned": 2, "no": 3, "undocumented": 4}
+"""Best first: the order the matrix sorts by and a Table 11 column picks its best claim in."""
 Date = dt.date
 
 

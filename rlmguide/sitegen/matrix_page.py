@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from rlmguide.kb.evidence import claim_stale
 from rlmguide.kb.schema import Framework, Record
+from rlmguide.kb.schema.common import SUPPORT_ORDER
 from rlmguide.kb.survey_columns import TABLE11, best_feature
 from rlmguide.sitegen.mdtext import (
     SEARCH_EXCLUDE,
@@ -24,7 +25,6 @@ from rlmguide.sitegen.mdtext import (
 from rlmguide.sitegen.pages import (
     FEATURE_KINDS,
     MATRIX,
-    SUPPORT_ORDER,
     Index,
     badge,
     page_of,
@@ -199,7 +199,10 @@ def matrix_page(ix: Index) -> str:
         "support <strong>all</strong> of them (the address then links to the answer); type to "
         "find features by name. Each cell links to the source the claim was checked against "
         "(hover for the day it was checked and the date of the evidence); "
-        "<strong>unknown</strong> means nobody has checked, not that the feature is missing, "
+        "<strong>unknown</strong> means nobody has checked, not that the feature is missing; "
+        "<strong>undocumented</strong> means the sources that could be read (often only a "
+        "paper's abstract) neither document the feature nor rule it out, the survey's "
+        "&quot;?&quot;, while &quot;no&quot; means they document no support; "
         "and <em>(stale)</em> marks evidence more than a year older than the framework's "
         "latest release (or than the day it was checked, where no release is recorded). "
         "Under each framework's name, its availability: <em>released</em> end-to-end code "

@@ -75,8 +75,6 @@ FACTS_PAGE = "rules/facts.md"
 SQL_REFERENCE = "sql/reference.md"
 SQL_QUERIES = "sql/queries.md"
 
-SUPPORT_ORDER = {"yes": 0, "partial": 1, "planned": 2, "no": 3}
-"""Sort rank of a support level in the matrix: best first."""
 FEATURE_KINDS = ("algorithm", "technique", "component")
 
 
