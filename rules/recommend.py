@@ -1448,6 +1448,7 @@ TERM_NAMES = {
     "optimizer": "Adam states",
     "frozen_models": "reference/reward weights",
     "zero3_gather": "ZeRO-3 gathered layer",
+    "reshard": "resharding buffer of the frozen models' own layout",
     "activations": "activations",
     "fragmentation_reserve": "allocator fragmentation reserve",
     "kv_cache": "KV cache of the longest sequence",
@@ -1469,6 +1470,8 @@ REMEDIES = {
     "kv_cache": "more rollout tensor parallelism, DP attention or a shorter max_response_tokens",
     "trainer_state": "phase offload (plan.train.offload.phase)",
     "zero3_gather": "more tensor parallelism",
+    "reshard": "the frozen models on the trainer's layout (no plan.assessment) or on a pool of "
+    "their own (plan.pools)",
     "workspace": "a larger rollout tensor group",
     "offloaded_state_per_node": "less offload, more nodes or a node with more host memory "
     "(cluster.host_memory_gib_per_node)",

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO
+from rlmguide.rules.recommend import REMEDIES, TERM_NAMES, memory_shortfall
 
 from rlmguide import api
 from rlmguide.errors import RlmguideError
@@ -138,3 +139,33 @@ def test_frozen_layout_by_hand(facts: dict[str, Any], layout: dict[str, int] | N
 def test_frameworks_without_the_layout_refuse_it(framework: str) -> None:
     with pytest.raises(RlmguideError, match="frozen-model-layout"):
         api.export(scenario(assessment={"tp": 2}), framework)
+
+
+def test_a_reshard_overflow_names_its_buffer_and_remedy() -> None:
+    # A reference laid out TP 1 PP 8 on the trainer's GPUs needs a buffer for its re-laid
+    # weights (M_reshard); where that buffer is what overflows, the failure names it.
+    plan = {
+        "placement": "colocated",
+        "execution": "sync",
+        "rollout": {"gpus": 8, "tp": 2, "pp": 1, "ep": 1},
+        "train": {
+            "gpus": 8,
+            "tp": 1,
+            "pp": 1,
+            "cp": 1,
+            "ep": 1,
+            "zero": 1,
+            "recompute": "full",
+            "offload": {},
+        },
+        "pool_overflow_gib": {"rollout": 0.0, "train": 3.0},
+        "memory_breakdown_gib": {"train": {"weights": 10.0, "activations": 20.0, "reshard": 40.0}},
+    }
+    said = memory_shortfall(plan)
+    assert "largest: resharding buffer of the frozen models' own layout" in said
+    assert said.endswith("(plan.pools)")
+    assert "(usable 67.0 GiB)" in said
+
+
+def test_every_memory_term_has_a_name_and_a_remedy() -> None:
+    assert set(TERM_NAMES) == set(REMEDIES)
