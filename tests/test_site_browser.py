@@ -346,8 +346,14 @@ def test_calibration_sorts_as_numbers_and_plots(tab: Any, site_url: str) -> None
     values = table.locator("tbody tr td:nth-child(3)").all_inner_texts()
     numbers = [float(v.split()[0].replace(",", "")) for v in values if v != "unknown"]
     assert len(numbers) >= 20 and numbers == sorted(numbers)
+    # every figure carries its result's unit (seconds, or tokens per second for a throughput)
     predicted = table.locator("tbody tr td:nth-child(4)").all_inner_texts()
-    assert all(p == "unknown" or p.split(" ", 1)[1].startswith("s") for p in predicted)
+    units = {v.split(" ", 1)[1] for v in values if v != "unknown"}
+    assert "s" in units and units >= {p.split(" ", 1)[1] for p in predicted if p != "unknown"}
+    assert all(
+        p == "unknown" or p.split(" ", 1)[1] == v.split(" ", 1)[1]
+        for p, v in zip(predicted, values, strict=True)
+    )
     plot = tab.locator("article img[src$='calibration.svg']")
     plot.scroll_into_view_if_needed()
     assert tab.evaluate("(img) => img.naturalWidth", plot.element_handle()) > 100
