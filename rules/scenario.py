@@ -332,6 +332,13 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             "stay frozen"
         )
     train = scenario.plan.train
+    if train.expert_layout == "isolated" and policy.moe is None:
+        # Without this the search rejects every candidate and says only "no feasible plan".
+        raise InputError(
+            f"plan.train.expert_layout: isolated splits a mixture-of-experts policy's experts "
+            f"over ep ranks, and the policy {policy_id} is dense (it has no experts); remove "
+            "it or use folded"
+        )
     chunks = train.virtual_stages or 1
     stages = train.pp or 2  # unset, the search still needs a pipeline of two stages at least
     if chunks > 1 and stages * chunks > policy.layers + 2:
