@@ -40,7 +40,7 @@ from rlmguide.cost.plans import (
 )
 from rlmguide.cost.units import GIB
 from rlmguide.kb.load import Catalog
-from rlmguide.kb.schema import Architecture, Framework, Offload, Plan
+from rlmguide.kb.schema import Architecture, Constraint, Framework, Offload, Plan
 from rlmguide.rules.agentic import agentic_notes
 from rlmguide.rules.engine import CompiledRule
 from rlmguide.rules.facts import STAGES, scenario_facts
@@ -541,6 +541,9 @@ class Recommender:
         self.offload_fallback = False
         """Set when no plan fitted without a CPU optimizer or streamed parameters."""
         self._tightest: tuple[float, dict[str, Any]] | None = None
+        self.pool_refusals: dict[str, Constraint] = {}
+        """The constraints that refused plans only for want of a model's own pool
+        (`_refused_for_pools`)."""
         # A require rule over one pool's facts is judged on that pool before the pools meet.
         self.level = {
             rule.id: (
@@ -1048,13 +1051,27 @@ class Recommender:
         # A disaggregated combination of two fitting pools can still overflow (weight-sync
         # buffers); it is rejected too but was never counted as a candidate of its own.
         self._note_closest(costs, alive & ~fits, costs.overflow_gib)
-        ok = np.flatnonzero((alive | research) & fits)
+        waiting = np.zeros(n, dtype=bool)
+        if not (alive & fits).any() and self.frameworks and self.filter_frameworks:
+            # A framework that runs a model only on a pool of its own (NeMo-RL's reward
+            # model) refuses every plan here, where the pools are the scenario's: its plans
+            # are the own-pool variants of the plans it would run but for that.
+            waiting = self._refused_for_pools(env, n) & fits
+        ok = np.flatnonzero((alive | research | waiting) & fits)
         self.search.seconds = time.perf_counter() - start
-        if not (alive & fits).any():
+        if not (alive | waiting)[ok].any():
             raise NoFeasiblePlan(self._binding())
-        costs, launchable = costs.take(ok), alive[ok]
+        costs, launchable, waiting = costs.take(ok), alive[ok], waiting[ok]
         if self.frameworks and self.filter_frameworks:
-            costs, launchable = self._with_configurations(costs, launchable)
+            searched = len(costs)
+            costs, launchable = self._with_configurations(costs, launchable, waiting)
+            if waiting.any():  # bases of the variants only: nobody ranked runs them as they are
+                base = np.zeros(len(costs), dtype=bool)
+                base[:searched] = waiting & ~research[ok]
+                kept = np.flatnonzero(~base)
+                if not kept.size:
+                    raise NoFeasiblePlan(self._own_pool_binding())
+                costs, launchable = costs.take(kept), launchable[kept]
         self.launchable = launchable
         final = {**self.facts, **plan_facts(costs.plans, costs)}
         self.final_env, self.final_size = final, len(costs)
@@ -1063,7 +1080,7 @@ class Recommender:
         return costs, fired
 
     def _with_configurations(
-        self, costs: CostTable, launchable: np.ndarray
+        self, costs: CostTable, launchable: np.ndarray, waiting: np.ndarray
     ) -> tuple[CostTable, np.ndarray]:
         """The best plans again under Table 9's other configurations (shared actor-critic,
         inter- and intra-stage fusion, survey §4.1, §4.3), where the scenario leaves them open:
@@ -1072,13 +1089,14 @@ class Recommender:
         mode (a framework that fuses stages may run only synchronous plans): a configuration
         changes the assessment and training, not which layouts are best. A variant only a
         research system runs joins as a what-if (`launchable` false). Then the models whose
-        pools the scenario leaves open are given pools of their own (`pool_variants`)."""
+        pools the scenario leaves open are given pools of their own (`pool_variants`), the
+        `waiting` plans among the bases (`_refused_for_pools`)."""
         order = np.argsort(costs.step_seconds, kind="stable")
         pair = (costs.plans.placement * len(EXECUTIONS) + costs.plans.execution)[order]
         _, firsts = np.unique(pair, return_index=True)
         base = np.union1d(order[:VARIANT_BASE], order[firsts])
         configured = self._joined(*self.configuration_variants(costs.plans.take(base)))
-        pooled = self._joined(*self.pool_variants(costs, launchable, configured))
+        pooled = self._joined(*self.pool_variants(costs, launchable | waiting, configured))
         found = [part for part in (configured, pooled) if part is not None]
         if not found:
             return costs, launchable
@@ -1139,6 +1157,43 @@ class Recommender:
         )
         ok = self._valid(table)
         return self._judged(table.take(np.flatnonzero(ok)))
+
+    def _refused_for_pools(self, env: Mapping[str, Any], size: int) -> np.ndarray:
+        """Rows that pass the require rules and that a framework ranked would run if its
+        constraints on the own pools of `pooled_roles` were lifted: the plans it runs once
+        a model has GPUs of its own, which `pool_variants` then judges in full."""
+        names = {f"plan.pools.{role}" for role in self.pooled_roles()}
+        if not names:
+            return np.zeros(size, dtype=bool)
+        lifted = [
+            replace(x, constraints=tuple(c for c in x.constraints if not names & c.names))
+            for x in self.supports
+        ]
+        alive = _runs(lifted, env, size)
+        for rule in self.rules:
+            if rule.record.effect == "require":
+                alive &= ~rule.fires(env, size)
+        self.pool_refusals = {
+            c.id: c.record
+            for x in self.supports
+            for c in x.constraints
+            if names & c.names and (alive & ~c.holds(env, size)).any()
+        }
+        return alive
+
+    def _own_pool_binding(self) -> str:
+        """No own-pool variant of the plans refused only for their pools runs: the
+        constraints that asked for the pool, cited."""
+        cited = "; ".join(
+            f"constraint {r.id} ({r.title}; {r.file} at {r.commit[:10]})"
+            for r in self.pool_refusals.values()
+        )
+        return (
+            f"every plan that fits is refused for want of a model's own pool ({cited}), and "
+            f"no plan with one (pool sizes tried: "
+            f"{', '.join(map(str, own_pool_sizes(self.resolved.gpus)))} GPUs) both fits and "
+            "is run by " + (self.only or "a framework ranked")
+        )
 
     def pooled_roles(self) -> list[str]:
         """The models whose own pool the search sizes: the frozen ones and a separate critic,

@@ -12,10 +12,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from rlmguide.cost.assessment import ONE_PASS, Scoring
 from rlmguide.cost.batch import response_lengths
 from rlmguide.cost.episode import Episode
@@ -150,6 +150,31 @@ def read_scenario(path: Path) -> Scenario:
     return parse_scenario(read_mapping(path), str(path))
 
 
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models a field's annotation can hold (through unions, lists, dicts)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
+
+
+def _field_hint(loc: tuple[int | str, ...]) -> str:
+    """For a field the schema does not know: the closest names it allows there, else the
+    names it allows ("; did you mean nodes?"), following `loc` through the nested models."""
+    models: list[type[BaseModel]] = [Scenario]
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        inner = [x for m in models if part in m.model_fields
+                 for x in _models_in(m.model_fields[part].annotation)]  # fmt: skip
+        named = [m for m in models if m.__name__ == part]  # a union's branch, by its class
+        models = inner or named or models
+    names = sorted({name for m in models for name in m.model_fields})
+    close = difflib.get_close_matches(str(loc[-1]), names, n=3, cutoff=0.6)
+    if close:
+        return f"; did you mean {', '.join(close)}?"
+    return f"; fields there: {', '.join(names)}" if names else ""
+
+
 def parse_scenario(data: Any, origin: str = "scenario") -> Scenario:
     if not isinstance(data, dict):
         raise InputError(f"{origin}: a scenario is a mapping with cluster, models and workload")
@@ -159,8 +184,9 @@ def parse_scenario(data: Any, origin: str = "scenario") -> Scenario:
         first = exc.errors()[0]
         more = len(exc.errors()) - 1
         tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+        hint = _field_hint(first["loc"]) if first["type"] == "extra_forbidden" else ""
         raise InputError(
-            f"{origin}: {format_location(first['loc'])}: {describe(first)}{tail}"
+            f"{origin}: {format_location(first['loc'])}: {describe(first)}{hint}{tail}"
         ) from None
     if problem := boolean_numbers(scenario, data) or out_of_bounds(scenario):
         raise InputError(f"{origin}: {problem}")
@@ -332,6 +358,13 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             "stay frozen"
         )
     train = scenario.plan.train
+    if train.expert_layout == "isolated" and policy.moe is None:
+        # Without this the search rejects every candidate and says only "no feasible plan".
+        raise InputError(
+            f"plan.train.expert_layout: isolated splits a mixture-of-experts policy's experts "
+            f"over ep ranks, and the policy {policy_id} is dense (it has no experts); remove "
+            "it or use folded"
+        )
     chunks = train.virtual_stages or 1
     stages = train.pp or 2  # unset, the search still needs a pipeline of two stages at least
     if chunks > 1 and stages * chunks > policy.layers + 2:

@@ -629,3 +629,48 @@ def damage(run: Run, before: dict[str, bytes | str], after: dict[str, bytes | st
     if any(Path(n).name == EXECUTED for n in after):
         changed.append(f"{EXECUTED} (something in the input was run)")
     return sorted(changed)
+
+
+# --- wrong input a user types: each case with the words its one-line error must hold ---------
+
+_SMALL_TEXT = BASE_FILE.read_bytes()
+WRONG_INPUT: list[tuple[Run, tuple[str, ...]]] = [
+    (Run("scenario: empty file", ("recommend", "{dir}/s.yaml"), {"s.yaml": b""}),
+     ("a scenario is a mapping",)),
+    (Run("scenario: a folder", ("estimate", "{dir}/user")), ("is a directory",)),
+    (Run("scenario: missing", ("export", "{dir}/none.yaml", "--framework", "verl")),
+     ("cannot read",)),
+    (Run("scenario: unknown GPU", ("recommend", "{dir}/s.yaml"),
+         {"s.yaml": _SMALL_TEXT.replace(b"h100-sxm-80gb", b"h100-sxm-80g")}),
+     ("cluster.accelerator", "did you mean h100-sxm-80gb")),
+    (Run("scenario: unknown model", ("estimate", "{dir}/s.yaml"),
+         {"s.yaml": _SMALL_TEXT.replace(b"qwen2.5-7b", b"qwen2.5-7c")}),
+     ("models.policy", "did you mean qwen2.5-7b")),
+    (Run("scenario: unknown algorithm", ("recommend", "{dir}/s.yaml"),
+         {"s.yaml": _SMALL_TEXT.replace(b"algorithm: grpo", b"algorithm: grpoo")}),
+     ("workload.algorithm", "did you mean grpo")),
+    (Run("--framework unknown", ("recommend", str(BASE_FILE), "--framework", "verll")),
+     ("--framework", "did you mean verl")),
+    (Run("--set unknown field", ("recommend", str(BASE_FILE), "--set", "cluster.nodez=2")),
+     ("cluster.nodez", "did you mean nodes")),
+    (Run("--set zero nodes", ("estimate", str(BASE_FILE), "--set", "cluster.nodes=0")),
+     ("cluster.nodes",)),
+    (Run("--set negative tp", ("recommend", str(BASE_FILE), "--set", "plan.train.tp=-2")),
+     ("plan.train.tp",)),
+    (Run("--set huge prompts", ("recommend", str(BASE_FILE), "--set",
+                                "workload.prompts_per_step=99999999999999999999")),
+     ("workload.prompts_per_step", "supported range")),
+    (Run("--set isolated EP on a dense model", ("recommend", str(BASE_FILE), "--set",
+                                                "plan.train.expert_layout=isolated")),
+     ("plan.train.expert_layout", "no experts")),
+    (Run("--deployment unknown", ("estimate", "--deployment", "verl-qwen")), ("--deployment",)),
+    (Run("review: empty file", ("review", "{dir}/run.sh", "--accelerator", "h100-sxm-80gb"),
+         {"run.sh": b""}), ("no launch of a mapped framework",)),
+    (Run("review: a folder", ("review", "{dir}/user", "--accelerator", "h100-sxm-80gb")),
+     ("is a directory",)),
+    (Run("list: unknown kind", ("list", "modelz")), ("unknown kind", "models")),
+]  # fmt: skip
+"""Input a careless user gives every command: unknown ids (with the closest names), numbers
+out of range, empty files and folders instead of files; each error is one line naming the
+field or record (tests/test_hostile_input.py runs them in process, bench/fuzz_report.py as
+processes)."""

@@ -32,7 +32,12 @@ WORKLOAD = (
     "max_response_tokens",
     "minibatches_per_step",
     "epochs",
+    "reasoning_budget",
 )
+BUDGET = 4096
+"""A reasoning budget given to the small example for one more case per framework: the launch
+writes it as its response cap, and the lengths it cuts in its header (export.render.budget_line)."""
+SMALL = REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml"
 
 
 @dataclass(frozen=True)
@@ -43,17 +48,22 @@ class Case:
     deployment: str | None = None
     version: str | None = None
     """The framework's mapping (None: its newest)."""
+    budget: int | None = None
+    """A workload.reasoning_budget given to the example."""
 
     def scenario(self) -> Any:
         if self.example is not None:
-            data = yaml.safe_load(self.example.read_text())
-            return api.Scenario.from_dict(data, origin=str(self.example.relative_to(REPO)))
+            origin = str(self.example.relative_to(REPO))
+            return api.Scenario.from_dict(self.stated(), origin=origin)
         return api.Scenario.from_deployment(self.deployment, True, [])  # type: ignore[arg-type]
 
     def stated(self) -> dict[str, Any]:
         """The scenario as written: its accelerator and workload."""
         if self.example is not None:
-            return yaml.safe_load(self.example.read_text())
+            data = yaml.safe_load(self.example.read_text())
+            if self.budget is not None:
+                data["workload"]["reasoning_budget"] = self.budget
+            return data  # type: ignore[no-any-return]
         records = load_catalog(record_roots(), ("deployment",)).of("deployment")
         return records[self.deployment].scenario.model_dump(mode="json")
 
@@ -65,6 +75,10 @@ def cases() -> list[Case]:
         if "parts" not in yaml.safe_load(example.read_text())["cluster"]
         for framework in MAPPED
     ]
+    found += [
+        Case(f"{SMALL.stem}-budget-{framework}", framework, example=SMALL, budget=BUDGET)
+        for framework in MAPPED
+    ]
     deployments = load_catalog(record_roots(), ("deployment",)).of("deployment")
     found += [
         Case(i, d.framework, deployment=i)
@@ -72,7 +86,7 @@ def cases() -> list[Case]:
         if d.framework in MAPPED
     ]
     found += [
-        Case(f"{c.name}@{version}", c.framework, c.example, c.deployment, version)
+        Case(f"{c.name}@{version}", c.framework, c.example, c.deployment, version, c.budget)
         for c in list(found)
         for version in OLDER.get(c.framework, ())
     ]
@@ -129,6 +143,11 @@ def round_trip(case: Case) -> tuple[str, str]:
         # an episode's launch bounds its turns and its whole trajectory, not one turn
         if k in given and given[k] != workload.get(k) and not (episodes and k in EPISODE)
     ]
+    if given.get("reasoning_budget") and given["response_tokens"] != workload["response_tokens"]:
+        # the header states the lengths the budget cuts, the mean among them
+        diffs.append(
+            f"workload.response_tokens: {given['response_tokens']} -> {workload['response_tokens']}"
+        )
     if episodes or workload.get("agent"):
         diffs += [
             f"workload.{name}: {was} -> {now}"

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rlmguide.cost import PlanError, check_plans, evaluate
@@ -151,3 +152,39 @@ def test_estimate_costs_a_fixed_isolated_plan(tmp_path: Path) -> None:
                for p in (folded, isolated)}  # fmt: skip
     assert seconds["isolated"]["training"] > seconds["folded"]["training"]
     assert seconds["isolated"]["rollout"] == pytest.approx(seconds["folded"]["rollout"])
+
+
+SMALL = str(Path(__file__).parent.parent / "examples" / "grpo-qwen2.5-7b-8xh100.yaml")
+ISOLATED = ("--set", "plan.train.expert_layout=isolated")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["recommend", SMALL], ["estimate", SMALL], ["export", SMALL, "--framework", "verl"]],
+)
+def test_isolated_on_a_dense_policy_is_an_input_error(command: list[str]) -> None:
+    # It used to reach the search, whose every candidate was rejected: "no feasible plan".
+    result = CliRunner().invoke(cli, [*command, *ISOLATED], catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    assert "plan.train.expert_layout" in lines[0] and "no experts" in lines[0]
+    assert "qwen2.5-7b" in lines[0] and "no feasible plan" not in lines[0]
+
+
+def test_isolated_on_a_dense_policy_is_one_line_from_a_real_process() -> None:
+    done = run_cli("recommend", SMALL, *ISOLATED)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        "Error: plan.train.expert_layout: isolated splits a mixture-of-experts policy's "
+        "experts over ep ranks, and the policy qwen2.5-7b is dense (it has no experts); "
+        "remove it or use folded"
+    ]
+
+
+def test_folded_on_a_dense_policy_stays_a_plain_search() -> None:
+    result = CliRunner().invoke(
+        cli, ["recommend", SMALL, "--set", "plan.train.expert_layout=folded", "--top", "1"]
+    )
+    assert result.exit_code == 0, result.output

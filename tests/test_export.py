@@ -729,9 +729,10 @@ EXAMPLES = sorted(
 )
 """The single-accelerator examples; a mixed cluster is refused (tests/test_mixed.py)."""
 REFUSED_EXAMPLES = {
-    # 70B PPO with a reward model on 1,024 GPUs: every NeMo-RL launch is refused by a constraint
-    # record (its reward model needs GPUs of its own, its DTensor offload is all or nothing, ...)
-    ("ppo-llama-3.1-70b-1024xh100", "nemo-rl"): "by constraint nemo-rl-",
+    # 70B PPO with a reward model on 1,024 GPUs: NeMo-RL runs a reward model only on GPUs of its
+    # own, so its plans give it a pool (nemo-rl-reward-model-own-pool), and the NeMo-RL mapping
+    # has no key for a reward model's pool: every launch is refused
+    ("ppo-llama-3.1-70b-1024xh100", "nemo-rl"): "no key for plan.pools.reward = ",
     # An LLM judge, an fp8 reference of its own and the rollout's log-probs: no mapping has a key
     # for them yet, so every launch is refused rather than written as a plain reward model.
     **{

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import run_cli
+from fuzz_corpus import WRONG_INPUT, Run, materialise
 
 from rlmguide.cli import cli
 
@@ -496,3 +497,17 @@ def test_sql_table_output_shows_control_characters_escaped() -> None:
     assert "\\x1b[31mred\\x07" in output
     code, output, _ = invoke("sql", "SELECT chr(27) || '[31m' AS x", "--format", "json")
     assert "\\u001b[31m" in output  # data formats keep the value, JSON-escaped
+
+
+# --- 12. wrong input a user types: one line naming the field or record ------------------------
+
+
+@pytest.mark.parametrize(("run", "expected"), WRONG_INPUT, ids=[r.name for r, _ in WRONG_INPUT])
+def test_wrong_input_is_one_line_naming_what_is_wrong(
+    run: Run, expected: tuple[str, ...], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    materialise(run, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    line = refused(*invoke(*(a.replace("{dir}", str(tmp_path)) for a in run.args)))
+    for text in expected:
+        assert text in line, line

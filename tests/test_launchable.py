@@ -232,12 +232,18 @@ def _runs(framework: str, algorithm: str, **columns: Any) -> list[bool]:
     return list(support.runnable(env, len(table))[0])
 
 
+PARKED = dict(offload_phase=np.array([True, True]), offload_frozen=np.array([True, True]))
+"""Two plans with the trainer's state and the GRPO reference parked on the host between
+phases, as SkyRL and ROLL run a colocated plan (their *-parks-trainer-state* and reference
+constraints)."""
+
+
 def test_zero_3_runs_only_on_a_backend_that_shards_weights() -> None:
     # SkyRL's FSDP has no tensor parallelism (its constraint) and its Megatron path shards
     # the optimizer only: tp 2 with ZeRO-3 runs on neither; tp 2 with ZeRO-1 on Megatron.
+    # SkyRL parks its colocated trainer and the reference beside it (PARKED).
     common = dict(placement="colocated", execution="sync", rollout_gpus=64, rollout_tp=2,
-                  train_gpus=64, train_tp=2, train_recompute="full",
-                  offload_phase=np.array([True, True]))  # fmt: skip
+                  train_gpus=64, train_tp=2, train_recompute="full", **PARKED)  # fmt: skip
     assert _runs("skyrl", "grpo", **common, train_zero=np.array([3, 1])) == [False, True]
 
 
@@ -245,10 +251,10 @@ def test_zero_3_runs_only_on_a_backend_that_shards_weights() -> None:
 def test_ulysses_context_parallelism_must_divide_the_heads(framework: str) -> None:
     # Qwen2.5-32B has 40 heads and 8 KV heads: Ulysses over 8 divides both, over 16 neither.
     # These FSDP backends split sequences with Ulysses only (their *-ulysses-head-divisibility
-    # records); SkyRL parks its colocated trainer, so the plans carry phase offload.
+    # records); SkyRL and ROLL park what they park, so the plans carry it (PARKED).
     common = dict(placement="colocated", execution="sync", rollout_gpus=64, rollout_tp=2,
                   train_gpus=64, train_tp=1, train_zero=3, train_recompute="full",
-                  offload_phase=np.array([True, True]))  # fmt: skip
+                  **PARKED)  # fmt: skip
     assert _runs(framework, "grpo", **common, train_cp=np.array([8, 16])) == [True, False]
 
 
@@ -281,12 +287,14 @@ def test_colocated_trainers_that_always_offload_run_only_with_phase_offload(
     framework: str, train: dict[str, int]
 ) -> None:
     # Their code parks the trainer's state on the host around every rollout on shared GPUs
-    # (constraints *-parks-trainer-state*); on a pool of its own the trainer may stay put.
+    # (constraints *-parks-trainer-state*); on a pool of its own the trainer may stay put. The
+    # GRPO reference is parked in both, as all three run it.
     common = dict(execution="sync", rollout_gpus=64, rollout_tp=2, train_gpus=64,
                   train_recompute="full", offload_phase=np.array([False, True]),
-                  **train)  # fmt: skip
+                  offload_frozen=np.array([True, True]), **train)  # fmt: skip
     assert _runs(framework, "grpo", placement="colocated", **common) == [False, True]
-    apart = dict(common, rollout_gpus=32, train_gpus=32, offload_phase=np.array([False]))
+    apart = dict(common, rollout_gpus=32, train_gpus=32, offload_phase=np.array([False]),
+                 offload_frozen=np.array([True]))  # fmt: skip
     assert _runs(framework, "grpo", placement="disaggregated", **apart) == [True]
 
 

@@ -214,3 +214,45 @@ def test_cli_says_the_pool_size_and_why(tmp_path: Path) -> None:
 def test_recommender_keeps_pooled_roles_in_order(catalog: Any) -> None:
     recommender = searcher(catalog, scenario(1, "qwen2.5-1.5b", "qwen2.5-1.5b", "ppo"))
     assert recommender.pooled_roles() == ["reference", "reward", "critic"]
+
+
+NEMO_REWARD = {
+    "cluster": {"accelerator": "h100-sxm-80gb", "nodes": 2, "gpus_per_node": 8},
+    "models": {"policy": "qwen2.5-7b", "reward": "qwen2.5-1.5b"},
+    "workload": {"algorithm": "grpo", "prompts_per_step": 64, "samples_per_prompt": 8,
+                 "prompt_tokens": 512, "response_tokens": 2048},
+}  # fmt: skip
+"""A reward model and no pool size: NeMo-RL runs a reward model only on GPUs of its own
+(constraint nemo-rl-reward-model-own-pool), so it refuses every plan of the main round, whose
+pools are the scenario's; its plans are the own-pool variants searched after it."""
+
+
+def test_a_framework_that_needs_an_own_pool_gets_one(tmp_path: Path) -> None:
+    # Before the fix: exit 1, "no feasible plan", naming an unrelated constraint.
+    path = tmp_path / "scenario.yaml"
+    path.write_text(json.dumps(NEMO_REWARD))
+    args = ["recommend", str(path), "--framework", "nemo-rl", "--format", "json", "--top", "3"]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["plans"]
+    for plan in out["plans"]:
+        assert plan["pools"]["reward"] > 0
+        assert plan["frameworks"] == ["nemo-rl"]
+    assert out["pool_search"]["chosen"]["reward"] == out["plans"][0]["pools"]["reward"]
+
+
+def test_no_own_pool_left_names_the_constraint_that_asks_for_it(tmp_path: Path) -> None:
+    # The rollout takes the whole cluster: no own-pool variant is left to search.
+    path = tmp_path / "scenario.yaml"
+    path.write_text(json.dumps({**NEMO_REWARD, "plan": {"rollout": {"gpus": 16}}}))
+    args = ["recommend", str(path), "--framework", "nemo-rl"]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    assert "constraint nemo-rl-reward-model-own-pool" in lines[0]
+    assert "nemo_rl/environments/reward_model_environment.py at 7ea279abfb" in lines[0]
+    # The reference's constraint forbids a pool; it refused nothing here and is not named.
+    assert "nemo-rl-reference-inside-policy-workers" not in lines[0]
+    assert "pipeline" not in lines[0]

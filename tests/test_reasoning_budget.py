@@ -5,10 +5,13 @@ the rules read and the law that a smaller budget never costs more."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import REPO
+from conftest import REPO, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
@@ -209,3 +212,88 @@ def test_the_context_holds_what_the_budget_leaves() -> None:
     named = r"^workload\.reasoning_budget: prompt \(512\) \+ reasoning budget = 150512 tokens"
     with pytest.raises(InputError, match=named):
         with_lengths(max_response_tokens=200_000, reasoning_budget=150_000)
+
+
+def _budgeted_launch(tmp_path: Path, framework: str, budget: int = 4096) -> tuple[Path, float]:
+    """The small example with a reasoning budget, exported: the file and its predicted step."""
+    scenario = tmp_path / "budget.yaml"
+    scenario.write_text(SMALL.read_text() + f"  reasoning_budget: {budget}\n")
+    runner = CliRunner()
+    args = ["export", str(scenario), "--framework", framework]
+    out = runner.invoke(cli, [*args, "--format", "json"])
+    assert out.exit_code == 0, out.output
+    exported = json.loads(out.output)
+    launch = tmp_path / ("run.yaml" if exported["syntax"] == "yaml" else "run.sh")
+    text = runner.invoke(cli, args)
+    launch.write_text(text.output)
+    return launch, exported["plan"]["step_seconds"]
+
+
+def _review(launch: Path) -> dict:
+    args = ["review", str(launch), "--accelerator", "h100-sxm-80gb", "--format", "json"]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+@pytest.mark.parametrize("framework", ["verl", "roll"])
+def test_review_reads_the_budget_an_export_wrote(tmp_path: Path, framework: str) -> None:
+    # Before: the launch read as responses of 4,096 tokens on average and at most, no budget,
+    # and costed at nearly twice the step the export predicted (182 s against 96 s for verl).
+    launch, predicted = _budgeted_launch(tmp_path, framework)
+    reviewed = _review(launch)
+    workload = reviewed["scenario"]["workload"]
+    assert workload["reasoning_budget"] == 4096
+    assert workload["max_response_tokens"] == 8192
+    assert workload["response_tokens"] == 2048
+    assert reviewed["estimate"]["step_seconds"] == pytest.approx(predicted, rel=1e-6)
+    said = {a["field"]: a["why"] for a in reviewed["assumed"]}
+    assert "is a reasoning budget" in said["workload.reasoning_budget"]
+    assert "workload.response_tokens" not in said
+
+
+def test_a_cap_edited_after_export_sets_the_header_aside(tmp_path: Path) -> None:
+    launch, _ = _budgeted_launch(tmp_path, "verl")
+    launch.write_text(
+        launch.read_text().replace("data.max_response_length=4096", "data.max_response_length=2048")
+    )
+    reviewed = _review(launch)
+    workload = reviewed["scenario"]["workload"]
+    assert workload.get("reasoning_budget") is None
+    assert workload["max_response_tokens"] == workload["response_tokens"] == 2048
+    said = {a["field"]: a["why"] for a in reviewed["assumed"]}
+    assert (
+        "does not fit the launch's response cap (2048): set aside"
+        in (said["workload.reasoning_budget"])
+    )
+
+
+def test_a_budget_round_trips_through_a_real_process(tmp_path: Path) -> None:
+    launch, predicted = _budgeted_launch(tmp_path, "openrlhf")
+    done = run_cli("review", str(launch), "--accelerator", "h100-sxm-80gb", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    reviewed = json.loads(done.stdout)
+    workload = reviewed["scenario"]["workload"]
+    assert (workload["reasoning_budget"], workload["max_response_tokens"]) == (4096, 8192)
+    assert reviewed["estimate"]["step_seconds"] == pytest.approx(predicted, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "workload.reasoning_budget=4096 workload.response_tokens=2048",  # a field missing
+        "workload.reasoning_budget=4096 workload.response_tokens=9999999999 "
+        "workload.max_response_tokens=8192",  # past a token count
+        "workload.reasoning_budget=4096 workload.response_tokens=9000 "
+        "workload.max_response_tokens=8192",  # a mean above the longest
+    ],
+)
+def test_a_hostile_header_line_is_never_taken(tmp_path: Path, line: str) -> None:
+    launch, _ = _budgeted_launch(tmp_path, "verl")
+    text = launch.read_text()
+    head, _, rest = text.partition("# Reasoning budget (rlmguide review reads this line): ")
+    launch.write_text(head + "# Reasoning budget (rlmguide review reads this line): " + line
+                      + "\n" + rest.partition("\n")[2])  # fmt: skip
+    workload = _review(launch)["scenario"]["workload"]
+    assert workload.get("reasoning_budget") is None
+    assert workload["max_response_tokens"] == workload["response_tokens"] == 4096

@@ -241,3 +241,18 @@ def test_an_interleaving_is_only_planned_on_a_pipeline() -> None:
     assert code == 0, out
     plans = json.loads(out)["plans"]
     assert plans and all(p["train"]["pp"] >= 2 and p["train"]["virtual_stages"] == 2 for p in plans)
+
+
+@pytest.mark.parametrize(
+    ("assignment", "expected"),
+    [
+        ("cluster.nodez=1", "cluster.nodez: unknown field; did you mean nodes?"),
+        ("plan.train.tpp=2", "plan.train.tpp: unknown field; did you mean tp, pp, etp?"),
+        ("workload.agent.turnz=3", "workload.agent.turnz: unknown field; did you mean turns?"),
+        ("plan.train.offload.frozn=true", "unknown field; did you mean frozen?"),
+        ("nosuch.field=1", "nosuch: unknown field; fields there: cluster, efficiency, models"),
+    ],
+)
+def test_an_unknown_field_names_the_closest_fields(assignment: str, expected: str) -> None:
+    # Before: "unknown field" alone, whatever the typo was one letter from.
+    assert_clean_bad_input(*recommend_setting((assignment,)), expected)

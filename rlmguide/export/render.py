@@ -109,6 +109,22 @@ def document(exported: Exported, header: list[str]) -> str:
     return "\n".join(lines) + body
 
 
+BUDGET_LINE = "# Reasoning budget (rlmguide review reads this line):"
+"""The header line that carries a reasoning budget: a launch writes the budget as its response
+cap (every framework's key for the longest response), and the lengths the model writes
+without it have no key; `rlmguide review` reads them back from here (review.budget_line)."""
+BUDGET_FIELDS = ("reasoning_budget", "response_tokens", "max_response_tokens")
+
+
+def budget_line(workload: dict[str, Any]) -> list[str]:
+    """The header line stating the scenario's reasoning budget and the lengths it cuts (none
+    without a budget, or for an episode, whose launch caps the trajectory, not a turn)."""
+    if workload.get("reasoning_budget") is None or workload.get("agent"):
+        return []
+    stated = " ".join(f"workload.{name}={workload[name]}" for name in BUDGET_FIELDS)
+    return [f"{BUDGET_LINE} {stated}"]
+
+
 def script(exported: Exported, origin: str, policy: str) -> str:
     """The launch as a bash script (a YAML config for a framework launched from one)."""
     m, plan = exported.mapping, exported.plan
@@ -134,6 +150,7 @@ def script(exported: Exported, origin: str, policy: str) -> str:
         f"# Mapping {m.id}: {exported.framework} at commit {m.commit[:12]} ({m.url}).",
         f"# Training backend {exported.backend}, rollout engine {exported.engine}.",
         f"# Plan: {described}; {step}; {ranked}.",
+        *budget_line(exported.found.result["scenario"]["workload"]),
     ]
     if m.syntax == "yaml":
         return document(exported, lines)

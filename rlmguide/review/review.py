@@ -5,6 +5,7 @@ same framework can run, with the changes between them ranked by predicted gain."
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 from rlmguide.export.mapping import lookup_key
 from rlmguide.export.pools import PoolSpelling, read_allocation
+from rlmguide.export.render import BUDGET_FIELDS, BUDGET_LINE
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.model_names import match_model
 from rlmguide.kb.schema import Mapping as MappingRecord
@@ -413,16 +415,21 @@ def scenario_of(
                 "source": framework.id,
             }
         )
-    assumed.append(
-        {
-            "field": "workload.response_tokens",
-            "value": max_response,
-            "why": "a launch gives only the longest "
-            + ("turn" if agent else "response")
-            + "; its mean is taken as that",
-            "source": None,
-        }
-    )
+    mean, budget = max_response, None
+    lengths = None if agent else _budgeted_lengths(reading.stated_lengths, max_response, assumed)
+    if lengths is not None:
+        mean, max_response, budget = lengths
+    else:
+        assumed.append(
+            {
+                "field": "workload.response_tokens",
+                "value": max_response,
+                "why": "a launch gives only the longest "
+                + ("turn" if agent else "response")
+                + "; its mean is taken as that",
+                "source": None,
+            }
+        )
     train_gpus = f.get("plan.train.gpus")
     colocated = f["plan.placement"] == "colocated"
     engines = f.get("plan.rollout.dp")
@@ -546,15 +553,52 @@ def scenario_of(
             "prompts_per_step": prompts,
             "samples_per_prompt": samples,
             "prompt_tokens": prompt_tokens,
-            "response_tokens": max_response,
+            "response_tokens": mean,
             "max_response_tokens": max_response,
             "minibatches_per_step": minibatches,
             "epochs": f.get("workload.epochs", 1),
         }
+        | ({"reasoning_budget": budget} if budget else {})
         | ({"agent": agent} if agent else {}),
         "plan": plan,
     }
     return scenario, assumed
+
+
+def _budgeted_lengths(
+    stated: Mapping[str, int] | None, cap: int, assumed: list[dict[str, Any]]
+) -> tuple[int, int, int] | None:
+    """(mean, longest, budget) of the responses where an export's header states a reasoning
+    budget that is the launch's response cap (`cap`): the cap is the budget, and the lengths
+    the model writes without it are the header's. A header the keys contradict (an edited
+    cap) or that no budget could satisfy is set aside, said so; None then and without one."""
+    if stated is None:
+        return None
+    budget, mean, longest = (stated[n] for n in ("reasoning_budget", "response_tokens",
+                                                 "max_response_tokens"))  # fmt: skip
+    if budget != cap or not (0 < mean <= longest and 0 < budget <= longest):
+        assumed.append(
+            {
+                "field": "workload.reasoning_budget",
+                "value": None,
+                "why": f"the header's reasoning budget ({budget}, responses of {mean} tokens "
+                f"on average and {longest} at most) does not fit the launch's response cap "
+                f"({cap}): set aside, the cap read as the longest response",
+                "source": None,
+            }
+        )
+        return None
+    assumed.append(
+        {
+            "field": "workload.reasoning_budget",
+            "value": budget,
+            "why": f"the export's header: the response cap ({cap}) is a reasoning budget; "
+            f"without it the responses run to {longest} tokens, {mean} on average "
+            "(workload.response_tokens and max_response_tokens)",
+            "source": None,
+        }
+    )
+    return mean, longest, budget
 
 
 def _episodes(
@@ -633,7 +677,28 @@ def read_file(
     reading.config = config
     reading.files = shell.files
     reading.budget = budget
+    reading.stated_lengths = stated_lengths(text)
     return reading
+
+
+STATED = re.compile(
+    "^" + re.escape(BUDGET_LINE) + r"((?: workload\.[a-z_]+=[0-9]{1,9})+)[ \t]*$", re.MULTILINE
+)
+"""The header line an export writes for a reasoning budget, with numbers a token count can
+hold (a longer one is no line export wrote)."""
+
+
+def stated_lengths(text: str) -> dict[str, int] | None:
+    """The reasoning budget and the lengths it cuts, as an export's header line states them
+    (None without the line, or with a field missing or repeated)."""
+    found = STATED.search(text)
+    if found is None:
+        return None
+    pairs = [item.partition("=") for item in found.group(1).split()]
+    stated = {key.removeprefix("workload."): int(value) for key, _, value in pairs}
+    if len(pairs) != len(BUDGET_FIELDS) or set(stated) != set(BUDGET_FIELDS):
+        return None
+    return stated
 
 
 def parse_recipe(
