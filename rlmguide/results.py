@@ -245,8 +245,9 @@ class Estimate(Recommendation):
 
     chosen: list[str]
     costed_as: str | None = None
-    """The framework whose way of running the plan it was costed with (`estimate --framework`,
-    or the deployment's own); None: as written, framework-neutral."""
+    """The framework whose way of running the plan it was costed with (`estimate --framework`);
+    None: as written, framework-neutral (also for `--deployment`, whose framework is not
+    applied unless named)."""
     _shortfall: str | None = PrivateAttr(default=None)
 
     @property

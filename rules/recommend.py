@@ -187,12 +187,10 @@ def recommender_for(
     j = judges or judges_of(catalog)
     options["versions"] = {**j.versions, **(options.get("versions") or {})}
     runs_as = options.get("only") or options.get("costed_as")
-    if runs_as is not None and "engine_max_seqs" not in options:
-        options["engine_max_seqs"] = j.engine_max_seqs.get(runs_as)
-    if runs_as is not None and "fp32_gradients" not in options:
-        options["fp32_gradients"] = runs_as in j.fp32_gradients
-    if runs_as is not None and "frozen_on_host" not in options:
-        options["frozen_on_host"] = runs_as in j.frozen_on_host
+    if runs_as is not None:
+        options.setdefault("engine_max_seqs", j.engine_max_seqs.get(runs_as))
+        options.setdefault("fp32_gradients", runs_as in j.fp32_gradients)
+        options.setdefault("frozen_on_host", runs_as in j.frozen_on_host)
     return (factory or Recommender)(
         resolved,
         j.rules,
