@@ -6,9 +6,9 @@ contributor sees every error of a change at once.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable
 
+from rlmguide.kb.closest import closest
 from rlmguide.kb.evidence import PINNED_SOURCE_TYPES, is_pinned
 from rlmguide.kb.load import Catalog, Problem
 from rlmguide.kb.model_names import model_slug, own_spellings
@@ -33,7 +33,7 @@ SURVEY = "arxiv-2608.27046"
 
 
 def suggest(name: str, known: Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    close = closest(name, known)
     return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
 
 

@@ -6,7 +6,6 @@ import base64
 import csv
 import datetime as dt
 import decimal
-import difflib
 import io
 import json
 import math
@@ -14,6 +13,8 @@ import re
 import uuid
 from collections.abc import Sequence
 from typing import Any
+
+from rlmguide.kb.closest import closest
 
 ROW_FORMATS = ("table", "json", "csv", "markdown")
 
@@ -46,7 +47,7 @@ def plain(value: Any) -> Any:
 
 def suggestion(name: str, known: list[str]) -> str:
     """`; did you mean a, b?` for the known names closest to `name`, else ""."""
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    close = closest(name, known, cutoff=0.5)
     return f"; did you mean {', '.join(close)}?" if close else ""
 
 

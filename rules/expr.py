@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+from rlmguide.kb.closest import closest
 
 FactType = Literal["number", "bool", "text"]
 
@@ -147,9 +148,7 @@ class Condition:
             if name in LITERALS:
                 return "bool"
             if name not in self._facts:
-                import difflib
-
-                close = difflib.get_close_matches(name, list(self._facts), n=3)
+                close = closest(name, self._facts)
                 hint = f"; did you mean {', '.join(close)}?" if close else ""
                 raise self._fail(node, f"unknown fact {name!r}{hint}")
             self.names.add(name)

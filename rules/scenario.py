@@ -7,7 +7,6 @@ contradicts the cluster or the model.
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -20,6 +19,7 @@ from rlmguide.cost.assessment import ONE_PASS, Scoring
 from rlmguide.cost.batch import response_lengths
 from rlmguide.cost.episode import Episode
 from rlmguide.cost.plans import ONE_POOL, expert_ranks, frozen_models
+from rlmguide.kb.closest import closest
 from rlmguide.kb.files import read_text_file
 from rlmguide.kb.load import describe, format_location, parse_yaml, yaml_problem
 from rlmguide.kb.schema import (
@@ -169,7 +169,7 @@ def _field_hint(loc: tuple[int | str, ...]) -> str:
         named = [m for m in models if m.__name__ == part]  # a union's branch, by its class
         models = inner or named or models
     names = sorted({name for m in models for name in m.model_fields})
-    close = difflib.get_close_matches(str(loc[-1]), names, n=3, cutoff=0.6)
+    close = closest(str(loc[-1]), names)
     if close:
         return f"; did you mean {', '.join(close)}?"
     return f"; fields there: {', '.join(names)}" if names else ""
@@ -196,7 +196,7 @@ def parse_scenario(data: Any, origin: str = "scenario") -> Scenario:
 def _lookup(records: Mapping[str, Record], value: str, field: str, kind: str) -> Record:
     if value in records:
         return records[value]
-    close = difflib.get_close_matches(value, list(records), n=3, cutoff=0.5)
+    close = closest(value, records, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else f"; see `rlmguide list {kind}s`"
     raise InputError(f"{field}: unknown {kind} {value!r}{hint}")
 
@@ -358,8 +358,18 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             "stay frozen"
         )
     train = scenario.plan.train
+    if policy.moe is None:
+        # Without these the search rejects every candidate and says only "no feasible plan".
+        for name, degree in (
+            ("plan.rollout.ep", scenario.plan.rollout.ep),
+            ("plan.train.ep", train.ep),
+        ):
+            if degree is not None and degree > 1:
+                raise InputError(
+                    f"{name}: {degree} splits a mixture-of-experts policy's experts, and the "
+                    f"policy {policy_id} is dense (it has no experts); remove it or set 1"
+                )
     if train.expert_layout == "isolated" and policy.moe is None:
-        # Without this the search rejects every candidate and says only "no feasible plan".
         raise InputError(
             f"plan.train.expert_layout: isolated splits a mixture-of-experts policy's experts "
             f"over ep ranks, and the policy {policy_id} is dense (it has no experts); remove "

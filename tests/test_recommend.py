@@ -162,7 +162,11 @@ def test_estimate_costs_exactly_the_fixed_plan() -> None:
             2,
             "dapo-qwen-32b has no architecture read at a pinned version, so it cannot be costed",
         ),
-        (("recommend", SMALL, "--accelerator", "h100"), 2, "unknown accelerator 'h100'"),
+        (
+            ("recommend", SMALL, "--accelerator", "h100"),
+            2,
+            "unknown accelerator 'h100'; did you mean h100-sxm-80gb, h100-pcie-80gb",
+        ),
         (("recommend", SMALL, "--algorithm", "grpoo"), 2, "did you mean grpo"),
         (
             ("recommend", SMALL, "--set", "workload.prompts_per_step=0"),
