@@ -17,9 +17,12 @@ from rlmguide.cost.survey_iteration import (
     offline_stages,
 )
 from rlmguide.cost.survey_model import (
+    WDM,
     Degrees,
     SurveyShape,
     global_,
+    isolated_ep_global,
+    isolated_ep_rank,
     parameters,
     per_rank,
     zero_state,
@@ -137,9 +140,7 @@ def survey_block(models: Models, it: Iteration, plan: dict[str, Any]) -> dict[st
         )
     else:
         stage_rows, table9, mine, rows, models_by_stage = _online(models, it, plan, calibrated)
-    deg = Degrees(dp=tr["dp"], pp=tr["pp"], tp=tr["tp"], cp=tr["cp"], ep=tr["ep"])
-    rank = per_rank(models.policy, it.sequences, it.context, deg)
-    whole = global_(models.policy, it.sequences, it.context, deg)
+    rank, whole, strategy = _training_layout(models, it, tr)
     shard = parameters(models.policy, "policy") / (tr["tp"] * tr["pp"])
     group = tr["dp"] * tr["cp"]
     return {
@@ -153,13 +154,40 @@ def survey_block(models: Models, it: Iteration, plan: dict[str, Any]) -> dict[st
         "models": models_by_stage,
         "table9": table9,
         "policy_training_layout": {
-            "per_rank": _wdm(float(rank.work), float(rank.depth), float(rank.memory)),
-            "global": _wdm(float(whole.work), float(whole.depth), float(whole.memory)),
+            "strategy": strategy,
+            "per_rank": _layout_wdm(rank),
+            "global": _layout_wdm(whole),
             "zero_stage": tr["zero"],
             "zero_group": group,
             "zero_state_elements_per_rank": float(zero_state(shard, tr["zero"], group)),
         },
     }
+
+
+def _training_layout(
+    models: Models, it: Iteration, tr: dict[str, Any]
+) -> tuple[WDM | None, WDM | None, str]:
+    """The policy's training iteration per rank and global under the plan's layout. The
+    survey counts P_d P_p P_t P_c P_e ranks, each EP rank with tokens of its own; a plan's dp
+    already holds its ep ranks (Megatron's folding), so P_d = dp / ep. Isolated EP (B.3.6)
+    is the survey's own strategy only on its own: its ep ranks share one data shard and the
+    dp / ep shards run it side by side; beside tp, pp or cp the survey states no formula."""
+    s, b, m = models.policy, it.sequences, it.context
+    if tr.get("expert_layout") != "isolated":
+        deg = Degrees(dp=tr["dp"] / tr["ep"], pp=tr["pp"], tp=tr["tp"], cp=tr["cp"], ep=tr["ep"])
+        return per_rank(s, b, m, deg), global_(s, b, m, deg), "Tables 7-8: 5D parallelism"
+    if tr["tp"] * tr["pp"] * tr["cp"] > 1:
+        return None, None, "isolated EP beside tp, pp or cp: no formula in the survey"
+    shards = tr["dp"] / tr["ep"]
+    one = isolated_ep_global(s, b / shards, m, tr["ep"])
+    whole = WDM(one.work * shards, one.depth, one.memory * shards)
+    return isolated_ep_rank(s, b / shards, m, tr["ep"]), whole, "Tables 7-8: isolated EP"
+
+
+def _layout_wdm(w: WDM | None) -> dict[str, float | None]:
+    if w is None:
+        return {"work_flop": None, "depth_ops": None, "memory_elements": None}
+    return _wdm(float(w.work), float(w.depth), float(w.memory))
 
 
 def _stage_row(name: str, calibrated: dict[str, Any], **figures: Any) -> dict[str, Any]:
@@ -339,7 +367,8 @@ def print_survey(block: dict[str, Any], fmt: str, rank: int = 1) -> None:
     )
     lay = block["policy_training_layout"]
     print_rows(
-        ["policy training (Tables 7-8, §3.7.1)", "work FLOP", "depth ops", "memory elements"],
+        [f"policy training ({lay['strategy']}; §3.7.1)", "work FLOP", "depth ops",
+         "memory elements"],
         [
             ("per rank", *(_g(lay["per_rank"][k]) for k in ("work_flop", "depth_ops",
                                                             "memory_elements"))),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -208,3 +209,53 @@ def test_expert_parallel_degree_on_a_dense_policy_is_an_input_error(
 def test_expert_parallel_degree_one_on_a_dense_policy_is_accepted(field: str) -> None:
     result = CliRunner().invoke(cli, ["recommend", SMALL, "--set", f"{field}=1", "--top", "1"])
     assert result.exit_code == 0, result.output
+
+
+MOE_SCENARIO = {
+    "cluster": {"accelerator": "h100-sxm-80gb", "nodes": 2, "gpus_per_node": 8},
+    "models": {"policy": "qwen3-30b-a3b", "reward": "verifier"},
+    "workload": {
+        "algorithm": "grpo", "prompts_per_step": 64, "samples_per_prompt": 8,
+        "prompt_tokens": 512, "response_tokens": 2048, "max_response_tokens": 4096,
+        "minibatches_per_step": 1, "epochs": 1,
+    },
+    "plan": {
+        "placement": "colocated", "execution": "sync", "rollout": {"tp": 4},
+        "train": {"tp": 1, "ep": 8, "zero": 1, "recompute": "full"},
+    },
+}  # fmt: skip
+
+
+def survey_layout(tmp_path: Path, layout: str, tp: int = 1) -> dict[str, Any]:
+    import yaml
+
+    path = tmp_path / f"{layout}-{tp}.yaml"
+    path.write_text(yaml.safe_dump(MOE_SCENARIO))
+    args = ["estimate", str(path), "--survey", "--format", "json"]
+    args += ["--set", f"plan.train.expert_layout={layout}", "--set", f"plan.train.tp={tp}"]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)["plans"][0]["survey_model"]["policy_training_layout"]
+
+
+def test_estimate_survey_follows_the_expert_layout(tmp_path: Path) -> None:
+    """16 ranks, ep 8: folded, the 16 ranks hold disjoint tokens (the survey's P_d = dp / ep =
+    2, P_e = 8), so a rank's work is the global work over 16; isolated, each of the 2 shards
+    of 8 ranks runs its shard's dense path 8 times (B.3.6), so the work per rank and globally
+    grows, and the formulas are the survey's isolated ones."""
+    folded = survey_layout(tmp_path, "folded")
+    isolated = survey_layout(tmp_path, "isolated")
+    assert folded["strategy"] == "Tables 7-8: 5D parallelism"
+    assert isolated["strategy"] == "Tables 7-8: isolated EP"
+    assert folded["global"]["work_flop"] == pytest.approx(16 * folded["per_rank"]["work_flop"])
+    assert isolated["global"]["work_flop"] == pytest.approx(16 * isolated["per_rank"]["work_flop"])
+    assert isolated["per_rank"]["work_flop"] > 4 * folded["per_rank"]["work_flop"]
+    assert isolated["global"]["memory_elements"] > folded["global"]["memory_elements"]
+
+
+def test_estimate_survey_states_no_isolated_formula_beside_tensor_parallelism(
+    tmp_path: Path,
+) -> None:
+    lay = survey_layout(tmp_path, "isolated", tp=2)
+    assert "no formula in the survey" in lay["strategy"]
+    assert lay["per_rank"] == {"work_flop": None, "depth_ops": None, "memory_elements": None}

@@ -724,7 +724,9 @@ def test_survey_map_directions_and_locators(real: tuple[Catalog, dict[str, str]]
     assert re.search(rf"Sections, tables and algorithms: {counted}", survey)
     assert re.search(rf"Finer rows: {counted}", survey)
     sequence = row_of(survey, "§3.3 Sequence parallelism")
-    assert "**present**" in sequence and "a plan switch (plan.train.sequence_parallel" in sequence
+    # HTML, not markdown: inside a raw HTML table "**present**" shows its asterisks.
+    assert "<strong>present</strong>" in sequence
+    assert "a plan switch (plan.train.sequence_parallel" in sequence
     assert "../directions/tools-as-operators/" in survey
     # A takeaway row links the rule it rests on; a section row gains the records whose
     # locators name it (the pipeline-parallelism technique cites §3.5.1).
@@ -757,3 +759,11 @@ def test_survey_map_directions_and_locators(real: tuple[Catalog, dict[str, str]]
     assert "scheduling-centric" in row_of(staleflow, "Class in the survey (§6.2)")
     oppo = pages[site.page_of("framework", "oppo")]
     assert "centric" not in row_of(oppo, "Class in the survey (§6.2)")
+
+
+def test_survey_pages_say_why_a_cell_is_empty(real: tuple[Catalog, dict[str, str]]) -> None:
+    # "unknown" is for a fact nobody published; a formula with no reading note, or a symbol
+    # with nothing to add, is not one.
+    for page in (FORMULAS_PAGE, NOTATION_PAGE, MAP_PAGE):
+        assert "<td>unknown</td>" not in real[1][page], page
+    assert "as stated: its inputs are the survey's own symbols" in real[1][FORMULAS_PAGE]

@@ -146,7 +146,8 @@ TABLE_10 = {
     "open": ["deepseek-v3", "deepseek-r1", "llama-4-scout", "llama-4-maverick", "llama-3.1-405b",
              "qwen2.5-72b", "qwen3-235b-a22b", "kimi-k2", "kimi-k2.5", "qwen2-57b-a14b",
              "gemma-2-2b", "gemma-2-9b", "gemma-2-27b", "phi-3-mini", "internlm2-7b",
-             "chatglm3-6b", "phi-4", "athene-70b", "starling-lm-7b-alpha", "hermes-3-70b",
+             "chatglm3-6b", "phi-4", "athene-70b", "starling-lm-7b-alpha", "hermes-3-8b",
+             "hermes-3-70b", "hermes-3-405b",
              "zephyr-orpo-141b-a35b", "nemotron-4-340b", "phi-4-reasoning"],
     # Open weights without a configuration read at a pinned version: what is published.
     "open, unconfigured": ["dapo-qwen-32b", "rstar-math", "internlm2-1.8b", "internlm2-20b",

@@ -34,7 +34,7 @@ def _row(f: Formula) -> list[str]:
         html_code(f.symbol),
         html_code(f.text),
         html(f.derived),
-        html(f.note),
+        html(f.note) if f.note else "as stated: its inputs are the survey's own symbols",
         html_code(f.function),
     ]
 

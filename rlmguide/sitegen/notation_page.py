@@ -103,7 +103,7 @@ def _code(names: tuple[str, ...] | str) -> str:
 def notation_page(ix: Index) -> str:
     symbols = [
         [html_code(s.symbol), html(s.meaning), _code(s.fields), _code(s.survey_input),
-         html(s.note)]
+         html(s.note) if s.note else "nothing beyond the meaning"]
         for s in NOTATION
     ]  # fmt: skip
     stages = [

@@ -162,7 +162,7 @@ def item_row(ix: Index, src: str, item: MapItem, found: list[Finding]) -> list[s
     failed = [f"{html_code(f.check)}: {esc(f.detail)}" for f in found if not f.passed]
     return [
         html(item.title),
-        f"**{status_of(found)}**",
+        f"<strong>{status_of(found)}</strong>",
         ", ".join(links) or "none: no record stands for it or cites it here",
         "<br>".join(html_code(p) for p in item.code) or "none named: its records carry it",
         "<br>".join(html_code(t) for t in item.checked_by) or "no test: its checks are records",
