@@ -25,6 +25,12 @@ span keeps lower <= seconds <= upper.
   response spans as many weight versions as it takes (the frameworks bound staleness by what
   they admit) and the trainer consumes samples as they arrive. The step is the slower of the
   two, then the weight push (the engine pauses to load it, the trainer to send it);
+- async with staleness 0 (verl fully_async_policy's "stream off-policy pipeline":
+  staleness_threshold 0, trigger_parameter_sync_step > 1): on-policy like sync, the engine
+  generates exactly one step's batch and drains it, but it sends each sample to the trainer as
+  it completes and the trainer updates on every mini-batch as soon as its samples are in
+  (`streamed_batch`), so only the trainer's work on the last mini-batch follows the batch's
+  tail; the weights are pushed once the step's last update is done, and the engine waits;
 - partial-rollout: the rollout stage itself caps its decode depth (`decode_caps`), the tail
   carries over to the next step and is counted there at the full-batch rate;
 - inter-stage fusion (survey §4.3, Table 9: depth max{D_G, D_A} + D_T): in the plans where the
@@ -95,7 +101,30 @@ def streamed_rollout(stream: Stream, staleness: FloatArray) -> Span:
     max_trajectory_age_steps), a longest response spread over k steps can bind instead:
     that is the upper bound."""
     produce = stream.produce_seconds
-    return Span(produce, produce, np.maximum(produce, stream.sequence_seconds / staleness))
+    # Staleness 0 does not stream the engine (`streamed_batch`); its rows are not used here.
+    bound = stream.sequence_seconds / np.maximum(staleness, 1.0)
+    return Span(produce, produce, np.maximum(produce, bound))
+
+
+def streamed_batch(rollout: Span, trainer: Span, minibatches: float, epochs: float) -> Span:
+    """One drained batch whose samples stream into the trainer (async with staleness 0).
+
+    The trainer's first pass over the step's m mini-batches can run while the batch
+    generates; what must follow the batch's last sample is the last mini-batch of that pass
+    and every later epoch, a share 1 - (m - 1) / (m x epochs) of the trainer's time. The
+    trainer also cannot start before its first mini-batch is in: taken as 1/m of the
+    rollout, which over-states the wait (short responses finish first, so the first
+    mini-batches fill early) and so errs slow. Lower bound: the longer side alone, or the
+    rollout then that last share; upper bound: one after the other, as sync."""
+    after = 1.0 - (minibatches - 1.0) / (minibatches * epochs)
+    first = 1.0 / minibatches
+    return Span(
+        np.maximum(
+            rollout.seconds + after * trainer.seconds, first * rollout.seconds + trainer.seconds
+        ),
+        np.maximum(rollout.lower + after * trainer.lower, trainer.lower),
+        rollout.upper + trainer.upper,
+    )
 
 
 def fused_assessment(rollout: StageCost, assessment: StageCost, one_pool: BoolArray) -> Span:
@@ -139,7 +168,12 @@ def compose_step(
     fusion: IntArray | None = None,
     *,
     stream: Stream,
+    minibatches: float = 1.0,
+    epochs: float = 1.0,
 ) -> StepTime:
+    """`minibatches` and `epochs`: the trainer's optimizer steps per RL step and passes over
+    the batch, which set how much of its work a batch streamed at staleness 0 can hide (one
+    mini-batch, one epoch: none)."""
     r, p, t, s, w = (Span.of(x) for x in (rollout, assessment, training, weight_sync, switch))
     streamed = streamed_rollout(stream, staleness.astype(np.float64))
     # Offload traffic (parking state, loading frozen models) is the trainer's, in any placement.
@@ -152,13 +186,19 @@ def compose_step(
         seq(r, trainer, s),
     )
     one_step_off = seq(par(r, trainer), s)
-    streaming = seq(par(streamed, trainer), s)
     is_async = execution == ASYNC
+    on_policy_stream = is_async & (staleness == 0)
+    streaming = where(
+        on_policy_stream,
+        seq(streamed_batch(r, trainer, minibatches, epochs), s),
+        seq(par(streamed, trainer), s),
+    )
     disaggregated = where(
         execution == ONE_STEP_OFF, one_step_off, where(is_async, streaming, in_turn)
     )
     step = where(is_colocated, in_turn, disaggregated)
-    generating = np.where(is_async & ~is_colocated, streamed.seconds, rollout.seconds)
+    engine_streams = is_async & ~on_policy_stream & ~is_colocated
+    generating = np.where(engine_streams, streamed.seconds, rollout.seconds)
     rollout_busy = generating + weight_sync.seconds
     train_busy = trainer.seconds + weight_sync.seconds
     overlap = np.maximum(generating + trainer.seconds + weight_sync.seconds - step.seconds, 0.0)

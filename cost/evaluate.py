@@ -248,6 +248,12 @@ class CostTable:
         execution, apart = plan["execution"], plan["placement"] != "colocated"
         if self.offline:
             pipeline, pushed = "offline: nothing generated", "never"
+        elif apart and execution == "async" and plan["max_staleness"] == 0:
+            pipeline = (
+                "one batch per step, drained; each sample goes to the trainer as it "
+                "completes, which updates on every mini-batch as soon as its samples are in"
+            )
+            pushed = "after the step's last update; the engine waits"
         elif apart and execution == "async":
             pipeline = (
                 f"stream: {plan['max_staleness']} steps' worth of requests in flight, "
@@ -560,6 +566,8 @@ def evaluate(
             switch,
             plans.fusion,
             stream=stream,
+            minibatches=float(batch.minibatches),
+            epochs=float(batch.epochs),
         )
     stages = {
         "rollout": rollout,

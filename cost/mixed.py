@@ -42,11 +42,19 @@ def link_gbps(
     return min(link_gbps_per_gpu, *(8.0 * rate for rate in host_gbytes_per_s))
 
 
-def across(rollout_side: CostTable, trainer_side: CostTable, sync_side: CostTable) -> CostTable:
+def across(
+    rollout_side: CostTable,
+    trainer_side: CostTable,
+    sync_side: CostTable,
+    *,
+    minibatches: int,
+    epochs: int,
+) -> CostTable:
     """One cost table for disaggregated plans whose pools sit on different parts: the three
     tables cost the same plans (row i is plan i in each) on the rollout part's hardware, the
     training part's hardware, and the training part's hardware with the link between the
-    parts as its network (the weight sync)."""
+    parts as its network (the weight sync). `minibatches` and `epochs` are the workload's,
+    as `cost.evaluate` passes them to the composition."""
     plans = trainer_side.plans
     if np.any(plans.placement == COLOCATED):
         raise ValueError("a colocated plan shares its GPUs, so it cannot span two parts")
@@ -69,6 +77,8 @@ def across(rollout_side: CostTable, trainer_side: CostTable, sync_side: CostTabl
             rollout_side.stream_produce_seconds,
             rollout_side.stream_sequence_seconds,
         ),
+        minibatches=float(minibatches),
+        epochs=float(epochs),
     )
     step = timing.step.seconds
     # Each pool is judged against its own part's memory.

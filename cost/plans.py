@@ -268,9 +268,12 @@ class PlanTable:
             array = array.astype(np.int64)
             # Rank 0 and pool size 0 mean "off"; every other count is at least 1.
             off = name in ZERO_MEANS_OFF
-            bad = np.flatnonzero(array < (0 if off else 1))
+            # Staleness 0 is asynchronous execution's on-policy stream (cost.compose).
+            bad = np.flatnonzero(array < (0 if off or name == "max_staleness" else 1))
             if bad.size:
                 what = "a non-negative integer (0 is off)" if off else "a positive integer"
+                if name == "max_staleness":
+                    what = "a non-negative integer"
                 raise PlanError(name, f"must be {what}", bad)
             ints[name] = np.ascontiguousarray(array)
         share = np.ascontiguousarray(column(offload_optimizer).astype(np.float64))
@@ -408,7 +411,7 @@ class PlanTable:
             row = {
                 "placement": plan.placement,
                 "execution": plan.execution,
-                "staleness": plan.max_staleness or 1,
+                "staleness": 1 if plan.max_staleness is None else plan.max_staleness,
                 "prefix_caching": True if r.prefix_caching is None else r.prefix_caching,
                 "rollout_gpus": gpus_r,
                 "rollout_tp": r.tp,
@@ -643,6 +646,13 @@ def plan_problems(
                 expert_ranks(table.train_dp, table.train_cp, table.train_tp, table.train_etp),
                 "dp * cp * tp / etp",
             )
+    rows = np.flatnonzero((table.staleness == 0) & (table.execution != ASYNC))
+    if rows.size:
+        found.append(
+            PlanError(
+                "max_staleness", "0 is the on-policy stream, which only async execution runs", rows
+            )
+        )
     colocated = shares_gpus(table.placement)
     rows = np.flatnonzero(colocated & np.isin(table.execution, (ONE_STEP_OFF, ASYNC)))
     if rows.size:

@@ -265,6 +265,8 @@ class CrossingRecommender(Recommender):
             _cost(rollout, table, self.overheads),
             _cost(trainer, table, self.overheads),
             _cost(sync, table, self.overheads),
+            minibatches=workload.minibatches_per_step,
+            epochs=workload.epochs,
         )
 
     def billed(self) -> list[BilledPart]:

@@ -889,7 +889,8 @@ class Recommender:
             # Codes, not names: coding millions of names would sort them.
             placement=np.full(len(ro["tp"]), PLACEMENTS.index(placement)),
             execution=execution,
-            staleness=max(staleness, 1),
+            # A synchronous row carries 1 (unused); async at 0 is the on-policy stream.
+            staleness=staleness if execution == "async" else max(staleness, 1),
             prefix_caching=prefix,
             **pool_columns("rollout", ro),
             **pool_columns("train", tr),

@@ -408,7 +408,9 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
     if tolerance is None:
         tolerance = algorithm.max_staleness
     fixed = scenario.plan
-    if tolerance is None and (fixed.max_staleness or fixed.execution not in (None, "sync")):
+    # Asynchronous at staleness 0 streams one batch on-policy: it lags nothing.
+    lags = fixed.execution not in (None, "sync") and fixed.max_staleness != 0
+    if tolerance is None and (fixed.max_staleness or lags):
         tolerance = fixed.max_staleness or 1  # the plan states what the run accepts
     if tolerance is None:
         tolerance = 0
@@ -423,7 +425,7 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             f"plan.max_staleness: {fixed.max_staleness} exceeds the {tolerance} the workload "
             "tolerates (workload.max_staleness)"
         )
-    if tolerance == 0 and fixed.execution not in (None, "sync"):
+    if tolerance == 0 and lags:
         raise InputError(
             f"plan.execution: {fixed.execution} trains on samples of an older policy, and the "
             "workload is strictly on-policy (workload.max_staleness: 0)"
@@ -731,6 +733,11 @@ def _check_fixed_plan(scenario: Scenario) -> None:
         raise InputError(
             "plan.max_staleness: synchronous execution has no staleness; use "
             "execution: async or one-step-off"
+        )
+    if plan.max_staleness == 0 and plan.execution != "async":
+        raise InputError(
+            "plan.max_staleness: 0 is the on-policy stream, which only asynchronous execution "
+            "runs (execution: async); one-step-off and partial rollouts lag at least 1"
         )
 
 

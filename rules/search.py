@@ -130,6 +130,9 @@ def executions(placement: str, plan: Plan, tolerance: int = 1) -> list[tuple[str
         options = [o for o in options if o[0] == "sync" or o[1] == plan.max_staleness]
         if plan.execution in ("async", "one-step-off", "partial-rollout"):
             options = [(plan.execution, plan.max_staleness)]
+    elif plan.max_staleness == 0 and placement not in ONE_POOL:
+        # The on-policy stream is run only where the plan fixes it (not searched).
+        options = [("async", 0)]
     return options
 
 

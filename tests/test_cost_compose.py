@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -125,3 +127,73 @@ def test_seq_and_par_are_associative(a: Span, b: Span, c: Span) -> None:
     for composed in (seq(a, b, c), par(a, b, c), seq(par(a, b), c)):
         assert composed.lower[0] <= composed.seconds[0] * (1 + 1e-12)
         assert composed.seconds[0] <= composed.upper[0] * (1 + 1e-12)
+
+
+def stream_at_zero(minibatches: float, epochs: float = 1.0, train: StageCost = TRAIN) -> float:
+    return float(
+        compose_step(
+            np.array([DISAGGREGATED]), np.array([ASYNC]), np.array([0]),
+            ROLLOUT, PREP, train, SYNC_STAGE, SWITCH, stream=STREAM,
+            minibatches=minibatches, epochs=epochs,
+        ).step.seconds[0]
+    )  # fmt: skip
+
+
+def test_async_at_staleness_zero_streams_one_drained_batch_into_the_trainer() -> None:
+    # Trainer 20 + 50 + 3 = 73 s over 4 mini-batches: only the last one's 18.25 s follows the
+    # 100 s batch (the first mini-batch is in after 25 s, and 25 + 73 is shorter); then sync 5.
+    assert stream_at_zero(4) == pytest.approx(100 + 73 / 4 + 5)
+    # Two epochs: the second pass waits for the whole batch, 73 x (1 - 3/8) follows it.
+    assert stream_at_zero(4, 2) == pytest.approx(100 + 73 * 5 / 8 + 5)
+    # One mini-batch is nothing to stream: the pools take turns, as sync.
+    assert stream_at_zero(1) == step(DISAGGREGATED, SYNC)
+    # A slow trainer (20 + 400 + 3 s) binds from its first mini-batch, 25 s in.
+    assert stream_at_zero(4, 1, stage(400, 400, 4)) == pytest.approx(25 + 423 + 5)
+    # The batch drains, so the stream's 40 s never apply; staleness 1 streams the engine.
+    assert stream_at_zero(4) > step(DISAGGREGATED, ASYNC, 1)
+    timing = compose_step(
+        np.array([DISAGGREGATED]), np.array([ASYNC]), np.array([0]),
+        ROLLOUT, PREP, TRAIN, SYNC_STAGE, SWITCH, stream=STREAM, minibatches=4,
+    )  # fmt: skip
+    s = timing.step
+    # Upper bound: no overlap at all, the synchronous turns.
+    assert s.lower[0] <= s.seconds[0] <= s.upper[0] == compose(DISAGGREGATED, SYNC).step.upper[0]
+    # 100 + 73 + 5 laid end to end against the 123.25 s step: 54.75 s run side by side.
+    assert timing.overlap[0] == pytest.approx(54.75)
+
+
+times = st.floats(0.0, 1e4)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    rollout=times, drained=times, train=times, prep=times, sync=times, produce=times,
+    longest=times, minibatches=st.integers(1, 64), epochs=st.integers(1, 4),
+)  # fmt: skip
+def test_more_staleness_never_slows_the_step(
+    rollout: float,
+    drained: float,
+    train: float,
+    prep: float,
+    sync: float,
+    produce: float,
+    longest: float,
+    minibatches: int,
+    epochs: int,
+) -> None:
+    """Sync, then async at 0, 1, 2, 4, 8: each allows what the one before does and more, so the
+    step never grows. The stream never drains, so it produces a step's sequences no slower
+    than the drained batch does (its precondition: produce <= rollout)."""
+    r = stage(rollout + drained, rollout, drained)
+    produced = np.array([min(produce, rollout + drained)])
+    stream = Stream(np.array([8.0]), produced, np.array([longest]))
+    stages = (r, stage(prep, prep, 0), stage(train, train, 0), stage(sync, sync, 0), SWITCH)
+    kw = {"stream": stream, "minibatches": float(minibatches), "epochs": float(epochs)}
+    one = (np.array([DISAGGREGATED]),)
+    sync_step = compose_step(*one, np.array([SYNC]), np.array([1]), *stages, **kw).step.seconds[0]
+    steps = [sync_step] + [
+        compose_step(*one, np.array([ASYNC]), np.array([k]), *stages, **kw).step.seconds[0]
+        for k in (0, 1, 2, 4, 8)
+    ]
+    for slower, faster in itertools.pairwise(steps):
+        assert faster <= slower * (1 + 1e-12)

@@ -585,7 +585,10 @@ class Plan(Strict):
 
     placement: Placement | None = None
     execution: Execution | None = None
-    max_staleness: Annotated[int, Field(ge=1, le=16)] | None = None
+    max_staleness: Annotated[int, Field(ge=0, le=16)] | None = None
+    """Policy versions a trained sample may lag. 0 only with execution async: the on-policy
+    stream (verl fully_async_policy with staleness_threshold 0), one batch per step that the
+    trainer takes mini-batch by mini-batch as it completes."""
     critic: CriticForm | None = None
     """Unset, separate (a shared critic changes the trained model: never searched, only shown
     as a what-if)."""
