@@ -198,3 +198,19 @@ def test_figures_are_read_by_rollout_length_of_the_longest_response() -> None:
     assert verl.response_band == "responses up to 32k tokens"
     assert nemo.response_band == "responses up to 8k tokens"
     assert len({c.result.response_band for c in SCORED}) >= 3
+
+
+def test_trl_forms_its_head_gradients_in_float32() -> None:
+    # TRL's run 5 (r1-dp3-inflight384): 168 sequences of 1,200 tokens over 2 ranks, 84 each,
+    # packed 16,384 / 1,200 = 13.65 to a row: 7 rows of 14,400 tokens, 9/10 of them response
+    # tokens: 90,720 x 2 float32 matmuls x 2 x 1,536 x 151,936 (Qwen2.5-Math-1.5B) = 8.4687e13
+    # FLOPs at 67 TFLOP/s (H200 CUDA cores) x 0.45 (train_compute) = 2.809 s more training.
+    catalog = load_catalog([*DEFAULT_ROOTS, RULES_ROOT]).records
+    tuned = replace(
+        BY_ID["trl-async-grpo-lora-hfjobs-step-tuned"].result, metric="training_seconds"
+    )
+    own = predict(tuned, catalog).predicted
+    plain = predict(tuned, catalog, own_constants=False).predicted
+    assert own is not None and plain is not None
+    assert own - plain == pytest.approx(90_720 * 2 * 2 * 1536 * 151_936 / (67e12 * 0.45), rel=1e-6)
+    assert own - plain == pytest.approx(2.809, rel=1e-3)
