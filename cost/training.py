@@ -175,13 +175,14 @@ def train_model_stage(
     # The output layer's matmuls the loss runs in float32 (Overheads.head_fp32_matmuls), on the
     # response tokens of the same ranks, at the training matmuls' achieved share of the CUDA
     # cores' peak; left out where the accelerator has no float32 figure.
-    response_share = batch.response_tokens / batch.sequence_tokens
-    head_flops = (
-        overheads.head_fp32_matmuls * 2.0 * fig.hidden * fig.vocab / layout.tp
-        * micro.count * micro.tokens / layout.cp * response_share
-    )  # fmt: skip
-    head_fp32 = not fig.value_head and hw.fp32_flops > 0
-    head_time = head_flops / (hw.fp32_flops * eff.train_compute) if head_fp32 else 0.0
+    head_time: FloatArray | float = 0.0
+    if overheads.head_fp32_matmuls > 0 and hw.fp32_flops > 0 and not fig.value_head:
+        response_share = batch.response_tokens / batch.sequence_tokens
+        head_flops = (
+            overheads.head_fp32_matmuls * 2.0 * fig.hidden * fig.vocab / layout.tp
+            * micro.count * micro.tokens / layout.cp * response_share
+        )  # fmt: skip
+        head_time = head_flops / (hw.fp32_flops * eff.train_compute)
     per_round = dense_time + expert_time + update_time + offload_time + loss_time + head_time
 
     tokens = batch.trained_tokens * batch.epochs
