@@ -39,6 +39,9 @@ class Hardware:
     host_overhead: float = 1.0
     """Host CPU time per GPU operation relative to the x86 host the host-side constants
     (Overheads.decode_step_seconds, eager_layer_seconds) were fitted on: they scale by it."""
+    fp32_flops: float = 0.0
+    """float32 FLOP/s of the CUDA cores (matmuls with TF32 off); 0 where the record gives no
+    figure, and the terms that need it are then left out rather than guessed."""
 
     def matmul_rate(self, fp8: BoolArray) -> FloatArray:
         """Peak FLOP/s per plan: fp8 where the plan runs its matmuls in fp8."""
@@ -92,4 +95,5 @@ class Hardware:
             host_bytes_per_s=host_rate,
             host_memory_bytes=gib_to_bytes(host_memory) if host_memory else None,
             host_overhead=accelerator.host_overhead or 1.0,
+            fp32_flops=tflops(accelerator.fp32_dense_tflops or 0.0),
         )

@@ -168,6 +168,13 @@ class Overheads:
     a framework's loss code has been read (OWN_FRAMEWORK_CONSTANTS); zero elsewhere, where the
     term is left out rather than guessed."""
 
+    head_fp32_matmuls: float = 0.0
+    """Matmuls of the output layer's size (2 x hidden x vocab FLOPs per token) that a
+    framework's loss runs in float32 per trained response token, on the CUDA cores
+    (Hardware.fp32_flops: PyTorch keeps TF32 off for matmuls by default,
+    docs-pytorch-numerical-accuracy). Counted where a framework's loss code has been read
+    (OWN_FRAMEWORK_CONSTANTS); zero elsewhere."""
+
     length_segments: int = 16
     """Segments of the response-length grid over which the rollout's shrinking batch is
     integrated (accuracy versus speed; 16 keeps the drain integral within a few percent)."""
@@ -232,9 +239,22 @@ def _prime_rl_fused_head_bytes(gpu_gib: float, gpu_name: str) -> float:
     return 56.0 + 64.0
 
 
+def _trl_chunked_head_fp32(gpu_gib: float, gpu_name: str) -> float:
+    # TRL's chunked log-prob head (patch_chunked_lm_head, applied by AsyncGRPOTrainer with
+    # chunk_size 8192; _ChunkedLogProbFunction in trl/trainer/utils.py at f2cd5771,
+    # github-huggingface-trl) runs on the completion tokens alone; its backward recomputes each
+    # vocabulary chunk's logits in bf16 and then forms the hidden states' gradient
+    # (grad_logits @ w_chunk.float()) and the head weight's gradient (grad_logits.t() @
+    # hidden.float()) as float32 matmuls over the whole vocabulary, the second even for a frozen
+    # head (LoRA): two head-sized float32 matmuls per completion token. (The bf16 recompute of
+    # the logits stands in for the bf16 backward-data matmul the parameter FLOPs already count.)
+    return 2.0
+
+
 OWN_FRAMEWORK_CONSTANTS: dict[str, dict[str, Callable[[float, str], float]]] = {
     "weight_broadcast_bucket_bytes": {"nemo-rl": _nemo_rl_packed_bucket},
     "loss_bytes_per_logit": {"prime-rl": _prime_rl_fused_head_bytes},
+    "head_fp32_matmuls": {"trl": _trl_chunked_head_fp32},
 }
 """Constants a framework sets for its own launches in place of the default, by constant and
 framework: a function of the GPU's memory (GiB) and name. Read from the framework's code at

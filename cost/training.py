@@ -172,6 +172,18 @@ def train_model_stage(
     logit_elements = micro.count * micro.tokens / layout.cp * fig.vocab / layout.tp
     loss_bytes = 0.0 if fig.value_head else overheads.loss_bytes_per_logit * logit_elements
     loss_time = loss_bytes / (hw.hbm_bytes_per_s * eff.decode_hbm)
+    # The output layer's matmuls the loss runs in float32 (Overheads.head_fp32_matmuls), on the
+    # response tokens of the same ranks, at the training matmuls' achieved share of the CUDA
+    # cores' peak; left out where the accelerator has no float32 figure.
+    head_time: FloatArray | float = 0.0
+    if overheads.head_fp32_matmuls > 0 and hw.fp32_flops > 0 and not fig.value_head:
+        response_share = batch.response_tokens / batch.sequence_tokens
+        head_flops = (
+            overheads.head_fp32_matmuls * 2.0 * fig.hidden * fig.vocab / layout.tp
+            * micro.count * micro.tokens / layout.cp * response_share
+        )  # fmt: skip
+        head_time = head_flops / (hw.fp32_flops * eff.train_compute)
+    per_round = dense_time + expert_time + update_time + offload_time + loss_time + head_time
 
     tokens = batch.trained_tokens * batch.epochs
     return pipeline_stage(
@@ -183,7 +195,7 @@ def train_model_stage(
         micro,
         batch,
         rounds=float(batch.optimizer_steps),
-        per_round_seconds=dense_time + expert_time + update_time + offload_time + loss_time,
+        per_round_seconds=per_round,
         per_round_up=d_up + e_up,
         per_round_out=d_out + e_out,
         # Host traffic and the CPU step are memory-bound work of the host.

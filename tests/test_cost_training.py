@@ -269,3 +269,24 @@ def test_loss_over_the_vocabulary_by_hand() -> None:
     # Only prime-rl's loss code has been read: 56 bytes forward + 64 backward per logit.
     assert for_framework(DEFAULT_OVERHEADS, "prime-rl", 80.0, "").loss_bytes_per_logit == 120.0
     assert DEFAULT_OVERHEADS.loss_bytes_per_logit == 0.0
+
+
+def test_float32_head_matmuls_by_hand() -> None:
+    # TRL's chunked head forms two head-sized gradients as float32 matmuls per response token.
+    # Each GPU trains 5,242,880 tokens of which 4,096 / 5,120 are responses: 4,194,304 tokens x
+    # 2 matmuls x 2 x 3,584 x 152,064 FLOPs (Qwen2.5-7B) = 9.1435e15 FLOPs at 67 TFLOP/s (the
+    # H100's CUDA cores) x 0.45 (train_compute): 303.27 s more than without the term.
+    plan = one_plan(train_recompute="none")
+    fp32 = H100.model_copy(update={"fp32_dense_tflops": 67.0})
+    head = replace(DEFAULT_OVERHEADS, head_fp32_matmuls=2.0)
+    base = evaluate(fp32, QWEN25_7B, workload(), plan)
+    counted = evaluate(fp32, QWEN25_7B, workload(), plan, overheads=head)
+    extra = counted.stages["training"].seconds[0] - base.stages["training"].seconds[0]
+    assert extra == pytest.approx(4_194_304 * 2 * 2 * 3584 * 152_064 / (67e12 * 0.45), rel=1e-6)
+    assert extra == pytest.approx(303.27, rel=1e-4)
+    # An accelerator without a float32 figure leaves the term out rather than guessing it.
+    blind = evaluate(H100, QWEN25_7B, workload(), plan, overheads=head)
+    assert blind.stages["training"].seconds[0] == base.stages["training"].seconds[0]
+    # Only TRL's loss code has been read.
+    assert for_framework(DEFAULT_OVERHEADS, "trl", 141.0, "").head_fp32_matmuls == 2.0
+    assert DEFAULT_OVERHEADS.head_fp32_matmuls == 0.0

@@ -20,6 +20,13 @@ class AcceleratorFigures(Strict):
     hbm_tbytes_per_s: Positive
     bf16_dense_tflops: Positive
     fp8_dense_tflops: Positive | None = None
+    fp32_dense_tflops: Positive | None = Field(
+        None,
+        description=(
+            "float32 FLOP/s of the CUDA cores (IEEE, no tensor cores): the rate of float32 "
+            "matmuls while TF32 is off, PyTorch's default for matmuls"
+        ),
+    )
     scale_up_gbytes_per_s: Positive | None = Field(
         None, description="aggregate bidirectional scale-up (NVLink, Infinity Fabric) per GPU"
     )
