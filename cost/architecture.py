@@ -61,6 +61,12 @@ class ModelFigures:
     """MLA's query compression width (0: queries projected directly, or not MLA)."""
     kv_lora_rank: int
     """MLA's key-value compression width (0 if not MLA)."""
+    checkpoint_tensors: int = 0
+    """Tensors of the model's checkpoint (Hugging Face layout), as a trainer exports them for
+    the rollout engine: every projection, norm and routed expert matrix on its own."""
+    engine_tensors: int = 0
+    """Parameter tensors of the inference engine's model, which fuses q/k/v, gate/up and each
+    layer's routed experts (vLLM's qkv_proj, gate_up_proj and FusedMoE w13/w2)."""
     value_head: bool = False
     """The model ends in a scalar head (critic, reward model), not the vocabulary logits."""
 
@@ -82,6 +88,7 @@ class ModelFigures:
         shared_io = 3.0 * (h + moe.expert_ffn) * moe.shared_experts if moe else 0.0
         dense_layers = arch.dense_layer_count
         lora_width = arch.layers * attention_io + dense_layers * mlp_io + sparse * shared_io
+        checkpoint_tensors, engine_tensors = _tensor_counts(arch)
         return cls(
             layers=arch.layers,
             hidden=arch.hidden,
@@ -110,6 +117,8 @@ class ModelFigures:
             dense_layers=dense_layers,
             q_lora_rank=(arch.mla.q_lora_rank or 0) if arch.mla else 0,
             kv_lora_rank=arch.mla.kv_lora_rank if arch.mla else 0,
+            checkpoint_tensors=checkpoint_tensors,
+            engine_tensors=engine_tensors,
         )
 
     def scoring(self) -> ModelFigures:
@@ -225,3 +234,42 @@ class ModelFigures:
         if self.experts_per_token >= self.experts:
             return np.ones_like(tokens)
         return -np.expm1(tokens * np.log1p(-self.experts_per_token / self.experts))
+
+
+def _tensor_counts(arch: Architecture) -> tuple[int, int]:
+    """(checkpoint tensors, engine parameter tensors) of the whole model. Per mixer layer:
+    q, k, v and o (MLA: the query projection, or its down and up projections and their norm,
+    then the key-value down and up projections and their norm, and o), the q/k/v biases where
+    the model has them, and the two layer norms; per feed-forward layer: the MLP's matrices,
+    or each routed expert's, the router and a shared expert's. The engine (vLLM's
+    stacked_params_mapping and FusedMoE) holds q/k/v as one qkv_proj (with one bias), gate
+    and up as one gate_up_proj, MLA's two down projections as one, and a layer's routed
+    experts as w13 and w2. Then the embedding, the final norm and an untied output
+    projection. Per-head q/k norms and routing biases are not in the architecture records
+    and are left out."""
+    mixers = arch.layers - (arch.ffn_layer_count if arch.separate_ffn else 0)
+    if arch.mla:
+        query = 3 if arch.mla.q_lora_rank else 1
+        attention = query + 4
+        fused_attention = attention - (1 if arch.mla.q_lora_rank else 0)
+    else:
+        attention = 4 + (3 if arch.qkv_bias else 0)
+        fused_attention = 2 + (1 if arch.qkv_bias else 0)
+    matrices = 3 if arch.ffn_kind == "gated" else 2
+    moe = arch.moe
+    shared = 1 if moe and moe.shared_experts else 0
+    routed = moe.experts * matrices + 1 if moe else 0
+    ends = 2 + (0 if arch.tied_embeddings else 1)
+    checkpoint = (
+        mixers * (attention + 2)
+        + arch.dense_layer_count * matrices
+        + arch.moe_layer_count * (routed + shared * matrices)
+        + ends
+    )
+    engine = (
+        mixers * (fused_attention + 2)
+        + arch.dense_layer_count * 2
+        + arch.moe_layer_count * (3 + shared * 2)
+        + ends
+    )
+    return checkpoint, engine

@@ -299,7 +299,10 @@ ROLLOUT_COLUMNS = (
     "rollout_gpus", "rollout_tp", "rollout_pp", "rollout_ep", "rollout_attention_dp",
     "rollout_cp", "rollout_fp8", "rollout_eager", "rollout_max_seqs",
 )  # fmt: skip
-SYNC_COLUMNS = ("train_gpus", "train_tp", "train_pp", "train_cp", "train_zero", "train_lora_rank")
+SYNC_COLUMNS = (
+    "train_gpus", "train_tp", "train_pp", "train_cp", "train_zero", "train_lora_rank",
+    "rollout_per_tensor",
+)  # fmt: skip
 """With the rollout layout and the placement, what weight sync depends on."""
 
 

@@ -33,6 +33,8 @@ class RolloutLayout:
     """The launch's share of GPU memory for the engine; 0 = the cost model's budget."""
     max_seqs: FloatArray
     """The launch's cap on sequences per engine; 0 = the cost model's cap."""
+    per_tensor: BoolArray
+    """New weights arrive one tensor per broadcast and engine load call, not in buckets."""
 
     @classmethod
     def of(cls, table: PlanTable) -> RolloutLayout:
@@ -49,6 +51,7 @@ class RolloutLayout:
             eager=table.rollout_eager,
             memory_fraction=table.rollout_memory_fraction,
             max_seqs=floats(table.rollout_max_seqs),
+            per_tensor=table.rollout_per_tensor,
         )
 
     def seq_cap(self, default: float) -> FloatArray:

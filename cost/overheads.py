@@ -128,8 +128,19 @@ class Overheads:
     verl/experimental/fully_async_policy/config/fully_async_ppo_megatron_trainer.yaml at
     b178a3cd, github-volcengine-verl) and, with it off (the checkpoint-engine ablation rows
     of docs-verl-fully-async the knowledge base records), broadcasts and loads one tensor at
-    a time (base_detach_sync.py _sync_vllm_weights): a depth of one step per tensor that
-    buckets do not describe. It keeps this default."""
+    a time (base_detach_sync.py _sync_vllm_weights), which plan.rollout.per_tensor_sync
+    describes. It keeps this default."""
+
+    weight_broadcast_buffers: float = 1.0
+    """Buckets of the network broadcast in flight at once. One (the default): a bucket is
+    gathered, packed, sent and loaded before the next starts, so the bucket costs and the
+    transfer add up. NeMo RL's collective refit alternates two buffers on two CUDA streams (its
+    own constant, OWN_FRAMEWORK_CONSTANTS): the next bucket is gathered and packed while the
+    last one is broadcast and loaded, so with B buckets in flight a bucket takes
+    max(its transfer, (its fixed cost + its transfer) / B) (Little's law) and the fixed costs
+    hide behind one another and behind the bytes. NeMo RL measured the overlap when it came
+    in: DeepSeek-V3's refit from 34 s to 14 s, Qwen3-235B's from 13 s to 5.5 s
+    (github-nvidia-nemo-rl-pr-1379); two buffers give at most half."""
 
     weight_sync_bucket_seconds: float = 40e-3
     """Fixed cost per bucket (gather launch, IPC handle or broadcast set-up, engine
@@ -137,6 +148,22 @@ class Overheads:
     decode_step_seconds and scale_out_latency_seconds against the published runs and the
     deployments with step times (bench/fidelity.py, where sources held out now choose 20 or
     40 ms)."""
+
+    load_call_seconds_per_engine_tensor: float = 1.78e-6
+    """Host time an engine's `load_weights` call spends per parameter tensor of the engine's
+    model, whatever it loads: vLLM's load_weights rebuilds dict(self.named_parameters()) at
+    the top of every call (Qwen3MoeModel.load_weights in vllm/model_executor/models/qwen3_moe.py
+    at 002456df, Qwen2Model.load_weights in qwen2.py at 013a2792, github-vllm-project-vllm;
+    SGLang's MoE models alike, github-sgl-project-sglang-issue-30848), so a
+    call costs this times the engine's parameter tensors (ModelFigures.engine_tensors). It
+    matters where weights arrive one tensor per call (plan.rollout.per_tensor_sync); bucketed
+    paths pay it once a bucket, inside weight_sync_bucket_seconds. Read from the one
+    published per-tensor sync of a model small enough for this term alone: verl's fully-async
+    Qwen2.5-Math-7B on 4 + 4 H20 GPUs of one node took 0.12 s without the checkpoint engine
+    (docs-verl-fully-async, checkpoint-engine ablation table): 339 calls into a 199-tensor
+    engine, 1.78 us each at most (the broadcast bytes share those 0.12 s). The source's
+    Qwen3-30B-A3B and Qwen3-235B-A22B rows are predicted with it, so they are in sample for
+    this constant."""
 
     expert_loop_seconds: float = 20e-6
     """Host time per expert, layer and pass when a mixture of experts trains without expert
@@ -182,6 +209,8 @@ class Overheads:
     def __post_init__(self) -> None:
         if not 0.0 < self.usable_memory_fraction <= 1.0:
             raise ValueError("usable_memory_fraction must lie in (0, 1]")
+        if self.weight_broadcast_buffers < 1:
+            raise ValueError("weight_broadcast_buffers counts buffers: at least 1")
         if self.max_seqs_per_replica < 1 or self.length_segments < 1:
             raise ValueError("max_seqs_per_replica and length_segments must be positive")
         for f in fields(self):
@@ -251,8 +280,18 @@ def _trl_chunked_head_fp32(gpu_gib: float, gpu_name: str) -> float:
     return 2.0
 
 
+def _nemo_rl_refit_buffers(gpu_gib: float, gpu_name: str) -> float:
+    # NeMo RL's packed broadcast producer and consumer each cycle through NRL_REFIT_NUM_BUFFERS
+    # buffers (default 2), one CUDA stream per buffer, waiting on a buffer's stream only when
+    # they come back to it: one buffer is packed (or unpacked and loaded) while the other is in
+    # the broadcast (nemo_rl/utils/packed_tensor.py get_num_buffers L34-L36, producer L68-L126,
+    # consumer L187-L256 at 7ea279ab, github-nvidia-nemo-rl).
+    return 2.0
+
+
 OWN_FRAMEWORK_CONSTANTS: dict[str, dict[str, Callable[[float, str], float]]] = {
     "weight_broadcast_bucket_bytes": {"nemo-rl": _nemo_rl_packed_bucket},
+    "weight_broadcast_buffers": {"nemo-rl": _nemo_rl_refit_buffers},
     "loss_bytes_per_logit": {"prime-rl": _prime_rl_fused_head_bytes},
     "head_fp32_matmuls": {"trl": _trl_chunked_head_fp32},
 }

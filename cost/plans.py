@@ -137,6 +137,8 @@ class PlanTable:
     launch sets it (vLLM gpu_memory_utilization); 0 = the cost model's budget."""
     rollout_max_seqs: IntArray
     """Sequences one engine runs at once, as the launch caps them; 0 = the cost model's cap."""
+    rollout_per_tensor: BoolArray
+    """New weights reach the engine one tensor per broadcast and load call, not in buckets."""
     train_fp8: BoolArray
     train_lora_rank: IntArray
     """LoRA adapter rank; 0 trains every weight."""
@@ -198,6 +200,7 @@ class PlanTable:
         rollout_eager: npt.ArrayLike = False,
         rollout_memory_fraction: npt.ArrayLike = 0.0,
         rollout_max_seqs: npt.ArrayLike = 0,
+        rollout_per_tensor: npt.ArrayLike = False,
         train_micro_tokens: npt.ArrayLike = 0,
         train_fp32_gradients: npt.ArrayLike = False,
         train_sequence_parallel: npt.ArrayLike = True,
@@ -231,6 +234,7 @@ class PlanTable:
             "rollout.cuda_graphs": rollout_eager,
             "train.precision": train_fp8, "rollout.memory_fraction": rollout_memory_fraction,
             "rollout.max_seqs": rollout_max_seqs, "train.micro_batch_tokens": train_micro_tokens,
+            "rollout.per_tensor_sync": rollout_per_tensor,
             "train.fp32_gradients": train_fp32_gradients,
             "train.sequence_parallel": train_sequence_parallel,
             "train.virtual_stages": train_virtual_stages,
@@ -286,7 +290,8 @@ class PlanTable:
             raise PlanError("rollout.memory_fraction", "must be a share between 0 and 1", bad)
         flags = {
             name: np.ascontiguousarray(column(counts[name]).astype(bool))
-            for name in ("rollout.precision", "rollout.cuda_graphs", "train.precision",
+            for name in ("rollout.precision", "rollout.cuda_graphs", "rollout.per_tensor_sync",
+                         "train.precision",
                          "train.offload.phase", "train.fp32_gradients",
                          "train.sequence_parallel", "train.expert_layout",
                          "train.offload.params", "train.offload.frozen", "critic")
@@ -358,6 +363,7 @@ class PlanTable:
             rollout_eager=flags["rollout.cuda_graphs"],
             rollout_memory_fraction=fraction,
             rollout_max_seqs=ints["rollout.max_seqs"],
+            rollout_per_tensor=flags["rollout.per_tensor_sync"],
             train_micro_tokens=ints["train.micro_batch_tokens"],
             train_fp32_gradients=flags["train.fp32_gradients"],
             train_sequence_parallel=flags["train.sequence_parallel"],
@@ -432,6 +438,7 @@ class PlanTable:
                 "rollout_eager": r.cuda_graphs is False,
                 "rollout_memory_fraction": r.memory_fraction or 0.0,
                 "rollout_max_seqs": r.max_seqs or 0,
+                "rollout_per_tensor": bool(r.per_tensor_sync),
                 "train_micro_tokens": t.micro_batch_tokens or 0,
                 "train_fp32_gradients": bool(t.fp32_gradients),
                 "train_sequence_parallel": t.sequence_parallel is not False,

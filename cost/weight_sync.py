@@ -10,7 +10,11 @@ go into the engine (an HBM copy) bucket by bucket, and each bucket has a fixed c
 (Overheads.weight_sync_bucket_seconds): the buckets are the depth, the bytes the work. The
 buckets are the whole model's, as one rank streams it: a colocated framework's IPC buckets
 (weight_sync_bucket_bytes), or the network broadcast's (weight_broadcast_bucket_bytes, which a
-framework may set for itself: cost.overheads.OWN_FRAMEWORK_CONSTANTS).
+framework may set for itself: cost.overheads.OWN_FRAMEWORK_CONSTANTS). Where weights go one
+tensor at a time (plan.rollout.per_tensor_sync) there are no buckets: every checkpoint tensor
+is its own broadcast and its own engine load call, and the calls are the depth. A broadcast
+that keeps several buckets in flight (Overheads.weight_broadcast_buffers) overlaps their fixed
+costs with one another and with the bytes.
 """
 
 from __future__ import annotations
@@ -60,7 +64,20 @@ def weight_sync_stage(
         colocated, overheads.weight_sync_bucket_bytes, overheads.weight_broadcast_bucket_bytes
     )
     buckets = np.ceil(model_bytes / bucket_bytes)
-    depth = buckets * overheads.weight_sync_bucket_seconds
+    # One tensor at a time (verl's fully-async trainer without its checkpoint engine: per
+    # tensor, a broadcast from rank 0 to every trainer and rollout rank, then load_weights on
+    # that tensor alone; recipe/fully_async_policy/megatron_worker.py L92-L106 at cdd7d874,
+    # github-volcengine-verl): each call pays the broadcast's latency over the sync group and
+    # the engine's per-call cost, which grows with the engine's own parameter tensors.
+    sync_group = group_link(fabric, rollout.gpus + np.where(colocated, 0.0, train.gpus), 1.0)
+    per_call = (
+        sync_group.latency + fig.engine_tensors * overheads.load_call_seconds_per_engine_tensor
+    )
+    depth = np.where(
+        rollout.per_tensor,
+        fig.checkpoint_tensors * per_call,
+        buckets * overheads.weight_sync_bucket_seconds,
+    )
 
     # Colocated: gather from the ranks the training layout spreads this shard over.
     zero3 = train.zero >= 3
@@ -87,10 +104,15 @@ def weight_sync_stage(
     remote_link_bytes = model_bytes * rollout.dp + train.gpus * regather_sent
 
     transfer = np.where(colocated, local_time, remote_time)
+    work = transfer + copy_time
+    # B buckets in flight (the broadcast's alternating buffers) each take max(transfer,
+    # (fixed + transfer) / B): the bytes share one link, the fixed costs overlap B at a time.
+    # One buffer is the sequential sum.
+    in_flight = np.where(colocated, 1.0, overheads.weight_broadcast_buffers)
     return StageCost(
-        seconds=transfer + copy_time + depth,
-        work_seconds=transfer + copy_time,
-        depth_seconds=depth,
+        seconds=np.maximum(work, (work + depth) / in_flight),
+        work_seconds=work,
+        depth_seconds=depth / in_flight,
         work_flop=np.zeros_like(shard),
         hbm_bytes=rollout.gpus * copy_bytes,
         link_bytes=np.where(colocated, rollout.gpus * local_sent, remote_link_bytes),

@@ -338,6 +338,7 @@ def fixed_columns(resolved: Resolved) -> dict[str, Any]:
         "rollout_eager": plan.rollout.cuda_graphs is False,
         "rollout_memory_fraction": plan.rollout.memory_fraction or 0.0,
         "rollout_max_seqs": plan.rollout.max_seqs or 0,
+        "rollout_per_tensor": bool(plan.rollout.per_tensor_sync),
         "train_micro_tokens": plan.train.micro_batch_tokens or 0,
         "train_fp32_gradients": bool(plan.train.fp32_gradients),
         "train_sequence_parallel": plan.train.sequence_parallel is not False,

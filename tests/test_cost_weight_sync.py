@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -88,3 +89,111 @@ def test_a_framework_sets_its_own_broadcast_bucket() -> None:
     # verl and slime set none of their own beyond the 512 MiB default.
     for framework in ("verl", "slime", "none"):
         assert for_framework(DEFAULT_OVERHEADS, framework, 80.0, "any") == DEFAULT_OVERHEADS
+
+
+def test_checkpoint_and_engine_tensors_by_hand() -> None:
+    from rlmguide.cost.architecture import ModelFigures
+    from test_cost_specs import DEEPSEEK_V3, QWEN3_30B_A3B
+
+    # Qwen2.5-7B: per layer q, k, v, o, 3 biases, 2 norms, gate, up, down = 12; x 28 + embed,
+    # norm, lm_head = 339 checkpoint tensors. The engine: qkv_proj, its bias, o_proj, 2 norms,
+    # gate_up_proj, down_proj = 7; x 28 + 3 = 199.
+    dense = ModelFigures.of(QWEN25_7B)
+    assert (dense.checkpoint_tensors, dense.engine_tensors) == (339, 199)
+    # Qwen3-30B-A3B: 4 + 2 + 128 x 3 + router = 391 per layer; x 48 + 3 = 18,771. The engine:
+    # qkv, o, 2 norms, router, w13, w2 = 7; x 48 + 3 = 339.
+    moe = ModelFigures.of(QWEN3_30B_A3B)
+    assert (moe.checkpoint_tensors, moe.engine_tensors) == (18_771, 339)
+    # DeepSeek-V3: MLA q_a, q_a norm, q_b, kv_a, kv_a norm, kv_b, o + 2 norms = 9 per layer
+    # (x 61); 3 dense MLPs of 3; 58 MoE layers of 256 x 3 + router + shared 3 = 772; + 3 =
+    # 45,337. NeMo RL's refit guide counts 45,395 tensors loaded per vLLM rank
+    # (docs-nemo-rl-checkpoint-engine-refit): these plus the 58 routing biases left out.
+    v3 = ModelFigures.of(DEEPSEEK_V3)
+    assert v3.checkpoint_tensors == 61 * 9 + 3 * 3 + 58 * 772 + 3 == 45_337
+    # The engine fuses MLA's two down projections: 8 per layer, dense 2, MoE 3 + shared 2.
+    assert v3.engine_tensors == 61 * 8 + 3 * 2 + 58 * 5 + 3 == 787
+
+
+def test_per_tensor_sync_by_hand() -> None:
+    # One tensor at a time, 16 + 16 GPUs (two nodes: the sync group crosses the network):
+    # each of the 339 checkpoint tensors is a broadcast (50 us across nodes) and an engine
+    # load call over 199 engine tensors at 1.78 us: 339 * (50e-6 + 199 * 1.78e-6) =
+    # 0.1370 s of depth in place of the 29 buckets' 1.16 s; the bytes are the same.
+    per_tensor = DEFAULT_OVERHEADS.load_call_seconds_per_engine_tensor
+    assert per_tensor == pytest.approx(0.12 / (339 * 199), rel=1e-3)
+    fields = dict(
+        placement="disaggregated", rollout_gpus=16, rollout_tp=2, train_gpus=16, train_zero=1
+    )
+    bucketed = evaluate(H100, QWEN25_7B, workload(), one_plan(**fields)).stages["weight_sync"]
+    tensors = evaluate(
+        H100, QWEN25_7B, workload(), one_plan(**fields, rollout_per_tensor=True)
+    ).stages["weight_sync"]
+    depth = 339 * (OUT_LATENCY + 199 * per_tensor)
+    assert depth == pytest.approx(0.1370, rel=1e-3)
+    assert tensors.depth_seconds[0] == pytest.approx(depth)
+    assert tensors.work_seconds[0] == pytest.approx(bucketed.work_seconds[0])
+    assert tensors.seconds[0] == pytest.approx(bucketed.work_seconds[0] + depth)
+
+
+def test_per_tensor_sync_grows_with_tensors_times_engine_tensors() -> None:
+    # The per-call cost scales with the engine's parameter tensors, the calls with the
+    # checkpoint's: a mixture of experts pays far more per byte than a dense model.
+    from test_cost_specs import QWEN3_30B_A3B
+
+    fields = dict(
+        placement="disaggregated", rollout_gpus=16, rollout_tp=2, train_gpus=16, train_zero=1,
+        rollout_per_tensor=True,
+    )  # fmt: skip
+    sync = evaluate(H100, QWEN3_30B_A3B, workload(), one_plan(**fields)).stages["weight_sync"]
+    per_call = OUT_LATENCY + 339 * DEFAULT_OVERHEADS.load_call_seconds_per_engine_tensor
+    assert sync.depth_seconds[0] == pytest.approx(18_771 * per_call)
+    # 18,771 * (50e-6 + 339 * 1.78e-6) = 12.27 s, where 512 MiB buckets take 4.6 s
+    assert sync.depth_seconds[0] == pytest.approx(12.27, rel=1e-3)
+
+
+def test_buckets_in_flight_overlap_their_fixed_costs() -> None:
+    # NeMo RL's refit alternates two buffers: with B in flight a bucket takes
+    # max(transfer, (fixed + transfer) / B). 9 buckets of 1.6 GiB (test above): work =
+    # 2P / 40e9 + 50 us + 2P / 2.01e12 = 0.3885 s, fixed 9 * 40 ms = 0.36 s; one buffer adds
+    # them (0.7485 s), two take max(0.3885, 0.7485 / 2) = 0.3885 s: the set-up hides behind
+    # the bytes.
+    from dataclasses import replace
+
+    from rlmguide.cost.overheads import for_framework
+
+    nemo = for_framework(DEFAULT_OVERHEADS, "nemo-rl", 80.0, "any")
+    assert nemo.weight_broadcast_buffers == 2
+    assert DEFAULT_OVERHEADS.weight_broadcast_buffers == 1
+    apart = one_plan(
+        placement="disaggregated", rollout_gpus=16, rollout_tp=2, train_gpus=16, train_zero=1
+    )
+    one = replace(nemo, weight_broadcast_buffers=1.0)
+    single = evaluate(H100, QWEN25_7B, workload(), apart, overheads=one).stages["weight_sync"]
+    double = evaluate(H100, QWEN25_7B, workload(), apart, overheads=nemo).stages["weight_sync"]
+    work = 2 * P / 40e9 + OUT_LATENCY + 2 * P / COPY
+    assert single.seconds[0] == pytest.approx(work + 9 * BUCKET_S)
+    assert double.seconds[0] == pytest.approx(max(work, (work + 9 * BUCKET_S) / 2))
+    assert double.seconds[0] == pytest.approx(work)
+    assert double.depth_seconds[0] == pytest.approx(9 * BUCKET_S / 2)
+    # Colocated, the IPC buckets go one at a time whatever the broadcast's buffers.
+    together = evaluate(H100, QWEN25_7B, workload(), one_plan(), overheads=nemo)
+    assert together.stages["weight_sync"].depth_seconds[0] == pytest.approx(BUCKETS * BUCKET_S)
+
+
+def test_more_buffers_never_slow_the_broadcast() -> None:
+    from dataclasses import replace
+
+    apart = one_plan(
+        placement="disaggregated", rollout_gpus=16, rollout_tp=2, train_gpus=16, train_zero=1
+    )
+    times = [
+        evaluate(
+            H100, QWEN25_7B, workload(), apart,
+            overheads=replace(DEFAULT_OVERHEADS, weight_broadcast_buffers=b),
+        ).stages["weight_sync"]
+        for b in (1.0, 2.0, 4.0)
+    ]  # fmt: skip
+    for slower, faster in itertools.pairwise(times):
+        assert faster.seconds[0] <= slower.seconds[0]
+        # Brent's bounds hold: max(W, D) <= T <= W + D.
+        assert faster.lower_seconds[0] <= faster.seconds[0] <= faster.upper_seconds[0]

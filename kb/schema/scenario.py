@@ -452,6 +452,11 @@ class RolloutPlan(Strict):
     max_seqs: PositiveInt | None = None
     """Sequences one engine runs at once at most (vLLM max_num_seqs, SGLang
     max_running_requests); unset, the cost model's cap. Never searched."""
+    per_tensor_sync: bool | None = None
+    """New weights reach the engine one checkpoint tensor at a time, a broadcast and an engine
+    `load_weights` call per tensor (verl's fully-async trainer with
+    async_training.checkpoint_engine.enable false), instead of in buckets. Unset means false.
+    Never searched: it only adds time."""
 
 
 class Offload(Strict):
