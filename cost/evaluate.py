@@ -115,6 +115,9 @@ class CostTable:
     (inter-stage), as costed (the plan's, or the default `fusion_handoffs` fills); 0 else."""
     fusion_handoffs: FloatArray
     """Hand-offs per step (1 where nothing streams)."""
+    fusion_overhead_seconds: FloatArray
+    """What the chunks cost a fused step: a sync per hand-off, and the assessment's time
+    stretched where a chunk leaves data-parallel ranks idle (0 where nothing streams)."""
     offline: bool = False
     """Offline preference optimisation: no rollout or weight sync to show (cost.offline)."""
     agentic_parts: dict[str, FloatArray] = field(default_factory=dict)
@@ -288,7 +291,14 @@ class CostTable:
             "share": float(self.overlap_share[i]),
             "pipeline": pipeline,
             "weights_pushed": pushed,
-            **({"fusion_handoffs": handoffs} if plan.get("fusion_chunk") else {}),
+            **(
+                {
+                    "fusion_handoffs": handoffs,
+                    "fusion_overhead_seconds": float(self.fusion_overhead_seconds[i]),
+                }
+                if plan.get("fusion_chunk")
+                else {}
+            ),
         }
 
     def agentic_row(self, i: int) -> dict[str, Any]:
@@ -590,6 +600,7 @@ def evaluate(
     streamed = np.where(
         (chunk > 0) & colocated, np.maximum(train_mem.streamed - train_mem.resident, 0.0), 0.0
     )
+    latency = _handoff_latency(plans, colocated, fabric)
 
     if needs.offline:
         # Offline preference optimisation: the pairs come with the dataset (cost.offline).
@@ -616,7 +627,7 @@ def evaluate(
             plans.fusion,
             stream=stream,
             handoffs=handoffs,
-            handoff_seconds=_handoff_latency(plans, colocated, fabric),
+            handoff_seconds=latency,
             stretch=stretch,
         )
     stages = {
@@ -691,6 +702,9 @@ def evaluate(
         stream_sequence_seconds=stream.sequence_seconds,
         fusion_chunk=chunk,
         fusion_handoffs=handoffs,
+        fusion_overhead_seconds=np.where(
+            chunk > 0, handoffs * latency + (stretch - 1.0) * assessment.seconds, 0.0
+        ),
         offline=needs.offline,
         agentic_parts=generated.agentic if generated is not None else {},
     )
