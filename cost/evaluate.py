@@ -44,6 +44,7 @@ from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads
 from rlmguide.cost.plans import (
     ASYNC,
     PARTIAL_ROLLOUT,
+    SYNC,
     PlanTable,
     check_plans,
     frozen_models,
@@ -277,7 +278,9 @@ class CostTable:
             pipeline = "one pool, stage after stage"
             pushed = "in place, after every trainer step"
         handoffs = int(self.fusion_handoffs[i])
-        if plan.get("fusion_chunk") and execution in ("sync", "partial-rollout"):
+        # the assessment waits for the rollout only there; overlapping modes already hide it
+        streams = bool(plan.get("fusion_chunk")) and execution in ("sync", "partial-rollout")
+        if streams:
             # inter-stage fusion: the hidden share and the hand-offs' cost are the chunk's
             pipeline += (
                 f"; the assessment streams behind the rollout in {handoffs} hand-offs of "
@@ -296,7 +299,7 @@ class CostTable:
                     "fusion_handoffs": handoffs,
                     "fusion_overhead_seconds": float(self.fusion_overhead_seconds[i]),
                 }
-                if plan.get("fusion_chunk")
+                if streams
                 else {}
             ),
         }
@@ -702,8 +705,11 @@ def evaluate(
         stream_sequence_seconds=stream.sequence_seconds,
         fusion_chunk=chunk,
         fusion_handoffs=handoffs,
+        # (where the assessment waits for the rollout: overlapping modes stream nothing)
         fusion_overhead_seconds=np.where(
-            chunk > 0, handoffs * latency + (stretch - 1.0) * assessment.seconds, 0.0
+            (chunk > 0) & np.isin(plans.execution, (SYNC, PARTIAL_ROLLOUT)),
+            handoffs * latency + (stretch - 1.0) * assessment.seconds,
+            0.0,
         ),
         offline=needs.offline,
         agentic_parts=generated.agentic if generated is not None else {},
