@@ -2105,6 +2105,9 @@ def _also(costs: CostTable, row: int, other: int) -> dict[str, Any]:
         and (key != "etp" or plan["train"]["etp"] != plan["train"]["tp"])  # etp follows tp
     }
     differs |= {key: plan[key] for key in ("critic", "fusion") if plan[key] != mine[key]}
+    chunk = int(costs.fusion_chunk[other])
+    if chunk and chunk != int(costs.fusion_chunk[row]):
+        differs["fusion_chunk"] = chunk
     return {
         "differs": differs,
         "step_seconds": round(seconds, 2),
