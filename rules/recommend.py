@@ -353,7 +353,8 @@ def fixed_columns(resolved: Resolved) -> dict[str, Any]:
         "reward_gpus": plan.pools.reward or 0,
         "critic_shared": plan.critic == "shared",
         "fusion": plan.fusion or "none",
-        "fusion_chunk": plan.fusion_chunk or 0,
+        # a chunk given with fusion left open applies to the fused variants only
+        "fusion_chunk": (plan.fusion_chunk or 0) if plan.fusion in ("inter-stage", "both") else 0,
         **assessment_columns(plan),
     }
 

@@ -350,7 +350,7 @@ def test_unset_etp_lets_the_search_fold_experts_for_a_fixed_ep() -> None:
 FUSED = str(REPO / "examples" / "ppo-qwen2.5-7b-shared-critic-fused-16xh100.yaml")
 
 
-def test_recommend_searches_the_fusion_chunk() -> None:
+def test_recommend_searches_the_fusion_chunk(tmp_path: Path) -> None:
     # With inter-stage fusion on and no chunk given, the search tries the default (one
     # assessment micro-batch per rank: 96 of the 256 samples) and 256 / {4, 16, 64, 256}
     # hand-offs: 64, 16, 4, 1 samples; each shown plan says its chunk and its hand-offs.
@@ -374,3 +374,15 @@ def test_recommend_searches_the_fusion_chunk() -> None:
     )  # fmt: skip
     assert code == 0, out
     assert {p["fusion_chunk"] for p in json.loads(out)["plans"]} == {32}
+    # with fusion left open, the chunk applies to the fused variants only
+    text = Path(FUSED).read_text()
+    open_fusion = tmp_path / "open.yaml"
+    open_fusion.write_text(text.replace("  fusion: inter-stage\n", ""))
+    code, out = invoke(
+        "recommend", str(open_fusion), *sets("plan.critic=separate", "plan.fusion_chunk=32"),
+        "--include-research", "--format", "json",
+    )  # fmt: skip
+    assert code == 0, out
+    shown = {(p["fusion"], p["fusion_chunk"]) for p in json.loads(out)["plans"]}
+    assert ("inter-stage", 32) in shown and ("none", None) in shown
+    assert all(chunk in (32, None) for _, chunk in shown)
