@@ -37,8 +37,12 @@ span keeps lower <= seconds <= upper.
   assessment waits for the rollout (sync, partial-rollout), finished responses stream into
   the assessment while the long tail decodes. On separate pools the two run side by side,
   max(T_G, T_A); on one pool the assessment can only fill the GPUs the tail leaves idle, so
-  the pair takes max(T_G, T_A, W_G + W_A). Overlapping modes already hide the assessment
-  behind the rollout and are unchanged.
+  the pair takes max(T_G, T_A, W_G + W_A). The samples arrive in h chunks (plan.fusion_chunk,
+  takeaway 23): the last chunk's share T_A / h only starts when the rollout ends, each
+  hand-off costs a sync, and a chunk of fewer samples than the assessment's data-parallel
+  ranks leaves some idle (T_A stretched by ranks / chunk), so the pair is
+  max(T_G + T_A / h, T_A) + h x latency (one chunk is the unfused T_G + T_A plus a sync).
+  Overlapping modes already hide the assessment behind the rollout and are unchanged.
 """
 
 from __future__ import annotations
@@ -127,17 +131,33 @@ def streamed_batch(rollout: Span, trainer: Span, minibatches: float, epochs: flo
     )
 
 
-def fused_assessment(rollout: StageCost, assessment: StageCost, one_pool: BoolArray) -> Span:
-    """Rollout and assessment with inter-stage fusion: side by side on separate pools; on one
-    pool, the assessment's work fills the tail's idle GPUs. Lower bound: the longer chain, and
-    on one pool the summed work; upper bound: one after the other."""
-    r, p = Span.of(rollout), Span.of(assessment)
-    both = rollout.work_seconds + assessment.work_seconds
-    side_by_side = par(r, p)
+def fused_assessment(
+    rollout: StageCost,
+    assessment: StageCost,
+    one_pool: BoolArray,
+    handoffs: FloatArray | float = np.inf,
+    handoff_seconds: FloatArray | float = 0.0,
+    stretch: FloatArray | float = 1.0,
+) -> Span:
+    """Rollout and assessment with inter-stage fusion, the samples handed over in `handoffs`
+    chunks at `handoff_seconds` each, the assessment `stretch` times as long in chunks as in
+    one batch: side by side on separate pools, but the last chunk's share of the assessment
+    after the rollout; on one pool, the assessment's work also fills only the tail's idle
+    GPUs. Lower bound: the longer chain, and on one pool the summed work; upper bound: one
+    after the other; each with the hand-offs' syncs."""
+    r, a = Span.of(rollout), Span.of(assessment)
+    p = Span(a.seconds * stretch, a.lower * stretch, a.upper * stretch)
+    sync = handoffs * handoff_seconds if np.any(handoff_seconds) else 0.0
+    both = rollout.work_seconds + assessment.work_seconds + sync
+    side_by_side = Span(
+        np.maximum(r.seconds + p.seconds / handoffs, p.seconds) + sync,
+        np.maximum(r.lower + p.lower / handoffs, p.lower) + sync,
+        r.upper + p.upper + sync,
+    )
     crowded = Span(
         np.maximum(side_by_side.seconds, both),
         np.maximum(side_by_side.lower, both),
-        r.upper + p.upper,
+        side_by_side.upper,
     )
     return where(one_pool, crowded, side_by_side)
 
@@ -170,6 +190,9 @@ def compose_step(
     stream: Stream,
     minibatches: float = 1.0,
     epochs: float = 1.0,
+    handoffs: FloatArray | float = np.inf,
+    handoff_seconds: FloatArray | float = 0.0,
+    stretch: FloatArray | float = 1.0,
 ) -> StepTime:
     """`minibatches` and `epochs`: the trainer's optimizer steps per RL step and passes over
     the batch, which set how much of its work a batch streamed at staleness 0 can hide (one
@@ -182,7 +205,12 @@ def compose_step(
     fused = np.zeros(len(placement), dtype=bool) if fusion is None else inter_stage(fusion)
     in_turn = where(
         fused,
-        seq(fused_assessment(rollout, assessment, is_colocated), t, w, s),
+        seq(
+            fused_assessment(rollout, assessment, is_colocated, handoffs, handoff_seconds, stretch),
+            t,
+            w,
+            s,
+        ),
         seq(r, trainer, s),
     )
     one_step_off = seq(par(r, trainer), s)

@@ -24,7 +24,7 @@ from rlmguide.cost.assessment import (
 )
 from rlmguide.cost.band import memory_band, step_band
 from rlmguide.cost.batch import Batch, Needs, response_lengths
-from rlmguide.cost.collectives import Fabric
+from rlmguide.cost.collectives import Fabric, group_link
 from rlmguide.cost.compose import StepTime, compose_step
 from rlmguide.cost.efficiency import EfficiencyFactors, resolve_efficiency
 from rlmguide.cost.episode import Episode
@@ -35,6 +35,7 @@ from rlmguide.cost.memory import (
     Frozen,
     Placed,
     TrainMemory,
+    default_micro_tokens,
     rollout_memory,
     training_memory,
 )
@@ -43,9 +44,11 @@ from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads
 from rlmguide.cost.plans import (
     ASYNC,
     PARTIAL_ROLLOUT,
+    SYNC,
     PlanTable,
     check_plans,
     frozen_models,
+    inter_stage,
     intra_stage,
     shares_gpus,
 )
@@ -108,6 +111,14 @@ class CostTable:
     """Sequences a replica keeps in flight when it streams (cost.rollout.Stream)."""
     stream_produce_seconds: FloatArray
     stream_sequence_seconds: FloatArray
+    fusion_chunk: FloatArray
+    """Samples per hand-off from the rollout to the assessment where the plan fuses them
+    (inter-stage), as costed (the plan's, or the default `fusion_handoffs` fills); 0 else."""
+    fusion_handoffs: FloatArray
+    """Hand-offs per step (1 where nothing streams)."""
+    fusion_overhead_seconds: FloatArray
+    """What the chunks cost a fused step: a sync per hand-off, and the assessment's time
+    stretched where a chunk leaves data-parallel ranks idle (0 where nothing streams)."""
     offline: bool = False
     """Offline preference optimisation: no rollout or weight sync to show (cost.offline)."""
     agentic_parts: dict[str, FloatArray] = field(default_factory=dict)
@@ -193,6 +204,8 @@ class CostTable:
         plan = self.plans.row(i)
         plan["rollout"]["memory_fraction"] = float(self.rollout_memory_fraction[i])
         plan["train"]["micro_batch_tokens"] = int(self.train_micro_tokens[i])
+        if plan["fusion_chunk"] is not None or self.fusion_chunk[i] > 0:
+            plan["fusion_chunk"] = int(self.fusion_chunk[i])
         memory = {
             "rollout": float(self.memory_rollout_gib[i]),
             "train": float(self.memory_train_gib[i]),
@@ -268,17 +281,33 @@ class CostTable:
             pipeline = "the pools take turns"
             pushed = "after every trainer step; the engine waits"
         else:
-            pipeline = "one pool, stage after stage" + (
-                " (assessment streams into the tail)"
-                if plan.get("fusion") in ("inter-stage", "both")
-                else ""
-            )
+            pipeline = "one pool, stage after stage"
             pushed = "in place, after every trainer step"
+        handoffs = int(self.fusion_handoffs[i])
+        # the assessment waits for the rollout only there; overlapping modes already hide it
+        streams = bool(plan.get("fusion_chunk")) and execution in ("sync", "partial-rollout")
+        if streams:
+            # inter-stage fusion: the hidden share and the hand-offs' cost are the chunk's
+            pipeline += (
+                f"; the assessment streams behind the rollout in {handoffs} hand-offs of "
+                f"{plan['fusion_chunk']} samples: all but the last chunk's "
+                f"{100.0 / handoffs:.0f}% of it hides under the decode, each hand-off pays a "
+                "sync, and the assessment's buffers for one chunk sit beside the engine"
+                + (" (one pool)" if not apart else "")
+            )
         return {
             "seconds": float(self.overlap_seconds[i]),
             "share": float(self.overlap_share[i]),
             "pipeline": pipeline,
             "weights_pushed": pushed,
+            **(
+                {
+                    "fusion_handoffs": handoffs,
+                    "fusion_overhead_seconds": float(self.fusion_overhead_seconds[i]),
+                }
+                if streams
+                else {}
+            ),
         }
 
     def agentic_row(self, i: int) -> dict[str, Any]:
@@ -291,7 +320,7 @@ TRAIN_COLUMNS = (
     "train_ep_isolated", "train_recompute", "train_fp8", "train_lora_rank", "offload_phase",
     "offload_optimizer",
     "offload_params", "offload_frozen", "critic_gpus", "reference_gpus", "reward_gpus",
-    "critic_shared", "fusion", "train_micro_tokens", "train_fp32_gradients",
+    "critic_shared", "fusion", "fusion_chunk", "train_micro_tokens", "train_fp32_gradients",
     "train_sequence_parallel", "train_virtual_stages", "assess_tp", "assess_pp",
 )  # fmt: skip
 """The plan fields the trainer's side (memory, assessment, training, offload) depends on."""
@@ -326,6 +355,32 @@ class TrainerSide:
     assessment: Assessment
     training: StageCost
     switch: StageCost
+    chunk: FloatArray
+    handoffs: FloatArray
+    stretch: FloatArray
+
+
+def fusion_handoffs(
+    plans: PlanTable, layout: TrainLayout, batch: Batch, overheads: Overheads
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Samples per hand-off and hand-offs per step of the plans with inter-stage fusion
+    (0 and 1 elsewhere): the plan's chunk (plan.fusion_chunk), or one assessment micro-batch
+    per data-parallel rank of the training layout (the finest chunk whose passes still run
+    at the micro-batch budget), at most the whole batch; and how much longer the assessment
+    takes in those chunks: a chunk of fewer samples than the data-parallel ranks the whole
+    batch keeps busy leaves the others idle (micro_batches gives each rank whole
+    sequences)."""
+    generated = float(batch.generated_sequences)
+    per_micro = np.maximum(
+        np.floor(default_micro_tokens(layout, batch, overheads) / batch.sequence_tokens), 1.0
+    )
+    chosen = np.where(plans.fusion_chunk > 0, plans.fusion_chunk, layout.data_shards * per_micro)
+    chunk = np.where(inter_stage(plans.fusion), np.minimum(chosen, max(generated, 1.0)), 0.0)
+    handoffs = np.where(chunk > 0, np.ceil(generated / np.maximum(chunk, 1.0)), 1.0)
+    # ranks a chunk keeps busy over those the whole batch does
+    busy = np.minimum(layout.data_shards, max(generated, 1.0))
+    stretch = np.where(chunk > 0, np.maximum(busy / np.maximum(chunk, 1.0), 1.0), 1.0)
+    return chunk, np.maximum(handoffs, 1.0), stretch
 
 
 def _trainer_side(
@@ -368,13 +423,17 @@ def _trainer_side(
     ref_bytes = FP8_BYTES if ref.fp8 else WEIGHT_BYTES
     # one scoring model and one value model per objective (Safe-RLHF: reward and cost)
     k = needs.objectives
+    chunk, handoffs, stretch = fusion_handoffs(plans, t_layout, batch, overheads)
     trained: list[Placed] = [(actor, everywhere)]
     frozen: list[Frozen] = [(ref.fig, separate_reference & ~ref_apart, ref_bytes)]
     if critic_fig is not None:
         trained += [(critic_fig, ~critic_apart & separate_critic)] * k
     if reward_fig is not None:
         frozen += [(reward_fig, ~rm_apart, WEIGHT_BYTES)] * k
-    train_mem = training_memory(trained, frozen, t_layout, batch, trainable, overheads, a_layout)
+    train_mem = training_memory(
+        trained, frozen, t_layout, batch, trainable, overheads, a_layout, chunk,
+        intra_stage(plans.fusion),
+    )  # fmt: skip
     micro_tokens = np.maximum(train_mem.micro_tokens, batch.sequence_tokens)
     own_memory: dict[str, TrainMemory] = {}
     if critic_fig is not None and critic_apart.any():
@@ -445,7 +504,9 @@ def _trainer_side(
         objectives=k,
     )
     switch = switch_stage(train_mem.switch, t_layout.gpus, hw)
-    return TrainerSide(train_mem, own_memory, assessment, training, switch)
+    return TrainerSide(
+        train_mem, own_memory, assessment, training, switch, chunk, handoffs, stretch
+    )
 
 
 def _own_pool(
@@ -544,6 +605,14 @@ def evaluate(
     assessed_parts = side.assessment.take(spread)
     assessment, training = assessed_parts.stage, side.training.take(spread)
     switch = side.switch.take(spread)
+    chunk, handoffs = side.chunk[spread], side.handoffs[spread]
+    stretch = side.stretch[spread]
+    # A fused assessment on the rollout's GPUs holds its phase beside the engine (survey
+    # Table 9: M_G/A^fused); on separate pools each side keeps its own.
+    streamed = np.where(
+        (chunk > 0) & colocated, np.maximum(train_mem.streamed - train_mem.resident, 0.0), 0.0
+    )
+    latency = _handoff_latency(plans, colocated, fabric)
 
     if needs.offline:
         # Offline preference optimisation: the pairs come with the dataset (cost.offline).
@@ -554,7 +623,7 @@ def evaluate(
     else:
         generated = _generation(
             plans, actor, batch, train_mem.resident, colocated, usable, hw, fabric, eff,
-            overheads, episode or Episode.of(workload), workload, search,
+            overheads, episode or Episode.of(workload), workload, search, streamed,
         )  # fmt: skip
         rollout, sync = generated.rollout, generated.sync
         stream = generated.extras.stream
@@ -571,6 +640,9 @@ def evaluate(
             stream=stream,
             minibatches=float(batch.minibatches),
             epochs=float(batch.epochs),
+            handoffs=handoffs,
+            handoff_seconds=latency,
+            stretch=stretch,
         )
     stages = {
         "rollout": rollout,
@@ -642,6 +714,14 @@ def evaluate(
         stream_concurrency=stream.concurrency,
         stream_produce_seconds=stream.produce_seconds,
         stream_sequence_seconds=stream.sequence_seconds,
+        fusion_chunk=chunk,
+        fusion_handoffs=handoffs,
+        # (where the assessment waits for the rollout: overlapping modes stream nothing)
+        fusion_overhead_seconds=np.where(
+            (chunk > 0) & np.isin(plans.execution, (SYNC, PARTIAL_ROLLOUT)),
+            handoffs * latency + (stretch - 1.0) * assessment.seconds,
+            0.0,
+        ),
         offline=needs.offline,
         agentic_parts=generated.agentic if generated is not None else {},
     )
@@ -680,13 +760,17 @@ def _generation(
     episode: Episode,
     workload: Workload,
     search: StepSearch | None,
+    streamed: FloatArray,
 ) -> Generation:
     """Rollout, weight sync and the rollout pool's memory, for plans that generate; a search
-    from the responses' states decodes on the same engine after them."""
+    from the responses' states decodes on the same engine after them. `streamed` is what a
+    fused assessment on the same GPUs holds beyond the trainer's resident state."""
     n = len(plans)
-    # Memory of the rollout phase; colocated, whatever the trainer did not park stays.
+    # Memory of the rollout phase; colocated, whatever the trainer did not park stays, and
+    # a fused assessment's phase beside it.
     r_layout = RolloutLayout.of(plans)
-    resident = np.where(colocated, trainer_resident, 0.0)
+    trainer_state = np.where(colocated, trainer_resident, 0.0)
+    resident = trainer_state + streamed
     shared = rollout_memory(
         actor, r_layout, batch, usable, overheads, resident=resident, total_bytes=hw.memory_bytes
     )
@@ -748,8 +832,11 @@ def _generation(
         "weights": shared.weights,
         "kv_cache": np.maximum(kv_used, shared.minimum - shared.weights - shared.workspace),
         "workspace": np.full(n, shared.workspace),
-        "trainer_state": resident,
+        "trainer_state": trainer_state,
     }
+    if streamed.any():
+        # only a table with a fused assessment on the rollout's GPUs shows the term
+        terms["fused_assessment"] = streamed
     used = shared.weights + shared.workspace + kv_used + resident
     if agentic:
         # KV of the kept contexts whose episodes wait on their environments.
@@ -787,3 +874,16 @@ def bottleneck(stages: dict[str, StageCost], colocated: BoolArray, timing: StepT
         elif name in TRAINER_STAGES:
             seconds[k] = np.where(trainer_waits, -1.0, seconds[k])
     return np.argmax(seconds, axis=0)
+
+
+def _handoff_latency(plans: PlanTable, colocated: BoolArray, fabric: Fabric) -> FloatArray:
+    """Seconds of one hand-off of a fused chunk: a small message that synchronises the
+    rollout's and the assessment's ranks, at the latency of one small collective over the
+    GPUs both run on (the scale-up or scale-out latency constants of cost.overheads, measured
+    for 32 KiB collectives; no measurement of a fusion hand-off itself was found)."""
+    gpus = np.where(
+        colocated,
+        np.maximum(plans.rollout_gpus, plans.train_gpus),
+        plans.rollout_gpus + plans.train_gpus,
+    )
+    return group_link(fabric, floats(gpus), np.ones(len(plans))).latency

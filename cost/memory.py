@@ -345,6 +345,11 @@ class TrainMemory:
     """Tokens of the micro-batch the activations were costed at (over the context-parallel
     group): the budget, capped by what a rank trains per optimizer step, and at least the
     longest sequence (a micro-batch holds a sequence whole)."""
+    streamed: FloatArray
+    """What the assessment phase holds when it streams behind a rollout on the same GPUs
+    (inter-stage fusion): its bytes with one streamed chunk's activations, and their share of
+    the fragmentation reserve; the rollout engine runs beside it (survey Table 9's
+    M_G/A^fused). Where nothing streams, the assessment phase as costed."""
 
     @property
     def bytes(self) -> FloatArray:
@@ -367,6 +372,7 @@ class TrainMemory:
             self.switch[rows],
             self.micro_tokens[rows],
             self.costed_tokens[rows],
+            self.streamed[rows],
         )
 
 
@@ -430,11 +436,20 @@ def training_memory(
     usable_bytes: float,
     overheads: Overheads,
     assessed: TrainLayout | None = None,
+    chunk: FloatArray | None = None,
+    pipelined: BoolArray | None = None,
 ) -> TrainMemory:
     """The training and assessment phases of a pool holding the `trained` models (actor,
     critic) and the `frozen` ones (reference, reward model), each where its mask holds.
     The frozen models' passes run in `assessed` (plan.assessment; unset, `layout`), with
     M_reshard (`reshard_bytes`) where that re-lays their weights.
+
+    Stage fusion (survey §4.3): where `chunk` is positive the assessment streams chunks of
+    that many samples behind the rollout (inter-stage fusion), a micro-batch of a rank's
+    share of one chunk at a time (at most the budget), which `streamed` holds; where
+    `pipelined` the trained models' updates interleave (intra-stage fusion), so their
+    activations and ZeRO-3 gathered layers are live at once and add up instead of taking
+    turns.
 
     Frameworks size micro-batches by tokens; when the configured budget's activations do
     not fit next to the states, the budget shrinks to what fits (dynamic batch size), down to
@@ -446,12 +461,18 @@ def training_memory(
     n = layout.gpus.shape[0]
     zero = np.zeros(n)
     assessed = layout if assessed is None else assessed
+    both = np.zeros(n, dtype=bool) if pipelined is None else pipelined
+
+    def held(parts: list[FloatArray]) -> FloatArray:
+        # the trained models' transient buffers: in turn, or at once where pipelined
+        return np.where(both, sum(parts, zero), _largest(parts, n))
+
     states = [(trained_state(f, layout), m) for f, m in trained]
     weights = sum((s.weights * m for s, m in states), zero)
     gradients = sum((s.gradients * m for s, m in states), zero)
     optimizer = sum((s.optimizer * m for s, m in states), zero)
     parked = sum((frozen_weight_bytes(f, layout, b) * m for f, m, b in frozen), zero)
-    gathered = _largest([zero3_gather_bytes(f, layout, True) * m for f, m in trained], n)
+    gathered = held([zero3_gather_bytes(f, layout, True) * m for f, m in trained])
     # each model's forward in its own layout: the trained ones in the training layout
     passes = [(f, m, layout) for f, m in trained] + [(f, m, assessed) for f, m, _ in frozen]
     gathered_forward = _largest([zero3_gather_bytes(f, lay, False) * m for f, m, lay in passes], n)
@@ -462,7 +483,7 @@ def training_memory(
     per_rank = np.ceil(batch.trained_sequences / batch.minibatches / layout.data_shards)
     in_flight = first_stage_in_flight(layout, per_rank)
     one = np.ones(n)
-    per_token = _largest([activation_bytes(f, layout, one, in_flight) * m for f, m in trained], n)
+    per_token = held([activation_bytes(f, layout, one, in_flight) * m for f, m in trained])
     room = usable_bytes - fixed
     spread = 1.0 + overheads.train_fragmentation_fraction
     fits = np.floor(np.maximum(room / np.maximum(per_token * spread, 1e-30), 0.0))
@@ -485,7 +506,29 @@ def training_memory(
     )
     kept = np.where(layout.offload_phase, 0.0, gradients + optimizer)
     reshard = reshard_bytes(frozen, layout, assessed)
-    assessment = weights + kept + parked + gathered_forward + forward + reshard
+    held_forward = weights + kept + parked + gathered_forward + reshard
+    assessment = held_forward + forward
+    fragments = overheads.train_fragmentation_fraction
+    streamed = assessment + fragments * forward
+    if chunk is not None and (chunk > 0).any():
+        streaming = chunk > 0
+        samples = np.maximum(chunk, 1.0)
+
+        # one chunk's share per rank, a micro-batch of it at a time, each layout its own ranks
+        def tokens_of(lay: TrainLayout, budget: FloatArray) -> FloatArray:
+            share = np.ceil(samples / lay.data_shards) * batch.sequence_tokens
+            return np.where(streaming, np.minimum(budget, np.maximum(share, longest)), budget)
+
+        own_tokens = tokens_of(layout, budget)
+        frozen_tokens = own_tokens if assessed is layout else tokens_of(assessed, assessed_budget)
+        chunked = _largest(
+            [
+                forward_activation_bytes(f, lay, own_tokens if lay is layout else frozen_tokens) * m
+                for f, m, lay in passes
+            ],
+            n,
+        )
+        streamed = np.where(streaming, held_forward + (1.0 + fragments) * chunked, streamed)
     training = fixed + activations
     phase_terms = {
         "weights": weights,
@@ -508,7 +551,6 @@ def training_memory(
         phase_terms["reshard"], assess_terms["reshard"] = zero, reshard
     in_training = training >= assessment
     terms = {k: np.where(in_training, v, assess_terms[k]) for k, v in phase_terms.items()}
-    fragments = overheads.train_fragmentation_fraction
     required = np.maximum(training + fragments * activations, assessment + fragments * forward)
     reserve = required - np.maximum(training, assessment)
     terms["fragmentation_reserve"] = reserve
@@ -522,7 +564,9 @@ def training_memory(
     switch = np.where(phase, 2.0 * on_gpu, 0.0) + np.where(
         phase | layout.offload_frozen, parked, 0.0
     )
-    return TrainMemory(terms, training, assessment, reserve, resident, host, switch, chosen, tokens)
+    return TrainMemory(
+        terms, training, assessment, reserve, resident, host, switch, chosen, tokens, streamed
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,9 +31,14 @@ RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL = 0, 1, 2
 ZERO_MEANS_OFF = frozenset(
     {
         "train.lora_rank", "pools.critic", "pools.reference", "pools.reward", "rollout.max_seqs",
-        "train.micro_batch_tokens", "assessment.tp", "assessment.pp",
+        "train.micro_batch_tokens", "assessment.tp", "assessment.pp", "fusion_chunk",
     }
 )  # fmt: skip
+FUSION_HANDOFFS = (4, 16, 64, 256)
+"""Hand-offs per step the search tries for inter-stage fusion where the scenario leaves
+plan.fusion_chunk open (the chunk is the generated samples over these, rounded up): a bounded
+sweep from coarse (a quarter of the batch per chunk) to fine, since the cost model's optimum
+lies between (the hidden share grows and the hand-off latencies add up as chunks shrink)."""
 
 
 ONE_POOL = frozenset({"colocated", "partially-colocated"})
@@ -165,6 +170,9 @@ class PlanTable:
     """The critic is a value head on the policy (survey §4.1), not a network of its own."""
     fusion: IntArray
     """Index into FUSIONS (survey §4.3)."""
+    fusion_chunk: IntArray
+    """Samples per hand-off from the rollout to the assessment under inter-stage fusion;
+    0 = one assessment micro-batch per data-parallel rank (cost.evaluate.fusion_handoffs)."""
     assess_tp: IntArray
     """Tensor degree of the frozen models' own layout (plan.assessment); 0 = the training
     layout's (and then `assess_pp` is 0 too)."""
@@ -216,6 +224,7 @@ class PlanTable:
         reward_gpus: npt.ArrayLike = 0,
         critic_shared: npt.ArrayLike = False,
         fusion: npt.ArrayLike = 0,
+        fusion_chunk: npt.ArrayLike = 0,
         assess_tp: npt.ArrayLike = 0,
         assess_pp: npt.ArrayLike = 0,
     ) -> PlanTable:
@@ -242,7 +251,8 @@ class PlanTable:
             "train.offload.optimizer": offload_optimizer, "train.offload.params": offload_params,
             "train.offload.frozen": offload_frozen, "pools.critic": critic_gpus,
             "pools.reference": reference_gpus, "pools.reward": reward_gpus,
-            "critic": critic_shared, "fusion": fusion, "assessment.tp": assess_tp,
+            "critic": critic_shared, "fusion": fusion, "fusion_chunk": fusion_chunk,
+            "assessment.tp": assess_tp,
             "assessment.pp": assess_pp,
         }  # fmt: skip
         sizes = {name: np.shape(v)[0] for name, v in counts.items() if np.ndim(v)}
@@ -261,7 +271,7 @@ class PlanTable:
                      "pools.critic",
                      "pools.reference", "pools.reward", "rollout.max_seqs",
                      "train.micro_batch_tokens", "train.virtual_stages", "assessment.tp",
-                     "assessment.pp"):  # fmt: skip
+                     "assessment.pp", "fusion_chunk"):  # fmt: skip
             array = column(counts[name])
             if array.dtype.kind == "f":
                 fractional = np.flatnonzero(array != np.floor(array))
@@ -379,6 +389,7 @@ class PlanTable:
             reward_gpus=ints["pools.reward"],
             critic_shared=flags["critic"],
             fusion=fusion_codes,
+            fusion_chunk=ints["fusion_chunk"],
             assess_tp=a_tp,
             assess_pp=a_pp,
         )
@@ -454,6 +465,7 @@ class PlanTable:
                 "reward_gpus": plan.pools.reward or 0,
                 "critic_shared": plan.critic == "shared",
                 "fusion": plan.fusion or "none",
+                "fusion_chunk": plan.fusion_chunk or 0,
                 **assessment_columns(plan),
             }
             for key, value in row.items():
@@ -522,6 +534,12 @@ class PlanTable:
             },
             "critic": CRITICS[int(self.critic_shared[i])],
             "fusion": FUSIONS[int(self.fusion[i])],
+            # the chunk only where the assessment streams (cost.evaluate fills the default)
+            "fusion_chunk": (
+                int(self.fusion_chunk[i]) or None
+                if self.fusion[i] in (FUSION_INTER, FUSION_BOTH)
+                else None
+            ),
             # Only a plan that gives the frozen models a layout of their own shows one.
             **({"assessment": self.assessment_row(i)} if self.assess_tp[i] else {}),
         }
@@ -758,6 +776,11 @@ def _configuration_problems(table: PlanTable, has_critic: bool) -> list[PlanErro
         "intra-stage fusion pipelines the actor's and a separate critic's updates on the same "
         "GPUs: this plan has no such critic (critic-free algorithm, shared value head or a "
         "critic pool of its own)",
+    )
+    check(
+        ~inter_stage(table.fusion) & (table.fusion_chunk > 0),
+        "fusion_chunk",
+        "the chunk is the granularity of inter-stage fusion: it needs fusion inter-stage or both",
     )
     check(
         inter_stage(table.fusion) & (table.placement != DISAGGREGATED) & table.offload_frozen,

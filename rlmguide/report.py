@@ -61,7 +61,10 @@ def configuration(plan: dict[str, Any]) -> str:
     if plan.get("critic") == "shared":
         parts.append("shared actor-critic")
     if plan.get("fusion", "none") != "none":
-        parts.append(f"{plan['fusion']} fusion")
+        chunk = plan.get("fusion_chunk")
+        parts.append(
+            f"{plan['fusion']} fusion" + (f" in chunks of {chunk} samples" if chunk else "")
+        )
     return "; " + ", ".join(parts) if parts else ""
 
 

@@ -130,6 +130,12 @@ PLAN_FACTS = (
         "plan.critic", "text", "a critic network of its own, or a value head on the policy", CRITICS
     ),
     Fact("plan.fusion", "text", "stage fusion (survey §4.3)", FUSIONS),
+    Fact(
+        "plan.fusion_chunk",
+        "number",
+        "samples per hand-off of inter-stage fusion (survey §4.3; 0: one assessment micro-batch "
+        "per data-parallel rank, or no inter-stage fusion)",
+    ),
     *(
         Fact(f"plan.rollout.{d}", "number", f"rollout {label}")
         for d, label in (

@@ -16,7 +16,7 @@ from functools import reduce
 from typing import Any, NamedTuple
 
 import numpy as np
-from rlmguide.cost.batch import Needs
+from rlmguide.cost.batch import Batch, Needs
 from rlmguide.cost.evaluate import CostTable, evaluate
 from rlmguide.cost.overheads import (
     DEFAULT_OVERHEADS,
@@ -27,6 +27,7 @@ from rlmguide.cost.overheads import (
 from rlmguide.cost.plans import (
     CRITICS,
     EXECUTIONS,
+    FUSION_HANDOFFS,
     FUSIONS,
     ONE_POOL,
     PLACEMENTS,
@@ -273,6 +274,7 @@ def plan_facts(table: PlanTable, costs: CostTable | None = None) -> dict[str, An
         "plan.train.recompute": np.asarray(RECOMPUTE)[table.train_recompute],
         "plan.critic": np.asarray(CRITICS)[table.critic_shared.astype(np.int64)],
         "plan.fusion": np.asarray(FUSIONS)[table.fusion],
+        "plan.fusion_chunk": table.fusion_chunk,
     }
     for pool in ("rollout", "train"):
         degrees = ("gpus", "tp", "pp", "ep", "etp", "dp", "cp", "zero", "attention_dp")
@@ -294,6 +296,7 @@ def plan_facts(table: PlanTable, costs: CostTable | None = None) -> dict[str, An
     facts["plan.train.expert_layout"] = np.where(table.train_ep_isolated, "isolated", "folded")
     if costs is not None:
         facts["plan.step_seconds"] = costs.step_seconds
+        facts["plan.fusion_chunk"] = costs.fusion_chunk.astype(np.int64)
         facts["plan.memory.rollout_gib"] = costs.memory_rollout_gib
         facts["plan.memory.train_gib"] = costs.memory_train_gib
         total = np.maximum(sum(costs.stages[s].seconds for s in STAGES), 1e-12)
@@ -351,6 +354,8 @@ def fixed_columns(resolved: Resolved) -> dict[str, Any]:
         "reward_gpus": plan.pools.reward or 0,
         "critic_shared": plan.critic == "shared",
         "fusion": plan.fusion or "none",
+        # a chunk given with fusion left open applies to the fused variants only
+        "fusion_chunk": (plan.fusion_chunk or 0) if plan.fusion in ("inter-stage", "both") else 0,
         **assessment_columns(plan),
     }
 
@@ -1221,14 +1226,24 @@ class Recommender:
             [plan.fusion] if plan.fusion else list(FUSIONS) if self.resolved.algorithm.online
             else ["none"]
         )  # fmt: skip
+        # Inter-stage fusion's chunk, where the scenario leaves it open: the default (one
+        # assessment micro-batch per rank) and a bounded sweep of hand-offs per step.
+        streamed = Batch.of(self.resolved.scenario.workload, Needs.of(self.resolved.algorithm))
+        chunks = (
+            [plan.fusion_chunk]
+            if plan.fusion_chunk
+            else [0, *sorted({-(-streamed.generated_sequences // h) for h in FUSION_HANDOFFS})]
+        )
         tables = [
             replace(
                 base,
                 critic_shared=np.full(len(base), c == "shared"),
                 fusion=np.full(len(base), FUSIONS.index(f), dtype=np.int64),
+                fusion_chunk=np.full(len(base), k, dtype=np.int64),
             )
             for c in critics
             for f in fusions
+            for k in (chunks if f in ("inter-stage", "both") else [0])
         ]
         if plan.assessment is None and frozen_roles(self.resolved):
             # The frozen models' own layouts, under each plan's own configuration.
@@ -1243,6 +1258,7 @@ class Recommender:
         same = (
             (table.critic_shared == np.tile(base.critic_shared, copies))
             & (table.fusion == np.tile(base.fusion, copies))
+            & (table.fusion_chunk == np.tile(base.fusion_chunk, copies))
             & (table.assess_tp == np.tile(base.assess_tp, copies))
             & (table.train_ep_isolated == np.tile(base.train_ep_isolated, copies))
         )
@@ -2092,6 +2108,9 @@ def _also(costs: CostTable, row: int, other: int) -> dict[str, Any]:
         and (key != "etp" or plan["train"]["etp"] != plan["train"]["tp"])  # etp follows tp
     }
     differs |= {key: plan[key] for key in ("critic", "fusion") if plan[key] != mine[key]}
+    chunk = int(costs.fusion_chunk[other])
+    if chunk and chunk != int(costs.fusion_chunk[row]):
+        differs["fusion_chunk"] = chunk
     return {
         "differs": differs,
         "step_seconds": round(seconds, 2),

@@ -671,6 +671,11 @@ def _check_configuration(plan: Plan, has_critic: bool, algorithm: str) -> None:
             "the same GPUs; this plan has none (critic-free algorithm, shared value head or "
             "a critic pool of its own)"
         )
+    if plan.fusion_chunk and plan.fusion in ("none", "intra-stage"):
+        raise InputError(
+            f"plan.fusion_chunk: the chunk is inter-stage fusion's granularity, but plan.fusion "
+            f"is {plan.fusion}: set fusion inter-stage or both, or drop the chunk"
+        )
     if plan.placement == "partially-colocated" and not (plan.pools.reference or plan.pools.reward):
         raise InputError(
             "plan.placement: partially-colocated puts the reference and/or reward model on a "

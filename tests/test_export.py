@@ -26,7 +26,7 @@ from rlmguide.rules.scenario import resolve
 
 from rlmguide.cli import cli
 from rlmguide.export import Exported, NotExpressible, build, script
-from rlmguide.export.mapping import INPUTS, apply, lookup_key, pool_shape
+from rlmguide.export.mapping import INPUTS, apply, lookup_key, pool_shape, unexpressed
 from rlmguide.review.config import argparse_config, hydra_config
 from rlmguide.review.shell import command_arguments
 
@@ -122,6 +122,14 @@ def test_transforms_turn_facts_into_config_values() -> None:
     assert apply(samples, FACTS) == 6144
     looked = entry(fact="plan.train.recompute", transform="lookup", table={"full": True})
     assert apply(looked, FACTS) is True
+
+
+def test_a_fused_plan_needs_a_key_of_its_own() -> None:
+    # No mapped launch fuses stages (survey §4.3): a launch that says nothing about fusion
+    # runs the stages in turn, so a fused plan is refused rather than written unfused.
+    facts = {**FACTS, "plan.execution": "sync", "plan.train.offload_optimizer": 0}
+    assert unexpressed({**facts, "plan.fusion": "none"}, []) == []
+    assert unexpressed({**facts, "plan.fusion": "inter-stage"}, []) == ["plan.fusion = inter-stage"]
 
 
 def test_a_lookup_without_the_value_refuses_with_what_it_takes() -> None:

@@ -349,3 +349,44 @@ def test_unset_etp_lets_the_search_fold_experts_for_a_fixed_ep() -> None:
     assert code == 0, out
     train = json.loads(out)["plans"][0]["train"]
     assert (train["tp"], train["ep"], train["etp"]) == (2, 8, 1)
+
+
+FUSED = str(REPO / "examples" / "ppo-qwen2.5-7b-shared-critic-fused-16xh100.yaml")
+
+
+def test_recommend_searches_the_fusion_chunk(tmp_path: Path) -> None:
+    # With inter-stage fusion on and no chunk given, the search tries the default (one
+    # assessment micro-batch per rank: 96 of the 256 samples) and 256 / {4, 16, 64, 256}
+    # hand-offs: 64, 16, 4, 1 samples; each shown plan says its chunk and its hand-offs.
+    fused = sets("plan.critic=separate", "plan.fusion=inter-stage")
+    code, out = invoke("recommend", FUSED, *fused, "--include-research", "--format", "json")
+    assert code == 0, out
+    plans = json.loads(out)["plans"]
+    assert {p["fusion_chunk"] for p in plans} <= {96, 64, 16, 4, 1}
+    assert len({p["fusion_chunk"] for p in plans}) > 1
+    for plan in plans:
+        handoffs = -(-256 // plan["fusion_chunk"])
+        assert plan["overlap"]["fusion_handoffs"] == handoffs
+        assert (
+            f"{handoffs} hand-offs of {plan['fusion_chunk']} samples"
+            in (plan["overlap"]["pipeline"])
+        )
+    # a chunk the scenario gives is held
+    code, out = invoke(
+        "recommend", FUSED, *fused, *sets("plan.fusion_chunk=32"), "--include-research",
+        "--format", "json",
+    )  # fmt: skip
+    assert code == 0, out
+    assert {p["fusion_chunk"] for p in json.loads(out)["plans"]} == {32}
+    # with fusion left open, the chunk applies to the fused variants only
+    text = Path(FUSED).read_text()
+    open_fusion = tmp_path / "open.yaml"
+    open_fusion.write_text(text.replace("  fusion: inter-stage\n", ""))
+    code, out = invoke(
+        "recommend", str(open_fusion), *sets("plan.critic=separate", "plan.fusion_chunk=32"),
+        "--include-research", "--format", "json",
+    )  # fmt: skip
+    assert code == 0, out
+    shown = {(p["fusion"], p["fusion_chunk"]) for p in json.loads(out)["plans"]}
+    assert ("inter-stage", 32) in shown and ("none", None) in shown
+    assert all(chunk in (32, None) for _, chunk in shown)

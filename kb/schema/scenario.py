@@ -599,6 +599,15 @@ class Plan(Strict):
     as a what-if)."""
     fusion: Fusion | None = None
     """Unset, none (fusion is offered as a variant where a framework in the KB runs it)."""
+    fusion_chunk: PositiveInt | None = None
+    """Inter-stage fusion's granularity (survey §4.3, takeaway 23): finished samples handed
+    from the rollout to the assessment per hand-off, over the whole step's batch. Finer
+    chunks hide more of the assessment behind the rollout's tail (all but the last chunk's
+    share) and pay one hand-off latency per chunk; coarser ones hold more of the streamed
+    assessment's activations beside the rollout engine (up to one micro-batch per rank).
+    Unset with inter-stage fusion, the search tries a few (`cost.plans.FUSION_HANDOFFS`) and
+    an estimate hands off one assessment micro-batch per data-parallel rank. Only with
+    fusion inter-stage or both."""
     rollout: RolloutPlan = RolloutPlan()
     train: TrainPlan = TrainPlan()
     pools: ModelPools = ModelPools()

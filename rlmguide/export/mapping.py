@@ -244,6 +244,8 @@ NEUTRAL = {
     "plan.train.offload_optimizer": 0,
     "plan.train.offload_params": False,
     "plan.train.offload_frozen": False,
+    # no mapped launch fuses stages: a fused plan needs a key of its own (survey §4.3)
+    "plan.fusion": "none",
     "plan.pools.critic": 0,
     "plan.pools.reference": 0,
     "plan.pools.reward": 0,
