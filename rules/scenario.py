@@ -358,18 +358,8 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             "stay frozen"
         )
     train = scenario.plan.train
-    if policy.moe is None:
-        # Without these the search rejects every candidate and says only "no feasible plan".
-        for name, degree in (
-            ("plan.rollout.ep", scenario.plan.rollout.ep),
-            ("plan.train.ep", train.ep),
-        ):
-            if degree is not None and degree > 1:
-                raise InputError(
-                    f"{name}: {degree} splits a mixture-of-experts policy's experts, and the "
-                    f"policy {policy_id} is dense (it has no experts); remove it or set 1"
-                )
     if train.expert_layout == "isolated" and policy.moe is None:
+        # Without this the search rejects every candidate and says only "no feasible plan".
         raise InputError(
             f"plan.train.expert_layout: isolated splits a mixture-of-experts policy's experts "
             f"over ep ranks, and the policy {policy_id} is dense (it has no experts); remove "
