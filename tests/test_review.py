@@ -1003,3 +1003,25 @@ def test_a_launch_that_interleaves_its_pipeline_is_costed_so(
     assert plain["estimate"]["train"]["virtual_stages"] == 1
     assert interleaved["estimate"]["train"]["pp"] == plain["estimate"]["train"]["pp"] == 2
     assert interleaved["estimate"]["step_seconds"] < plain["estimate"]["step_seconds"]
+
+
+@pytest.mark.parametrize("framework", ["verl", "slime"])
+def test_a_launchs_stage_counts_are_the_plans_split(framework: str, tmp_path: Path) -> None:
+    # Qwen2.5-32B's 64 layers over 6 stages, 9 on the first and 11 on the last as the launch
+    # gives them (not the 10 | 4 x 11 | 10 export would choose): read back, the estimate
+    # costs that split.
+    example = REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml"
+    out = tmp_path / "run.sh"
+    plan = [
+        "--set", "cluster.nodes=6", "--set", "plan.placement=colocated",
+        "--set", "plan.execution=sync", "--set", "plan.rollout.tp=4", "--set", "plan.train.tp=4",
+        "--set", "plan.train.pp=6", "--set", "plan.train.first_stage_layers=9",
+        "--set", "plan.train.last_stage_layers=11",
+    ]  # fmt: skip
+    done = CliRunner().invoke(
+        cli, ["export", str(example), "--framework", framework, "--out", str(out), *plan]
+    )
+    assert done.exit_code == 0, done.output
+    got = review(out, framework, policy="qwen2.5-32b", hardware=Hardware("h100-sxm-80gb", 6, 8))
+    train = got["estimate"]["train"]
+    assert (train["pp"], train["first_stage_layers"], train["last_stage_layers"]) == (6, 9, 11)

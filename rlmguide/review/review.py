@@ -774,7 +774,8 @@ def training_settings(reading: Reading) -> dict[str, Any]:
     """The training memory settings of the launch as the plan fields the estimate costs: its
     gradient buffers (fp32 as the launch says, else as the framework keeps them by default),
     and the micro-batch it packs by tokens, only where it batches by tokens (the mapping's
-    token_batching keys; with micro-batches counted in sequences the search's budget stands)."""
+    token_batching keys; with micro-batches counted in sequences the search's budget stands),
+    and the first and last pipeline stages' layers where the launch gives Megatron both."""
     from rlmguide.export.startup import typed
 
     mapping = reading.mapping
@@ -786,6 +787,10 @@ def training_settings(reading: Reading) -> dict[str, Any]:
     tokens = launch.get("launch.micro_batch_tokens")
     if tokens is not None and tokens >= 1 and any(truth(v) for v in switches if v is not None):
         out["micro_batch_tokens"] = int(tokens)
+    first, last = launch.get("launch.pp_first_layers"), launch.get("launch.pp_last_layers")
+    if first is not None and last is not None and first >= 1 and last >= 1:
+        # the stages the launch gives Megatron: costed as it splits them
+        out |= {"first_stage_layers": int(first), "last_stage_layers": int(last)}
     return out
 
 
