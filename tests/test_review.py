@@ -264,6 +264,9 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
                 "etp": 1,
                 "zero": 1,
                 "recompute": "full",
+                # the recipe's num_layers_in_first/last_pipeline_stage: 3 | 14 x 4 | 2
+                "first_stage_layers": 3,
+                "last_stage_layers": 2,
             },
             {**OFF, "phase": True, "frozen": True},
             w("grpo", 32, 16, 128, 1408, 1),
@@ -288,6 +291,9 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
                 "etp": 1,
                 "zero": 1,
                 "recompute": "full",
+                # the recipe's num_layers_in_first/last_pipeline_stage: 11 | 6 x 12 | 11
+                "first_stage_layers": 11,
+                "last_stage_layers": 11,
             },
             {**OFF, "phase": True, "frozen": True},
             w("grpo", 16, 32, 128, 8064, 1),
