@@ -1031,3 +1031,46 @@ def test_a_launchs_stage_counts_are_the_plans_split(framework: str, tmp_path: Pa
     got = review(out, framework, policy="qwen2.5-32b", hardware=Hardware("h100-sxm-80gb", 6, 8))
     train = got["estimate"]["train"]
     assert (train["pp"], train["first_stage_layers"], train["last_stage_layers"]) == (6, 9, 11)
+
+
+def test_megatrons_account_for_switches_are_read_as_the_stage_split() -> None:
+    from rlmguide.review.review import account_for_split
+
+    key = "actor_rollout_ref.actor.megatron.override_transformer_config."
+    both = {key + "account_for_embedding_in_pipeline_split": True,
+            key + "account_for_loss_in_pipeline_split": "True"}  # fmt: skip
+    assert account_for_split(both, 94, 8) == (11, 11)  # (94 + 2) / 8 = 12, one fewer at each end
+    assert account_for_split(both, 94, 7) is None  # 96 / 7: Megatron refuses it
+    embedding = {"--account-for-embedding-in-pipeline-split": True}  # slime's flag spelling
+    assert account_for_split(embedding, 63, 8) == (7, 8)
+    critic = {"critic.megatron.override_transformer_config.account_for_loss_in_pipeline_split": 1}
+    assert account_for_split(critic, 94, 8) is None  # the critic's, not the policy's
+
+
+def test_a_launch_with_the_account_for_switches_is_costed_and_starts(tmp_path: Path) -> None:
+    # The verl launch of Qwen2.5-32B (64 layers) over 6 stages with Megatron's account_for
+    # switches in place of the stage counts: (64 + 2) / 6 = 11 a stage, 10 at each end; the
+    # start-up check that wants counts where pp does not divide the layers is satisfied.
+    example = REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml"
+    out = tmp_path / "run.sh"
+    plan = [
+        "--set", "cluster.nodes=6", "--set", "plan.placement=colocated",
+        "--set", "plan.execution=sync", "--set", "plan.rollout.tp=4", "--set", "plan.train.tp=4",
+        "--set", "plan.train.pp=6",
+    ]  # fmt: skip
+    done = CliRunner().invoke(
+        cli, ["export", str(example), "--framework", "verl", "--out", str(out), *plan]
+    )
+    assert done.exit_code == 0, done.output
+    key = "+actor_rollout_ref.actor.megatron.override_transformer_config."
+    text = out.read_text()
+    for word, stage in (("embedding", "first"), ("loss", "last")):
+        count = f"{key}num_layers_in_{stage}_pipeline_stage=10"
+        assert count in text
+        text = text.replace(count, f"{key}account_for_{word}_in_pipeline_split=True")
+    out.write_text(text)
+    got = review(out, "verl", policy="qwen2.5-32b", hardware=Hardware("h100-sxm-80gb", 6, 8))
+    train = got["estimate"]["train"]
+    assert (train["pp"], train["first_stage_layers"], train["last_stage_layers"]) == (6, 10, 10)
+    refused = {c["constraint"] for c in got["startup"]}
+    assert "megatron-pipeline-stages-split-the-layers" not in refused

@@ -794,6 +794,39 @@ def training_settings(reading: Reading) -> dict[str, Any]:
     return out
 
 
+ACCOUNT_FOR = (
+    "account_for_embedding_in_pipeline_split",
+    "account_for_loss_in_pipeline_split",
+)
+"""Megatron's switches that count the embedding and the loss as a layer each when it splits
+the decoder layers over pipeline stages (TransformerConfig at 55ac7082, L1434-L1480)."""
+
+
+def account_for_split(config: Mapping[str, Any], layers: int, pp: int) -> tuple[int, int] | None:
+    """The first and last stages' decoder layers a launch's account_for switches give the
+    policy (its keys, not the critic's or the reference's): (layers + e + l) / pp a stage,
+    e fewer on the first, l fewer on the last. None without the switches, or where pp does not
+    divide layers + e + l (Megatron refuses that split at start-up)."""
+
+    def named(key: str) -> str:
+        return key.lstrip("+-").replace("-", "_").rsplit(".", 1)[-1]
+
+    def on(name: str) -> int:
+        return int(
+            any(
+                truth(v)
+                for k, v in config.items()
+                if named(k) == name and "critic" not in k and ".ref." not in k
+            )
+        )
+
+    embedding, loss = (on(name) for name in ACCOUNT_FOR)
+    if pp < 2 or not (embedding or loss) or (layers + embedding + loss) % pp:
+        return None
+    stage = (layers + embedding + loss) // pp
+    return stage - embedding, stage - loss
+
+
 LAUNCH_SETTINGS = {"rollout": ("memory_fraction", "max_seqs"), "train": ("micro_batch_tokens",)}
 """Plan fields a launch's memory keys set (engine_settings, training_settings)."""
 
