@@ -685,15 +685,22 @@ def plan_problems(
     found += _assessment_problems(table, frozen)
     split = (table.train_first_layers > 0) | (table.train_last_layers > 0)
     ends = np.maximum(table.train_first_layers, 1) + np.maximum(table.train_last_layers, 1)
+    # two stages given both counts have no middle to take the rest: they hold every layer
+    both = (table.train_first_layers > 0) & (table.train_last_layers > 0) & (table.train_pp == 2)
     rows = np.flatnonzero(
-        split & ((table.train_pp < 2) | (ends + table.train_pp - 2 > policy.layers))
+        split
+        & (
+            (table.train_pp < 2)
+            | (ends + table.train_pp - 2 > policy.layers)
+            | (both & (ends != policy.layers))
+        )
     )
     if rows.size:
         found.append(
             PlanError(
                 "train.first_stage_layers",
-                f"the first and last stages' layers need pp > 1 and leave every other stage "
-                f"a layer of the {policy.layers}",
+                f"the first and last stages' layers need pp > 1, leave every other stage a "
+                f"layer and hold the {policy.layers} together",
                 rows,
             )
         )

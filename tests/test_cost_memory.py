@@ -20,6 +20,7 @@ from rlmguide.cost.memory import (
     first_stage_in_flight,
     forward_activation_bytes,
     host_state_bytes,
+    layer_bytes,
     rollout_memory,
     trained_state,
     training_memory,
@@ -687,3 +688,35 @@ def test_without_sequence_parallelism_activations_only_grow(
         assert bytes_(False) == bytes_(True)
     else:
         assert bytes_(False) > bytes_(True)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    layers=st.integers(4, 128),
+    pp=st.integers(2, 16),
+    ends=st.tuples(st.integers(0, 40), st.integers(0, 40)),
+    m=st.integers(1, 64),
+    recompute=st.sampled_from(["none", "full"]),
+)
+def test_no_split_holds_less_than_an_average_stage(
+    layers: int, pp: int, ends: tuple[int, int], m: int, recompute: str
+) -> None:
+    # Whatever the first and last stages hold, some stage holds at least layers / pp of them
+    # for one micro-batch at least: the peak never drops below the even split's average stage.
+    first, last = ends
+    # the plans plan_problems lets through (two stages given both counts hold every layer)
+    if pp > layers or (first or 1) + (last or 1) + pp - 2 > layers:
+        return
+    if pp == 2 and first and last and first + last != layers:
+        return
+    fig = ModelFigures.of(QWEN25_7B.model_copy(update={"layers": layers}))
+    layout = train_layout(train_gpus=pp, train_pp=pp, train_recompute=recompute,
+                          train_first_layers=first, train_last_layers=last)  # fmt: skip
+    counts = fig.stage_layers(layout.pp, layout.first_layers, layout.last_layers)
+    assert counts[0][0] + (pp - 2) * counts[1][0] + counts[2][0] >= layers
+    assert fig.fullest_stage_share(layout.pp, layout.first_layers, layout.last_layers)[0] >= 1 / pp
+    mb, t = np.array([float(m)]), np.array([1024.0])
+    flight = first_stage_in_flight(layout, mb), first_stage_in_flight(layout, mb, 1.0)
+    peak = activation_bytes(fig, layout, t, *flight)[0]
+    kept = 2.0 * fig.hidden if recompute == "full" else layer_bytes(fig, layout)[0]
+    assert peak >= 1024 * kept * layers / pp * (1 - 1e-12)

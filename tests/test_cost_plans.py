@@ -147,6 +147,10 @@ def test_a_stage_split_needs_stages_and_leaves_every_stage_a_layer() -> None:
     table = one_plan(train_pp=3, train_gpus=3, rollout_gpus=3,
                      train_first_layers=[9, 10, 0], train_last_layers=[18, 18, 0])  # fmt: skip
     assert valid_rows(table, QWEN25_7B).tolist() == [True, False, True]
+    # two stages given both counts have no middle: 10 + 17 would leave a layer unbuilt
+    two = one_plan(train_pp=2, train_gpus=2, rollout_gpus=2,
+                   train_first_layers=[10, 10, 10], train_last_layers=[18, 17, 0])  # fmt: skip
+    assert valid_rows(two, QWEN25_7B).tolist() == [True, False, True]
     layout = TrainLayout.of(table)
     assert layout.first_layers.tolist() == [9.0, 10.0, 0.0]
     # the frozen models' own layout has its own pp: its stages are even

@@ -233,6 +233,8 @@ def test_an_interleaving_with_more_chunks_than_layers_is_one_line(
         (("plan.train.pp=4", "plan.train.first_stage_layers=20",
           "plan.train.last_stage_layers=8"), "every other stage one of the policy's 28"),
         (("plan.train.pp=1", "plan.train.last_stage_layers=4"), "they need pp > 1"),
+        (("plan.train.pp=2", "plan.train.first_stage_layers=10",
+          "plan.train.last_stage_layers=17"), "two stages: hold them all"),
     ],
 )  # fmt: skip
 def test_a_stage_split_without_its_stages_is_one_line(
