@@ -127,6 +127,9 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
                 "etp": 1,
                 "zero": 1,
                 "recompute": "none",
+                # account_for_embedding/loss_in_pipeline_split: (94 + 2) / 8 = 12, 11 at the ends
+                "first_stage_layers": 11,
+                "last_stage_layers": 11,
             },
             {"phase": True, "optimizer": 1.0, "params": False, "frozen": True},
             w("dapo", 32, 8, 2048, 9632, 2),
