@@ -67,6 +67,9 @@ class ModelFigures:
     engine_tensors: int = 0
     """Parameter tensors of the inference engine's model, which fuses q/k/v, gate/up and each
     layer's routed experts (vLLM's qkv_proj, gate_up_proj and FusedMoE w13/w2)."""
+    qk_norm_layers: int = 0
+    """Layers that normalise each query and key head before attention (QK-norm): the
+    attention layers of a model with `qk_norm`, 0 where it has none or it is unknown."""
     value_head: bool = False
     """The model ends in a scalar head (critic, reward model), not the vocabulary logits."""
 
@@ -119,6 +122,7 @@ class ModelFigures:
             kv_lora_rank=arch.mla.kv_lora_rank if arch.mla else 0,
             checkpoint_tensors=checkpoint_tensors,
             engine_tensors=engine_tensors,
+            qk_norm_layers=arch.attention_layer_count if arch.qk_norm else 0,
         )
 
     def scoring(self) -> ModelFigures:
@@ -183,6 +187,27 @@ class ModelFigures:
         cost like 4 layers per stage, not 3.8. Equals 1 / pp when pp divides the layers.
         """
         return np.ceil(self.layers / pp) / self.layers
+
+    def stage_layers(
+        self, pp: FloatArray, first: FloatArray, last: FloatArray
+    ) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Decoder layers of the first, the fullest middle and the last of pp pipeline
+        stages. A given end count (`first`, `last`; 0 = not given) holds; the stages without
+        one share the other layers, the fullest ceil(rest / stages) (Megatron's
+        get_num_layers_to_build; its checks want them even). Even stages are all costed at
+        ceil(layers / pp), as `stage_share`; one stage holds every layer."""
+        pp, first, last = floats(pp), floats(first), floats(last)
+        stages = pp - (first > 0) - (last > 0)
+        middle = np.ceil((self.layers - first - last) / np.maximum(stages, 1.0))
+        return np.where(first > 0, first, middle), middle, np.where(last > 0, last, middle)
+
+    def fullest_stage_share(
+        self, pp: FloatArray, first: FloatArray, last: FloatArray
+    ) -> FloatArray:
+        """Share of the layers on the fullest stage of a split (`stage_layers`); equals
+        `stage_share` for even stages."""
+        stages = self.stage_layers(pp, first, last)
+        return np.maximum(np.maximum(stages[0], stages[1]), stages[2]) / self.layers
 
     def _kv_per_layer(self, tp: FloatArray) -> FloatArray:
         """KV elements of one token and attention layer on one tensor rank: MHA/GQA split KV

@@ -97,6 +97,10 @@ class TrainLayout:
     sequence_parallel: BoolArray
     virtual_stages: FloatArray
     """Chunks of layers per pipeline rank (Megatron's interleaved 1F1B); 1 = plain 1F1B."""
+    first_layers: FloatArray
+    """Decoder layers of the first pipeline stage; 0 = even stages."""
+    last_layers: FloatArray
+    """Decoder layers of the last pipeline stage; 0 = even stages."""
     ep_isolated: BoolArray
     """The survey's isolated EP: the ep ranks of a group run the same tokens (B.3.6)."""
 
@@ -129,6 +133,8 @@ class TrainLayout:
             sequence_parallel=table.train_sequence_parallel,
             # Interleaving needs pipeline stages: a searched pp = 1 runs the plain schedule.
             virtual_stages=np.where(table.train_pp > 1, floats(table.train_virtual_stages), 1.0),
+            first_layers=floats(table.train_first_layers),
+            last_layers=floats(table.train_last_layers),
             ep_isolated=table.train_ep_isolated,
         )
 
@@ -156,6 +162,9 @@ class TrainLayout:
             zero=np.where(own, 0, self.zero),
             offload_params=np.where(own, False, self.offload_params),
             ep_isolated=np.where(own, False, self.ep_isolated),
+            # the training split's stage counts are for its own pp
+            first_layers=np.where(own, 0.0, self.first_layers),
+            last_layers=np.where(own, 0.0, self.last_layers),
         )
 
     def relaid(self, other: TrainLayout) -> BoolArray:

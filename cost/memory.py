@@ -50,8 +50,10 @@ def model_parallel_params(fig: ModelFigures, layout: TrainLayout) -> tuple[Float
     stage's share of the layers and, on a pipeline, one whole vocabulary matrix, since
     Megatron's GPTModel builds the embedding on the first stage and the output layer (a copy
     of the embedding when tied) on the last (megatron/core/models/gpt/gpt_model.py,
-    pre_process and post_process); without a pipeline the shard holds both."""
-    share = fig.stage_share(layout.pp)
+    pre_process and post_process); without a pipeline the shard holds both. With uneven
+    stages the fullest stage's layers and a vocabulary matrix are counted together, as an
+    upper bound of every stage's."""
+    share = _fullest_share(fig, layout)
     vocabulary = np.where(
         layout.pp > 1,
         min(fig.embedding_params, float(fig.vocab * fig.hidden)),
@@ -62,11 +64,15 @@ def model_parallel_params(fig: ModelFigures, layout: TrainLayout) -> tuple[Float
     return dense, expert
 
 
+def _fullest_share(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
+    return fig.fullest_stage_share(layout.pp, layout.first_layers, layout.last_layers)
+
+
 def trainable_params(fig: ModelFigures, layout: TrainLayout) -> tuple[FloatArray, FloatArray]:
     """Dense and expert parameters of a shard that get gradients and Adam states: all of
     them, or only the LoRA adapters (which sit on the dense layers)."""
     dense, expert = model_parallel_params(fig, layout)
-    adapters = fig.lora_params(layout.lora_rank) * fig.stage_share(layout.pp) / layout.tp
+    adapters = fig.lora_params(layout.lora_rank) * _fullest_share(fig, layout) / layout.tp
     return np.where(layout.lora, adapters, dense), np.where(layout.lora, 0.0, expert)
 
 
@@ -175,6 +181,16 @@ class LayerTerms:
     - dropout: 1-byte masks after attention and after the MLP, only where the run uses
       dropout (the RL frameworks load models with dropout 0; Megatron's default 0.1 is set to
       0 by verl's config converter, verl/models/mcore/config_converter.py).
+    - qk_norm: QK-norm's inputs, averaged over the layers (only attention layers have it;
+      MLA's latent norms are in `attention`). Megatron-Core normalises q and k per head
+      after the QKV projection (megatron/core/transformer/attention.py at 55ac7082,
+      get_query_key_value_tensors, q_layernorm and k_layernorm); Transformer Engine's
+      RMSNorm keeps a contiguous bf16 copy of its input and the fp32 reciprocal RMS of each
+      row (transformer_engine/pytorch/ops/basic/rmsnorm.py at 02dc7709, op_forward): 2 bytes
+      an element and 4 a head. The Hugging Face RMSNorm keeps its fp32 upcast and the
+      normalised bf16 copy, 6 bytes an element, and the fp32 reciprocal RMS of each head
+      (transformers' Qwen3RMSNorm, modeling_qwen3.py at 000c33fd). Their outputs are not
+      kept: the rotary embedding keeps only cos and sin, attention keeps the rotated q and k.
     """
 
     norms: float
@@ -184,10 +200,19 @@ class LayerTerms:
     dispatch: float
     combine: float
     dropout: float = 0.0
+    qk_norm: float = 0.0
 
     @property
     def total(self) -> float:
-        return self.norms + self.attention + self.mlp + self.router + self.dispatch + self.combine
+        return (
+            self.norms
+            + self.attention
+            + self.mlp
+            + self.router
+            + self.dispatch
+            + self.combine
+            + self.qk_norm
+        )
 
     @classmethod
     def of(cls, fig: ModelFigures, megatron: bool, dropout: bool = False) -> LayerTerms:
@@ -200,6 +225,9 @@ class LayerTerms:
         qk, v = fig.attention_qk_dim, fig.attention_v_dim
         elements = fig.heads * qk + qk_heads * (qk + v) + fig.heads * v + 2.0 * latents
         attention = BF16_BYTES * elements + FP32_BYTES * fig.heads
+        normed_heads = 0.0 if fig.mla_latent else float(fig.heads + fig.kv_heads)
+        per_element = BF16_BYTES if megatron else FP32_BYTES + BF16_BYTES
+        qk_norm = normed_heads * (per_element * fig.head_dim + FP32_BYTES)
         k = float(fig.experts_per_token) if fig.sparse_layers else 0.0
         expert_mlp = k * _mlp_bytes(fig.expert_ffn, fig.gated, megatron)
         expert_mlp += _mlp_bytes(fig.shared_ffn, fig.gated, megatron)
@@ -214,6 +242,7 @@ class LayerTerms:
             dispatch=copies,
             combine=0.0 if megatron else copies,
             dropout=2.0 * h if dropout else 0.0,
+            qk_norm=qk_norm * fig.qk_norm_layers / fig.layers,
         )
 
     def per_layer(
@@ -277,6 +306,7 @@ def activation_bytes(
     layout: TrainLayout,
     micro_tokens: FloatArray,
     in_flight: FloatArray,
+    second_in_flight: FloatArray | None = None,
 ) -> FloatArray:
     """Activations per GPU at the peak of training: a pipeline stage's layers for its
     micro-batches in flight, and what the backward adds on top of them.
@@ -287,9 +317,13 @@ def activation_bytes(
     its output either way), a layer keeps `layer_bytes`; full recomputation keeps each
     layer's input (2h bytes, over tp with sequence parallelism) and rebuilds one layer at a
     time in the backward.
-    The first stage of a 1F1B pipeline holds min(pp, m) micro-batches of its layers; the
-    last holds one, plus the logits and loss (`end_bytes`) whose backward runs first,
-    before any layer is rebuilt. The peak is the fuller of the two stages."""
+    The first stage of a 1F1B pipeline holds min(pp, m) micro-batches of its layers
+    (`in_flight`), the second one fewer (`second_in_flight`, unset: as many); the last
+    holds one, plus the logits and loss (`end_bytes`) whose backward runs first, before any
+    layer is rebuilt. Each stage holds its own layers (`ModelFigures.stage_layers`: even,
+    or the plan's first and last stage counts with the middle stages sharing the rest), so
+    the peak is the fullest of the first, the second (the fullest middle stage's layers with
+    the most micro-batches a middle stage holds) and the last."""
     tokens = micro_tokens / layout.cp
     layer = layer_bytes(fig, layout)
     full = layout.recompute == RECOMPUTE_FULL
@@ -297,12 +331,14 @@ def activation_bytes(
     split = np.where(layout.sequence_parallel, layout.tp, 1.0)
     kept = np.where(full, BF16_BYTES * fig.hidden / split, layer)
     rebuilt = np.where(full, layer, 0.0)
-    stage = kept * (fig.layers * fig.stage_share(layout.pp))
-    first = in_flight * stage + rebuilt
-    last = stage + np.maximum(
+    firsts, middles, lasts = fig.stage_layers(layout.pp, layout.first_layers, layout.last_layers)
+    second_in_flight = in_flight if second_in_flight is None else second_in_flight
+    first = in_flight * kept * firsts + rebuilt
+    second = second_in_flight * kept * middles + rebuilt
+    last = kept * lasts + np.maximum(
         rebuilt, end_bytes(fig, layout.model_parallel, layout.tp, layout.sequence_parallel)
     )
-    return tokens * np.maximum(first, last)
+    return tokens * np.maximum(np.maximum(first, second), last)
 
 
 def forward_activation_bytes(
@@ -380,15 +416,19 @@ def _largest(arrays: list[FloatArray], n: int) -> FloatArray:
     return np.max(arrays, axis=0) if arrays else np.zeros(n)
 
 
-def first_stage_in_flight(layout: TrainLayout, micro_batches: FloatArray) -> FloatArray:
-    """Micro-batches of a whole stage's layers the first pipeline stage holds at its peak.
-    Plain 1F1B holds min(pp, m). Interleaved over v chunks (each 1/v of the stage), Megatron
-    warms up 2 (pp - 1) + (v - 1) pp chunk passes and holds one more in the steady state
-    (megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_
-    interleaving), at most all m v of them: pp (1 + (pp - 1) / (pp v)) with many micro-batches."""
+def first_stage_in_flight(
+    layout: TrainLayout, micro_batches: FloatArray, rank: float = 0.0
+) -> FloatArray:
+    """Micro-batches of a whole stage's layers the first pipeline stage (or the one of
+    `rank`) holds at its peak. Plain 1F1B holds min(pp - rank, m). Interleaved over v chunks
+    (each 1/v of the stage), Megatron warms up 2 (pp - rank - 1) + (v - 1) pp chunk passes
+    and holds one more in the steady state (megatron/core/pipeline_parallel/schedules.py,
+    forward_backward_pipelining_with_interleaving), at most all m v of them: on the first
+    stage pp (1 + (pp - 1) / (pp v)) with many micro-batches."""
     pp, v = layout.pp, layout.virtual_stages
-    chunks = np.minimum(2.0 * (pp - 1.0) + (v - 1.0) * pp + 1.0, micro_batches * v)
-    return np.where(v > 1, chunks / v, np.minimum(pp, micro_batches))
+    stages = np.maximum(pp - rank, 1.0)
+    chunks = np.minimum(2.0 * (stages - 1.0) + (v - 1.0) * pp + 1.0, micro_batches * v)
+    return np.where(v > 1, chunks / v, np.minimum(stages, micro_batches))
 
 
 def default_micro_tokens(layout: TrainLayout, batch: Batch, overheads: Overheads) -> FloatArray:
@@ -482,8 +522,9 @@ def training_memory(
     budget = default_micro_tokens(layout, batch, overheads)
     per_rank = np.ceil(batch.trained_sequences / batch.minibatches / layout.data_shards)
     in_flight = first_stage_in_flight(layout, per_rank)
+    second = first_stage_in_flight(layout, per_rank, rank=1.0)
     one = np.ones(n)
-    per_token = held([activation_bytes(f, layout, one, in_flight) * m for f, m in trained])
+    per_token = held([activation_bytes(f, layout, one, in_flight, second) * m for f, m in trained])
     room = usable_bytes - fixed
     spread = 1.0 + overheads.train_fragmentation_fraction
     fits = np.floor(np.maximum(room / np.maximum(per_token * spread, 1e-30), 0.0))

@@ -171,7 +171,8 @@ def micro_pass(
     the reference expert width (EfficiencyFactors.expert_compute; expert_slowdown)."""
     tp, cp, pp = layout.tp, layout.cp, layout.pp
     tokens = micro_tokens / cp  # tokens on this GPU's context shard
-    share = fig.stage_share(pp)
+    # the fullest stage sets the pipeline's pace
+    share = fig.fullest_stage_share(pp, layout.first_layers, layout.last_layers)
     layers = fig.layers * share
     # Routed-expert FLOPs take (1 + w0 / w) as long as dense FLOPs do.
     routed = counts.param_flops * routed_active_params(fig)

@@ -32,6 +32,7 @@ ZERO_MEANS_OFF = frozenset(
     {
         "train.lora_rank", "pools.critic", "pools.reference", "pools.reward", "rollout.max_seqs",
         "train.micro_batch_tokens", "assessment.tp", "assessment.pp", "fusion_chunk",
+        "train.first_stage_layers", "train.last_stage_layers",
     }
 )  # fmt: skip
 FUSION_HANDOFFS = (4, 16, 64, 256)
@@ -156,6 +157,10 @@ class PlanTable:
     train_virtual_stages: IntArray
     """Chunks of layers per pipeline rank under Megatron's interleaved 1F1B schedule; 1 = the
     plain schedule. A searched plan without pipeline stages runs the plain one."""
+    train_first_layers: IntArray
+    """Decoder layers of the first pipeline stage (with the embedding); 0 = even stages."""
+    train_last_layers: IntArray
+    """Decoder layers of the last pipeline stage (with the output layer and loss); 0 = even."""
     """Gradient buffers in fp32 beside bf16 weights (Megatron's main grads)."""
     offload_phase: BoolArray
     offload_optimizer: FloatArray
@@ -213,6 +218,8 @@ class PlanTable:
         train_fp32_gradients: npt.ArrayLike = False,
         train_sequence_parallel: npt.ArrayLike = True,
         train_virtual_stages: npt.ArrayLike = 1,
+        train_first_layers: npt.ArrayLike = 0,
+        train_last_layers: npt.ArrayLike = 0,
         train_fp8: npt.ArrayLike = False,
         train_lora_rank: npt.ArrayLike = 0,
         offload_phase: npt.ArrayLike = False,
@@ -247,6 +254,8 @@ class PlanTable:
             "train.fp32_gradients": train_fp32_gradients,
             "train.sequence_parallel": train_sequence_parallel,
             "train.virtual_stages": train_virtual_stages,
+            "train.first_stage_layers": train_first_layers,
+            "train.last_stage_layers": train_last_layers,
             "train.lora_rank": train_lora_rank, "train.offload.phase": offload_phase,
             "train.offload.optimizer": offload_optimizer, "train.offload.params": offload_params,
             "train.offload.frozen": offload_frozen, "pools.critic": critic_gpus,
@@ -271,7 +280,8 @@ class PlanTable:
                      "pools.critic",
                      "pools.reference", "pools.reward", "rollout.max_seqs",
                      "train.micro_batch_tokens", "train.virtual_stages", "assessment.tp",
-                     "assessment.pp", "fusion_chunk"):  # fmt: skip
+                     "assessment.pp", "fusion_chunk", "train.first_stage_layers",
+                     "train.last_stage_layers"):  # fmt: skip
             array = column(counts[name])
             if array.dtype.kind == "f":
                 fractional = np.flatnonzero(array != np.floor(array))
@@ -378,6 +388,8 @@ class PlanTable:
             train_fp32_gradients=flags["train.fp32_gradients"],
             train_sequence_parallel=flags["train.sequence_parallel"],
             train_virtual_stages=ints["train.virtual_stages"],
+            train_first_layers=ints["train.first_stage_layers"],
+            train_last_layers=ints["train.last_stage_layers"],
             train_fp8=flags["train.precision"],
             train_lora_rank=ints["train.lora_rank"],
             offload_phase=flags["train.offload.phase"],
@@ -454,6 +466,8 @@ class PlanTable:
                 "train_fp32_gradients": bool(t.fp32_gradients),
                 "train_sequence_parallel": t.sequence_parallel is not False,
                 "train_virtual_stages": t.virtual_stages or 1,
+                "train_first_layers": t.first_stage_layers or 0,
+                "train_last_layers": t.last_stage_layers or 0,
                 "train_fp8": t.precision == "fp8",
                 "train_lora_rank": t.lora_rank or 0,
                 "offload_phase": offload.phase,
@@ -519,6 +533,8 @@ class PlanTable:
                 "fp32_gradients": bool(self.train_fp32_gradients[i]),
                 "sequence_parallel": bool(self.train_sequence_parallel[i]),
                 "virtual_stages": int(self.train_virtual_stages[i]),
+                "first_stage_layers": int(self.train_first_layers[i]) or None,
+                "last_stage_layers": int(self.train_last_layers[i]) or None,
                 "lora_rank": int(self.train_lora_rank[i]) or None,
                 "offload": {
                     "phase": bool(self.offload_phase[i]),
@@ -702,6 +718,27 @@ def plan_problems(
             )
         )
     found += _assessment_problems(table, frozen)
+    split = (table.train_first_layers > 0) | (table.train_last_layers > 0)
+    ends = np.maximum(table.train_first_layers, 1) + np.maximum(table.train_last_layers, 1)
+    # two stages given both counts have no middle to take the rest: they hold every layer
+    both = (table.train_first_layers > 0) & (table.train_last_layers > 0) & (table.train_pp == 2)
+    rows = np.flatnonzero(
+        split
+        & (
+            (table.train_pp < 2)
+            | (ends + table.train_pp - 2 > policy.layers)
+            | (both & (ends != policy.layers))
+        )
+    )
+    if rows.size:
+        found.append(
+            PlanError(
+                "train.first_stage_layers",
+                f"the first and last stages' layers need pp > 1, leave every other stage a "
+                f"layer and hold the {policy.layers} together",
+                rows,
+            )
+        )
     rows = np.flatnonzero(table.offload_params & (table.train_zero < 3))
     if rows.size:
         found.append(

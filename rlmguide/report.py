@@ -42,6 +42,9 @@ def _train_layout(plan: dict[str, Any]) -> str:
             f", LoRA r{t['lora_rank']}" if t.get("lora_rank") else "",
             ", no SP" if t["tp"] > 1 and t.get("sequence_parallel") is False else "",
             f", vp {t['virtual_stages']}" if t.get("virtual_stages", 1) > 1 else "",
+            f", first/last {t['first_stage_layers'] or 'even'}/{t['last_stage_layers'] or 'even'}"
+            if t.get("first_stage_layers") or t.get("last_stage_layers")
+            else "",
             ", EP isolated (dense work x ep)" if t.get("expert_layout") == "isolated" else "",
         ]
     )

@@ -166,6 +166,16 @@ PLAN_FACTS = (
         "layer chunks per pipeline rank of Megatron's interleaved schedule (1: plain 1F1B)",
     ),
     Fact(
+        "plan.train.first_stage_layers",
+        "number",
+        "decoder layers of the first pipeline stage the plan costs (0: even stages)",
+    ),
+    Fact(
+        "plan.train.last_stage_layers",
+        "number",
+        "decoder layers of the last pipeline stage the plan costs (0: even stages)",
+    ),
+    Fact(
         "plan.train.sequence_parallel",
         "bool",
         "sequence parallelism inside the tensor group (Korthikanti et al.): on wherever "

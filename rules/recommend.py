@@ -79,6 +79,7 @@ from rlmguide.rules.search import (
     rollout_layouts,
     split_unit,
     splits,
+    stage_split,
     train_layouts,
 )
 
@@ -129,6 +130,9 @@ class Judges:
     no key for them (the engine's own default as the framework creates it)."""
     fp32_gradients: frozenset[str] = frozenset()
     """Frameworks whose Megatron backend keeps fp32 gradient buffers by default."""
+    split_stages: frozenset[str] = frozenset()
+    """Frameworks whose newest mapping writes Megatron's first and last pipeline stage layer
+    counts (launch.pp_first_layers, launch.pp_last_layers): their plans may split unevenly."""
     frozen_on_host: frozenset[str] = frozenset()
     """Frameworks that keep the frozen models' weights on the host and load them for the
     assessment whatever the launch says (their mapping's `implied` offload_frozen: NeMo-RL,
@@ -162,6 +166,11 @@ def judges_of(catalog: Catalog) -> Judges:
         frozenset(
             f
             for f, m in newest.items()
+            if {"launch.pp_first_layers", "launch.pp_last_layers"} <= {e.fact for e in m.entries}  # type: ignore[attr-defined]
+        ),
+        frozenset(
+            f
+            for f, m in newest.items()
             if "plan.train.offload_frozen" in m.implied_facts()  # type: ignore[attr-defined]
         ),
         {f: m.id for f, m in newest.items()},
@@ -191,6 +200,7 @@ def recommender_for(
     if runs_as is not None:
         options.setdefault("engine_max_seqs", j.engine_max_seqs.get(runs_as))
         options.setdefault("fp32_gradients", runs_as in j.fp32_gradients)
+        options.setdefault("split_stages", runs_as in j.split_stages)
         options.setdefault("frozen_on_host", runs_as in j.frozen_on_host)
     return (factory or Recommender)(
         resolved,
@@ -286,6 +296,8 @@ def plan_facts(table: PlanTable, costs: CostTable | None = None) -> dict[str, An
     facts["plan.rollout.eager"] = table.rollout_eager
     facts["plan.train.fp8"] = table.train_fp8
     facts["plan.train.lora_rank"] = table.train_lora_rank
+    facts["plan.train.first_stage_layers"] = table.train_first_layers
+    facts["plan.train.last_stage_layers"] = table.train_last_layers
     facts["plan.train.sequence_parallel"] = (table.train_tp > 1) & table.train_sequence_parallel
     for kind in ("phase", "optimizer", "params", "frozen"):
         facts[f"plan.train.offload_{kind}"] = getattr(table, f"offload_{kind}")
@@ -318,6 +330,7 @@ ROLLOUT_COLUMNS = ("gpus", "tp", "pp", "ep", "attention_dp", "cp")
 TRAIN_COLUMNS = (
     "gpus", "tp", "pp", "cp", "ep", "etp", "zero", "recompute",
     "offload_phase", "offload_optimizer", "offload_params", "offload_frozen",
+    "first_layers", "last_layers",
 )  # fmt: skip
 
 
@@ -346,6 +359,15 @@ def fixed_columns(resolved: Resolved) -> dict[str, Any]:
         "train_fp32_gradients": bool(plan.train.fp32_gradients),
         "train_sequence_parallel": plan.train.sequence_parallel is not False,
         "train_virtual_stages": plan.train.virtual_stages or 1,
+        # a split the scenario fixes; unset, the search's layouts give it (Recommender.layouts)
+        **(
+            {
+                "train_first_layers": plan.train.first_stage_layers or 0,
+                "train_last_layers": plan.train.last_stage_layers or 0,
+            }
+            if plan.train.first_stage_layers or plan.train.last_stage_layers
+            else {}
+        ),
         "train_ep_isolated": plan.train.expert_layout == "isolated",
         "train_fp8": plan.train.precision == "fp8",
         "train_lora_rank": plan.train.lora_rank or 0,
@@ -412,6 +434,7 @@ class Recommender:
         engine_max_seqs: int | None = None,
         fp32_gradients: bool = False,
         frozen_on_host: bool = False,
+        split_stages: bool = False,
         versions: Mapping[str, str] | None = None,
         launch_check: LaunchCheck | None = None,
     ) -> None:
@@ -431,7 +454,10 @@ class Recommender:
         launch cannot set it runs at its engine's default.
         `fp32_gradients` costs gradient buffers in fp32 where the scenario does not say;
         `frozen_on_host` parks the frozen models (reference, reward model) in every plan, as
-        a framework that always does so runs them. `versions` names per framework the mapping
+        a framework that always does so runs them. `split_stages` gives pipelined plans
+        Megatron's account-for-embedding-and-loss split where it divides the layers
+        (`stage_split`), for a framework whose launch can write the stage counts; otherwise
+        the stages are even. `versions` names per framework the mapping
         whose version its constraint records are judged at (rules.frameworks.supports).
         `launch_check` says why a framework's export mapping cannot launch a costed row
         (export's own predicate, given from above: rules does not import export); a
@@ -536,6 +562,15 @@ class Recommender:
         self.fixed = fixed_columns(resolved)
         if fp32_gradients and resolved.scenario.plan.train.fp32_gradients is None:
             self.fixed["train_fp32_gradients"] = True
+        train = resolved.scenario.plan.train
+        critic = resolved.critic
+        self.split_stages = (
+            split_stages
+            and not (train.first_stage_layers or train.last_stage_layers)
+            and (train.virtual_stages or 1) == 1
+            and (critic is None or critic.layers == resolved.policy.layers)
+        )
+        """Searched pipelines take the account-for split (`stage_split`)."""
         # Offline there is no rollout phase to park the trainer's state for.
         phases = (NO_OFFLOAD, PHASE_OFFLOAD) if resolved.algorithm.online else (NO_OFFLOAD,)
         if frozen_on_host and frozen_roles(resolved):
@@ -642,6 +677,10 @@ class Recommender:
             self._layouts[key] = (
                 rollout_layouts(r, gpus) if pool == "rollout" else train_layouts(r, gpus, offloads)
             )
+            if pool != "rollout" and self.split_stages:
+                layout = self._layouts[key]
+                first = stage_split(r.policy.layers, layout["pp"])
+                layout["first_layers"] = layout["last_layers"] = first
         return self._layouts[key]
 
     def pool_resolved(self, pool: str) -> Resolved:

@@ -374,6 +374,19 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             f"more than the policy's {policy.layers} layers plus the embedding and the output: "
             "each chunk of an interleaved pipeline holds one of them at least"
         )
+    if train.first_stage_layers or train.last_stage_layers:
+        ends = (train.first_stage_layers or 1) + (train.last_stage_layers or 1)
+        both = bool(train.first_stage_layers and train.last_stage_layers)
+        if (
+            not train.pp
+            or ends + train.pp - 2 > policy.layers
+            or (both and train.pp == 2 and ends != policy.layers)
+        ):
+            raise InputError(
+                "plan.train.first_stage_layers, last_stage_layers: the stage counts are for a "
+                f"given plan.train.pp, and must leave every other stage one of the policy's "
+                f"{policy.layers} layers (two stages: hold them all)"
+            )
     pools = scenario.plan.pools
     unused = {
         "critic": (critic is None, f"{algorithm.name} trains no critic"),

@@ -244,6 +244,19 @@ def train_layouts(
     return table
 
 
+def stage_split(layers: int, pp: np.ndarray) -> np.ndarray:
+    """Decoder layers of the first and of the last pipeline stage under Megatron's
+    account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split: the
+    embedding and the loss each take a layer's place, (layers + 2) / pp a stage, where pp > 2
+    divides layers + 2 (megatron/core/transformer/transformer_config.py at 55ac7082,
+    L1434-L1480, refuses other splits); 0 (even stages) elsewhere. Where it applies the
+    middle stages hold ceil(layers / pp), the layers even stages are costed at, and the two
+    ends one fewer: the fullest stage, which sets the pace, is the same and no stage holds
+    more, so the search takes it instead of trying both."""
+    stages = (layers + 2) // np.maximum(pp, 1)
+    return np.where((pp > 2) & ((layers + 2) % np.maximum(pp, 1) == 0), stages - 1, 0)
+
+
 TRAIN_LAYOUT_COLUMNS = (
     "tp", "pp", "cp", "ep", "etp", "dp", "zero", "recompute",
     "offload_phase", "offload_optimizer", "offload_params", "offload_frozen",

@@ -196,7 +196,7 @@ def test_row_has_the_design_json_keys() -> None:
         train_keys = {"gpus", "tp", "pp", "cp", "dp", "ep", "etp", "zero", "recompute",
                       "precision", "lora_rank", "offload", "micro_batch_tokens",
                       "fp32_gradients", "sequence_parallel", "virtual_stages",
-                      "expert_layout"}  # fmt: skip
+                      "first_stage_layers", "last_stage_layers", "expert_layout"}  # fmt: skip
         assert set(row["train"]) == train_keys
         assert set(row["memory_gib_per_gpu"]) == {"rollout", "train"}
         assert set(row["headroom_gib_per_gpu"]) == {"rollout", "train"}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -18,6 +20,7 @@ from rlmguide.cost.memory import (
     first_stage_in_flight,
     forward_activation_bytes,
     host_state_bytes,
+    layer_bytes,
     rollout_memory,
     trained_state,
     training_memory,
@@ -26,6 +29,7 @@ from rlmguide.cost.overheads import DEFAULT_OVERHEADS
 from rlmguide.cost.plans import PlanTable
 from rlmguide.cost.units import GIB
 from rlmguide.kb.schema import Workload
+from rlmguide.rules.search import stage_split
 from test_cost_specs import (
     DEEPSEEK_V3,
     H100,
@@ -150,6 +154,142 @@ def test_mla_attention_terms_by_hand() -> None:
     terms = LayerTerms.of(ModelFigures.of(DEEPSEEK_V3), megatron=True)
     elements = 128 * 192 + 128 * (192 + 128) + 128 * 128 + 2 * (1536 + 512)  # 86,016
     assert terms.attention == 2 * elements + 4 * 128
+
+
+QWEN3_8B = QWEN25_7B.model_copy(
+    update=dict(layers=36, hidden=4096, heads=32, kv_heads=8, ffn=12288, vocab=151936,
+                qkv_bias=False, qk_norm=True)
+)  # fmt: skip
+
+
+def test_qk_norm_inputs_of_qwen3_8b_by_hand() -> None:
+    # Qwen3-8B: h 4096, 32 heads and 8 KV heads of 128, q_norm and k_norm over each head.
+    # Megatron (TE RMSNorm): a bf16 copy of q and k and an fp32 1/rms per head, 40 x 260;
+    # Hugging Face (Qwen3RMSNorm): fp32 upcast and normalised bf16 copy, 40 x (6 x 128 + 4).
+    fig = ModelFigures.of(QWEN3_8B)
+    megatron = LayerTerms.of(fig, megatron=True)
+    assert megatron.qk_norm == 40 * (2 * 128 + 4) == 10_400
+    assert megatron.attention == 2 * (4096 + 1024 + 1024) + 2 * 4096 + 4 * 32  # 20,608
+    assert megatron.total == 8 * 4096 + 20_608 + 6 * 12288 + 10_400  # 137,504, 8.2% more
+    hf = LayerTerms.of(fig, megatron=False)
+    assert hf.qk_norm == 40 * (6 * 128 + 4) == 30_880
+    assert hf.total == 16 * 4096 + 20_608 + 8 * 12288 + 30_880  # 215,328
+    # tp 2 with sequence parallelism, no pipeline, no recomputation, 16,384 tokens: 36 layers
+    # of 137,504 / 2 and the last stage's final norm (4 h / 2) and loss ((6 x 151,936 + 4) / 2)
+    layout = train_layout(train_tp=2, train_recompute="none")
+    got = activation_bytes(fig, layout, np.array([16_384.0]), np.array([1.0]))[0]
+    per_token = 36 * 137_504 / 2 + 4 * 4096 / 2 + (6 * 151_936 + 4) / 2  # 2,939,074
+    assert got == pytest.approx(16_384 * per_token, rel=1e-12)
+    assert got / GIB == pytest.approx(44.85, abs=0.005)  # 41.99 GiB without the q/k inputs
+    unknown = ModelFigures.of(QWEN3_8B.model_copy(update=dict(qk_norm=None)))
+    plain = activation_bytes(unknown, layout, np.array([16_384.0]), np.array([1.0]))[0]
+    assert plain / GIB == pytest.approx(41.99, abs=0.005)
+
+
+def test_qk_norm_counts_attention_layers_only() -> None:
+    # Qwen3.5-27B: three Gated DeltaNet layers to one gated full-attention layer; only the
+    # full-attention layers normalise q and k. MLA keeps its latent norms in `attention`.
+    from rlmguide.kb.load import load_catalog
+    from rlmguide.kb.paths import DEFAULT_ROOTS
+
+    models = load_catalog(DEFAULT_ROOTS, ("model",)).of("model")
+    arch = models["qwen3.5-27b"].architecture  # type: ignore[attr-defined]
+    fig = ModelFigures.of(arch)
+    assert arch.qk_norm and fig.qk_norm_layers == arch.layers // 4
+    full = LayerTerms.of(replace(fig, qk_norm_layers=fig.layers), megatron=True).qk_norm
+    assert LayerTerms.of(fig, megatron=True).qk_norm == pytest.approx(full / 4)
+    mla = ModelFigures.of(DEEPSEEK_V3)
+    assert LayerTerms.of(replace(mla, qk_norm_layers=mla.layers), megatron=True).qk_norm == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    tp=st.sampled_from([1, 2, 4, 8]),
+    pp=st.sampled_from([1, 2, 4]),
+    recompute=st.sampled_from(["none", "selective", "full"]),
+    tokens=st.integers(1, 65_536),
+)
+def test_qk_norm_never_lowers_activations(tp: int, pp: int, recompute: str, tokens: int) -> None:
+    layout = train_layout(train_gpus=8 * tp * pp, train_tp=tp, train_pp=pp,
+                          train_recompute=recompute)  # fmt: skip
+    t, m = np.array([float(tokens)]), np.array([4.0])
+    with_norm = activation_bytes(ModelFigures.of(QWEN3_8B), layout, t, m)[0]
+    unknown = ModelFigures.of(QWEN3_8B.model_copy(update=dict(qk_norm=None)))
+    without = activation_bytes(unknown, layout, t, m)[0]
+    # full recomputation rebuilds one layer, which the logits may outweigh
+    assert with_norm > without if recompute != "full" else with_norm >= without
+
+
+def test_stage_layers_by_hand() -> None:
+    # Qwen2.5-7B (28 layers) over 6 stages: even stages are costed at ceil(28 / 6) = 5 each;
+    # Megatron's account-for-embedding-and-loss split is (28 + 2) / 6 = 5 a stage, 4 decoder
+    # layers at each end, 4 x 5 in the middle. Qwen3-235B-A22B's 94 over 8: 11, 6 x 12, 11.
+    fig = ModelFigures.of(QWEN25_7B)
+    pp, none = np.array([6.0]), np.array([0.0])
+    assert [x[0] for x in fig.stage_layers(pp, none, none)] == [5, 5, 5]
+    assert [x[0] for x in fig.stage_layers(pp, np.array([4.0]), np.array([4.0]))] == [4, 5, 4]
+    two = fig.stage_layers(np.array([2.0]), np.array([10.0]), np.array([18.0]))
+    assert [x[0] for x in two] == [10, 0, 18]  # no middle stage
+    assert [x[0] for x in fig.stage_layers(pp, np.array([3.0]), none)] == [3, 5, 5]  # 25 / 5
+    assert fig.fullest_stage_share(pp, np.array([4.0]), np.array([4.0]))[0] == 5 / 28
+    assert list(stage_split(28, np.array([1, 2, 3, 4, 5, 6, 10]))) == [0, 0, 9, 0, 5, 4, 2]
+    assert list(stage_split(94, np.array([7, 8, 16]))) == [0, 11, 5]
+
+
+def test_uneven_stages_activations_by_hand() -> None:
+    # Qwen2.5-7B, tp 1, pp 6, no recomputation, 8 micro-batches a rank, 4,096 tokens: a layer
+    # keeps 158,832 bytes a token. Even: the first stage holds min(6, 8) = 6 micro-batches of 5
+    # layers (30). Split 4 | 5 x 4 | 4: the first holds 6 x 4 = 24, the second 5 x 5 = 25,
+    # which is now the peak; the last 4 layers and the loss (926,724 bytes) stay below.
+    fig = ModelFigures.of(QWEN25_7B)
+    m = np.array([8.0])
+    for first, layers in ((0, 30), (4, 25)):
+        layout = train_layout(train_gpus=6, train_pp=6, train_recompute="none",
+                              train_first_layers=first, train_last_layers=first)  # fmt: skip
+        in_flight = first_stage_in_flight(layout, m)
+        second = first_stage_in_flight(layout, m, rank=1.0)
+        assert (in_flight[0], second[0]) == (6, 5)
+        got = activation_bytes(fig, layout, np.array([4096.0]), in_flight, second)[0]
+        assert got == 4096 * layers * 158_832
+    last = 4096 * (4 * 158_832 + 4 * 3584 + 6 * 152_064 + 4)
+    assert last < 4096 * 25 * 158_832
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    layers=st.integers(4, 128),
+    pp=st.integers(3, 16),
+    m=st.integers(1, 64),
+    recompute=st.sampled_from(["none", "full"]),
+)
+def test_the_account_for_split_never_costs_more(
+    layers: int, pp: int, m: int, recompute: str
+) -> None:
+    # Where Megatron's account-for split applies it keeps the fullest stage (the pace) and
+    # lowers no stage's peak below what the split holds: the activation peak never rises
+    # above the even costing's, and any split's fullest stage holds at least layers / pp.
+    arch = QWEN25_7B.model_copy(update={"layers": layers})
+    fig = ModelFigures.of(arch)
+    split = int(stage_split(layers, np.array([pp]))[0])
+    if pp > layers:
+        return
+    args = dict(train_gpus=pp, train_pp=pp, train_recompute=recompute)
+    even, uneven = train_layout(**args), train_layout(**args, train_first_layers=split,
+                                                      train_last_layers=split)  # fmt: skip
+    share = fig.fullest_stage_share(np.array([float(pp)]), np.array([float(split)]),
+                                    np.array([float(split)]))[0]  # fmt: skip
+    assert share == fig.stage_share(np.array([float(pp)]))[0] and share >= 1 / pp
+    firsts, middles, lasts = fig.stage_layers(np.array([float(pp)]), np.array([float(split)]),
+                                              np.array([float(split)]))  # fmt: skip
+    assert firsts[0] + (pp - 2) * middles[0] + lasts[0] >= layers  # every layer has a stage
+    t = np.array([1024.0])
+
+    def peak(layout: TrainLayout) -> float:
+        mb = np.array([float(m)])
+        flight = first_stage_in_flight(layout, mb), first_stage_in_flight(layout, mb, 1.0)
+        return float(activation_bytes(fig, layout, t, *flight)[0])
+
+    assert peak(uneven) <= peak(even)
 
 
 def test_logits_and_loss_copies_by_hand() -> None:
@@ -548,3 +688,35 @@ def test_without_sequence_parallelism_activations_only_grow(
         assert bytes_(False) == bytes_(True)
     else:
         assert bytes_(False) > bytes_(True)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    layers=st.integers(4, 128),
+    pp=st.integers(2, 16),
+    ends=st.tuples(st.integers(0, 40), st.integers(0, 40)),
+    m=st.integers(1, 64),
+    recompute=st.sampled_from(["none", "full"]),
+)
+def test_no_split_holds_less_than_an_average_stage(
+    layers: int, pp: int, ends: tuple[int, int], m: int, recompute: str
+) -> None:
+    # Whatever the first and last stages hold, some stage holds at least layers / pp of them
+    # for one micro-batch at least: the peak never drops below the even split's average stage.
+    first, last = ends
+    # the plans plan_problems lets through (two stages given both counts hold every layer)
+    if pp > layers or (first or 1) + (last or 1) + pp - 2 > layers:
+        return
+    if pp == 2 and first and last and first + last != layers:
+        return
+    fig = ModelFigures.of(QWEN25_7B.model_copy(update={"layers": layers}))
+    layout = train_layout(train_gpus=pp, train_pp=pp, train_recompute=recompute,
+                          train_first_layers=first, train_last_layers=last)  # fmt: skip
+    counts = fig.stage_layers(layout.pp, layout.first_layers, layout.last_layers)
+    assert counts[0][0] + (pp - 2) * counts[1][0] + counts[2][0] >= layers
+    assert fig.fullest_stage_share(layout.pp, layout.first_layers, layout.last_layers)[0] >= 1 / pp
+    mb, t = np.array([float(m)]), np.array([1024.0])
+    flight = first_stage_in_flight(layout, mb), first_stage_in_flight(layout, mb, 1.0)
+    peak = activation_bytes(fig, layout, t, *flight)[0]
+    kept = 2.0 * fig.hidden if recompute == "full" else layer_bytes(fig, layout)[0]
+    assert peak >= 1024 * kept * layers / pp * (1 - 1e-12)

@@ -103,7 +103,8 @@ def test_from_plans_fills_neutral_defaults_and_requires_the_rest() -> None:
                             "zero": 3, "recompute": "selective", "precision": "bf16",
                             "lora_rank": None, "offload": no_offload,
                             "fp32_gradients": False, "sequence_parallel": True,
-                            "virtual_stages": 1, "expert_layout": "folded"}  # fmt: skip
+                            "virtual_stages": 1, "first_stage_layers": None,
+                            "last_stage_layers": None, "expert_layout": "folded"}  # fmt: skip
     assert row["pools"] == {"critic": None, "reference": None, "reward": None}
     assert row["prefix_caching"] is True and row["max_staleness"] == 1
     with pytest.raises(PlanError, match=r"train\.zero"):
@@ -136,6 +137,26 @@ def test_expert_tensor_parallelism_defaults_to_tp_and_folds_experts() -> None:
     assert valid_rows(table, QWEN3_30B_A3B).tolist() == [True, False, True]
     with pytest.raises(PlanError, match="divide tp"):
         one_plan(train_tp=4, train_etp=3)
+
+
+def test_a_stage_split_needs_stages_and_leaves_every_stage_a_layer() -> None:
+    # Qwen2.5-7B (28 layers): a split needs pp > 1, and the ends must leave the pp - 2 middle
+    # stages a layer each (9 + 18 + 1 = 28 fits pp 3; 10 + 18 leaves none).
+    with pytest.raises(ValidationError, match="need pp > 1"):
+        TrainPlan(pp=1, first_stage_layers=4)
+    table = one_plan(train_pp=3, train_gpus=3, rollout_gpus=3,
+                     train_first_layers=[9, 10, 0], train_last_layers=[18, 18, 0])  # fmt: skip
+    assert valid_rows(table, QWEN25_7B).tolist() == [True, False, True]
+    # two stages given both counts have no middle: 10 + 17 would leave a layer unbuilt
+    two = one_plan(train_pp=2, train_gpus=2, rollout_gpus=2,
+                   train_first_layers=[10, 10, 10], train_last_layers=[18, 17, 0])  # fmt: skip
+    assert valid_rows(two, QWEN25_7B).tolist() == [True, False, True]
+    layout = TrainLayout.of(table)
+    assert layout.first_layers.tolist() == [9.0, 10.0, 0.0]
+    # the frozen models' own layout has its own pp: its stages are even
+    assert layout.assessed(np.array([1.0] * 3), np.array([1.0] * 3)).first_layers.tolist() == [
+        0.0, 0.0, 0.0
+    ]  # fmt: skip
 
 
 def test_virtual_stages_need_pipeline_stages() -> None:

@@ -1396,6 +1396,52 @@ def test_megatron_frameworks_write_the_virtual_pipeline_size_only_where_the_plan
         assert _written(out.read_text(), VIRTUAL_KEYS[version]) == want
 
 
+SPLIT = [
+    "--set", "cluster.nodes=6", "--set", "plan.placement=colocated", "--set", "plan.execution=sync",
+    "--set", "plan.rollout.tp=4", "--set", "plan.train.tp=4", "--set", "plan.train.pp=6",
+]  # fmt: skip
+"""Qwen2.5-32B (64 layers) on 48 H100s over six pipeline stages: (64 + 2) / 6 = 11 a stage
+under Megatron's account-for-embedding-and-loss split, 10 decoder layers at each end."""
+FIRST_STAGE_KEYS = {
+    "verl": "+actor_rollout_ref.actor.megatron.override_transformer_config."
+    "num_layers_in_first_pipeline_stage",
+    "slime": "--decoder-first-pipeline-num-layers",
+    "nemo-rl": "policy.megatron_cfg.num_layers_in_first_pipeline_stage",
+    "skyrl": "trainer.policy.megatron_config.transformer_config_kwargs."
+    "num_layers_in_first_pipeline_stage",
+}
+"""The key each framework's newest mapping writes the first stage's layers to."""
+
+
+@pytest.mark.parametrize("framework", sorted(FIRST_STAGE_KEYS))
+def test_the_plans_stage_split_is_written_into_the_launch(framework: str, tmp_path: Path) -> None:
+    # Searched for the framework, the plan takes the account-for split and states it; fixed
+    # (9 | 4 x 11 | 11), export writes the plan's counts, not the ones it would choose itself.
+    example = str(REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml")
+    args = ["recommend", example, *SPLIT, "--framework", framework, "--format", "json"]
+    found = CliRunner().invoke(cli, [*args, "--top", "1"])
+    assert found.exit_code == 0, found.output
+    train = json.loads(found.output)["plans"][0]["train"]
+    assert (train["first_stage_layers"], train["last_stage_layers"]) == (10, 10)
+    out = tmp_path / "run.txt"
+    fixed = ["--set", "plan.train.first_stage_layers=9", "--set", "plan.train.last_stage_layers=11"]
+    args = ["export", example, "--framework", framework, *SPLIT, *fixed, "--out", str(out)]
+    done = CliRunner().invoke(cli, args)
+    assert done.exit_code == 0, done.output
+    assert _written(out.read_text(), FIRST_STAGE_KEYS[framework]) == ["9"]
+
+
+def test_a_stage_split_is_refused_where_no_key_writes_it() -> None:
+    # ROLL's mapping writes no stage counts: its plans keep even stages, and a plan that fixes a
+    # split cannot be written (the launch would split the layers otherwise than costed).
+    example = str(REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml")
+    plan = ["--set", "plan.train.pp=2", "--set", "plan.train.first_stage_layers=30",
+            "--set", "plan.train.last_stage_layers=34"]  # fmt: skip
+    done = CliRunner().invoke(cli, ["export", example, "--framework", "roll", *INTERLEAVED, *plan])
+    assert done.exit_code == 1, done.output
+    assert "plan.train.first_stage_layers = 30" in done.output
+
+
 def test_roll_gives_the_reference_the_policys_chunks_only_when_laid_out_as_the_policy(
     tmp_path: Path,
 ) -> None:

@@ -211,3 +211,18 @@ def test_a_broken_config_json_is_one_line(tmp_path: Path, text: str, problem: st
     path.write_text(text)
     with pytest.raises(ArchitectureMissing, match=problem):
         from_hf_config(path, Budget())
+
+
+def test_qk_norm_is_read_from_the_flag_or_the_model_type(tmp_path: Path) -> None:
+    # Megatron builds q and k norms only under --qk-layernorm; no config.json key says so, the
+    # Qwen3 model types' code has them, another type's stays unknown (null, costed without).
+    flags = _flags(num_layers=36, hidden_size=4096, num_attention_heads=32, vocab_size=151936,
+                   group_query_attention=True, num_query_groups=8, swiglu=True)  # fmt: skip
+    for given, expected in (({"qk-layernorm": True}, True), ({}, False)):
+        read = from_megatron({**flags, **given}, [])
+        assert read is not None and read.spec["qk_norm"] is expected
+    config = _hf_config(_record("qwen3-8b"))
+    for kind, expected in (("qwen3", True), ("qwen3_moe", True), ("llama", None)):
+        path = tmp_path / f"{kind}.json"
+        path.write_text(json.dumps({**config, "model_type": kind}))
+        assert from_hf_config(path, Budget()).spec.get("qk_norm") is expected

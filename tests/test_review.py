@@ -127,6 +127,9 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
                 "etp": 1,
                 "zero": 1,
                 "recompute": "none",
+                # account_for_embedding/loss_in_pipeline_split: (94 + 2) / 8 = 12, 11 at the ends
+                "first_stage_layers": 11,
+                "last_stage_layers": 11,
             },
             {"phase": True, "optimizer": 1.0, "params": False, "frozen": True},
             w("dapo", 32, 8, 2048, 9632, 2),
@@ -264,6 +267,9 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
                 "etp": 1,
                 "zero": 1,
                 "recompute": "full",
+                # the recipe's num_layers_in_first/last_pipeline_stage: 3 | 14 x 4 | 2
+                "first_stage_layers": 3,
+                "last_stage_layers": 2,
             },
             {**OFF, "phase": True, "frozen": True},
             w("grpo", 32, 16, 128, 1408, 1),
@@ -288,6 +294,9 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
                 "etp": 1,
                 "zero": 1,
                 "recompute": "full",
+                # the recipe's num_layers_in_first/last_pipeline_stage: 11 | 6 x 12 | 11
+                "first_stage_layers": 11,
+                "last_stage_layers": 11,
             },
             {**OFF, "phase": True, "frozen": True},
             w("grpo", 16, 32, 128, 8064, 1),
@@ -1003,3 +1012,68 @@ def test_a_launch_that_interleaves_its_pipeline_is_costed_so(
     assert plain["estimate"]["train"]["virtual_stages"] == 1
     assert interleaved["estimate"]["train"]["pp"] == plain["estimate"]["train"]["pp"] == 2
     assert interleaved["estimate"]["step_seconds"] < plain["estimate"]["step_seconds"]
+
+
+@pytest.mark.parametrize("framework", ["verl", "slime"])
+def test_a_launchs_stage_counts_are_the_plans_split(framework: str, tmp_path: Path) -> None:
+    # Qwen2.5-32B's 64 layers over 6 stages, 9 on the first and 11 on the last as the launch
+    # gives them (not the 10 | 4 x 11 | 10 export would choose): read back, the estimate
+    # costs that split.
+    example = REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml"
+    out = tmp_path / "run.sh"
+    plan = [
+        "--set", "cluster.nodes=6", "--set", "plan.placement=colocated",
+        "--set", "plan.execution=sync", "--set", "plan.rollout.tp=4", "--set", "plan.train.tp=4",
+        "--set", "plan.train.pp=6", "--set", "plan.train.first_stage_layers=9",
+        "--set", "plan.train.last_stage_layers=11",
+    ]  # fmt: skip
+    done = CliRunner().invoke(
+        cli, ["export", str(example), "--framework", framework, "--out", str(out), *plan]
+    )
+    assert done.exit_code == 0, done.output
+    got = review(out, framework, policy="qwen2.5-32b", hardware=Hardware("h100-sxm-80gb", 6, 8))
+    train = got["estimate"]["train"]
+    assert (train["pp"], train["first_stage_layers"], train["last_stage_layers"]) == (6, 9, 11)
+
+
+def test_megatrons_account_for_switches_are_read_as_the_stage_split() -> None:
+    from rlmguide.review.review import account_for_split
+
+    key = "actor_rollout_ref.actor.megatron.override_transformer_config."
+    both = {key + "account_for_embedding_in_pipeline_split": True,
+            key + "account_for_loss_in_pipeline_split": "True"}  # fmt: skip
+    assert account_for_split(both, 94, 8) == (11, 11)  # (94 + 2) / 8 = 12, one fewer at each end
+    assert account_for_split(both, 94, 7) is None  # 96 / 7: Megatron refuses it
+    embedding = {"--account-for-embedding-in-pipeline-split": True}  # slime's flag spelling
+    assert account_for_split(embedding, 63, 8) == (7, 8)
+    critic = {"critic.megatron.override_transformer_config.account_for_loss_in_pipeline_split": 1}
+    assert account_for_split(critic, 94, 8) is None  # the critic's, not the policy's
+
+
+def test_a_launch_with_the_account_for_switches_is_costed_and_starts(tmp_path: Path) -> None:
+    # The verl launch of Qwen2.5-32B (64 layers) over 6 stages with Megatron's account_for
+    # switches in place of the stage counts: (64 + 2) / 6 = 11 a stage, 10 at each end; the
+    # start-up check that wants counts where pp does not divide the layers is satisfied.
+    example = REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml"
+    out = tmp_path / "run.sh"
+    plan = [
+        "--set", "cluster.nodes=6", "--set", "plan.placement=colocated",
+        "--set", "plan.execution=sync", "--set", "plan.rollout.tp=4", "--set", "plan.train.tp=4",
+        "--set", "plan.train.pp=6",
+    ]  # fmt: skip
+    done = CliRunner().invoke(
+        cli, ["export", str(example), "--framework", "verl", "--out", str(out), *plan]
+    )
+    assert done.exit_code == 0, done.output
+    key = "+actor_rollout_ref.actor.megatron.override_transformer_config."
+    text = out.read_text()
+    for word, stage in (("embedding", "first"), ("loss", "last")):
+        count = f"{key}num_layers_in_{stage}_pipeline_stage=10"
+        assert count in text
+        text = text.replace(count, f"{key}account_for_{word}_in_pipeline_split=True")
+    out.write_text(text)
+    got = review(out, "verl", policy="qwen2.5-32b", hardware=Hardware("h100-sxm-80gb", 6, 8))
+    train = got["estimate"]["train"]
+    assert (train["pp"], train["first_stage_layers"], train["last_stage_layers"]) == (6, 10, 10)
+    refused = {c["constraint"] for c in got["startup"]}
+    assert "megatron-pipeline-stages-split-the-layers" not in refused

@@ -225,6 +225,24 @@ def test_an_interleaving_with_more_chunks_than_layers_is_one_line(
     assert_clean_bad_input(*recommend_setting(assignments), expected)
 
 
+@pytest.mark.parametrize(
+    ("assignments", "expected"),
+    [
+        # Qwen2.5-7B has 28 layers; the stage counts belong to a given pp
+        (("plan.train.first_stage_layers=4",), "for a given plan.train.pp"),
+        (("plan.train.pp=4", "plan.train.first_stage_layers=20",
+          "plan.train.last_stage_layers=8"), "every other stage one of the policy's 28"),
+        (("plan.train.pp=1", "plan.train.last_stage_layers=4"), "they need pp > 1"),
+        (("plan.train.pp=2", "plan.train.first_stage_layers=10",
+          "plan.train.last_stage_layers=17"), "two stages: hold them all"),
+    ],
+)  # fmt: skip
+def test_a_stage_split_without_its_stages_is_one_line(
+    assignments: tuple[str, ...], expected: str
+) -> None:
+    assert_clean_bad_input(*recommend_setting(assignments), expected)
+
+
 def test_an_interleaving_is_only_planned_on_a_pipeline() -> None:
     # virtual_stages fixed, pp searched: a one-stage layout would carry chunks it cannot run
     # (Megatron raises on a virtual size under pp 1), so only pipelines of 2 or more are tried.

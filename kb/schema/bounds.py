@@ -85,6 +85,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "plan.assessment.*": (1, 1_024),
     "plan.train.lora_rank": (1, 65_536),
     "plan.train.virtual_stages": (1, 1_024),
+    "plan.train.first_stage_layers": (1, 1_024),
+    "plan.train.last_stage_layers": (1, 1_024),
     "efficiency.*": (1e-3, 1),
 }
 """Tighter ranges for the numbers that drive the work (dotted paths, `*` for one level)."""

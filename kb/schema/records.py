@@ -482,6 +482,7 @@ class Model(Record, Cited):
     linear: LinearAttention | None = None
     sparse: SparseAttention | None = None
     attention_output_gate: bool = False
+    qk_norm: bool | None = None
     mtp_layers: NonNegativeInt = 0
     vision: VisionTower | None = None
     """The vision encoder of a vision-language model (its vision_config). The architecture

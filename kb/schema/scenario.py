@@ -492,6 +492,17 @@ class TrainPlan(Strict):
     (v times the point-to-point traffic), and the first stage warms up more chunks
     (Megatron's schedules.py). Needs pp > 1; unset means 1 (the plain 1F1B schedule).
     Never searched."""
+    first_stage_layers: PositiveInt | None = None
+    """Decoder layers of the first pipeline stage, which also holds the embedding
+    (Megatron's num_layers_in_first_pipeline_stage); unset, the stages are even (ceil(layers
+    / pp) each is costed). With last_stage_layers, the middle stages share the other layers
+    evenly. Megatron's account_for_embedding_in_pipeline_split and
+    account_for_loss_in_pipeline_split are the split (layers + 2) / pp - 1 at both ends
+    (transformer_config.py). Needs pp > 1. Searched only for a framework whose export
+    mapping writes the key (the account-for split where it divides)."""
+    last_stage_layers: PositiveInt | None = None
+    """Decoder layers of the last pipeline stage, which also holds the output layer and
+    the loss (Megatron's num_layers_in_last_pipeline_stage); see first_stage_layers."""
     cp: PositiveInt | None = None
     """Context parallelism: each sequence is split over cp ranks (Megatron context_parallel,
     verl/OpenRLHF ring attention, DeepSpeed-Ulysses sequence parallelism alike); the
@@ -551,6 +562,10 @@ class TrainPlan(Strict):
     def _interleaving_needs_stages(self) -> TrainPlan:
         if (self.virtual_stages or 1) > 1 and self.pp == 1:
             raise ValueError("virtual_stages > 1 interleaves pipeline stages: it needs pp > 1")
+        if (self.first_stage_layers or self.last_stage_layers) and self.pp == 1:
+            raise ValueError(
+                "first_stage_layers and last_stage_layers split pipeline stages: they need pp > 1"
+            )
         return self
 
 

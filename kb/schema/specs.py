@@ -199,6 +199,11 @@ class Architecture(Strict):
     attention_output_gate: bool = False
     """A sigmoid gate on the attention output, its weights a second query-sized projection
     (Qwen3-Next, Qwen3.5: `attn_output_gate`)."""
+    qk_norm: bool | None = None
+    """An RMSNorm over each query and key head before the rotary embedding (Qwen3, Gemma 3,
+    OLMo 2: `q_norm`/`k_norm` in the modeling code, `--qk-layernorm` in Megatron); its
+    inputs are kept for the backward pass. Null where the modeling code was not read: costed
+    as without it."""
     mtp_layers: NonNegativeInt = 0
     """Multi-token prediction layers beside the model (used for speculative decoding); their
     weights are not counted in params_total."""

@@ -236,6 +236,8 @@ NEUTRAL = {
     "plan.train.tp": 1,
     "plan.train.pp": 1,
     "plan.train.virtual_stages": 1,
+    "plan.train.first_stage_layers": 0,
+    "plan.train.last_stage_layers": 0,
     "plan.train.cp": 1,
     "plan.train.ep": 1,
     "plan.train.fp8": False,
@@ -265,9 +267,20 @@ NEUTRAL = {
 needs a key of its own, or the plan cannot be written."""
 
 
+STAGE_COUNTS = {
+    "launch.pp_first_layers": "plan.train.first_stage_layers",
+    "launch.pp_last_layers": "plan.train.last_stage_layers",
+}
+"""The launch's pipeline stage counts are the plan's split where it gives one (export's
+startup.computed): an entry that writes them writes the plan's."""
+
+
 def spelled(entry: MappingEntry) -> tuple[str, ...]:
     """The facts an entry writes besides its own: an allocation string spells every degree
-    of its pool (an engine's are only TP and PP: AReaL's inference dimensions are d, t, p)."""
+    of its pool (an engine's are only TP and PP: AReaL's inference dimensions are d, t, p);
+    a stage count, the plan's split (STAGE_COUNTS)."""
+    if entry.fact in STAGE_COUNTS:
+        return (STAGE_COUNTS[entry.fact],)
     if entry.transform != "allocation":
         return ()
     degrees = ("tp", "pp") if entry.argument == "rollout" else ("tp", "pp", "cp", "ep", "etp")

@@ -286,12 +286,14 @@ def computed(
 ) -> dict[str, Any]:
     """The launch facts export derives from the plan it writes."""
     pp = int(facts.get("plan.train.pp", 1))
+    train = plan.get("train") or {}
+    given = train.get("first_stage_layers") or 0, train.get("last_stage_layers") or 0
     try:
-        first, last = pipeline_split(int(facts["model.layers"]), pp)
+        # the split the plan was costed at, else the one export chooses for uneven stages
+        first, last = given if any(given) else pipeline_split(int(facts["model.layers"]), pp)
     except ValueError:
         first, last = -1, -1  # no split: the pipeline check names the record
     oversampling = float(facts.get("launch.oversampling", 1.0))
-    train = plan.get("train") or {}
     out = {
         "launch.pp_first_layers": first,
         "launch.pp_last_layers": last,

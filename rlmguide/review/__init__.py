@@ -16,6 +16,7 @@ from rlmguide.kb.paths import record_roots
 from rlmguide.review.review import (
     Hardware,
     ReviewError,
+    account_for_split,
     memory_keys,
     read_file,
     scenario_of,
@@ -114,9 +115,15 @@ def review(
     deployments = load_catalog(roots, ("deployment",)).of("deployment")
     data, assumed = scenario_of(reading, catalog, hardware, policy, deployments)
     try:
-        resolve(parse_scenario(data, str(path)), catalog.records)
+        read = resolve(parse_scenario(data, str(path)), catalog.records)
     except ValueError as exc:
         raise ReviewError(f"the scenario read from {path} is not valid: {exc}") from None
+    train = data["plan"]["train"]
+    split = account_for_split(reading.config, read.policy.layers, int(train.get("pp") or 1))
+    if split and not (train.get("first_stage_layers") or train.get("last_stage_layers")):
+        # the stages Megatron builds under the switches, for the plan and the start-up checks
+        train["first_stage_layers"], train["last_stage_layers"] = split
+        reading.facts["launch.pp_first_layers"], reading.facts["launch.pp_last_layers"] = split
 
     facts: dict[str, Any] = {}
 

@@ -124,6 +124,8 @@ def from_megatron(config: dict[str, Any], files: list[tuple[Path, str]]) -> Read
     found["tied_embeddings"] = config.get("untie-embeddings-and-output-weights") is not True
     found["qkv_bias"] = config.get("add-qkv-bias") is True
     found["attention_output_gate"] = config.get("attention-output-gate") is True
+    # Megatron builds q and k norms only with the flag (qk_layernorm False by default)
+    found["qk_norm"] = config.get("qk-layernorm") is True
     if config.get("multi-latent-attention") is True:
         found["mla"] = _latent(config, origin)
     if (experts := _int(config, "num-experts")) is not None:
@@ -205,6 +207,11 @@ def _delta_net(config: dict[str, Any], layers: int, defaulted: list[str]) -> dic
     return {"linear": linear, "layer_pattern": pattern}
 
 
+QK_NORM_MODEL_TYPES = frozenset({"qwen3", "qwen3_moe", "qwen3_vl", "qwen3_vl_text"})
+"""Hugging Face model types whose attention normalises each query and key head (q_norm,
+k_norm in transformers' modeling_qwen3.py, modeling_qwen3_moe.py, modeling_qwen3_vl.py;
+sources github-huggingface-transformers-modeling-qwen3*)."""
+
 HF_LAYER_KINDS = {
     "full_attention": "full",
     "linear_attention": "linear",
@@ -238,6 +245,8 @@ def from_hf_config(path: Path, budget: Budget) -> Read:
         # Qwen2's attention projects q, k and v with a bias and has no key for it
         "qkv_bias": c.get("attention_bias", kind.startswith("qwen2")),
         "attention_output_gate": bool(c.get("attn_output_gate", False)),
+        # no config key says so: the modeling code of these types normalises q and k per head
+        "qk_norm": True if kind in QK_NORM_MODEL_TYPES else None,
         "mtp_layers": c.get("num_nextn_predict_layers") or c.get("mtp_num_hidden_layers") or 0,
     }
     experts = c.get("num_experts") or c.get("n_routed_experts") or c.get("num_local_experts")

@@ -774,7 +774,8 @@ def training_settings(reading: Reading) -> dict[str, Any]:
     """The training memory settings of the launch as the plan fields the estimate costs: its
     gradient buffers (fp32 as the launch says, else as the framework keeps them by default),
     and the micro-batch it packs by tokens, only where it batches by tokens (the mapping's
-    token_batching keys; with micro-batches counted in sequences the search's budget stands)."""
+    token_batching keys; with micro-batches counted in sequences the search's budget stands),
+    and the first and last pipeline stages' layers where the launch gives Megatron both."""
     from rlmguide.export.startup import typed
 
     mapping = reading.mapping
@@ -786,7 +787,44 @@ def training_settings(reading: Reading) -> dict[str, Any]:
     tokens = launch.get("launch.micro_batch_tokens")
     if tokens is not None and tokens >= 1 and any(truth(v) for v in switches if v is not None):
         out["micro_batch_tokens"] = int(tokens)
+    first, last = launch.get("launch.pp_first_layers"), launch.get("launch.pp_last_layers")
+    if first is not None and last is not None and first >= 1 and last >= 1:
+        # the stages the launch gives Megatron: costed as it splits them
+        out |= {"first_stage_layers": int(first), "last_stage_layers": int(last)}
     return out
+
+
+ACCOUNT_FOR = (
+    "account_for_embedding_in_pipeline_split",
+    "account_for_loss_in_pipeline_split",
+)
+"""Megatron's switches that count the embedding and the loss as a layer each when it splits
+the decoder layers over pipeline stages (TransformerConfig at 55ac7082, L1434-L1480)."""
+
+
+def account_for_split(config: Mapping[str, Any], layers: int, pp: int) -> tuple[int, int] | None:
+    """The first and last stages' decoder layers a launch's account_for switches give the
+    policy (its keys, not the critic's or the reference's): (layers + e + l) / pp a stage,
+    e fewer on the first, l fewer on the last. None without the switches, or where pp does not
+    divide layers + e + l (Megatron refuses that split at start-up)."""
+
+    def named(key: str) -> str:
+        return key.lstrip("+-").replace("-", "_").rsplit(".", 1)[-1]
+
+    def on(name: str) -> int:
+        return int(
+            any(
+                truth(v)
+                for k, v in config.items()
+                if named(k) == name and "critic" not in k and ".ref." not in k
+            )
+        )
+
+    embedding, loss = (on(name) for name in ACCOUNT_FOR)
+    if pp < 2 or not (embedding or loss) or (layers + embedding + loss) % pp:
+        return None
+    stage = (layers + embedding + loss) // pp
+    return stage - embedding, stage - loss
 
 
 LAUNCH_SETTINGS = {"rollout": ("memory_fraction", "max_seqs"), "train": ("micro_batch_tokens",)}

@@ -981,6 +981,7 @@ def model_architecture(model: Architecture) -> list[tuple[str, str]]:
         ("Tied embeddings", cell(model.tied_embeddings)),
         ("QKV bias", cell(model.qkv_bias)),
         ("Attention output gate", cell(model.attention_output_gate)),
+        ("QK norm", "unknown" if model.qk_norm is None else cell(model.qk_norm)),
         ("Sliding window (tokens)", cell(model.sliding_window)),
         ("MTP layers", cell(model.mtp_layers)),
     ]
