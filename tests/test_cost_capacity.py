@@ -1,6 +1,6 @@
 """A GPU's capacity is the memory its driver reports, not the datasheet's: nvidia-smi shows an
-H100 SXM 80GB as 81559 MiB, and that is all PyTorch's allocator and vLLM's
-gpu_memory_utilization ever see (AcceleratorFigures.capacity_gib)."""
+H100 SXM 80GB as 81559 MiB, and neither PyTorch's allocator nor vLLM's gpu_memory_utilization
+ever gets more (AcceleratorFigures.capacity_gib)."""
 
 from __future__ import annotations
 

@@ -60,14 +60,15 @@ class AcceleratorFigures(Strict):
 
     @property
     def capacity_gib(self) -> float:
-        """Memory of one GPU a launch can use, in GiB: the driver's total where recorded, else
-        the datasheet's `memory_gib`. The driver's total is what torch.cuda.mem_get_info returns,
-        so it bounds every PyTorch allocation, and vLLM sizes its share from it
-        (github-vllm-project-vllm: MemorySnapshot in vllm/utils/mem_utils.py reads
-        torch.cuda.mem_get_info, and the v1 GPU worker requests `total_memory *
-        gpu_memory_utilization`). It is below the datasheet figure (an H100's 80 GiB shows as
-        81559 MiB, 79.65 GiB), so costing with the datasheet would let a plan fill memory the
-        GPU never offers: the dangerous direction for "does it fit"."""
+        """Memory of one GPU a launch can use at most, in GiB: the total its driver reports where
+        recorded, else the datasheet's `memory_gib`. PyTorch's allocator never holds more than
+        the device total CUDA reports (torch.cuda.mem_get_info), and vLLM requests
+        `gpu_memory_utilization` times that total (github-vllm-project-vllm: MemorySnapshot in
+        vllm/utils/mem_utils.py reads it, the v1 GPU worker's init_device multiplies it); it is
+        the driver's total, which nvidia-smi prints, less what the driver keeps, so never more
+        than this figure. The datasheet is above it (an H100's 80 GiB shows as 81559 MiB, 79.65
+        GiB): costing with it would let a plan fill memory no allocator is given, the dangerous
+        direction for "does it fit"."""
         if self.visible_memory_mib is None:
             return self.memory_gib
         return self.visible_memory_mib / 1024

@@ -880,8 +880,8 @@ def accelerator_page(ix: Index, acc: Accelerator) -> str:
         fields(figures),
         "The ridge point is dense bf16 FLOP/s over HBM bandwidth: a kernel doing fewer FLOPs per "
         "byte it reads (token-by-token decoding, for one) is bound by memory bandwidth, not "
-        "compute. Plans are costed with the memory the driver reports (nvidia-smi's total, all "
-        "that PyTorch and vLLM ever see) where it is recorded, else with the datasheet figure.",
+        "compute. Plans are costed with the memory the driver reports (nvidia-smi's total: "
+        "PyTorch and vLLM never get more) where it is recorded, else with the datasheet figure.",
         f"## Notes\n\n{show(acc.notes)}",
         sources_section(ix, src, acc.cited_sources(), acc.locators),
     )
