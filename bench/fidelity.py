@@ -113,7 +113,7 @@ def report_own_constants(catalog: dict, defaults: list[Comparison]) -> None:
         if r.framework not in owners or not c.ratio:
             continue
         accelerator = resolve(r.scenario, catalog).accelerator
-        own = for_framework(DEFAULT_OVERHEADS, r.framework, accelerator.memory_gib, "")
+        own = for_framework(DEFAULT_OVERHEADS, r.framework, accelerator.capacity_gib, "")
         changed = ", ".join(
             f"{name} {getattr(own, name) / 2**30:.2f} GiB"
             if name.endswith("_bytes")

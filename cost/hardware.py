@@ -16,6 +16,8 @@ class Hardware:
     """Peak figures of one GPU and its links; efficiencies are applied by the formulas."""
 
     memory_bytes: float
+    """Memory of one GPU as its driver reports it (AcceleratorFigures.capacity_gib: the most
+    any allocator or vLLM's gpu_memory_utilization can reach), not the datasheet figure."""
     flops: float
     """Dense bf16 FLOP/s (sparsity-doubled figures are never used)."""
     fp8_flops: float
@@ -84,7 +86,7 @@ class Hardware:
             else None
         )
         return cls(
-            memory_bytes=gib_to_bytes(accelerator.memory_gib),
+            memory_bytes=gib_to_bytes(accelerator.capacity_gib),
             flops=tflops(accelerator.bf16_dense_tflops),
             fp8_flops=tflops(accelerator.fp8_dense_tflops or accelerator.bf16_dense_tflops),
             hbm_bytes_per_s=tbytes_per_s(accelerator.hbm_tbytes_per_s),

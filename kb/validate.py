@@ -90,6 +90,8 @@ def check_citations(c: Checker) -> None:
     for accelerator in c.catalog.of("accelerator").values():
         if price := getattr(accelerator, "price", None):
             c.ref(accelerator, "price.source", "source", price.source)
+        if visible := getattr(accelerator, "visible_memory_source", None):
+            c.ref(accelerator, "visible_memory_source", "source", visible)
 
 
 def check_frameworks(c: Checker) -> None:

@@ -160,7 +160,7 @@ def predict(
             own = for_framework(
                 overheads,
                 result.framework,
-                resolved.accelerator.memory_gib,
+                resolved.accelerator.capacity_gib,
                 resolved.accelerator_id,
             )
         recommender = Recommender(resolved, [], [], enforce_memory=False, overheads=own)

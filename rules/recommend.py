@@ -470,12 +470,12 @@ class Recommender:
             overheads = for_framework(
                 overheads,
                 only or costed_as,
-                resolved.accelerator.memory_gib,
+                resolved.accelerator.capacity_gib,
                 resolved.accelerator_id,
             )
         if held_out is not None:
             overheads = without_framework(
-                overheads, held_out, resolved.accelerator.memory_gib, resolved.accelerator_id
+                overheads, held_out, resolved.accelerator.capacity_gib, resolved.accelerator_id
             )
         if engine_max_seqs is not None and engine_max_seqs < overheads.max_seqs_per_replica:
             overheads = replace(overheads, max_seqs_per_replica=engine_max_seqs)
@@ -556,7 +556,7 @@ class Recommender:
         self.facts = scenario_facts(resolved)
         # What a training GPU's tensors may take (the policy's state must fit there).
         self.usable_gib = (
-            resolved.accelerator.memory_gib - overheads.train_runtime_reserve_bytes / GIB
+            resolved.accelerator.capacity_gib - overheads.train_runtime_reserve_bytes / GIB
         )
         self.search = Search()
         self.fixed = fixed_columns(resolved)

@@ -429,8 +429,9 @@ def test_rules_on_the_rollout_pool_read_the_rollout_parts_cluster_facts(tmp_path
     cross = crossing(mixed, l40s, h100)
     recommender = CrossingRecommender(cross, crossing_resolved(cross), [], [])
     # The training part's facts stay the scenario's; the rollout pool's are its own part's.
-    assert recommender.facts["cluster.memory_gib"] == 80
-    assert recommender.rollout_facts["cluster.memory_gib"] == 48
+    # (each the memory nvidia-smi reports: 81559 MiB on an H100, 46068 MiB on an L40S)
+    assert recommender.facts["cluster.memory_gib"] == 81559 / 1024
+    assert recommender.rollout_facts["cluster.memory_gib"] == 46068 / 1024
     assert recommender.rollout_facts["cluster.gpus_per_node"] == 4
     result = recommend_json(write(tmp_path, data))
     across = next(

@@ -358,7 +358,7 @@ def test_every_export_writes_the_engine_memory_and_micro_batch_the_plan_assumed(
     done = _export(SMALL, framework)
     written = {a.key: a.value for a in done.arguments}
     plan, train = done.plan, done.plan["train"]
-    hbm = 80.0  # h100-sxm-80gb
+    hbm = 81559 / 1024  # h100-sxm-80gb as its driver reports it
     assert written[fraction] == engine_fraction(plan, hbm, done.engine or "")
     group = {"cp": train["cp"], "cp_tp": train["cp"] * train["tp"], None: 1}[per_gpu_of]
     tokens = written[budget] * group

@@ -237,6 +237,24 @@ CASES = [
         "source: paper-a, checked: 2026-12-03, as_of: null}",
         "accelerators/gpu-x.yaml: price.per_gpu_hour: Input should be greater than 0",
     ),
+    (
+        "accelerators/gpu-x.yaml",
+        "memory_gib: 80",
+        "memory_gib: 80\nvisible_memory_mib: 81559",
+        "accelerators/gpu-x.yaml: visible_memory_mib and visible_memory_source go together",
+    ),
+    (
+        "accelerators/gpu-x.yaml",
+        "memory_gib: 80",
+        "memory_gib: 80\nvisible_memory_mib: 81559\nvisible_memory_source: smi-log",
+        "accelerators/gpu-x.yaml: visible_memory_source: unknown source 'smi-log'",
+    ),
+    (
+        "accelerators/gpu-x.yaml",
+        "memory_gib: 80",
+        "memory_gib: 80\nvisible_memory_mib: 90000\nvisible_memory_source: paper-a",
+        "accelerators/gpu-x.yaml: visible_memory_mib 90000 is above memory_gib 80 GiB",
+    ),
 ]
 
 

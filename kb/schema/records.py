@@ -415,9 +415,25 @@ class Accelerator(Record, Cited, AcceleratorFigures):
     price: Price | None = None
     """Null where no public on-demand price is published (parts sold only in some markets,
     such as H20 and H800): a price is never estimated."""
+    visible_memory_source: Slug | None = None
+    """The source record where `visible_memory_mib` is printed for this very product (an
+    issue or file showing nvidia-smi's or rocm-smi's output); given exactly when it is."""
+
+    @model_validator(mode="after")
+    def _visible_memory_cited(self) -> Accelerator:
+        if (self.visible_memory_mib is None) != (self.visible_memory_source is None):
+            raise ValueError(
+                "visible_memory_mib and visible_memory_source go together: a driver's figure "
+                "is recorded with the source that prints it"
+            )
+        return self
 
     def cited_sources(self) -> list[str]:
-        return [*self.sources, *([self.price.source] if self.price else [])]
+        return [
+            *self.sources,
+            *([self.price.source] if self.price else []),
+            *([self.visible_memory_source] if self.visible_memory_source else []),
+        ]
 
 
 ARCHITECTURE_FIELDS = tuple(Architecture.model_fields)

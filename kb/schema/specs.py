@@ -48,6 +48,37 @@ class AcceleratorFigures(Strict):
             "host of a DGX H100, whose runs fit the host-side constants; unset: 1"
         ),
     )
+    visible_memory_mib: PositiveInt | None = Field(
+        None,
+        description=(
+            "total memory of one GPU as its driver reports it, in MiB as nvidia-smi or rocm-smi "
+            "prints it (81559 on an H100 SXM 80GB); unset where no such output was found"
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _visible_within_datasheet(self) -> AcceleratorFigures:
+        if self.visible_memory_mib is not None and self.visible_memory_mib > self.memory_gib * 1024:
+            raise ValueError(
+                f"visible_memory_mib {self.visible_memory_mib} is above memory_gib "
+                f"{self.memory_gib:g} GiB: the driver never reports more than the card has"
+            )
+        return self
+
+    @property
+    def capacity_gib(self) -> float:
+        """Memory of one GPU a launch can use at most, in GiB: the total its driver reports where
+        recorded, else the datasheet's `memory_gib`. PyTorch's allocator never holds more than
+        the device total CUDA reports (torch.cuda.mem_get_info), and vLLM requests
+        `gpu_memory_utilization` times that total (github-vllm-project-vllm: MemorySnapshot in
+        vllm/utils/mem_utils.py reads it, the v1 GPU worker's init_device multiplies it); it is
+        the driver's total, which nvidia-smi prints, less what the driver keeps, so never more
+        than this figure. The datasheet is above it (an H100's 80 GiB shows as 81559 MiB, 79.65
+        GiB): costing with it would let a plan fill memory no allocator is given, the dangerous
+        direction for "does it fit"."""
+        if self.visible_memory_mib is None:
+            return self.memory_gib
+        return self.visible_memory_mib / 1024
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -864,6 +864,7 @@ def accelerator_page(ix: Index, acc: Accelerator) -> str:
         ("Vendor", html(acc.vendor)),
         ("Released", cell(acc.released)),
         ("Memory (GiB)", cell(acc.memory_gib)),
+        ("Memory the driver reports (MiB)", cell(acc.visible_memory_mib)),
         ("HBM bandwidth (TB/s)", cell(acc.hbm_tbytes_per_s)),
         ("Dense bf16 (TFLOP/s)", cell(acc.bf16_dense_tflops)),
         ("Dense fp8 (TFLOP/s)", cell(acc.fp8_dense_tflops)),
@@ -879,7 +880,8 @@ def accelerator_page(ix: Index, acc: Accelerator) -> str:
         fields(figures),
         "The ridge point is dense bf16 FLOP/s over HBM bandwidth: a kernel doing fewer FLOPs per "
         "byte it reads (token-by-token decoding, for one) is bound by memory bandwidth, not "
-        "compute.",
+        "compute. Plans are costed with the memory the driver reports (nvidia-smi's total: "
+        "PyTorch and vLLM never get more) where it is recorded, else with the datasheet figure.",
         f"## Notes\n\n{show(acc.notes)}",
         sources_section(ix, src, acc.cited_sources(), acc.locators),
     )
