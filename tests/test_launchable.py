@@ -357,3 +357,61 @@ def test_a_mode_that_refuses_the_fastest_engines_still_finds_a_plain_one() -> No
     top = search(d.scenario.model_copy(update={"plan": own}), only="nemo-rl")["plans"][0]
     assert (top["placement"], top["execution"]) == ("disaggregated", "async")
     assert top["rollout"]["gpus"] == 128 and top["rollout"]["ep"] <= top["rollout"]["tp"]
+
+
+# -- setups whose best plans every runner's export refuses -----------------------------------
+
+
+def _atlas_setup(model: str, accelerator: str, gpus: int, algorithm: str) -> Any:
+    from rlmguide.rules.atlas import Setup
+
+    return parsed(Setup(model, accelerator, gpus, algorithm).scenario())
+
+
+def _checked(scenario: Any, **options: Any) -> dict[str, Any]:
+    from rlmguide.export.writer import launch_check
+
+    check = launch_check(CATALOG, scenario.workload.algorithm)
+    return search(scenario, launch_check=check, **options)
+
+
+QWEN3_235B_8XA100 = ("qwen3-235b-a22b", "a100-sxm-80gb", 8, "grpo")
+"""Only streamed parameters fit: AReaL runs the fastest plans but has no colocated launch."""
+
+
+def test_streamed_parameters_are_written_with_the_cpu_optimizer_they_imply() -> None:
+    # Before: the search spelt streaming as optimizer 0 with params, and NeMo-RL's export,
+    # which writes policy.dtensor_cfg.cpu_offload from both facts, refused the key's two
+    # values (verl's, SkyRL's and ROLL's mappings alike; verl's constraint too).
+    plan = _checked(_atlas_setup(*QWEN3_235B_8XA100), only="nemo-rl")["plans"][0]
+    assert plan["train"]["offload"] == {
+        "phase": True, "optimizer": 1.0, "params": True, "frozen": True,
+    }  # fmt: skip
+    assert plan["launchable_by"] == ["nemo-rl"]
+
+
+def test_the_ranking_asks_each_mapped_frameworks_own_ranking() -> None:
+    # Before: the best plans were AReaL's alone, which its launch has no colocated entry
+    # for, and the top plan named no framework to launch it with.
+    result = _checked(_atlas_setup(*QWEN3_235B_8XA100))
+    assert result["ranked_for"]["framework"] == "nemo-rl"
+    assert (
+        "areal: areal-2.0.0 has no entry point for sync colocated" in (result["ranked_for"]["why"])
+    )
+    plan = result["plans"][0]
+    assert plan["launchable_by"] == ["nemo-rl"] and plan["frameworks"] == ["nemo-rl"]
+    assert "no_launchable_plan" not in result
+
+
+def test_a_setup_no_released_framework_launches_says_why() -> None:
+    # DeepSeek-V3 on one node of H20s: the best plan that fits is AReaL's alone (refused at
+    # export), and every mapped framework's own ranking is refused or fits nothing.
+    result = _checked(_atlas_setup("deepseek-v3", "h20-96gb", 8, "dapo"))
+    plan = result["plans"][0]
+    assert plan["launchable_by"] == [] and "areal" in plan["launch_refused_by"]
+    reason = result["no_launchable_plan"]
+    assert reason.startswith("no launchable plan: every runner of the best plan that fits")
+    # each mapped framework that claims DAPO is asked (ROLL's record claims no DAPO)
+    for framework in MAPPED:
+        assert (f"{framework}: " in reason) == (framework != "roll"), framework
+    assert "ranked_for" not in result
