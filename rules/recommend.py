@@ -1876,6 +1876,18 @@ def _own_rankings(
     return min(found, key=lambda r: r["plans"][0]["step_seconds"]), why
 
 
+def _ranked_for(own: dict[str, Any], cause: str) -> dict[str, Any]:
+    """`own` (an `_own_rankings` result) as `recommend`'s, saying why (`cause`: what the
+    default ranking could not give)."""
+    own["ranked_for"] = {
+        "framework": own["plans"][0]["launchable_by"][0],
+        "why": f"{cause}; the plans shown are this framework's own ranking (recommend "
+        "--framework), whose top plan is the fastest that a mapped framework's own ranking "
+        "gives and its export writes",
+    }
+    return own
+
+
 def _gist(message: str) -> str:
     """A failed search's first clause (NoFeasiblePlan): the binding constraint named, before
     its figures or its record's statement."""
@@ -1907,7 +1919,12 @@ def recommend(
     launchable = recommender.launchable
     eligible = launchable & ~off_policy
     if not eligible.any():
-        raise NoFeasiblePlan(_nothing_ranked(recommender, costs, launchable, off_policy))
+        cause = _nothing_ranked(recommender, costs, launchable, off_policy)
+        if first is None and recommender.narrowed is not None:
+            own, _ = _own_rankings(recommender, top, with_what_if)
+            if own is not None:
+                return _ranked_for(own, cause)
+        raise NoFeasiblePlan(cause)
     passed: dict[str, Any] = {}
     start = 1
     if first is None:
@@ -1918,14 +1935,10 @@ def recommend(
             own, tried = _own_rankings(recommender, top, with_what_if)
             refused = "; ".join(f"{f}: {why}" for f, why in refusals.items())
             if own is not None:
-                own["ranked_for"] = {
-                    "framework": own["plans"][0]["launchable_by"][0],
-                    "why": f"every runner of the ranking's best plans refuses them at export "
-                    f"({refused}); the plans shown are this framework's own ranking "
-                    "(recommend --framework), whose top plan is the fastest that a mapped "
-                    "framework's own ranking gives and its export writes",
-                }
-                return own
+                return _ranked_for(
+                    own,
+                    f"every runner of the ranking's best plans refuses them at export ({refused})",
+                )
             passed = {
                 "no_launchable_plan": f"no launchable plan: every runner of the best plan that "
                 f"fits refuses it at export ({refused}), and no mapped framework's own ranking "
