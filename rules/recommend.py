@@ -1502,6 +1502,8 @@ class Recommender:
         todo = {int(r) for r in rows if int(r) not in known}
         if todo:
             todo |= {int(r) for r in along if int(r) not in known}
+            # with their parked twins, which `runners` reads next
+            todo |= {t for r in list(todo) if (t := self.parked_twin(r)) is not None} - set(known)
         todo = sorted(todo)
         if todo and not self.labels:
             known.update({r: [] for r in todo})
