@@ -1923,9 +1923,13 @@ def recommend(
     if not eligible.any():
         cause = _nothing_ranked(recommender, costs, launchable, off_policy)
         if first is None and recommender.narrowed is not None:
-            own, _ = _own_rankings(recommender, top, with_what_if)
+            own, tried = _own_rankings(recommender, top, with_what_if)
             if own is not None:
                 return _ranked_for(own, cause)
+            cause += (
+                f"; nor does any mapped framework's own ranking give a plan its export writes "
+                f"({'; '.join(tried)})"
+            )
         raise NoFeasiblePlan(cause)
     passed: dict[str, Any] = {}
     start = 1
