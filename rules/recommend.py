@@ -1550,8 +1550,11 @@ class Recommender:
         if twin is None:
             return launchable, research, refused
         assert self.final_costs is not None
-        parking = self._runners(twin, _shown_plan(self.final_costs, twin))[0]
-        self.parked_by[row] = [f for f in parking if f not in launchable]
+        # only the frameworks the row does not list already are judged on the twin (an
+        # export check each)
+        new = set(self.frameworks_for(twin)) - set(launchable)
+        parking = self._runners(twin, _shown_plan(self.final_costs, twin), new)[0]
+        self.parked_by[row] = parking
         if not self.parked_by[row]:
             return launchable, research, refused
         by_id = {x.id: x.framework for x in self.labels}
@@ -1565,10 +1568,12 @@ class Recommender:
         return f.id not in self.mapped, -date, f.id
 
     def _runners(
-        self, row: int, plan: Mapping[str, Any]
+        self, row: int, plan: Mapping[str, Any], among: Collection[str] | None = None
     ) -> tuple[list[str], list[str], dict[str, str]]:
-        """`runners` of row `row` alone."""
+        """`runners` of row `row` alone (of the frameworks `among`, where given)."""
         ids = set(self.frameworks_for(row))
+        if among is not None:
+            ids &= set(among)
         every = {x.id: x.framework for x in self.labels if x.id in ids}
         check = self.launch_check
         refused = {
