@@ -352,8 +352,19 @@ def _print_best(result: dict[str, Any], fmt: str) -> None:
             notes.append(
                 ("also claimed by", ", ".join(best["also_claimed_by"]) + " (no released code)")
             )
+        if best.get("reference_parked_by"):
+            notes.append(
+                ("reference parked by", ", ".join(best["reference_parked_by"])
+                 + " (they run it with the frozen models on the host while training)")
+            )  # fmt: skip
         for framework, why in (best.get("launch_refused_by") or {}).items():
             notes.append((f"not launched by {framework}", why))
+        if result.get("ranked_for"):
+            notes.append(
+                (f"ranked for {result['ranked_for']['framework']}", result["ranked_for"]["why"])
+            )
+        if result.get("no_launchable_plan"):
+            notes.append(("launch", result["no_launchable_plan"]))
     if "step_seconds_band" in best:
         low, high = best["step_seconds_band"]
         notes.append(

@@ -105,15 +105,35 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
         "framework",
         "VARCHAR",
         "the first framework that launches the plan: released code, an "
-        "export mapping first, then the newest release (null where every released framework "
-        "that runs it refuses it at export, as on `rlmguide recommend`: `launch_refused_by`)",
+        "export mapping first, then the newest release (null where no plan that fits is "
+        "launchable: `no_launch_reason`)",
     ),
     ("launchable_by", "VARCHAR[]", "released frameworks that run the plan, in that order"),
+    (
+        "reference_parked_by",
+        "VARCHAR[]",
+        "those of `launchable_by` that run the plan with the frozen models parked on the host "
+        "while training (ROLL, SkyRL: the plan's parked twin, within 2% of its step time)",
+    ),
     (
         "launch_refused_by",
         "VARCHAR[]",
         "released frameworks whose claims allow the plan but whose export refuses it "
         "(`rlmguide recommend` says why)",
+    ),
+    (
+        "ranked_for",
+        "VARCHAR",
+        "null where the default ranking's top plan is launchable; else the mapped framework "
+        "whose own ranking (`rlmguide recommend --framework`) gave the row's plan: every "
+        "runner of the default ranking's best plans refuses them at export",
+    ),
+    (
+        "no_launch_reason",
+        "VARCHAR",
+        "null where a released framework launches the row's plan; else 'no launchable plan' "
+        "and why: who refuses the best plan that fits at export, and what binds each mapped "
+        "framework's own ranking",
     ),
     (
         "plan",
@@ -128,7 +148,7 @@ DOC = (
     "models, cluster sizes, accelerators and algorithms (GRPO and DAPO: 512 prompts x 16 "
     "samples; PPO: 1,024 prompts x 1 sample; more on large clusters; verifier reward), a "
     "plan a released framework launches (one with an export mapping only where its export "
-    "writes it), or why none fits."
+    "writes it), or why none fits or none is launchable."
 )
 
 
@@ -250,7 +270,10 @@ def plan_row(setup: Setup, catalog: Any, judges: Any = None, launch_check: Any =
         list(plan["frameworks"]),
         next(iter(plan["launchable_by"]), None),
         list(plan["launchable_by"]),
+        list(plan.get("reference_parked_by", [])),
         sorted(plan["launch_refused_by"]),
+        result.get("ranked_for", {}).get("framework"),
+        result.get("no_launchable_plan"),
         json.dumps(pinned(plan), separators=(",", ":")),
         result["search"]["candidates"],
     ]

@@ -11,7 +11,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import reduce
 from typing import Any, NamedTuple
 
@@ -54,6 +54,7 @@ from rlmguide.rules.frameworks import (
     supports,
 )
 from rlmguide.rules.ranking import (
+    NEAR_FRACTION,
     TIE_FRACTION,
     Ranked,
     Ranker,
@@ -195,6 +196,7 @@ def recommender_for(
     are those in scope for its newest mapping, or for the mapping `versions` names for it
     (export's and review's mapping)."""
     j = judges or judges_of(catalog)
+    given = dict(options)
     options["versions"] = {**j.versions, **(options.get("versions") or {})}
     runs_as = options.get("only") or options.get("costed_as")
     if runs_as is not None:
@@ -202,7 +204,7 @@ def recommender_for(
         options.setdefault("fp32_gradients", runs_as in j.fp32_gradients)
         options.setdefault("split_stages", runs_as in j.split_stages)
         options.setdefault("frozen_on_host", runs_as in j.frozen_on_host)
-    return (factory or Recommender)(
+    recommender = (factory or Recommender)(
         resolved,
         j.rules,
         j.frameworks,
@@ -211,6 +213,14 @@ def recommender_for(
         mapped=j.mapped,
         **options,
     )
+    if runs_as is None and options.get("launch_check") is not None:
+        # where every runner of the ranking's plans refuses them at export, each mapped
+        # framework's own ranking is asked (`recommend`)
+        def narrowed(framework: str) -> Recommender:
+            return recommender_for(resolved, catalog, j, factory, **{**given, "only": framework})
+
+        recommender.narrowed = narrowed
+    return recommender
 
 
 class Shortlists(NamedTuple):
@@ -464,6 +474,10 @@ class Recommender:
         framework with a mapping is listed in a plan's `launchable_by` only where it can."""
         self.resolved = resolved
         self.launch_check = launch_check
+        self.narrowed: Callable[[str], Recommender] | None = None
+        """A recommender of the same scenario for one framework alone (`recommender_for`
+        sets it where a launch check is given): `recommend` asks the mapped frameworks'
+        own rankings when every runner of this one's plans refuses them at export."""
         self.enforce_memory = enforce_memory
         self.held_out = held_out
         if (only or costed_as) is not None:
@@ -551,6 +565,13 @@ class Recommender:
         """The facts of the rows `run` returned (row_facts and pairs_for read them)."""
         self._frameworks_of: dict[int, list[str]] = {}
         """frameworks_of's verdicts on the rows of final_env."""
+        self.final_costs: CostTable | None = None
+        """The rows `run` returned, costed (a row's parked twin is shown from it)."""
+        self._parked: dict[tuple[Any, ...], int] = {}
+        """The parked-reference variants among those rows, by the plan they park for
+        (`parked_twin`)."""
+        self.parked_by: dict[int, list[str]] = {}
+        """Per row `runners` judged, the frameworks it lists only for the row's parked twin."""
         self.ranked_rows: list[int] = []
         """Rows of those plans in rank order, once `recommend` has ranked them."""
         self.facts = scenario_facts(resolved)
@@ -1106,19 +1127,27 @@ class Recommender:
         if not (alive | waiting)[ok].any():
             raise NoFeasiblePlan(self._binding())
         costs, launchable, waiting = costs.take(ok), alive[ok], waiting[ok]
+        variant = np.zeros(len(costs), dtype=bool)
         if self.frameworks and self.filter_frameworks:
             searched = len(costs)
             costs, launchable = self._with_configurations(costs, launchable, waiting)
+            variant = np.arange(len(costs)) >= searched
             if waiting.any():  # bases of the variants only: nobody ranked runs them as they are
                 base = np.zeros(len(costs), dtype=bool)
                 base[:searched] = waiting & ~research[ok]
                 kept = np.flatnonzero(~base)
                 if not kept.size:
                     raise NoFeasiblePlan(self._own_pool_binding())
-                costs, launchable = costs.take(kept), launchable[kept]
+                costs, launchable, variant = costs.take(kept), launchable[kept], variant[kept]
         self.launchable = launchable
         final = {**self.facts, **plan_facts(costs.plans, costs)}
         self.final_env, self.final_size = final, len(costs)
+        self.final_costs = costs
+        self._parked = {
+            _unparked_key(costs.plans, int(i)): int(i)
+            for i in np.flatnonzero(variant & costs.plans.offload_frozen)
+        }
+        self.parked_by = {}
         self._frameworks_of = {}
         fired = {rule.id: rule.fires(final, len(costs)) for rule in self.rules}
         return costs, fired
@@ -1139,7 +1168,10 @@ class Recommender:
         pair = (costs.plans.placement * len(EXECUTIONS) + costs.plans.execution)[order]
         _, firsts = np.unique(pair, return_index=True)
         base = np.union1d(order[:VARIANT_BASE], order[firsts])
-        configured = self._joined(*self.configuration_variants(costs.plans.take(base)))
+        parked = np.union1d(base, self._tie_winners(costs, launchable))
+        configured = self._joined(
+            *self.configuration_variants(costs.plans.take(base), costs.plans.take(parked))
+        )
         pooled = self._joined(*self.pool_variants(costs, launchable | waiting, configured))
         found = [part for part in (configured, pooled) if part is not None]
         if not found:
@@ -1148,6 +1180,18 @@ class Recommender:
         variants = reduce(CostTable.concat, [v for v, _ in found])
         self.search.candidates += len(variants)
         return costs.concat(variants), np.concatenate([launchable, *(r for _, r in found)])
+
+    def _tie_winners(self, costs: CostTable, launchable: np.ndarray) -> np.ndarray:
+        """The VARIANT_BASE simplest rankable rows (launchable, not lagging) within the tie
+        of the fastest one (rules.ranking): where the plan ranked first is, which the
+        fastest plans need not include."""
+        rankable = np.flatnonzero(launchable & ~lagging(self, costs.plans))
+        if not rankable.size:
+            return rankable
+        seconds = costs.step_seconds[rankable]
+        tied = rankable[seconds <= (1 + TIE_FRACTION) * seconds.min()]
+        scores = scores_of(self, costs.plans.take(tied))
+        return tied[np.lexsort((costs.step_seconds[tied], scores))[:VARIANT_BASE]]
 
     @staticmethod
     def _joined(
@@ -1249,12 +1293,13 @@ class Recommender:
         return [role for role in roles if getattr(plan.pools, role) is None]
 
     def configuration_variants(
-        self, base: PlanTable
+        self, base: PlanTable, parked: PlanTable | None = None
     ) -> tuple[CostTable | None, np.ndarray, np.ndarray, np.ndarray]:
-        """`base`'s plans under every other Table 9 configuration that applies, costed: the
-        variants, where they pass memory and the require rules, where some framework ranked
-        runs them, and where only a research system does (no table where no configuration
-        applies)."""
+        """`base`'s plans under every other Table 9 configuration that applies, and
+        `parked`'s (default `base`) with the frozen models parked while training, costed:
+        the variants, where they pass memory and the require rules, where some framework
+        ranked runs them, and where only a research system does (no table where no
+        configuration applies)."""
         plan = self.resolved.scenario.plan
         has_critic = self.resolved.critic is not None
         critics = (
@@ -1273,7 +1318,7 @@ class Recommender:
             if plan.fusion_chunk
             else [0, *sorted({-(-streamed.generated_sequences // h) for h in FUSION_HANDOFFS})]
         )
-        tables = [
+        made = [
             replace(
                 base,
                 critic_shared=np.full(len(base), c == "shared"),
@@ -1284,23 +1329,33 @@ class Recommender:
             for f in fusions
             for k in (chunks if f in ("inter-stage", "both") else [0])
         ]
+        sources = [base] * len(made)
         if plan.assessment is None and frozen_roles(self.resolved):
             # The frozen models' own layouts, under each plan's own configuration.
             ones = np.ones(len(base), dtype=np.int64)
-            tables += [replace(base, assess_tp=t * ones, assess_pp=ones) for t in ASSESSMENT_TP]
+            made += [replace(base, assess_tp=t * ones, assess_pp=ones) for t in ASSESSMENT_TP]
+            sources += [base] * len(ASSESSMENT_TP)
+        if plan.train.offload is None and frozen_roles(self.resolved):
+            # The frozen models parked on the host while training, as ROLL and SkyRL always
+            # run them (constraints roll-reference-offloaded-after-each-call,
+            # skyrl-reference-parked-beside-the-policy): the main round parks them only
+            # beside the trainer's state (PHASE_OFFLOAD), so a plan those frameworks run
+            # without phase offload (ROLL's FSDP2, any trainer on GPUs of its own) is this one.
+            parked = base if parked is None else parked
+            made.append(replace(parked, offload_frozen=np.ones(len(parked), dtype=bool)))
+            sources.append(parked)
         if plan.train.expert_layout is None and self.resolved.policy.moe is not None:
             # The survey's isolated EP beside Megatron's folding (plan_problems keeps the
             # plans whose ep divides dp): a what-if, as no framework in the KB claims it.
-            tables.append(replace(base, train_ep_isolated=np.ones(len(base), dtype=bool)))
-        table = reduce(PlanTable.concat, tables)
-        copies = len(tables)
-        same = (
-            (table.critic_shared == np.tile(base.critic_shared, copies))
-            & (table.fusion == np.tile(base.fusion, copies))
-            & (table.fusion_chunk == np.tile(base.fusion_chunk, copies))
-            & (table.assess_tp == np.tile(base.assess_tp, copies))
-            & (table.train_ep_isolated == np.tile(base.train_ep_isolated, copies))
-        )
+            made.append(replace(base, train_ep_isolated=np.ones(len(base), dtype=bool)))
+            sources.append(base)
+        table, source = reduce(PlanTable.concat, made), reduce(PlanTable.concat, sources)
+        same = np.ones(len(table), dtype=bool)
+        for name in (
+            "critic_shared", "fusion", "fusion_chunk", "assess_tp", "train_ep_isolated",
+            "offload_frozen",
+        ):  # fmt: skip
+            same &= getattr(table, name) == getattr(source, name)
         # Fusing the assessment into the rollout changes nothing where they already overlap.
         waits = np.isin(
             table.execution, (EXECUTIONS.index("sync"), EXECUTIONS.index("partial-rollout"))
@@ -1506,6 +1561,8 @@ class Recommender:
         todo = {int(r) for r in rows if int(r) not in known}
         if todo:
             todo |= {int(r) for r in along if int(r) not in known}
+            # with their parked twins, which `runners` reads next
+            todo |= {t for r in list(todo) if (t := self.parked_twin(r)) is not None} - set(known)
         todo = sorted(todo)
         if todo and not self.labels:
             known.update({r: [] for r in todo})
@@ -1522,6 +1579,21 @@ class Recommender:
                 known[r] = list(lists[k])
         return {int(r): known[int(r)] for r in rows}
 
+    def parked_twin(self, row: int) -> int | None:
+        """The row that is row `row` with the frozen models parked on the host while
+        training (its parked-reference variant, `configuration_variants`), where one was
+        costed and its step is within NEAR_FRACTION of the row's: one plan as the ranking
+        shows plans (rules.ranking folds such rows into one), and the plan as ROLL and SkyRL,
+        which always park the reference, run it."""
+        costs = self.final_costs
+        if costs is None or not self._parked or costs.plans.offload_frozen[row]:
+            return None
+        twin = self._parked.get(_unparked_key(costs.plans, row))
+        seconds = costs.step_seconds
+        if twin is None or seconds[twin] > (1 + NEAR_FRACTION) * seconds[row]:
+            return None
+        return twin
+
     def runners(
         self, row: int, plan: Mapping[str, Any]
     ) -> tuple[list[str], list[str], dict[str, str]]:
@@ -1529,8 +1601,38 @@ class Recommender:
         frameworks, those with an export mapping first, then by their latest release (newest
         first); the others whose claims and constraints allow it (partial code, a paper, a
         closed system); and the released ones whose claims allow it but whose export mapping
-        cannot launch it (`launch_check`), each with why."""
+        cannot launch it (`launch_check`), each with why. The released frameworks that launch
+        the row's parked twin (`parked_twin`) are among the first, remembered in
+        `parked_by`."""
+        launchable, research, refused = self._runners(row, plan)
+        twin = self.parked_twin(row)
+        if twin is None:
+            return launchable, research, refused
+        assert self.final_costs is not None
+        # only the frameworks the row does not list already are judged on the twin (an
+        # export check each)
+        new = set(self.frameworks_for(twin)) - set(launchable)
+        parking = self._runners(twin, _shown_plan(self.final_costs, twin), new)[0]
+        self.parked_by[row] = parking
+        if not self.parked_by[row]:
+            return launchable, research, refused
+        by_id = {x.id: x.framework for x in self.labels}
+        both = [by_id[f] for f in {*launchable, *parking}]
+        refused = {f: why for f, why in refused.items() if f not in parking}
+        return [f.id for f in sorted(both, key=self._order)], research, refused
+
+    def _order(self, f: Framework) -> tuple[bool, int, str]:
+        """Mapped frameworks first, then the newest release (`runners`)."""
+        date = f.latest_release.date.toordinal() if f.latest_release else 0
+        return f.id not in self.mapped, -date, f.id
+
+    def _runners(
+        self, row: int, plan: Mapping[str, Any], among: Collection[str] | None = None
+    ) -> tuple[list[str], list[str], dict[str, str]]:
+        """`runners` of row `row` alone (of the frameworks `among`, where given)."""
         ids = set(self.frameworks_for(row))
+        if among is not None:
+            ids &= set(among)
         every = {x.id: x.framework for x in self.labels if x.id in ids}
         check = self.launch_check
         refused = {
@@ -1540,13 +1642,8 @@ class Recommender:
             if (why := check(self, row, plan, f.id)) is not None
         }
         released = [f for f in every.values() if f.released and f.id not in refused]
-
-        def order(f: Framework) -> tuple[bool, int, str]:
-            date = f.latest_release.date.toordinal() if f.latest_release else 0
-            return f.id not in self.mapped, -date, f.id
-
         return (
-            [f.id for f in sorted(released, key=order)],
+            [f.id for f in sorted(released, key=self._order)],
             sorted(f.id for f in every.values() if not f.released),
             dict(sorted(refused.items())),
         )
@@ -1765,6 +1862,14 @@ def _first(
     )
 
 
+def _unparked_key(plans: PlanTable, row: int) -> tuple[Any, ...]:
+    """Row `row` of `plans` as a key that leaves out where the frozen models are while
+    training: a plan and its parked-reference variant share it."""
+    return tuple(
+        getattr(plans, f.name)[row].item() for f in fields(plans) if f.name != "offload_frozen"
+    )
+
+
 def _shown_plan(costs: CostTable, row: int) -> dict[str, Any]:
     plan = costs.row(row)
     if plan["execution"] == "sync":
@@ -1811,6 +1916,53 @@ def _launchable_ranking(
     return ranked
 
 
+def _own_rankings(
+    recommender: Recommender, top: int, with_what_if: bool
+) -> tuple[dict[str, Any] | None, list[str]]:
+    """The fastest top plan that a mapped released framework's own ranking (`narrowed`)
+    gives and its export writes, as that ranking's result (None where none does), and why
+    each framework gives none."""
+    assert recommender.narrowed is not None
+    found: list[dict[str, Any]] = []
+    why: list[str] = []
+    mapped = [x.id for x in recommender.supports if x.released and x.id in recommender.mapped]
+    for framework in mapped:
+        try:
+            result = recommend(recommender.narrowed(framework), top, with_what_if)
+        except NoFeasiblePlan as exc:
+            why.append(f"{framework}: {_gist(str(exc))}")
+            continue
+        plan = result["plans"][0]
+        if plan["launchable_by"]:
+            found.append(result)
+        else:
+            why.append(f"{framework}: {plan['launch_refused_by'].get(framework, '')}")
+    if not found:
+        return None, why
+    return min(found, key=lambda r: r["plans"][0]["step_seconds"]), why
+
+
+def _ranked_for(own: dict[str, Any], cause: str) -> dict[str, Any]:
+    """`own` (an `_own_rankings` result) as `recommend`'s, saying why (`cause`: what the
+    default ranking could not give)."""
+    own["ranked_for"] = {
+        "framework": own["plans"][0]["launchable_by"][0],
+        "why": f"{cause}; the plans shown are this framework's own ranking (recommend "
+        "--framework), whose top plan is the fastest that a mapped framework's own ranking "
+        "gives and its export writes",
+    }
+    return own
+
+
+def _gist(message: str) -> str:
+    """A failed search's first clause (NoFeasiblePlan): the binding constraint named, before
+    its figures or its record's statement."""
+    for end in ("; ", "): "):
+        if end in message:
+            message = message[: message.index(end) + (1 if end == "): " else 0)]
+    return message
+
+
 def _refused_by_all(recommender: Recommender, costs: CostTable, row: int) -> bool:
     launchable_by, _, refused_by = recommender.runners(row, _shown_plan(costs, row))
     return bool(refused_by) and not launchable_by
@@ -1833,11 +1985,35 @@ def recommend(
     launchable = recommender.launchable
     eligible = launchable & ~off_policy
     if not eligible.any():
-        raise NoFeasiblePlan(_nothing_ranked(recommender, costs, launchable, off_policy))
+        cause = _nothing_ranked(recommender, costs, launchable, off_policy)
+        if first is None and recommender.narrowed is not None:
+            own, tried = _own_rankings(recommender, top, with_what_if)
+            if own is not None:
+                return _ranked_for(own, cause)
+            cause += (
+                f"; nor does any mapped framework's own ranking give a plan its export writes "
+                f"({'; '.join(tried)})"
+            )
+        raise NoFeasiblePlan(cause)
     passed: dict[str, Any] = {}
     start = 1
     if first is None:
         ranked = _launchable_ranking(recommender, costs, top, scores, eligible)
+        if recommender.narrowed is not None and _refused_by_all(recommender, costs, ranked.rows[0]):
+            best = _shown_plan(costs, ranked.rows[0])
+            refusals = recommender.runners(ranked.rows[0], best)[2]
+            own, tried = _own_rankings(recommender, top, with_what_if)
+            refused = "; ".join(f"{f}: {why}" for f, why in refusals.items())
+            if own is not None:
+                return _ranked_for(
+                    own,
+                    f"every runner of the ranking's best plans refuses them at export ({refused})",
+                )
+            passed = {
+                "no_launchable_plan": f"no launchable plan: every runner of the best plan that "
+                f"fits refuses it at export ({refused}), and no mapped framework's own ranking "
+                f"gives a plan its export writes ({'; '.join(tried)})"
+            }
     else:
         ranked, start, skipped, count = _first(costs, scores, eligible, first)
         passed = {"passed_over": skipped, "passed_over_count": count}
@@ -1862,6 +2038,10 @@ def recommend(
         plan["frameworks"] = recommender.frameworks_for(i)
         runners = recommender.runners(i, plan)
         plan["launchable_by"], plan["also_claimed_by"], plan["launch_refused_by"] = runners
+        if parked := recommender.parked_by.get(i):
+            # they run it with the frozen models parked on the host (its parked twin, in
+            # `also` when it is shown)
+            plan["reference_parked_by"] = parked
         plan["tie"] = _tie(costs, i, place.anchor, shown, place.also)
         plan["also_as"] = _folded(costs, place.folded)
         plan["also"] = [_also(costs, i, k) for k in place.also]

@@ -172,10 +172,17 @@ PHASE_OFFLOAD = Offload(phase=True, frozen=True)
 parked while training."""
 HEAVY_OFFLOADS = (
     Offload(phase=True, optimizer=1.0, frozen=True),
-    Offload(phase=True, params=True, frozen=True),
+    Offload(phase=True, optimizer=1.0, params=True, frozen=True),
 )
 """Tried only where nothing fits without them: a CPU optimizer (DeepSpeed adam_offload,
-Megatron optimizer_cpu_offload) and streamed parameters (FSDP2 offload_policy)."""
+Megatron optimizer_cpu_offload) and streamed parameters (FSDP2 offload_policy). Streaming
+carries the whole CPU optimizer it implies (Offload.params), spelled out as the frameworks
+spell it: FSDP2's CPUOffloadPolicy keeps parameters, gradients and the optimizer step on the
+host at once (verl's FSDP engine, constraint verl-fsdp-cpu-optimizer-only-with-offload-policy-v0.8;
+SkyRL's and NeMo-RL's cpu_offload), each mapping writes that one switch from both facts, and
+review reads such a launch back as optimizer 1 with params. The cost is the same either way
+(cost.memory and cost.training count a streamed model's optimizer on the host whatever its
+share says)."""
 
 
 def offload_options(resolved: Resolved, choices: tuple[Offload, ...]) -> tuple[Offload, ...]:

@@ -165,7 +165,9 @@ def test_who_runs_a_plan_in_order() -> None:
     plans = search(read_scenario(Path(SMALL)), top=3)["plans"]
     for plan in plans:
         launchable, also = plan["launchable_by"], plan["also_claimed_by"]
-        assert set(launchable) | set(also) == set(plan["frameworks"])
+        # those that run it only with the reference parked run its parked twin
+        parked = set(plan.get("reference_parked_by", ()))
+        assert set(launchable) | set(also) == set(plan["frameworks"]) | parked
         assert all(FRAMEWORKS[f].released for f in launchable)
         assert not any(FRAMEWORKS[f].released for f in also)
         mapped = [f in MAPPED for f in launchable]
@@ -357,3 +359,61 @@ def test_a_mode_that_refuses_the_fastest_engines_still_finds_a_plain_one() -> No
     top = search(d.scenario.model_copy(update={"plan": own}), only="nemo-rl")["plans"][0]
     assert (top["placement"], top["execution"]) == ("disaggregated", "async")
     assert top["rollout"]["gpus"] == 128 and top["rollout"]["ep"] <= top["rollout"]["tp"]
+
+
+# -- setups whose best plans every runner's export refuses -----------------------------------
+
+
+def _atlas_setup(model: str, accelerator: str, gpus: int, algorithm: str) -> Any:
+    from rlmguide.rules.atlas import Setup
+
+    return parsed(Setup(model, accelerator, gpus, algorithm).scenario())
+
+
+def _checked(scenario: Any, **options: Any) -> dict[str, Any]:
+    from rlmguide.export.writer import launch_check
+
+    check = launch_check(CATALOG, scenario.workload.algorithm)
+    return search(scenario, launch_check=check, **options)
+
+
+QWEN3_235B_8XA100 = ("qwen3-235b-a22b", "a100-sxm-80gb", 8, "grpo")
+"""Only streamed parameters fit."""
+
+
+def test_streamed_parameters_are_written_with_the_cpu_optimizer_they_imply() -> None:
+    # Before: the search spelt streaming as optimizer 0 with params, and NeMo-RL's export,
+    # which writes policy.dtensor_cfg.cpu_offload from both facts, refused the key's two
+    # values (verl's, SkyRL's and ROLL's mappings alike; verl's constraint too).
+    plan = _checked(_atlas_setup(*QWEN3_235B_8XA100), only="nemo-rl")["plans"][0]
+    assert plan["train"]["offload"] == {
+        "phase": True, "optimizer": 1.0, "params": True, "frozen": True,
+    }  # fmt: skip
+    assert plan["launchable_by"] == ["nemo-rl"]
+
+
+def test_the_ranking_asks_each_mapped_frameworks_own_ranking() -> None:
+    # Before: the best plans were AReaL's alone (FSDP with expert parallelism, which AReaL's
+    # allocation refuses, and colocated, which its mapped launch has no entry point for),
+    # and the top plan named no framework to launch it with; without them the default
+    # search keeps no on-policy plan a released framework runs, but NeMo-RL's own does.
+    result = _checked(_atlas_setup(*QWEN3_235B_8XA100))
+    assert result["ranked_for"]["framework"] == "nemo-rl"
+    assert result["ranked_for"]["why"].endswith("gives and its export writes")
+    plan = result["plans"][0]
+    assert plan["launchable_by"] == ["nemo-rl"] and plan["frameworks"] == ["nemo-rl"]
+    assert "no_launchable_plan" not in result
+
+
+def test_a_setup_no_released_framework_launches_says_why() -> None:
+    # DeepSeek-V3 on one node of H20s: the best plan that fits is refused at export by
+    # every runner, and every mapped framework's own ranking is refused or fits nothing.
+    result = _checked(_atlas_setup("deepseek-v3", "h20-96gb", 8, "dapo"))
+    plan = result["plans"][0]
+    assert plan["launchable_by"] == [] and plan["launch_refused_by"]
+    reason = result["no_launchable_plan"]
+    assert reason.startswith("no launchable plan: every runner of the best plan that fits")
+    # each mapped framework that claims DAPO is asked (ROLL's record claims no DAPO)
+    for framework in MAPPED:
+        assert (f"{framework}: " in reason) == (framework != "roll"), framework
+    assert "ranked_for" not in result

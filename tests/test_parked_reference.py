@@ -60,3 +60,32 @@ def test_estimate_labels_them_by_where_the_reference_is(tmp_path: Path) -> None:
         if frozen:  # the reference's reload, on the trainer's side of the step
             assert seconds["switch"] > 0
     assert "roll" in frameworks[True] and "roll" not in frameworks[False]
+
+
+def test_the_default_ranking_lists_them_where_they_run_its_parked_twin(tmp_path: Path) -> None:
+    # Before: the default search costed the parked variant of a plan only beside phase
+    # offload, so ROLL's FSDP2 (which refuses phase offload) was never listed on the README
+    # example's top plan; now that plan's twin with the reference parked is costed, shown
+    # under `also`, and ROLL is listed as running it.
+    plan = _json("recommend", SMALL, "--top", "1")["plans"][0]
+    assert not plan["train"]["offload"]["frozen"]
+    assert plan["reference_parked_by"] == ["roll"]
+    assert "roll" in plan["launchable_by"] and "roll" not in plan["frameworks"]
+    # mapped frameworks first: ROLL follows the mapped ones the plan lists itself
+    mapped = [f for f in plan["launchable_by"] if f in ("verl", "openrlhf", "roll")]
+    assert plan["launchable_by"][: len(mapped)] == mapped
+    # the twin: the same plan with the reference parked, which ROLL's claims allow, within
+    # 2% of the plan's time (one plan as the ranking shows plans)
+    scenario = yaml.safe_load(Path(SMALL).read_text())
+    train = {k: plan["train"][k] for k in ("gpus", "tp", "pp", "cp", "ep", "zero", "recompute")}
+    scenario["plan"] = {
+        "placement": plan["placement"],
+        "execution": plan["execution"],
+        "rollout": {k: plan["rollout"][k] for k in ("gpus", "tp", "pp", "ep")},
+        "train": {**train, "offload": {**plan["train"]["offload"], "frozen": True}},
+    }
+    path = tmp_path / "twin.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    twin = _json("estimate", str(path))["plans"][0]
+    assert "roll" in twin["frameworks"]
+    assert twin["step_seconds"] <= 1.02 * plan["step_seconds"]

@@ -37,7 +37,7 @@ HEADERS = (
 QUERY = """
 SELECT model_id, accelerator_id, gpus, algorithm_id, feasible, infeasible_reason, placement,
        execution, rollout_layout, train_layout, step_seconds, tokens_per_second, bottleneck,
-       framework, launchable_by, launch_refused_by, params_b
+       framework, launchable_by, launch_refused_by, ranked_for, no_launch_reason, params_b
 FROM atlas ORDER BY params_b, model_id, accelerator_id, gpus, algorithm_id
 """
 UNCHECKED = """
@@ -66,9 +66,11 @@ def atlas_row(row: dict[str, Any]) -> list[str]:
         return [*setup, f'<span title="{reason}">{short}</span>', *[""] * 8]
     if row["framework"]:
         first = _link("framework", row["framework"])
+        if row["ranked_for"]:
+            first += " (its own ranking: the default one's runners refuse it at export)"
         others = ", ".join(_link("framework", f) for f in row["launchable_by"][1:])
     else:  # the best plan that fits, but no released framework's launch writes it
-        first = "none"
+        first = f'<span title="{html(row["no_launch_reason"])}">no launchable plan</span>'
         others = "export refuses it: " + ", ".join(
             _link("framework", f) for f in row["launch_refused_by"]
         )
@@ -124,10 +126,18 @@ def atlas_pages(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
         f"{feasible} of {len(rows)} setups have a plan that fits; for the others the row says "
         "which constraint binds (hover for the figures)."
         + (
-            f" Of those, {unlaunched} have no plan a released framework launches: every one "
-            "that runs the best plan that fits refuses it at export, and *Launch with* says "
-            "none."
+            f" Of those, {unlaunched} have no launchable plan: every released framework that "
+            "runs the best plan that fits refuses it at export, and so does each mapped "
+            "framework's own best plan; *Launch with* says so (hover for why) and the row "
+            "shows the best plan that fits."
             if unlaunched
+            else ""
+        )
+        + (
+            f" In {own}, every runner of the default ranking's best plans refuses them at "
+            "export, and the row is the fastest plan a mapped framework's own ranking "
+            "(`rlmguide recommend --framework`) gives and launches."
+            if (own := sum(1 for r in rows if r["ranked_for"]))
             else ""
         )
         + " For another workload, run "
