@@ -1662,6 +1662,7 @@ TERM_NAMES = {
     "workspace": "engine workspace",
     "trainer_state": "trainer state kept during rollout",
     "offloaded_state_per_node": "offloaded state",
+    "fused_assessment": "assessment streamed beside the rollout (inter-stage fusion)",
 }
 
 REMEDIES = {
@@ -1680,6 +1681,8 @@ REMEDIES = {
     "reshard": "the frozen models on the trainer's layout (no plan.assessment) or on a pool of "
     "their own (plan.pools)",
     "workspace": "a larger rollout tensor group",
+    "fused_assessment": "smaller fusion chunks (plan.fusion_chunk), no inter-stage fusion "
+    "(plan.fusion: none) or the assessment on a pool of its own (plan.pools)",
     "offloaded_state_per_node": "less offload, more nodes or a node with more host memory "
     "(cluster.host_memory_gib_per_node)",
 }

@@ -169,3 +169,19 @@ def test_a_reshard_overflow_names_its_buffer_and_remedy() -> None:
 
 def test_every_memory_term_has_a_name_and_a_remedy() -> None:
     assert set(TERM_NAMES) == set(REMEDIES)
+
+
+def test_every_term_a_bundled_plan_reports_has_a_name() -> None:
+    # A term the cost core adds without a name here made a memory failure an internal
+    # KeyError (the frozen models' resharding buffer, then fusion's streamed assessment).
+    seen: set[str] = set()
+    for example in sorted((REPO / "examples").glob("*.yaml")):
+        try:
+            found: Any = api.recommend(example, top=20, what_if=True, include_research=True)
+        except RlmguideError:  # a plan only research systems run: estimate costs it
+            found = api.estimate(example)
+        for plan in found.model_dump(mode="json")["plans"]:
+            for terms in plan["memory_breakdown_gib"].values():
+                seen |= set(terms)
+    assert "fused_assessment" in seen and "reshard" in seen
+    assert seen <= set(TERM_NAMES)
