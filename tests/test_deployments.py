@@ -66,7 +66,7 @@ OVERFLOW_AS_THEIR_FRAMEWORK = {
     # stage by stage the first (11 layers, the embedding, 88 micro-batch layers) and the
     # second (12, no vocabulary, 84) are each about 9 GiB over.
     "verl-qwen3-235b-a22b-grpo-megatron-32xh20": VERL_GAP,
-    # About 8 GiB over: weights 9.6, fp32 gradients 19.2, activations 61.4 (48 layers and the
+    # 7.9 GiB over: weights 9.6, fp32 gradients 19.2, activations 61.4 (48 layers and the
     # loss at 10,240 tokens, QK-norm's inputs included), reserve 9.2; the activation model is
     # 2.2% above Megatron Bridge's measured Qwen3-30B-A3B peak (result
     # megatron-bridge-qwen3-30b-a3b-16xh100-peak; 0.8% below it without the QK-norm inputs)
