@@ -16,6 +16,11 @@ FIXTURE_KB = Path(__file__).parent / "fixtures" / "kb"
 REPO = Path(__file__).parent.parent
 
 
+def sets(*assignments: str) -> list[str]:
+    """`--set` options for the given PATH=VALUE assignments."""
+    return [arg for assignment in assignments for arg in ("--set", assignment)]
+
+
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """`python -m rlmguide ARGS` as a real process, in this process's environment."""
     return subprocess.run(

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from conftest import run_cli
+from conftest import run_cli, sets
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rlmguide.cost import PlanError, check_plans, evaluate
@@ -205,13 +205,7 @@ def test_expert_parallel_degree_on_a_dense_policy_names_the_rule(field: str, rul
 
 
 MOE_RUN = {
-    "cluster": {"accelerator": "h100-sxm-80gb", "nodes": 2, "gpus_per_node": 8},
-    "models": {"policy": "qwen3-30b-a3b", "reward": "verifier"},
-    "workload": {
-        "algorithm": "grpo", "prompts_per_step": 64, "samples_per_prompt": 8,
-        "prompt_tokens": 512, "response_tokens": 2048, "max_response_tokens": 4096,
-        "minibatches_per_step": 1, "epochs": 1,
-    },
+    **MOE_SCENARIO,
     "plan": {
         "placement": "colocated", "execution": "sync", "rollout": {"tp": 4},
         "train": {"tp": 1, "ep": 8, "zero": 1, "recompute": "full"},
@@ -220,15 +214,9 @@ MOE_RUN = {
 
 
 def survey_layout(tmp_path: Path, layout: str, tp: int = 1) -> dict[str, Any]:
-    import yaml
-
-    path = tmp_path / f"{layout}-{tp}.yaml"
-    path.write_text(yaml.safe_dump(MOE_RUN))
-    args = ["estimate", str(path), "--survey", "--format", "json"]
-    args += ["--set", f"plan.train.expert_layout={layout}", "--set", f"plan.train.tp={tp}"]
-    result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.output)["plans"][0]["survey_model"]["policy_training_layout"]
+    layout_set = sets(f"plan.train.expert_layout={layout}", f"plan.train.tp={tp}")
+    found = invoke(tmp_path, MOE_RUN, "estimate", "--survey", *layout_set)
+    return found["plans"][0]["survey_model"]["policy_training_layout"]
 
 
 def test_estimate_survey_follows_the_expert_layout(tmp_path: Path) -> None:

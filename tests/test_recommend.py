@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import REPO, run_cli
+from conftest import REPO, run_cli, sets
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -40,11 +40,6 @@ STAGE_KEYS = {
     "gpus",
     "bound",
 }
-
-
-def sets(*assignments: str) -> list[str]:
-    """`--set` options for the given PATH=VALUE assignments."""
-    return [arg for assignment in assignments for arg in ("--set", assignment)]
 
 
 COLOCATED_TP2 = sets("plan.placement=colocated", "plan.train.tp=2", "plan.train.pp=1")

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import REPO
+from conftest import REPO, sets
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -976,6 +976,15 @@ def test_a_model_sized_apart_from_the_actor_reads_as_a_pool_of_its_own(tmp_path:
     assert plan["pools"]["reference"] == 8
 
 
+def export_32b(framework: str, out: Path, *plan: str) -> None:
+    """The Qwen2.5-32B example exported for `framework` to `out` with the `plan` assignments."""
+    example = REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml"
+    done = CliRunner().invoke(
+        cli, ["export", str(example), "--framework", framework, "--out", str(out), *sets(*plan)]
+    )
+    assert done.exit_code == 0, done.output
+
+
 @pytest.mark.parametrize(
     ("framework", "key"),
     [
@@ -990,18 +999,10 @@ def test_a_launch_that_interleaves_its_pipeline_is_costed_so(
     # The launch's virtual pipeline size is the plan's virtual_stages: 64 layers over 2 stages
     # of 2 chunks. Without the key the same launch runs the plain 1F1B schedule, whose
     # warm-up and drain bubble is twice as long; nothing else about the launch changes.
-    example = REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml"
     out = tmp_path / ("run.yaml" if framework == "roll" else "run.sh")  # ROLL launches a config
-    plan = [
-        "--set", "plan.placement=colocated", "--set", "plan.execution=sync",
-        "--set", "plan.rollout.tp=4", "--set", "plan.train.tp=4", "--set", "plan.train.pp=2",
-        "--set", "plan.train.zero=1", "--set", "plan.train.recompute=full",
-        "--set", "plan.train.virtual_stages=2",
-    ]  # fmt: skip
-    done = CliRunner().invoke(
-        cli, ["export", str(example), "--framework", framework, "--out", str(out), *plan]
-    )
-    assert done.exit_code == 0, done.output
+    export_32b(framework, out, "plan.placement=colocated", "plan.execution=sync",
+               "plan.rollout.tp=4", "plan.train.tp=4", "plan.train.pp=2", "plan.train.zero=1",
+               "plan.train.recompute=full", "plan.train.virtual_stages=2")  # fmt: skip
     hardware = Hardware("h100-sxm-80gb", 8, 8)
     interleaved = review(out, framework, policy="qwen2.5-32b", hardware=hardware)
     text = out.read_text()
@@ -1019,18 +1020,10 @@ def test_a_launchs_stage_counts_are_the_plans_split(framework: str, tmp_path: Pa
     # Qwen2.5-32B's 64 layers over 6 stages, 9 on the first and 11 on the last as the launch
     # gives them (not the 10 | 4 x 11 | 10 export would choose): read back, the estimate
     # costs that split.
-    example = REPO / "examples" / "grpo-qwen2.5-32b-64xh100.yaml"
     out = tmp_path / "run.sh"
-    plan = [
-        "--set", "cluster.nodes=6", "--set", "plan.placement=colocated",
-        "--set", "plan.execution=sync", "--set", "plan.rollout.tp=4", "--set", "plan.train.tp=4",
-        "--set", "plan.train.pp=6", "--set", "plan.train.first_stage_layers=9",
-        "--set", "plan.train.last_stage_layers=11",
-    ]  # fmt: skip
-    done = CliRunner().invoke(
-        cli, ["export", str(example), "--framework", framework, "--out", str(out), *plan]
-    )
-    assert done.exit_code == 0, done.output
+    export_32b(framework, out, "cluster.nodes=6", "plan.placement=colocated",
+               "plan.execution=sync", "plan.rollout.tp=4", "plan.train.tp=4", "plan.train.pp=6",
+               "plan.train.first_stage_layers=9", "plan.train.last_stage_layers=11")  # fmt: skip
     got = review(out, framework, policy="qwen2.5-32b", hardware=Hardware("h100-sxm-80gb", 6, 8))
     train = got["estimate"]["train"]
     assert (train["pp"], train["first_stage_layers"], train["last_stage_layers"]) == (6, 9, 11)

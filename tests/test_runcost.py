@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import REPO, run_cli
+from conftest import REPO, run_cli, sets
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rlmguide.cost.run import DEFAULT_RUN_TERMS, RunTerms, length_schedule, run_time
@@ -36,10 +36,6 @@ NO_EXTRAS = (
 
 def invoke(*args: str) -> Any:
     return CliRunner().invoke(cli, list(args), catch_exceptions=False)
-
-
-def sets(*assignments: str) -> list[str]:
-    return [arg for assignment in assignments for arg in ("--set", assignment)]
 
 
 @functools.cache
