@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import REPO, run_cli
+from conftest import REPO, run_cli, sets
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS, record_roots
 from rlmguide.kb.schema import Deployment, MappingEntry
@@ -1517,3 +1517,48 @@ def test_an_interleaving_whose_mini_batches_miss_whole_groups_is_refused(framewo
         for v in ([], ["--set", "plan.train.virtual_stages=2"])
     ]
     assert [r.exit_code for r in runs] == [0, 1], runs[1].output
+
+
+@pytest.mark.parametrize("version", ["verl-0.8.0", "verl-0.7.0-125-gb178a3cd5"])
+def test_verl_engines_with_attention_groups_write_tp_and_dp(version: str, tmp_path: Path) -> None:
+    # verl's engine spans tensor_model_parallel_size x data_parallel_size GPUs, its dp ranks the
+    # attention groups, with EP over all of them (RolloutConfig's assert): a plan's 4-GPU engine
+    # in 4 attention groups is tp 1 x dp 4, and review reads it back as that engine.
+    body = {
+        "cluster": {"accelerator": "h100-sxm-80gb", "nodes": 2, "gpus_per_node": 8},
+        "models": {"policy": "qwen3-30b-a3b", "reward": "verifier"},
+        "workload": {
+            "algorithm": "grpo", "prompts_per_step": 64, "samples_per_prompt": 8,
+            "prompt_tokens": 512, "response_tokens": 2048, "max_response_tokens": 4096,
+            "minibatches_per_step": 1, "epochs": 1,
+        },
+    }  # fmt: skip
+    path = tmp_path / "scenario.yaml"
+    path.write_text(json.dumps(body))
+    pinned = sets("plan.placement=colocated", "plan.execution=sync", "plan.rollout.tp=4",
+                  "plan.rollout.attention_dp=4", "plan.rollout.ep=4", "plan.train.tp=4",
+                  "plan.train.pp=1", "plan.train.ep=4", "plan.train.zero=1")  # fmt: skip
+    out = tmp_path / "run.sh"
+    args = ["export", str(path), "--framework", "verl", "--framework-version", version]
+    done = CliRunner().invoke(cli, [*args, *pinned, "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    text = out.read_text()
+    rollout = "actor_rollout_ref.rollout."
+    assert _written(text, rollout + "tensor_model_parallel_size") == ["1"]
+    assert _written(text, rollout + "data_parallel_size") == ["4"]
+    assert _written(text, rollout + "expert_parallel_size") == ["4"]
+    read = CliRunner().invoke(
+        cli, ["review", str(out), "--accelerator", "h100-sxm-80gb", "--format", "json"]
+    )
+    assert read.exit_code == 0, read.output
+    engine = json.loads(read.output)["estimate"]["rollout"]
+    assert (engine["tp"], engine["attention_dp"], engine["ep"]) == (4, 4, 4)
+
+
+def test_also_reads_belongs_to_a_lookup_and_names_its_table() -> None:
+    base = {"fact": "plan.train.zero", "key": "actor.strategy", "file": "config.yaml"}
+    MappingEntry(**base, transform="lookup", table={"3": "fsdp2"}, also_reads={"fsdp": "3"})
+    with pytest.raises(ValueError, match="not in the table"):
+        MappingEntry(**base, transform="lookup", table={"3": "fsdp2"}, also_reads={"fsdp": "2"})
+    with pytest.raises(ValueError, match="lookup transform"):
+        MappingEntry(**base, also_reads={"fsdp": "3"})

@@ -110,3 +110,21 @@ def test_a_child_script_not_found_is_named(tmp_path: Path) -> None:
     words, shell = command_arguments(script.read_text(), OPENRLHF, path=script)
     assert words == ["--x", "1"]
     assert shell.unsourced == ["missing_setup.sh"]
+
+
+@pytest.mark.parametrize(
+    ("tail", "kept"),
+    [
+        ("2>&1", []),  # verl's router-replay example ends its launch so
+        ("> out.log 2>&1", []),
+        (">>out.log", []),
+        ("&> /dev/null", []),
+        ("2> err.log --after 1", ["--after", "1"]),
+        ("'>' 2>&1", [">"]),  # quoted: an argument, not a redirection
+    ],
+)
+def test_redirections_are_the_shells_not_the_launchs(
+    tmp_path: Path, tail: str, kept: list[str]
+) -> None:
+    text = f"python3 -m openrlhf.cli.train_ppo_ray --a 1 {tail}\n"
+    assert _args(tmp_path, text) == ["--a", "1", *kept]

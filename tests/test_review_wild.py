@@ -173,6 +173,37 @@ READINGS: dict[str, dict[str, Any]] = {
         "policy": "qwen2-7b",
         "engine": "vllm",
     },
+    # GSPO on Megatron: trainer.nnodes 2 x 8; vLLM engines of tensor_model_parallel_size 1 x
+    # data_parallel_size 4 (replica.py: an engine spans tp x dp GPUs, its dp ranks attention
+    # groups), expert parallel 4 over the engine (RolloutConfig asserts EP = TP x DP); Megatron
+    # TP 4, EP 4, expert TP 1, full recompute (override_transformer_config); param, grad and
+    # optimizer offload between phases, the reference's parameters offloaded; 256 prompts x 16,
+    # mini-batch 32 -> 8 steps; prompt 2048, response 8192; Qwen3-30B-A3B-Base
+    "verl-b178a3c-test_gspo_qwen30b_a3b_ep.sh": {
+        "gpus": 16,
+        "placement": ("colocated", "sync"),
+        "rollout": {"gpus": 16, "tp": 4, "ep": 4, "attention_dp": 4},
+        "train": {"gpus": 16, "tp": 4, "pp": 1, "cp": 1, "ep": 4, "zero": 1, "recompute": "full"},
+        "offload": {**OFF, "phase": True, "frozen": True},
+        "workload": ("gspo", 256, 16, 2048, 8192, 8),
+        "policy": "qwen3-30b-a3b",
+        "engine": "vllm",
+    },
+    # GMPO (policy_loss.loss_mode geo_mean under the GRPO estimator) on FSDP: no strategy key, so
+    # the YAML's `fsdp`, fully sharded on a one-dimensional mesh (get_sharding_strategy; fsdp_size
+    # 32 of 64 ranks makes it hybrid: still ZeRO 3 within each group of 32); Ulysses 4, gradient
+    # checkpointing on; param and optimizer offload, the reference's parameters offloaded; vLLM
+    # TP 4; 8 nodes x 8; 512 prompts x 16, mini-batch 32 -> 16 steps; prompt 2048, response 8192
+    "verl-b178a3c-test_dapo_qwen3_30b_math.sh": {
+        "gpus": 64,
+        "placement": ("colocated", "sync"),
+        "rollout": {"gpus": 64, "tp": 4},
+        "train": {"gpus": 64, "tp": 1, "pp": 1, "cp": 4, "zero": 3, "recompute": "full"},
+        "offload": {**OFF, "phase": True, "frozen": True},
+        "workload": ("gmpo", 512, 16, 2048, 8192, 16),
+        "policy": "qwen3-30b-a3b",
+        "engine": "vllm",
+    },
     # MoE on Megatron: trainer.nnodes 3 x 8; TP 4 x PP 3 x EP 4 (expert TP 1), so 2 data-parallel
     # replicas; rollout TP 4, rollout EP at its default 1; 192 prompts x 5, mini-batch 64 -> 3
     # steps; prompt 1024, response 2048; moonshotai/Moonlight-16B-A3B
@@ -598,6 +629,7 @@ def accelerator(name: str) -> str:
 
 
 FIELD_ORDER = ("gpus", "placement", "execution", "rollout.gpus", "rollout.tp", "rollout.ep")
+FIELD_ORDER += ("rollout.attention_dp",)
 FIELD_ORDER += ("train.gpus", "train.tp", "train.pp", "train.virtual_stages", "train.cp")
 FIELD_ORDER += ("train.ep", "zero", "recompute")
 FIELD_ORDER += ("offload", "critic", "pools", *WORKLOAD, "policy", "engine")

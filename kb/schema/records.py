@@ -841,6 +841,10 @@ class MappingEntry(Strict):
     argument: Value = None
     table: dict[str, Value] | None = None
     """For `lookup`: the fact's value (`true`/`false` for booleans) -> the config value."""
+    also_reads: dict[str, str] = {}
+    """For `lookup`: other config values the framework runs alike -> the fact's value, as the
+    table's keys write it (verl's `fsdp` strategy shards as fully as the `fsdp2` it writes):
+    `review` reads them, export writes the table's value."""
     when: Text = "true"
     """A condition over the facts (the rules' expression language): the key is written only
     where it holds."""
@@ -857,6 +861,10 @@ class MappingEntry(Strict):
         needed = wants.get(self.transform)
         if needed and getattr(self, needed) is None:
             raise ValueError(f"transform {self.transform} needs {needed}")
+        if self.also_reads and self.transform != "lookup":
+            raise ValueError("also_reads is for the lookup transform")
+        if unknown := set(self.also_reads.values()) - set(self.table or {}):
+            raise ValueError(f"also_reads names {', '.join(sorted(unknown))}, not in the table")
         return self
 
 

@@ -182,7 +182,7 @@ def _plausible(entry: MappingEntry, value: Any) -> bool:
             return False
     if entry.transform != "lookup":
         return True
-    table = (entry.table or {}).values()
+    table = [*(entry.table or {}).values(), *entry.also_reads]
     return any(v == value or lookup_key(v) == lookup_key(value) for v in table)
 
 

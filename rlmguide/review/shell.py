@@ -23,6 +23,9 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 SEPARATORS = {";", "&&", "||", "|", "&"}
 PLAIN = re.compile(r"[^ \t\n'\"\\$;&|(){}#]*")
+REDIRECTION = re.compile(r"\d*(?:&>>?|>>?&?|<&?)")
+"""An unquoted word that opens with a redirection (`2>&1`, `>log`, `&>/dev/null`, `2>`): the
+shell's, never an argument of the command."""
 """A run of characters the lexer takes as they are (read at once, not one by one)."""
 OPEN_OR_CLOSE = re.compile(r"\$\{|\}")
 OWN_FOLDER = re.compile(r"dirname\b.*(BASH_SOURCE|\$0\b|\$\{0\})", re.S)
@@ -600,7 +603,7 @@ class _Runner:
             prefix.append(name)
         else:
             return None, True
-        words = [f for w in statement[len(prefix) :] for f in shell.expand(w)]
+        words = [f for w in _arguments(statement[len(prefix) :]) for f in shell.expand(w)]
         if head in ("source", ".") and len(words) > 1:
             # an unset variable names the file by the words written (${MODEL_ARGS_SCRIPT})
             return self._source(words[1] or statement[1].raw), True
@@ -720,6 +723,20 @@ class _Runner:
         if head != "test" and args and args[-1] in ("]", "]]"):
             args = args[:-1]
         return _truth(args, glob=head == "[[")
+
+
+def _arguments(words: list[Word]) -> list[Word]:
+    """The command's words without its redirections: `2>&1` and `>log` carry their target, a
+    bare `>` or `2>` takes the next word."""
+    kept: list[Word] = []
+    target = False
+    for w in words:
+        opens = REDIRECTION.match(w.raw) if w.parts and not w.parts[0].quote else None
+        if target or opens:
+            target = not target and opens is not None and opens.end() == len(w.raw)
+            continue
+        kept.append(w)
+    return kept
 
 
 def _number(text: str) -> int | None:

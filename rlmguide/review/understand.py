@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rlmguide.export import startup
-from rlmguide.export.mapping import CompiledEntry, compile_mapping, lookup_key
+from rlmguide.export.mapping import NEUTRAL, CompiledEntry, compile_mapping, lookup_key
 from rlmguide.export.pools import PoolSpelling, read_allocation, read_devices
 from rlmguide.kb.schema import Launch, MappingEntry
 from rlmguide.kb.schema import Mapping as MappingRecord
@@ -241,6 +241,7 @@ class _Read:
                 got = e.argument
             case "lookup":
                 options = [k for k, v in (e.table or {}).items() if _same(v, value) or v == value]
+                options += [k for v, k in e.also_reads.items() if _same(v, value)]
                 if not options:
                     return
                 if len(options) > 1:
@@ -465,9 +466,11 @@ def _solve(
     used: set[str],
 ) -> None:
     """`key = fact / argument` (or x, +) solved for the side not yet known, until nothing
-    more follows."""
-    progress = True
-    while pending and progress:
+    more follows; then an argument the launch leaves unset takes its neutral value (verl's
+    rollout tensor_model_parallel_size over an attention-group count no key states is 1)."""
+    progress, neutral = True, False
+    while pending and (progress or not neutral):
+        neutral = neutral or not progress
         progress = False
         for e in list(pending):
             key = e.key.lstrip("+")
@@ -482,6 +485,8 @@ def _solve(
                     target, got = e.fact, _inverse(e.transform, value, argument=facts[other])
                 elif e.fact in facts:
                     target, got = e.fact, facts[e.fact]
+                elif neutral and other in NEUTRAL:
+                    target, got = e.fact, _inverse(e.transform, value, argument=NEUTRAL[other])
                 else:
                     continue
             except ZeroDivisionError:

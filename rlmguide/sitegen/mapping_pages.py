@@ -25,6 +25,7 @@ def code_at(m: Mapping, path: str) -> str:
 def transform_text(e: MappingEntry) -> str:
     if e.transform == "lookup":
         pairs = ", ".join(f"{k} → {v}" for k, v in (e.table or {}).items())
+        pairs += "".join(f"; {v} read as {k}" for v, k in e.also_reads.items())
         return html(f"lookup: {pairs}")
     if e.argument is not None:
         return html(f"{e.transform} ({e.argument})")
