@@ -119,13 +119,6 @@ class Overheads:
     `update_weights_bucket_megabytes` and slime's `--update-weight-buffer-size` defaults
     (github-volcengine-verl, github-thudm-slime)."""
 
-    colocated_bucket_free_fraction: float = 0.0
-    """Where nonzero, a colocated refit's bucket is this share of the GPU memory still free
-    when the refit starts (the engine's weights woken beside the trainer's, the trainer's
-    gradients and optimizer moved off), in place of weight_sync_bucket_bytes. Zero (the
-    default): fixed buckets. NeMo RL sizes its colocated IPC buckets so (its own constant,
-    OWN_FRAMEWORK_CONSTANTS)."""
-
     weight_broadcast_bucket_bytes: float = 512.0 * 2**20
     """Bucket of the network broadcast to rollout engines on other GPUs (disaggregated): the
     same 512 MiB as the colocated buckets where a framework sets none of its own (slime's
@@ -216,8 +209,6 @@ class Overheads:
     def __post_init__(self) -> None:
         if not 0.0 < self.usable_memory_fraction <= 1.0:
             raise ValueError("usable_memory_fraction must lie in (0, 1]")
-        if not 0.0 <= self.colocated_bucket_free_fraction <= 1.0:
-            raise ValueError("colocated_bucket_free_fraction must lie in [0, 1]")
         if self.weight_broadcast_buffers < 1:
             raise ValueError("weight_broadcast_buffers counts buffers: at least 1")
         if self.max_seqs_per_replica < 1 or self.length_segments < 1:
@@ -289,17 +280,6 @@ def _trl_chunked_head_fp32(gpu_gib: float, gpu_name: str) -> float:
     return 2.0
 
 
-def _nemo_rl_colocated_bucket_fraction(gpu_gib: float, gpu_name: str) -> float:
-    # NeMo RL's colocated refit (CUDA IPC handles over ZMQ to vLLM) streams buckets of
-    # NRL_REFIT_BUFFER_MEMORY_RATIO (default 0.3) times the least free memory NVML reports on
-    # any policy worker, read after offload_before_refit (gradients and optimizer to the host)
-    # and after the engine's weights are woken, unless refit_buffer_size_gb fixes it, which no
-    # example config does (refit_policy_generation in nemo_rl/algorithms/grpo.py L923-L946 at
-    # v0.5.0, L1116-L1139 at v0.6.0; megatron_policy_worker.py offload_before_refit
-    # L2263-L2284 at v0.5.0; github-nvidia-nemo-rl).
-    return 0.3
-
-
 def _nemo_rl_refit_buffers(gpu_gib: float, gpu_name: str) -> float:
     # NeMo RL's packed broadcast producer and consumer each cycle through NRL_REFIT_NUM_BUFFERS
     # buffers (default 2), one CUDA stream per buffer, waiting on a buffer's stream only when
@@ -312,7 +292,6 @@ def _nemo_rl_refit_buffers(gpu_gib: float, gpu_name: str) -> float:
 OWN_FRAMEWORK_CONSTANTS: dict[str, dict[str, Callable[[float, str], float]]] = {
     "weight_broadcast_bucket_bytes": {"nemo-rl": _nemo_rl_packed_bucket},
     "weight_broadcast_buffers": {"nemo-rl": _nemo_rl_refit_buffers},
-    "colocated_bucket_free_fraction": {"nemo-rl": _nemo_rl_colocated_bucket_fraction},
     "loss_bytes_per_logit": {"prime-rl": _prime_rl_fused_head_bytes},
     "head_fp32_matmuls": {"trl": _trl_chunked_head_fp32},
 }

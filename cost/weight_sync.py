@@ -9,8 +9,7 @@ of a sender's and a receiver's share at the per-GPU network rate. Either way the
 go into the engine (an HBM copy) bucket by bucket, and each bucket has a fixed cost
 (Overheads.weight_sync_bucket_seconds): the buckets are the depth, the bytes the work. The
 buckets are the whole model's, as one rank streams it: a colocated framework's IPC buckets
-(weight_sync_bucket_bytes, or a share of the memory free at refit time where the framework
-sizes them so), or the network broadcast's (weight_broadcast_bucket_bytes, which a
+(weight_sync_bucket_bytes), or the network broadcast's (weight_broadcast_bucket_bytes, which a
 framework may set for itself: cost.overheads.OWN_FRAMEWORK_CONSTANTS). Where weights go one
 tensor at a time (plan.rollout.per_tensor_sync) there are no buckets: every checkpoint tensor
 is its own broadcast and its own engine load call, and the calls are the depth. A broadcast
@@ -33,7 +32,7 @@ from rlmguide.cost.collectives import (
 from rlmguide.cost.efficiency import EfficiencyFactors
 from rlmguide.cost.hardware import Hardware
 from rlmguide.cost.layouts import RolloutLayout, TrainLayout, TrainLinks
-from rlmguide.cost.memory import rollout_weight_bytes, trained_state
+from rlmguide.cost.memory import rollout_weight_bytes
 from rlmguide.cost.overheads import Overheads
 from rlmguide.cost.stage import StageCost
 from rlmguide.cost.units import BF16_BYTES
@@ -61,18 +60,9 @@ def weight_sync_stage(
     copy_time = copy_bytes / (hw.hbm_bytes_per_s * eff.decode_hbm)
     # One sender streams the whole model bucket by bucket either way; across the network it
     # packs buckets of the framework's own size (Overheads.weight_broadcast_bucket_bytes).
-    # Colocated, a framework may size its bucket from the memory free when the refit starts
-    # (Overheads.colocated_bucket_free_fraction): the GPU less the engine's woken weights, the
-    # trainer's weights (gradients and optimizer moved off) and the runtime's own reserve.
-    free = hw.memory_bytes - held - trained_state(fig, train).weights
-    free = free - overheads.train_runtime_reserve_bytes
-    # A plan with nothing free does not fit (the memory check says so); one MiB keeps its
-    # bucket count finite.
-    by_free = np.maximum(overheads.colocated_bucket_free_fraction * free, 2.0**20)
-    colocated_bucket = np.where(
-        overheads.colocated_bucket_free_fraction > 0, by_free, overheads.weight_sync_bucket_bytes
+    bucket_bytes = np.where(
+        colocated, overheads.weight_sync_bucket_bytes, overheads.weight_broadcast_bucket_bytes
     )
-    bucket_bytes = np.where(colocated, colocated_bucket, overheads.weight_broadcast_bucket_bytes)
     buckets = np.ceil(model_bytes / bucket_bytes)
     # One tensor at a time (verl's fully-async trainer without its checkpoint engine: per
     # tensor, a broadcast from rank 0 to every trainer and rollout rank, then load_weights on

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import replace
 
 import pytest
 from rlmguide.cost import evaluate
-from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS
 from test_cost_specs import H100, QWEN7B_PARAMS, QWEN25_7B, one_plan, workload
 
 P = float(QWEN7B_PARAMS)
@@ -176,10 +175,9 @@ def test_buckets_in_flight_overlap_their_fixed_costs() -> None:
     assert double.seconds[0] == pytest.approx(max(work, (work + 9 * BUCKET_S) / 2))
     assert double.seconds[0] == pytest.approx(work)
     assert double.depth_seconds[0] == pytest.approx(9 * BUCKET_S / 2)
-    # Colocated, the IPC buckets go one at a time whatever the broadcast's buffers (NeMo RL
-    # sizes them from the free memory: one bucket here, as the test below works out).
+    # Colocated, the IPC buckets go one at a time whatever the broadcast's buffers.
     together = evaluate(H100, QWEN25_7B, workload(), one_plan(), overheads=nemo)
-    assert together.stages["weight_sync"].depth_seconds[0] == pytest.approx(BUCKET_S)
+    assert together.stages["weight_sync"].depth_seconds[0] == pytest.approx(BUCKETS * BUCKET_S)
 
 
 def test_more_buffers_never_slow_the_broadcast() -> None:
@@ -199,25 +197,3 @@ def test_more_buffers_never_slow_the_broadcast() -> None:
         assert faster.seconds[0] <= slower.seconds[0]
         # Brent's bounds hold: max(W, D) <= T <= W + D.
         assert faster.lower_seconds[0] <= faster.seconds[0] <= faster.upper_seconds[0]
-
-
-def test_a_colocated_bucket_sized_from_free_memory_by_hand() -> None:
-    # NeMo RL sizes its colocated buckets at 0.3 of the memory free at refit time. Rollout tp 1
-    # holds 2P = 15,231,233,024 bytes, the ZeRO-3 trainer 2P / 8 = 1,903,904,128, the runtime
-    # 4 GiB: 80 GiB less these leaves 64,469,241,472 bytes, a bucket of 19.34 GB, so the whole
-    # model goes in one bucket (depth 40 ms) where 512 MiB buckets take 29 (1.16 s).
-    own = replace(DEFAULT_OVERHEADS, colocated_bucket_free_fraction=0.3)
-    free = 80 * 2**30 - 2 * P - 2 * P / 8 - 4 * 2**30
-    assert free == 64_469_241_472
-    assert math.ceil(2 * P / (0.3 * free)) == 1
-    plan = one_plan(train_zero=3)
-    sized = evaluate(H100, QWEN25_7B, workload(), plan, overheads=own).stages["weight_sync"]
-    fixed = evaluate(H100, QWEN25_7B, workload(), plan).stages["weight_sync"]
-    assert sized.depth_seconds[0] == pytest.approx(BUCKET_S)
-    assert fixed.depth_seconds[0] == pytest.approx(BUCKETS * BUCKET_S)
-    assert sized.work_seconds[0] == pytest.approx(fixed.work_seconds[0])
-
-
-def test_the_free_memory_share_is_a_fraction() -> None:
-    with pytest.raises(ValueError, match="colocated_bucket_free_fraction"):
-        Overheads(colocated_bucket_free_fraction=1.5)
