@@ -246,6 +246,9 @@ def main() -> None:
         print_band(rl_steps(results_only(loso)), pairs)
         picks = sorted({show(grid[g]) for g in chosen})
         print("\ngrid points chosen when a source is held out: " + "; ".join(picks))
+        held_out = {c.result.group: show(grid[g]) for c, g in zip(defaults, chosen, strict=True)}
+        for group in sorted(held_out):
+            print(f"  {group:<48} {held_out[group]}")
         print(f"best on every source: {show(chosen_overheads)}")
     heldout_dir = next(
         (Path(a) for a, prev in zip(sys.argv[1:], sys.argv, strict=False) if prev == "--heldout"),

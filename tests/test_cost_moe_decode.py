@@ -20,7 +20,7 @@ from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads
 from rlmguide.cost.rollout import DecodeModel
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS
-from test_cost_specs import H100, QWEN3_30B_A3B, QWEN25_7B, one_plan
+from test_cost_specs import DEEPSEEK_V3, H100, QWEN3_30B_A3B, QWEN25_7B, one_plan
 
 SKEW = DEFAULT_OVERHEADS.expert_skew_by_ep
 MANY = 1e12  # routed copies per rank at which sampling noise vanishes
@@ -79,10 +79,12 @@ def test_laws_at_least_one_more_ranks_worse_more_tokens_better(
     assert float(expert_straggler(ep, routed * grown, SKEW)) <= here + 1e-12
 
 
-def _decode(overheads: Overheads, ep: int, tp: int = 8, arch=QWEN3_30B_A3B) -> DecodeModel:  # type: ignore[no-untyped-def]
+def _decode(  # type: ignore[no-untyped-def]
+    overheads: Overheads, ep: int, tp: int = 8, arch=QWEN3_30B_A3B, gpus: int = 8
+) -> DecodeModel:
     eff = EfficiencyFactors()
     hw = Hardware.of(H100, 8, overheads)
-    layout = RolloutLayout.of(one_plan(rollout_tp=tp, rollout_ep=ep))
+    layout = RolloutLayout.of(one_plan(rollout_gpus=gpus, rollout_tp=tp, rollout_ep=ep))
     return DecodeModel(
         ModelFigures.of(arch), layout, hw, Fabric.of(hw, eff, overheads), eff, overheads
     )
@@ -141,3 +143,47 @@ def test_each_moe_layer_adds_its_fixed_kernel_time_by_hand() -> None:
     dense = _decode(DEFAULT_OVERHEADS, 1, tp=1, arch=QWEN25_7B).step_seconds(batch, context)
     dense_bare = _decode(without, 1, tp=1, arch=QWEN25_7B).step_seconds(batch, context)
     assert dense == pytest.approx(dense_bare)
+
+
+def test_deepseek_v3_experts_touched_per_step_by_hand() -> None:
+    # 256 routed experts, top-8: one token reads 8/256 of a GPU's experts; 64 tokens leave an
+    # expert unread with probability (248/256)^64 = exp(64 ln 0.96875) = exp(-2.03195) = 0.13109,
+    # so 86.9% are read: at the batches of an RL rollout nearly every expert's weights are read
+    # once per step, not top-k / experts of them.
+    fig = ModelFigures.of(DEEPSEEK_V3)
+    got = fig.expert_read_fraction(np.array([1.0, 64.0, 1024.0]))
+    assert got == pytest.approx([8 / 256, 0.86891, 1.0], rel=1e-4)
+
+
+def test_expert_ranks_beyond_tensor_ranks_pool_their_replicas_tokens_by_hand() -> None:
+    # TP 1 and EP 8 on 8 GPUs: each GPU holds 32 of the 256 experts and receives the tokens of
+    # all 8 replicas, so 8 sequences per replica read the experts 64 tokens read (86.9% of the
+    # GPU's 32), against 8 tokens' share (22.4%) with EP 1, where every GPU holds all experts.
+    fig = ModelFigures.of(DEEPSEEK_V3)
+    batch, context = np.array([[8.0]]), np.array([[128.0]])
+    pooled = _decode(DEFAULT_OVERHEADS, 8, tp=1, arch=DEEPSEEK_V3).step(batch, context)
+    alone = _decode(DEFAULT_OVERHEADS, 1, tp=1, arch=DEEPSEEK_V3).step(batch, context)
+    held = 2.0 * fig.expert_params  # bf16 bytes of every routed expert
+    dense_and_kv = alone.hbm_bytes[0, 0] - held * (1 - (248 / 256) ** 8)
+    assert pooled.hbm_bytes[0, 0] - dense_and_kv == pytest.approx(
+        held / 8 * (1 - (248 / 256) ** 64), rel=1e-9
+    )
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    arch=st.sampled_from([DEEPSEEK_V3, QWEN3_30B_A3B]),
+    shape=st.sampled_from([(1, 1, 8), (8, 1, 8), (1, 8, 8), (8, 8, 8), (8, 16, 16), (8, 32, 32)]),
+    batch=st.floats(1.0, 4096.0),
+    grown=st.floats(1.0, 64.0),
+    context=st.floats(16.0, 32768.0),
+)
+def test_law_a_decode_step_never_gets_faster_with_more_sequences_at_fixed_ep(
+    arch, shape: tuple[int, int, int], batch: float, grown: float, context: float
+) -> None:  # type: ignore[no-untyped-def]
+    # More sequences add FLOPs, cache reads, touched experts and routed bytes; the straggler
+    # factor falls with more tokens per rank but multiplies only the growing expert work.
+    tp, ep, gpus = shape
+    model = _decode(DEFAULT_OVERHEADS, ep, tp=tp, arch=arch, gpus=gpus)
+    steps = model.step_seconds(np.array([[batch, batch * grown]]), np.full((1, 2), context))
+    assert steps[0, 1] >= steps[0, 0] * (1 - 1e-12)
