@@ -429,7 +429,7 @@ def rollout_stage(
     # length over the group's longest.
     decoding = 1.0
     if overheads.group_admission and group > 1:
-        decoding = mean / expected_longest(mean, longest, group)
+        decoding = min(mean / expected_longest(mean, longest, group), 1.0)  # rounding
     steady = np.minimum(np.maximum(in_flight * decoding, 1.0), np.maximum(capacity, 1.0))
     stream_context = prompt + mean_position(mean, longest)
     steady_step = model.step_seconds(steady[:, None], np.full((len(n), 1), stream_context))[:, 0]

@@ -283,3 +283,29 @@ def test_nemo_rl_admits_whole_groups_and_the_default_does_not() -> None:
     assert DEFAULT_OVERHEADS.group_admission == 0.0
     assert for_framework(DEFAULT_OVERHEADS, "nemo-rl", 80.0, "h100").group_admission == 1.0
     assert for_framework(DEFAULT_OVERHEADS, "verl", 80.0, "h100").group_admission == 0.0
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(
+    mean=st.integers(64, 16384),
+    spread=st.floats(1.0, 8.0),
+    group=st.integers(1, 64),
+    staleness=st.integers(1, 4),
+    gpus=st.sampled_from([8, 16, 32, 64]),
+)
+def test_whole_groups_never_decode_more_at_once_nor_produce_faster(
+    mean: int, spread: float, group: int, staleness: int, gpus: int
+) -> None:
+    """Holding a group's slots can only idle some of them: the steady batch shrinks or stays,
+    so a step's sequences take at least as long (the time per token falls with the batch)."""
+    longest = int(mean * spread)
+    assert mean * (1 - 1e-12) <= expected_longest(mean, longest, group) <= longest
+    wl = workload(response_tokens=mean, max_response_tokens=longest,
+                  samples_per_prompt=group, prompts_per_step=max(1024 // group, 1))  # fmt: skip
+    plan = one_plan(placement="disaggregated", execution="async", staleness=staleness,
+                    rollout_gpus=gpus, train_gpus=8)  # fmt: skip
+    alone = evaluate(H100, QWEN25_7B, wl, plan)
+    grouped = evaluate(H100, QWEN25_7B, wl, plan,
+                       overheads=replace(DEFAULT_OVERHEADS, group_admission=1.0))  # fmt: skip
+    assert grouped.stream_concurrency[0] <= alone.stream_concurrency[0]
+    assert grouped.stream_produce_seconds[0] >= alone.stream_produce_seconds[0] * (1 - 1e-12)
