@@ -21,7 +21,10 @@ span keeps lower <= seconds <= upper.
   partial rollouts, slime and Miles fully async): the engine admits requests as others finish,
   keeping k steps' worth in flight (the in-flight cap), and keeps decoding them while new
   weights arrive after every trainer step, so it never drains. Per step the pool is busy
-  producing one step's sequences at that steady batch (`cost.rollout.Stream`); a long
+  producing one step's sequences at that steady batch (`cost.rollout.Stream`; where the
+  framework admits a prompt's whole group and frees its slots only when the group's longest
+  response ends, as NeMo RL does, only the unfinished share decodes:
+  Overheads.group_admission); a long
   response spans as many weight versions as it takes (the frameworks bound staleness by what
   they admit) and the trainer consumes samples as they arrive. The step is the slower of the
   two, then the weight push (the engine pauses to load it, the trainer to send it);

@@ -77,6 +77,17 @@ def mean_position(mean: float, longest: float) -> float:
     return longest / 2 if np.isinf(a) else longest * (a + 1) / (2 * (a + 2))
 
 
+def expected_longest(mean: float, longest: float, count: float) -> float:
+    """Mean of the longest of `count` independent responses: with F(t) = (t/L)^a the longest
+    of g has F^g = (t/L)^(a g), whose mean is L a g / (a g + 1) (L when every response has
+    length L; the mean itself for one response)."""
+    a = shape_exponent(mean, longest)
+    if np.isinf(a):
+        return float(longest)
+    ag = a * max(count, 1.0)
+    return float(longest * ag / (ag + 1.0))
+
+
 def budgeted(mean: float, longest: float, budget: float | None) -> tuple[float, float]:
     """Mean and longest response length when every response is cut at `budget` tokens (a
     reasoning budget, workload.reasoning_budget); unchanged without one or when it cuts nothing.

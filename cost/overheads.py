@@ -202,6 +202,24 @@ class Overheads:
     docs-pytorch-numerical-accuracy). Counted where a framework's loss code has been read
     (OWN_FRAMEWORK_CONSTANTS); zero elsewhere."""
 
+    group_admission: float = 0.0
+    """1 where an asynchronous rollout admits a prompt's whole group as one unit and frees its
+    in-flight slot only when the group's longest response has ended, so the group's finished
+    responses hold slots they no longer decode in: NeMo RL's trajectory collector runs a
+    thread per prompt group under a semaphore of num_prompts_per_step x
+    max_trajectory_age_steps and releases it in the thread's finally, after the whole group's
+    rollout and its push to the replay buffer (nemo_rl/algorithms/async_utils.py L281-L287,
+    L493 and L637-L749 at v0.6.0 5fb58893, the same at v0.5.0 6c708930, the versions of its
+    performance runs; github-nvidia-nemo-rl). 0 (the default): every response is its own
+    request and its slot frees when it ends. verl's fully-async rollouter admits groups the
+    same way (one task per prompt repeated rollout.n times, at most 16 per server:
+    verl/experimental/fully_async_policy/fully_async_rollouter.py L207 and L542-L598 at
+    b178a3cd) but is not given it: its rows' assumed 1,000-token mean under a 28,672 cap puts
+    the length family's longest of 16 at 10,500 tokens, a tenth of the slots decoding: the
+    16:16 run would then wait on its rollout (613 s predicted against 294.8 s published),
+    where the doc's table shows the trainer waiting only 21.26 s per step for samples
+    (docs-verl-fully-async)."""
+
     length_segments: int = 16
     """Segments of the response-length grid over which the rollout's shrinking batch is
     integrated (accuracy versus speed; 16 keeps the drain integral within a few percent)."""
@@ -289,11 +307,18 @@ def _nemo_rl_refit_buffers(gpu_gib: float, gpu_name: str) -> float:
     return 2.0
 
 
+def _whole_groups(gpu_gib: float, gpu_name: str) -> float:
+    # Overheads.group_admission: NeMo RL's trajectory collector holds a prompt group's slot
+    # until the whole group is done (the citation there).
+    return 1.0
+
+
 OWN_FRAMEWORK_CONSTANTS: dict[str, dict[str, Callable[[float, str], float]]] = {
     "weight_broadcast_bucket_bytes": {"nemo-rl": _nemo_rl_packed_bucket},
     "weight_broadcast_buffers": {"nemo-rl": _nemo_rl_refit_buffers},
     "loss_bytes_per_logit": {"prime-rl": _prime_rl_fused_head_bytes},
     "head_fp32_matmuls": {"trl": _trl_chunked_head_fp32},
+    "group_admission": {"nemo-rl": _whole_groups},
 }
 """Constants a framework sets for its own launches in place of the default, by constant and
 framework: a function of the GPU's memory (GiB) and name. Read from the framework's code at

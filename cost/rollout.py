@@ -39,7 +39,7 @@ from rlmguide.cost.collectives import (
 from rlmguide.cost.efficiency import EfficiencyFactors
 from rlmguide.cost.hardware import Hardware
 from rlmguide.cost.layouts import RolloutLayout
-from rlmguide.cost.lengths import length_grid, mean_position
+from rlmguide.cost.lengths import expected_longest, length_grid, mean_position
 from rlmguide.cost.memory import rollout_cache_read_bytes
 from rlmguide.cost.model_pass import expert_straggler, routed_active_params
 from rlmguide.cost.overheads import Overheads
@@ -421,9 +421,16 @@ def rollout_stage(
         scale_out_seconds=prefill_tokens * pf.scale_out + full_steps * at_full.scale_out[:, 0],
     )
     lone = model.step_seconds(np.ones((len(n), 1)), np.full((len(n), 1), prompt))[:, 0]
-    # The stream: the batch held at min(in flight, capacity) at the decoded tokens' mean context.
+    # The stream: the batch held at min(decoding, capacity) at the decoded tokens' mean context.
+    group = float(batch.generated_per_prompt)
     in_flight = n * (np.ones_like(n) if admitted is None else admitted)
-    steady = np.minimum(in_flight, np.maximum(capacity, 1.0))
+    # Where a group holds its slots until its longest response ends (Overheads.group_admission),
+    # by Little's law the share of in-flight responses still decoding is a response's mean
+    # length over the group's longest.
+    decoding = 1.0
+    if overheads.group_admission and group > 1:
+        decoding = min(mean / expected_longest(mean, longest, group), 1.0)  # rounding
+    steady = np.minimum(np.maximum(in_flight * decoding, 1.0), np.maximum(capacity, 1.0))
     stream_context = prompt + mean_position(mean, longest)
     steady_step = model.step_seconds(steady[:, None], np.full((len(n), 1), stream_context))[:, 0]
     stream = Stream(

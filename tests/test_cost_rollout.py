@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,9 +14,9 @@ from rlmguide.cost.collectives import Fabric
 from rlmguide.cost.efficiency import EfficiencyFactors
 from rlmguide.cost.hardware import Hardware
 from rlmguide.cost.layouts import RolloutLayout
-from rlmguide.cost.lengths import length_grid, mean_position, shape_exponent
+from rlmguide.cost.lengths import expected_longest, length_grid, mean_position, shape_exponent
 from rlmguide.cost.memory import rollout_cache_bytes
-from rlmguide.cost.overheads import DEFAULT_OVERHEADS
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS, for_framework
 from rlmguide.cost.rollout import DecodeModel
 from test_cost_specs import H100, QWEN3_30B_A3B, QWEN7B_PARAMS, QWEN25_7B, one_plan, workload
 
@@ -245,3 +247,65 @@ def test_decode_context_parallelism_never_adds_kv_per_gpu(
     single = rollout_cache_bytes(fig, RolloutLayout.of(one_plan()), t)
     assert split[0] <= whole[0] * (1 + 1e-12)
     assert split[0] * tp >= single[0] * (1 - 1e-12)
+
+
+def test_the_longest_of_a_group_by_hand() -> None:
+    # mean 4096 under a cap of 16384: a = 4096 / 12288 = 1/3. The longest of g responses has
+    # F^g = (t/L)^(g/3), mean L (g/3) / (g/3 + 1): one response is the mean itself, 16 give
+    # 16384 x 16/19 = 13,797.05; responses that all run to the cap give the cap.
+    assert expected_longest(4096, 16384, 1) == pytest.approx(4096)
+    assert expected_longest(4096, 16384, 16) == pytest.approx(16384 * 16 / 19)
+    assert expected_longest(4096, 4096, 16) == 4096
+    # more responses, a longer longest, never past the cap
+    longest = [expected_longest(4096, 16384, g) for g in (1, 2, 8, 32, 1024)]
+    assert longest == sorted(longest) and longest[-1] < 16384
+
+
+def test_whole_group_admission_decodes_only_the_unfinished_share_by_hand() -> None:
+    # Async, staleness 1, 32 engines of one H100: 8192 sequences / 32 = 256 in flight per
+    # engine, more than the 207 its KV cache holds, so per-sequence admission decodes 207 at
+    # once. Whole groups of 16 hold their slots until the longest of the 16
+    # ends (13,797 tokens on average), so only 4096 / 13,797.05 = 19/64 of the 256 in flight
+    # still decode: 76 at once, and producing a step's tokens takes longer.
+    plan = one_plan(placement="disaggregated", execution="async", staleness=1,
+                    rollout_gpus=32, train_gpus=8)  # fmt: skip
+    alone = evaluate(H100, QWEN25_7B, workload(), plan)
+    grouped = evaluate(H100, QWEN25_7B, workload(), plan,
+                       overheads=replace(DEFAULT_OVERHEADS, group_admission=1.0))  # fmt: skip
+    assert alone.stream_concurrency[0] == 207
+    assert grouped.stream_concurrency[0] == pytest.approx(256 * 19 / 64)
+    assert grouped.stream_produce_seconds[0] > alone.stream_produce_seconds[0]
+    # the drained batch of the other modes is not a stream and does not change
+    assert grouped.stages["rollout"].seconds[0] == alone.stages["rollout"].seconds[0]
+
+
+def test_nemo_rl_admits_whole_groups_and_the_default_does_not() -> None:
+    assert DEFAULT_OVERHEADS.group_admission == 0.0
+    assert for_framework(DEFAULT_OVERHEADS, "nemo-rl", 80.0, "h100").group_admission == 1.0
+    assert for_framework(DEFAULT_OVERHEADS, "verl", 80.0, "h100").group_admission == 0.0
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(
+    mean=st.integers(64, 16384),
+    spread=st.floats(1.0, 8.0),
+    group=st.integers(1, 64),
+    staleness=st.integers(1, 4),
+    gpus=st.sampled_from([8, 16, 32, 64]),
+)
+def test_whole_groups_never_decode_more_at_once_nor_produce_faster(
+    mean: int, spread: float, group: int, staleness: int, gpus: int
+) -> None:
+    """Holding a group's slots can only idle some of them: the steady batch shrinks or stays,
+    so a step's sequences take at least as long (the time per token falls with the batch)."""
+    longest = int(mean * spread)
+    assert mean * (1 - 1e-12) <= expected_longest(mean, longest, group) <= longest
+    wl = workload(response_tokens=mean, max_response_tokens=longest,
+                  samples_per_prompt=group, prompts_per_step=max(1024 // group, 1))  # fmt: skip
+    plan = one_plan(placement="disaggregated", execution="async", staleness=staleness,
+                    rollout_gpus=gpus, train_gpus=8)  # fmt: skip
+    alone = evaluate(H100, QWEN25_7B, wl, plan)
+    grouped = evaluate(H100, QWEN25_7B, wl, plan,
+                       overheads=replace(DEFAULT_OVERHEADS, group_admission=1.0))  # fmt: skip
+    assert grouped.stream_concurrency[0] <= alone.stream_concurrency[0]
+    assert grouped.stream_produce_seconds[0] >= alone.stream_produce_seconds[0] * (1 - 1e-12)
