@@ -177,7 +177,8 @@ class Overheads:
     parallelism under ZeRO-3/FSDP: the Hugging Face model code those backends run loops over
     the experts in Python (select the expert's tokens, three small GEMMs, scatter back), a few
     kernel launches of ~5 us each per expert. An assumption, not a measurement; Megatron's
-    grouped GEMM does not pay it."""
+    grouped GEMM does not pay it, nor does NeMo-RL's DTensor backend (OWN_FRAMEWORK_CONSTANTS),
+    which builds its MoE models from Automodel's own layers."""
 
     expert_skew_by_ep: tuple[tuple[float, float], ...] = (
         (8.0, 1.49),
@@ -310,12 +311,26 @@ def _fsdp_fp32_reduce(gpu_gib: float, gpu_name: str) -> float:
     return 4.0
 
 
+def _automodel_grouped_experts(gpu_gib: float, gpu_name: str) -> float:
+    # NeMo-RL's DTensor worker is v2 in its launch configs (dtensor_cfg._v2: true,
+    # examples/configs/grpo_math_1B.yaml L141-L142 at 7ea279abf, github-nvidia-nemo-rl), which
+    # loads MoE models through Automodel's registry (Qwen3MoeForCausalLM -> its own
+    # components/models/qwen3_moe, nemo_automodel/_transformers/registry.py L160-L161 at
+    # 24b47e85, github-nvidia-nemo-automodel, the submodule NeMo-RL pins). Their experts run as
+    # one torch._grouped_mm per projection (GroupedExperts, components/moe/experts.py L229 and
+    # L355), the default expert backend on CUDA (BackendConfig.experts "torch_mm",
+    # components/models/common/utils.py L172), which NeMo-RL's empty automodel_kwargs keep:
+    # no Python loop over the experts, with or without expert parallelism.
+    return 0.0
+
+
 FSDP_FP32_REDUCE = ("verl", "nemo-rl", "skyrl", "roll", "areal", "prime-rl")
 """The frameworks whose ZeRO-3 (their FSDP backend) reduces gradients in float32."""
 
 
 OWN_FRAMEWORK_CONSTANTS: dict[str, dict[str, Callable[[float, str], float]]] = {
     "zero3_gradient_bytes_per_param": dict.fromkeys(FSDP_FP32_REDUCE, _fsdp_fp32_reduce),
+    "expert_loop_seconds": {"nemo-rl": _automodel_grouped_experts},
     "weight_broadcast_bucket_bytes": {"nemo-rl": _nemo_rl_packed_bucket},
     "weight_broadcast_buffers": {"nemo-rl": _nemo_rl_refit_buffers},
     "loss_bytes_per_logit": {"prime-rl": _prime_rl_fused_head_bytes},

@@ -319,3 +319,31 @@ def test_zero3_gradients_reduced_in_float32_by_hand() -> None:
                                     ("openrlhf", 2.0), ("trl", 2.0)):  # fmt: skip
         own = for_framework(DEFAULT_OVERHEADS, framework, 80.0, "")
         assert own.zero3_gradient_bytes_per_param == reduce_bytes
+
+
+def test_expert_loop_by_hand_and_not_under_automodel() -> None:
+    # Qwen3-30B-A3B under ZeRO-3 without expert parallelism runs the model code's loop over its
+    # 128 experts in each of its 48 layers, twice per micro-batch in training (forward and
+    # backward, no recompute): 2 x 48 x 128 x 20 us = 0.24576 s a micro-batch. The workload
+    # cuts into 320 micro-batches of 16,384 tokens per GPU (as above): 78.6432 s more.
+    plan = one_plan(train_recompute="none", train_micro_tokens=16384)
+    looped = evaluate(H100, QWEN3_30B_A3B, workload(), plan)
+    grouped = evaluate(
+        H100, QWEN3_30B_A3B, workload(), plan,
+        overheads=replace(DEFAULT_OVERHEADS, expert_loop_seconds=0.0),
+    )  # fmt: skip
+    extra = looped.stages["training"].seconds[0] - grouped.stages["training"].seconds[0]
+    assert DEFAULT_OVERHEADS.expert_loop_seconds == 20e-6
+    assert extra == pytest.approx(320 * 2 * 48 * 128 * 20e-6, rel=1e-9)
+    assert extra == pytest.approx(78.6432, rel=1e-9)
+    # Expert parallelism spreads the experts: no loop over them.
+    spread = one_plan(train_recompute="none", train_micro_tokens=16384, train_ep=2)
+    with_ep = evaluate(H100, QWEN3_30B_A3B, workload(), spread)
+    without_loop = evaluate(
+        H100, QWEN3_30B_A3B, workload(), spread,
+        overheads=replace(DEFAULT_OVERHEADS, expert_loop_seconds=0.0),
+    )  # fmt: skip
+    assert with_ep.stages["training"].seconds[0] == without_loop.stages["training"].seconds[0]
+    # NeMo-RL's DTensor backend runs Automodel's grouped-GEMM experts; the others keep the loop.
+    assert for_framework(DEFAULT_OVERHEADS, "nemo-rl", 80.0, "").expert_loop_seconds == 0.0
+    assert for_framework(DEFAULT_OVERHEADS, "verl", 80.0, "").expert_loop_seconds == 20e-6
