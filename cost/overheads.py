@@ -113,8 +113,9 @@ class Overheads:
     """Bytes per parameter of the gradient reduce-scatter ZeRO-3 issues every micro-batch (the
     weights are always gathered in bf16). DeepSpeed communicates in the model's dtype, bf16,
     unless a config sets communication_data_type (DeepSpeedEngine.communication_data_type in
-    deepspeed/runtime/engine.py L1405-L1416 at edaa7221, github-deepspeedai-deepspeed). The
-    PyTorch-FSDP frameworks reduce in float32 by default (OWN_FRAMEWORK_CONSTANTS)."""
+    deepspeed/runtime/engine.py L1405-L1416 at edaa7221, github-deepspeedai-deepspeed, read
+    2026-12-06). The PyTorch-FSDP frameworks reduce in float32 by default
+    (OWN_FRAMEWORK_CONSTANTS)."""
 
     train_microbatch_tokens: float = 16384.0
     """Token budget of one training micro-batch per GPU (dynamic batch size): verl's default
@@ -307,7 +308,8 @@ def _fsdp_fp32_reduce(gpu_gib: float, gpu_name: str) -> float:
     # strategy (roll/distributed/strategy/fsdp2_strategy.py L1005-L1015 at 8eb27cc2,
     # github-alibaba-roll); AReaL's FSDP engine (grad_reduce_dtype, areal/api/cli_args.py
     # L1181-L1183 at fee938ea, github-areal-project-areal); prime-rl (reduce_dtype,
-    # src/prime_rl/trainer/config.py L226-L232 at b798a90d, github-primeintellect-ai-prime-rl).
+    # src/prime_rl/trainer/config.py L226-L231 at b798a90d, github-primeintellect-ai-prime-rl).
+    # All read 2026-12-06.
     return 4.0
 
 
@@ -320,7 +322,7 @@ def _automodel_grouped_experts(gpu_gib: float, gpu_name: str) -> float:
     # one torch._grouped_mm per projection (GroupedExperts, components/moe/experts.py L229 and
     # L355), the default expert backend on CUDA (BackendConfig.experts "torch_mm",
     # components/models/common/utils.py L172), which NeMo-RL's empty automodel_kwargs keep:
-    # no Python loop over the experts, with or without expert parallelism.
+    # no Python loop over the experts, with or without expert parallelism. Read 2026-12-06.
     return 0.0
 
 
