@@ -9,7 +9,9 @@ context parallelism passes each rank's K/V chunk around the ring (cp - 1 hops pe
 1 exchange forward, 2 backward); expert parallelism dispatches and combines top-k copies of
 each token (2 all-to-alls forward, 2 backward); pipeline stages send activations forward and
 gradients back. ZeRO-3 gathers each layer's weights before use (and reduce-scatters its
-gradients), which FSDP prefetches under the compute: that traffic overlaps, the rest adds.
+gradients every micro-batch: verl's FSDP workers and NeMo-RL's DTensor workers accumulate
+without no_sync or set_requires_gradient_sync, at b178a3cd and 7ea279abf), which FSDP prefetches
+under the compute: that traffic overlaps, the rest adds.
 """
 
 from __future__ import annotations
@@ -45,8 +47,10 @@ class PassCounts:
     cp_exchanges: FloatArray
     ep_all_to_alls: FloatArray
     pp_sends: float
-    zero3_collectives: float
-    """All-gathers of weights plus reduce-scatters of gradients per layer."""
+    zero3_gathers: float
+    """All-gathers of a layer's weights per pass (forward, and again for the backward)."""
+    zero3_reduces: float
+    """Reduce-scatters of a layer's gradients per pass (one in training, none forward)."""
     weight_reads: FloatArray
     """Passes over the weights in HBM (forward, backward data, backward weights, recompute)."""
 
@@ -60,7 +64,8 @@ def forward_counts(plans: int) -> PassCounts:
         cp_exchanges=one,
         ep_all_to_alls=2.0 * one,
         pp_sends=1.0,
-        zero3_collectives=1.0,
+        zero3_gathers=1.0,
+        zero3_reduces=0.0,
         weight_reads=one,
     )
 
@@ -78,7 +83,8 @@ def training_counts(layout: TrainLayout) -> PassCounts:
         cp_exchanges=np.where(full, 4.0, 3.0),
         ep_all_to_alls=np.where(full, 6.0, 4.0),
         pp_sends=2.0,
-        zero3_collectives=3.0,
+        zero3_gathers=2.0,
+        zero3_reduces=1.0,
         weight_reads=np.where(full, 4.0, 3.0) - lora,
     )
 
@@ -166,9 +172,12 @@ def micro_pass(
     sequence_tokens: float,
     expert_loop_seconds: float = 0.0,
     expert_compute: float = 1.0,
+    gradient_reduce_bytes: float = BF16_BYTES,
 ) -> MicroPass:
     """`expert_compute`: the share of the pass's matmul rate that the routed experts reach at
-    the reference expert width (EfficiencyFactors.expert_compute; expert_slowdown)."""
+    the reference expert width (EfficiencyFactors.expert_compute; expert_slowdown).
+    `gradient_reduce_bytes`: bytes per parameter of ZeRO-3's gradient reduce-scatter
+    (Overheads.zero3_gradient_bytes_per_param)."""
     tp, cp, pp = layout.tp, layout.cp, layout.pp
     tokens = micro_tokens / cp  # tokens on this GPU's context shard
     # the fullest stage sets the pipeline's pace
@@ -229,9 +238,11 @@ def micro_pass(
         0.0,
     )
     shard_link, expert_link = links.shard, links.expert_shard
-    z_calls = counts.zero3_collectives * layers
-    z_dense = counts.zero3_collectives * gather_bytes(BF16_BYTES * dense, shard_link)
-    z_expert = counts.zero3_collectives * gather_bytes(BF16_BYTES * expert, expert_link)
+    z_calls = (counts.zero3_gathers + counts.zero3_reduces) * layers
+    # Weights are gathered in bf16; gradients are reduced in the backend's reduce dtype.
+    z_bytes = counts.zero3_gathers * BF16_BYTES + counts.zero3_reduces * gradient_reduce_bytes
+    z_dense = gather_bytes(z_bytes * dense, shard_link)
+    z_expert = gather_bytes(z_bytes * expert, expert_link)
     z_time = np.where(
         zero3,
         transfer_seconds(z_dense, shard_link, z_calls)

@@ -109,6 +109,14 @@ class Overheads:
     fallback_scale_out_gbits_per_s: float = 100.0
     """Network per GPU when neither the accelerator record nor the scenario gives one."""
 
+    zero3_gradient_bytes_per_param: float = 2.0
+    """Bytes per parameter of the gradient reduce-scatter ZeRO-3 issues every micro-batch (the
+    weights are always gathered in bf16). DeepSpeed communicates in the model's dtype, bf16,
+    unless a config sets communication_data_type (DeepSpeedEngine.communication_data_type in
+    deepspeed/runtime/engine.py L1405-L1416 at edaa7221, github-deepspeedai-deepspeed, read
+    2026-12-06). The PyTorch-FSDP frameworks reduce in float32 by default
+    (OWN_FRAMEWORK_CONSTANTS)."""
+
     train_microbatch_tokens: float = 16384.0
     """Token budget of one training micro-batch per GPU (dynamic batch size): verl's default
     `ppo_max_token_len_per_gpu` (github-volcengine-verl). A sequence longer than the budget
@@ -170,7 +178,8 @@ class Overheads:
     parallelism under ZeRO-3/FSDP: the Hugging Face model code those backends run loops over
     the experts in Python (select the expert's tokens, three small GEMMs, scatter back), a few
     kernel launches of ~5 us each per expert. An assumption, not a measurement; Megatron's
-    grouped GEMM does not pay it."""
+    grouped GEMM does not pay it, nor does NeMo-RL's DTensor backend (OWN_FRAMEWORK_CONSTANTS),
+    which builds its MoE models from Automodel's own layers."""
 
     expert_skew_by_ep: tuple[tuple[float, float], ...] = (
         (8.0, 1.49),
@@ -313,7 +322,41 @@ def _whole_groups(gpu_gib: float, gpu_name: str) -> float:
     return 1.0
 
 
+def _fsdp_fp32_reduce(gpu_gib: float, gpu_name: str) -> float:
+    # The PyTorch-FSDP backends reduce-scatter gradients in float32 unless a launch says
+    # otherwise (MixedPrecision / MixedPrecisionPolicy reduce_dtype): verl's FSDP workers
+    # (verl/workers/fsdp_workers.py L496-L503 at b178a3cd, github-volcengine-verl); NeMo-RL's
+    # DTensor workers, v1 and v2 (nemo_rl/models/dtensor/parallelize.py L507-L511,
+    # nemo_rl/models/automodel/setup.py L484-L488 at 7ea279abf, github-nvidia-nemo-rl); SkyRL
+    # (skyrl/train/config/config.py L214 at a9564572, github-novasky-ai-skyrl); ROLL's FSDP2
+    # strategy (roll/distributed/strategy/fsdp2_strategy.py L1005-L1015 at 8eb27cc2,
+    # github-alibaba-roll); AReaL's FSDP engine (grad_reduce_dtype, areal/api/cli_args.py
+    # L1181-L1183 at fee938ea, github-areal-project-areal); prime-rl (reduce_dtype,
+    # src/prime_rl/trainer/config.py L226-L231 at b798a90d, github-primeintellect-ai-prime-rl).
+    # All read 2026-12-06.
+    return 4.0
+
+
+def _automodel_grouped_experts(gpu_gib: float, gpu_name: str) -> float:
+    # NeMo-RL's DTensor worker is v2 in its launch configs (dtensor_cfg._v2: true,
+    # examples/configs/grpo_math_1B.yaml L141-L142 at 7ea279abf, github-nvidia-nemo-rl), which
+    # loads MoE models through Automodel's registry (Qwen3MoeForCausalLM -> its own
+    # components/models/qwen3_moe, nemo_automodel/_transformers/registry.py L160-L161 at
+    # 24b47e85, github-nvidia-nemo-automodel, the submodule NeMo-RL pins). Their experts run as
+    # one torch._grouped_mm per projection (GroupedExperts, components/moe/experts.py L229 and
+    # L355), the default expert backend on CUDA (BackendConfig.experts "torch_mm",
+    # components/models/common/utils.py L172), which NeMo-RL's empty automodel_kwargs keep:
+    # no Python loop over the experts, with or without expert parallelism. Read 2026-12-06.
+    return 0.0
+
+
+FSDP_FP32_REDUCE = ("verl", "nemo-rl", "skyrl", "roll", "areal", "prime-rl")
+"""The frameworks whose ZeRO-3 (their FSDP backend) reduces gradients in float32."""
+
+
 OWN_FRAMEWORK_CONSTANTS: dict[str, dict[str, Callable[[float, str], float]]] = {
+    "zero3_gradient_bytes_per_param": dict.fromkeys(FSDP_FP32_REDUCE, _fsdp_fp32_reduce),
+    "expert_loop_seconds": {"nemo-rl": _automodel_grouped_experts},
     "weight_broadcast_bucket_bytes": {"nemo-rl": _nemo_rl_packed_bucket},
     "weight_broadcast_buffers": {"nemo-rl": _nemo_rl_refit_buffers},
     "loss_bytes_per_logit": {"prime-rl": _prime_rl_fused_head_bytes},

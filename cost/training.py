@@ -3,10 +3,10 @@
 Each RL step runs minibatches x epochs optimizer steps in a chain. One optimizer step pushes m
 micro-batches per data-parallel rank through a 1F1B pipeline of pp stages, (m + pp - 1)
 micro-batch times (the bubble is (pp - 1) / (m + pp - 1); interleaved over v chunks per rank,
-(pp - 1) / v of them), then reduces gradients over the
-data-parallel group (all-reduce, or reduce-scatter + all-gather under ZeRO-1/2; ZeRO-3 already
-reduce-scattered per micro-batch) and applies Adam. Work W/p is the busy part, m micro-batches
-plus the gradient sync and the update; depth is the pipeline's fill and drain, 1 + (pp - 1) / v
+(pp - 1) / v of them), then reduces gradients over the data-parallel group (all-reduce, or
+reduce-scatter + all-gather under ZeRO-1/2; ZeRO-3 already reduce-scattered per micro-batch, in
+the backend's reduce dtype) and applies Adam. Work W/p is the busy part, m micro-batches plus
+the gradient sync and the update; depth is the pipeline's fill and drain, 1 + (pp - 1) / v
 micro-batch times per optimizer step, chained over the optimizer steps.
 """
 
@@ -79,6 +79,7 @@ def pipeline_stage(
     work_flop: FloatArray,
     expert_loop_seconds: float = 0.0,
     expert_compute: float = 1.0,
+    gradient_reduce_bytes: float = BF16_BYTES,
 ) -> StageCost:
     """`rounds` pipeline flushes of `micro.count` micro-batches each, every round followed by
     a fixed part (gradient sync and update, or nothing for forward passes)."""
@@ -92,6 +93,7 @@ def pipeline_stage(
         batch.sequence_tokens,
         expert_loop_seconds,
         expert_compute,
+        gradient_reduce_bytes,
     )
     m, pp = micro.count, layout.pp
     # Interleaving v chunks per rank fills and drains the pipeline in chunk times, 1/v of a
@@ -205,6 +207,7 @@ def train_model_stage(
         work_flop=tokens * work_per_token(fig, counts, batch.sequence_tokens, layout),
         expert_loop_seconds=overheads.expert_loop_seconds,
         expert_compute=eff.expert_compute,
+        gradient_reduce_bytes=overheads.zero3_gradient_bytes_per_param,
     )
 
 

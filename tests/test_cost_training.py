@@ -290,3 +290,60 @@ def test_float32_head_matmuls_by_hand() -> None:
     # Only TRL's loss code has been read.
     assert for_framework(DEFAULT_OVERHEADS, "trl", 141.0, "").head_fp32_matmuls == 2.0
     assert DEFAULT_OVERHEADS.head_fp32_matmuls == 0.0
+
+
+def test_zero3_gradients_reduced_in_float32_by_hand() -> None:
+    # Qwen2.5-7B on 8 GPUs under ZeRO-3, nothing else split: the training stage's only link
+    # traffic is ZeRO-3's, 2 bf16 all-gathers and 1 gradient reduce-scatter per micro-batch.
+    # 512 x 16 sequences of 5,120 tokens, 4 minibatches, dp 8: 256 sequences per rank and
+    # minibatch, 16,384-token micro-batches of 3.2 sequences: 80 micro-batches, 320 in the
+    # step. A float32 reduce-scatter sends (8 - 1) / 8 x 2 bytes more per parameter each:
+    #   8 GPUs x 320 x 7/8 x 2 x P = 4,480 P bytes more, and 8/6 of the bf16 traffic.
+    plan = one_plan(train_recompute="none", train_micro_tokens=16384)
+    bf16 = evaluate(H100, QWEN25_7B, workload(), plan)
+    fp32 = evaluate(
+        H100, QWEN25_7B, workload(), plan,
+        overheads=replace(DEFAULT_OVERHEADS, zero3_gradient_bytes_per_param=4.0),
+    )  # fmt: skip
+    sent_bf16 = bf16.stages["training"].link_bytes[0]
+    sent_fp32 = fp32.stages["training"].link_bytes[0]
+    assert sent_fp32 - sent_bf16 == pytest.approx(4480 * P, rel=1e-9)
+    assert sent_fp32 / sent_bf16 == pytest.approx(8 / 6, rel=1e-9)
+    # It hides under this plan's compute; forward passes reduce nothing.
+    assert fp32.stages["training"].seconds[0] == bf16.stages["training"].seconds[0]
+    assert fp32.stages["assessment"].link_bytes[0] == bf16.stages["assessment"].link_bytes[0]
+    # DeepSpeed communicates in bf16 by default; the PyTorch-FSDP frameworks reduce in float32.
+    assert DEFAULT_OVERHEADS.zero3_gradient_bytes_per_param == 2.0
+    for framework, reduce_bytes in (("verl", 4.0), ("nemo-rl", 4.0), ("skyrl", 4.0),
+                                    ("roll", 4.0), ("areal", 4.0), ("prime-rl", 4.0),
+                                    ("openrlhf", 2.0), ("trl", 2.0)):  # fmt: skip
+        own = for_framework(DEFAULT_OVERHEADS, framework, 80.0, "")
+        assert own.zero3_gradient_bytes_per_param == reduce_bytes
+
+
+def test_expert_loop_by_hand_and_not_under_automodel() -> None:
+    # Qwen3-30B-A3B under ZeRO-3 without expert parallelism runs the model code's loop over its
+    # 128 experts in each of its 48 layers, twice per micro-batch in training (forward and
+    # backward, no recompute): 2 x 48 x 128 x 20 us = 0.24576 s a micro-batch. The workload
+    # cuts into 320 micro-batches of 16,384 tokens per GPU (as above): 78.6432 s more.
+    plan = one_plan(train_recompute="none", train_micro_tokens=16384)
+    looped = evaluate(H100, QWEN3_30B_A3B, workload(), plan)
+    grouped = evaluate(
+        H100, QWEN3_30B_A3B, workload(), plan,
+        overheads=replace(DEFAULT_OVERHEADS, expert_loop_seconds=0.0),
+    )  # fmt: skip
+    extra = looped.stages["training"].seconds[0] - grouped.stages["training"].seconds[0]
+    assert DEFAULT_OVERHEADS.expert_loop_seconds == 20e-6
+    assert extra == pytest.approx(320 * 2 * 48 * 128 * 20e-6, rel=1e-9)
+    assert extra == pytest.approx(78.6432, rel=1e-9)
+    # Expert parallelism spreads the experts: no loop over them.
+    spread = one_plan(train_recompute="none", train_micro_tokens=16384, train_ep=2)
+    with_ep = evaluate(H100, QWEN3_30B_A3B, workload(), spread)
+    without_loop = evaluate(
+        H100, QWEN3_30B_A3B, workload(), spread,
+        overheads=replace(DEFAULT_OVERHEADS, expert_loop_seconds=0.0),
+    )  # fmt: skip
+    assert with_ep.stages["training"].seconds[0] == without_loop.stages["training"].seconds[0]
+    # NeMo-RL's DTensor backend runs Automodel's grouped-GEMM experts; the others keep the loop.
+    assert for_framework(DEFAULT_OVERHEADS, "nemo-rl", 80.0, "").expert_loop_seconds == 0.0
+    assert for_framework(DEFAULT_OVERHEADS, "verl", 80.0, "").expert_loop_seconds == 20e-6

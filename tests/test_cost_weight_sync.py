@@ -86,8 +86,14 @@ def test_a_framework_sets_its_own_broadcast_bucket() -> None:
         own = for_framework(DEFAULT_OVERHEADS, "nemo-rl", memory, "any")
         assert own.weight_broadcast_bucket_bytes == pytest.approx(bucket)
         assert own.weight_sync_bucket_bytes == DEFAULT_OVERHEADS.weight_sync_bucket_bytes
-    # verl and slime set none of their own beyond the 512 MiB default.
+    # verl and slime set no bucket of their own beyond the 512 MiB default (verl's one own
+    # constant is its FSDP backend's float32 gradient reduction, not a weight-sync figure).
     for framework in ("verl", "slime", "none"):
+        own = for_framework(DEFAULT_OVERHEADS, framework, 80.0, "any")
+        for name in ("weight_sync_bucket_bytes", "weight_broadcast_bucket_bytes",
+                     "weight_broadcast_buffers"):  # fmt: skip
+            assert getattr(own, name) == getattr(DEFAULT_OVERHEADS, name)
+    for framework in ("slime", "none"):
         assert for_framework(DEFAULT_OVERHEADS, framework, 80.0, "any") == DEFAULT_OVERHEADS
 
 
