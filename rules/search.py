@@ -158,10 +158,14 @@ def rollout_layouts(resolved: Resolved, gpus: int) -> dict[str, np.ndarray]:
     pps = _choices(fixed.pp, [p for p in (1, 2, 4) if p <= gpus])
     eps = _choices(fixed.ep, powers_of_two(min(gpus, moe.experts)) if moe else [1])
     attention_dp, cp = fixed.attention_dp or 1, fixed.cp or 1
+    # A pipeline stage's experts spread over that stage's ranks, tp x dp = gpus / pp
+    # (cost.plans.plan_problems: ep divides tp * dp): a wider ep would leave part of the
+    # experts on no GPU and cost.memory.rollout_weight_bytes would count the engine's
+    # weights short (tp 2, pp 4, ep 8 on 8 GPUs: 44 of DeepSeek-V3's 156 GiB per GPU).
     rows = [
         (tp, pp, ep, gpus // (tp * pp), attention_dp, cp)
         for tp, pp, ep in itertools.product(tps, pps, eps)
-        if gpus % (tp * pp) == 0 and ep <= gpus and gpus % ep == 0 and tp % (attention_dp * cp) == 0
+        if gpus % (tp * pp) == 0 and (gpus // pp) % ep == 0 and tp % (attention_dp * cp) == 0
     ]
     return _columns(ROLLOUT_LAYOUT_COLUMNS, rows, gpus)
 

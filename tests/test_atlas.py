@@ -105,13 +105,17 @@ def test_atlas_figures_are_plausible(atlas_rows: list[dict[str, Any]]) -> None:
         for more in (g for g in atlas.GPUS if g > gpus):
             if (bigger := by_setup.get((model, accelerator, algorithm, more))) is not None:
                 assert bigger["tokens_per_second"] > r["tokens_per_second"], (r, bigger)
-    # DeepSeek-V3's 671B parameters with Adam do not fit on one node of H100s.
+    # DeepSeek-V3's 671B parameters with Adam do not fit on one node of H100s, and on one node
+    # of A100s or H20s its bf16 weights alone (156 GiB a GPU of an 8-GPU engine) fill no
+    # rollout engine (a tp 2 x pp 4 engine with ep 8 once counted 44 GiB: rules.search)
     small = [
         r
         for r in atlas_rows
-        if (r["model_id"], r["gpus"], r["accelerator_id"]) == ("deepseek-v3", 8, "h100-sxm-80gb")
+        if (r["model_id"], r["gpus"]) == ("deepseek-v3", 8)
+        and r["accelerator_id"] in ("h100-sxm-80gb", "a100-sxm-80gb", "h20-96gb")
     ]
-    assert small and all(not r["feasible"] and "memory" in r["infeasible_reason"] for r in small)
+    assert len(small) == 9
+    assert all(not r["feasible"] and "memory" in r["infeasible_reason"] for r in small)
 
 
 def test_atlas_table_and_columns_are_documented() -> None:
