@@ -68,6 +68,10 @@ class Batch:
     invented)."""
     minibatches: int
     epochs: int
+    sized_at_cap: bool = False
+    """The mean is the length prior's, not the run's (workload.response_tokens_from): memory
+    is then sized as if every response ran to the longest, since a launch must fit a step
+    whose responses all run long, while time follows the prior's spread of lengths."""
 
     @classmethod
     def of(cls, workload: Workload, needs: Needs) -> Batch:
@@ -90,6 +94,7 @@ class Batch:
             longest_response=float(longest),
             minibatches=workload.minibatches_per_step,
             epochs=workload.epochs,
+            sized_at_cap=workload.response_tokens_from == "prior",
         )
 
     @property
@@ -108,6 +113,12 @@ class Batch:
     @property
     def longest_sequence_tokens(self) -> float:
         return self.prompt_tokens + self.longest_response
+
+    @property
+    def memory_sequence_tokens(self) -> float:
+        """Tokens per trained sequence that a step's memory is sized at: the mean, or the
+        longest where the mean is only the prior's (sized_at_cap)."""
+        return self.longest_sequence_tokens if self.sized_at_cap else self.sequence_tokens
 
     @property
     def trained_tokens(self) -> float:

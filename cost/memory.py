@@ -533,7 +533,7 @@ def training_memory(
     chosen = np.where(searched, np.minimum(budget, fits), budget)
     # The micro-batch that holds the longest sequence is at least that long.
     longest = batch.longest_sequence_tokens
-    tokens = np.maximum(np.minimum(chosen, per_rank * batch.sequence_tokens), longest)
+    tokens = np.maximum(np.minimum(chosen, per_rank * batch.memory_sequence_tokens), longest)
     activations = per_token * tokens
     assessed_budget = (
         budget if assessed is layout else default_micro_tokens(assessed, batch, overheads)
@@ -557,7 +557,7 @@ def training_memory(
 
         # one chunk's share per rank, a micro-batch of it at a time, each layout its own ranks
         def tokens_of(lay: TrainLayout, budget: FloatArray) -> FloatArray:
-            share = np.ceil(samples / lay.data_shards) * batch.sequence_tokens
+            share = np.ceil(samples / lay.data_shards) * batch.memory_sequence_tokens
             return np.where(streaming, np.minimum(budget, np.maximum(share, longest)), budget)
 
         own_tokens = tokens_of(layout, budget)
