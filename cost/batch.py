@@ -3,7 +3,7 @@ models. Scalars: the workload is the same for every plan of a table."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rlmguide.cost.episode import Episode
 from rlmguide.cost.lengths import budgeted
@@ -114,11 +114,10 @@ class Batch:
     def longest_sequence_tokens(self) -> float:
         return self.prompt_tokens + self.longest_response
 
-    @property
-    def memory_sequence_tokens(self) -> float:
-        """Tokens per trained sequence that a step's memory is sized at: the mean, or the
-        longest where the mean is only the prior's (sized_at_cap)."""
-        return self.longest_sequence_tokens if self.sized_at_cap else self.sequence_tokens
+    def for_memory(self) -> Batch:
+        """The batch a step's memory is sized at: this one, or where the mean is only the
+        prior's (sized_at_cap) the same with every response at the longest."""
+        return replace(self, response_tokens=self.longest_response) if self.sized_at_cap else self
 
     @property
     def trained_tokens(self) -> float:
