@@ -1,7 +1,7 @@
 """The length prior (kb.schema.length_prior): a run that states only its response cap gets the
 median share of the cap that published runs' means take. Its figures by hand, the records it
 cites, how a workload takes it, the law that it never lowers memory below the cap's, and the
-disclosure in recommend and estimate."""
+disclosure in recommend, estimate and review."""
 
 from __future__ import annotations
 
@@ -23,8 +23,10 @@ from rlmguide.kb.schema import Workload, length_prior
 from test_cost_laws import scenarios
 
 from rlmguide.cli import cli
+from rlmguide.review import Hardware, review
 
 SMALL = REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml"
+REVIEW_FIXTURES = Path(__file__).parent / "fixtures" / "review"
 CATALOG = load_catalog(DEFAULT_ROOTS).records
 
 
@@ -152,3 +154,20 @@ def test_deployments_without_a_published_mean_take_the_prior() -> None:
     assert (fully_async.response_tokens, fully_async.max_response_tokens) == (10294, 28672)
     for d in prior:
         assert any("length prior" in line for line in d.defaults), d.id
+
+
+def test_review_of_a_launch_with_only_its_cap_takes_the_prior() -> None:
+    """NeMo-RL's long Llama recipe bounds the sequence only: the response cap is the bound
+    less the assumed prompt, and the mean is the prior's share of it, cited."""
+    name = "nemo-rl-5fb5889/examples/configs/recipes/llm/"
+    name += "grpo-llama3.1-8b-instruct-4n8g-fsdp2tp1-long.v3.yaml"
+    got = review(REVIEW_FIXTURES / name, hardware=Hardware("h100-sxm-80gb"))
+    workload = got["scenario"]["workload"]
+    assert workload["response_tokens_from"] == "prior"
+    assert workload["response_tokens"] == length_prior.prior_mean_tokens(
+        workload["max_response_tokens"]
+    )
+    (mean,) = [a for a in got["assumed"] if a["field"] == "workload.response_tokens"]
+    assert mean["value"] == workload["response_tokens"]
+    assert set(mean["source"]) == {m.source for m in length_prior.MEASUREMENTS}
+    assert "workload.response_tokens" in got["rests_on_assumptions"]
