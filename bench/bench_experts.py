@@ -23,9 +23,12 @@ mechanics), `none` where the framework runs no plan that agrees (a constraint or
 the expert's choice). The agreeing plans are those the search tries, whose pool splits are its
 own; for placement and execution the best plan of the expert's mode at the expert's pool sizes
 is tried too, so elsewhere x is an upper bound. A deployment whose mean response length is not
-published is recorded at its cap (`response_tokens` = `max_response_tokens`): every response
-then runs to the cap, so there is no long tail for one-step-off, asynchronous or partial
-rollouts to hide; such deployments are marked "no tail" and counted apart.
+published gives only its cap, and the length prior (kb.schema.length_prior: the median share of
+the cap over published runs) supplies the mean; such deployments are marked "prior" and counted
+apart. One still recorded with its mean at the cap (`response_tokens` = `max_response_tokens`:
+the multi-turn launches whose cap is per turn, where the prior's single-turn runs say nothing)
+has every response run to the cap, so there is no long tail for one-step-off, asynchronous or
+partial rollouts to hide; it is marked "no tail".
 
 Run: python bench/bench_experts.py [--heldout DIR] [ID ...]
   --heldout DIR  also judge the deployment records in DIR (kept outside the knowledge base so that
@@ -97,6 +100,15 @@ def tailless(d: Deployment) -> bool:
     """The mean response length is recorded at the cap (none is published): no length tail."""
     workload = d.scenario.workload
     return workload.response_tokens == workload.max_response_tokens
+
+
+def prior(d: Deployment) -> bool:
+    """The mean response length is the length prior's (none is published)."""
+    return d.scenario.workload.response_tokens_from == "prior"
+
+
+def length_mark(d: Deployment) -> str:
+    return "; prior" if prior(d) else "; no tail" if tailless(d) else ""
 
 
 def shown(p: dict[str, Any]) -> str:
@@ -289,16 +301,17 @@ def by_framework(verdicts: list[Verdict]) -> None:
 
 
 def by_cause(verdicts: list[Verdict]) -> None:
-    """The disagreements by kind (module docstring), and how many are on deployments with no
-    length tail."""
+    """The disagreements by kind (module docstring), and how many are on deployments whose
+    mean length is the prior's or that have no length tail."""
     print(f"  disagreements by kind: {'dimension':<13} {'tie':>4} {'model':>6} {'none':>5} "
-          f"{'no tail':>8}")  # fmt: skip
+          f"{'prior':>6} {'no tail':>8}")  # fmt: skip
     for key in DIMENSIONS:
         missed = [v for v in verdicts if key in v.causes]
         kinds = Counter(v.causes[key].split()[0] for v in missed)
         no_tail = sum(tailless(v.deployment) for v in missed)
+        priors = sum(prior(v.deployment) for v in missed)
         print(f"  {'':<23}{key:<13} {kinds['tie']:>4} {kinds['model']:>6} {kinds['none']:>5} "
-              f"{no_tail:>8}")  # fmt: skip
+              f"{priors:>6} {no_tail:>8}")  # fmt: skip
 
 
 def main() -> None:
@@ -351,7 +364,7 @@ def main() -> None:
             )
             print(f"    {own}{why(v) or 'the simplest plan within the tie'}")
             kinds = ", ".join(f"{k}: {c}" for k, c in v.causes.items())
-            print(f"    disagreements: {kinds}" + ("; no tail" if tailless(d) else ""))
+            print(f"    disagreements: {kinds}{length_mark(d)}")
     for mode in MODES:
         title = "as-is" if mode == "as-is" else "leave one framework out"
         known = [verdicts[mode][d.id] for d in deployments if d.id not in heldout_ids]

@@ -3,7 +3,7 @@ models. Scalars: the workload is the same for every plan of a table."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rlmguide.cost.episode import Episode
 from rlmguide.cost.lengths import budgeted
@@ -68,6 +68,10 @@ class Batch:
     invented)."""
     minibatches: int
     epochs: int
+    sized_at_cap: bool = False
+    """The mean is the length prior's, not the run's (workload.response_tokens_from): memory
+    is then sized as if every response ran to the longest, since a launch must fit a step
+    whose responses all run long, while time follows the prior's spread of lengths."""
 
     @classmethod
     def of(cls, workload: Workload, needs: Needs) -> Batch:
@@ -90,6 +94,7 @@ class Batch:
             longest_response=float(longest),
             minibatches=workload.minibatches_per_step,
             epochs=workload.epochs,
+            sized_at_cap=workload.response_tokens_from == "prior",
         )
 
     @property
@@ -108,6 +113,11 @@ class Batch:
     @property
     def longest_sequence_tokens(self) -> float:
         return self.prompt_tokens + self.longest_response
+
+    def for_memory(self) -> Batch:
+        """The batch a step's memory is sized at: this one, or where the mean is only the
+        prior's (sized_at_cap) the same with every response at the longest."""
+        return replace(self, response_tokens=self.longest_response) if self.sized_at_cap else self
 
     @property
     def trained_tokens(self) -> float:

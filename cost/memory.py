@@ -533,14 +533,18 @@ def training_memory(
     chosen = np.where(searched, np.minimum(budget, fits), budget)
     # The micro-batch that holds the longest sequence is at least that long.
     longest = batch.longest_sequence_tokens
-    tokens = np.maximum(np.minimum(chosen, per_rank * batch.sequence_tokens), longest)
+    # Under the length prior the step's memory is sized as if every response ran to the cap
+    # (Batch.sized_at_cap); the budget chosen above stays the mean's, as the step time uses it.
+    sized = batch.for_memory()
+    tokens = np.maximum(np.minimum(chosen, per_rank * sized.sequence_tokens), longest)
     activations = per_token * tokens
+    own_budget = default_micro_tokens(layout, sized, overheads)
     assessed_budget = (
-        budget if assessed is layout else default_micro_tokens(assessed, batch, overheads)
+        own_budget if assessed is layout else default_micro_tokens(assessed, sized, overheads)
     )
     forward = _largest(
         [
-            forward_activation_bytes(f, lay, budget if lay is layout else assessed_budget) * m
+            forward_activation_bytes(f, lay, own_budget if lay is layout else assessed_budget) * m
             for f, m, lay in passes
         ],
         n,
@@ -557,10 +561,10 @@ def training_memory(
 
         # one chunk's share per rank, a micro-batch of it at a time, each layout its own ranks
         def tokens_of(lay: TrainLayout, budget: FloatArray) -> FloatArray:
-            share = np.ceil(samples / lay.data_shards) * batch.sequence_tokens
+            share = np.ceil(samples / lay.data_shards) * sized.sequence_tokens
             return np.where(streaming, np.minimum(budget, np.maximum(share, longest)), budget)
 
-        own_tokens = tokens_of(layout, budget)
+        own_tokens = tokens_of(layout, own_budget)
         frozen_tokens = own_tokens if assessed is layout else tokens_of(assessed, assessed_budget)
         chunked = _largest(
             [

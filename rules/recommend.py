@@ -41,7 +41,7 @@ from rlmguide.cost.plans import (
 )
 from rlmguide.cost.units import GIB
 from rlmguide.kb.load import Catalog
-from rlmguide.kb.schema import Architecture, Constraint, Framework, Offload, Plan
+from rlmguide.kb.schema import Architecture, Constraint, Framework, Offload, Plan, length_prior
 from rlmguide.rules.agentic import agentic_notes
 from rlmguide.rules.engine import CompiledRule
 from rlmguide.rules.facts import STAGES, scenario_facts
@@ -2079,6 +2079,7 @@ def recommend(
         "research_what_if": _research(
             recommender, costs, ~launchable & ~off_policy, ranked.rows[0]
         ),
+        **_length_prior(resolved),
         "resolution_notes": list(resolved.notes)
         + (
             ["no plan fitted without a CPU optimizer or streamed parameters, so they were searched"]
@@ -2257,6 +2258,34 @@ def _off_policy(
             }
         )
     return found
+
+
+def _length_prior(resolved: Resolved) -> dict[str, Any]:
+    """`length_prior` when the workload's mean response length is the prior's: the share,
+    its spread and the measurements behind it (JSON beside the note in resolution_notes)."""
+    workload = resolved.scenario.workload
+    if workload.response_tokens_from != "prior":
+        return {}
+    low, high = length_prior.MEAN_SHARE_QUARTILES
+    return {
+        "length_prior": {
+            "response_tokens": workload.response_tokens,
+            "max_response_tokens": workload.max_response_tokens,
+            "share": round(length_prior.MEAN_SHARE, 4),
+            "quartiles": [round(low, 4), round(high, 4)],
+            "memory": "sized at max_response_tokens",
+            "measurements": [
+                {
+                    "source": m.source,
+                    "locator": m.locator,
+                    "workload": m.workload,
+                    "mean_tokens": m.mean_tokens,
+                    "cap_tokens": m.cap_tokens,
+                }
+                for m in length_prior.MEASUREMENTS
+            ],
+        }
+    }
 
 
 def _grid_notes(recommender: Recommender) -> list[str]:

@@ -36,6 +36,7 @@ from rlmguide.kb.schema import (
     Reward,
     Scenario,
     Workload,
+    length_prior,
 )
 from rlmguide.kb.schema.bounds import boolean_numbers, out_of_bounds
 
@@ -306,6 +307,8 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         what = "longest episode (turns and observations)"
         scoring = _per_turn(scoring, workload.agent.reward, episode)
     notes: list[str] = []
+    if workload.response_tokens_from == "prior":
+        notes.append(length_prior.disclosure(longest))
     configured = models.context_tokens
     # An LLM judge reads the rubric too and writes its verdict after the response.
     judged = context + scoring.rubric_tokens + scoring.verdict_tokens

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Discriminator, Field, StringConstraints, Tag, model_validator
 from rlmguide.kb.schema.common import NonNegativeInt, Positive, PositiveInt, Slug, Strict, Text
+from rlmguide.kb.schema.length_prior import prior_mean_tokens
 from rlmguide.kb.schema.specs import AcceleratorFigures, Architecture
 
 Placement = Literal["colocated", "disaggregated", "partially-colocated"]
@@ -347,7 +348,14 @@ class Workload(Strict):
     samples_per_prompt: PositiveInt | None = None
     prompt_tokens: PositiveInt
     response_tokens: PositiveInt
+    """Mean response length. Left out where max_response_tokens is given (a launch states
+    only its cap), it is the published runs' median share of the cap (kb.schema.length_prior)
+    and response_tokens_from says so."""
     max_response_tokens: PositiveInt | None = None
+    response_tokens_from: Literal["stated", "prior"] = "stated"
+    """stated: response_tokens is the run's own; prior: it was left out and the length prior
+    filled it from max_response_tokens (memory is then sized at the cap: a step whose
+    responses all run long must still fit)."""
     reasoning_budget: PositiveInt | None = None
     """A cap on the tokens of one response (one model turn in an episode), as a thinking budget
     or s1's budget forcing sets it (arXiv 2501.19393: the end-of-thinking delimiter is appended
@@ -383,6 +391,21 @@ class Workload(Strict):
     search: Search | None = None
     """Completions decoded from each response's intermediate states to value them (VinePPO)
     or to search over steps; unset, nothing but the responses is generated."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _prior_mean(cls, data: object) -> object:
+        """Only the cap is given: the mean from the length prior."""
+        if not isinstance(data, dict) or data.get("response_tokens") is not None:
+            return data
+        cap = data.get("max_response_tokens")
+        if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0:
+            return {
+                **data,
+                "response_tokens": prior_mean_tokens(cap),
+                "response_tokens_from": "prior",
+            }
+        return data
 
     @model_validator(mode="after")
     def _one_length(self) -> Workload:

@@ -17,7 +17,7 @@ from rlmguide.export.render import BUDGET_FIELDS, BUDGET_LINE
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.model_names import match_model
 from rlmguide.kb.schema import Mapping as MappingRecord
-from rlmguide.kb.schema import MappingEntry, Model
+from rlmguide.kb.schema import MappingEntry, Model, length_prior
 from rlmguide.review.architecture import (
     ArchitectureMissing,
     Read,
@@ -415,19 +415,31 @@ def scenario_of(
                 "source": framework.id,
             }
         )
-    mean, budget = max_response, None
+    mean, budget, prior = max_response, None, False
     lengths = None if agent else _budgeted_lengths(reading.stated_lengths, max_response, assumed)
     if lengths is not None:
         mean, max_response, budget = lengths
-    else:
+    elif agent:
+        # the length prior's runs are single-turn: a turn's mean is taken at its cap
         assumed.append(
             {
                 "field": "workload.response_tokens",
                 "value": max_response,
-                "why": "a launch gives only the longest "
-                + ("turn" if agent else "response")
-                + "; its mean is taken as that",
+                "why": "a launch gives only the longest turn; its mean is taken as that",
                 "source": None,
+            }
+        )
+    else:
+        # the length prior's mean (kb.schema.length_prior), as a scenario without one takes
+        mean, prior = length_prior.prior_mean_tokens(max_response), True
+        assumed.append(
+            {
+                "field": "workload.response_tokens",
+                "value": mean,
+                "why": f"a launch gives only the longest response; the mean is the length "
+                f"prior's, {length_prior.MEAN_SHARE:.2f} of the cap (the median over "
+                f"{len(length_prior.MEASUREMENTS)} published runs)",
+                "source": sorted({m.source for m in length_prior.MEASUREMENTS}),
             }
         )
     train_gpus = f.get("plan.train.gpus")
@@ -558,6 +570,7 @@ def scenario_of(
             "minibatches_per_step": minibatches,
             "epochs": f.get("workload.epochs", 1),
         }
+        | ({"response_tokens_from": "prior"} if prior else {})
         | ({"reasoning_budget": budget} if budget else {})
         | ({"agent": agent} if agent else {}),
         "plan": plan,

@@ -79,6 +79,11 @@ def workload(ix: Index, src: str, dep: Deployment) -> str:
         f"{ix.record_link(src, 'algorithm', load.algorithm)}: {number(load.prompts_per_step)} "
         f"prompts x {samples} samples per step, {number(load.prompt_tokens)} prompt and "
         f"{number(load.response_tokens)} response tokens on average"
+        + (
+            " (not published: the length prior's share of the cap)"
+            if load.response_tokens_from == "prior"
+            else ""
+        )
     )
 
 
