@@ -134,6 +134,14 @@ LAUNCH_FACTS = {
         ),
         Fact("launch.kl_coef", "number", "the KL coefficient a launch writes with a reference"),
         Fact(
+            "launch.generation_groups",
+            "number",
+            "prompt groups an asynchronous launch generates at once (SkyRL's "
+            "num_parallel_generation_workers): the engines' concurrent sequences over the "
+            "samples per prompt, at least one mini-batch's prompts and at most the "
+            "mini-batches the staleness bound lets run ahead",
+        ),
+        Fact(
             "launch.normalized_advantages",
             "bool",
             "advantages are normalised over the batch (slime's --normalize-advantages)",
@@ -260,6 +268,24 @@ def data_parallel(facts: Mapping[str, Any]) -> int | None:
     return max(1, int(gpus) // group)
 
 
+def generation_groups(plan: Mapping[str, Any], facts: Mapping[str, Any]) -> int | None:
+    """Prompt groups an asynchronous plan generates at once: its engines' concurrent
+    sequences (rollout replicas x rollout_concurrency) over the samples per prompt, kept
+    between one mini-batch's prompts and the (staleness + 1) mini-batches generation may
+    run ahead of training (fewer leaves a training step waiting, more can never be
+    admitted). None for a plan that does not generate ahead."""
+    staleness = plan.get("max_staleness")
+    concurrency = plan.get("rollout_concurrency")
+    if plan.get("execution") != "async" or staleness is None or not concurrency:
+        return None
+    mini = int(facts["workload.prompts_per_step"]) // int(
+        facts.get("workload.minibatches_per_step") or 1
+    )
+    engines = int(facts.get("plan.rollout.dp") or 1)
+    wanted = math.ceil(engines * int(concurrency) / int(facts["workload.samples_per_prompt"]))
+    return min(max(wanted, mini), mini * (int(staleness) + 1))
+
+
 def micro_batch(plan: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, Any]:
     """The training micro-batch the plan's activations were costed at, in the units the
     frameworks count: tokens over the CP group, a whole multiple of cp x tp so that every
@@ -310,6 +336,8 @@ def computed(
         **derived(plan),
         **micro_batch(plan, facts),
     }
+    if groups := generation_groups(plan, facts):
+        out["launch.generation_groups"] = groups
     if ranks := data_parallel(facts):
         out["launch.rank_samples"] = int(facts["workload.responses_per_step"]) / ranks
     fraction = engine_fraction(plan, float(facts["cluster.memory_gib"]), engine or "")
