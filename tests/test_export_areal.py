@@ -9,6 +9,7 @@ mode overrides a key the YAML holds plainly and any other only with `+`."""
 from __future__ import annotations
 
 import ast
+import json
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -323,3 +324,39 @@ def test_dapo_writes_the_dapo_examples_switches_over_the_grpo_config() -> None:
     }
     assert {k: args.get(k) for k in expected} == expected
     assert {w.partition("=")[0] for w in given if "dynamic_bs" in w} == {"+dynamic_bs"}
+
+
+LONG = {
+    "cluster": {"accelerator": "h20-96gb", "nodes": 1, "gpus_per_node": 8},
+    "models": {"policy": "qwen3-8b", "reward": "verifier"},
+    "workload": {"algorithm": "grpo", "prompts_per_step": 64, "samples_per_prompt": 8,
+                 "prompt_tokens": 1024, "response_tokens": 8192, "max_response_tokens": 32768,
+                 "minibatches_per_step": 4},
+}  # fmt: skip
+"""The launch audit's a11 (/work/notes/audit) in small: 1,024 + 32,768 = 33,792 tokens a request."""
+
+
+def test_sglang_context_length_holds_the_longest_request(tmp_path: Path) -> None:
+    """AReaL's base config leaves SGLang at 32,768 tokens (gsm8k_grpo.yaml L121 at fee938ea);
+    a request of 33,792 needs 33,792 + 2 (SGLang 0.5.10.post1's scheduler serves context - 2
+    new tokens at most; its tokenizer rejects input + max_new >= context). Review reports
+    constraint areal-sglang-context-holds-the-longest-request on the launch without it."""
+    done = export_of(parse_scenario(LONG, "long"))
+    assert done.engine == "sglang"
+    args = hydra_config(words(done)[1:])
+    assert args["gconfig.max_tokens"] == 33792
+    assert args["sglang.context_length"] == 33794
+    text = script(done, "test", "qwen3-8b")
+    path = tmp_path / "launch.sh"
+
+    def startup(launch: str) -> list[str]:
+        path.write_text(launch)
+        given = ["review", str(path), "--framework", "areal", "--accelerator", "h20-96gb",
+                 "--policy", "qwen3-8b", "--format", "json"]  # fmt: skip
+        reviewed = CliRunner().invoke(cli, given, catch_exceptions=False)
+        assert reviewed.exit_code == 0, reviewed.output
+        return [c["constraint"] for c in json.loads(reviewed.output)["startup"]]
+
+    assert startup(text) == []
+    without = "\n".join(line for line in text.splitlines() if "context_length" not in line)
+    assert startup(without + "\n") == ["areal-sglang-context-holds-the-longest-request"]

@@ -68,6 +68,12 @@ LAUNCH_FACTS = {
             "max_running_requests)",
         ),
         Fact(
+            "launch.engine_context_tokens",
+            "number",
+            "the rollout engine's context length (SGLang's context_length, vLLM's "
+            "max_model_len): the longest request, prompt and response, it serves whole",
+        ),
+        Fact(
             "launch.engine_batched_tokens",
             "number",
             "tokens one engine step schedules at most (vLLM's max_num_batched_tokens, SGLang's "
@@ -184,6 +190,13 @@ KL_COEF = 0.001
 kl_loss_coef and kl_ctrl.kl_coef default (verl/trainer/config/_generated_ppo_trainer.yaml at
 b178a3cd), so a run is the same whichever framework launches it (slime's --kl-loss-coef
 defaults to 0, which would load the reference for nothing)."""
+
+SGLANG_CONTEXT_MARGIN = 2
+"""Tokens SGLang's context length must exceed the longest request by: its scheduler serves at
+most context_len - 1 tokens a request (tp_worker.py L301-L304 at 0.5.10.post1, the version
+AReaL fee938ea pins) and caps max_new_tokens one below that (scheduler.py L1612-L1620), and its
+tokenizer rejects input + max_new_tokens >= context_len (tokenizer_manager.py L810-L835).
+vLLM takes a request of exactly max_model_len."""
 
 ENGINE_BATCHED_TOKENS = 8192
 """Tokens per engine step the plan's rollout workspace was costed at (cost.overheads
@@ -345,6 +358,9 @@ def computed(
         out["launch.engine_memory_fraction"] = fraction
         out["launch.engine_max_seqs"] = max(1, int(plan.get("rollout_concurrency") or 1))
         out["launch.engine_batched_tokens"] = ENGINE_BATCHED_TOKENS
+        out["launch.engine_context_tokens"] = int(facts["workload.sequence_tokens"]) + (
+            SGLANG_CONTEXT_MARGIN if engine == "sglang" else 0
+        )
     return out
 
 
