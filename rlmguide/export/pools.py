@@ -43,7 +43,8 @@ def allocation(pool: str, names: Mapping[str, Any], facts: Mapping[str, Any]) ->
     # a dense model's etp is its tp (nothing to split); an MoE's experts split by tp over
     # expert ranks need the hybrid form even without expert parallelism, as the plain one
     # leaves expert TP at 1 (areal/api/alloc_mode.py L85-L91 at fee938ea)
-    etp = degree("etp") if pool == "train" and facts.get("model.is_moe") else 1
+    moe = ep > 1 or bool(facts.get("model.is_moe"))
+    etp = degree("etp") if pool == "train" and moe else 1
     if ep <= 1 and etp == 1:
         return f"{name}:{dims}"
     if etp == 1:
