@@ -1575,3 +1575,25 @@ def test_megatron_plans_cost_the_fp32_gradients_the_framework_keeps(framework: s
     written = {a.key: a.value for a in done.arguments}
     if key is not None:
         assert written[key] is True
+
+
+def test_openrlhf_grpo_puts_the_kl_in_the_loss() -> None:
+    """GRPO's KL is a loss term (kb/records/algorithms/grpo.yaml): OpenRLHF 3c3be623 keeps it
+    in the reward unless --algo.kl.use_loss (train_ppo_ray.py L484-L486;
+    experience_maker.py L205-L219), with k3, the estimator its help gives GRPO (L421-L429).
+    REINFORCE++ keeps it in the reward, as the algorithm does."""
+    catalog, mappings = _catalogs()
+
+    def written(algorithm: str) -> dict[str, Any]:
+        data = yaml.safe_load((REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml").read_text())
+        data["workload"]["algorithm"] = algorithm
+        scenario = parse_scenario(data, algorithm)
+        done = build(resolve(scenario, catalog.records), catalog, mappings, "openrlhf")
+        return {a.key: a.value for a in done.arguments}
+
+    grpo = written("grpo")
+    assert grpo["algo.kl.use_loss"] is True
+    assert grpo["algo.kl.estimator"] == "k3"
+    assert grpo["algo.kl.init_coef"] > 0
+    reinforce = written("reinforce-plus-plus")
+    assert "algo.kl.use_loss" not in reinforce and "algo.kl.estimator" not in reinforce
