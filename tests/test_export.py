@@ -22,7 +22,7 @@ from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS, record_roots
 from rlmguide.kb.schema import Deployment, MappingEntry
 from rlmguide.rules import RECOMMEND_KINDS
-from rlmguide.rules.scenario import resolve
+from rlmguide.rules.scenario import parse_scenario, resolve
 
 from rlmguide.cli import cli
 from rlmguide.export import Exported, NotExpressible, build, script
@@ -1562,3 +1562,83 @@ def test_also_reads_belongs_to_a_lookup_and_names_its_table() -> None:
         MappingEntry(**base, transform="lookup", table={"3": "fsdp2"}, also_reads={"fsdp": "2"})
     with pytest.raises(ValueError, match="lookup transform"):
         MappingEntry(**base, also_reads={"fsdp": "3"})
+
+
+# -- the gradient buffers each framework's Megatron backend keeps ----------------------------------
+
+MOE_MEGATRON = {
+    "cluster": {"accelerator": "h100-sxm-80gb", "nodes": 8, "gpus_per_node": 8},
+    "models": {"policy": "qwen3-30b-a3b", "reward": "verifier"},
+    "workload": {"algorithm": "grpo", "prompts_per_step": 128, "samples_per_prompt": 8,
+                 "prompt_tokens": 1024, "response_tokens": 4096, "max_response_tokens": 8192,
+                 "minibatches_per_step": 4},
+    "plan": {"execution": "sync", "rollout": {"ep": 1},
+             "train": {"tp": 1, "pp": 1, "cp": 1, "ep": 8, "etp": 1, "zero": 1, "recompute": "full",
+                       "offload": {"optimizer": 0.0, "params": False, "frozen": True}}},
+}  # fmt: skip
+"""Qwen3-30B-A3B on Megatron at TP 1, EP 8: per GPU the dense part (48 layers of attention
+18,874,368 + QK-norms 256 + router 262,144 + two norms 4,096, the untied embeddings
+2 x 151,936 x 2,048 and the final norm) 1,541,093,376 parameters, and 128 experts x 3 x 2,048 x
+768 x 48 layers / 8 = 3,623,878,656: 5,164,972,032 in all."""
+
+FP32_GRADIENT_KEYS = {
+    # AReaL DistributedDataParallelConfig (areal/api/cli_args.py L719 at fee938ea), on GPUs of
+    # its own (AReaL's only placement)
+    "areal": ("disaggregated", "+actor.megatron.ddp.grad_reduce_in_fp32"),
+    # SkyRL MegatronDDPConfig (skyrl/train/config/config.py L250 at a9564572)
+    "skyrl": ("disaggregated", "trainer.policy.megatron_config.ddp_config.grad_reduce_in_fp32"),
+    # ROLL: no key; bf16 turns accumulate_allreduce_grads_in_fp32 on in mcore_adapter's
+    # TrainingArguments.__post_init__ (training_args.py L431-L433 at 8eb27cc2)
+    "roll": ("colocated", None),
+}
+PARKS_TRAINER = {"roll"}
+"""ROLL's Megatron strategy parks the trainer's whole state every step (constraint
+roll-megatron-parks-trainer-state-every-step)."""
+
+
+@pytest.mark.parametrize("framework", sorted(FP32_GRADIENT_KEYS))
+def test_megatron_plans_cost_the_fp32_gradients_the_framework_keeps(framework: str) -> None:
+    """AReaL, SkyRL and ROLL keep Megatron's gradient buffers in fp32 by default: their plans
+    are costed at 4 bytes a parameter, 5,164,972,032 x 4 B = 19.241 GiB per GPU here (it was
+    half that, bf16, before), and the AReaL and SkyRL exports write the key."""
+    catalog, mappings = _catalogs()
+    placement, key = FP32_GRADIENT_KEYS[framework]
+    plan = {**MOE_MEGATRON["plan"], "placement": placement}
+    plan["train"] = {
+        **plan["train"],
+        "offload": {**plan["train"]["offload"], "phase": framework in PARKS_TRAINER},
+    }
+    data = {**MOE_MEGATRON, "plan": plan}
+    scenario = parse_scenario(data, "moe")
+    done = build(resolve(scenario, catalog.records), catalog, mappings, framework)
+    assert done.plan["train"]["fp32_gradients"] is True
+    terms = done.plan["memory_breakdown_gib"]["training"]
+    if framework in PARKS_TRAINER:
+        return  # its peak is the reference's pass, with the trainer's state parked
+    assert terms["gradients"] == pytest.approx(5_164_972_032 * 4 / 2**30, rel=1e-4)
+    assert terms["gradients"] == pytest.approx(2 * terms["weights"], rel=1e-9)
+    written = {a.key: a.value for a in done.arguments}
+    if key is not None:
+        assert written[key] is True
+
+
+def test_openrlhf_grpo_puts_the_kl_in_the_loss() -> None:
+    """GRPO's KL is a loss term (kb/records/algorithms/grpo.yaml): OpenRLHF 3c3be623 keeps it
+    in the reward unless --algo.kl.use_loss (train_ppo_ray.py L484-L486;
+    experience_maker.py L205-L219), with k3, the estimator its help gives GRPO (L421-L429).
+    REINFORCE++ keeps it in the reward, as the algorithm does."""
+    catalog, mappings = _catalogs()
+
+    def written(algorithm: str) -> dict[str, Any]:
+        data = yaml.safe_load((REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml").read_text())
+        data["workload"]["algorithm"] = algorithm
+        scenario = parse_scenario(data, algorithm)
+        done = build(resolve(scenario, catalog.records), catalog, mappings, "openrlhf")
+        return {a.key: a.value for a in done.arguments}
+
+    grpo = written("grpo")
+    assert grpo["algo.kl.use_loss"] is True
+    assert grpo["algo.kl.estimator"] == "k3"
+    assert grpo["algo.kl.init_coef"] > 0
+    reinforce = written("reinforce-plus-plus")
+    assert "algo.kl.use_loss" not in reinforce and "algo.kl.estimator" not in reinforce

@@ -9,6 +9,7 @@ mode overrides a key the YAML holds plainly and any other only with `+`."""
 from __future__ import annotations
 
 import ast
+import json
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -323,3 +324,99 @@ def test_dapo_writes_the_dapo_examples_switches_over_the_grpo_config() -> None:
     }
     assert {k: args.get(k) for k in expected} == expected
     assert {w.partition("=")[0] for w in given if "dynamic_bs" in w} == {"+dynamic_bs"}
+
+
+LONG = {
+    "cluster": {"accelerator": "h20-96gb", "nodes": 1, "gpus_per_node": 8},
+    "models": {"policy": "qwen3-8b", "reward": "verifier"},
+    "workload": {"algorithm": "grpo", "prompts_per_step": 64, "samples_per_prompt": 8,
+                 "prompt_tokens": 1024, "response_tokens": 8192, "max_response_tokens": 32768,
+                 "minibatches_per_step": 4},
+}  # fmt: skip
+"""The launch audit's a11 (/work/notes/audit) in small: 1,024 + 32,768 = 33,792 tokens a request."""
+
+
+def test_sglang_context_length_holds_the_longest_request(tmp_path: Path) -> None:
+    """AReaL's base config leaves SGLang at 32,768 tokens (gsm8k_grpo.yaml L121 at fee938ea);
+    a request of 33,792 needs 33,792 + 2 (SGLang 0.5.10.post1's scheduler serves context - 2
+    new tokens at most; its tokenizer rejects input + max_new >= context). Review reports
+    constraint areal-sglang-context-holds-the-longest-request on the launch without it."""
+    done = export_of(parse_scenario(LONG, "long"))
+    assert done.engine == "sglang"
+    args = hydra_config(words(done)[1:])
+    assert args["gconfig.max_tokens"] == 33792
+    assert args["sglang.context_length"] == 33794
+    text = script(done, "test", "qwen3-8b")
+    path = tmp_path / "launch.sh"
+
+    def startup(launch: str) -> list[str]:
+        path.write_text(launch)
+        given = ["review", str(path), "--framework", "areal", "--accelerator", "h20-96gb",
+                 "--policy", "qwen3-8b", "--format", "json"]  # fmt: skip
+        reviewed = CliRunner().invoke(cli, given, catch_exceptions=False)
+        assert reviewed.exit_code == 0, reviewed.output
+        return [c["constraint"] for c in json.loads(reviewed.output)["startup"]]
+
+    assert startup(text) == []
+    without = "\n".join(line for line in text.splitlines() if "context_length" not in line)
+    assert startup(without + "\n") == ["areal-sglang-context-holds-the-longest-request"]
+
+
+def _moe_megatron(etp: int) -> Exported:
+    """Qwen3-30B-A3B on Megatron at TP 2 without expert parallelism, experts split by `etp`
+    (on 64 H200s: expert TP 1 does not fit)."""
+    data = {
+        "cluster": {"accelerator": "h200-sxm-141gb", "nodes": 8, "gpus_per_node": 8},
+        "models": {"policy": "qwen3-30b-a3b", "reward": "verifier"},
+        "workload": {"algorithm": "grpo", "prompts_per_step": 128, "samples_per_prompt": 8,
+                     "prompt_tokens": 1024, "response_tokens": 4096, "max_response_tokens": 8192,
+                     "minibatches_per_step": 4},
+        "plan": {"placement": "disaggregated", "execution": "sync", "rollout": {"ep": 1},
+                 "train": {"tp": 2, "pp": 1, "cp": 1, "ep": 1, "etp": etp, "zero": 1,
+                           "recompute": "full",
+                           "offload": {"optimizer": 0.0, "params": False, "frozen": True}}},
+    }  # fmt: skip
+    return export_of(parse_scenario(data, f"etp{etp}"))
+
+
+def test_moe_expert_tensor_parallelism_is_written_in_the_hybrid_allocation(
+    tmp_path: Path,
+) -> None:
+    """AReaL's plain allocation string leaves expert TP at 1 (alloc_mode.py L85-L91 at
+    fee938ea); a plan whose experts are split over TP 2 is written in the hybrid form, which
+    sets it (hybrid_train_para, L943-L981). Review reads the export back at the plan's
+    weights, and the plain string the audit found at 27.0 GiB more a GPU: the experts' other
+    half, 128 x 3 x 2,048 x 768 x 48 / 2 = 14,495,514,624 parameters in bf16."""
+    done = _moe_megatron(2)
+    backend = hydra_config(words(done)[1:])["actor.backend"]
+    assert backend == "megatron:(attn:d16p1t2|ffn:p1t2)"
+    assert read_allocation(backend)[1]["etp"] == 2
+    text = script(done, "test", "qwen3-30b-a3b")
+    path = tmp_path / "launch.sh"
+
+    def weights(launch: str) -> float:
+        path.write_text(launch)
+        given = ["review", str(path), "--framework", "areal", "--accelerator", "h200-sxm-141gb",
+                 "--policy", "qwen3-30b-a3b", "--format", "json"]  # fmt: skip
+        reviewed = CliRunner().invoke(cli, given, catch_exceptions=False)
+        assert reviewed.exit_code == 0, reviewed.output
+        estimate = json.loads(reviewed.output)["estimate"]
+        return float(estimate["memory_breakdown_gib"]["training"]["weights"])
+
+    costed = done.plan["memory_breakdown_gib"]["training"]["weights"]
+    assert weights(text) == pytest.approx(costed, rel=1e-9)
+    plain = text.replace(f"'actor.backend={backend}'", "actor.backend=megatron:d16p1t2")
+    assert plain != text
+    assert weights(plain) - costed == pytest.approx(14_495_514_624 * 2 / 2**30, rel=1e-6)
+
+
+def test_a_dense_models_tensor_parallelism_stays_in_the_plain_allocation() -> None:
+    facts = {"run.training_backend": "megatron-lm", "plan.train.gpus": 8, "plan.train.tp": 2,
+             "plan.train.etp": 2, "model.is_moe": False}  # fmt: skip
+    assert allocation("train", {"megatron-lm": "megatron"}, facts) == "megatron:d4p1t2"
+    moe = {**facts, "model.is_moe": True}
+    assert (
+        allocation("train", {"megatron-lm": "megatron"}, moe) == "megatron:(attn:d4p1t2|ffn:p1t2)"
+    )
+    assert read_allocation("megatron:(attn:d4p1t2|ffn:p1t2)")[1] | {"gpus": 8} == {
+        "gpus": 8, "dp": 4, "tp": 2, "pp": 1, "cp": 1, "ep": 1, "etp": 2}  # fmt: skip

@@ -22,6 +22,7 @@ from rlmguide.kb.paths import DEFAULT_ROOTS
 from rlmguide.kb.schema import Deployment
 from rlmguide.rules.scenario import parse_scenario, read_mapping, resolve
 from test_export import _catalogs
+from test_startup import _check
 
 from rlmguide.cli import cli
 from rlmguide.export import Exported, NotExpressible, build, script
@@ -265,6 +266,10 @@ def passes_skyrls_checks(args: dict[str, Any], entry_point: str) -> None:
         assert dp * tp == ep, f"engine EP {ep} != DP x TP {dp * tp}"
     if "async" in entry_point:  # fully_async_trainer.py L388-L392, async_trainer.py L25
         assert not colocated, "the asynchronous trainers refuse colocate_all"
+    if args.get("trainer.fully_async.enabled"):  # fully_async_trainer.py L353-L363
+        workers = args.get("trainer.fully_async.num_parallel_generation_workers", 768)
+        staleness = args.get("trainer.fully_async.max_staleness_steps", 4)
+        assert mini <= workers <= mini * (staleness + 1), "Invalid num_parallel_generation_workers"
 
 
 @pytest.mark.parametrize("case", _cases())
@@ -289,6 +294,75 @@ def test_skyrls_checks_can_fail() -> None:
             passes_skyrls_checks({**args, **change}, entry_point)
     with pytest.raises(AssertionError, match="refuse colocate_all"):
         passes_skyrls_checks(args, "examples.train.fully_async.main_fully_async")
+
+
+def test_the_fully_async_default_generation_workers_fail_skyrls_assert() -> None:
+    """Without the key, the 768 workers of config.py L954 fail FullyAsyncRayPPOTrainer's
+    assert below 768 / (staleness + 1) prompts per mini-batch (fully_async_trainer.py
+    L353-L363)."""
+    args = {
+        **arguments(exported("skyrl-qwen2.5-1.5b-grpo-gsm8k-4xh100")),
+        "trainer.placement.colocate_all": False,
+        "trainer.fully_async.enabled": True,
+        "trainer.fully_async.max_staleness_steps": 1,
+    }
+    args.pop("trainer.fully_async.num_parallel_generation_workers", None)
+    with pytest.raises(AssertionError, match="num_parallel_generation_workers"):
+        passes_skyrls_checks(args, "examples.train.fully_async.main_fully_async")
+
+
+# -- by hand ----------------------------------------------------------------------------------
+
+
+ASYNC_235B = {
+    "cluster": {"accelerator": "h200-sxm-141gb", "nodes": 16, "gpus_per_node": 8},
+    "models": {"policy": "qwen3-235b-a22b", "reward": "verifier"},
+    "workload": {"algorithm": "grpo", "prompts_per_step": 256, "samples_per_prompt": 16,
+                 "prompt_tokens": 1024, "response_tokens": 8192, "max_response_tokens": 32768,
+                 "minibatches_per_step": 4, "epochs": 1, "max_staleness": 1},
+}  # fmt: skip
+"""The launch audit's a16 (/work/notes/audit): fully asynchronous, mini-batches of 64 prompts,
+one step of staleness."""
+
+
+def test_fully_async_writes_the_generation_workers_the_plan_runs() -> None:
+    """The plan's engines run 8 x 341 sequences at once, 2728 / 16 = 170.5 prompt groups; the
+    trainer admits 64 x (1 + 1) = 128 (fully_async_trainer.py L353-L363), so 128 workers,
+    where the default 768 failed the assert at start-up."""
+    done = export_of(parse_scenario(ASYNC_235B, "a16"))
+    args = arguments(done)
+    assert args["trainer.policy_mini_batch_size"] == 64
+    assert args["trainer.fully_async.max_staleness_steps"] == 1
+    engines = args["generator.inference_engine.num_engines"]
+    seqs = args["generator.inference_engine.max_num_seqs"]
+    assert engines * seqs / 16 > 128  # the engines alone would run more groups than admitted
+    assert args["trainer.fully_async.num_parallel_generation_workers"] == 128
+    passes_skyrls_checks(args, done.launch.command.split()[-1])
+
+
+def test_review_flags_a_fully_async_launch_at_the_default_workers(tmp_path: Path) -> None:
+    """Constraint skyrl-fully-async-generation-workers-in-range: review of the export passes;
+    the same launch without the key runs the default 768 and trips it. By hand, 64 to 128
+    workers pass at 64 prompts per mini-batch and one step of staleness."""
+    text = script(export_of(parse_scenario(ASYNC_235B, "a16")), "test", "qwen3-235b-a22b")
+    path = tmp_path / "launch.sh"
+
+    def startup(launch: str) -> list[str]:
+        path.write_text(launch)
+        args = ["review", str(path), "--framework", "skyrl", "--accelerator", "h200-sxm-141gb",
+                "--policy", "qwen3-235b-a22b", "--format", "json"]  # fmt: skip
+        done = CliRunner().invoke(cli, args, catch_exceptions=False)
+        assert done.exit_code == 0, done.output
+        return [c["constraint"] for c in json.loads(done.output)["startup"]]
+
+    assert startup(text) == []
+    without = [line for line in text.splitlines() if "num_parallel_generation_workers" not in line]
+    assert startup("\n".join(without) + "\n") == ["skyrl-fully-async-generation-workers-in-range"]
+    check = _check("skyrl-fully-async-generation-workers-in-range")
+    facts = {"plan.execution": "async", "plan.max_staleness": 1, "workload.prompts_per_step": 256,
+             "workload.minibatches_per_step": 4}  # fmt: skip
+    for workers, holds in ((768, False), (129, False), (128, True), (64, True), (63, False)):
+        assert bool(check.holds({**facts, "launch.generation_groups": workers}, 1)[0]) is holds
 
 
 # -- by hand ----------------------------------------------------------------------------------

@@ -28,8 +28,8 @@ def allocation(pool: str, names: Mapping[str, Any], facts: Mapping[str, Any]) ->
     """The pool `pool` ("train" or "rollout") as an allocation string named by
     `names[component]` (KeyError where the component has no name). Data parallelism is what
     the GPUs leave over the model-parallel degrees; an engine's dimensions are d, p and t;
-    expert parallelism with expert TP 1 is the plain `e` dimension, with another expert TP the
-    hybrid `(attn:...|ffn:...)` form."""
+    expert parallelism with expert TP 1 is the plain `e` dimension, an MoE's other expert TP
+    (with or without expert parallelism) the hybrid `(attn:...|ffn:...)` form."""
     component = facts["run.training_backend" if pool == "train" else "run.rollout_engine"]
     name = names[component]
 
@@ -40,11 +40,16 @@ def allocation(pool: str, names: Mapping[str, Any], facts: Mapping[str, Any]) ->
     cp = degree("cp") if pool == "train" else 1
     dims = f"d{gpus // (tp * pp * cp)}p{pp}t{tp}" + (f"c{cp}" if cp > 1 else "")
     ep = degree("ep") if pool == "train" else 1
-    if ep <= 1:
+    # a dense model's etp is its tp (nothing to split); an MoE's experts split by tp over
+    # expert ranks need the hybrid form even without expert parallelism, as the plain one
+    # leaves expert TP at 1 (areal/api/alloc_mode.py L85-L91 at fee938ea)
+    moe = ep > 1 or bool(facts.get("model.is_moe"))
+    etp = degree("etp") if pool == "train" and moe else 1
+    if ep <= 1 and etp == 1:
         return f"{name}:{dims}"
-    if degree("etp") == 1:
+    if etp == 1:
         return f"{name}:{dims}e{ep}"
-    return f"{name}:(attn:{dims}|ffn:p{pp}t{degree('etp')}e{ep})"
+    return f"{name}:(attn:{dims}|ffn:p{pp}t{etp}" + (f"e{ep})" if ep > 1 else ")")
 
 
 def _dimensions(text: str, where: str) -> dict[str, int]:

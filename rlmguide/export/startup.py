@@ -68,6 +68,12 @@ LAUNCH_FACTS = {
             "max_running_requests)",
         ),
         Fact(
+            "launch.engine_context_tokens",
+            "number",
+            "the rollout engine's context length (SGLang's context_length, vLLM's "
+            "max_model_len): the longest request, prompt and response, it serves whole",
+        ),
+        Fact(
             "launch.engine_batched_tokens",
             "number",
             "tokens one engine step schedules at most (vLLM's max_num_batched_tokens, SGLang's "
@@ -134,6 +140,14 @@ LAUNCH_FACTS = {
         ),
         Fact("launch.kl_coef", "number", "the KL coefficient a launch writes with a reference"),
         Fact(
+            "launch.generation_groups",
+            "number",
+            "prompt groups an asynchronous launch generates at once (SkyRL's "
+            "num_parallel_generation_workers): the engines' concurrent sequences over the "
+            "samples per prompt, at least one mini-batch's prompts and at most the "
+            "mini-batches the staleness bound lets run ahead",
+        ),
+        Fact(
             "launch.normalized_advantages",
             "bool",
             "advantages are normalised over the batch (slime's --normalize-advantages)",
@@ -176,6 +190,13 @@ KL_COEF = 0.001
 kl_loss_coef and kl_ctrl.kl_coef default (verl/trainer/config/_generated_ppo_trainer.yaml at
 b178a3cd), so a run is the same whichever framework launches it (slime's --kl-loss-coef
 defaults to 0, which would load the reference for nothing)."""
+
+SGLANG_CONTEXT_MARGIN = 2
+"""Tokens SGLang's context length must exceed the longest request by: its scheduler serves at
+most context_len - 1 tokens a request (tp_worker.py L301-L304 at 0.5.10.post1, the version
+AReaL fee938ea pins) and caps max_new_tokens one below that (scheduler.py L1612-L1620), and its
+tokenizer rejects input + max_new_tokens >= context_len (tokenizer_manager.py L810-L835).
+vLLM takes a request of exactly max_model_len."""
 
 ENGINE_BATCHED_TOKENS = 8192
 """Tokens per engine step the plan's rollout workspace was costed at (cost.overheads
@@ -260,6 +281,24 @@ def data_parallel(facts: Mapping[str, Any]) -> int | None:
     return max(1, int(gpus) // group)
 
 
+def generation_groups(plan: Mapping[str, Any], facts: Mapping[str, Any]) -> int | None:
+    """Prompt groups an asynchronous plan generates at once: its engines' concurrent
+    sequences (rollout replicas x rollout_concurrency) over the samples per prompt, kept
+    between one mini-batch's prompts and the (staleness + 1) mini-batches generation may
+    run ahead of training (fewer leaves a training step waiting, more can never be
+    admitted). None for a plan that does not generate ahead."""
+    staleness = plan.get("max_staleness")
+    concurrency = plan.get("rollout_concurrency")
+    if plan.get("execution") != "async" or staleness is None or not concurrency:
+        return None
+    mini = int(facts["workload.prompts_per_step"]) // int(
+        facts.get("workload.minibatches_per_step") or 1
+    )
+    engines = int(facts.get("plan.rollout.dp") or 1)
+    wanted = math.ceil(engines * int(concurrency) / int(facts["workload.samples_per_prompt"]))
+    return min(max(wanted, mini), mini * (int(staleness) + 1))
+
+
 def micro_batch(plan: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, Any]:
     """The training micro-batch the plan's activations were costed at, in the units the
     frameworks count: tokens over the CP group, a whole multiple of cp x tp so that every
@@ -310,6 +349,8 @@ def computed(
         **derived(plan),
         **micro_batch(plan, facts),
     }
+    if groups := generation_groups(plan, facts):
+        out["launch.generation_groups"] = groups
     if ranks := data_parallel(facts):
         out["launch.rank_samples"] = int(facts["workload.responses_per_step"]) / ranks
     fraction = engine_fraction(plan, float(facts["cluster.memory_gib"]), engine or "")
@@ -317,6 +358,9 @@ def computed(
         out["launch.engine_memory_fraction"] = fraction
         out["launch.engine_max_seqs"] = max(1, int(plan.get("rollout_concurrency") or 1))
         out["launch.engine_batched_tokens"] = ENGINE_BATCHED_TOKENS
+        out["launch.engine_context_tokens"] = int(facts["workload.sequence_tokens"]) + (
+            SGLANG_CONTEXT_MARGIN if engine == "sglang" else 0
+        )
     return out
 
 
