@@ -104,8 +104,8 @@ def _cases() -> list[Any]:
 
 
 REFUSED = {
-    "dpo-qwen2.5-7b-8xh100": "has no entry point for sync execution on colocated placement",
-    "grpo-qwen2.5-7b-llm-judge-16xh100": "has no entry point for sync colocated",
+    "dpo-qwen2.5-7b-8xh100": "has no key for workload.reward_kind = none",
+    "grpo-qwen2.5-7b-llm-judge-16xh100": "has no key for plan.pools.reward = 8, workload.reward_model",
     "grpo-qwen3-32b-coding-agent-64xh100": "has no key for workload.max_turns",
     "ppo-llama-3.1-70b-1024xh100": "has no key for workload.reward_model",
     "ppo-qwen2.5-7b-shared-critic-fused-16xh100": "does not claim shared-actor-critic",
