@@ -328,6 +328,17 @@ def test_a_colocated_ppo_launch_adds_the_keys_the_ppo_config_lacks() -> None:
     assert {k: args.get(k) for k in expected} == expected
 
 
+def test_a_colocated_dapo_plan_parks_no_reference_it_does_not_build() -> None:
+    """DAPO keeps no reference (kl_ctl 0: PPOTrainer builds none), so a plan ranked with the
+    frozen models parked says ref.offload's default; ref.offload true would ask the trainer to
+    park a reference it never built, and enable_offload stays for the colocated actor."""
+    done = export_of(_pinned(COLOCATED, "dapo"))
+    given = words(done)
+    args = hydra_config(given[1:])
+    assert args["enable_offload"] is True and args["dynamic_bs"] is True
+    assert args.get("ref.offload", False) is False
+
+
 def test_the_colocation_constraints_by_hand() -> None:
     """PPOTrainer parks the actor whenever the rollout is colocated with it, and the schedulers
     colocate a role only onto as many workers as its target has: one single-GPU engine per
