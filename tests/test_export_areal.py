@@ -28,6 +28,7 @@ from rlmguide.cli import cli
 from rlmguide.export import Exported, NotExpressible, build, script
 from rlmguide.export.mapping import INPUTS
 from rlmguide.export.pools import PoolSpelling, allocation, read_allocation
+from rlmguide.export.render import override_value
 from rlmguide.review.config import hydra_config
 from rlmguide.review.recipe import flatten
 from rlmguide.review.shell import command_arguments
@@ -41,6 +42,7 @@ MAPPING = "areal-2.0.0"
 VERSIONS = {"areal-2.0.0": "fee938e", "areal-1.0.4-17-g4aef98d8d": "4aef98d"}
 """Mapping -> the commit its fixtures (tests/fixtures/frameworks/areal-<commit>-*) were read at."""
 SMALL = REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml"
+DEEPSEEK = REPO / "examples" / "grpo-deepseek-v3-4096xh800.yaml"
 EXAMPLES = [
     p
     for p in sorted((REPO / "examples").glob("*.yaml"))
@@ -220,6 +222,24 @@ def test_allocation_strings_spell_every_degree_and_read_back() -> None:
     for bad in ("fsdp", "fsdp:d4x2", "d4t2", "fsdp:"):
         with pytest.raises(PoolSpelling):
             read_allocation(bad)
+
+
+def test_a_hybrid_allocation_is_quoted_for_hydras_override_grammar() -> None:
+    """Hydra's override grammar reads parentheses as a call: DeepSeek-V3's expert layout
+    (`megatron:(attn:...|ffn:...)`) goes in single quotes, which Hydra takes off (AReaL's own
+    parse_cli_args refused it unquoted: OverrideParseException, mismatched input '('), and a
+    string it takes as written stays bare."""
+    assert override_value("megatron:(attn:d2p4t2c2|ffn:p4t2e4)") == (
+        "'megatron:(attn:d2p4t2c2|ffn:p4t2e4)'"
+    )
+    for bare in ("fsdp:d8p1t1", "Qwen/Qwen2.5-7B", "${MODEL_PATH}", "colocation"):
+        assert override_value(bare) == bare
+    assert override_value(True) == "True" and override_value(None) == "null"
+    done = export_of(parse_scenario(read_mapping(DEEPSEEK), str(DEEPSEEK)))
+    given = words(done)
+    written = [w for w in given if w.startswith("actor.backend=")]
+    assert written == ["actor.backend='megatron:(attn:d1024p1t2|ffn:p1t2e256)'"]
+    assert hydra_config(given[1:])["actor.backend"] == "megatron:(attn:d1024p1t2|ffn:p1t2e256)"
 
 
 def test_the_30b_moe_tau2_deployment_by_hand() -> None:
