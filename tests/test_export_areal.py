@@ -28,6 +28,7 @@ from rlmguide.cli import cli
 from rlmguide.export import Exported, NotExpressible, build, script
 from rlmguide.export.mapping import INPUTS
 from rlmguide.export.pools import PoolSpelling, allocation, read_allocation
+from rlmguide.export.render import override_value
 from rlmguide.review.config import hydra_config
 from rlmguide.review.recipe import flatten
 from rlmguide.review.shell import command_arguments
@@ -41,6 +42,7 @@ MAPPING = "areal-2.0.0"
 VERSIONS = {"areal-2.0.0": "fee938e", "areal-1.0.4-17-g4aef98d8d": "4aef98d"}
 """Mapping -> the commit its fixtures (tests/fixtures/frameworks/areal-<commit>-*) were read at."""
 SMALL = REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml"
+DEEPSEEK = REPO / "examples" / "grpo-deepseek-v3-4096xh800.yaml"
 EXAMPLES = [
     p
     for p in sorted((REPO / "examples").glob("*.yaml"))
@@ -105,8 +107,8 @@ def _cases() -> list[Any]:
 
 
 REFUSED = {
-    "dpo-qwen2.5-7b-8xh100": "has no entry point for sync execution on colocated placement",
-    "grpo-qwen2.5-7b-llm-judge-16xh100": "has no entry point for sync colocated",
+    "dpo-qwen2.5-7b-8xh100": "has no key for workload.reward_kind = none",
+    "grpo-qwen2.5-7b-llm-judge-16xh100": "has no key for plan.pools.reward = 8, workload.reward_",
     "grpo-qwen3-32b-coding-agent-64xh100": "has no key for workload.max_turns",
     "ppo-llama-3.1-70b-1024xh100": "has no key for workload.reward_model",
     "ppo-qwen2.5-7b-shared-critic-fused-16xh100": "does not claim shared-actor-critic",
@@ -222,6 +224,24 @@ def test_allocation_strings_spell_every_degree_and_read_back() -> None:
             read_allocation(bad)
 
 
+def test_a_hybrid_allocation_is_quoted_for_hydras_override_grammar() -> None:
+    """Hydra's override grammar reads parentheses as a call: DeepSeek-V3's expert layout
+    (`megatron:(attn:...|ffn:...)`) goes in single quotes, which Hydra takes off (AReaL's own
+    parse_cli_args refused it unquoted: OverrideParseException, mismatched input '('), and a
+    string it takes as written stays bare."""
+    assert override_value("megatron:(attn:d2p4t2c2|ffn:p4t2e4)") == (
+        "'megatron:(attn:d2p4t2c2|ffn:p4t2e4)'"
+    )
+    for bare in ("fsdp:d8p1t1", "Qwen/Qwen2.5-7B", "${MODEL_PATH}", "colocation"):
+        assert override_value(bare) == bare
+    assert override_value(True) == "True" and override_value(None) == "null"
+    done = export_of(parse_scenario(read_mapping(DEEPSEEK), str(DEEPSEEK)))
+    given = words(done)
+    written = [w for w in given if w.startswith("actor.backend=")]
+    assert written == ["actor.backend='megatron:(attn:d1024p1t2|ffn:p1t2e256)'"]
+    assert hydra_config(given[1:])["actor.backend"] == "megatron:(attn:d1024p1t2|ffn:p1t2e256)"
+
+
 def test_the_30b_moe_tau2_deployment_by_hand() -> None:
     """examples/tau2/config_30b_moe_airline.yaml at 4aef98d, as its deployment record reads it:
     32 SGLang GPUs in engines of TP 4, Megatron on the other 32 with TP 2, PP 4, EP 4."""
@@ -257,25 +277,189 @@ def test_a_zero_1_plan_trains_on_megatron_never_on_fsdp() -> None:
     assert hydra_config(words(done)[1:])["actor.backend"].startswith("megatron:")
 
 
-@pytest.mark.parametrize(
-    ("change", "reason"),
-    [
-        ({"placement": "colocated"}, "no entry point for sync execution on colocated"),
-        ({"execution": "one-step-off"}, "no entry point for one-step-off"),
-    ],
-)
-def test_launches_areal_has_no_entry_point_for_are_refused(
-    change: dict[str, Any], reason: str, tmp_path: Path
-) -> None:
+def test_a_one_step_off_launch_has_no_entry_point(tmp_path: Path) -> None:
     data = yaml.safe_load(SMALL.read_text())
-    data["plan"] = {"placement": "disaggregated", "execution": "sync", **change}
-    if change.get("execution") == "one-step-off":
-        data["workload"]["max_staleness"] = 1
+    data["plan"] = {"placement": "disaggregated", "execution": "one-step-off"}
+    data["workload"]["max_staleness"] = 1
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump(data))
     done = CliRunner().invoke(cli, ["export", str(path), "--framework", "areal"])
     assert done.exit_code == 1, done.output
-    assert reason in done.output
+    assert "no entry point for one-step-off" in done.output
+
+
+# -- colocation and offload ---------------------------------------------------------------------
+
+
+def _pinned(plan: dict[str, Any], algorithm: str = "grpo") -> Any:
+    """The 7B example (one node of eight H100s) with its plan pinned as `plan` says."""
+    data = yaml.safe_load(SMALL.read_text())
+    data["plan"] = plan
+    data["workload"]["algorithm"] = algorithm
+    return parse_scenario(data, "pinned")
+
+
+COLOCATED = {"placement": "colocated", "execution": "sync", "rollout": {"gpus": 8, "tp": 1}}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_colocated_plan_forks_one_engine_onto_each_actor_gpu(version: str) -> None:
+    """AReaL's own colocated run (tests/test_examples.py test_gsm8k_ppo_colocate at both commits):
+    the rollout's scheduling strategy colocation with the actor as its target, weights through the
+    disk, enable_offload; and SGLang under its memory saver, so that its weights and KV cache leave
+    the GPUs while the actor trains. Eight engines of one GPU on the actor's eight workers."""
+    done = export_of(_pinned(COLOCATED), version)
+    given = words(done)
+    args = hydra_config(given[1:])
+    expected = {
+        "rollout.scheduling_strategy.type": "colocation",
+        "rollout.scheduling_strategy.target": "actor",
+        "actor.weight_update_mode": "disk",
+        "enable_offload": True,
+        "sglang.enable_memory_saver": True,
+        "actor.backend": "fsdp:d8p1t1",
+        "rollout.backend": "sglang:d8p1t1",
+        "rollout.max_head_offpolicyness": 0,
+    }
+    assert {k: args.get(k) for k in expected} == expected
+    # the GRPO config sets weight_update_mode (xccl), so Hydra overrides it without `+`
+    assert "actor.weight_update_mode=disk" in given
+    # the colocation parks the actor by itself: the plan's phase offload, no actor.offload key
+    assert done.plan["train"]["offload"]["phase"] is True
+    assert "actor.offload" not in args
+    assert (done.backend, done.engine) == ("pytorch-fsdp", "sglang")
+
+
+def test_a_colocated_ppo_launch_adds_the_keys_the_ppo_config_lacks() -> None:
+    """examples/math/gsm8k_ppo.yaml has no weight_update_mode (AReaL's own colocated PPO run
+    passes +actor.weight_update_mode=disk); the critic shares the actor's GPUs and is parked
+    with it (critic.offload: the plan's phase offload covers every trained model)."""
+    done = export_of(_pinned(COLOCATED, "ppo"))
+    given = words(done)
+    assert given[0] == "--config=examples/math/gsm8k_ppo.yaml"
+    assert "+actor.weight_update_mode=disk" in given
+    args = hydra_config(given[1:])
+    expected = {
+        "rollout.scheduling_strategy.type": "colocation",
+        "critic.scheduling_strategy.type": "colocation",
+        "critic.offload": True,
+        "enable_offload": True,
+    }
+    assert {k: args.get(k) for k in expected} == expected
+
+
+def test_a_colocated_dapo_plan_parks_no_reference_it_does_not_build() -> None:
+    """DAPO keeps no reference (kl_ctl 0: PPOTrainer builds none), so a plan ranked with the
+    frozen models parked says ref.offload's default; ref.offload true would ask the trainer to
+    park a reference it never built, and enable_offload stays for the colocated actor."""
+    done = export_of(_pinned(COLOCATED, "dapo"))
+    given = words(done)
+    args = hydra_config(given[1:])
+    assert args["enable_offload"] is True and args["dynamic_bs"] is True
+    assert args.get("ref.offload", False) is False
+
+
+def test_the_colocation_constraints_by_hand() -> None:
+    """PPOTrainer parks the actor whenever the rollout is colocated with it, and the schedulers
+    colocate a role only onto as many workers as its target has: one single-GPU engine per
+    actor GPU."""
+    from rlmguide.rules.expr import Condition
+    from rlmguide.rules.facts import FACTS
+
+    records = load_catalog(DEFAULT_ROOTS, ("constraint",)).of("constraint")
+
+    def holds(record_id: str, **facts: Any) -> bool:
+        return bool(Condition(records[record_id].condition, FACTS).evaluate(facts))
+
+    parks = "areal-colocated-parks-trainer-state"
+    assert holds(parks, **{"plan.placement": "colocated", "plan.train.offload_phase": True})
+    assert not holds(parks, **{"plan.placement": "colocated", "plan.train.offload_phase": False})
+    assert holds(parks, **{"plan.placement": "disaggregated", "plan.train.offload_phase": False})
+    engines = "areal-colocated-rollout-one-gpu-per-engine"
+    one = {"plan.placement": "colocated", "plan.rollout.tp": 1, "plan.rollout.pp": 1}
+    assert holds(engines, **one)
+    assert not holds(engines, **{**one, "plan.rollout.tp": 2})
+    assert not holds(engines, **{**one, "plan.rollout.pp": 2})
+    assert holds(engines, **{**one, "plan.placement": "disaggregated", "plan.rollout.tp": 4})
+
+
+def test_phase_offload_on_gpus_of_its_own_parks_the_actor_through_the_memory_saver() -> None:
+    parked = {
+        "placement": "disaggregated",
+        "execution": "sync",
+        "train": {"offload": {"phase": True}},
+    }
+    done = export_of(_pinned(parked))
+    args = hydra_config(words(done)[1:])
+    expected = {
+        "actor.offload": True,
+        "enable_offload": True,
+        "rollout.scheduling_strategy.type": "separation",
+    }
+    assert {k: args.get(k) for k in expected} == expected
+    assert "actor.weight_update_mode" not in args  # the base config's xccl
+
+
+def test_streamed_parameters_are_fsdps_cpu_offload_policy() -> None:
+    """fsdp.offload_params wraps the model in FSDP2's CPUOffloadPolicy: parameters, gradients and
+    Adam on the host, so the plan's streamed parameters come with its CPU optimizer."""
+    streamed = {"offload": {"params": True, "optimizer": 1}}
+    done = export_of(
+        _pinned({"placement": "disaggregated", "execution": "sync", "train": streamed})
+    )
+    assert done.backend == "pytorch-fsdp"
+    given = words(done)
+    assert "+actor.fsdp.offload_params=True" in given
+
+
+def test_adam_on_the_host_has_no_key_on_megatron() -> None:
+    """A ZeRO-1 plan trains on Megatron (areal-fsdp-fully-sharded), whose AReaL engine config has
+    no CPU offload: the refusal says so and where FSDP's key is."""
+    scenario = _pinned(
+        {
+            "placement": "disaggregated",
+            "execution": "sync",
+            "train": {"zero": 1, "offload": {"optimizer": 1}},
+        }
+    )
+    with pytest.raises(NotExpressible) as refused:
+        export_of(scenario)
+    assert "plan.train.offload_optimizer: on Megatron AReaL has no key for it" in str(refused.value)
+
+
+def test_review_reads_a_colocated_launch_back_and_reports_the_checks_it_trips(
+    tmp_path: Path,
+) -> None:
+    """The exported colocated launch reads back as the plan it was (colocated, phase offload,
+    engines of one GPU) and trips no start-up check; without enable_offload and the disk weight
+    update it trips PPOTrainer's two (constraints areal-offload-needs-memory-saver,
+    areal-colocation-needs-disk-weight-update)."""
+    text = script(export_of(_pinned(COLOCATED)), "test", "qwen2.5-7b")
+
+    def reviewed(body: str) -> dict[str, Any]:
+        path = tmp_path / "launch.sh"
+        path.write_text(body)
+        args = ["review", str(path), "--accelerator", "h100-sxm-80gb", "--policy", "qwen2.5-7b"]
+        done = CliRunner().invoke(cli, [*args, "--format", "json"], catch_exceptions=False)
+        assert done.exit_code == 0, done.output
+        return json.loads(done.output)
+
+    back = reviewed(text)
+    plan = back["scenario"]["plan"]
+    assert (plan["placement"], plan["execution"]) == ("colocated", "sync")
+    assert plan["train"]["offload"]["phase"] is True
+    assert (plan["rollout"]["gpus"], plan["rollout"]["tp"]) == (8, 1)
+    assert back["startup"] == [] and back["unmapped"] == []
+    stripped = "".join(
+        line + "\n"
+        for line in text.splitlines()
+        if "enable_offload" not in line and "weight_update_mode" not in line
+    )
+    tripped = sorted(c["constraint"] for c in reviewed(stripped)["startup"])
+    assert tripped == [
+        "areal-colocation-needs-disk-weight-update",
+        "areal-offload-needs-memory-saver",
+    ]
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -16,6 +16,21 @@ EXPANDED = re.compile(r'[$`"\\!]')
 """What double quotes do not keep as written, once the `${VAR}` references are taken out."""
 
 
+UNQUOTED = re.compile(r"[\w\-/\\+.$%*@?|: ]*")
+"""What Hydra's override grammar takes as an unquoted string (hydra/grammar/OverrideLexer.g4:
+ID, UNQUOTED_CHAR, COLON, WS); anything else, such as the parentheses of AReaL's hybrid
+allocation `megatron:(attn:...|ffn:...)`, is its own syntax (a call, a list, a sweep)."""
+
+
+def override_value(value: Any) -> str:
+    """A value as a Hydra override writes it: a string Hydra would parse as its own syntax
+    in single quotes, which Hydra takes off (a user input, `${VAR}`, the shell expands first)."""
+    text = hydra_value(value)
+    if isinstance(value, str) and "${" not in text and "'" not in text:
+        return text if UNQUOTED.fullmatch(text) else f"'{text}'"
+    return text
+
+
 def hydra_value(value: Any) -> str:
     """A value as a Hydra override writes it."""
     if value is None:
@@ -37,6 +52,8 @@ def _word(text: str) -> str:
         return f'{shlex.quote(head) if head else ""}"${{{var}"'
     if sep and not EXPANDED.search(REFERENCE.sub("", text)):
         return f'"{text}"'  # a reference inside the value (SkyRL's [${TRAIN_DATA}])
+    if "'" in text and not EXPANDED.search(text):
+        return f'"{text}"'  # a value Hydra reads quoted (override_value)
     return shlex.quote(text)
 
 
@@ -46,7 +63,7 @@ def words(exported: Exported) -> list[str]:
     lines = [_word(f) for f in fixed if f.startswith("--")]
     rest = [_word(f) for f in fixed if not f.startswith("--")]
     if exported.mapping.syntax == "hydra":
-        rest += [_word(f"{a.key}={hydra_value(a.value)}") for a in exported.arguments]
+        rest += [_word(f"{a.key}={override_value(a.value)}") for a in exported.arguments]
         return lines + sorted(rest, key=lambda w: w.strip("'\"+"))
     for a in exported.arguments:
         if isinstance(a.value, bool) or a.value is None:

@@ -162,6 +162,18 @@ LAUNCH_FACTS = {
         Fact("launch.critic_strategy", "text", "the critic's training strategy key (verl)"),
         Fact("launch.bf16", "bool", "training runs in bf16 (OpenRLHF's --bf16 before 0.10)"),
         Fact(
+            "launch.offload_enabled",
+            "bool",
+            "the run loads the memory saver its offloads go through (AReaL's enable_offload: "
+            "torch_memory_saver preloaded into every worker)",
+        ),
+        Fact(
+            "launch.weight_update_mode",
+            "text",
+            "how trained weights reach the rollout engines (AReaL's actor.weight_update_mode: "
+            "xccl over NCCL, disk through a saved checkpoint)",
+        ),
+        Fact(
             "launch.rollout_micro_batch",
             "number",
             "samples per rollout micro-batch (OpenRLHF's micro_rollout_batch_size): the step's "
