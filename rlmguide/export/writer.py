@@ -178,7 +178,7 @@ class Writer:
         # the run's length is the scenario's, whatever row (run totals are added only to the
         # plans shown)
         steps = run_steps(resolved, run_terms(resolved))
-        facts |= computed({**plan, "run_steps": steps}, facts, engine)
+        facts |= computed({**plan, "run_steps": steps}, facts, engine, mapping.engine_starts_first)
         facts |= {
             "workload.epochs": resolved.scenario.workload.epochs,
             "run.training_backend": backend or "",

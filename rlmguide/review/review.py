@@ -850,7 +850,8 @@ def sglang_share(reading: Reading, estimate: Mapping[str, Any], hbm_gib: float) 
     share = typed(reading.facts).get("launch.engine_memory_fraction")
     if reading.engine != "sglang" or share is None or not 0 < share <= 1:
         return None
-    return gpu_share(float(share), estimate, hbm_gib, "sglang")
+    starts_first = reading.mapping.engine_starts_first
+    return gpu_share(float(share), estimate, hbm_gib, "sglang", starts_first)
 
 
 def startup_checks(
@@ -891,7 +892,7 @@ def memory_keys(
     launch = typed(reading.facts)
     if not plan_facts:
         return []
-    plan = computed(estimate, plan_facts, reading.engine)
+    plan = computed(estimate, plan_facts, reading.engine, reading.mapping.engine_starts_first)
     rows = []
     for fact, what, risk in (
         ("launch.engine_memory_fraction", "engine memory fraction", "low"),
