@@ -742,3 +742,28 @@ def test_openrlhf_plans_run_at_the_engine_concurrency_it_cannot_set() -> None:
     older = _export_version(data, "openrlhf", C250)
     assert older.plan["rollout_concurrency"] > 128
     assert older.plan["step_seconds"] < capped.plan["step_seconds"]
+
+
+# -- slime's per-model architecture scripts ----------------------------------------------------
+
+
+def test_slime_refuses_a_policy_it_has_no_architecture_script_for() -> None:
+    # slime 624b824a has scripts/models/llama3.1-8B-Instruct.sh but none for Llama-3.1-70B
+    with pytest.raises(NotExpressible, match=r"no architecture script for llama-3\.1-70b"):
+        _export(_scenario({}, policy="llama-3.1-70b"), "slime")
+    assert _export(_scenario({}, policy="llama-3.1-8b"), "slime").framework == "slime"
+    # the other frameworks load the architecture from the checkpoint
+    assert _export(_scenario({}, policy="llama-3.1-70b"), "verl").framework == "verl"
+
+
+def test_slime_scripts_name_costable_models_and_cover_its_deployments() -> None:
+    catalog, mappings = _catalogs()
+    (slime,) = [m for m in mappings.values() if m.framework == "slime"]
+    models = catalog.of("model")
+    assert slime.model_scripts
+    for model, path in slime.model_scripts.items():
+        assert models[model].layers, model  # an architecture to cost, not a name only
+        assert path.startswith("scripts/models/") and path.endswith(".sh")
+    deployments = load_catalog(record_roots(), ("deployment",)).of("deployment")
+    policies = {d.scenario.models.policy for d in deployments.values() if d.framework == "slime"}
+    assert policies <= slime.model_scripts.keys()
