@@ -906,6 +906,9 @@ def memory_keys(
             verdict = "below the plan's: a smaller KV cache or batch than estimated (slower)"
         elif risk == "high" and got > needed:
             verdict = "above what the activations were costed at: may run out of memory"
+        elif fact == "launch.engine_memory_fraction" and got > needed:
+            # more KV cache where the GPU has room; beside a resident trainer, an overflow
+            verdict = "above the plan's: the engine takes more of the GPU (the estimate costs it)"
         else:
             verdict = "as the plan needs"
         rows.append({"setting": what, "launch": got, "plan": needed, "verdict": verdict})
