@@ -767,3 +767,12 @@ def test_slime_scripts_name_costable_models_and_cover_its_deployments() -> None:
     deployments = load_catalog(record_roots(), ("deployment",)).of("deployment")
     policies = {d.scenario.models.policy for d in deployments.values() if d.framework == "slime"}
     assert policies <= slime.model_scripts.keys()
+
+
+def test_slime_refuses_a_reward_model_pool_for_a_policy_it_has_a_script_for() -> None:
+    # the bundled 70B PPO example is refused for its architecture first; slime's want of a
+    # reward-model pool (only a remote scorer behind --rm-url) still refuses a 7B PPO
+    data = _scenario({}, algorithm="ppo")
+    data["models"]["reward"] = "qwen2.5-7b"
+    with pytest.raises(NotExpressible, match=r"workload\.reward_model = true"):
+        _export(data, "slime")
