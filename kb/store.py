@@ -29,11 +29,11 @@ from rlmguide.kb.schema import KINDS, Framework
 LINKED = {"sources", "locators", "claims", "examples"}
 JSON_FIELDS = {
     "scenario", "launches", "entries", "config_defaults", "reads", "repositories",
-    "specification", "absent",
+    "specification", "absent", "model_scripts",
 }  # fmt: skip
 """Fields stored as one JSON column: a scenario, a mapping's launches, entries, config
-defaults and other repositories, an algorithm's §5 specification (its steps and parallelism
-annotations)."""
+defaults, other repositories and per-model architecture scripts, an algorithm's §5
+specification (its steps and parallelism annotations)."""
 
 VIEWS = {
     "features": (

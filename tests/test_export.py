@@ -752,9 +752,9 @@ REFUSED_EXAMPLES = {
     ("dpo-qwen2.5-7b-8xh100", "verl"): "framework verl does not claim DPO",
     ("dpo-qwen2.5-7b-8xh100", "nemo-rl"): "framework nemo-rl does not claim DPO",
     ("dpo-qwen2.5-7b-8xh100", "openrlhf"): "workload.reward_kind = none",
-    # slime has no reward-model pool (only a remote scorer behind --rm-url): PPO with a reward
-    # model is refused
-    ("ppo-llama-3.1-70b-1024xh100", "slime"): "workload.reward_model = true",
+    # slime has no architecture script for Llama-3.1-70B at 624b824a (scripts/models/), which
+    # is refused before its want of a reward-model pool (only a remote scorer behind --rm-url)
+    ("ppo-llama-3.1-70b-1024xh100", "slime"): "no architecture script for llama-3.1-70b",
     ("dpo-qwen2.5-7b-8xh100", "slime"): "framework slime does not claim DPO",
     # SkyRL scores with a SkyRL-Gym environment; its mapping has no reward-model key, and it
     # claims no DPO

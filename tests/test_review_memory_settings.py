@@ -88,6 +88,39 @@ def test_sglang_s_static_fraction_is_converted_to_a_share_of_the_gpu() -> None:
     assert plan["train"]["fp32_gradients"] is True
 
 
+def test_slime_fraction_sized_as_if_the_trainer_were_resident_does_not_fit(
+    tmp_path: Path,
+) -> None:
+    # slime starts SGLang on the empty GPU, so a fraction sized over HBM less the resident
+    # trainer (the audit's D1) gives weights + KV of that share of the whole GPU, beside the
+    # trainer loaded afterwards: the estimate must overflow where the export fits
+    scenario = tmp_path / "colocated.yaml"
+    text = Path(EXAMPLE).read_text()
+    assert "\nplan:" not in text
+    scenario.write_text(text + "\nplan: {placement: colocated, execution: sync}\n")
+    done = CliRunner().invoke(cli, ["export", str(scenario), "--framework", "slime"])
+    assert done.exit_code == 0, done.output
+    script = tmp_path / "slime.sh"
+    script.write_text(done.output)
+    assert "--no-offload-train" in done.output
+    as_exported = review(script, hardware=H100)
+    assert as_exported["estimate"]["feasible"]
+    terms = as_exported["estimate"]["memory_breakdown_gib"]["rollout"]
+    (row,) = [r for r in as_exported["memory_keys"] if r["setting"] == "engine memory fraction"]
+    fraction, hbm = row["launch"], 81559 / 1024
+    resident = terms["trainer_state"]
+    trainer_first = round((fraction * hbm) / (hbm - resident), 3)
+    assert trainer_first * hbm + terms["workspace"] + resident > hbm  # the old conversion
+    edited = _edited(
+        script, f"--sglang-mem-fraction-static {fraction}",
+        f"--sglang-mem-fraction-static {trainer_first}",
+    )  # fmt: skip
+    got = review(edited, hardware=H100)
+    assert not got["estimate"]["feasible"]
+    (row,) = [r for r in got["memory_keys"] if r["setting"] == "engine memory fraction"]
+    assert row["launch"] == trainer_first and row["verdict"].startswith("above the plan's")
+
+
 def test_gradient_buffers_as_each_framework_keeps_them(tmp_path: Path) -> None:
     # NeMo-RL's recipes set grad_reduce_in_fp32 false; verl's Megatron workers default to fp32
     nemo = (

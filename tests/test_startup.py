@@ -313,6 +313,50 @@ def test_engine_fraction_in_each_engines_unit_by_hand() -> None:
     assert engine_fraction({"rollout": None}, 80.0, "vllm") is None
 
 
+RESIDENT = {
+    "rollout": {"memory_fraction": 0.45},
+    "memory_breakdown_gib": {
+        "rollout": {"weights": 14.0, "kv_cache": 21.0, "workspace": 1.0, "trainer_state": 36.0}
+    },
+}
+"""An engine budget of 0.45 x 80 = 36 GiB (weights 14 + KV 21 + workspace 1) beside 36 GiB of
+trainer state that stays resident during generation (a03's slime plan, rounded)."""
+
+
+def test_sglang_fraction_over_the_memory_free_when_the_engine_starts_by_hand() -> None:
+    from rlmguide.export.startup import engine_fraction, gpu_share
+
+    # trainer loaded first: weights + KV over 80 - 36 = 44 GiB free: 35 / 44 = 0.79545 -> 0.796
+    # (rounded up to hold the weights and KV)
+    assert engine_fraction(RESIDENT, 80.0, "sglang") == 0.796
+    # engine started first on the empty GPU (slime): over 80 GiB: 35 / 80 = 0.4375 -> 0.438,
+    # so 0.438 x 80 = 35.04 + 1 workspace + 36 of trainer = 72.04 GiB, under 80; the 0.796
+    # would size 63.68 + 1 + 36 = 100.68 GiB
+    fraction = engine_fraction(RESIDENT, 80.0, "sglang", starts_first=True)
+    assert fraction == 0.438
+    assert fraction * 80.0 + 1.0 + 36.0 <= 80.0 < 0.796 * 80.0 + 1.0 + 36.0
+    # the inverse, as review reads such a launch: (0.438 x 80 + 1) / 80 = 0.4505
+    assert gpu_share(0.438, RESIDENT, 80.0, "sglang", starts_first=True) == pytest.approx(0.4505)
+    assert gpu_share(0.796, RESIDENT, 80.0, "sglang") == pytest.approx((0.796 * 44 + 1) / 80)
+    # vLLM asks for its share of the whole GPU whichever starts first
+    assert engine_fraction(RESIDENT, 80.0, "vllm", starts_first=True) == 0.45
+
+
+def test_slime_colocated_engine_and_resident_trainer_fit_the_gpu() -> None:
+    # slime starts SGLang on the empty GPU (train.py L19-L21 at 624b824a): its weights and KV
+    # take mem_fraction_static x HBM, then the trainer is loaded beside them
+    done = _export(_scenario({"placement": "colocated", "execution": "sync"}), "slime")
+    assert done.mapping.engine_starts_first
+    written = {a.key: a.value for a in done.arguments}
+    assert written.get("colocate") is True and written.get("no-offload-train") is True
+    terms = done.plan["memory_breakdown_gib"]["rollout"]
+    assert terms["trainer_state"] > 0  # the trainer stays resident beside the engine
+    hbm = 81559 / 1024  # h100-sxm-80gb as its driver reports it
+    held = written["sglang-mem-fraction-static"] * hbm + terms["workspace"] + terms["trainer_state"]
+    assert terms["weights"] + terms["kv_cache"] <= written["sglang-mem-fraction-static"] * hbm
+    assert held <= hbm
+
+
 def test_micro_batch_in_whole_per_gpu_budgets_by_hand() -> None:
     from rlmguide.export.startup import micro_batch
 
@@ -359,7 +403,8 @@ def test_every_export_writes_the_engine_memory_and_micro_batch_the_plan_assumed(
     written = {a.key: a.value for a in done.arguments}
     plan, train = done.plan, done.plan["train"]
     hbm = 81559 / 1024  # h100-sxm-80gb as its driver reports it
-    assert written[fraction] == engine_fraction(plan, hbm, done.engine or "")
+    starts_first = done.mapping.engine_starts_first
+    assert written[fraction] == engine_fraction(plan, hbm, done.engine or "", starts_first)
     group = {"cp": train["cp"], "cp_tp": train["cp"] * train["tp"], None: 1}[per_gpu_of]
     tokens = written[budget] * group
     longest = 1024 + 8192
@@ -697,3 +742,37 @@ def test_openrlhf_plans_run_at_the_engine_concurrency_it_cannot_set() -> None:
     older = _export_version(data, "openrlhf", C250)
     assert older.plan["rollout_concurrency"] > 128
     assert older.plan["step_seconds"] < capped.plan["step_seconds"]
+
+
+# -- slime's per-model architecture scripts ----------------------------------------------------
+
+
+def test_slime_refuses_a_policy_it_has_no_architecture_script_for() -> None:
+    # slime 624b824a has scripts/models/llama3.1-8B-Instruct.sh but none for Llama-3.1-70B
+    with pytest.raises(NotExpressible, match=r"no architecture script for llama-3\.1-70b"):
+        _export(_scenario({}, policy="llama-3.1-70b"), "slime")
+    assert _export(_scenario({}, policy="llama-3.1-8b"), "slime").framework == "slime"
+    # the other frameworks load the architecture from the checkpoint
+    assert _export(_scenario({}, policy="llama-3.1-70b"), "verl").framework == "verl"
+
+
+def test_slime_scripts_name_costable_models_and_cover_its_deployments() -> None:
+    catalog, mappings = _catalogs()
+    (slime,) = [m for m in mappings.values() if m.framework == "slime"]
+    models = catalog.of("model")
+    assert slime.model_scripts
+    for model, path in slime.model_scripts.items():
+        assert models[model].layers, model  # an architecture to cost, not a name only
+        assert path.startswith("scripts/models/") and path.endswith(".sh")
+    deployments = load_catalog(record_roots(), ("deployment",)).of("deployment")
+    policies = {d.scenario.models.policy for d in deployments.values() if d.framework == "slime"}
+    assert policies <= slime.model_scripts.keys()
+
+
+def test_slime_refuses_a_reward_model_pool_for_a_policy_it_has_a_script_for() -> None:
+    # the bundled 70B PPO example is refused for its architecture first; slime's want of a
+    # reward-model pool (only a remote scorer behind --rm-url) still refuses a 7B PPO
+    data = _scenario({}, algorithm="ppo")
+    data["models"]["reward"] = "qwen2.5-7b"
+    with pytest.raises(NotExpressible, match=r"workload\.reward_model = true"):
+        _export(data, "slime")

@@ -932,6 +932,17 @@ class Mapping(Record):
     turns accumulate_allreduce_grads_in_fp32 on with --bf16; verl's Megatron-Core DDP config
     sets grad_reduce_in_fp32): plans searched for it are costed so, as `review` reads a launch
     of it that does not say otherwise."""
+    model_scripts: dict[Slug, Text] = {}
+    """Model record id -> the framework's file of that model's architecture flags, where its
+    launch takes them from a per-model file rather than the checkpoint (slime's
+    scripts/models/<model>.sh, which its Megatron start-up checks against the Hugging Face
+    config): a policy not listed is refused, with the reason."""
+    engine_starts_first: bool = False
+    """The framework starts its rollout engines on GPUs the colocated trainer has not yet
+    taken, and loads the trainer beside them afterwards (slime builds its SGLang servers
+    before the Megatron actors): the memory an engine finds free when it starts is the whole
+    GPU, so a fraction of that free memory (SGLang's mem_fraction_static) is converted over
+    HBM, not over what the resident trainer leaves."""
     engine_max_seqs: PositiveInt | None = None
     """Sequences one rollout engine runs at once where no entry writes them: the engine's own
     default as every entry point of the framework creates it (OpenRLHF's vLLM AsyncLLMEngine).

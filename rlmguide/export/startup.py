@@ -242,37 +242,54 @@ def derived(plan: Mapping[str, Any]) -> dict[str, Any]:
     return {"launch.resident_gib": _beside_engine(plan)[0]}
 
 
-def engine_fraction(plan: Mapping[str, Any], hbm_gib: float, engine: str) -> float | None:
-    """The plan's rollout budget (`rollout.memory_fraction`, a share of HBM) in the engine's
-    own unit, to three decimals and never below what the plan's weights, workspace and KV
-    cache take. vLLM (v1 gpu_worker, 0.12.0) requests that share of the GPU's total memory
-    for itself; SGLang (ModelRunner, 0.5.6 and 0.5.15) keeps (1 - mem_fraction_static) of
-    the memory free at its start for activations and graphs and fills the rest with
-    weights and KV, so its fraction is weights and KV over the memory not already resident.
-    None offline (no rollout)."""
+def engine_fraction(
+    plan: Mapping[str, Any], hbm_gib: float, engine: str, starts_first: bool = False
+) -> float | None:
+    """The plan's rollout budget (`rollout.memory_fraction`, a share of HBM: the engine's
+    weights, workspace and KV cache) in the engine's own unit, to three decimals and never
+    below what the plan's weights, workspace and KV cache take. vLLM (v1 gpu_worker, 0.12.0)
+    requests that share of the GPU's total memory for itself; SGLang (ModelRunner, 0.5.6 and
+    0.5.15) keeps (1 - mem_fraction_static) of the memory free at its start for activations
+    and graphs and fills the rest with weights and KV, so its fraction is weights and KV over
+    that free memory: HBM less the resident trainer where the trainer is loaded first, the
+    whole HBM where the framework starts its engines first (`starts_first`, the mapping's
+    engine_starts_first) and loads the trainer beside them later. None offline (no rollout)."""
     rollout = plan.get("rollout") or {}
     fraction = rollout.get("memory_fraction")
     if not fraction:
         return None
     terms = (plan.get("memory_breakdown_gib") or {}).get("rollout") or {}
-    resident, workspace = _beside_engine(plan)
+    _, workspace = _beside_engine(plan)
     needed = float(terms.get("weights", 0.0)) + float(terms.get("kv_cache", 0.0))
     if engine == "sglang":
-        free = hbm_gib - resident
+        free = _free_at_start(plan, hbm_gib, starts_first)
         share, floor = (fraction * hbm_gib - workspace) / free, needed / free
     else:
         share, floor = fraction, (needed + workspace) / hbm_gib
     return max(math.floor(share * 1000), math.ceil(floor * 1000)) / 1000
 
 
-def gpu_share(fraction: float, plan: Mapping[str, Any], hbm_gib: float, engine: str) -> float:
+def gpu_share(
+    fraction: float,
+    plan: Mapping[str, Any],
+    hbm_gib: float,
+    engine: str,
+    starts_first: bool = False,
+) -> float:
     """A launch's engine memory setting as the plan's share of the GPU, the inverse of
-    engine_fraction: SGLang's fraction of the memory free at its start (HBM less what stays
-    resident) plus the workspace it keeps outside; vLLM's as it is."""
+    engine_fraction: SGLang's fraction of the memory free at its start plus the workspace it
+    keeps outside; vLLM's as it is."""
     if engine != "sglang":
         return fraction
-    resident, workspace = _beside_engine(plan)
-    return min((fraction * (hbm_gib - resident) + workspace) / hbm_gib, 1.0)
+    _, workspace = _beside_engine(plan)
+    free = _free_at_start(plan, hbm_gib, starts_first)
+    return min((fraction * free + workspace) / hbm_gib, 1.0)
+
+
+def _free_at_start(plan: Mapping[str, Any], hbm_gib: float, starts_first: bool) -> float:
+    """GiB an engine finds free when it starts: the whole GPU where it starts before the
+    trainer is loaded, else what the trainer's resident state leaves."""
+    return hbm_gib if starts_first else hbm_gib - _beside_engine(plan)[0]
 
 
 def _beside_engine(plan: Mapping[str, Any]) -> tuple[float, float]:
@@ -333,9 +350,13 @@ def micro_batch(plan: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, 
 
 
 def computed(
-    plan: Mapping[str, Any], facts: Mapping[str, Any], engine: str | None = None
+    plan: Mapping[str, Any],
+    facts: Mapping[str, Any],
+    engine: str | None = None,
+    starts_first: bool = False,
 ) -> dict[str, Any]:
-    """The launch facts export derives from the plan it writes."""
+    """The launch facts export derives from the plan it writes (`starts_first`: the
+    mapping's engine_starts_first)."""
     pp = int(facts.get("plan.train.pp", 1))
     train = plan.get("train") or {}
     given = train.get("first_stage_layers") or 0, train.get("last_stage_layers") or 0
@@ -365,7 +386,8 @@ def computed(
         out["launch.generation_groups"] = groups
     if ranks := data_parallel(facts):
         out["launch.rank_samples"] = int(facts["workload.responses_per_step"]) / ranks
-    fraction = engine_fraction(plan, float(facts["cluster.memory_gib"]), engine or "")
+    hbm = float(facts["cluster.memory_gib"])
+    fraction = engine_fraction(plan, hbm, engine or "", starts_first)
     if fraction is not None:
         out["launch.engine_memory_fraction"] = fraction
         out["launch.engine_max_seqs"] = max(1, int(plan.get("rollout_concurrency") or 1))

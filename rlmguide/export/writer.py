@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rlmguide.export.mapping import (
@@ -144,6 +145,14 @@ class Writer:
         """The launch of row `row` on the first (backend, engine) pair whose keys hold it;
         NotExpressible where none does."""
         mapping = self.mappings[framework]
+        policy = recommender.resolved.policy_id
+        if mapping.model_scripts and policy not in mapping.model_scripts:
+            folder = Path(next(iter(mapping.model_scripts.values()))).parent
+            raise NotExpressible(
+                f"{mapping.id} has no architecture script for {policy} in {folder}/ at "
+                f"{mapping.commit[:12]}: its launch sources the model's architecture flags from "
+                "there, and its start-up checks them against the checkpoint's config"
+            )
         facts = recommender.row_facts(row)
         mode = (facts["plan.execution"], facts["plan.placement"])
         if mode not in {(x.execution, x.placement) for x in mapping.launches}:
@@ -178,7 +187,7 @@ class Writer:
         # the run's length is the scenario's, whatever row (run totals are added only to the
         # plans shown)
         steps = run_steps(resolved, run_terms(resolved))
-        facts |= computed({**plan, "run_steps": steps}, facts, engine)
+        facts |= computed({**plan, "run_steps": steps}, facts, engine, mapping.engine_starts_first)
         facts |= {
             "workload.epochs": resolved.scenario.workload.epochs,
             "run.training_backend": backend or "",

@@ -50,7 +50,7 @@ def launch_problems(done: Exported, catalog: Catalog) -> list[str]:
     mine = binding(records, done.mapping, done.backend, done.engine)
     problems = [f"trips {r.id}" for r in tripped(mine, facts)]
     hbm = float(plan_facts["cluster.memory_gib"])
-    wanted = engine_fraction(plan, hbm, done.engine or "")
+    wanted = engine_fraction(plan, hbm, done.engine or "", done.mapping.engine_starts_first)
     got = read.get("launch.engine_memory_fraction")
     if wanted is not None and got != wanted:
         problems.append(f"engine memory fraction {got}, the plan needs {wanted}")

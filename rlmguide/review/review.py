@@ -863,7 +863,8 @@ def sglang_share(reading: Reading, estimate: Mapping[str, Any], hbm_gib: float) 
     share = typed(reading.facts).get("launch.engine_memory_fraction")
     if reading.engine != "sglang" or share is None or not 0 < share <= 1:
         return None
-    return gpu_share(float(share), estimate, hbm_gib, "sglang")
+    starts_first = reading.mapping.engine_starts_first
+    return gpu_share(float(share), estimate, hbm_gib, "sglang", starts_first)
 
 
 def startup_checks(
@@ -904,7 +905,7 @@ def memory_keys(
     launch = typed(reading.facts)
     if not plan_facts:
         return []
-    plan = computed(estimate, plan_facts, reading.engine)
+    plan = computed(estimate, plan_facts, reading.engine, reading.mapping.engine_starts_first)
     rows = []
     for fact, what, risk in (
         ("launch.engine_memory_fraction", "engine memory fraction", "low"),
@@ -918,6 +919,9 @@ def memory_keys(
             verdict = "below the plan's: a smaller KV cache or batch than estimated (slower)"
         elif risk == "high" and got > needed:
             verdict = "above what the activations were costed at: may run out of memory"
+        elif fact == "launch.engine_memory_fraction" and got > needed:
+            # more KV cache where the GPU has room; beside a resident trainer, an overflow
+            verdict = "above the plan's: the engine takes more of the GPU (the estimate costs it)"
         else:
             verdict = "as the plan needs"
         rows.append({"setting": what, "launch": got, "plan": needed, "verdict": verdict})
