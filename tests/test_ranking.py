@@ -500,7 +500,7 @@ def test_a_held_out_framework_loses_its_own_defaults_and_constants() -> None:
     assert held.framework_defaults() == (None, None)
     assert held.overheads.train_microbatch_tokens == 16192.0
     other = recommender_for(resolved, CATALOG, only="verl", held_out="slime")
-    assert other.framework_defaults() == (2, None) and other.overheads == DEFAULT_OVERHEADS
+    assert other.framework_defaults() == (2, None) and other.overheads == own.overheads
 
 
 def test_one_framework_is_costed_with_the_constants_it_sets_for_itself() -> None:

@@ -22,6 +22,7 @@ from rlmguide.cost.run import mean_length
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS
 from rlmguide.kb.schema import Workload
+from rlmguide.kb.schema.length_prior import prior_mean_tokens
 from rlmguide.rules.facts import scenario_facts
 from rlmguide.rules.scenario import InputError, parse_scenario, read_scenario, resolve
 from test_cost_laws import scenarios
@@ -260,7 +261,9 @@ def test_a_cap_edited_after_export_sets_the_header_aside(tmp_path: Path) -> None
     reviewed = _review(launch)
     workload = reviewed["scenario"]["workload"]
     assert workload.get("reasoning_budget") is None
-    assert workload["max_response_tokens"] == workload["response_tokens"] == 2048
+    # the cap alone is stated: the mean is the published runs' share of it (the length prior)
+    assert workload["max_response_tokens"] == 2048
+    assert workload["response_tokens"] == prior_mean_tokens(2048)
     said = {a["field"]: a["why"] for a in reviewed["assumed"]}
     assert (
         "does not fit the launch's response cap (2048): set aside"
@@ -296,4 +299,5 @@ def test_a_hostile_header_line_is_never_taken(tmp_path: Path, line: str) -> None
                       + "\n" + rest.partition("\n")[2])  # fmt: skip
     workload = _review(launch)["scenario"]["workload"]
     assert workload.get("reasoning_budget") is None
-    assert workload["max_response_tokens"] == workload["response_tokens"] == 4096
+    assert workload["max_response_tokens"] == 4096
+    assert workload["response_tokens"] == prior_mean_tokens(4096)
