@@ -1609,6 +1609,8 @@ def test_megatron_plans_cost_the_fp32_gradients_the_framework_keeps(framework: s
         "offload": {**plan["train"]["offload"], "phase": framework in PARKS_TRAINER},
     }
     data = {**MOE_MEGATRON, "plan": plan}
+    if framework == "areal":  # AReaL 2.0's launch runs on one node (its multi-node check)
+        data["cluster"] = {**data["cluster"], "nodes": 1, "gpus_per_node": 64}
     scenario = parse_scenario(data, "moe")
     done = build(resolve(scenario, catalog.records), catalog, mappings, framework)
     assert done.plan["train"]["fp32_gradients"] is True
