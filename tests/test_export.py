@@ -23,6 +23,7 @@ from rlmguide.kb.paths import DEFAULT_ROOTS, record_roots
 from rlmguide.kb.schema import Deployment, MappingEntry
 from rlmguide.rules import RECOMMEND_KINDS
 from rlmguide.rules.scenario import parse_scenario, resolve
+from test_expert_layout import MOE_SCENARIO
 
 from rlmguide.cli import cli
 from rlmguide.export import Exported, NotExpressible, build, script
@@ -1524,17 +1525,8 @@ def test_verl_engines_with_attention_groups_write_tp_and_dp(version: str, tmp_pa
     # verl's engine spans tensor_model_parallel_size x data_parallel_size GPUs, its dp ranks the
     # attention groups, with EP over all of them (RolloutConfig's assert): a plan's 4-GPU engine
     # in 4 attention groups is tp 1 x dp 4, and review reads it back as that engine.
-    body = {
-        "cluster": {"accelerator": "h100-sxm-80gb", "nodes": 2, "gpus_per_node": 8},
-        "models": {"policy": "qwen3-30b-a3b", "reward": "verifier"},
-        "workload": {
-            "algorithm": "grpo", "prompts_per_step": 64, "samples_per_prompt": 8,
-            "prompt_tokens": 512, "response_tokens": 2048, "max_response_tokens": 4096,
-            "minibatches_per_step": 1, "epochs": 1,
-        },
-    }  # fmt: skip
     path = tmp_path / "scenario.yaml"
-    path.write_text(json.dumps(body))
+    path.write_text(json.dumps(MOE_SCENARIO))
     pinned = sets("plan.placement=colocated", "plan.execution=sync", "plan.rollout.tp=4",
                   "plan.rollout.attention_dp=4", "plan.rollout.ep=4", "plan.train.tp=4",
                   "plan.train.pp=1", "plan.train.ep=4", "plan.train.zero=1")  # fmt: skip
