@@ -1577,6 +1577,8 @@ FP32_GRADIENT_KEYS = {
     # AReaL DistributedDataParallelConfig (areal/api/cli_args.py L719 at fee938ea), on GPUs of
     # its own (AReaL's only placement)
     "areal": ("disaggregated", "+actor.megatron.ddp.grad_reduce_in_fp32"),
+    # the older AReaL mapping: the same default (L718 at 4aef98d8), and its launches cross nodes
+    "areal@4aef98d": ("disaggregated", "+actor.megatron.ddp.grad_reduce_in_fp32"),
     # SkyRL MegatronDDPConfig (skyrl/train/config/config.py L250 at a9564572)
     "skyrl": ("disaggregated", "trainer.policy.megatron_config.ddp_config.grad_reduce_in_fp32"),
     # ROLL: no key; bf16 turns accumulate_allreduce_grads_in_fp32 on in mcore_adapter's
@@ -1595,16 +1597,17 @@ def test_megatron_plans_cost_the_fp32_gradients_the_framework_keeps(framework: s
     half that, bf16, before), and the AReaL and SkyRL exports write the key."""
     catalog, mappings = _catalogs()
     placement, key = FP32_GRADIENT_KEYS[framework]
+    framework, _, version = framework.partition("@")
     plan = {**MOE_MEGATRON["plan"], "placement": placement}
     plan["train"] = {
         **plan["train"],
         "offload": {**plan["train"]["offload"], "phase": framework in PARKS_TRAINER},
     }
     data = {**MOE_MEGATRON, "plan": plan}
-    if framework == "areal":  # AReaL 2.0's launch runs on one node (its multi-node check)
+    if framework == "areal" and not version:  # AReaL 2.0's launch runs on one node
         data["cluster"] = {**data["cluster"], "nodes": 1, "gpus_per_node": 64}
     scenario = parse_scenario(data, "moe")
-    done = build(resolve(scenario, catalog.records), catalog, mappings, framework)
+    done = build(resolve(scenario, catalog.records), catalog, mappings, framework, version or None)
     assert done.plan["train"]["fp32_gradients"] is True
     terms = done.plan["memory_breakdown_gib"]["training"]
     if framework in PARKS_TRAINER:
@@ -1616,23 +1619,31 @@ def test_megatron_plans_cost_the_fp32_gradients_the_framework_keeps(framework: s
         assert written[key] is True
 
 
-def test_openrlhf_grpo_puts_the_kl_in_the_loss() -> None:
-    """GRPO's KL is a loss term (kb/records/algorithms/grpo.yaml): OpenRLHF 3c3be623 keeps it
-    in the reward unless --algo.kl.use_loss (train_ppo_ray.py L484-L486;
-    experience_maker.py L205-L219), with k3, the estimator its help gives GRPO (L421-L429).
-    REINFORCE++ keeps it in the reward, as the algorithm does."""
+@pytest.mark.parametrize(
+    ("version", "prefix", "use_loss"),
+    [(None, "algo.kl.", "use_loss"), ("c250c21a", "", "use_kl_loss")],
+)
+def test_openrlhf_grpo_puts_the_kl_in_the_loss(
+    version: str | None, prefix: str, use_loss: str
+) -> None:
+    """GRPO's KL is a loss term (kb/records/algorithms/grpo.yaml): OpenRLHF keeps it in the
+    reward unless told (3c3be623: --algo.kl.use_loss, train_ppo_ray.py L484-L486; c250c21a:
+    --use_kl_loss, L390), with k3, the estimator its help gives GRPO. REINFORCE++ keeps it in
+    the reward, as the algorithm does."""
     catalog, mappings = _catalogs()
+    estimator = f"{prefix}estimator" if prefix else "kl_estimator"
+    coefficient = f"{prefix}init_coef" if prefix else "init_kl_coef"
 
     def written(algorithm: str) -> dict[str, Any]:
         data = yaml.safe_load((REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml").read_text())
         data["workload"]["algorithm"] = algorithm
         scenario = parse_scenario(data, algorithm)
-        done = build(resolve(scenario, catalog.records), catalog, mappings, "openrlhf")
+        done = build(resolve(scenario, catalog.records), catalog, mappings, "openrlhf", version)
         return {a.key: a.value for a in done.arguments}
 
     grpo = written("grpo")
-    assert grpo["algo.kl.use_loss"] is True
-    assert grpo["algo.kl.estimator"] == "k3"
-    assert grpo["algo.kl.init_coef"] > 0
+    assert grpo[prefix + use_loss] is True
+    assert grpo[estimator] == "k3"
+    assert grpo[coefficient] > 0
     reinforce = written("reinforce-plus-plus")
-    assert "algo.kl.use_loss" not in reinforce and "algo.kl.estimator" not in reinforce
+    assert prefix + use_loss not in reinforce and estimator not in reinforce
