@@ -42,6 +42,17 @@ DEFAULTS: dict[str, Default] = {
         ("blog-databricks-llm-inference-performance-engineering", "arxiv-2309.06180"),
         "model bandwidth utilisation of memory-bound decode, ~50-70% of HBM peak",
     ),
+    # The routed experts' weights stream through vLLM's fused-MoE kernel, whose own benchmark
+    # (Qwen3-30B-A3B FP8 on H100 at TP 1, github-vllm-project-vllm-pr-24700) takes 44.54 us
+    # for the 8 experts one token touches and 262.73 us for the 126 that 64 tokens touch: the
+    # line through the two streams at 2.55 TB/s, 76% of the 3.35 TB/s peak, on top of a fixed
+    # 29.7 us per layer (Overheads.moe_layer_decode_seconds is that intercept, so the slope
+    # that goes with it is this rate, not the whole-model decode_hbm).
+    "expert_decode_hbm": Default(
+        0.76,
+        ("github-vllm-project-vllm-pr-24700",),
+        "fused-MoE decode streams the touched experts at 2.55 of 3.35 TB/s (H100, benchmark_moe)",
+    ),
     # At large batch decode becomes compute-bound on skinny GEMMs (a few hundred rows) that
     # reach a lower share of the matmul ceiling than prefill does.
     "decode_compute": Default(
@@ -111,6 +122,7 @@ class EfficiencyFactors:
 
     prefill_compute: float = DEFAULTS["prefill_compute"].value
     decode_hbm: float = DEFAULTS["decode_hbm"].value
+    expert_decode_hbm: float = DEFAULTS["expert_decode_hbm"].value
     decode_compute: float = DEFAULTS["decode_compute"].value
     forward_compute: float = DEFAULTS["forward_compute"].value
     train_compute: float = DEFAULTS["train_compute"].value

@@ -74,7 +74,8 @@ class Overheads:
     H100 for Qwen3-30B-A3B FP8 at TP 1 (github-vllm-project-vllm-pr-24700, main-branch
     configs) takes 44.54 us at batch 1 (8 experts touched, 37.7 MB) and 262.73 us at batch 64
     (126 touched, 594 MB): the line through them streams at 2.55 TB/s (76% of 3.35 TB/s) plus
-    29.7 us, while batch 1 alone reaches 25% of peak. Kept because it improved the
+    29.7 us, while batch 1 alone reaches 25% of peak (that slope is
+    EfficiencyFactors.expert_decode_hbm). Kept because it improved the
     leave-one-source-out figure of bench/fidelity.py (77 results: median 1.18x to 1.16x)."""
 
     scale_up_latency_seconds: float = 10e-6

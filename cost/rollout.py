@@ -7,9 +7,10 @@ send; with pp stages the batch is cut into pp micro-batches, so the weights are 
 per step and a lone sequence still crosses every stage in turn. A fixed host cost per step
 (scheduling, sampling) is added once; an engine without CUDA graphs (eager mode) also pays a
 host launch time per layer and step. Each MoE layer adds the fixed GPU time of its fused
-expert kernels (Overheads.moe_layer_decode_seconds, measured). With expert parallelism the
-routed experts' FLOPs and all-to-alls run at the pace of the most loaded expert rank
-(model_pass.expert_straggler, from measured imbalance).
+expert kernels (Overheads.moe_layer_decode_seconds, measured), which stream the touched
+experts' weights at their own measured rate (EfficiencyFactors.expert_decode_hbm). With
+expert parallelism the routed experts' FLOPs and all-to-alls run at the pace of the most
+loaded expert rank (model_pass.expert_straggler, from measured imbalance).
 
 A replica holds n sequences and runs min(n, capacity) of them at once. While a queue is left the
 batch stays full: those tokens cost the full-batch time per token. The last full batch then
@@ -115,7 +116,8 @@ class DecodeModel:
         self.dense_bytes = _column(wb * dense * share)
         self.expert_bytes = _column(wb * fig.expert_params * share / np.maximum(ep, tp))
         self.dense_read = self.dense_bytes / hbm_rate
-        self.expert_read = self.expert_bytes / hbm_rate
+        # The fused-MoE kernel streams them at its own measured rate, beside its fixed time.
+        self.expert_read = self.expert_bytes / (hw.hbm_bytes_per_s * eff.expert_decode_hbm)
         # Replicas that share one set of experts when ep spans beyond a replica's tp ranks.
         self.expert_sharing = _column(np.maximum(1.0, ep / tp))
 

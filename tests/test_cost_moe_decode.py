@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rlmguide.cost.architecture import ModelFigures
 from rlmguide.cost.collectives import Fabric
-from rlmguide.cost.efficiency import EfficiencyFactors
+from rlmguide.cost.efficiency import DEFAULTS, EfficiencyFactors
 from rlmguide.cost.hardware import Hardware
 from rlmguide.cost.layouts import RolloutLayout
 from rlmguide.cost.model_pass import expert_straggler, routed_active_params
@@ -187,3 +187,26 @@ def test_law_a_decode_step_never_gets_faster_with_more_sequences_at_fixed_ep(
     model = _decode(DEFAULT_OVERHEADS, ep, tp=tp, arch=arch, gpus=gpus)
     steps = model.step_seconds(np.array([[batch, batch * grown]]), np.full((1, 2), context))
     assert steps[0, 1] >= steps[0, 0] * (1 - 1e-12)
+
+
+def test_the_experts_stream_at_the_published_line_s_rate_by_hand() -> None:
+    # The line through vLLM's two benchmark_moe points (PR 24700) is 29.7 us plus the touched
+    # experts' bytes at 2.55 TB/s: 76% of H100's 3.35 TB/s, the default expert_decode_hbm. With
+    # both, one MoE layer at batch 64 (126.0 of 128 experts of 3 x 2048 x 768 FP8 bytes)
+    # comes back to the measured 262.73 us.
+    share = DEFAULTS["expert_decode_hbm"].value
+    assert share == pytest.approx(2.55e12 / 3.35e12, rel=1e-2)
+    touched = 128 * (1 - (120 / 128) ** 64) * 3 * 2048 * 768
+    layer = DEFAULT_OVERHEADS.moe_layer_decode_seconds + touched / (3.35e12 * share)
+    assert layer == pytest.approx(262.73e-6, rel=1e-2)
+
+
+def test_decode_reads_the_experts_at_their_own_rate_by_hand() -> None:
+    # Qwen3-30B-A3B in bf16 at TP 1, 64 sequences: the touched experts (48 layers x 126.0 of
+    # 128 x 3 x 2048 x 768 x 2 bytes) at 3.35 TB/s x 0.76, everything else the step reads
+    # (dense weights, KV cache) at 3.35 TB/s x 0.60.
+    batch, context = np.array([[64.0]]), np.array([[1024.0]])
+    step = _decode(DEFAULT_OVERHEADS, 1, tp=1, gpus=1).step(batch, context)
+    experts = 48 * 128 * (1 - (120 / 128) ** 64) * 3 * 2048 * 768 * 2
+    rest = step.hbm_bytes[0, 0] - experts
+    assert step.hbm[0, 0] == pytest.approx(experts / (3.35e12 * 0.76) + rest / (3.35e12 * 0.6))

@@ -658,6 +658,9 @@ class Efficiency(Strict):
 
     prefill_compute: Fraction | None = None
     decode_hbm: Fraction | None = None
+    expert_decode_hbm: Fraction | None = None
+    """Share of HBM peak at which a decode step streams the routed experts' weights (the
+    fused-MoE kernel's rate, beside its fixed per-layer time)."""
     decode_compute: Fraction | None = None
     forward_compute: Fraction | None = None
     train_compute: Fraction | None = None
