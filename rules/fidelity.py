@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
+from rlmguide.cost.evaluate import CostTable
 from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads, for_framework
 from rlmguide.kb.schema import Deployment, Result, Scenario
 from rlmguide.kb.schema.records import Record
@@ -69,6 +70,8 @@ class Case:
     """The source record of the figure (a deployment's step_source)."""
     framework: str
     """The framework that ran it ("none" for plain pre-training measurements)."""
+    largest_fitting_batch: bool = False
+    """The run used the largest per-GPU batch that fit, up to the scenario's (Result.batch)."""
 
     @property
     def group(self) -> str:
@@ -119,6 +122,7 @@ def cases(catalog: dict[str, dict[str, Record]]) -> list[Case]:
             False,
             r.source,
             r.framework or "none",
+            r.batch == "largest-fitting",
         )
         for r in catalog["result"].values()
         if isinstance(r, Result) and r.scenario is not None and r.metric in MEASURABLE
@@ -152,21 +156,33 @@ def predict(
     framework that ran it sets for itself apply (cost.overheads.for_framework: read from its
     code, not fitted); the physics is every plan's alike otherwise."""
     try:
-        resolved = resolve(result.scenario, catalog)
-        if result.complete:
-            resolved, _ = fill_plan_defaults(resolved)
-        own = overheads
-        if own_constants:
-            own = for_framework(
-                overheads,
-                result.framework,
-                resolved.accelerator.capacity_gib,
-                resolved.accelerator_id,
+
+        def costed(scenario: Scenario, enforce_memory: bool = False) -> CostTable:
+            resolved = resolve(scenario, catalog)
+            if result.complete:
+                resolved, _ = fill_plan_defaults(resolved)
+            own = overheads
+            if own_constants:
+                own = for_framework(
+                    overheads,
+                    result.framework,
+                    resolved.accelerator.capacity_gib,
+                    resolved.accelerator_id,
+                )
+            recommender = Recommender(
+                resolved, [], [], enforce_memory=enforce_memory, overheads=own
             )
-        recommender = Recommender(resolved, [], [], enforce_memory=False, overheads=own)
+            return recommender.run()[0]
+
+        costs = (
+            largest_batch_that_fits(result.scenario, costed)
+            if result.largest_fitting_batch
+            else None
+        )
+        if costs is None:
+            costs = costed(result.scenario)
         # The fastest candidate, not the ranking's pick: a tie broken toward the simpler plan
         # is a recommendation, while the prediction is the physics of the fields left open.
-        costs, _ = recommender.run()
         plan = costs.row(int(np.argmin(costs.step_seconds)))
     except (NoFeasiblePlan, InputError) as exc:
         return Comparison(result, None, str(exc).splitlines()[0])
@@ -179,6 +195,43 @@ def predict(
         stage = STAGE_OF_METRIC[result.metric]
         value = next(s["seconds"] for s in plan["stages"] if s["name"] == stage)
     return Comparison(result, value, overflow_gib=overflow)
+
+
+def _at_batch(scenario: Scenario, per_gpu: int) -> Scenario:
+    """`scenario` with `per_gpu` prompts (and their samples) on every GPU, one micro-batch
+    per GPU."""
+    work, cluster = scenario.workload, scenario.cluster
+    sequence = (work.samples_per_prompt or 1) * (work.prompt_tokens + work.response_tokens)
+    train = scenario.plan.train.model_copy(update={"micro_batch_tokens": per_gpu * sequence})
+    return scenario.model_copy(
+        update={
+            "workload": work.model_copy(
+                update={"prompts_per_step": per_gpu * cluster.nodes * cluster.gpus_per_node}
+            ),
+            "plan": scenario.plan.model_copy(update={"train": train}),
+        }
+    )
+
+
+def largest_batch_that_fits(
+    scenario: Scenario, costed: Callable[[Scenario, bool], CostTable]
+) -> CostTable | None:
+    """The candidates at the largest batch of prompts per GPU (up to the scenario's
+    prompts_per_step over the cluster) whose plans fit in memory, trained as one micro-batch
+    per GPU (Result.batch "largest-fitting"); None when not even one prompt per GPU fits, and
+    the stated batch is costed without memory then. Memory grows with the batch, so the
+    largest fitting one is found by bisection."""
+    cluster = scenario.cluster
+    top = scenario.workload.prompts_per_step // (cluster.nodes * cluster.gpus_per_node)
+    found: CostTable | None = None
+    low, high = 1, top
+    while low <= high:
+        mid = (low + high) // 2
+        try:
+            found, low = costed(_at_batch(scenario, mid), True), mid + 1
+        except NoFeasiblePlan:
+            high = mid - 1
+    return found
 
 
 def calibration(
