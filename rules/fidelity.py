@@ -151,10 +151,14 @@ def predict(
     overheads: Overheads = DEFAULT_OVERHEADS,
     *,
     own_constants: bool = True,
+    batches: dict[tuple[str, bool], int] | None = None,
 ) -> Comparison:
     """The fastest plan's figure for the case's metric. With `own_constants` the constants the
     framework that ran it sets for itself apply (cost.overheads.for_framework: read from its
-    code, not fitted); the physics is every plan's alike otherwise."""
+    code, not fitted); the physics is every plan's alike otherwise. `batches` keeps the largest
+    fitting batch found per case (Result.batch "largest-fitting") for calls whose overheads
+    differ only in the fitted constants (overheads.FITTED, latencies that leave memory alone),
+    as the calibration grid's do."""
     try:
 
         def costed(scenario: Scenario, enforce_memory: bool = False) -> CostTable:
@@ -174,11 +178,16 @@ def predict(
             )
             return recommender.run()[0]
 
-        costs = (
-            largest_batch_that_fits(result.scenario, costed)
-            if result.largest_fitting_batch
-            else None
-        )
+        costs = None
+        if result.largest_fitting_batch:
+            key = (result.id, own_constants)
+            known = None if batches is None else batches.get(key)
+            if known is None:
+                known, costs = largest_batch_that_fits(result.scenario, costed)
+                if batches is not None:
+                    batches[key] = known
+            elif known:
+                costs = costed(_at_batch(result.scenario, known), True)
         if costs is None:
             costs = costed(result.scenario)
         # The fastest candidate, not the ranking's pick: a tie broken toward the simpler plan
@@ -215,29 +224,31 @@ def _at_batch(scenario: Scenario, per_gpu: int) -> Scenario:
 
 def largest_batch_that_fits(
     scenario: Scenario, costed: Callable[[Scenario, bool], CostTable]
-) -> CostTable | None:
-    """The candidates at the largest batch of prompts per GPU (up to the scenario's
-    prompts_per_step over the cluster) whose plans fit in memory, trained as one micro-batch
-    per GPU (Result.batch "largest-fitting"); None when not even one prompt per GPU fits, and
-    the stated batch is costed without memory then. Memory grows with the batch, so the
+) -> tuple[int, CostTable | None]:
+    """The largest batch of prompts per GPU (up to the scenario's prompts_per_step over the
+    cluster) whose plans fit in memory, trained as one micro-batch per GPU (Result.batch
+    "largest-fitting"), and its candidates; (0, None) when not even one prompt per GPU fits,
+    and the stated batch is costed without memory then. Memory grows with the batch, so the
     largest fitting one is found by bisection."""
     cluster = scenario.cluster
     top = scenario.workload.prompts_per_step // (cluster.nodes * cluster.gpus_per_node)
-    found: CostTable | None = None
+    found: tuple[int, CostTable | None] = (0, None)
     low, high = 1, top
     while low <= high:
         mid = (low + high) // 2
         try:
-            found, low = costed(_at_batch(scenario, mid), True), mid + 1
+            found, low = (mid, costed(_at_batch(scenario, mid), True)), mid + 1
         except NoFeasiblePlan:
             high = mid - 1
     return found
 
 
 def calibration(
-    catalog: dict[str, dict[str, Record]], overheads: Overheads = DEFAULT_OVERHEADS
+    catalog: dict[str, dict[str, Record]],
+    overheads: Overheads = DEFAULT_OVERHEADS,
+    batches: dict[tuple[str, bool], int] | None = None,
 ) -> list[Comparison]:
-    return [predict(c, catalog, overheads) for c in cases(catalog)]
+    return [predict(c, catalog, overheads, batches=batches) for c in cases(catalog)]
 
 
 def leave_group_out(

@@ -264,8 +264,8 @@ def test_the_largest_fitting_batch_is_found_by_bisection() -> None:
             raise NoFeasiblePlan("does not fit")
         return s
 
-    found = largest_batch_that_fits(scenario, costed)  # type: ignore[arg-type]
-    assert isinstance(found, Scenario)
+    per_gpu, found = largest_batch_that_fits(scenario, costed)  # type: ignore[arg-type]
+    assert per_gpu == 37 and isinstance(found, Scenario)
     assert found.workload.prompts_per_step == 296
     assert found.plan.train is not None and found.plan.train.micro_batch_tokens == 37 * 512
     assert len(tried) <= 8  # log2(128) + 1 trials, not 128
@@ -273,7 +273,7 @@ def test_the_largest_fitting_batch_is_found_by_bisection() -> None:
     def never(s: Scenario, enforce_memory: bool) -> Scenario:
         raise NoFeasiblePlan("does not fit")
 
-    assert largest_batch_that_fits(scenario, never) is None  # type: ignore[arg-type]
+    assert largest_batch_that_fits(scenario, never) == (0, None)  # type: ignore[arg-type]
 
 
 def test_deepspeed_chat_runs_the_largest_batch_that_fits() -> None:
@@ -306,3 +306,15 @@ def test_a_largest_fitting_batch_needs_its_cap() -> None:
                 "batch": "largest-fitting",
             }
         )
+
+
+def test_a_found_batch_is_kept_for_the_grid() -> None:
+    # The calibration grid varies latencies only, so the batch found at one point serves all.
+    case = BY_ID["deepspeed-chat-step3-opt-6.7b-8x-a100-40gb"].result
+    catalog = load_catalog([*DEFAULT_ROOTS, RULES_ROOT]).records
+    batches: dict[tuple[str, bool], int] = {}
+    first = predict(case, catalog, batches=batches)
+    per_gpu = batches[(case.id, True)]
+    assert 1 <= per_gpu < 1024 // 8  # the cap does not fit 40 GB
+    again = predict(case, catalog, batches=batches)
+    assert again.predicted == first.predicted == BY_ID[case.id].predicted
