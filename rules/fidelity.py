@@ -4,7 +4,9 @@ A result's scenario fixes what the publication reports; the rest of the plan is 
 the fastest plan's figure for the result's metric is the prediction. A deployment with a
 published step time is costed as written (its plan is complete). Guidelines are not applied
 and memory is not enforced: a published run is evidence that its layout ran, and the question
-here is only how well the time is predicted (memory overflow is reported beside it).
+here is only how well the time is predicted (memory overflow is reported beside it). The
+exception is a run whose batch was the largest that fit (Result.batch "largest-fitting"):
+only memory says what that batch was, so it is found with memory enforced.
 
 `leave_group_out` judges the fitted constants honestly: the cases of one source (one
 publication, all its versions: a table's rows share their workload, cluster and framework, so
