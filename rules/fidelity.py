@@ -4,7 +4,9 @@ A result's scenario fixes what the publication reports; the rest of the plan is 
 the fastest plan's figure for the result's metric is the prediction. A deployment with a
 published step time is costed as written (its plan is complete). Guidelines are not applied
 and memory is not enforced: a published run is evidence that its layout ran, and the question
-here is only how well the time is predicted (memory overflow is reported beside it).
+here is only how well the time is predicted (memory overflow is reported beside it). The
+exception is a run whose batch was the largest that fit (Result.batch "largest-fitting"):
+only memory says what that batch was, so it is found with memory enforced.
 
 `leave_group_out` judges the fitted constants honestly: the cases of one source (one
 publication, all its versions: a table's rows share their workload, cluster and framework, so
@@ -21,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
+from rlmguide.cost.evaluate import CostTable
 from rlmguide.cost.overheads import DEFAULT_OVERHEADS, Overheads, for_framework
 from rlmguide.kb.schema import Deployment, Result, Scenario
 from rlmguide.kb.schema.records import Record
@@ -69,6 +72,8 @@ class Case:
     """The source record of the figure (a deployment's step_source)."""
     framework: str
     """The framework that ran it ("none" for plain pre-training measurements)."""
+    largest_fitting_batch: bool = False
+    """The run used the largest per-GPU batch that fit, up to the scenario's (Result.batch)."""
 
     @property
     def group(self) -> str:
@@ -119,6 +124,7 @@ def cases(catalog: dict[str, dict[str, Record]]) -> list[Case]:
             False,
             r.source,
             r.framework or "none",
+            r.batch == "largest-fitting",
         )
         for r in catalog["result"].values()
         if isinstance(r, Result) and r.scenario is not None and r.metric in MEASURABLE
@@ -147,26 +153,47 @@ def predict(
     overheads: Overheads = DEFAULT_OVERHEADS,
     *,
     own_constants: bool = True,
+    batches: dict[tuple[str, bool], int] | None = None,
 ) -> Comparison:
     """The fastest plan's figure for the case's metric. With `own_constants` the constants the
     framework that ran it sets for itself apply (cost.overheads.for_framework: read from its
-    code, not fitted); the physics is every plan's alike otherwise."""
+    code, not fitted); the physics is every plan's alike otherwise. `batches` keeps the largest
+    fitting batch found per case (Result.batch "largest-fitting") for calls whose overheads
+    differ only in the fitted constants (overheads.FITTED, latencies that leave memory alone),
+    as the calibration grid's do."""
     try:
-        resolved = resolve(result.scenario, catalog)
-        if result.complete:
-            resolved, _ = fill_plan_defaults(resolved)
-        own = overheads
-        if own_constants:
-            own = for_framework(
-                overheads,
-                result.framework,
-                resolved.accelerator.capacity_gib,
-                resolved.accelerator_id,
+
+        def costed(scenario: Scenario, enforce_memory: bool = False) -> CostTable:
+            resolved = resolve(scenario, catalog)
+            if result.complete:
+                resolved, _ = fill_plan_defaults(resolved)
+            own = overheads
+            if own_constants:
+                own = for_framework(
+                    overheads,
+                    result.framework,
+                    resolved.accelerator.capacity_gib,
+                    resolved.accelerator_id,
+                )
+            recommender = Recommender(
+                resolved, [], [], enforce_memory=enforce_memory, overheads=own
             )
-        recommender = Recommender(resolved, [], [], enforce_memory=False, overheads=own)
+            return recommender.run()[0]
+
+        costs = None
+        if result.largest_fitting_batch:
+            key = (result.id, own_constants)
+            known = None if batches is None else batches.get(key)
+            if known is None:
+                known, costs = largest_batch_that_fits(result.scenario, costed)
+                if batches is not None:
+                    batches[key] = known
+            elif known:
+                costs = costed(_at_batch(result.scenario, known), True)
+        if costs is None:
+            costs = costed(result.scenario)
         # The fastest candidate, not the ranking's pick: a tie broken toward the simpler plan
         # is a recommendation, while the prediction is the physics of the fields left open.
-        costs, _ = recommender.run()
         plan = costs.row(int(np.argmin(costs.step_seconds)))
     except (NoFeasiblePlan, InputError) as exc:
         return Comparison(result, None, str(exc).splitlines()[0])
@@ -181,10 +208,49 @@ def predict(
     return Comparison(result, value, overflow_gib=overflow)
 
 
+def _at_batch(scenario: Scenario, per_gpu: int) -> Scenario:
+    """`scenario` with `per_gpu` prompts (and their samples) on every GPU, one micro-batch
+    per GPU."""
+    work, cluster = scenario.workload, scenario.cluster
+    sequence = (work.samples_per_prompt or 1) * (work.prompt_tokens + work.response_tokens)
+    train = scenario.plan.train.model_copy(update={"micro_batch_tokens": per_gpu * sequence})
+    return scenario.model_copy(
+        update={
+            "workload": work.model_copy(
+                update={"prompts_per_step": per_gpu * cluster.nodes * cluster.gpus_per_node}
+            ),
+            "plan": scenario.plan.model_copy(update={"train": train}),
+        }
+    )
+
+
+def largest_batch_that_fits(
+    scenario: Scenario, costed: Callable[[Scenario, bool], CostTable]
+) -> tuple[int, CostTable | None]:
+    """The largest batch of prompts per GPU (up to the scenario's prompts_per_step over the
+    cluster) whose plans fit in memory, trained as one micro-batch per GPU (Result.batch
+    "largest-fitting"), and its candidates; (0, None) when not even one prompt per GPU fits,
+    and the stated batch is costed without memory then. Memory grows with the batch, so the
+    largest fitting one is found by bisection."""
+    cluster = scenario.cluster
+    top = scenario.workload.prompts_per_step // (cluster.nodes * cluster.gpus_per_node)
+    found: tuple[int, CostTable | None] = (0, None)
+    low, high = 1, top
+    while low <= high:
+        mid = (low + high) // 2
+        try:
+            found, low = (mid, costed(_at_batch(scenario, mid), True)), mid + 1
+        except NoFeasiblePlan:
+            high = mid - 1
+    return found
+
+
 def calibration(
-    catalog: dict[str, dict[str, Record]], overheads: Overheads = DEFAULT_OVERHEADS
+    catalog: dict[str, dict[str, Record]],
+    overheads: Overheads = DEFAULT_OVERHEADS,
+    batches: dict[tuple[str, bool], int] | None = None,
 ) -> list[Comparison]:
-    return [predict(c, catalog, overheads) for c in cases(catalog)]
+    return [predict(c, catalog, overheads, batches=batches) for c in cases(catalog)]
 
 
 def leave_group_out(

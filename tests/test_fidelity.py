@@ -8,20 +8,23 @@ import statistics
 from dataclasses import replace
 
 import pytest
+from pydantic import ValidationError
 from rlmguide.cost.band import STEP_BAND
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
-from rlmguide.kb.schema import Scenario
+from rlmguide.kb.schema import Result, Scenario
 from rlmguide.rules.fidelity import (
     Case,
     Comparison,
     calibration,
+    largest_batch_that_fits,
     leave_group_out,
     median_abs_log_error,
     orderings,
     predict,
     source_group,
 )
+from rlmguide.rules.recommend import NoFeasiblePlan
 from rlmguide.rules.scenario import resolve
 
 COMPARISONS = calibration(load_catalog([*DEFAULT_ROOTS, RULES_ROOT]).records)
@@ -49,8 +52,8 @@ def test_calibration_at_the_default_constants() -> None:
     # Out-of-sample sources added after the constants were fitted, left unfitted: TRL's run 1
     # trains a 1.5B LoRA model one ~1.2k-token sequence per micro-batch (64 per step, 3.9% MFU,
     # 21.9 s of forward and backward: about 0.34 s a micro-batch), latency the cost core does not
-    # cost. (DeepSpeed-Chat's OPT-30B on 8 A100-40GB, 2.96x with the Hybrid Engine's eager
-    # generation, is still costed at the 1,024-prompt cap the run's memory could not hold.)
+    # cost. (DeepSpeed-Chat's OPT-30B on 8 A100-40GB is 2.43x at the largest batch the cost
+    # core fits in 40 GB, down from 2.96x at the 1,024-prompt cap its memory could not hold.)
     assert beyond == {"trl-async-grpo-lora-hfjobs-step-reference"}, beyond
 
 
@@ -58,7 +61,10 @@ def test_deepspeed_chat_generates_eagerly() -> None:
     # DeepSpeed 0.9.0's Hybrid Engine has no CUDA-graph path: each of the 256 decode steps
     # launches OPT-13B's 40 layers from the host, 0.34 ms a layer (Overheads.eager_layer_seconds,
     # A100 host_overhead 1): 256 x 40 x 0.34 ms = 3.4816 s more per step than with graphs.
-    case = BY_ID["deepspeed-chat-step3-opt-13b-64x-a100-80gb"].result
+    # At the stated 1,024-prompt batch (the row's own is the largest that fits, found apart).
+    case = replace(
+        BY_ID["deepspeed-chat-step3-opt-13b-64x-a100-80gb"].result, largest_fitting_batch=False
+    )
     plan = case.scenario.plan
     assert plan is not None and plan.rollout is not None and plan.rollout.cuda_graphs is False
     graphs = plan.model_copy(
@@ -236,3 +242,79 @@ def test_trl_forms_its_head_gradients_in_float32() -> None:
     assert own is not None and plain is not None
     assert own - plain == pytest.approx(90_720 * 2 * 2 * 1536 * 151_936 / (67e12 * 0.45), rel=1e-6)
     assert own - plain == pytest.approx(2.809, rel=1e-3)
+
+
+def test_the_largest_fitting_batch_is_found_by_bisection() -> None:
+    # A stand-in for the search: plans fit up to 37 sequences per GPU. The cap is 1,024
+    # prompts on 8 GPUs (128 each); the largest fitting batch is 37 x 8 = 296 prompts, one
+    # micro-batch of 37 x (256 + 256) tokens per GPU.
+    scenario = Scenario.model_validate(
+        {
+            "cluster": {"accelerator": "a", "nodes": 1, "gpus_per_node": 8},
+            "models": {"policy": "m"},
+            "workload": {"prompts_per_step": 1024, "prompt_tokens": 256, "response_tokens": 256},
+        }
+    )
+    tried: list[int] = []
+
+    def costed(s: Scenario, enforce_memory: bool) -> Scenario:
+        assert enforce_memory
+        tried.append(s.workload.prompts_per_step // 8)
+        if s.workload.prompts_per_step > 37 * 8:
+            raise NoFeasiblePlan("does not fit")
+        return s
+
+    per_gpu, found = largest_batch_that_fits(scenario, costed)  # type: ignore[arg-type]
+    assert per_gpu == 37 and isinstance(found, Scenario)
+    assert found.workload.prompts_per_step == 296
+    assert found.plan.train is not None and found.plan.train.micro_batch_tokens == 37 * 512
+    assert len(tried) <= 8  # log2(128) + 1 trials, not 128
+
+    def never(s: Scenario, enforce_memory: bool) -> Scenario:
+        raise NoFeasiblePlan("does not fit")
+
+    assert largest_batch_that_fits(scenario, never) == (0, None)  # type: ignore[arg-type]
+
+
+def test_deepspeed_chat_runs_the_largest_batch_that_fits() -> None:
+    # The benchmark ran the largest batch that fit (BenckmarkSetting.md): on 40 GB the OPT-30B
+    # actor fits fewer prompts than on 80 GB, so it is predicted slower, as published (846.6
+    # against 2,088.2 tokens/s), and its plan fits where the 1,024-prompt cap overflowed.
+    small = BY_ID["deepspeed-chat-step3-opt-30b-8x-a100-40gb"]
+    large = BY_ID["deepspeed-chat-step3-opt-30b-8x-a100-80gb"]
+    assert small.result.largest_fitting_batch and large.result.largest_fitting_batch
+    assert small.overflow_gib == 0.0 and large.overflow_gib == 0.0
+    assert small.predicted is not None and large.predicted is not None
+    assert small.predicted < large.predicted
+    catalog = load_catalog([*DEFAULT_ROOTS, RULES_ROOT]).records
+    capped = predict(replace(small.result, largest_fitting_batch=False), catalog)
+    assert capped.overflow_gib > 0 and capped.predicted is not None
+    assert small.predicted < capped.predicted
+
+
+def test_a_largest_fitting_batch_needs_its_cap() -> None:
+    with pytest.raises(ValidationError, match="largest-fitting"):
+        Result.model_validate(
+            {
+                "id": "r",
+                "source": "s",
+                "locator": "l",
+                "description": "d",
+                "metric": "tokens_per_second",
+                "value": 1.0,
+                "unit": "tokens/s",
+                "batch": "largest-fitting",
+            }
+        )
+
+
+def test_a_found_batch_is_kept_for_the_grid() -> None:
+    # The calibration grid varies latencies only, so the batch found at one point serves all.
+    case = BY_ID["deepspeed-chat-step3-opt-6.7b-8x-a100-40gb"].result
+    catalog = load_catalog([*DEFAULT_ROOTS, RULES_ROOT]).records
+    batches: dict[tuple[str, bool], int] = {}
+    first = predict(case, catalog, batches=batches)
+    per_gpu = batches[(case.id, True)]
+    assert 1 <= per_gpu < 1024 // 8  # the cap does not fit 40 GB
+    again = predict(case, catalog, batches=batches)
+    assert again.predicted == first.predicted == BY_ID[case.id].predicted

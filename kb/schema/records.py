@@ -700,6 +700,11 @@ class Result(Record):
     unit: Text
     baseline: Text | None = None
     scenario: Scenario | None = None
+    batch: Literal["stated", "largest-fitting"] = "stated"
+    """How the run chose its batch. stated: the scenario's prompts_per_step. largest-fitting:
+    the publication ran the largest per-GPU batch that fit in memory, up to prompts_per_step,
+    as one micro-batch per data-parallel rank with no gradient accumulation (DeepSpeed-Chat's
+    benchmark rule); the batch each run used is not published, so the prediction finds it."""
     memory: MemorySetting | None = None
     """For the memory metrics: the micro-batch and code path the measurement ran."""
     notes: Text | None = None
@@ -711,6 +716,8 @@ class Result(Record):
     def _memory_metrics_have_their_setting(self) -> Result:
         if self.metric.endswith("_memory_gb") and (self.memory is None or self.scenario is None):
             raise ValueError(f"a {self.metric} result needs its scenario and memory setting")
+        if self.batch == "largest-fitting" and self.scenario is None:
+            raise ValueError("a largest-fitting batch needs the scenario that caps it")
         if self.metric == "time_share" and self.value > 1:
             raise ValueError("a time_share is a fraction of the time, at most 1")
         if self.metric == "expert_load_imbalance" and self.value < 1:
