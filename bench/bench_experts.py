@@ -6,7 +6,8 @@ tensor group, within 2x), training family (data-parallel sharded: ZeRO-3/FSDP wi
 parallelism; model-parallel: otherwise) and offload class (none; phase offload of trainer state;
 a CPU optimizer or streamed parameters). Each deployment is judged twice: as-is, and leave one
 framework out, where the tie-breaks and cost constants read from the deployment's own framework
-are not used (Recommender's `held_out`: its default rollout TP and training family, and
+are not used (Recommender's `held_out`: its default rollout TP and training family, which the
+median of the other released frameworks' recorded defaults then stands in for, and
 cost.overheads.READ_FROM_ONE_FRAMEWORK). A departure from the expert's placement or execution is
 justified when the top plan predicts a gain of at least 10% over the best plan of the expert's
 own placement and execution, or lies within the ranking's tie of it (the ranking then chose the
