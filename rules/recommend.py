@@ -2093,7 +2093,7 @@ def recommend(
             plan["reference_parked_by"] = parked
         plan["tie"] = _tie(costs, i, place.anchor, shown, place.also)
         if plan["tie"] and broken_by:
-            plan["tie"]["why"] += f"; for {recommender.only}, by the defaults {broken_by}"
+            plan["tie"]["why"] += f"; for {recommender.only}, ties lean to the defaults {broken_by}"
         plan["also_as"] = _folded(costs, place.folded)
         plan["also"] = [_also(costs, i, k) for k in place.also]
         plan["also_count"] = place.also_count
