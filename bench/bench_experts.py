@@ -6,7 +6,8 @@ tensor group, within 2x), training family (data-parallel sharded: ZeRO-3/FSDP wi
 parallelism; model-parallel: otherwise) and offload class (none; phase offload of trainer state;
 a CPU optimizer or streamed parameters). Each deployment is judged twice: as-is, and leave one
 framework out, where the tie-breaks and cost constants read from the deployment's own framework
-are not used (Recommender's `held_out`: its default rollout TP and training family, and
+are not used (Recommender's `held_out`: its default rollout TP and training family, which the
+median of the other released frameworks' recorded defaults then stands in for, and
 cost.overheads.READ_FROM_ONE_FRAMEWORK). A departure from the expert's placement or execution is
 justified when the top plan predicts a gain of at least 10% over the best plan of the expert's
 own placement and execution, or lies within the ranking's tie of it (the ranking then chose the
@@ -132,6 +133,8 @@ class Verdict:
     seconds: float = 0.0
     causes: dict[str, str] = field(default_factory=dict)
     """Per dimension the top plan disagrees on: `tie`, `model +x%` or `none` (module docstring)."""
+    tie_defaults: dict[str, Any] = field(default_factory=dict)
+    """The defaults the ranking's ties leaned to (the result's `tie_defaults`)."""
 
     @property
     def departs(self) -> bool:
@@ -170,6 +173,7 @@ def judge(d: Deployment, catalog: Any, judges: Any, expert: dict[str, Any], lofo
     verdict.seconds = time.perf_counter() - start
     top = verdict.top = result["plans"][0]
     verdict.departure, verdict.tie = result["departure"], top["tie"]
+    verdict.tie_defaults = result["tie_defaults"]
     verdict.agree = agrees(top, expert)
     own_seconds: float | None = None
     if verdict.departs:
@@ -300,6 +304,21 @@ def by_framework(verdicts: list[Verdict]) -> None:
         print(f"  {name:<10} {len(group):>3} {cells}")
 
 
+def tie_defaults(verdicts: list[Verdict]) -> None:
+    """Per framework, the defaults its searches' ties leaned to: its own record's, or the
+    median of the other released frameworks' (and whose)."""
+    print("  tie defaults per framework (own record, or the median of the others' records):")
+    seen: dict[str, str] = {}
+    for v in verdicts:
+        said = "; ".join(
+            f"{name} {d['value']} ({'own' if d['own'] else ', '.join(d['frameworks'])})"
+            for name, d in v.tie_defaults.items()
+        )
+        seen.setdefault(v.deployment.framework, said or "none")
+    for name, said in sorted(seen.items()):
+        print(f"    {name:<10} {said}")
+
+
 def by_cause(verdicts: list[Verdict]) -> None:
     """The disagreements by kind (module docstring), and how many are on deployments whose
     mean length is the prior's or that have no length tail."""
@@ -372,6 +391,7 @@ def main() -> None:
         if mode == "lofo":
             by_framework(known)
             by_cause(known)
+            tie_defaults(known)
         if heldout_ids:
             held = [verdicts[mode][d.id] for d in deployments if d.id in heldout_ids]
             report(f"{title}, held-out deployments ({heldout_dir})", held)

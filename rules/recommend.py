@@ -8,6 +8,7 @@ execution mode. Colocated plans share GPUs, so their layouts are costed jointly.
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -108,6 +109,29 @@ ASSESSMENT_TP = (1, 2, 4, 8)
 training layout, where the scenario leaves it open: data-parallel replicas of one GPU (the
 survey's plain DP, §3.1.1) up to a node's NVLink group; those that divide the pool, split the
 model and fit survive."""
+
+
+DEFAULT_FIELDS = ("default_rollout_tp", "model_parallel_above_params_b")
+"""The framework defaults the ranking breaks ties with (rules.ranking.complexity)."""
+
+
+@dataclass(frozen=True)
+class TieDefault:
+    """A default the ranking's tie-breaks use (`Recommender.tie_defaults`)."""
+
+    value: int
+    frameworks: tuple[str, ...]
+    """The frameworks whose records give it: the searched one, or the others of the field."""
+    own: bool
+    """Whether it is the searched framework's own record (else the field's median)."""
+
+    def described(self, name: str) -> str:
+        what = {
+            "default_rollout_tp": f"rollout TP {self.value}",
+            "model_parallel_above_params_b": f"model-parallel above {self.value}B parameters",
+        }[name]
+        whose = "its own record" if self.own else "the median of " + ", ".join(self.frameworks)
+        return f"{what} ({whose})"
 
 
 class InvalidRecords(Exception):
@@ -1501,16 +1525,36 @@ class Recommender:
 
     # -- output ----------------------------------------------------------------------------
 
-    def framework_defaults(self) -> tuple[int | None, bool | None]:
-        """What the one framework searched for does by default, where it records it: its
-        rollout TP, and whether it trains this model model-parallel."""
+    def tie_defaults(self) -> dict[str, TieDefault]:
+        """The defaults the ranking's tie-breaks use when the search runs for one framework
+        (`framework_defaults`), per field of DEFAULT_FIELDS that is known: the framework's
+        own recorded value, or, where it records none or is `held_out`, the field's published
+        practice: the median (the lower of two middles) of the values the other released
+        frameworks record, each cited in its own record."""
         if not self.only or len(self.supports) != 1:
-            return None, None
+            return {}
         framework = self.supports[0].framework
-        if framework.id == self.held_out:
-            return None, None
-        tp = framework.default_rollout_tp
-        above = framework.model_parallel_above_params_b
+        others = [
+            f for f in self.frameworks if f.released and f.id not in (framework.id, self.held_out)
+        ]
+        found = {}
+        for name in DEFAULT_FIELDS:
+            own = getattr(framework, name)
+            if own is not None and framework.id != self.held_out:
+                found[name] = TieDefault(own.value, (framework.id,), True)
+                continue
+            recorded = sorted((getattr(f, name).value, f.id) for f in others if getattr(f, name))
+            if recorded:
+                value = statistics.median_low(v for v, _ in recorded)
+                found[name] = TieDefault(value, tuple(f for _, f in recorded), False)
+        return found
+
+    def framework_defaults(self) -> tuple[int | None, bool | None]:
+        """What the one framework searched for does by default (`tie_defaults`): its rollout
+        TP, and whether it trains this model model-parallel."""
+        found = self.tie_defaults()
+        tp = found.get("default_rollout_tp")
+        above = found.get("model_parallel_above_params_b")
         params_b = self.resolved.policy.params_total / 1e9
         return (tp.value if tp else None), (params_b > above.value if above else None)
 
@@ -2021,6 +2065,8 @@ def recommend(
         ranked, start, skipped, count = _first(costs, scores, eligible, first)
         passed = {"passed_over": skipped, "passed_over_count": count}
     recommender.ranked_rows = list(ranked.rows)
+    defaults = recommender.tie_defaults()
+    broken_by = "; ".join(d.described(name) for name, d in defaults.items())
     by_id = {r.id: r for r in recommender.rules}
     shown = {place.row: position for position, place in enumerate(ranked.places, start=start)}
     plans = []
@@ -2046,6 +2092,8 @@ def recommend(
             # `also` when it is shown)
             plan["reference_parked_by"] = parked
         plan["tie"] = _tie(costs, i, place.anchor, shown, place.also)
+        if plan["tie"] and broken_by:
+            plan["tie"]["why"] += f"; for {recommender.only}, ties lean to the defaults {broken_by}"
         plan["also_as"] = _folded(costs, place.folded)
         plan["also"] = [_also(costs, i, k) for k in place.also]
         plan["also_count"] = place.also_count
@@ -2069,6 +2117,10 @@ def recommend(
             "refined_around_rollout_gpus": recommender.refined_around,
         },
         "rejected": [{"reason": k, "count": v} for k, v in (+search.rejected).most_common()],
+        "tie_defaults": {
+            name: {"value": d.value, "frameworks": list(d.frameworks), "own": d.own}
+            for name, d in defaults.items()
+        },
         "plans": plans,
         "departure": _departure(costs, ranked, scores, eligible, shown),
         "notes": _move_notes(costs, time_order, ranked.rows[0])

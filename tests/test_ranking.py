@@ -494,13 +494,46 @@ def test_a_held_out_framework_loses_its_own_defaults_and_constants() -> None:
 
     scenario = CATALOG.of("deployment")["verl-qwen3-235b-a22b-grpo-megatron-32xh20"].scenario  # type: ignore[attr-defined]
     resolved = resolve(scenario.model_copy(update={"plan": type(scenario.plan)()}), CATALOG.records)
+    # verl's own rollout TP 2; verl records no family threshold, so NeMo RL's (model-parallel
+    # above 100B, the only one recorded) stands in: Qwen3-235B-A22B trains model-parallel.
     own = recommender_for(resolved, CATALOG, only="verl")
-    assert own.framework_defaults() == (2, None)  # verl's rollout TP 2, no family default
+    assert own.framework_defaults() == (2, True)
     held = recommender_for(resolved, CATALOG, only="verl", held_out="verl")
-    assert held.framework_defaults() == (None, None)
+    assert held.framework_defaults() == (1, True)
     assert held.overheads.train_microbatch_tokens == 16192.0
     other = recommender_for(resolved, CATALOG, only="verl", held_out="slime")
-    assert other.framework_defaults() == (2, None) and other.overheads == own.overheads
+    assert other.framework_defaults() == (2, True) and other.overheads == own.overheads
+
+
+def test_a_held_out_or_unrecorded_default_is_the_median_of_the_other_released_frameworks() -> None:
+    scenario = CATALOG.of("deployment")["verl-qwen3-235b-a22b-grpo-megatron-32xh20"].scenario  # type: ignore[attr-defined]
+    resolved = resolve(scenario.model_copy(update={"plan": type(scenario.plan)()}), CATALOG.records)
+    held = recommender_for(resolved, CATALOG, only="verl", held_out="verl").tie_defaults()
+    tp = held["default_rollout_tp"]
+    # every other released framework that records one engines at TP 1 (verl's 2 held out)
+    assert (tp.value, tp.own) == (1, False)
+    assert tp.frameworks == ("nemo-rl", "openrlhf", "prime-rl", "skyrl", "slime", "trl")
+    family = held["model_parallel_above_params_b"]
+    assert (family.value, family.frameworks, family.own) == (100, ("nemo-rl",), False)
+    # NeMo RL held out: verl's 2 and five 1s give TP 1 (the lower middle of six), and no
+    # other framework records a family threshold, so the family tie-break is generic
+    nemo = recommender_for(resolved, CATALOG, only="nemo-rl", held_out="nemo-rl")
+    assert nemo.tie_defaults()["default_rollout_tp"].frameworks[-1] == "verl"
+    assert nemo.framework_defaults() == (1, None)
+    # a search over every framework has no one framework's defaults
+    assert recommender_for(resolved, CATALOG).tie_defaults() == {}
+
+
+def test_a_tie_names_the_defaults_that_broke_it() -> None:
+    scenario = CATALOG.of("deployment")["openrlhf-llama-3-8b-ppo-hybrid-engine-8xa100"].scenario  # type: ignore[attr-defined]
+    resolved = resolve(scenario.model_copy(update={"plan": type(scenario.plan)()}), CATALOG.records)
+    result = recommend(recommender_for(resolved, CATALOG, only="openrlhf", held_out="openrlhf"), 1)
+    assert result["tie_defaults"]["default_rollout_tp"]["own"] is False
+    assert "openrlhf" not in result["tie_defaults"]["default_rollout_tp"]["frameworks"]
+    why = result["plans"][0]["tie"]["why"]
+    said = "for openrlhf, ties lean to the defaults rollout TP 1 (the median of nemo-rl, prime-rl"
+    assert said in why
+    assert "model-parallel above 100B parameters (the median of nemo-rl)" in why
 
 
 def test_one_framework_is_costed_with_the_constants_it_sets_for_itself() -> None:

@@ -350,11 +350,14 @@ class Framework(Record, Cited):
     whose evidence is more than a year older than it is stale."""
     default_rollout_tp: FrameworkDefault | None = None
     """The rollout engine's tensor-parallel size when a launch sets none: when the search runs
-    for this framework alone, plans that tie break toward an engine of this size."""
+    for this framework alone, plans that tie break toward an engine of this size; for a
+    framework that records none (or is held out), toward the median of the other released
+    frameworks' values."""
     model_parallel_above_params_b: FrameworkDefault | None = None
     """Above this many billion parameters the framework directs training to its model-parallel
     backend (Megatron); at or below, its default backend shards data-parallel (FSDP): when the
-    search runs for this framework alone, plans that tie break toward that family."""
+    search runs for this framework alone, plans that tie break toward that family (the median
+    of the other released frameworks' thresholds, for one that records none)."""
     survey_class: (
         Literal["library-centric", "orchestrator-centric", "scheduling-centric"] | None
     ) = None
