@@ -776,3 +776,47 @@ def test_slime_refuses_a_reward_model_pool_for_a_policy_it_has_a_script_for() ->
     data["models"]["reward"] = "qwen2.5-7b"
     with pytest.raises(NotExpressible, match=r"workload\.reward_model = true"):
         _export(data, "slime")
+
+
+SMALL_GPUS = {
+    # the audit's a07: Qwen2.5-1.5B GRPO on one node of four A100-40GB, 16k responses
+    "cluster": {"accelerator": "a100-sxm-40gb", "nodes": 1, "gpus_per_node": 4},
+    "models": {"policy": "qwen2.5-1.5b", "reward": "verifier"},
+    "workload": {"algorithm": "grpo", "prompts_per_step": 64, "samples_per_prompt": 8,
+                 "prompt_tokens": 512, "response_tokens": 4096, "max_response_tokens": 16384,
+                 "minibatches_per_step": 2},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "framework", ["verl", "openrlhf", "slime", "nemo-rl", "areal", "roll", "skyrl"]
+)
+def test_the_reported_rollout_memory_is_what_the_engine_takes_at_the_written_fraction(
+    framework: str,
+) -> None:
+    # vLLM reserves gpu_memory_utilization x HBM and SGLang mem_fraction_static x the memory
+    # free at its start (plus the workspace it keeps outside) whether the KV fills it or not;
+    # beside it stays what the trainer keeps resident. On 4 x A100-40GB (40 GiB as the driver
+    # shows it) every plan's engine takes its whole budget, 0.9 x 40 = 36 GiB with the trainer.
+    # By hand for verl: 0.738 x 40 = 29.52 GiB + the FSDP trainer's 6.47 GiB resident = 35.99.
+    from rlmguide.export.startup import gpu_share
+
+    done = _export(SMALL_GPUS, framework)
+    written = {a.fact: a.value for a in done.arguments}
+    plan = done.plan
+    terms = plan["memory_breakdown_gib"]["rollout"]
+    share = gpu_share(
+        written["launch.engine_memory_fraction"], plan, 40.0, done.engine or "",
+        done.mapping.engine_starts_first,
+    )  # fmt: skip
+    held = share * 40.0 + terms["trainer_state"]
+    reported = plan["memory_gib_per_gpu"]["rollout"]
+    assert reported == pytest.approx(36.0, abs=1e-6)
+    # the written fraction is rounded down to three decimals: 0.001 x 40 GiB at most
+    assert held == pytest.approx(reported, abs=0.04)
+    if framework == "verl":
+        assert written["launch.engine_memory_fraction"] == 0.738
+        assert terms["trainer_state"] == pytest.approx(6.47, abs=0.005)
+    # what the plan's KV fills is less than the engine reserves (the figure reported before)
+    filled = terms["weights"] + terms["kv_cache"] + terms["workspace"] + terms["trainer_state"]
+    assert filled < reported - 1.0
