@@ -74,6 +74,9 @@ class CostTable:
     step_upper_seconds: FloatArray
     tokens_per_second: FloatArray
     memory_rollout_gib: FloatArray
+    """What a rollout GPU holds while it generates: the engine's whole budget (vLLM and SGLang
+    reserve weights and KV cache at their memory fraction, filled or not) beside what stays
+    resident."""
     memory_train_gib: FloatArray
     feasible: BoolArray
     overflow_gib: FloatArray
@@ -690,7 +693,9 @@ def evaluate(
         step_lower_seconds=timing.step.lower,
         step_upper_seconds=timing.step.upper,
         tokens_per_second=batch.trained_tokens / step,
-        memory_rollout_gib=generated.used / GIB if generated is not None else zero,
+        memory_rollout_gib=(
+            (generated.engine + generated.resident) / GIB if generated is not None else zero
+        ),
         memory_train_gib=train_mem.bytes / GIB,
         feasible=overflow <= 0.0,
         overflow_gib=overflow / GIB,
@@ -740,7 +745,6 @@ class Generation:
     """What must fit in the usable memory: one longest sequence beside what stays resident
     (a launch's own engine share: usable plus what that share overflows by)."""
     terms: dict[str, FloatArray]
-    used: FloatArray
     engine: FloatArray
     """Bytes per GPU the engine is budgeted (weights, workspace, the KV cache it may fill)."""
     resident: FloatArray
@@ -838,14 +842,14 @@ def _generation(
     if streamed.any():
         # only a table with a fused assessment on the rollout's GPUs shows the term
         terms["fused_assessment"] = streamed
-    used = shared.weights + shared.workspace + kv_used + resident
+    filled = shared.weights + shared.workspace + kv_used
     if agentic:
         # KV of the kept contexts whose episodes wait on their environments.
         waiting = agentic["episodes_in_flight_per_engine"] - agentic["decode_batch"]
         kept = agentic["kv_kept"] > 0
         agentic["kv_held_gib"] = np.where(kept, waiting * shared.kv_per_sequence, 0.0) / GIB
     # The engine takes all the room its budget leaves for KV, not only what the plan fills.
-    engine = np.maximum(usable - resident, used - resident)
+    engine = np.maximum(usable - resident, filled)
     peak = shared.minimum + resident
     launched = r_layout.memory_fraction > 0
     if launched.any():
@@ -856,7 +860,7 @@ def _generation(
         over = np.maximum(shared.minimum - share, share + resident - hw.memory_bytes)
         engine = np.where(launched, share, engine)
         peak = np.where(launched, usable + over, peak)
-    return Generation(rollout, sync, extras, peak, terms, used, engine, resident, agentic)
+    return Generation(rollout, sync, extras, peak, terms, engine, resident, agentic)
 
 
 TRAINER_STAGES = ("assessment", "training", "switch")

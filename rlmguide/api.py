@@ -476,6 +476,8 @@ def export(
         raise RequestFailed(f"invalid mapping record; run `rlmguide validate`: {exc}") from None
     if defaults := _input_defaults(resolved, exported.inputs):
         exported = replace(exported, defaults=defaults)
+    if note := _release_note(resolved, exported.inputs):
+        exported = replace(exported, inputs={**exported.inputs, "MODEL_PATH": note})
     launch = Launch.model_validate(exported.as_json())
     # catalog models and inline ones both carry a name; the bare Architecture does not
     name = getattr(resolved.policy, "name", resolved.policy_id)
@@ -500,9 +502,30 @@ def _input_defaults(resolved: Any, inputs: Mapping[str, str]) -> dict[str, str]:
         if known and (value := hf_id(model, models, sources)) is not None:
             found[var] = value
     policy = models.get(resolved.policy_id)
+    if "MODEL_PATH" in found and getattr(policy, "release_quantization", None):
+        # a quantised release does not train: the bf16 copy, else the folder converting it
+        # makes (named so that review still knows the model)
+        folder = f"{found['MODEL_PATH'].rsplit('/', 1)[-1]}-bf16"
+        found["MODEL_PATH"] = getattr(policy, "bf16_checkpoint", None) or folder
     if "FP8_MODEL_PATH" in inputs and getattr(policy, "fp8_checkpoint", None):
         found["FP8_MODEL_PATH"] = policy.fp8_checkpoint  # type: ignore[union-attr]
     return found
+
+
+def _release_note(resolved: Any, inputs: Mapping[str, str]) -> str | None:
+    """The policy path's description where the makers' release is quantised: why the default
+    is a bf16 copy and how the framework's own documentation makes one."""
+    from rlmguide.kb.load import load_catalog
+
+    policy = load_catalog(record_roots(), ("model",)).of("model").get(resolved.policy_id)
+    quantized = getattr(policy, "release_quantization", None)
+    if "MODEL_PATH" not in inputs or not quantized:
+        return None
+    how = getattr(policy, "bf16_conversion", None)
+    return (
+        f"{inputs['MODEL_PATH']}, in bf16: the makers' release stores {quantized.upper()} "
+        "weights, which the trainer cannot train as they are" + (f"; {how}" if how else "")
+    )
 
 
 def review(

@@ -41,6 +41,11 @@ SCENARIO_FACTS = (
     Fact("model.kv_kib_per_token", "number", "bf16 KV cache per token, KiB"),
     Fact("model.weights_gib", "number", "bf16 weights of the policy, GiB"),
     Fact("model.state_gib", "number", "weights, gradients and Adam states of the policy, GiB"),
+    Fact(
+        "model.reward_weights_gib",
+        "number",
+        "bf16 weights of the reward model scored on GPUs, GiB (0 for a verifier)",
+    ),
     Fact("workload.algorithm", "text", "algorithm id"),
     Fact(
         "workload.online",
@@ -270,6 +275,9 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
         "model.kv_kib_per_token": policy.kv_bytes_per_token / 1024,
         "model.weights_gib": policy.params_total * BF16_BYTES / 2**30,
         "model.state_gib": policy.params_total * ADAM_MIXED_BYTES_PER_PARAM / 2**30,
+        "model.reward_weights_gib": (
+            resolved.reward.params_total * BF16_BYTES / 2**30 if resolved.reward else 0.0
+        ),
         "workload.algorithm": resolved.algorithm.id,
         "workload.online": resolved.algorithm.online,
         "workload.needs_critic": resolved.algorithm.needs_critic,

@@ -1647,3 +1647,42 @@ def test_openrlhf_grpo_puts_the_kl_in_the_loss(
     assert grpo[coefficient] > 0
     reinforce = written("reinforce-plus-plus")
     assert prefix + use_loss not in reinforce and estimator not in reinforce
+
+
+@pytest.mark.parametrize(
+    ("policy", "accelerator", "nodes", "path", "quantized"),
+    [
+        # FP8 release (no bf16 copy named by a framework): the folder NeMo-RL's guide converts to
+        ("deepseek-v3", "h200-sxm-141gb", 64, "DeepSeek-V3-bf16", "FP8"),
+        ("gpt-oss-120b", "h100-sxm-80gb", 4, "gpt-oss-120b-bf16", "MXFP4"),
+        # verl's example trains from this bf16 copy (run_gpt_oss_20b_fsdp.sh L63 at 7aed6b23)
+        ("gpt-oss-20b", "h100-sxm-80gb", 1, "lmsys/gpt-oss-20b-bf16", "MXFP4"),
+        ("qwen2.5-7b", "h100-sxm-80gb", 1, "Qwen/Qwen2.5-7B", None),
+    ],
+)
+def test_a_quantised_release_is_not_the_default_policy_path(
+    policy: str, accelerator: str, nodes: int, path: str, quantized: str | None
+) -> None:
+    """The plans cost bf16 weights; DeepSeek-V3's release is FP8 and gpt-oss's MXFP4, which
+    transformers' quantisers do not train (is_trainable False in quantizer_finegrained_fp8.py
+    and quantizer_mxfp4.py, transformers 5.3.0) and verl's Megatron converter refuses
+    (verl/models/mcore/config_converter.py L340-L342 at 7aed6b23). The default is a bf16 copy,
+    the script says why, and review still knows the model from it."""
+    from rlmguide.kb.model_names import match_model
+
+    from rlmguide import api
+
+    data = yaml.safe_load((REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml").read_text())
+    data["cluster"] = {"accelerator": accelerator, "nodes": nodes, "gpus_per_node": 8}
+    data["models"]["policy"] = policy
+    data.pop("plan", None)
+    launch = api.export(data, "verl")
+    assert launch.input_defaults["MODEL_PATH"] == path
+    models = load_catalog(record_roots(), ("model",)).of("model")
+    assert match_model(path, models) == policy
+    described = launch.inputs["MODEL_PATH"]
+    if quantized is None:
+        assert "bf16" not in described
+    else:
+        assert f"stores {quantized} weights" in described
+        assert f'MODEL_PATH="${{MODEL_PATH:-{path}}}"' in launch.script

@@ -782,6 +782,41 @@ def test_tensor_parallel_training_without_sequence_parallelism_is_costed_so(
     assert off["estimate"]["step_seconds"] == pytest.approx(on["estimate"]["step_seconds"])
 
 
+@pytest.mark.parametrize("algorithm", ["grpo", "dapo"])
+def test_nemo_rl_exports_the_group_mean_baseline_and_review_reads_it_back(
+    tmp_path: Path, algorithm: str
+) -> None:
+    # GRPO's and DAPO's baseline is the mean of the whole group (kb/records/algorithms); NeMo-RL
+    # 7ea279abf leaves each sample out of its own (grpo_math_1B.yaml L9, L42; utils.py
+    # L149-L166): with a group of 8 the advantage scales by 8/7. The export writes the key off,
+    # review reads it as the algorithm's, and a launch that keeps the default is flagged.
+    example = REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml"
+    out = tmp_path / "run.sh"
+    done = CliRunner().invoke(
+        cli,
+        ["export", str(example), "--framework", "nemo-rl", "--out", str(out),
+         "--set", f"workload.algorithm={algorithm}"],
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert "grpo.use_leave_one_out_baseline=False" in out.read_text()
+    hardware = Hardware("h100-sxm-80gb")
+    written = review(out, "nemo-rl", hardware=hardware)
+    # (a DAPO launch reads back as GRPO: adv_estimator grpo names both, and both keep the key off)
+    read_as = written["scenario"]["workload"]["algorithm"]
+    assert read_as == "grpo"
+    assert written["algorithm_keys"] == []
+    read = [u for u in written["understood"] if u["key"] == "grpo.use_leave_one_out_baseline"]
+    assert [(u["value"], u["field"]) for u in read] == [(False, "workload.algorithm")]
+    lines = out.read_text().splitlines()
+    out.write_text("\n".join(x for x in lines if "use_leave_one_out" not in x) + "\n")
+    kept = review(out, "nemo-rl", hardware=hardware)
+    assert [(a["key"], a["launch"], a["default"], a["export"]) for a in kept["algorithm_keys"]] == [
+        ("grpo.use_leave_one_out_baseline", True, True, False)
+    ]
+    shown = CliRunner().invoke(cli, ["review", str(out), "--accelerator", "h100-sxm-80gb"])
+    assert f"Runs otherwise than {read_as}" in shown.output
+
+
 def test_a_default_of_no_entry_is_a_mapping_error() -> None:
     from rlmguide.kb.load import load_catalog
     from rlmguide.kb.paths import record_roots

@@ -776,3 +776,91 @@ def test_slime_refuses_a_reward_model_pool_for_a_policy_it_has_a_script_for() ->
     data["models"]["reward"] = "qwen2.5-7b"
     with pytest.raises(NotExpressible, match=r"workload\.reward_model = true"):
         _export(data, "slime")
+
+
+SMALL_GPUS = {
+    # the audit's a07: Qwen2.5-1.5B GRPO on one node of four A100-40GB, 16k responses
+    "cluster": {"accelerator": "a100-sxm-40gb", "nodes": 1, "gpus_per_node": 4},
+    "models": {"policy": "qwen2.5-1.5b", "reward": "verifier"},
+    "workload": {"algorithm": "grpo", "prompts_per_step": 64, "samples_per_prompt": 8,
+                 "prompt_tokens": 512, "response_tokens": 4096, "max_response_tokens": 16384,
+                 "minibatches_per_step": 2},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "framework", ["verl", "openrlhf", "slime", "nemo-rl", "areal", "roll", "skyrl"]
+)
+def test_the_reported_rollout_memory_is_what_the_engine_takes_at_the_written_fraction(
+    framework: str,
+) -> None:
+    # vLLM reserves gpu_memory_utilization x HBM and SGLang mem_fraction_static x the memory
+    # free at its start (plus the workspace it keeps outside) whether the KV fills it or not;
+    # beside it stays what the trainer keeps resident. On 4 x A100-40GB (40 GiB as the driver
+    # shows it) every plan's engine takes its whole budget, 0.9 x 40 = 36 GiB with the trainer.
+    # By hand for verl: 0.738 x 40 = 29.52 GiB + the FSDP trainer's 6.47 GiB resident = 35.99.
+    from rlmguide.export.startup import gpu_share
+
+    done = _export(SMALL_GPUS, framework)
+    written = {a.fact: a.value for a in done.arguments}
+    plan = done.plan
+    terms = plan["memory_breakdown_gib"]["rollout"]
+    share = gpu_share(
+        written["launch.engine_memory_fraction"], plan, 40.0, done.engine or "",
+        done.mapping.engine_starts_first,
+    )  # fmt: skip
+    held = share * 40.0 + terms["trainer_state"]
+    reported = plan["memory_gib_per_gpu"]["rollout"]
+    assert reported == pytest.approx(36.0, abs=1e-6)
+    # the written fraction is rounded down to three decimals: 0.001 x 40 GiB at most
+    assert held == pytest.approx(reported, abs=0.04)
+    if framework == "verl":
+        assert written["launch.engine_memory_fraction"] == 0.738
+        assert terms["trainer_state"] == pytest.approx(6.47, abs=0.005)
+    # what the plan's KV fills is less than the engine reserves (the figure reported before)
+    filled = terms["weights"] + terms["kv_cache"] + terms["workspace"] + terms["trainer_state"]
+    assert filled < reported - 1.0
+
+
+def test_verl_reward_engine_share_by_hand() -> None:
+    # verl 0.8 serves a reward model by an engine of its own that wakes, beside the same resident
+    # trainer state, only after the rollout engine sleeps: it gets the rollout engine's share, or
+    # what its weights at the training TP and the workspace need. RESIDENT: a 0.45 share beside
+    # 36 GiB of trainer state.
+    from rlmguide.export.startup import reward_engine_fraction
+
+    check = _check("verl-reward-engine-fits-beside-the-trainer")
+    base = {"cluster.memory_gib": 80.0, "workload.reward_model": True, "plan.pools.reward": 0}
+
+    def share(weights_gib: float, tp: int) -> float:
+        facts = {"model.reward_weights_gib": weights_gib, "plan.train.tp": tp}
+        return reward_engine_fraction(RESIDENT, facts, 0.45, 80.0, "vllm")
+
+    # an 8B reward model (14.96 GiB) at TP 1: (14.96 + 1) / 80 = 0.1995 < 0.45: the rollout share
+    assert share(14.96, 1) == 0.45
+    # a 32B one (61 GiB) at TP 1: (61 + 1) / 80 = 0.775, more than 80 - 36 = 44 GiB free: the
+    # start-up check trips; at TP 4, (15.25 + 1) / 80 = 0.203: the rollout share, which fits
+    big = share(61.0, 1)
+    assert big == 0.775
+    facts = {**base, "launch.resident_gib": 36.0}
+    assert tripped([check], {**facts, "launch.reward_engine_memory_fraction": big})
+    assert not tripped([check], {**facts, "launch.reward_engine_memory_fraction": share(61.0, 4)})
+
+
+def test_verl_writes_the_reward_engine_share_the_plan_holds() -> None:
+    # the audit's a09: REINFORCE++ on Llama-3.1-8B with an 8B reward model on 8 x A100-80GB.
+    # verl's default for the reward engine is 0.5 (_generated_ppo_trainer.yaml L711 at 7aed6b23);
+    # the export writes the rollout engine's share, which the plan's rollout memory holds
+    data = {
+        "cluster": {"accelerator": "a100-sxm-80gb", "nodes": 1, "gpus_per_node": 8},
+        "models": {"policy": "llama-3.1-8b", "reward": "skywork-reward-llama-3.1-8b"},
+        "workload": {"algorithm": "reinforce-plus-plus", "prompts_per_step": 256,
+                     "samples_per_prompt": 1, "prompt_tokens": 1024, "response_tokens": 2048,
+                     "max_response_tokens": 4096, "minibatches_per_step": 2},
+    }  # fmt: skip
+    done = _export(data, "verl", "verl-0.8.0")
+    written = {a.key: a.value for a in done.arguments}
+    actor = written["actor_rollout_ref.rollout.gpu_memory_utilization"]
+    assert written["reward.reward_model.rollout.gpu_memory_utilization"] == actor
+    terms = done.plan["memory_breakdown_gib"]["rollout"]
+    assert actor * 80.0 + terms["trainer_state"] <= 80.0

@@ -477,6 +477,18 @@ class Model(Record, Cited):
     """The Hugging Face id of the makers' own block-quantised FP8 weights of this model (an FP8
     rollout loads them: slime's --hf-checkpoint), shown by a model-config source with its
     quantization_config; the model's own id where it is published in FP8 (DeepSeek-V3, R1)."""
+    release_quantization: Literal["fp8", "mxfp4"] | None = None
+    """Where the makers' own Hugging Face release stores its weights quantised (its config's
+    quantization_config: DeepSeek-V3's FP8 blocks, gpt-oss's MXFP4 experts): the checkpoint
+    cannot be trained as it is (transformers' FP8 and MXFP4 quantisers are not trainable,
+    verl's Megatron converter refuses a quantization_config), so export leaves it out of the
+    policy's default path: `bf16_checkpoint`, else the bf16 folder `bf16_conversion` makes."""
+    bf16_conversion: Text | None = None
+    """How a framework's own documentation or example turns that release into bf16 weights to
+    train from (file, lines and commit), shown in an exported script beside the path."""
+    bf16_checkpoint: Text | None = None
+    """A bf16 copy of that release on Hugging Face that a framework's own example trains from
+    (named in `bf16_conversion`): the policy's default path where the release is quantised."""
     architecture_absent: Text | None = None
     """Why an open model carries no architecture: its weights are published but no
     configuration was found at a pinned version, or its configuration uses parts the

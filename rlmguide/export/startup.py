@@ -62,6 +62,13 @@ LAUNCH_FACTS = {
             "mem_fraction_static (weights and KV cache over the memory free when it starts)",
         ),
         Fact(
+            "launch.reward_engine_memory_fraction",
+            "number",
+            "the memory setting, in the rollout engine's unit, of a reward model served by an "
+            "engine of its own on the trainer's GPUs (verl 0.8's reward.reward_model.rollout): "
+            "the rollout engine's, or more where the reward model's weights need it",
+        ),
+        Fact(
             "launch.engine_max_seqs",
             "number",
             "sequences one rollout engine runs at once (vLLM's max_num_seqs, SGLang's "
@@ -269,6 +276,32 @@ def engine_fraction(
     return max(math.floor(share * 1000), math.ceil(floor * 1000)) / 1000
 
 
+def reward_engine_fraction(
+    plan: Mapping[str, Any],
+    facts: Mapping[str, Any],
+    fraction: float,
+    hbm_gib: float,
+    engine: str,
+    starts_first: bool = False,
+) -> float:
+    """The memory setting of a reward model served by an engine of its own on the trainer's
+    GPUs, in the engine's unit. verl 0.8 starts that engine after the trainer is loaded and
+    puts it to sleep at once (ray_trainer.py L895-L909, reward_model.py L44-L45), and wakes it
+    only to score, after the rollout engine sleeps (ray_trainer.py L1470-L1471 and L1518-L1521,
+    reward_loop.py L323-L348): it takes the rollout engine's place beside the same resident
+    trainer state, which the plan's rollout memory holds. So it gets the rollout engine's
+    share, raised where the reward model's weights at the training layout's tensor degree
+    (the TP the mapping writes for it) and the workspace need more; a share too large for
+    the GPU beside the trainer is a start-up failure the launch checks report."""
+    _, workspace = _beside_engine(plan)
+    weights = float(facts.get("model.reward_weights_gib", 0.0)) / int(facts.get("plan.train.tp", 1))
+    if engine == "sglang":
+        floor = weights / _free_at_start(plan, hbm_gib, starts_first)
+    else:
+        floor = (weights + workspace) / hbm_gib
+    return max(fraction, math.ceil(floor * 1000) / 1000)
+
+
 def gpu_share(
     fraction: float,
     plan: Mapping[str, Any],
@@ -390,6 +423,10 @@ def computed(
     fraction = engine_fraction(plan, hbm, engine or "", starts_first)
     if fraction is not None:
         out["launch.engine_memory_fraction"] = fraction
+        if facts.get("workload.reward_model"):
+            out["launch.reward_engine_memory_fraction"] = reward_engine_fraction(
+                plan, facts, fraction, hbm, engine or "", starts_first
+            )
         out["launch.engine_max_seqs"] = max(1, int(plan.get("rollout_concurrency") or 1))
         out["launch.engine_batched_tokens"] = ENGINE_BATCHED_TOKENS
         out["launch.engine_context_tokens"] = int(facts["workload.sequence_tokens"]) + (

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlmguide.export.mapping import lookup_key
+from rlmguide.export.mapping import compile_mapping, lookup_key
 from rlmguide.export.pools import PoolSpelling, read_allocation
 from rlmguide.export.render import BUDGET_FIELDS, BUDGET_LINE
 from rlmguide.kb.load import Catalog
@@ -925,6 +925,45 @@ def memory_keys(
         else:
             verdict = "as the plan needs"
         rows.append({"setting": what, "launch": got, "plan": needed, "verdict": verdict})
+    return rows
+
+
+def algorithm_keys(reading: Reading, plan_facts: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The keys an export writes for the reviewed algorithm that the launch sets otherwise, or
+    leaves at a framework default that differs (NeMo-RL's GRPO keeps a leave-one-out baseline
+    unless told not to): the run departs from the algorithm record its estimate is named
+    after. The cost is the same; the advantages or the loss are not."""
+    algorithm = plan_facts.get("workload.algorithm")
+    rows = []
+    for c in compile_mapping(reading.mapping):
+        e = c.entry
+        table = e.table or {}
+        if e.fact != "workload.algorithm" or e.transform != "lookup" or algorithm not in table:
+            continue
+        try:
+            if not c.applies(plan_facts, reading.backend, reading.engine):
+                continue
+        except (KeyError, TypeError):  # a condition over a fact the estimate does not hold
+            continue
+        key = e.key.lstrip("+")
+        default = key not in reading.config
+        got = reading.config.get(key, reading.mapping.config_defaults.get(key))
+        if got is None:
+            continue  # neither set nor a default on record: nothing to compare
+        alike = {lookup_key(v) for v, k in e.also_reads.items() if k == algorithm}
+        if lookup_key(got) in {lookup_key(table[algorithm]), *alike}:
+            continue
+        rows.append(
+            {
+                "key": key,
+                "launch": got,
+                "default": default,
+                "algorithm": algorithm,
+                "export": table[algorithm],
+                "file": e.file,
+                "commit": reading.mapping.commit,
+            }
+        )
     return rows
 
 

@@ -84,6 +84,22 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
             fmt,
             title=f"Would stop at start-up ({result['framework']}'s own checks)",
         )
+    if result["algorithm_keys"]:
+        print_rows(
+            ["config key", "launch", "export", "where"],
+            [
+                (
+                    a["key"] + (" (default)" if a["default"] else ""),
+                    a["launch"],
+                    a["export"],
+                    f"{a['file']} at {a['commit'][:9]}",
+                )
+                for a in result["algorithm_keys"]
+            ],
+            fmt,
+            title=f"Runs otherwise than {result['scenario']['workload']['algorithm']} "
+            "(the keys an export of it writes)",
+        )
     if result["memory_keys"]:
         print_rows(
             ["memory setting", "launch", "plan", "verdict"],
