@@ -1509,9 +1509,20 @@ class Recommender:
         if self._tightest_offloaded is None or self._tightest_offloaded[1] is plan:
             tried = " (a CPU optimizer and streamed parameters were tried too)"
             return closest + (tried if self.offload_fallback else "")
+        offloaded = self._tightest_offloaded[1]
+        assumed = ""
+        if (
+            max(offloaded["pool_overflow_gib"], key=offloaded["pool_overflow_gib"].get) == "host"
+            and r.scenario.cluster.host_memory_gib_per_node is None
+            and r.accelerator.host_memory_gib_per_gpu is None
+        ):
+            # the node's host memory is the assumed figure (cost.hardware): say so
+            assumed = (
+                f" (host memory assumed, 2 TB per 8 GPUs: the {r.accelerator_id} record gives none)"
+            )
         return (
             f"{closest}; with a CPU optimizer and streamed parameters, closest: "
-            f"{memory_shortfall(self._tightest_offloaded[1])}"
+            f"{memory_shortfall(offloaded)}{assumed}"
         )
 
     # -- output ----------------------------------------------------------------------------

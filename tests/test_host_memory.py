@@ -13,7 +13,7 @@ from rlmguide.cost.hardware import Hardware
 from rlmguide.cost.overheads import DEFAULT_OVERHEADS
 from rlmguide.cost.units import GIB
 from rlmguide.kb.load import load_catalog
-from rlmguide.kb.paths import DEFAULT_ROOTS
+from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
 from rlmguide.kb.schema.records import Accelerator
 from rlmguide.rules.scenario import parse_scenario, resolve
 from test_cost_specs import H100, QWEN7B_PARAMS, QWEN25_7B, one_plan, workload
@@ -79,3 +79,21 @@ def test_the_assumption_is_said_only_where_it_is_made() -> None:
         {"accelerator": "h20-96gb", "host_memory_gib_per_node": 2048},
     ):
         assert not [n for n in _notes(quiet) if n.startswith("host memory")], quiet
+
+
+def test_a_search_the_host_binds_says_so_and_that_the_figure_is_assumed() -> None:
+    # DeepSeek-V3 GRPO on 32 H20s fits only with streamed parameters and a CPU optimizer:
+    # 3,124.7 GiB a node on the host, over 0.8 x 2 TB = 1,490.1 GiB (the atlas row fitted
+    # while the H20's unrecorded host memory went unchecked).
+    from rlmguide.rules.atlas import Setup
+    from rlmguide.rules.recommend import NoFeasiblePlan, recommend, recommender_for
+
+    catalog = load_catalog([*DEFAULT_ROOTS, RULES_ROOT])
+    scenario = parse_scenario(Setup("deepseek-v3", "h20-96gb", 32, "grpo").scenario(), "test")
+    with pytest.raises(NoFeasiblePlan) as failed:
+        recommend(recommender_for(resolve(scenario, catalog.records), catalog), 1)
+    said = str(failed.value)
+    assert "with a CPU optimizer and streamed parameters, closest:" in said
+    assert "overflows the host pool by 1634.6 GiB per node" in said
+    assert "(usable 1,490.1 GiB a node)" in said
+    assert said.endswith("(host memory assumed, 2 TB per 8 GPUs: the h20-96gb record gives none)")
