@@ -672,9 +672,8 @@ def evaluate(
     }
     # Each pool fills its own nodes: the fullest pool's GPUs set a node's host memory.
     host_node = np.max([m.host for m in (train_mem, *own_memory.values())], axis=0) * hw.node_gpus
-    if hw.host_memory_bytes is not None:
-        host_room = hw.host_memory_bytes * overheads.host_memory_usable_fraction
-        overflows["host"] = host_node - host_room
+    host_room = hw.host_memory_bytes * overheads.host_memory_usable_fraction
+    overflows["host"] = host_node - host_room
     terms["host"] = {"offloaded_state_per_node": host_node}
     overflow = np.max(np.stack(list(overflows.values())), axis=0)
     # A micro-batch sized to fill the memory exactly must not fail on a rounding error.

@@ -36,8 +36,8 @@ class Hardware:
     """GPUs of one host: they share its NICs, host memory and PCIe or C2C links."""
     host_bytes_per_s: float
     """Achieved host<->GPU copy rate per GPU, one direction (offload traffic)."""
-    host_memory_bytes: float | None
-    """Host memory of one node, or None where no figure is known (then it is not checked)."""
+    host_memory_bytes: float
+    """Host memory of one node: given, recorded, or assumed (see `of`)."""
     host_overhead: float = 1.0
     """Host CPU time per GPU operation relative to the x86 host the host-side constants
     (Overheads.decode_step_seconds, eager_layer_seconds) were fitted on: they scale by it."""
@@ -63,7 +63,7 @@ class Hardware:
     ) -> Hardware:
         """Unset, the scale-up domain is the node; the host link and host memory come from
         the accelerator record (its reference system), else the overheads' fallback link
-        rate and no host-memory figure."""
+        rate and assumed host memory (Overheads.unrecorded_host_memory_gib_per_gpu)."""
         if accelerator.scale_up_gbytes_per_s is not None:
             scale_up = gbytes_per_s(accelerator.scale_up_gbytes_per_s) / 2
         else:
@@ -80,11 +80,10 @@ class Hardware:
             if link
             else overheads.host_bytes_per_s
         )
-        host_memory = host_memory_gib_per_node or (
-            accelerator.host_memory_gib_per_gpu * gpus_per_node
-            if accelerator.host_memory_gib_per_gpu
-            else None
+        per_gpu = (
+            accelerator.host_memory_gib_per_gpu or overheads.unrecorded_host_memory_gib_per_gpu
         )
+        host_memory = host_memory_gib_per_node or per_gpu * gpus_per_node
         return cls(
             memory_bytes=gib_to_bytes(accelerator.capacity_gib),
             flops=tflops(accelerator.bf16_dense_tflops),
@@ -95,7 +94,7 @@ class Hardware:
             domain_gpus=domain_gpus or gpus_per_node,
             node_gpus=gpus_per_node,
             host_bytes_per_s=host_rate,
-            host_memory_bytes=gib_to_bytes(host_memory) if host_memory else None,
+            host_memory_bytes=gib_to_bytes(host_memory),
             host_overhead=accelerator.host_overhead or 1.0,
             fp32_flops=tflops(accelerator.fp32_dense_tflops or 0.0),
         )

@@ -101,6 +101,13 @@ class Overheads:
     """Share of a node's host memory that offloaded state may take; the rest holds the OS, the
     framework's processes, Ray's object store and the data loader (an assumption)."""
 
+    unrecorded_host_memory_gib_per_gpu: float = 2000e9 / 8 / GIB
+    """Host memory per GPU assumed where neither the scenario (cluster.host_memory_gib_per_node)
+    nor the accelerator record gives a figure: 2 TB a node of 8 GPUs (232.8 GiB a GPU), what
+    every 8-GPU reference system the records cite carries (DGX A100 80GB, DGX H100/H200, DGX
+    B200). An assumption, said with the plans it binds (rules.scenario): an unknown figure must
+    not let streamed parameters and CPU optimizers park terabytes on a host nobody measured."""
+
     cpu_adam_bytes_per_s_per_node: float = 200e9
     """Host memory traffic a node's CPU Adam step sustains: DeepSpeed's vectorised CPU Adam
     streams fp32 master weights, moments and gradients (about 28 bytes read and written per

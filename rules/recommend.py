@@ -625,6 +625,9 @@ class Recommender:
         self.offload_fallback = False
         """Set when no plan fitted without a CPU optimizer or streamed parameters."""
         self._tightest: tuple[float, dict[str, Any]] | None = None
+        self._tightest_offloaded: tuple[float, dict[str, Any]] | None = None
+        """The closest plan of the offload round: its own, since its overflow is often the
+        host's, a node's GiB that `_tightest` (GiB per GPU mostly) would never pick."""
         self.pool_refusals: dict[str, Constraint] = {}
         """The constraints that refused plans only for want of a model's own pool
         (`_refused_for_pools`)."""
@@ -828,6 +831,14 @@ class Recommender:
         i = int(rows[np.argmin(excess[rows])])
         if self._tightest is None or float(excess[i]) < self._tightest[0]:
             self._tightest = (float(excess[i]), costs.row(i))
+        plans = costs.plans
+        # (a pool's probe rows pair it with a plain reference pool: only offloading rows count)
+        heavy = np.flatnonzero(failing & ((plans.offload_optimizer > 0) | plans.offload_params))
+        if not self.offload_fallback or not heavy.size:
+            return
+        j = int(heavy[np.argmin(excess[heavy])])
+        if self._tightest_offloaded is None or float(excess[j]) < self._tightest_offloaded[0]:
+            self._tightest_offloaded = (float(excess[j]), costs.row(j))
 
     # -- candidates ------------------------------------------------------------------------
 
@@ -1518,9 +1529,24 @@ class Recommender:
         if self._tightest is None:
             return head
         _, plan = self._tightest
-        tried = " (a CPU optimizer and streamed parameters were tried too)"
-        return f"{head}; closest plan: {memory_shortfall(plan)}" + (
-            tried if self.offload_fallback else ""
+        closest = f"{head}; closest plan: {memory_shortfall(plan)}"
+        if self._tightest_offloaded is None or self._tightest_offloaded[1] is plan:
+            tried = " (a CPU optimizer and streamed parameters were tried too)"
+            return closest + (tried if self.offload_fallback else "")
+        offloaded = self._tightest_offloaded[1]
+        assumed = ""
+        if (
+            max(offloaded["pool_overflow_gib"], key=offloaded["pool_overflow_gib"].get) == "host"
+            and r.scenario.cluster.host_memory_gib_per_node is None
+            and r.accelerator.host_memory_gib_per_gpu is None
+        ):
+            # the node's host memory is the assumed figure (cost.hardware): say so
+            assumed = (
+                f" (host memory assumed, 2 TB per 8 GPUs: the {r.accelerator_id} record gives none)"
+            )
+        return (
+            f"{closest}; with a CPU optimizer and streamed parameters, closest: "
+            f"{memory_shortfall(offloaded)}{assumed}"
         )
 
     # -- output ----------------------------------------------------------------------------
@@ -1743,7 +1769,7 @@ def memory_shortfall(plan: Mapping[str, Any]) -> str:
     listed = ", ".join(f"{TERM_NAMES[k]} {v:.1f}" for k, v in terms.items() if v >= 0.05)
     where = "per node of host memory" if pool == "host" else "per GPU"
     usable = sum(terms.values()) - over[pool]
-    limit = "" if pool == "host" else f" (usable {usable:.1f} GiB)"
+    limit = f" (usable {usable:,.1f} GiB{' a node' if pool == 'host' else ''})"
     return (
         f"{_describe(plan)} overflows the {pool} pool by {over[pool]:.1f} GiB {where}{limit}; "
         f"GiB there: {listed}; largest: {TERM_NAMES[term]}; it would fit with "

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from rlmguide.cost.assessment import ONE_PASS, Scoring
 from rlmguide.cost.batch import response_lengths
 from rlmguide.cost.episode import Episode
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS
 from rlmguide.cost.plans import ONE_POOL, expert_ranks, frozen_models
 from rlmguide.kb.closest import closest
 from rlmguide.kb.files import read_text_file
@@ -354,6 +355,16 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         raise InputError(
             f"{fp8[0]}: fp8 precision needs fp8 matmuls, and {accelerator_id} has no fp8 "
             "figure; use bf16"
+        )
+    if cluster.host_memory_gib_per_node is None and accelerator.host_memory_gib_per_gpu is None:
+        # The cost core then checks offloaded state against an assumed figure: say so.
+        per_gpu = DEFAULT_OVERHEADS.unrecorded_host_memory_gib_per_gpu
+        notes.append(
+            f"host memory: the {accelerator_id} record gives no reference system's figure, so "
+            "state parked or streamed on the host is checked against an assumed "
+            f"{per_gpu * cluster.gpus_per_node:,.0f} GiB a node ({per_gpu:.1f} GiB a GPU: 2 TB "
+            "per 8 GPUs, as the DGX systems the records cite carry), not a recorded one; set "
+            "cluster.host_memory_gib_per_node to your nodes'"
         )
     if scenario.plan.train.lora_rank and policy.moe:
         notes.append(

@@ -366,10 +366,17 @@ def test_a_mode_that_refuses_the_fastest_engines_still_finds_a_plain_one() -> No
 # -- setups whose best plans every runner's export refuses -----------------------------------
 
 
-def _atlas_setup(model: str, accelerator: str, gpus: int, algorithm: str) -> Any:
+def _atlas_setup(
+    model: str, accelerator: str, gpus: int, algorithm: str, host_gib: float | None = None
+) -> Any:
+    """An atlas setup's scenario; `host_gib`: its nodes' host memory, where the test needs
+    more than the accelerator record's reference system (or the 2 TB assumed) holds."""
     from rlmguide.rules.atlas import Setup
 
-    return parsed(Setup(model, accelerator, gpus, algorithm).scenario())
+    data = Setup(model, accelerator, gpus, algorithm).scenario()
+    if host_gib is not None:
+        data["cluster"]["host_memory_gib_per_node"] = host_gib
+    return parsed(data)
 
 
 def _checked(scenario: Any, **options: Any) -> dict[str, Any]:
@@ -379,8 +386,9 @@ def _checked(scenario: Any, **options: Any) -> dict[str, Any]:
     return search(scenario, launch_check=check, **options)
 
 
-QWEN3_235B_8XA100 = ("qwen3-235b-a22b", "a100-sxm-80gb", 8, "grpo")
-"""Only streamed parameters fit."""
+QWEN3_235B_8XA100 = ("qwen3-235b-a22b", "a100-sxm-80gb", 8, "grpo", 8192)
+"""Only streamed parameters fit, and only on nodes of 8 TiB of host memory (32 DIMMs of 256
+GB): they park 4,379 GiB a node, beyond the 0.8 x 2 TB of the A100 record's DGX A100."""
 
 
 def test_streamed_parameters_are_written_with_the_cpu_optimizer_they_imply() -> None:
@@ -408,10 +416,12 @@ def test_the_ranking_asks_each_mapped_frameworks_own_ranking() -> None:
 
 
 def test_a_setup_no_released_framework_launches_says_why() -> None:
-    # PPO of Qwen3-235B-A22B on one node of H20s (DeepSeek-V3 fits no 8-GPU node): the best
-    # plan that fits is refused at export by every runner, and every mapped framework's own
-    # ranking is refused or fits nothing.
-    result = _checked(_atlas_setup("qwen3-235b-a22b", "h20-96gb", 8, "ppo"))
+    # PPO of DeepSeek-V3 on 128 H100s (an atlas row: test_atlas): the best plan that fits
+    # is NeMo-RL's (and a research system's), refused at export since NeMo-RL's mapping
+    # launches GRPO-family runs only, and every mapped framework's own ranking is refused or
+    # fits nothing. (PPO of Qwen3-235B-A22B on one node of H20s was this case while an
+    # unrecorded host memory went unchecked: it parks 8,310 GiB a node on the host.)
+    result = _checked(_atlas_setup("deepseek-v3", "h100-sxm-80gb", 128, "ppo"))
     plan = result["plans"][0]
     assert plan["launchable_by"] == [] and plan["launch_refused_by"]
     reason = result["no_launchable_plan"]

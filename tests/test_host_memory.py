@@ -1,0 +1,99 @@
+"""Host memory: state a plan parks or streams on the host is checked against the node's host
+memory, the scenario's or the accelerator record's figure, and where neither gives one against
+an assumed 2 TB a node of 8 GPUs (Overheads.unrecorded_host_memory_gib_per_gpu), said in the
+output: an unknown figure never means unlimited."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+from rlmguide.cost.evaluate import evaluate
+from rlmguide.cost.hardware import Hardware
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS
+from rlmguide.cost.units import GIB
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import DEFAULT_ROOTS, RULES_ROOT
+from rlmguide.kb.schema.records import Accelerator
+from rlmguide.rules.scenario import parse_scenario, resolve
+from test_cost_specs import H100, QWEN7B_PARAMS, QWEN25_7B, one_plan, workload
+
+TWO_TB = 2000e9
+"""DGX H100/H200, DGX B200 and NVIDIA's DGX A100 80GB system description: 2 TB a node."""
+
+
+@cache
+def records() -> dict[str, dict[str, object]]:
+    return load_catalog(DEFAULT_ROOTS).records  # type: ignore[return-value]
+
+
+def accelerator(name: str) -> Accelerator:
+    return records()["accelerator"][name]  # type: ignore[return-value]
+
+
+def test_the_assumed_figure_is_2_tb_a_node_of_8_gpus() -> None:
+    assert DEFAULT_OVERHEADS.unrecorded_host_memory_gib_per_gpu * 8 * GIB == pytest.approx(TWO_TB)
+    # the H20 record gives none; the A100 80GB record gives NVIDIA's DGX A100 figure
+    h20, a100 = accelerator("h20-96gb"), accelerator("a100-sxm-80gb")
+    assert h20.host_memory_gib_per_gpu is None
+    assert Hardware.of(h20, 8, DEFAULT_OVERHEADS).host_memory_bytes == pytest.approx(TWO_TB)
+    assert a100.host_memory_gib_per_gpu == 232.8
+    assert Hardware.of(a100, 8, DEFAULT_OVERHEADS).host_memory_bytes == 232.8 * 8 * GIB
+    # a node's own figure wins over both
+    given = Hardware.of(h20, 8, DEFAULT_OVERHEADS, host_memory_gib_per_node=4096)
+    assert given.host_memory_bytes == 4096 * GIB
+
+
+def test_streamed_parameters_overflow_an_unrecorded_host_by_hand() -> None:
+    # Qwen2.5-7B streamed (ZeRO-3, parameters on the host) on 8 GPUs of figures with no host
+    # memory: the node holds 18 bytes a parameter (test_cost_memory's streamed state), 18 P =
+    # 137.1 GB. The room is 0.8 of the assumed 2 TB.
+    assert H100.host_memory_gib_per_gpu is None
+    plan = one_plan(train_zero=3, offload_params=True)
+    room = DEFAULT_OVERHEADS.host_memory_usable_fraction * TWO_TB
+    r = evaluate(H100, QWEN25_7B, workload(), plan)
+    assert r.pool_overflow_gib["host"][0] * GIB == pytest.approx(18 * QWEN7B_PARAMS - room)
+    # on a node of 100 GiB the same state (127.7 GiB) no longer fits
+    small = evaluate(H100, QWEN25_7B, workload(), plan, host_memory_gib_per_node=100)
+    over = small.pool_overflow_gib["host"][0] * GIB
+    assert over == pytest.approx(18 * QWEN7B_PARAMS - 80 * GIB) and over > 0
+
+
+def _notes(cluster: dict[str, object]) -> tuple[str, ...]:
+    scenario = {
+        "cluster": {"nodes": 4, "gpus_per_node": 8, **cluster},
+        "models": {"policy": "qwen2.5-7b", "reward": "verifier"},
+        "workload": {"algorithm": "grpo", "prompts_per_step": 512, "samples_per_prompt": 16,
+                     "prompt_tokens": 1024, "response_tokens": 4096,
+                     "max_response_tokens": 16384},
+    }  # fmt: skip
+    return resolve(parse_scenario(scenario, "test"), records()).notes
+
+
+def test_the_assumption_is_said_only_where_it_is_made() -> None:
+    (said,) = [n for n in _notes({"accelerator": "h20-96gb"}) if n.startswith("host memory")]
+    assert "h20-96gb record gives no" in said and "assumed 1,863 GiB a node" in said
+    assert "cluster.host_memory_gib_per_node" in said
+    for quiet in (
+        {"accelerator": "a100-sxm-80gb"},
+        {"accelerator": "h20-96gb", "host_memory_gib_per_node": 2048},
+    ):
+        assert not [n for n in _notes(quiet) if n.startswith("host memory")], quiet
+
+
+def test_a_search_the_host_binds_says_so_and_that_the_figure_is_assumed() -> None:
+    # DeepSeek-V3 GRPO on 32 H20s fits only with streamed parameters and a CPU optimizer:
+    # 3,124.7 GiB a node on the host, over 0.8 x 2 TB = 1,490.1 GiB (the atlas row fitted
+    # while the H20's unrecorded host memory went unchecked).
+    from rlmguide.rules.atlas import Setup
+    from rlmguide.rules.recommend import NoFeasiblePlan, recommend, recommender_for
+
+    catalog = load_catalog([*DEFAULT_ROOTS, RULES_ROOT])
+    scenario = parse_scenario(Setup("deepseek-v3", "h20-96gb", 32, "grpo").scenario(), "test")
+    with pytest.raises(NoFeasiblePlan) as failed:
+        recommend(recommender_for(resolve(scenario, catalog.records), catalog), 1)
+    said = str(failed.value)
+    assert "with a CPU optimizer and streamed parameters, closest:" in said
+    assert "overflows the host pool by 1634.6 GiB per node" in said
+    assert "(usable 1,490.1 GiB a node)" in said
+    assert said.endswith("(host memory assumed, 2 TB per 8 GPUs: the h20-96gb record gives none)")
