@@ -474,6 +474,11 @@ class Model(Record, Cited):
     """The Hugging Face id of the makers' own block-quantised FP8 weights of this model (an FP8
     rollout loads them: slime's --hf-checkpoint), shown by a model-config source with its
     quantization_config; the model's own id where it is published in FP8 (DeepSeek-V3, R1)."""
+    remote_code: bool | None = None
+    """Whether the Hugging Face checkpoint loads classes from Python files in its own repository
+    (an `auto_map` in its config.json or tokenizer_config.json: Moonlight's tiktoken tokenizer),
+    which transformers runs only under trust_remote_code: a framework whose flag defaults to
+    false stops at start-up unless the launch turns it on. Null: not read."""
     architecture_absent: Text | None = None
     """Why an open model carries no architecture: its weights are published but no
     configuration was found at a pinned version, or its configuration uses parts the
