@@ -28,6 +28,12 @@ SCENARIO_FACTS = (
         "number",
         "memory per GPU in GiB as the driver reports it (the datasheet figure where unrecorded)",
     ),
+    Fact(
+        "cluster.vendor",
+        "text",
+        "the accelerator's maker as its record names it (NVIDIA, AMD, ...; empty for an inline "
+        "accelerator)",
+    ),
     Fact("cluster.scale_up_domain", "number", "GPUs joined by the scale-up fabric (NVLink domain)"),
     Fact("cluster.scale_out_gbps_per_gpu", "number", "network bandwidth per GPU in Gbit/s"),
     Fact("model.params_b", "number", "policy parameters, billions"),
@@ -262,6 +268,8 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
         "cluster.nodes": s.cluster.nodes,
         "cluster.gpus_per_node": s.cluster.gpus_per_node,
         "cluster.memory_gib": acc.capacity_gib,
+        # an inline accelerator names no maker: a check on it then has nothing to judge
+        "cluster.vendor": getattr(acc, "vendor", ""),
         "cluster.scale_up_domain": resolved.domain_gpus,
         "cluster.scale_out_gbps_per_gpu": scale_out,
         "model.params_b": policy.params_total / 1e9,

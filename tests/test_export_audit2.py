@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rlmguide import api
+from rlmguide.errors import RequestFailed
 
 # the audit's b11: GRPO on Moonlight-16B-A3B over 3 nodes of H800
 MOONLIGHT = """
@@ -39,3 +40,38 @@ def test_verl_turns_trust_remote_code_on_for_a_checkpoint_with_its_own_code(
         assert f"{key}=True" in written
     plain = api.export(scenario(QWEN, tmp_path, "q.yaml"), "verl", version=version).script
     assert "trust_remote_code" not in plain
+
+
+# the audit's b05: GRPO on Qwen2.5-72B over 6 nodes of MI300X
+MI300X = """
+cluster: {accelerator: mi300x-192gb, nodes: 6, gpus_per_node: 8}
+models: {policy: qwen2.5-72b, reward: verifier}
+workload: {algorithm: grpo, prompts_per_step: 192, samples_per_prompt: 8, prompt_tokens: 1024,
+           response_tokens: 3072, max_response_tokens: 8192, minibatches_per_step: 4}
+"""
+CUDA_ONLY = {
+    "nemo-rl": "nemo-rl-installs-cuda-only-wheels",
+    "skyrl": "skyrl-uv-launch-installs-cuda-only-wheels",
+}
+
+
+@pytest.mark.parametrize("framework", sorted(CUDA_ONLY))
+def test_a_launch_that_installs_cuda_wheels_is_refused_on_amd(
+    framework: str, tmp_path: Path
+) -> None:
+    """NeMo-RL's `uv run` and SkyRL's `uv run --isolated` resolve CUDA 13 wheels (pyproject.toml
+    at the mappings' commits): on MI300X the export is refused with the record that says so,
+    and on H100 the same workload exports."""
+    with pytest.raises(RequestFailed, match=CUDA_ONLY[framework]):
+        api.export(scenario(MI300X, tmp_path), framework)
+    nvidia = MI300X.replace("mi300x-192gb", "h200-sxm-141gb")
+    assert api.export(scenario(nvidia, tmp_path, "h.yaml"), framework).script
+
+
+def test_frameworks_with_a_rocm_path_still_launch_on_amd(tmp_path: Path) -> None:
+    """verl (docker/rocm/Dockerfile.rocm at 7aed6b23) and ROLL (docker/Dockerfile.torch2100.vllm.AMD
+    at 8eb27cc2) ship ROCm images: the vendor check leaves them launchable on MI300X."""
+    result = api.recommend(scenario(MI300X, tmp_path), top=1)
+    launchable = result.best.launchable_by
+    assert {"verl", "roll"} <= set(launchable)
+    assert not set(CUDA_ONLY) & set(launchable)
