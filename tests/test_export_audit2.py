@@ -7,9 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import record_roots
+from rlmguide.rules import RECOMMEND_KINDS
 
 from rlmguide import api
 from rlmguide.errors import RequestFailed
+from rlmguide.export.startup import binding, compile_checks
 
 # the audit's b11: GRPO on Moonlight-16B-A3B over 3 nodes of H800
 MOONLIGHT = """
@@ -75,3 +79,34 @@ def test_frameworks_with_a_rocm_path_still_launch_on_amd(tmp_path: Path) -> None
     launchable = result.best.launchable_by
     assert {"verl", "roll"} <= set(launchable)
     assert not set(CUDA_ONLY) & set(launchable)
+
+
+# the audit's b07: GRPO on gpt-oss-20b with 64k responses over 8 H100
+LONG = """
+cluster: {accelerator: h100-sxm-80gb, nodes: 1, gpus_per_node: 8}
+models: {policy: gpt-oss-20b, reward: verifier}
+workload: {algorithm: grpo, prompts_per_step: 32, samples_per_prompt: 8, prompt_tokens: 1024,
+           response_tokens: 16384, max_response_tokens: 65536, minibatches_per_step: 2}
+"""
+AREAL_OLD = "areal-1.0.4-17-g4aef98d8d"
+
+
+def test_the_older_areal_writes_the_engine_context_and_the_request_cap(tmp_path: Path) -> None:
+    """At 4aef98d8 a request is capped at gconfig.max_tokens (32,768 by default, cli_args.py
+    L175-L180) less its prompt (remote_inf_engine.py L748-L760), and SGLang's context_length is
+    32,768 (gsm8k_grpo.yaml L116): both are written for 1,024 + 65,536 tokens, the context with
+    SGLang's two-token margin."""
+    done = api.export(scenario(LONG, tmp_path), "areal", version=AREAL_OLD)
+    assert "gconfig.max_tokens=66560" in done.script
+    assert "sglang.context_length=66562" in done.script
+
+
+def test_the_engine_context_check_binds_the_older_areal() -> None:
+    """The start-up check reads sglang.context_length on the 4aef98d8 mapping too, so a launch
+    that leaves it at 32,768 is refused and reviewed as one that stops."""
+    catalog = load_catalog(record_roots(), RECOMMEND_KINDS)
+    mapping = load_catalog(record_roots(), ("mapping",)).of("mapping")[AREAL_OLD]
+    assert mapping.reads["launch.engine_context_tokens"] == "sglang.context_length"
+    assert mapping.config_defaults["sglang.context_length"] == 32768
+    bound = binding(compile_checks(catalog)[0], mapping, "megatron-lm", "sglang")
+    assert "areal-sglang-context-holds-the-longest-request" in {c.id for c in bound}
