@@ -97,7 +97,7 @@ def test_the_older_areal_writes_the_engine_context_and_the_request_cap(tmp_path:
     32,768 (gsm8k_grpo.yaml L116): both are written for 1,024 + 65,536 tokens, the context with
     SGLang's two-token margin."""
     done = api.export(scenario(LONG, tmp_path), "areal", version=AREAL_OLD)
-    assert "gconfig.max_tokens=66560" in done.script
+    assert "+gconfig.max_tokens=66560" in done.script
     assert "sglang.context_length=66562" in done.script
 
 
@@ -110,3 +110,29 @@ def test_the_engine_context_check_binds_the_older_areal() -> None:
     assert mapping.config_defaults["sglang.context_length"] == 32768
     bound = binding(compile_checks(catalog)[0], mapping, "megatron-lm", "sglang")
     assert "areal-sglang-context-holds-the-longest-request" in {c.id for c in bound}
+
+
+REVIEW = Path(__file__).parent / "fixtures" / "review"
+
+
+def test_review_reads_an_export_with_the_mapping_its_header_names(tmp_path: Path) -> None:
+    """The audit's b03 export at 4aef98d8 (made before that mapping wrote the engine context):
+    read with 2.0.0's mapping it was judged by 2.0.0's Ray-scheduler check and 2.0.0's
+    max_tokens default (2,048); read with its own, the context check alone trips and
+    gconfig.max_tokens is 4aef98d8's 32,768."""
+    from rlmguide.review import Hardware, review
+
+    path = REVIEW / "audit2-b03-dapo-areal-4aef98d.sh"
+    got = review(path, "areal", "qwen2.5-32b", Hardware("h100-sxm-80gb"))
+    assert got["mapping"] == AREAL_OLD
+    assert got["mapping_from"] == "named by the file's header"
+    assert [c["constraint"] for c in got["startup"]] == [
+        "areal-sglang-context-holds-the-longest-request"
+    ]
+    read = {u["key"].lstrip("+"): u["value"] for u in got["understood"]}
+    assert read["gconfig.max_tokens"] == 32768
+    # without the header the keys choose, and the reading says so
+    bare = tmp_path / "bare.sh"
+    bare.write_text(path.read_text().replace("# Mapping ", "# (was) "))
+    keys = review(bare, "areal", "qwen2.5-32b", Hardware("h100-sxm-80gb"))
+    assert keys["mapping_from"].startswith("no header names a mapping")
