@@ -136,3 +136,20 @@ def test_review_reads_an_export_with_the_mapping_its_header_names(tmp_path: Path
     bare.write_text(path.read_text().replace("# Mapping ", "# (was) "))
     keys = review(bare, "areal", "qwen2.5-32b", Hardware("h100-sxm-80gb"))
     assert keys["mapping_from"].startswith("no header names a mapping")
+
+
+def test_review_takes_the_nodes_a_launch_names_of_four_gpus(tmp_path: Path) -> None:
+    """A verl launch on GB200 trays says trainer.nnodes=4 trainer.n_gpus_per_node=4: review
+    read it as 2 nodes of 8 (a node was 8 GPUs unless a pool declared more)."""
+    from rlmguide.review import Hardware, review
+
+    gb200 = MOONLIGHT.replace(
+        "h800-sxm-80gb, nodes: 3, gpus_per_node: 8", "gb200-186gb, nodes: 4, gpus_per_node: 4"
+    ).replace("moonlight-16b-a3b", "qwen3-8b")
+    text = api.export(scenario(gb200, tmp_path), "verl").script
+    assert "trainer.nnodes=4" in text and "trainer.n_gpus_per_node=4" in text
+    path = tmp_path / "gb200.sh"
+    path.write_text(text)
+    got = review(path, "verl", "qwen3-8b", Hardware("gb200-186gb"))
+    assert got["scenario"]["cluster"]["nodes"] == 4
+    assert got["scenario"]["cluster"]["gpus_per_node"] == 4

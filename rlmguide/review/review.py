@@ -120,6 +120,12 @@ def named_mapping(text: str, own: list[MappingRecord]) -> MappingRecord | None:
     return next((m for m in own if found and m.id == found.group(1)), None)
 
 
+def _declared_nodes(reading: Reading) -> int:
+    """The most nodes a pool of the launch names (keys of the `nodes` transform), 0 if none."""
+    keys = {e.key.lstrip("+") for e in reading.mapping.entries if e.transform == "nodes"}
+    return max((int(u.value) for u in reading.uses if u.key.lstrip("+") in keys), default=0)
+
+
 def _read_with_a_version(
     own: list[MappingRecord],
     module: str,
@@ -492,7 +498,16 @@ def scenario_of(
             }
         )
         per_node = total
-    nodes = hardware.nodes or f.get("cluster.nodes") or max(1, math.ceil(total / per_node))
+    declared = _declared_nodes(reading)
+    spread = "the pools' GPUs over whole nodes"
+    if hardware.gpus_per_node is None and declared > max(1, math.ceil(total / per_node)):
+        # the pools name more nodes than nodes of `per_node` would need (verl's trainer.nnodes=4
+        # with n_gpus_per_node=4 on GB200 trays): the file's nodes hold the file's per-node count
+        per_node = max(int(u.value) for u in reading.uses if u.key.endswith("gpus_per_node"))
+        spread = f"the nodes the launch's pools name, {per_node} GPUs each"
+    nodes = (
+        hardware.nodes or f.get("cluster.nodes") or max(1, declared, math.ceil(total / per_node))
+    )
     if train_gpus is None and rollout_gpus is not None:
         # NeMo-RL declares the cluster and the generation's share; training has the rest
         train_gpus = nodes * per_node - rollout_gpus - sum(v for v in pools.values() if v)
@@ -501,7 +516,7 @@ def scenario_of(
             {
                 "field": "cluster.nodes",
                 "value": nodes,
-                "why": "the pools' GPUs over whole nodes",
+                "why": spread,
                 "source": None,
             }
         )
