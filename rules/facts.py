@@ -28,6 +28,12 @@ SCENARIO_FACTS = (
         "number",
         "memory per GPU in GiB as the driver reports it (the datasheet figure where unrecorded)",
     ),
+    Fact(
+        "cluster.vendor",
+        "text",
+        "the accelerator's maker as its record names it (NVIDIA, AMD, ...; empty for an inline "
+        "accelerator)",
+    ),
     Fact("cluster.scale_up_domain", "number", "GPUs joined by the scale-up fabric (NVLink domain)"),
     Fact("cluster.scale_out_gbps_per_gpu", "number", "network bandwidth per GPU in Gbit/s"),
     Fact("model.params_b", "number", "policy parameters, billions"),
@@ -66,6 +72,11 @@ SCENARIO_FACTS = (
         "workload.recompute_old_logprobs",
         "bool",
         "the trainer recomputes the old log-probs (false: the rollout engine's are used)",
+    ),
+    Fact(
+        "model.remote_code",
+        "bool",
+        "the policy's checkpoint loads its own Python code (trust_remote_code)",
     ),
     Fact("model.reference_own", "bool", "the reference is another model than the policy"),
     Fact("model.reference_fp8", "bool", "the reference runs in fp8"),
@@ -262,6 +273,8 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
         "cluster.nodes": s.cluster.nodes,
         "cluster.gpus_per_node": s.cluster.gpus_per_node,
         "cluster.memory_gib": acc.capacity_gib,
+        # an inline accelerator names no maker: a check on it then has nothing to judge
+        "cluster.vendor": getattr(acc, "vendor", ""),
         "cluster.scale_up_domain": resolved.domain_gpus,
         "cluster.scale_out_gbps_per_gpu": scale_out,
         "model.params_b": policy.params_total / 1e9,
@@ -285,6 +298,7 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
         "workload.reward_model": resolved.reward is not None,
         "workload.reward_kind": _reward_kind(resolved),
         "workload.recompute_old_logprobs": w.recompute_old_logprobs,
+        "model.remote_code": resolved.policy_remote_code,
         "model.reference_own": resolved.reference is not None,
         "model.reference_fp8": resolved.reference_fp8,
         "workload.grouped": resolved.algorithm.grouped,

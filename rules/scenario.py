@@ -75,6 +75,9 @@ class Resolved:
     reference: Architecture | None = None
     """The reference model when it is not the policy's architecture."""
     reference_fp8: bool = False
+    policy_remote_code: bool = False
+    """The policy's checkpoint needs trust_remote_code (its record's `remote_code`; false for
+    an inline model or a record that does not say)."""
 
     @property
     def gpus(self) -> int:
@@ -240,6 +243,9 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         )  # type: ignore[assignment]
     policy = _architecture(models.policy, catalog["model"], "models.policy")
     policy_id = models.policy if isinstance(models.policy, str) else "inline"
+    remote_code = isinstance(models.policy, str) and bool(
+        getattr(catalog["model"][models.policy], "remote_code", False)
+    )
     algorithm: Algorithm = _lookup(
         catalog["algorithm"], workload.algorithm, "workload.algorithm", "algorithm"
     )  # type: ignore[assignment]
@@ -469,6 +475,7 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         scoring,
         reference,
         reference_fp8,
+        remote_code,
     )
 
 

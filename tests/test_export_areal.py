@@ -185,14 +185,16 @@ def test_the_mappings_defaults_are_the_base_configs(version: str) -> None:
 def test_v2_bounds_a_request_by_its_prompt_and_response() -> None:
     """At v2.0.0 the base config caps prompt plus completion at 2,048 tokens (gconfig.max_tokens)
     and the agent proxy at 32,768 unless rollout.agent.engine_max_tokens says more: both are
-    written as the longest prompt plus the longest response; v1.0.4-17 has neither cap."""
+    written as the longest prompt plus the longest response. v1.0.4-17 caps a request at
+    gconfig.max_tokens too (32,768 by default, cli_args.py L175-L180; remote_inf_engine.py
+    L748-L760), written the same way, and has no agent proxy."""
     scenario = parse_scenario(read_mapping(SMALL), str(SMALL))
     newer = hydra_config(words(export_of(scenario))[1:])
     # examples/grpo-qwen2.5-7b-8xh100.yaml: 512-token prompts, responses of up to 8,192
     assert (newer["train_dataset.max_length"], newer["gconfig.max_new_tokens"]) == (512, 8192)
     assert newer["gconfig.max_tokens"] == newer["rollout.agent.engine_max_tokens"] == 8704
     older = hydra_config(words(export_of(scenario, "1.0.4-17-g4aef98d8d"))[1:])
-    assert "gconfig.max_tokens" not in older and "rollout.agent.engine_max_tokens" not in older
+    assert older["gconfig.max_tokens"] == 8704 and "rollout.agent.engine_max_tokens" not in older
     assert {k: v for k, v in older.items() if k in newer} == {
         k: v for k, v in newer.items() if k in older
     }

@@ -593,9 +593,16 @@ def test_verl_one_step_off_writes_the_critic_strategy_without_a_critic(
     assert words["critic.strategy"] == words["actor_rollout_ref.actor.strategy"] == "fsdp2"
     text = script(done, "test", "qwen2.5-7b")
     assert _review(tmp_path, text)["startup"] == []
-    # without the key a 0.7 file reads as 0.8's too (the newest on a tie), which has no check
+    # the header names the version: without the key, 0.7's launch stops at its check
     stripped = _review(tmp_path, _without(text, "critic.strategy"))
-    assert (stripped["mapping"], stripped["startup"]) == (V08, [])
+    assert stripped["mapping"] == version
+    tripping = [c["constraint"] for c in stripped["startup"]]
+    assert tripping == (
+        ["verl-one-step-off-critic-strategy-is-the-actors"] if version == V07 else []
+    )
+    # without the header either, a 0.7 file reads as 0.8's (the newest on a tie): no check
+    bare = _review(tmp_path, _without(text, "critic.strategy", "# Mapping "))
+    assert (bare["mapping"], bare["startup"]) == (V08, [])
     check = _check("verl-one-step-off-critic-strategy-is-the-actors")
     facts = {**ABSENT, "plan.execution": "one-step-off", "launch.critic_strategy": "fsdp",
              "launch.actor_strategy": "fsdp2"}  # fmt: skip

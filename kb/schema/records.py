@@ -489,6 +489,11 @@ class Model(Record, Cited):
     bf16_checkpoint: Text | None = None
     """A bf16 copy of that release on Hugging Face that a framework's own example trains from
     (named in `bf16_conversion`): the policy's default path where the release is quantised."""
+    remote_code: bool | None = None
+    """Whether the Hugging Face checkpoint loads classes from Python files in its own repository
+    (an `auto_map` in its config.json or tokenizer_config.json: Moonlight's tiktoken tokenizer),
+    which transformers runs only under trust_remote_code: a framework whose flag defaults to
+    false stops at start-up unless the launch turns it on. Null: not read."""
     architecture_absent: Text | None = None
     """Why an open model carries no architecture: its weights are published but no
     configuration was found at a pinned version, or its configuration uses parts the

@@ -13,7 +13,7 @@ from typing import Any
 
 from rlmguide.export.mapping import compile_mapping, lookup_key
 from rlmguide.export.pools import PoolSpelling, read_allocation
-from rlmguide.export.render import BUDGET_FIELDS, BUDGET_LINE
+from rlmguide.export.render import BUDGET_FIELDS, BUDGET_LINE, MAPPING_LINE
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.model_names import match_model
 from rlmguide.kb.schema import Mapping as MappingRecord
@@ -110,13 +110,33 @@ def pick_version(own: list[MappingRecord], config: dict[str, Any]) -> MappingRec
     return max(own, key=score)
 
 
+NAMED = re.compile("^" + re.escape(MAPPING_LINE) + r" ([a-z0-9][a-z0-9.+-]*):", re.MULTILINE)
+"""The header line an export writes naming its mapping."""
+
+
+def named_mapping(text: str, own: list[MappingRecord]) -> MappingRecord | None:
+    """The mapping an export's header names, where it is one of the framework's (`own`)."""
+    found = NAMED.search(text)
+    return next((m for m in own if found and m.id == found.group(1)), None)
+
+
+def _declared_nodes(reading: Reading) -> int:
+    """The most nodes a pool of the launch names (keys of the `nodes` transform), 0 if none."""
+    keys = {e.key.lstrip("+") for e in reading.mapping.entries if e.transform == "nodes"}
+    return max((int(u.value) for u in reading.uses if u.key.lstrip("+") in keys), default=0)
+
+
 def _read_with_a_version(
-    own: list[MappingRecord], module: str, config: dict[str, Any], roles: dict[str, str]
+    own: list[MappingRecord],
+    module: str,
+    config: dict[str, Any],
+    roles: dict[str, str],
+    named: MappingRecord | None = None,
 ) -> Reading:
-    """The launch read with `pick_version`'s mapping, else with the framework's other versions
-    in turn where that one has no entry point for it (a verl 0.7 launch whose keys 0.8 also
-    has); the first mapping's error where none reads it."""
-    first = pick_version(own, config)
+    """The launch read with the mapping its header names, else `pick_version`'s, else with
+    the framework's other versions in turn where that one has no entry point for it (a verl
+    0.7 launch whose keys 0.8 also has); the first mapping's error where none reads it."""
+    first = named or pick_version(own, config)
     tried = [first, *sorted((m for m in own if m is not first), key=lambda m: m.committed,
                             reverse=True)]  # fmt: skip
     problem: LookupError | None = None
@@ -478,7 +498,16 @@ def scenario_of(
             }
         )
         per_node = total
-    nodes = hardware.nodes or f.get("cluster.nodes") or max(1, math.ceil(total / per_node))
+    declared = _declared_nodes(reading)
+    spread = "the pools' GPUs over whole nodes"
+    if hardware.gpus_per_node is None and declared > max(1, math.ceil(total / per_node)):
+        # the pools name more nodes than nodes of `per_node` would need (verl's trainer.nnodes=4
+        # with n_gpus_per_node=4 on GB200 trays): the file's nodes hold the file's per-node count
+        per_node = max(int(u.value) for u in reading.uses if u.key.endswith("gpus_per_node"))
+        spread = f"the nodes the launch's pools name, {per_node} GPUs each"
+    nodes = (
+        hardware.nodes or f.get("cluster.nodes") or max(1, declared, math.ceil(total / per_node))
+    )
     if train_gpus is None and rollout_gpus is not None:
         # NeMo-RL declares the cluster and the generation's share; training has the rest
         train_gpus = nodes * per_node - rollout_gpus - sum(v for v in pools.values() if v)
@@ -487,7 +516,7 @@ def scenario_of(
             {
                 "field": "cluster.nodes",
                 "value": nodes,
-                "why": "the pools' GPUs over whole nodes",
+                "why": spread,
                 "source": None,
             }
         )
@@ -681,7 +710,16 @@ def read_file(
         raise ReviewError(f"cannot read the base config: {exc}") from None
     except Exhausted as exc:
         raise ReviewError(f"{path}: {exc} (the limit of a review)") from None
-    reading = _read_with_a_version(own, module, config, roles)
+    named = named_mapping(text, own)
+    reading = _read_with_a_version(own, module, config, roles, named)
+    if named is not None:
+        reading.mapping_from = "named by the file's header"
+    elif len(own) > 1:
+        # keys the versions share cannot tell them apart: the newest is taken on a tie
+        reading.mapping_from = (
+            f"no header names a mapping: picked by the keys the file uses, of "
+            f"{', '.join(m.id for m in own)}"
+        )
     if recipe_keys is not None:
         # the defaults chain's other keys are the framework's defaults, not the recipe's words
         reading.unmapped = {k: v for k, v in reading.unmapped.items() if k in recipe_keys}
@@ -972,6 +1010,7 @@ def understood(reading: Reading) -> dict[str, Any]:
     return {
         "framework": reading.mapping.framework,
         "mapping": reading.mapping.id,
+        "mapping_from": reading.mapping_from,
         "entry_point": reading.launch.command,
         "training_backend": reading.backend,
         "rollout_engine": reading.engine,

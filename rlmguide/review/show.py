@@ -45,7 +45,8 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
             for u in result["understood"]
         ],
         fmt,
-        title=f"{result['file']}: {result['framework']} ({result['mapping']}), "
+        title=f"{result['file']}: {result['framework']} ({result['mapping']}: "
+        f"{result['mapping_from']}), "
         f"{result['training_backend']} with {result['rollout_engine']}",
     )
     print_rows(

@@ -60,6 +60,8 @@ class Reading:
     """The files the launch read, with their text (to say where a value was read)."""
     budget: Budget = field(default_factory=Budget)
     """The reading's limits, for files read after the launch (a model's config.json)."""
+    mapping_from: str = "the framework's only mapping"
+    """Why `mapping` reads the launch: the export header names it, or the keys chose it."""
     stated_lengths: dict[str, int] | None = None
     """The reasoning budget and the lengths it cuts, from an export's header line
     (rlmguide.export.render.budget_line): a launch has no key for them."""
