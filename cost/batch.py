@@ -60,6 +60,7 @@ class Batch:
     generated_per_prompt: int
     """Responses generated per prompt: the group plus extra generations (none offline)."""
     prompt_tokens: float
+    """Mean prompt length."""
     response_tokens: float
     """Mean response length (as generated: cut at the reasoning budget)."""
     longest_response: float
@@ -68,6 +69,10 @@ class Batch:
     invented)."""
     minibatches: int
     epochs: int
+    prompt_tail: float = 0.0
+    """Tokens the longest prompt has beyond the mean (workload.max_prompt_tokens less
+    prompt_tokens): an offset, so that tokens added to every prompt (a judge's rubric, a
+    searched state's prefix) lengthen the longest one too."""
     sized_at_cap: bool = False
     """The mean is the length prior's, not the run's (workload.response_tokens_from): memory
     is then sized as if every response ran to the longest, since a launch must fit a step
@@ -90,6 +95,7 @@ class Batch:
             group=group,
             generated_per_prompt=0 if needs.offline else group + needs.extra_generations_per_prompt,
             prompt_tokens=float(workload.prompt_tokens),
+            prompt_tail=float(workload.longest_prompt - workload.prompt_tokens),
             response_tokens=mean,
             longest_response=float(longest),
             minibatches=workload.minibatches_per_step,
@@ -111,13 +117,26 @@ class Batch:
         return self.prompt_tokens + self.response_tokens
 
     @property
+    def longest_prompt(self) -> float:
+        return self.prompt_tokens + self.prompt_tail
+
+    @property
     def longest_sequence_tokens(self) -> float:
-        return self.prompt_tokens + self.longest_response
+        """The longest prompt with the longest response: what one sequence may hold, at the
+        launch's caps."""
+        return self.longest_prompt + self.longest_response
 
     def for_memory(self) -> Batch:
         """The batch a step's memory is sized at: this one, or where the mean is only the
-        prior's (sized_at_cap) the same with every response at the longest."""
-        return replace(self, response_tokens=self.longest_response) if self.sized_at_cap else self
+        prior's (sized_at_cap) the same with every sequence at the caps, prompt and response."""
+        if not self.sized_at_cap:
+            return self
+        return replace(
+            self,
+            prompt_tokens=self.longest_prompt,
+            prompt_tail=0.0,
+            response_tokens=self.longest_response,
+        )
 
     @property
     def trained_tokens(self) -> float:

@@ -541,8 +541,8 @@ def review(
     """A launch script or NeMo-RL recipe read as its framework would, its plan costed and set
     beside the best plan the same framework runs (`rlmguide review`). The file's commands are
     never run. `accelerator` is needed (a launch never names it); `policy` where the model
-    path matches no record; `prompt_tokens` where the launch bounds prompt and response
-    together."""
+    path matches no record; `prompt_tokens`, the mean prompt, in place of the launch's
+    prompt cap or where the launch bounds prompt and response together."""
     from rlmguide.review import Hardware, NotCostable, ReviewError
     from rlmguide.review import review as run_review
     from rlmguide.rules.recommend import NoFeasiblePlan

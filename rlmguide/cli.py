@@ -571,6 +571,7 @@ SCENARIO_FLAGS = {
     "prompts": "workload.prompts_per_step",
     "samples": "workload.samples_per_prompt",
     "prompt_tokens": "workload.prompt_tokens",
+    "max_prompt_tokens": "workload.max_prompt_tokens",
     "response_tokens": "workload.response_tokens",
     "max_response_tokens": "workload.max_response_tokens",
     "placement": "plan.placement",
@@ -864,8 +865,9 @@ def export(
     "--prompt-tokens",
     "prompt_tokens",
     type=click.IntRange(1),
-    help="Mean prompt length, in place of the one review assumes where the file bounds only "
-    "prompt + response (NeMo-RL) or no prompt at all (slime without --rollout-max-context-len).",
+    help="Mean prompt length, in place of the one review assumes: the file's prompt cap, or "
+    "where it bounds only prompt + response (NeMo-RL) or no prompt at all (slime without "
+    "--rollout-max-context-len) a typical one.",
 )
 @format_option(("table", "json", "markdown"))
 def review(

@@ -85,6 +85,11 @@ SCENARIO_FACTS = (
     Fact("workload.prompts_per_step", "number", "prompts per RL step"),
     Fact("workload.responses_per_step", "number", "responses per RL step"),
     Fact("workload.prompt_tokens", "number", "mean prompt length"),
+    Fact(
+        "workload.max_prompt_tokens",
+        "number",
+        "longest prompt: the launch's prompt cap (the mean where the workload gives none)",
+    ),
     Fact("workload.response_tokens", "number", "mean response length"),
     Fact("workload.max_response_tokens", "number", "longest response"),
     Fact("workload.tail_ratio", "number", "longest over mean response length"),
@@ -306,6 +311,7 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
         "workload.prompts_per_step": w.prompts_per_step,
         "workload.responses_per_step": w.prompts_per_step * resolved.samples_per_prompt,
         "workload.prompt_tokens": w.prompt_tokens,
+        "workload.max_prompt_tokens": w.longest_prompt,
         # As generated: a reasoning budget cuts the longest response and the mean with it.
         "workload.response_tokens": round(mean),
         "workload.max_response_tokens": round(longest),
@@ -328,7 +334,7 @@ def _agent_facts(resolved: Resolved) -> dict[str, Any]:
     episode = Episode.of(workload)
     trajectory = int(episode.longest_trajectory_response(*response_lengths(workload)))
     return {
-        "workload.sequence_tokens": workload.prompt_tokens + trajectory,
+        "workload.sequence_tokens": workload.longest_prompt + trajectory,
         "workload.episode_response_tokens": trajectory,
         "workload.agentic": resolved.agentic,
         "workload.turns": episode.turns,

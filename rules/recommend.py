@@ -2507,6 +2507,7 @@ def normalised(resolved: Resolved) -> dict[str, Any]:
     data = resolved.scenario.model_dump(mode="json")
     data["workload"]["samples_per_prompt"] = resolved.samples_per_prompt
     data["workload"]["max_response_tokens"] = resolved.max_response_tokens
+    data["workload"]["max_prompt_tokens"] = resolved.scenario.workload.longest_prompt
     if resolved.critic is not None and data["models"]["critic"] is None:
         data["models"]["critic"] = "same as policy"
     if not resolved.algorithm.online:

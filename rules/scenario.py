@@ -301,21 +301,22 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
     longest = workload.max_response_tokens or workload.response_tokens
     # The context holds what is generated: a reasoning budget cuts the longest response.
     mean, generated = response_lengths(workload)
-    context = workload.prompt_tokens + round(generated)
+    # The context is sized at the caps: the longest prompt with the longest response.
+    prompt = workload.longest_prompt
+    context = prompt + round(generated)
     what, field = "longest response", "workload.max_response_tokens"
     if workload.reasoning_budget is not None:
         what, field = "reasoning budget", "workload.reasoning_budget"
     if workload.agent is not None:
         # An episode's context holds every turn and observation of its longest episode.
         episode = Episode.of(workload)
-        context = workload.prompt_tokens + round(
-            episode.longest_trajectory_response(mean, generated)
-        )
+        context = prompt + round(episode.longest_trajectory_response(mean, generated))
         what = "longest episode (turns and observations)"
         scoring = _per_turn(scoring, workload.agent.reward, episode)
     notes: list[str] = []
     if workload.response_tokens_from == "prior":
         notes.append(length_prior.disclosure(longest))
+    notes += prompt_disclosure(workload)
     configured = models.context_tokens
     # An LLM judge reads the rubric too and writes its verdict after the response.
     judged = context + scoring.rubric_tokens + scoring.verdict_tokens
@@ -331,7 +332,7 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             continue
         if configured is None:
             raise InputError(
-                f"{field}: prompt ({workload.prompt_tokens}) + {what} "
+                f"{field}: longest prompt ({prompt}) + {what} "
                 f"= {context} tokens exceeds the {role} model's context of "
                 f"{arch.max_context_tokens} tokens; if the run extends it (RoPE scaling or an "
                 "overridden max_position_embeddings, as some recipes do), set "
@@ -477,6 +478,28 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         reference_fp8,
         remote_code,
     )
+
+
+def prompt_disclosure(workload: Workload) -> list[str]:
+    """What an output says when the workload gives only one of the prompt's two lengths, as
+    length_prior.disclosure does for responses."""
+    if workload.prompt_tokens_from == "cap":
+        return [
+            f"workload.prompt_tokens is not given: the mean prompt is taken at the cap "
+            f"(max_prompt_tokens, {workload.prompt_tokens:,} tokens), since no published "
+            "measurement of prompt lengths against their cap is in the knowledge base to give "
+            "a prior; step time is that of every prompt at the cap, an upper bound. State the "
+            "run's mean to replace it"
+        ]
+    if workload.max_prompt_tokens is None:
+        return [
+            f"workload.max_prompt_tokens is not given: the longest prompt is taken as the mean "
+            f"({workload.prompt_tokens:,} tokens), so memory and context lengths are sized at "
+            "it and an export writes it as the framework's prompt cap, which truncates (verl) "
+            "or drops (AReaL, SkyRL) every longer prompt. State the run's prompt cap "
+            "to size for its longest prompt"
+        ]
+    return []
 
 
 def _check_search(workload: Workload, algorithm: Algorithm) -> None:

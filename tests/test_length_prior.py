@@ -128,7 +128,7 @@ def test_recommend_and_estimate_disclose_the_prior(tmp_path: Path) -> None:
     prior = found["length_prior"]
     assert prior["share"] == pytest.approx(0.359, abs=1e-3)
     assert len(prior["measurements"]) == len(length_prior.MEASUREMENTS)
-    assert any("not given" in n for n in found["resolution_notes"])
+    assert any("response_tokens is not given" in n for n in found["resolution_notes"])
     plan = found["plans"][0]
     fixed = [
         f"plan.placement={plan['placement']}",

@@ -609,10 +609,14 @@ def test_a_workload_number_left_to_the_framework_is_its_default(tmp_path: Path) 
     script.write_text(text.replace("    data.max_prompt_length=1024 \\\n", ""))
     assert "max_prompt_length" not in script.read_text()
     got = review(script, hardware=Hardware("a100-sxm-80gb"))
-    (prompt,) = [a for a in got["assumed"] if a["field"] == "workload.prompt_tokens"]
-    assert (prompt["value"], prompt["source"]) == (512, got["mapping"])
-    assert "data.max_prompt_length" in prompt["why"]
-    assert got["scenario"]["workload"]["prompt_tokens"] == 512
+    (cap,) = [a for a in got["assumed"] if a["field"] == "workload.max_prompt_tokens"]
+    assert (cap["value"], cap["source"]) == (512, got["mapping"])
+    assert "data.max_prompt_length" in cap["why"]
+    # the key is the prompt cap: the mean is taken at it, said so
+    (mean,) = [a for a in got["assumed"] if a["field"] == "workload.prompt_tokens"]
+    assert mean["value"] == 512
+    workload = got["scenario"]["workload"]
+    assert (workload["prompt_tokens"], workload["max_prompt_tokens"]) == (512, 512)
 
 
 def test_a_reference_on_gpus_of_its_own_does_not_resize_the_actor(tmp_path: Path) -> None:

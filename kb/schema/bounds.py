@@ -59,6 +59,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "workload.prompts_per_step": (1, 1_048_576),
     "workload.samples_per_prompt": (1, 1_024),
     "workload.prompt_tokens": TOKENS,
+    "workload.max_prompt_tokens": TOKENS,
     "workload.response_tokens": TOKENS,
     "workload.max_response_tokens": TOKENS,
     "workload.reasoning_budget": TOKENS,

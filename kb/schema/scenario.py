@@ -347,6 +347,20 @@ class Workload(Strict):
     prompts_per_step: PositiveInt
     samples_per_prompt: PositiveInt | None = None
     prompt_tokens: PositiveInt
+    """Mean prompt length. Left out where max_prompt_tokens is given (a launch states only its
+    prompt cap), it is taken at the cap and prompt_tokens_from says so: no published
+    measurement of prompt lengths against their cap is in the knowledge base to give a
+    prior, as kb.schema.length_prior does for responses."""
+    max_prompt_tokens: PositiveInt | None = None
+    """The longest prompt: the cap a launch writes (verl data.max_prompt_length, OpenRLHF
+    prompt_max_len, AReaL train_dataset.max_length, SkyRL trainer.max_prompt_length, ROLL
+    prompt_length), which frameworks enforce by truncating or dropping longer prompts, and
+    what memory and context lengths are sized at with max_response_tokens. Unset, every
+    prompt is taken to have the mean length (Workload.longest_prompt), and the outputs say
+    so."""
+    prompt_tokens_from: Literal["stated", "cap"] = "stated"
+    """stated: prompt_tokens is the run's own mean; cap: it was left out and taken at
+    max_prompt_tokens (time is then that of prompts all at the cap: an upper bound)."""
     response_tokens: PositiveInt
     """Mean response length. Left out where max_response_tokens is given (a launch states
     only its cap), it is the published runs' median share of the cap (kb.schema.length_prior)
@@ -407,6 +421,22 @@ class Workload(Strict):
             }
         return data
 
+    @model_validator(mode="before")
+    @classmethod
+    def _prompt_at_cap(cls, data: object) -> object:
+        """Only the prompt cap is given: the mean taken at it (no prior for prompts)."""
+        if not isinstance(data, dict) or data.get("prompt_tokens") is not None:
+            return data
+        cap = data.get("max_prompt_tokens")
+        if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0:
+            return {**data, "prompt_tokens": cap, "prompt_tokens_from": "cap"}
+        return data
+
+    @property
+    def longest_prompt(self) -> int:
+        """max_prompt_tokens, or the mean where the workload gives no cap."""
+        return self.max_prompt_tokens or self.prompt_tokens
+
     @model_validator(mode="after")
     def _one_length(self) -> Workload:
         given = [n for n in ("steps", "trained_samples", "trained_tokens") if getattr(self, n)]
@@ -416,6 +446,11 @@ class Workload(Strict):
 
     @model_validator(mode="after")
     def _lengths(self) -> Workload:
+        if self.max_prompt_tokens is not None and self.max_prompt_tokens < self.prompt_tokens:
+            raise ValueError(
+                f"max_prompt_tokens ({self.max_prompt_tokens}) is below the mean "
+                f"prompt_tokens ({self.prompt_tokens})"
+            )
         if self.max_response_tokens is not None and self.max_response_tokens < self.response_tokens:
             raise ValueError(
                 f"max_response_tokens ({self.max_response_tokens}) is below the mean "

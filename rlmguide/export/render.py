@@ -145,6 +145,19 @@ def budget_line(workload: dict[str, Any]) -> list[str]:
     return [f"{BUDGET_LINE} {stated}"]
 
 
+def prompt_cap_line(exported: Exported) -> list[str]:
+    """The header line saying the prompt cap written is only the mean, where the scenario
+    gives no max_prompt_tokens: the framework truncates or drops every longer prompt."""
+    workload = exported.found.recommender.resolved.scenario.workload
+    if workload.max_prompt_tokens is not None:
+        return []
+    return [
+        f"# Prompt cap: workload.max_prompt_tokens is not given, so the prompt cap written is the "
+        f"mean prompt ({workload.prompt_tokens} tokens) and longer prompts are truncated or "
+        "dropped; give the dataset's longest prompt to export its cap."
+    ]
+
+
 def script(exported: Exported, origin: str, policy: str) -> str:
     """The launch as a bash script (a YAML config for a framework launched from one)."""
     m, plan = exported.mapping, exported.plan
@@ -171,6 +184,7 @@ def script(exported: Exported, origin: str, policy: str) -> str:
         f"# Training backend {exported.backend}, rollout engine {exported.engine}.",
         f"# Plan: {described}; {step}; {ranked}.",
         *budget_line(exported.found.result["scenario"]["workload"]),
+        *prompt_cap_line(exported),
     ]
     if m.syntax == "yaml":
         return document(exported, lines)

@@ -43,7 +43,8 @@ class Hardware:
     nodes: int | None = None
     gpus_per_node: int | None = None
     prompt_tokens: int | None = None
-    """The mean prompt length, where the launch bounds only prompt and response together."""
+    """The mean prompt length, in place of the launch's prompt cap (or of a typical one where
+    the launch bounds only prompt and response together)."""
 
 
 def _module(command: str) -> str:
@@ -367,16 +368,30 @@ def scenario_of(
     samples = f.get("workload.samples_per_prompt", 1)
     agent, max_response = _episodes(f, assumed)
     max_response = max_response or f.get("workload.max_response_tokens")
-    prompt_tokens = hardware.prompt_tokens or f.get("workload.prompt_tokens")
-    stated_prompt = prompt_tokens is not None
+    # the launch's prompt cap is the longest prompt; the mean is the flag's, else the cap's
+    prompt_cap = f.get("workload.max_prompt_tokens")
     sequence = f.get("workload.sequence_tokens")
-    if prompt_tokens is None and max_response and sequence and sequence > max_response:
-        prompt_tokens = sequence - max_response
+    if prompt_cap is None and max_response and sequence and sequence > max_response:
+        prompt_cap = sequence - max_response
+        assumed.append(
+            {
+                "field": "workload.max_prompt_tokens",
+                "value": prompt_cap,
+                "why": f"the sequence bound ({sequence}) less the longest response",
+                "source": None,
+            }
+        )
+    prompt_tokens = hardware.prompt_tokens or prompt_cap
+    stated_prompt = prompt_tokens is not None
+    at_cap = hardware.prompt_tokens is None and prompt_cap is not None
+    if at_cap:
         assumed.append(
             {
                 "field": "workload.prompt_tokens",
-                "value": prompt_tokens,
-                "why": f"the sequence bound ({sequence}) less the longest response",
+                "value": prompt_cap,
+                "why": "a launch gives only the prompt cap (workload.max_prompt_tokens) and no "
+                "measurement of prompt lengths against their cap gives a prior: the mean is "
+                "taken at the cap, an upper bound on the step time (--prompt-tokens sets it)",
                 "source": None,
             }
         )
@@ -395,8 +410,9 @@ def scenario_of(
         prompts = typical("workload.prompts_per_step")
     if prompt_tokens is None:
         prompt_tokens = typical("workload.prompt_tokens")
-    if max_response is None and sequence and sequence > prompt_tokens:
-        max_response = sequence - prompt_tokens
+    longest_prompt = max(prompt_cap or 0, prompt_tokens)
+    if max_response is None and sequence and sequence > longest_prompt:
+        max_response = sequence - longest_prompt
         assumed.append(
             {
                 "field": "workload.max_response_tokens",
@@ -407,8 +423,8 @@ def scenario_of(
         )
     elif max_response is None:
         max_response = typical("workload.max_response_tokens")
-    if sequence and prompt_tokens and max_response and prompt_tokens + max_response > sequence:
-        max_response = sequence - prompt_tokens  # the engine stops at the sequence bound
+    if sequence and max_response and longest_prompt + max_response > sequence:
+        max_response = sequence - longest_prompt  # the engine stops at the sequence bound
         if not stated_prompt:
             # NeMo-RL's max_new_tokens is the whole sequence bound: what a response may take
             # is what the assumed prompt leaves
@@ -566,7 +582,7 @@ def scenario_of(
         plan["assessment"] = assessment
     context = reading.context_tokens
     # the longest sequence: one response, or an episode's turns (its trajectory)
-    longest = prompt_tokens + max_response * (agent["max_turns"] if agent else 1)
+    longest = longest_prompt + max_response * (agent["max_turns"] if agent else 1)
     if built is not None:
         model = _inline_policy(built, path, longest, assumed)
         if reward == "policy":
@@ -594,12 +610,14 @@ def scenario_of(
             "prompts_per_step": prompts,
             "samples_per_prompt": samples,
             "prompt_tokens": prompt_tokens,
+            **({"max_prompt_tokens": prompt_cap} if prompt_cap else {}),
             "response_tokens": mean,
             "max_response_tokens": max_response,
             "minibatches_per_step": minibatches,
             "epochs": f.get("workload.epochs", 1),
         }
         | ({"response_tokens_from": "prior"} if prior else {})
+        | ({"prompt_tokens_from": "cap"} if at_cap else {})
         | ({"reasoning_budget": budget} if budget else {})
         | ({"agent": agent} if agent else {}),
         "plan": plan,

@@ -77,11 +77,17 @@ def workload(ix: Index, src: str, dep: Deployment) -> str:
     samples = load.samples_per_prompt or UNKNOWN
     return (
         f"{ix.record_link(src, 'algorithm', load.algorithm)}: {number(load.prompts_per_step)} "
-        f"prompts x {samples} samples per step, {number(load.prompt_tokens)} prompt and "
-        f"{number(load.response_tokens)} response tokens on average"
+        f"prompts x {samples} samples per step, {number(load.prompt_tokens)} prompt"
+        + (" (not published: taken at the cap)" if load.prompt_tokens_from == "cap" else "")
+        + f" and {number(load.response_tokens)} response tokens on average"
         + (
             " (not published: the length prior's share of the cap)"
             if load.response_tokens_from == "prior"
+            else ""
+        )
+        + (
+            f"; prompts capped at {number(load.max_prompt_tokens)} tokens"
+            if load.max_prompt_tokens is not None
             else ""
         )
     )
