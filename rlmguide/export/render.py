@@ -168,6 +168,7 @@ def script(exported: Exported, origin: str, policy: str) -> str:
         f"# Training backend {exported.backend}, rollout engine {exported.engine}.",
         f"# Plan: {described}; {step}; {ranked}.",
         *budget_line(exported.found.result["scenario"]["workload"]),
+        *(f"# Departs from the algorithm's record: {note}" for note in exported.departures),
     ]
     if m.syntax == "yaml":
         return document(exported, lines)

@@ -253,8 +253,13 @@ class _Read:
                     return
                 got = _typed(e.fact, options[0])
             case "list":
-                # one file per list, as export writes it; more files are one input still
-                got = value[0] if isinstance(value, list) and len(value) == 1 else value
+                if e.argument is not None and isinstance(value, list) and len(value) == 2:
+                    # a pair of facts, as export writes it (OpenRLHF's eps_clip_low_high)
+                    self.facts.setdefault(str(e.argument), value[1])
+                    got = value[0]
+                else:
+                    # one file per list, as export writes it; more files are one input still
+                    got = value[0] if isinstance(value, list) and len(value) == 1 else value
             case "allocation":
                 self.allocation(e, key, value)
                 return
