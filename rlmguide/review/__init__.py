@@ -17,6 +17,7 @@ from rlmguide.review.review import (
     Hardware,
     ReviewError,
     account_for_split,
+    algorithm_settings,
     memory_keys,
     read_file,
     scenario_of,
@@ -176,6 +177,7 @@ def review(
         "estimate": reviewed,
         "startup": startup_checks(reading, catalog, facts),
         "memory_keys": memory_keys(reading, needs, facts),
+        "algorithm_settings": algorithm_settings(reading, facts),
     }
     name = reading.mapping.framework
     try:
