@@ -29,10 +29,11 @@ from rlmguide.kb.schema import KINDS, Framework
 LINKED = {"sources", "locators", "claims", "examples"}
 JSON_FIELDS = {
     "scenario", "launches", "entries", "config_defaults", "reads", "repositories",
-    "specification", "absent", "model_scripts",
+    "specification", "absent", "model_scripts", "departures",
 }  # fmt: skip
 """Fields stored as one JSON column: a scenario, a mapping's launches, entries, config
-defaults, other repositories and per-model architecture scripts, an algorithm's §5
+defaults, other repositories, per-model architecture scripts and departures from the
+algorithm records, an algorithm's §5
 specification (its steps and parallelism annotations)."""
 
 VIEWS = {

@@ -14,6 +14,7 @@ from rlmguide.cost.batch import Needs, response_lengths
 from rlmguide.cost.episode import Episode
 from rlmguide.cost.plans import CRITICS, EXECUTIONS, FUSIONS, PLACEMENTS, RECOMPUTE
 from rlmguide.cost.step_search import StepSearch
+from rlmguide.kb.schema import Algorithm
 from rlmguide.rules.expr import Fact
 from rlmguide.rules.scenario import Resolved
 
@@ -61,6 +62,23 @@ SCENARIO_FACTS = (
     ),
     Fact("workload.needs_critic", "bool", "the algorithm trains a value model"),
     Fact("workload.needs_reference", "bool", "the algorithm needs reference log-probs"),
+    Fact(
+        "workload.kl_placement",
+        "text",
+        "where the algorithm puts its KL penalty to the reference: the reward, the loss, "
+        "unstated by its record, or none (no reference)",
+        ("reward", "loss", "unstated", "none"),
+    ),
+    Fact(
+        "workload.clip_low",
+        "number",
+        "the ratio clip below 1 the algorithm's record sets (0: the framework's default)",
+    ),
+    Fact(
+        "workload.clip_high",
+        "number",
+        "the ratio clip above 1 the algorithm's record sets (0: the framework's default)",
+    ),
     Fact("workload.reward_model", "bool", "responses are scored by a reward model on GPUs"),
     Fact(
         "workload.reward_kind",
@@ -300,6 +318,9 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
         "workload.online": resolved.algorithm.online,
         "workload.needs_critic": resolved.algorithm.needs_critic,
         "workload.needs_reference": resolved.algorithm.needs_reference,
+        "workload.kl_placement": _kl_placement(resolved.algorithm),
+        "workload.clip_low": resolved.algorithm.clip_low or 0,
+        "workload.clip_high": resolved.algorithm.clip_high or 0,
         "workload.reward_model": resolved.reward is not None,
         "workload.reward_kind": _reward_kind(resolved),
         "workload.recompute_old_logprobs": w.recompute_old_logprobs,
@@ -322,6 +343,13 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
         "model.assessment_params_b": _assessment_params(resolved) / 1e9,
         "workload.search_completions": _search_completions(resolved),
     }
+
+
+def _kl_placement(algorithm: Algorithm) -> str:
+    """The algorithm's KL side as the fact spells it (Algorithm.kl_placement)."""
+    if not algorithm.needs_reference:
+        return "none"
+    return algorithm.kl_placement or "unstated"
 
 
 def _search_completions(resolved: Resolved) -> int:

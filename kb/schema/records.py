@@ -164,6 +164,16 @@ class Algorithm(Record, Cited):
     unset, the algorithm searches nothing."""
     advantage: Text
     kl: Text
+    kl_placement: Literal["reward", "loss"] | None = None
+    """Where the KL penalty toward the reference goes, as the algorithm's source states it:
+    `reward`, subtracted from the reward before the advantages (InstructGPT's PPO, RLOO);
+    `loss`, a term of the policy loss (GRPO). Unset: no KL to a reference, or the sources
+    read do not say. Export writes it in the framework's key for that side."""
+    clip_low: Positive | None = None
+    """The ratio clip below 1 (1 - clip_low) the algorithm's source sets where it departs
+    from PPO's 0.2 that frameworks default to (GSPO's sequence-level ratio: 3e-4)."""
+    clip_high: Positive | None = None
+    """The ratio clip above 1 (1 + clip_high), likewise."""
     off_policy: Text | None = None
     max_staleness: NonNegativeInt | None = None
     """Policy versions of lag the algorithm is designed to tolerate, where its source says."""
@@ -182,6 +192,8 @@ class Algorithm(Record, Cited):
             raise ValueError("an offline algorithm has no generation stage in its specification")
         if self.reward == "none" and self.online:
             raise ValueError("an online algorithm scores its samples: reward cannot be none")
+        if self.kl_placement is not None and not self.needs_reference:
+            raise ValueError("kl_placement is for an algorithm with a reference (needs_reference)")
         return self
 
 
@@ -846,7 +858,8 @@ through `table`; a pool's GPUs as nodes or GPUs per node (whole nodes, or part o
 divided by, multiplied by, or added to the fact named by `argument` (unit conversions such as
 prompts -> samples); `argument` itself, written where `when` holds (a setting the plan
 forces, such as sequence packing off under context parallelism); a list of the one value
-(SkyRL's data fields, lists of files); or the pool `argument` (`train` or `rollout`) as an
+(SkyRL's data fields, lists of files), or of it and the fact named by `argument` (OpenRLHF's
+eps_clip_low_high: the clip below and above 1); or the pool `argument` (`train` or `rollout`) as an
 allocation string of all its degrees, `<name>:d<dp>p<pp>t<tp>` with `c<cp>` and `e<ep>` above 1,
 the name from `table` (component -> name: AReaL's `actor.backend`); or a pool's GPUs as the
 device ids it takes, `list(range(first, first + gpus))` (ROLL's device_mapping), the first id 0,
@@ -914,6 +927,17 @@ class Launch(Strict):
     (verl's one-step-off and DAPO trainers start only from a checkout's root: the script
     checks it)."""
     file: Text
+
+
+class Departure(Strict):
+    """A way a launch of the mapping runs otherwise than the algorithm's record says, which no
+    key of the framework can change at its commit."""
+
+    when: Text
+    """A condition over the facts (the rules' expression language) where the departure holds."""
+    note: Text
+    """What runs instead and what the user must carry (slime has no overlong-penalty key: DAPO's
+    shaping must be in the reward function), with the lines read."""
 
 
 class Mapping(Record):
@@ -985,6 +1009,10 @@ class Mapping(Record):
     absent: dict[Text, Text] = {}
     """Fact -> why the framework has no key for it at `commit` (where the value lives
     instead): the reason export gives when a plan needs that fact and no entry writes it."""
+    departures: list[Departure] = []
+    """Where a launch runs otherwise than the algorithm's record with no key to say it: export
+    writes each whose condition holds into the script's header and its JSON, and review
+    prints them, so the difference is never silent."""
     notes: Text | None = None
 
     def cited_sources(self) -> list[str]:

@@ -35,6 +35,8 @@ class Exported:
     defaults: dict[str, str] = field(default_factory=dict)
     """Shell variable -> the value the script uses when the user sets none (the policy's
     Hugging Face id)."""
+    departures: list[str] = field(default_factory=list)
+    """How the launch runs otherwise than the algorithm's record (Mapping.departures)."""
 
     @property
     def plan(self) -> dict[str, Any]:
@@ -58,6 +60,7 @@ class Exported:
             ],
             "inputs": self.inputs,
             "input_defaults": self.defaults,
+            "departures": self.departures,
             "plan": self.plan,
             "rank": self.found.rank,
             "passed_over": self.found.result.get("passed_over", []),
@@ -89,4 +92,5 @@ def build(
         w.arguments,
         w.inputs,
         found,
+        departures=w.departures,
     )

@@ -59,7 +59,7 @@ EXPORT_FACTS = {
 """The facts a mapping may read: the rules' facts plus what only a launch needs."""
 
 
-FACT_ARGUMENT = ("divide", "multiply", "add", "nodes", "gpus_per_node", "devices")
+FACT_ARGUMENT = ("divide", "multiply", "add", "nodes", "gpus_per_node", "devices", "list")
 """Transforms whose `argument` names a second fact."""
 
 
@@ -109,6 +109,11 @@ def compile_mapping(record: MappingRecord) -> list[CompiledEntry]:
             raise MappingError(f"reads.{fact}", "not a launch fact")
         if key not in keys:
             raise MappingError(f"reads.{fact}", f"no entry has the key {key!r}")
+    for i, departure in enumerate(record.departures):
+        try:
+            Condition(departure.when, EXPORT_FACTS)
+        except ConditionError as exc:
+            raise MappingError(f"departures[{i}].when", str(exc)) from None
     compiled = []
     for i, entry in enumerate(record.entries):
         named = [("fact", entry.fact)]
@@ -122,6 +127,20 @@ def compile_mapping(record: MappingRecord) -> list[CompiledEntry]:
         except ConditionError as exc:
             raise MappingError(f"entries[{i}].when", str(exc)) from None
     return compiled
+
+
+def departures(record: MappingRecord, facts: Mapping[str, Any]) -> list[str]:
+    """The notes of the mapping's departures from the algorithm's record that hold on the
+    facts (a condition naming a fact the facts lack does not hold)."""
+    notes = []
+    for departure in record.departures:
+        try:
+            holds = Condition(departure.when, EXPORT_FACTS).evaluate(facts)
+        except (KeyError, TypeError):
+            holds = False
+        if holds:
+            notes.append(departure.note)
+    return notes
 
 
 def mapping_problems(catalog: Catalog) -> list[Problem]:
@@ -212,7 +231,7 @@ def apply(entry: MappingEntry, facts: Mapping[str, Any]) -> Any:
         case "constant":
             return entry.argument
         case "list":
-            return [value]
+            return [value] if other is None else [value, other]
         case "allocation":
             try:
                 return allocation(str(entry.argument), entry.table or {}, facts)
@@ -262,6 +281,10 @@ NEUTRAL = {
     # turn's tokens appended to the last
     "workload.max_turns": 1,
     "workload.context_appended": True,
+    # a clip range the algorithm's record sets (GSPO's sequence-level 3e-4/4e-4): left to the
+    # framework's PPO default of 0.2 it would never clip
+    "workload.clip_low": 0,
+    "workload.clip_high": 0,
 }
 """Plan facts a launch that says nothing about them leaves at these values: any other value
 needs a key of its own, or the plan cannot be written."""
@@ -305,6 +328,11 @@ def unexpressed(
     kind = facts.get("workload.reward_kind", "verifier")
     if kind not in ("verifier", "reward-model") and "workload.reward_kind" not in written:
         missing.append(f"workload.reward_kind = {kind}")
+    # a KL side the algorithm's record states is written on that side, never the other
+    # (verl, SkyRL and slime default to a KL loss; AReaL has only a reward penalty)
+    placement = facts.get("workload.kl_placement", "none")
+    if placement in ("reward", "loss") and "workload.kl_placement" not in written:
+        missing.append(f"workload.kl_placement = {placement}")
     overlapped = facts["plan.execution"] in ("async", "partial-rollout")
     if overlapped and "plan.max_staleness" not in written:
         missing.append(f"plan.max_staleness = {facts['plan.max_staleness']}")

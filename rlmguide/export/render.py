@@ -185,6 +185,7 @@ def script(exported: Exported, origin: str, policy: str) -> str:
         f"# Plan: {described}; {step}; {ranked}.",
         *budget_line(exported.found.result["scenario"]["workload"]),
         *prompt_cap_line(exported),
+        *(f"# Departs from the algorithm's record: {note}" for note in exported.departures),
     ]
     if m.syntax == "yaml":
         return document(exported, lines)

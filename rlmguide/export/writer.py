@@ -14,7 +14,7 @@ there exports it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from rlmguide.export.mapping import (
     NotExpressible,
     apply,
     compile_mapping,
+    departures,
     unexpressed,
 )
 from rlmguide.export.startup import (
@@ -66,6 +67,8 @@ class Written:
     arguments: list[Argument]
     inputs: dict[str, str]
     """Shell variable -> what the user must set it to."""
+    departures: list[str] = field(default_factory=list)
+    """How the launch runs otherwise than the algorithm's record (Mapping.departures)."""
 
 
 def pick_mapping(
@@ -224,7 +227,9 @@ class Writer:
             )
         used = {a.fact for a in arguments}
         inputs = {var: text for name, (var, text) in INPUTS.items() if name in used}
-        return Written(launch, backend, engine, arguments, inputs)
+        return Written(
+            launch, backend, engine, arguments, inputs, departures(mapping, facts | written)
+        )
 
 
 def launch_check(catalog: Catalog, algorithm: str) -> LaunchCheck:

@@ -18,6 +18,7 @@ from rlmguide.review.review import (
     ReviewError,
     account_for_split,
     algorithm_keys,
+    algorithm_settings,
     memory_keys,
     read_file,
     scenario_of,
@@ -178,6 +179,7 @@ def review(
         "startup": startup_checks(reading, catalog, facts),
         "memory_keys": memory_keys(reading, needs, facts),
         "algorithm_keys": algorithm_keys(reading, facts),
+        "algorithm_settings": algorithm_settings(reading, facts),
     }
     name = reading.mapping.framework
     try:

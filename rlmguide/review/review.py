@@ -1023,6 +1023,36 @@ def algorithm_keys(reading: Reading, plan_facts: Mapping[str, Any]) -> list[dict
     return rows
 
 
+def algorithm_settings(reading: Reading, plan_facts: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The launch's algorithm settings beside the algorithm's record: the side of its KL to
+    the reference and its clip range, where the record states them or the launch's keys say
+    them (a launch that leaves them to the framework's default says nothing), then the
+    mapping's departures from the record that hold (Mapping.departures)."""
+    from rlmguide.export.mapping import departures
+
+    rows = []
+    for fact, what, unstated in (
+        ("workload.kl_placement", "KL penalty to the reference", ("unstated", "none")),
+        ("workload.clip_low", "ratio clip below 1", (0,)),
+        ("workload.clip_high", "ratio clip above 1", (0,)),
+    ):
+        record, launch = plan_facts.get(fact), reading.facts.get(fact)
+        if launch is None and record in (None, *unstated):
+            continue
+        if launch is None:
+            verdict = "not said by the launch: the framework's default"
+        elif record in unstated or record is None:
+            verdict = "the record states none"
+        elif lookup_key(launch) == lookup_key(record):
+            verdict = "as the record"
+        else:
+            verdict = "differs from the record: a different algorithm runs"
+        rows.append({"setting": what, "launch": launch, "record": record, "verdict": verdict})
+    for note in departures(reading.mapping, plan_facts):
+        rows.append({"setting": "departure", "launch": None, "record": None, "verdict": note})
+    return rows
+
+
 def understood(reading: Reading) -> dict[str, Any]:
     """What the file said, in plan terms, and what it said that review does not map."""
     return {

@@ -108,6 +108,16 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
             fmt,
             title="Memory settings against the estimate's plan",
         )
+    if result["algorithm_settings"]:
+        print_rows(
+            ["algorithm setting", "launch", "record", "verdict"],
+            [
+                (a["setting"], a["launch"], a["record"], a["verdict"])
+                for a in result["algorithm_settings"]
+            ],
+            fmt,
+            title="Algorithm settings against the algorithm's record",
+        )
     rows = [_plan_row("reviewed", result["estimate"])]
     if result["recommendation"] is not None:
         rows.append(_plan_row(f"best on {result['framework']}", result["recommendation"]))

@@ -81,8 +81,8 @@ def _unreadable(value: Any) -> str | None:
 
 
 TEXT_FACTS = frozenset(
-    {"workload.algorithm", "workload.reward_model", "plan.placement", "plan.execution",
-     "plan.train.recompute", "run.rollout_engine"}
+    {"workload.algorithm", "workload.reward_model", "workload.kl_placement", "plan.placement",
+     "plan.execution", "plan.train.recompute", "run.rollout_engine"}
 )  # fmt: skip
 """The plan and workload facts a launch gives as words; the others are numbers or switches
 (`input.*` are paths; `launch.*` are read as written and typed by export.startup)."""
@@ -255,8 +255,13 @@ class _Read:
                     return
                 got = _typed(e.fact, options[0])
             case "list":
-                # one file per list, as export writes it; more files are one input still
-                got = value[0] if isinstance(value, list) and len(value) == 1 else value
+                if e.argument is not None and isinstance(value, list) and len(value) == 2:
+                    # a pair of facts, as export writes it (OpenRLHF's eps_clip_low_high)
+                    self.facts.setdefault(str(e.argument), value[1])
+                    got = value[0]
+                else:
+                    # one file per list, as export writes it; more files are one input still
+                    got = value[0] if isinstance(value, list) and len(value) == 1 else value
             case "allocation":
                 self.allocation(e, key, value)
                 return

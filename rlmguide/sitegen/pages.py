@@ -603,6 +603,16 @@ def algorithm_fields(ix: Index, src: str, alg: Algorithm) -> str:
             ("Samples a group per prompt", cell(alg.grouped)),
             ("Typical samples per prompt", cell(alg.typical_samples_per_prompt)),
             ("Extra generations per prompt", cell(alg.extra_generations_per_prompt)),
+            (
+                "KL penalty to the reference",
+                f"in the {alg.kl_placement}" if alg.kl_placement else "not stated, or none",
+            ),
+            (
+                "Ratio clip range",
+                f"1 - {alg.clip_low:g} to 1 + {alg.clip_high:g}"
+                if alg.clip_low and alg.clip_high
+                else "not set by the record (frameworks default to PPO's 0.2)",
+            ),
             ("Objectives scored and valued apart", cell(alg.objectives)),
             (
                 "Completions decoded per state to value it",
