@@ -207,10 +207,12 @@ def test_the_context_holds_what_the_budget_leaves() -> None:
         workload = scenario.workload.model_copy(update=fields)
         return resolve(scenario.model_copy(update={"workload": workload}), CATALOG)
 
-    with pytest.raises(InputError, match=r"^workload\.max_response_tokens: prompt \(512\)"):
+    with pytest.raises(InputError, match=r"^workload\.max_response_tokens: longest prompt \(512\)"):
         with_lengths(max_response_tokens=200_000)
     assert with_lengths(max_response_tokens=200_000, reasoning_budget=8_000)
-    named = r"^workload\.reasoning_budget: prompt \(512\) \+ reasoning budget = 150512 tokens"
+    named = (
+        r"^workload\.reasoning_budget: longest prompt \(512\) \+ reasoning budget = 150512 tokens"
+    )
     with pytest.raises(InputError, match=named):
         with_lengths(max_response_tokens=200_000, reasoning_budget=150_000)
 
