@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 from pydantic import Discriminator, Field, StringConstraints, Tag, model_validator
@@ -342,6 +343,19 @@ class Search(Strict):
     after another, each a smaller batch."""
 
 
+def _mean_from_cap(
+    data: object, mean: str, of_cap: Callable[[int], int], source: Literal["prior", "cap"]
+) -> object:
+    """`data` with `mean` taken from its cap `max_<mean>` (and `<mean>_from` saying how) where
+    the workload gives the cap and not the mean; otherwise unchanged."""
+    if not isinstance(data, dict) or data.get(mean) is not None:
+        return data
+    cap = data.get(f"max_{mean}")
+    if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0:
+        return {**data, mean: of_cap(cap), f"{mean}_from": source}
+    return data
+
+
 class Workload(Strict):
     algorithm: Slug = "grpo"
     prompts_per_step: PositiveInt
@@ -408,29 +422,11 @@ class Workload(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _prior_mean(cls, data: object) -> object:
-        """Only the cap is given: the mean from the length prior."""
-        if not isinstance(data, dict) or data.get("response_tokens") is not None:
-            return data
-        cap = data.get("max_response_tokens")
-        if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0:
-            return {
-                **data,
-                "response_tokens": prior_mean_tokens(cap),
-                "response_tokens_from": "prior",
-            }
-        return data
-
-    @model_validator(mode="before")
-    @classmethod
-    def _prompt_at_cap(cls, data: object) -> object:
-        """Only the prompt cap is given: the mean taken at it (no prior for prompts)."""
-        if not isinstance(data, dict) or data.get("prompt_tokens") is not None:
-            return data
-        cap = data.get("max_prompt_tokens")
-        if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0:
-            return {**data, "prompt_tokens": cap, "prompt_tokens_from": "cap"}
-        return data
+    def _means_from_caps(cls, data: object) -> object:
+        """Only a cap is given: the mean response from the length prior, the mean prompt at
+        its cap (no prior for prompts)."""
+        data = _mean_from_cap(data, "response_tokens", prior_mean_tokens, "prior")
+        return _mean_from_cap(data, "prompt_tokens", lambda cap: cap, "cap")
 
     @property
     def longest_prompt(self) -> int:
