@@ -11,9 +11,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO
-from rlmguide.kb.load import load_catalog
-from rlmguide.kb.paths import record_roots
-from rlmguide.rules import RECOMMEND_KINDS
+from launch_support import catalogs
 from rlmguide.rules.scenario import parse_scenario, resolve
 
 from rlmguide.export import Exported, build, script
@@ -28,15 +26,8 @@ examples/gspo_trainer/README.md L19-L20), which every framework defaults to 0.2 
 
 
 @cache
-def _catalogs() -> tuple[Any, Any]:
-    return load_catalog(record_roots(), RECOMMEND_KINDS), load_catalog(
-        record_roots(), ("mapping",)
-    ).of("mapping")
-
-
-@cache
 def _export(algorithm: str, framework: str, version: str | None = None) -> Exported:
-    catalog, mappings = _catalogs()
+    catalog, mappings = catalogs()
     data = yaml.safe_load(SMALL.read_text())
     data["workload"]["algorithm"] = algorithm
     scenario = parse_scenario(data, algorithm)

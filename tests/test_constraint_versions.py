@@ -5,14 +5,13 @@ framework's newest mapping), and names only mappings of its own framework."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from launch_support import review_json
 from rlmguide.kb.load import Catalog, load_catalog
 from rlmguide.kb.paths import PLURALS, record_roots
 from rlmguide.kb.schema import Constraint
@@ -21,7 +20,6 @@ from rlmguide.rules import RECOMMEND_KINDS
 from rlmguide.rules.recommend import NoFeasiblePlan, recommend, recommender_for
 from rlmguide.rules.scenario import parse_scenario, resolve
 
-from rlmguide.cli import cli
 from rlmguide.export import NotExpressible, build, script
 from rlmguide.export.startup import ABSENT, binding, compile_checks, tripped
 
@@ -140,10 +138,8 @@ def _records_with_scope(tmp_path: Path, record: str, versions: list[str]) -> Pat
 
 
 def _startup(path: Path) -> list[str]:
-    args = ["review", str(path), "--accelerator", "h100-sxm-80gb", "--policy", "qwen2.5-7b"]
-    done = CliRunner().invoke(cli, [*args, "--format", "json"], catch_exceptions=False)
-    assert done.exit_code == 0, done.output
-    return [c["constraint"] for c in json.loads(done.output)["startup"]]
+    got = review_json(path, "--accelerator", "h100-sxm-80gb", "--policy", "qwen2.5-7b")
+    return [c["constraint"] for c in got["startup"]]
 
 
 def test_review_reports_a_0_7_check_only_on_a_0_7_launch(

@@ -18,10 +18,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from conftest import REPO, run_cli, sets
+from launch_support import catalogs
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS, record_roots
 from rlmguide.kb.schema import Deployment, MappingEntry
-from rlmguide.rules import RECOMMEND_KINDS
 from rlmguide.rules.scenario import parse_scenario, resolve
 from test_expert_layout import MOE_SCENARIO
 
@@ -53,17 +53,10 @@ EXPORTABLE = sorted(d for d, r in DEPLOYMENTS.items() if r.framework in MAPPED a
 
 
 @cache
-def _catalogs() -> tuple[Any, Any]:
-    return load_catalog(record_roots(), RECOMMEND_KINDS), load_catalog(
-        record_roots(), ("mapping",)
-    ).of("mapping")
-
-
-@cache
 def exported(record_id: str, version: str | None = None) -> Exported:
     """A deployment's plan, as written, exported to its own framework (newest mapping unless
     `version` names one)."""
-    catalog, mappings = _catalogs()
+    catalog, mappings = catalogs()
     record = DEPLOYMENTS[record_id]
     resolved = resolve(record.scenario, catalog.records)
     return build(resolved, catalog, mappings, record.framework, version)
@@ -796,7 +789,7 @@ def test_every_bundled_example_exports_and_reads_back_to_its_plan(
         return
     assert done.exit_code == 0, done.output
     data = json.loads(done.output)
-    catalog, mappings = _catalogs()
+    catalog, mappings = catalogs()
     exported_again = build(
         resolve(parse_example(example), catalog.records), catalog, mappings, framework
     )
@@ -1024,7 +1017,7 @@ def slime_exports() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("example", [e for e, _ in slime_exports()], ids=lambda p: Path(p).stem)
 def test_every_slime_flag_exists_in_its_parser_with_its_type(example: str) -> None:
-    catalog, mappings = _catalogs()
+    catalog, mappings = catalogs()
     done = build(resolve(parse_example(example), catalog.records), catalog, mappings, "slime")
     parser = slime_parser()
     declared = {a.dest: a for a in parser._actions}
@@ -1064,7 +1057,7 @@ def test_the_slime_parser_refuses_a_flag_it_does_not_declare() -> None:
 def test_slime_refuses_what_its_constraints_forbid() -> None:
     """One-step-off on shared GPUs: train_async.py asserts --colocate is off (constraint
     slime-async-not-colocated), and the export says so."""
-    catalog, mappings = _catalogs()
+    catalog, mappings = catalogs()
     scenario = parse_example(SMALL)
     fixed = scenario.plan.model_copy(update={"execution": "one-step-off", "placement": "colocated"})
     resolved = resolve(scenario.model_copy(update={"plan": fixed}), catalog.records)
@@ -1104,7 +1097,7 @@ def slime_passes_its_checks(args: dict[str, Any], entry_point: str) -> None:
 
 @pytest.mark.parametrize("example", [e for e, _ in slime_exports()], ids=lambda p: Path(p).stem)
 def test_exported_slime_launches_pass_slimes_checks(example: str) -> None:
-    catalog, mappings = _catalogs()
+    catalog, mappings = catalogs()
     done = build(resolve(parse_example(example), catalog.records), catalog, mappings, "slime")
     entry_point = done.launch.command.split()[-1].removesuffix(".py")
     slime_passes_its_checks(argparse_config(slime_words(done)), entry_point)
@@ -1298,7 +1291,7 @@ def test_export_writes_the_plan_recommend_ranks_first_for_the_framework(
 
 
 def data_mapping(framework: str) -> Any:
-    _, mappings = _catalogs()
+    _, mappings = catalogs()
     return max((m for m in mappings.values() if m.framework == framework),
                key=lambda m: m.committed)  # fmt: skip
 
@@ -1595,7 +1588,7 @@ def test_megatron_plans_cost_the_fp32_gradients_the_framework_keeps(framework: s
     """AReaL, SkyRL and ROLL keep Megatron's gradient buffers in fp32 by default: their plans
     are costed at 4 bytes a parameter, 5,164,972,032 x 4 B = 19.241 GiB per GPU here (it was
     half that, bf16, before), and the AReaL and SkyRL exports write the key."""
-    catalog, mappings = _catalogs()
+    catalog, mappings = catalogs()
     placement, key = FP32_GRADIENT_KEYS[framework]
     framework, _, version = framework.partition("@")
     plan = {**MOE_MEGATRON["plan"], "placement": placement}
@@ -1630,7 +1623,7 @@ def test_openrlhf_grpo_puts_the_kl_in_the_loss(
     reward unless told (3c3be623: --algo.kl.use_loss, train_ppo_ray.py L484-L486; c250c21a:
     --use_kl_loss, L390), with k3, the estimator its help gives GRPO. REINFORCE++ keeps it in
     the reward, as the algorithm does."""
-    catalog, mappings = _catalogs()
+    catalog, mappings = catalogs()
     estimator = f"{prefix}estimator" if prefix else "kl_estimator"
     coefficient = f"{prefix}init_coef" if prefix else "init_kl_coef"
 

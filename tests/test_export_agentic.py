@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO
+from launch_support import catalogs
 from rlmguide.rules.scenario import parse_scenario, resolve
 from round_trip import Case, round_trip
-from test_export import SMALL, _catalogs, assert_verl_keys, read_back
+from test_export import SMALL, assert_verl_keys, read_back
 
 from rlmguide.export import Exported, NotExpressible, build, script
 from rlmguide.review import Hardware, review
@@ -34,7 +35,7 @@ def export(path: Path, framework: str, **agent: Any) -> Exported:
     data = yaml.safe_load(path.read_text())
     if agent:
         data["workload"]["agent"] = {**data["workload"].get("agent", {}), **agent}
-    catalog, mappings = _catalogs()
+    catalog, mappings = catalogs()
     return build(
         resolve(parse_scenario(data, str(path)), catalog.records), catalog, mappings, framework
     )

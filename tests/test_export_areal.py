@@ -18,11 +18,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from conftest import REPO
+from launch_support import catalogs, review_json
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS
 from rlmguide.kb.schema import Deployment
 from rlmguide.rules.scenario import parse_scenario, read_mapping, resolve
-from test_export import _catalogs
 
 from rlmguide.cli import cli
 from rlmguide.export import Exported, NotExpressible, build, script
@@ -52,7 +52,7 @@ EXAMPLES = [
 
 
 def export_of(scenario: Any, version: str | None = None) -> Exported:
-    catalog, mappings = _catalogs()
+    catalog, mappings = catalogs()
     return build(resolve(scenario, catalog.records), catalog, mappings, "areal", version)
 
 
@@ -174,7 +174,7 @@ def test_every_key_is_areals_and_plus_marks_what_the_base_config_lacks(
 def test_the_mappings_defaults_are_the_base_configs(version: str) -> None:
     """What review assumes for a key a launch leaves out: the base config's value, else the
     dataclass default at the commit."""
-    mapping = _catalogs()[1][version]
+    mapping = catalogs()[1][version]
     for key, value in mapping.config_defaults.items():
         if key in base(version):
             assert base(version)[key] == value, key
@@ -544,11 +544,8 @@ def test_sglang_context_length_holds_the_longest_request(tmp_path: Path) -> None
 
     def startup(launch: str) -> list[str]:
         path.write_text(launch)
-        given = ["review", str(path), "--framework", "areal", "--accelerator", "h20-96gb",
-                 "--policy", "qwen3-8b", "--format", "json"]  # fmt: skip
-        reviewed = CliRunner().invoke(cli, given, catch_exceptions=False)
-        assert reviewed.exit_code == 0, reviewed.output
-        return [c["constraint"] for c in json.loads(reviewed.output)["startup"]]
+        given = ("--framework", "areal", "--accelerator", "h20-96gb", "--policy", "qwen3-8b")
+        return [c["constraint"] for c in review_json(path, *given)["startup"]]
 
     assert startup(text) == []
     without = "\n".join(line for line in text.splitlines() if "context_length" not in line)

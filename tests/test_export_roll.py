@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
+from launch_support import catalogs
 from rlmguide.rules.scenario import parse_scenario, read_mapping, resolve
-from test_export import _catalogs
 from test_export_skyrl import DEPLOYMENTS, EXAMPLES, SMALL, of_type
 
 from rlmguide.cli import cli
@@ -32,7 +32,7 @@ MAPPING = "roll-0.3.0-9-g8eb27cc2"
 
 
 def export_of(scenario: Any) -> Exported:
-    catalog, mappings = _catalogs()
+    catalog, mappings = catalogs()
     return build(resolve(scenario, catalog.records), catalog, mappings, "roll")
 
 
@@ -391,7 +391,7 @@ def test_the_mappings_defaults_are_rolls() -> None:
     a strategy_config key the strategy reads with .get(key, default) has that default (an
     engine's and Megatron's degrees 1, fsdp2_strategy.py L832 fsdp_size 1, vllm_strategy.py
     L110-L116), and FSDP2's reshard_after_forward None reshards every block (L1020-L1025)."""
-    mapping = _catalogs()[1][MAPPING]
+    mapping = catalogs()[1][MAPPING]
     read_with_default = {
         "actor_infer.strategy_args.strategy_config.tensor_parallel_size": 1,
         "actor_infer.strategy_args.strategy_config.pipeline_parallel_size": 1,

@@ -17,11 +17,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from conftest import REPO
+from launch_support import catalogs, review_json
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS
 from rlmguide.kb.schema import Deployment
 from rlmguide.rules.scenario import parse_scenario, read_mapping, resolve
-from test_export import _catalogs
 from test_startup import _check
 
 from rlmguide.cli import cli
@@ -45,7 +45,7 @@ EXAMPLES = [
 
 
 def export_of(scenario: Any) -> Exported:
-    catalog, mappings = _catalogs()
+    catalog, mappings = catalogs()
     return build(resolve(scenario, catalog.records), catalog, mappings, "skyrl")
 
 
@@ -107,7 +107,7 @@ def test_the_mappings_defaults_are_skyrls() -> None:
     commit (the extract's third column); the open Megatron dicts' defaults are
     DEFAULT_TRANSFORMER_CONFIG_KWARGS and DEFAULT_MEGATRON_OPTIMIZER_KWARGS (config.py
     L418-L431)."""
-    _, mappings = _catalogs()
+    _, mappings = catalogs()
     mapping = mappings["skyrl-0.4.0-516-ga9564572e"]
     rows = (FIXTURES / "skyrl-a956457-config-keys.tsv").read_text().splitlines()
     defaults = {r.split("\t")[0]: r.split("\t")[2] for r in rows if not r.startswith("#")}
@@ -349,11 +349,9 @@ def test_review_flags_a_fully_async_launch_at_the_default_workers(tmp_path: Path
 
     def startup(launch: str) -> list[str]:
         path.write_text(launch)
-        args = ["review", str(path), "--framework", "skyrl", "--accelerator", "h200-sxm-141gb",
-                "--policy", "qwen3-235b-a22b", "--format", "json"]  # fmt: skip
-        done = CliRunner().invoke(cli, args, catch_exceptions=False)
-        assert done.exit_code == 0, done.output
-        return [c["constraint"] for c in json.loads(done.output)["startup"]]
+        given = ("--framework", "skyrl", "--accelerator", "h200-sxm-141gb", "--policy",
+                 "qwen3-235b-a22b")  # fmt: skip
+        return [c["constraint"] for c in review_json(path, *given)["startup"]]
 
     assert startup(text) == []
     without = [line for line in text.splitlines() if "num_parallel_generation_workers" not in line]

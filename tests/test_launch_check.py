@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from functools import cache
 from typing import Any
 
 import pytest
 from conftest import REPO
+from launch_support import catalogs
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import record_roots
-from rlmguide.rules import RECOMMEND_KINDS
 from rlmguide.rules.atlas import grid
 from rlmguide.rules.scenario import parse_scenario, read_mapping, resolve
 
@@ -29,15 +28,8 @@ FRAMEWORKS = ("verl", "openrlhf", "nemo-rl", "slime", "skyrl", "areal")
 RESPONSES = (4096, 16384, 32768)
 
 
-@cache
-def _catalogs() -> tuple[Any, Any]:
-    return load_catalog(record_roots(), RECOMMEND_KINDS), load_catalog(
-        record_roots(), ("mapping",)
-    ).of("mapping")
-
-
 def _atlas() -> list[tuple[str, dict[str, Any]]]:
-    catalog, _ = _catalogs()
+    catalog, _ = catalogs()
     setups = []
     for setup in grid(catalog.records):
         for longest in RESPONSES:
@@ -66,12 +58,12 @@ SCENARIOS = [*_examples(), *_deployments(), *_atlas()]
 
 
 def check(done: Exported) -> list[str]:
-    return launch_problems(done, _catalogs()[0])
+    return launch_problems(done, catalogs()[0])
 
 
 @pytest.mark.parametrize(("name", "data"), SCENARIOS, ids=[n for n, _ in SCENARIOS])
 def test_every_export_starts_and_fits(name: str, data: Any) -> None:
-    catalog, mappings = _catalogs()
+    catalog, mappings = catalogs()
     scenario = data if not isinstance(data, dict) else parse_scenario(data, name)
     resolved = resolve(scenario, catalog.records)
     for framework in FRAMEWORKS:
@@ -91,7 +83,7 @@ def test_the_sample_covers_over_a_hundred_setups() -> None:
 def test_the_check_catches_a_launch_that_would_not_start() -> None:
     """The check is not vacuous: the same export with the engine's default fraction written
     back, and with a micro-batch above the costed one, fails it."""
-    catalog, mappings = _catalogs()
+    catalog, mappings = catalogs()
     data = read_mapping(REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml")
     done = build(resolve(parse_scenario(data, "x"), catalog.records), catalog, mappings, "verl")
     assert check(done) == []

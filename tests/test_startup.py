@@ -6,39 +6,29 @@ from __future__ import annotations
 
 import json
 import math
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from launch_support import catalogs, review_json
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import record_roots
-from rlmguide.rules import RECOMMEND_KINDS
 from rlmguide.rules.scenario import parse_scenario, resolve
 
-from rlmguide.cli import cli
 from rlmguide.export import NotExpressible, build, script
 from rlmguide.export.startup import ABSENT, binding, compile_checks, pipeline_split, tripped
 
 
-@cache
-def _catalogs() -> tuple[Any, Any]:
-    return load_catalog(record_roots(), RECOMMEND_KINDS), load_catalog(
-        record_roots(), ("mapping",)
-    ).of("mapping")
-
-
 def _check(record_id: str) -> Any:
-    catalog, _ = _catalogs()
+    catalog, _ = catalogs()
     (check,) = [c for c in compile_checks(catalog)[0] if c.id == record_id]
     return check
 
 
 def _export(data: dict[str, Any], framework: str, version: str | None = None) -> Any:
-    catalog, mappings = _catalogs()
+    catalog, mappings = catalogs()
     resolved = resolve(parse_scenario(data, "test"), catalog.records)
     return build(resolved, catalog, mappings, framework, version)
 
@@ -163,10 +153,7 @@ def test_an_uneven_pipeline_is_exported_with_megatrons_stage_counts(
 def _review(tmp_path: Path, text: str, *flags: str) -> dict[str, Any]:
     path = tmp_path / "launch.sh"
     path.write_text(text)
-    args = ["review", str(path), "--accelerator", "h100-sxm-80gb", "--policy", "qwen2.5-7b"]
-    done = CliRunner().invoke(cli, [*args, *flags, "--format", "json"], catch_exceptions=False)
-    assert done.exit_code == 0, done.output
-    return json.loads(done.output)
+    return review_json(path, "--accelerator", "h100-sxm-80gb", "--policy", "qwen2.5-7b", *flags)
 
 
 @pytest.mark.parametrize("framework", ["verl", "slime"])
@@ -235,7 +222,7 @@ def test_nemo_rl_dtensor_expert_conditions_by_hand() -> None:
     from rlmguide.rules.expr import Condition
     from rlmguide.rules.facts import FACTS
 
-    catalog, _ = _catalogs()
+    catalog, _ = catalogs()
     records = catalog.of("constraint")
 
     def holds(record_id: str, **facts: int) -> bool:
@@ -275,7 +262,7 @@ def test_slime_reinforce_plus_plus_normalises_advantages() -> None:
 def test_slime_keeps_the_sglang_expert_group_inside_its_engine() -> None:
     from rlmguide.rules.frameworks import compile_constraints
 
-    catalog, _ = _catalogs()
+    catalog, _ = catalogs()
     (record,) = [
         c for c in compile_constraints(catalog)[0]
         if c.id == "slime-sglang-expert-parallel-within-engine"
@@ -524,7 +511,7 @@ def test_engines_schedule_the_tokens_their_workspace_was_costed_at(
 def test_openrlhf_launcher_asserts_bind_the_plan() -> None:
     from rlmguide.rules.frameworks import compile_constraints
 
-    catalog, _ = _catalogs()
+    catalog, _ = catalogs()
     found = {c.id: c for c in compile_constraints(catalog)[0]}
     group = found["openrlhf-group-advantages-need-several-samples"]
     assert tripped([group], {"workload.algorithm": "grpo", "workload.samples_per_prompt": 1})
@@ -606,7 +593,7 @@ def test_verl_one_step_off_writes_the_critic_strategy_without_a_critic(
     check = _check("verl-one-step-off-critic-strategy-is-the-actors")
     facts = {**ABSENT, "plan.execution": "one-step-off", "launch.critic_strategy": "fsdp",
              "launch.actor_strategy": "fsdp2"}  # fmt: skip
-    mine = binding([check], _catalogs()[1][version], "pytorch-fsdp", "vllm")
+    mine = binding([check], catalogs()[1][version], "pytorch-fsdp", "vllm")
     assert tripped(mine, facts) == ([check.record] if version == V07 else [])
     sync = _export(_scenario({"placement": "colocated", "execution": "sync",
                               "train": {"zero": 3}}), "verl", version)  # fmt: skip
@@ -677,7 +664,7 @@ C250 = "openrlhf-0.8.9.post1-5-gc250c21a"
 
 
 def _export_version(data: dict[str, Any], framework: str, version: str) -> Any:
-    catalog, mappings = _catalogs()
+    catalog, mappings = catalogs()
     resolved = resolve(parse_scenario(data, "test"), catalog.records)
     return build(resolved, catalog, mappings, framework, version)
 
@@ -742,7 +729,7 @@ def test_openrlhf_plans_run_at_the_engine_concurrency_it_cannot_set() -> None:
     capped = _export(data, "openrlhf")
     assert capped.mapping.engine_max_seqs == 128
     assert capped.plan["rollout_concurrency"] == 128
-    catalog, _ = _catalogs()
+    catalog, _ = catalogs()
     resolved = resolve(parse_scenario(data, "test"), catalog.records)
     (ranked,) = recommend(recommender_for(resolved, catalog, only="openrlhf"), 1)["plans"]
     assert ranked["step_seconds"] == capped.plan["step_seconds"]
@@ -764,7 +751,7 @@ def test_slime_refuses_a_policy_it_has_no_architecture_script_for() -> None:
 
 
 def test_slime_scripts_name_costable_models_and_cover_its_deployments() -> None:
-    catalog, mappings = _catalogs()
+    catalog, mappings = catalogs()
     (slime,) = [m for m in mappings.values() if m.framework == "slime"]
     models = catalog.of("model")
     assert slime.model_scripts
