@@ -23,7 +23,10 @@ than the fastest (the cost model, the record or the expert is off: read the reco
 mechanics), `none` where the framework runs no plan that agrees (a constraint or memory refuses
 the expert's choice). The agreeing plans are those the search tries, whose pool splits are its
 own; for placement and execution the best plan of the expert's mode at the expert's pool sizes
-is tried too, so elsewhere x is an upper bound. A deployment whose mean response length is not
+is tried too, so elsewhere x is an upper bound. Each kind carries the two predicted step times
+it rests on: the fastest plan that agrees with the expert on that dimension and the fastest
+that does not (for the training family, the best plan of each family). A deployment whose mean
+response length is not
 published gives only its cap, and the length prior (kb.schema.length_prior: the median share of
 the cap over published runs) supplies the mean; such deployments are marked "prior" and counted
 apart. One still recorded with its mean at the cap (`response_tokens` = `max_response_tokens`:
@@ -232,15 +235,18 @@ def causes(
     order = order[eligible[order]]
     fastest = float(costs.step_seconds[order[0]])
     best: dict[str, float] = {}
+    other: dict[str, float] = {}  # per dimension, the fastest plan that departs from the expert
     if own_seconds is not None:
         best = {key: own_seconds for key in missed if key in MODE}
     for i in order[:CAUSE_ROWS]:
         seconds = float(costs.step_seconds[i])
-        if all(best.get(key, np.inf) <= seconds for key in missed):
+        if all(best.get(key, np.inf) <= seconds and key in other for key in missed):
             break
         for key, same in agrees(costs.plans.row(int(i)), expert).items():
             if key in missed and same and seconds < best.get(key, np.inf):
                 best[key] = seconds
+            if key in missed and not same:
+                other.setdefault(key, seconds)
     beyond = "model" if len(order) > CAUSE_ROWS else "none"
     found = {}
     for key in missed:
@@ -248,7 +254,9 @@ def causes(
             found[key] = beyond
             continue
         gap = best[key] / fastest - 1.0
-        found[key] = "tie" if gap < TIE_FRACTION else f"model +{100 * gap:.0f}%"
+        kind = "tie" if gap < TIE_FRACTION else f"model +{100 * gap:.0f}%"
+        departing = f"{other[key]:.1f} s" if key in other else "beyond the rows read"
+        found[key] = f"{kind} (expert's {best[key]:.1f} s, other {departing})"
     return found
 
 
