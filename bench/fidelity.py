@@ -6,7 +6,8 @@ cases of one publication are predicted with the grid point that fits all the oth
 publications best (rules.fidelity.leave_group_out), which is the reported figure; grouped by
 framework instead, the same question for a framework the fit never saw. The benchmark prints
 every case, the figures per source, execution mode, rollout length and framework, every published
-ordering (A faster than B in one source) with whether the prediction keeps it, and what the
+ordering (A faster than B in one source) with whether the prediction keeps it (and, where it
+does not, both sides' predicted stage seconds and overlap), and what the
 constants a framework sets for itself (cost.overheads.OWN_FRAMEWORK_CONSTANTS) change, case by
 case.
 
@@ -175,6 +176,13 @@ def report_orderings(comparisons: list[Comparison], label: str) -> None:
                 f"  not kept: {a.result.id} {a.result.value:g} < {b.result.id} "
                 f"{b.result.value:g}; predicted {a.predicted:.1f} vs {b.predicted:.1f}"
             )
+            for side in (a, b):
+                print(f"    {side.result.id}: {stage_seconds(side)}")
+
+
+def stage_seconds(c: Comparison) -> str:
+    """The predicted plan's stages and overlap, so a missed ordering shows which term misses."""
+    return ", ".join(f"{name} {seconds:.1f}" for name, seconds in c.stages)
 
 
 def print_band(comparisons: list[Comparison], pairs: list) -> None:

@@ -104,6 +104,10 @@ class Comparison:
     predicted: float | None
     problem: str | None = None
     overflow_gib: float = 0.0
+    stages: tuple[tuple[str, float], ...] = ()
+    """The predicted plan's stage seconds (rollout, assessment, training, weight_sync, ...)
+    and, last, the seconds its execution mode runs concurrently ("overlap"): where a published
+    ordering is missed, which term carries the miss."""
 
     @property
     def ratio(self) -> float | None:
@@ -205,7 +209,9 @@ def predict(
     else:
         stage = STAGE_OF_METRIC[result.metric]
         value = next(s["seconds"] for s in plan["stages"] if s["name"] == stage)
-    return Comparison(result, value, overflow_gib=overflow)
+    stages = tuple((s["name"], s["seconds"]) for s in plan["stages"])
+    stages += (("overlap", plan["overlap"]["seconds"]),)
+    return Comparison(result, value, overflow_gib=overflow, stages=stages)
 
 
 def _at_batch(scenario: Scenario, per_gpu: int) -> Scenario:

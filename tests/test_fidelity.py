@@ -318,3 +318,17 @@ def test_a_found_batch_is_kept_for_the_grid() -> None:
     assert 1 <= per_gpu < 1024 // 8  # the cap does not fit 40 GB
     again = predict(case, catalog, batches=batches)
     assert again.predicted == first.predicted == BY_ID[case.id].predicted
+
+
+def test_a_prediction_carries_its_stages_and_overlap() -> None:
+    """The stages say which term carries a missed ordering (bench/fidelity.py prints them): a
+    colocated synchronous step is its stages one after another, nothing overlapped; a
+    disaggregated asynchronous one hides part of them."""
+    sync = BY_ID["nemo-rl-perf-qwen3-235b-grpo-gb200-64gpu-v0.6"]
+    names = [name for name, _ in sync.stages]
+    assert names[-1] == "overlap" and {"rollout", "training", "weight_sync"} <= set(names)
+    seconds = dict(sync.stages)
+    assert seconds["overlap"] == 0.0
+    assert sum(s for name, s in sync.stages if name != "overlap") == pytest.approx(sync.predicted)
+    streamed = dict(BY_ID["nemo-rl-perf-qwen3-235b-grpo-gb200-1off-128gpu-v0.6"].stages)
+    assert streamed["overlap"] > 0.0
