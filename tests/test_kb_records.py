@@ -94,3 +94,39 @@ def test_results_fix_the_training_degrees_their_framework_lacks() -> None:
     ]
     assert open_degrees == []
     assert lacking["deepspeed-chat"] == {"tp", "pp", "cp"}
+
+
+# The 'Nemo RL v0.4' H100 table (docs/about/performance-summary.md at NVIDIA-NeMo/RL commit
+# cff17f83), copied by hand: G-Average Seq len, #-GPUs, G-GBS, Tokens/sec/GPU, step seconds.
+NEMO_RL_V04 = {
+    "llama-8b-grpo-16gpu": (1060, 16, 2048, 1562, 97.7),
+    "llama-8b-grpo-1off-16gpu": (1129, 16, 2048, 2161, 74.6),
+    "deepseek-v3-grpo-256gpu": (745, 256, 512, 11, 154),
+    "deepseek-v3-grpo-1off-512gpu": (744, 512, 512, 11.0, 77.9),
+    "qwen3-235b-grpo-128gpu": (5671, 128, 512, 45.7, 506),
+    "qwen3-235b-grpo-1off-256gpu": (5691, 256, 512, 52.2, 241),
+    "qwen3-30b-a3b-grpo-32gpu": (3154, 32, 2048, 925, 225),
+    "qwen3-30b-a3b-grpo-1off-32gpu": (3158, 32, 2048, 864, 244),
+    "qwen3-32b-grpo-32gpu": (3206, 32, 2048, 540, 393),
+    "qwen3-32b-grpo-1off-64gpu": (3207, 64, 2048, 494, 215),
+}
+
+
+@pytest.mark.parametrize("row", sorted(NEMO_RL_V04))
+def test_nemo_rl_v04_rows_follow_the_table(row: str) -> None:
+    """Each v0.4 row's step time, GPUs and batch are the table's; its unprinted prompt length
+    inverts the page's own definition (tokens/s/GPU x step x GPUs / samples - mean generated
+    length), T-GBS 512 sets the optimizer steps, and the engine's sequence cap is vLLM 0.10.0's
+    default on the path the recipe takes (AsyncLLM 128 when async_engine is on, vllm.LLM 1024)."""
+    mean, gpus, samples, tokens_per_gpu, step = NEMO_RL_V04[row]
+    result = shipped().of("result")[f"nemo-rl-perf-{row}-v0.4"]
+    scenario = result.scenario  # type: ignore[attr-defined]
+    work, plan = scenario.workload, scenario.plan
+    assert result.value == step  # type: ignore[attr-defined]
+    assert scenario.cluster.nodes * scenario.cluster.gpus_per_node == gpus
+    assert work.prompts_per_step * work.samples_per_prompt == samples
+    assert work.response_tokens == mean
+    assert work.prompt_tokens == round(tokens_per_gpu * step * gpus / samples - mean)
+    assert work.minibatches_per_step == samples // 512
+    async_engine = plan.execution != "sync" or row.startswith(("deepseek", "qwen3-235b"))
+    assert plan.rollout.max_seqs == (128 if async_engine else 1024)
