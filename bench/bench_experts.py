@@ -312,6 +312,34 @@ def by_framework(verdicts: list[Verdict]) -> None:
         print(f"  {name:<10} {len(group):>3} {cells}")
 
 
+def mode(p: dict[str, Any]) -> str:
+    return f"{p['placement'][:5]} {p['execution'][:8]}"
+
+
+def mode_misses(verdicts: list[Verdict]) -> None:
+    """Every deployment whose top plan departs from the expert's placement or execution: the
+    expert's mode and the top plan's, the step time predicted for the expert's layout as
+    written, for the best plan of the expert's mode at the expert's pool sizes and for the top
+    plan, and the kind of each disagreement (module docstring: `tie` is a ranking-policy
+    miss, `model +x%` and `none` are the cost model's, the record's or a constraint's)."""
+    missed = [(v, v.top) for v in verdicts if v.top and v.departs]
+    print(f"  placement or execution misses: {len(missed)}")
+    print(f"    {'deployment':<62} {'framework':<9} {'expert':<15} {'top':<15} "
+          f"{'layout s':>9} {'mode s':>9} {'top s':>9}  kinds")  # fmt: skip
+    for v, top in missed:
+        own = (
+            f"{top['step_seconds'] / (1.0 - v.own_gain):>9.1f}"
+            if v.own_gain is not None and v.own_gain < 1.0
+            else f"{'-':>9}"
+        )
+        kinds = ", ".join(f"{k}: {v.causes[k]}" for k in MODE if k in v.causes)
+        print(
+            f"    {v.deployment.id:<62} {v.deployment.framework:<9} {mode(v.expert):<15} "
+            f"{mode(top):<15} {v.expert['step_seconds']:>9.1f} {own} "
+            f"{top['step_seconds']:>9.1f}  {kinds}{length_mark(v.deployment)}"
+        )
+
+
 def tie_defaults(verdicts: list[Verdict]) -> None:
     """Per framework, the defaults its searches' ties leaned to: its own record's, or the
     median of the other released frameworks' (and whose)."""
@@ -399,6 +427,7 @@ def main() -> None:
         if mode == "lofo":
             by_framework(known)
             by_cause(known)
+            mode_misses(known)
             tie_defaults(known)
         if heldout_ids:
             held = [verdicts[mode][d.id] for d in deployments if d.id in heldout_ids]

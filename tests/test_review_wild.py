@@ -534,8 +534,9 @@ READINGS: dict[str, dict[str, Any]] = {
     # ROLL at 8eb27cc2 (one YAML config, RLVRConfig's dataclasses): actor_train on
     # list(range(0,16)), actor_infer on list(range(16,24)) (no shared device: GPUs of its own), 24
     # GPUs; vLLM without tensor_parallel_size is one GPU per engine (worker_config.py L283-L292);
-    # async_generation_ratio 1: generation one batch ahead (one-step-off); Megatron TP 2 with the
-    # distributed optimizer (ZeRO 1), no recompute_granularity (mcore_adapter's default None: none);
+    # async_generation_ratio 1: generation one batch ahead, streamed (async, staleness 1); Megatron
+    # TP 2 with the distributed optimizer (ZeRO 1), no recompute_granularity (mcore_adapter's
+    # default None: none);
     # the trainer is parked before every rollout whatever the placement (rlvr_pipeline.py L505-L507)
     # and the reference, loaded by init_kl_coef's default 0.2 (base_config.py L535, L653-L656),
     # after each call (base_worker.py L130-L142); adv_estimator reinforce with whitened advantages
@@ -544,7 +545,7 @@ READINGS: dict[str, dict[str, Any]] = {
     # responses 8192
     "roll-8eb27cc/qwen2.5-7b-rlvr_config_amd_async.yaml": {
         "gpus": 24,
-        "placement": ("disaggregated", "one-step-off"),
+        "placement": ("disaggregated", "async"),
         "rollout": {"gpus": 8, "tp": 1},
         "train": {"gpus": 16, "tp": 2, "pp": 1, "cp": 1, "zero": 1, "recompute": "none"},
         "offload": {**OFF, "phase": True, "frozen": True},
@@ -556,7 +557,7 @@ READINGS: dict[str, dict[str, Any]] = {
     # GPU (sglang_strategy.py L77); the model from a local folder named Qwen2.5-7B
     "roll-8eb27cc/qwen2.5-7b-rlvr_config_async.yaml": {
         "gpus": 24,
-        "placement": ("disaggregated", "one-step-off"),
+        "placement": ("disaggregated", "async"),
         "rollout": {"gpus": 8, "tp": 1},
         "train": {"gpus": 16, "tp": 2, "pp": 1, "cp": 1, "zero": 1, "recompute": "none"},
         "offload": {**OFF, "phase": True, "frozen": True},
