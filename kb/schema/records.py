@@ -897,6 +897,11 @@ class MappingEntry(Strict):
     where it holds."""
     component: Slug | None = None
     """Only when the run uses this training backend or rollout engine."""
+    objective: bool = False
+    """The key sets the form of the policy loss an algorithm is defined by (its aggregation
+    over tokens, a sequence-level ratio, a loss mode): review never names an algorithm whose
+    objective keys a launch sets otherwise (DAPO's token-level loss left at slime's
+    sequence mean is not DAPO), while its other keys only weigh (rlmguide.review.family)."""
     file: Text
     """Where the key is declared at the mapping's commit."""
 
