@@ -70,6 +70,13 @@ SCENARIO_FACTS = (
         ("reward", "loss", "unstated", "none"),
     ),
     Fact(
+        "workload.kl_estimator",
+        "text",
+        "the estimator of that KL the algorithm's record fixes (k1, k2, k3), unstated by its "
+        "record, or none (no reference)",
+        ("k1", "k2", "k3", "unstated", "none"),
+    ),
+    Fact(
         "workload.clip_low",
         "number",
         "the ratio clip below 1 the algorithm's record sets (0: the framework's default)",
@@ -314,13 +321,9 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
         "model.reward_weights_gib": (
             resolved.reward.params_total * BF16_BYTES / 2**30 if resolved.reward else 0.0
         ),
-        "workload.algorithm": resolved.algorithm.id,
+        **algorithm_facts(resolved.algorithm),
         "workload.online": resolved.algorithm.online,
         "workload.needs_critic": resolved.algorithm.needs_critic,
-        "workload.needs_reference": resolved.algorithm.needs_reference,
-        "workload.kl_placement": _kl_placement(resolved.algorithm),
-        "workload.clip_low": resolved.algorithm.clip_low or 0,
-        "workload.clip_high": resolved.algorithm.clip_high or 0,
         "workload.reward_model": resolved.reward is not None,
         "workload.reward_kind": _reward_kind(resolved),
         "workload.recompute_old_logprobs": w.recompute_old_logprobs,
@@ -345,11 +348,27 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
     }
 
 
-def _kl_placement(algorithm: Algorithm) -> str:
-    """The algorithm's KL side as the fact spells it (Algorithm.kl_placement)."""
-    if not algorithm.needs_reference:
-        return "none"
-    return algorithm.kl_placement or "unstated"
+ALGORITHM_FACTS = frozenset(
+    {"workload.algorithm", "workload.needs_reference", "workload.kl_placement",
+     "workload.kl_estimator", "workload.clip_low", "workload.clip_high"}
+)  # fmt: skip
+"""The facts of algorithm_facts: what an algorithm's record decides for a launch."""
+
+
+def algorithm_facts(algorithm: Algorithm) -> dict[str, Any]:
+    """The facts an algorithm's record decides for a launch: its id, whether it loads a
+    reference, the side and estimator of its KL to it and its clip range, spelled as the
+    facts spell them (no reference: `none`; a record that does not say: `unstated`; no clip
+    range of its own: 0). Review sets them per candidate to tell variants apart."""
+    reference = algorithm.needs_reference
+    return {
+        "workload.algorithm": algorithm.id,
+        "workload.needs_reference": reference,
+        "workload.kl_placement": (algorithm.kl_placement or "unstated") if reference else "none",
+        "workload.kl_estimator": (algorithm.kl_estimator or "unstated") if reference else "none",
+        "workload.clip_low": algorithm.clip_low or 0,
+        "workload.clip_high": algorithm.clip_high or 0,
+    }
 
 
 def _search_completions(resolved: Resolved) -> int:

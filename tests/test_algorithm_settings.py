@@ -186,3 +186,234 @@ def test_review_flags_a_launch_that_puts_the_kl_on_the_other_side(tmp_path: Path
     (row,) = [r for r in got["algorithm_settings"] if r["setting"] == "KL penalty to the reference"]
     assert (row["launch"], row["record"]) == ("loss", "reward")
     assert row["verdict"].startswith("differs from the record")
+
+
+# The KL estimator the record fixes (GRPO's k3: DeepSeekMath eq. 4; a reward-side k1: InstructGPT
+# eq. 2, RLOO, the REINFORCE++ paper), written on the side it is applied; the frameworks'
+# defaults differ (slime's --kl-loss-type k1, arguments.py L933-L939 at 624b824a; verl's KL loss
+# low_var_kl = k3 and reward kl = k1, _generated_ppo_trainer.yaml L91, L771 at 7aed6b23)
+@pytest.mark.parametrize(
+    ("framework", "version", "algorithm", "key", "value"),
+    [
+        ("verl", None, "grpo", "actor_rollout_ref.actor.kl_loss_type", "k3"),
+        ("verl", "b178a3cd", "grpo", "actor_rollout_ref.actor.kl_loss_type", "k3"),
+        ("verl", None, "rloo", "algorithm.kl_penalty", "k1"),
+        ("verl", "b178a3cd", "reinforce-plus-plus", "algorithm.kl_penalty", "k1"),
+        ("slime", None, "grpo", "kl-loss-type", "k3"),
+        ("slime", None, "reinforce-plus-plus", "kl-loss-type", "k1"),
+        ("skyrl", None, "grpo", "trainer.algorithm.kl_estimator_type", "k3"),
+        ("skyrl", None, "rloo", "trainer.algorithm.kl_estimator_type", "k1"),
+        ("nemo-rl", None, "grpo", "loss_fn.reference_policy_kl_type", "k3"),
+        ("nemo-rl", None, "reinforce-plus-plus", "loss_fn.reference_policy_kl_type", "k1"),
+        ("roll", None, "reinforce-plus-plus", "kl_penalty", "kl"),
+        ("areal", None, "grpo", "actor.kl_estimator", "k3"),
+        ("areal", "4aef98d8", "ppo", "actor.kl_estimator", "k1"),
+        ("openrlhf", "c250c21a", "rloo", "kl_estimator", "k1"),
+    ],
+)
+def test_the_kl_estimator_the_record_fixes_is_written(
+    framework: str, version: str | None, algorithm: str, key: str, value: str
+) -> None:
+    got = _written(algorithm, framework, version)
+    assert got[key] == value
+    # the other side's key stays unsaid (verl: no kl_loss_type where the KL is a reward)
+    if framework == "verl":
+        other = (
+            "algorithm.kl_penalty"
+            if algorithm == "grpo"
+            else "actor_rollout_ref.actor.kl_loss_type"
+        )
+        assert other not in got
+
+
+def test_roll_keeps_its_k3_kl_loss_without_a_key() -> None:
+    """ROLL's KL loss is k3 in code (roll/pipeline/base_worker.py L255-L256 at 8eb27cc2): a
+    GRPO launch writes no estimator and is not refused; the mapping holds k3 as implied."""
+    got = _written("grpo", "roll")
+    assert "kl_penalty" not in got and got["use_kl_loss"] is True
+
+
+def test_a_stated_estimator_no_key_writes_is_refused() -> None:
+    facts = {"workload.kl_estimator": "k3", "plan.execution": "sync"}
+    assert unexpressed(facts, []) == ["workload.kl_estimator = k3"]
+    assert unexpressed(facts, [], {"workload.kl_estimator": "k3"}) == []
+    assert unexpressed(facts, [], {"workload.kl_estimator": "k1"}) == ["workload.kl_estimator = k3"]
+    assert unexpressed({**facts, "workload.kl_estimator": "unstated"}, []) == []
+
+
+DAPO_LOW, DAPO_HIGH = 0.2, 0.28
+"""DAPO's clip range (arXiv 2503.14476, the training details: ε_low 0.2, ε_high 0.28), now in
+its record rather than in each mapping."""
+
+
+@pytest.mark.parametrize(
+    ("framework", "version", "low", "high"),
+    [
+        (
+            "verl",
+            None,
+            "actor_rollout_ref.actor.clip_ratio_low",
+            "actor_rollout_ref.actor.clip_ratio_high",
+        ),
+        (
+            "verl",
+            "b178a3cd",
+            "actor_rollout_ref.actor.clip_ratio_low",
+            "actor_rollout_ref.actor.clip_ratio_high",
+        ),
+        ("slime", None, "eps-clip", "eps-clip-high"),
+        ("skyrl", None, "trainer.algorithm.eps_clip_low", "trainer.algorithm.eps_clip_high"),
+        ("nemo-rl", None, "loss_fn.ratio_clip_min", "loss_fn.ratio_clip_max"),
+        ("areal", None, "+actor.eps_clip", "+actor.eps_clip_higher"),
+        # 4aef98d8's GRPO base config sets eps_clip 0.4 (examples/math/gsm8k_grpo.yaml L64): the
+        # key exists there, so no +
+        ("areal", "4aef98d8", "actor.eps_clip", "+actor.eps_clip_higher"),
+        ("openrlhf", None, "actor.eps_clip_low_high", None),
+        ("openrlhf", "c250c21a", "eps_clip_low_high", None),
+    ],
+)
+def test_dapo_writes_the_clip_range_of_its_record(
+    framework: str, version: str | None, low: str, high: str | None
+) -> None:
+    got = {a.key: a.value for a in _export("dapo", framework, version).arguments}
+    if high is None:
+        assert got[low] == [DAPO_LOW, DAPO_HIGH]
+    else:
+        assert (got[low], got[high]) == (DAPO_LOW, DAPO_HIGH)
+
+
+def test_nemo_rl_writes_gspo_and_plain_reinforce_plus_plus() -> None:
+    """GSPO as NeMo-RL's recipe runs it (grpo-gspo-deepscaler-1.5b-8K.yaml L9-L10 at 7ea279ab)
+    at the record's clip range; REINFORCE++ turns off the base config's minus_baseline (L43),
+    which would otherwise run the -baseline variant."""
+    gspo = _written("gspo", "nemo-rl")
+    assert gspo["loss_fn.sequence_level_importance_ratios"] is True
+    assert gspo["loss_fn.token_level_loss"] is False
+    assert (gspo["loss_fn.ratio_clip_min"], gspo["loss_fn.ratio_clip_max"]) == (GSPO_LOW, GSPO_HIGH)
+    plain = _written("reinforce-plus-plus", "nemo-rl")
+    assert plain["grpo.adv_estimator.name"] == "reinforce_plus_plus"
+    assert plain["grpo.adv_estimator.minus_baseline"] is False
+    assert plain["loss_fn.use_kl_in_reward"] is True
+    baseline = _written("reinforce-plus-plus-baseline", "nemo-rl")
+    assert baseline["grpo.adv_estimator.minus_baseline"] is True
+
+
+def _read(text: str, tmp_path: Path) -> dict[str, Any]:
+    path = tmp_path / "launch.sh"
+    path.write_text(text)
+    return review(path, hardware=Hardware("h100-sxm-80gb"), policy="qwen2.5-7b")
+
+
+def _why(got: dict[str, Any]) -> str:
+    (row,) = [a for a in got["assumed"] if a["field"] == "workload.algorithm"]
+    return row["why"]
+
+
+@pytest.mark.parametrize(
+    ("framework", "version", "algorithm"),
+    [
+        (f, v, a)
+        for f, v in [
+            ("verl", None),
+            ("openrlhf", None),
+            ("openrlhf", "c250c21a"),
+            ("slime", None),
+            ("nemo-rl", None),
+            ("skyrl", None),
+            ("areal", None),
+        ]
+        for a in ("grpo", "dapo", "gspo")
+        if (f, a) != ("areal", "gspo")  # AReaL's mapping has no GSPO (actor.reward_norm)
+    ],
+)
+def test_review_tells_dapo_and_gspo_from_grpo(
+    framework: str, version: str | None, algorithm: str, tmp_path: Path
+) -> None:
+    """An export reads back as its algorithm wherever the framework spells the variants with
+    one estimator (NeMo-RL's and slime's DAPO read as GRPO before), and its estimator too."""
+    got = _read(script(_export(algorithm, framework, version), "test", "qwen2.5-7b"), tmp_path)
+    assert got["scenario"]["workload"]["algorithm"] == algorithm
+    rows = {r["setting"]: r for r in got["algorithm_settings"]}
+    if algorithm == "grpo" and framework != "areal":
+        assert rows["estimator of that KL"]["launch"] == "k3"
+
+
+def test_review_names_what_singles_dapo_out_and_what_departs(tmp_path: Path) -> None:
+    """NeMo-RL's DAPO is its GRPO with switches: review names the switches that tell it. A
+    clip-higher left at 0.2 is a setting, not the algorithm's identity: the launch still
+    reads as DAPO and the clip row says it differs from the record."""
+    text = script(_export("dapo", "nemo-rl"), "test", "qwen2.5-7b")
+    assert "grpo.use_dynamic_sampling=True" in _why(_read(text, tmp_path))
+    got = _read(text.replace("loss_fn.ratio_clip_max=0.28", "loss_fn.ratio_clip_max=0.2"), tmp_path)
+    assert got["scenario"]["workload"]["algorithm"] == "dapo"
+    (row,) = [r for r in got["algorithm_settings"] if r["setting"] == "ratio clip above 1"]
+    assert (row["launch"], row["record"]) == (0.2, DAPO_HIGH)
+    assert row["verdict"].startswith("differs from the record")
+
+
+def test_slime_without_the_token_level_loss_is_not_dapo(tmp_path: Path) -> None:
+    """DAPO's objective is token-level (its paper's eq. 8); slime's loss is the sequence mean
+    unless --calculate-per-token-loss (a store_true switch, arguments.py L879 at 624b824a,
+    recorded as its default): the filter and clip-higher alone are GRPO with DAPO's
+    settings, as tests/test_review.py reads run-deepseek-r1.sh."""
+    text = script(_export("dapo", "slime"), "test", "qwen2.5-7b")
+    got = _read(text.replace("    --calculate-per-token-loss \\\n", ""), tmp_path)
+    assert got["scenario"]["workload"]["algorithm"] == "grpo"
+    assert got["ambiguous"]["workload.algorithm"] == ["grpo"]
+
+
+def test_review_reads_a_grpo_with_one_dapo_switch_as_grpo(tmp_path: Path) -> None:
+    """NeMo-RL's GRPO with dynamic sampling on but the overlong shaping left off (the base
+    config's grpo.reward_shaping.enabled false, L31 at 7ea279ab) is not DAPO; nor GSPO, whose
+    sequence-level ratio the base config leaves off (L101-L102)."""
+    text = script(_export("grpo", "nemo-rl"), "test", "qwen2.5-7b")
+    text = text.replace(
+        "grpo.use_leave_one_out_baseline=False",
+        "grpo.use_leave_one_out_baseline=False \\\n    grpo.use_dynamic_sampling=True",
+    )
+    got = _read(text, tmp_path)
+    assert got["scenario"]["workload"]["algorithm"] == "grpo"
+    assert _why(got).startswith("its loss is not gspo's (loss_fn.sequence_level_importance_ratios")
+
+
+def test_review_cannot_tell_a_launch_with_two_variants_keys(tmp_path: Path) -> None:
+    """OpenRLHF's group_norm is GRPO, DAPO or GSPO: a launch with DAPO's dynamic filtering
+    and GSPO's loss has one own key of each, and review says it cannot tell, not a name."""
+    text = script(_export("grpo", "openrlhf"), "test", "qwen2.5-7b")
+    text = text.replace(
+        "--algo.kl.use_loss \\\n",
+        "--algo.kl.use_loss \\\n    --algo.dynamic_filtering_enable \\\n"
+        "    --actor.policy_loss_type gspo \\\n",
+    )
+    assert "--actor.policy_loss_type gspo" in text
+    assert _why(_read(text, tmp_path)).startswith("GRPO-family, cannot tell")
+
+
+@pytest.mark.parametrize(
+    ("mapping", "side"),
+    [
+        ("verl-0.8.0", "keeps verl's KL loss"),
+        ("verl-0.7.0-125-gb178a3cd5", "keeps verl's KL loss"),
+        ("openrlhf-0.11.0", "a penalty in the reward"),
+        ("openrlhf-0.8.9.post1-5-gc250c21a", "a penalty in the reward"),
+        ("slime-0.3.1-38-g624b824", "writes slime's KL loss"),
+        ("skyrl-0.4.0-516-ga9564572e", "keeps SkyRL's KL loss"),
+        ("roll-0.3.0-9-g8eb27cc2", "writes ROLL's KL loss"),
+        ("nemo-rl-0.1.0-1338-g7ea279abf", "keeps NeMo-RL's KL loss"),
+        ("areal-2.0.0", "only a penalty in the token rewards"),
+        ("areal-1.0.4-17-g4aef98d8d", "only a penalty in the token rewards"),
+    ],
+)
+def test_an_export_says_which_kl_side_it_takes_when_the_record_states_none(
+    mapping: str, side: str
+) -> None:
+    """GiGPO, VinePPO, PRIME, RTO, GBMPO, Kimi k1.5 and Online DPO keep a reference with no
+    KL side their sources state: an export names the framework's default side in its header
+    (Mapping.departures) instead of choosing silently; a stated side says nothing."""
+    from rlmguide.export.mapping import departures
+
+    record = catalogs()[1][mapping]
+    (note,) = departures(record, {"workload.kl_placement": "unstated", "workload.algorithm": "x"})
+    assert note.startswith("the algorithm's record states no side") and side in note
+    stated = departures(record, {"workload.kl_placement": "reward", "workload.algorithm": "x"})
+    assert not any("states no side" in n for n in stated)

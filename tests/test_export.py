@@ -1621,8 +1621,9 @@ def test_openrlhf_grpo_puts_the_kl_in_the_loss(
 ) -> None:
     """GRPO's KL is a loss term (kb/records/algorithms/grpo.yaml): OpenRLHF keeps it in the
     reward unless told (3c3be623: --algo.kl.use_loss, train_ppo_ray.py L484-L486; c250c21a:
-    --use_kl_loss, L390), with k3, the estimator its help gives GRPO. REINFORCE++ keeps it in
-    the reward, as the algorithm does."""
+    --use_kl_loss, L390), with k3, GRPO's estimator (DeepSeekMath eq. 4, the one the flag's help
+    gives GRPO). REINFORCE++ keeps it in the reward, as the algorithm does, with its record's k1
+    (the flag's default, written all the same)."""
     catalog, mappings = catalogs()
     estimator = f"{prefix}estimator" if prefix else "kl_estimator"
     coefficient = f"{prefix}init_coef" if prefix else "init_kl_coef"
@@ -1639,7 +1640,8 @@ def test_openrlhf_grpo_puts_the_kl_in_the_loss(
     assert grpo[estimator] == "k3"
     assert grpo[coefficient] > 0
     reinforce = written("reinforce-plus-plus")
-    assert prefix + use_loss not in reinforce and estimator not in reinforce
+    assert prefix + use_loss not in reinforce
+    assert reinforce[estimator] == "k1"
 
 
 @pytest.mark.parametrize(

@@ -805,9 +805,10 @@ def test_nemo_rl_exports_the_group_mean_baseline_and_review_reads_it_back(
     assert "grpo.use_leave_one_out_baseline=False" in out.read_text()
     hardware = Hardware("h100-sxm-80gb")
     written = review(out, "nemo-rl", hardware=hardware)
-    # (a DAPO launch reads back as GRPO: adv_estimator grpo names both, and both keep the key off)
+    # adv_estimator grpo names both; DAPO's switches (dynamic sampling, the overlong shaping) tell
+    # it (rlmguide.review.family), where it read back as GRPO before
     read_as = written["scenario"]["workload"]["algorithm"]
-    assert read_as == "grpo"
+    assert read_as == algorithm
     assert written["algorithm_keys"] == []
     read = [u for u in written["understood"] if u["key"] == "grpo.use_leave_one_out_baseline"]
     assert [(u["value"], u["field"]) for u in read] == [(False, "workload.algorithm")]

@@ -169,6 +169,11 @@ class Algorithm(Record, Cited):
     `reward`, subtracted from the reward before the advantages (InstructGPT's PPO, RLOO);
     `loss`, a term of the policy loss (GRPO). Unset: no KL to a reference, or the sources
     read do not say. Export writes it in the framework's key for that side."""
+    kl_estimator: Literal["k1", "k2", "k3"] | None = None
+    """The estimator of that KL (Schulman's k1 = log r, k2 = (log r)^2 / 2, k3 = r - 1 - log r
+    for r the reference-to-policy ratio) where the algorithm's paper or reference
+    implementation fixes one: GRPO's k3 (DeepSeekMath eq. 4), InstructGPT's k1 in the reward.
+    Unset: the sources read fix none, and a launch keeps the framework's default."""
     clip_low: Positive | None = None
     """The ratio clip below 1 (1 - clip_low) the algorithm's source sets where it departs
     from PPO's 0.2 that frameworks default to (GSPO's sequence-level ratio: 3e-4)."""
@@ -194,6 +199,8 @@ class Algorithm(Record, Cited):
             raise ValueError("an online algorithm scores its samples: reward cannot be none")
         if self.kl_placement is not None and not self.needs_reference:
             raise ValueError("kl_placement is for an algorithm with a reference (needs_reference)")
+        if self.kl_estimator is not None and not self.needs_reference:
+            raise ValueError("kl_estimator is for an algorithm with a reference (needs_reference)")
         return self
 
 
@@ -890,6 +897,11 @@ class MappingEntry(Strict):
     where it holds."""
     component: Slug | None = None
     """Only when the run uses this training backend or rollout engine."""
+    objective: bool = False
+    """The key sets the form of the policy loss an algorithm is defined by (its aggregation
+    over tokens, a sequence-level ratio, a loss mode): review never names an algorithm whose
+    objective keys a launch sets otherwise (DAPO's token-level loss left at slime's
+    sequence mean is not DAPO), while its other keys only weigh (rlmguide.review.family)."""
     file: Text
     """Where the key is declared at the mapping's commit."""
 

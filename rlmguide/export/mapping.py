@@ -311,13 +311,16 @@ def spelled(entry: MappingEntry) -> tuple[str, ...]:
 
 
 def unexpressed(
-    facts: Mapping[str, Any], active: Iterable[CompiledEntry], implied: Iterable[str] = ()
+    facts: Mapping[str, Any],
+    active: Iterable[CompiledEntry],
+    implied: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """The plan facts away from their neutral value that no active entry accounts for: an
     entry accounts for the facts it writes and those its condition tested on this plan; the
-    mapping's `implied` facts the framework realises by itself."""
-    written = {name for c in active for name in (c.entry.fact, *c.when.names, *spelled(c.entry))}
-    written |= set(implied)  # names (Mapping.implied_facts' keys)
+    mapping's `implied` facts (Mapping.implied_facts) the framework realises by itself."""
+    implied = implied or {}
+    by_entry = {name for c in active for name in (c.entry.fact, *c.when.names, *spelled(c.entry))}
+    written = by_entry | set(implied)
     missing = [
         f"{name} = {lookup_key(facts[name])}"
         for name, neutral in NEUTRAL.items()
@@ -333,6 +336,16 @@ def unexpressed(
     placement = facts.get("workload.kl_placement", "none")
     if placement in ("reward", "loss") and "workload.kl_placement" not in written:
         missing.append(f"workload.kl_placement = {placement}")
+    # and with the estimator the record fixes (slime and OpenRLHF default to k1, verl's KL
+    # loss to k3): an entry writes it, or the framework holds that one without a key
+    # (Mapping.implied: ROLL's KL loss is k3 in code)
+    estimator = facts.get("workload.kl_estimator", "none")
+    if (
+        estimator in ("k1", "k2", "k3")
+        and "workload.kl_estimator" not in by_entry
+        and implied.get("workload.kl_estimator") != estimator
+    ):
+        missing.append(f"workload.kl_estimator = {estimator}")
     overlapped = facts["plan.execution"] in ("async", "partial-rollout")
     if overlapped and "plan.max_staleness" not in written:
         missing.append(f"plan.max_staleness = {facts['plan.max_staleness']}")

@@ -27,6 +27,7 @@ from rlmguide.review.architecture import (
 )
 from rlmguide.review.budget import Budget, Exhausted
 from rlmguide.review.config import argparse_config, hydra_config
+from rlmguide.review.family import family_name, tell
 from rlmguide.review.recipe import RecipeError, recipe_config
 from rlmguide.review.shell import Shell, ShellError, command_arguments
 from rlmguide.review.understand import Reading, read_launch, truth
@@ -437,6 +438,8 @@ def scenario_of(
                 }
             )
     minibatches = f.get("workload.minibatches_per_step", 1)
+    if len(options := reading.ambiguous.get("workload.algorithm", [])) > 1:
+        assumed.append(_variant(reading, options, catalog.of("algorithm")))
     if "workload.algorithm" not in f:
         # NeMo-RL's run_grpo.py runs GRPO; verl's adv_estimator and OpenRLHF's advantage
         # estimator default to GAE
@@ -984,6 +987,52 @@ def memory_keys(
     return rows
 
 
+def _variant(
+    reading: Reading, candidates: list[str], algorithms: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The algorithm among those one estimator key spells that the launch's own keys single
+    out (rlmguide.review.family), set on the reading, and why; where they cannot, the
+    first is kept and said to be a guess."""
+    told = tell(reading, candidates, algorithms)
+    f = reading.facts
+    why = ""
+    if told.dropped:
+        why = (
+            "its loss is not "
+            + "; nor ".join(
+                f"{c}'s (" + ", ".join(f"{k}={v}" for k, v in keys.items()) + ")"
+                for c, keys in told.dropped.items()
+            )
+            + "; "
+        )
+    others = ", ".join(c for c in told.candidates if c != told.algorithm)
+    if told.algorithm is not None:
+        f["workload.algorithm"] = told.algorithm
+        if told.agreeing:
+            keys = ", ".join(f"{k}={v}" for k, v in told.agreeing.items())
+            why += f"the launch's keys for it ({keys}) tell it from {others or 'the rest'}"
+        else:
+            why += f"the launch sets no key of {others or 'another variant'}"
+        if told.differing:
+            unlike = ", ".join(f"{k} (export writes {v})" for k, v in told.differing.items())
+            why += f"; it sets otherwise {unlike}"
+    else:
+        if f["workload.algorithm"] not in told.candidates and told.candidates:
+            f["workload.algorithm"] = told.candidates[0]  # a guess whose loss the launch runs
+        scores = ", ".join(f"{c} {n:+d}" for c, n in told.scores.items())
+        why += (
+            f"{family_name(told.candidates, algorithms)}, cannot tell: no candidate's own keys "
+            f"outweigh the others' (keys set as export writes them less keys set otherwise: "
+            f"{scores}); estimated as {f['workload.algorithm']}"
+        )
+    return {
+        "field": "workload.algorithm",
+        "value": f["workload.algorithm"],
+        "why": why,
+        "source": reading.mapping.id,
+    }
+
+
 def algorithm_keys(reading: Reading, plan_facts: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The keys an export writes for the reviewed algorithm that the launch sets otherwise, or
     leaves at a framework default that differs (NeMo-RL's GRPO keeps a leave-one-out baseline
@@ -1025,14 +1074,15 @@ def algorithm_keys(reading: Reading, plan_facts: Mapping[str, Any]) -> list[dict
 
 def algorithm_settings(reading: Reading, plan_facts: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The launch's algorithm settings beside the algorithm's record: the side of its KL to
-    the reference and its clip range, where the record states them or the launch's keys say
-    them (a launch that leaves them to the framework's default says nothing), then the
-    mapping's departures from the record that hold (Mapping.departures)."""
+    the reference, the KL's estimator and the clip range, where the record states them or the
+    launch's keys say them (a launch that leaves them to the framework's default says nothing),
+    then the mapping's departures from the record that hold (Mapping.departures)."""
     from rlmguide.export.mapping import departures
 
     rows = []
     for fact, what, unstated in (
         ("workload.kl_placement", "KL penalty to the reference", ("unstated", "none")),
+        ("workload.kl_estimator", "estimator of that KL", ("unstated", "none")),
         ("workload.clip_low", "ratio clip below 1", (0,)),
         ("workload.clip_high", "ratio clip above 1", (0,)),
     ):

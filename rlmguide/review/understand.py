@@ -81,8 +81,9 @@ def _unreadable(value: Any) -> str | None:
 
 
 TEXT_FACTS = frozenset(
-    {"workload.algorithm", "workload.reward_model", "workload.kl_placement", "plan.placement",
-     "plan.execution", "plan.train.recompute", "run.rollout_engine"}
+    {"workload.algorithm", "workload.reward_model", "workload.kl_placement",
+     "workload.kl_estimator", "plan.placement", "plan.execution", "plan.train.recompute",
+     "run.rollout_engine"}
 )  # fmt: skip
 """The plan and workload facts a launch gives as words; the others are numbers or switches
 (`input.*` are paths; `launch.*` are read as written and typed by export.startup)."""

@@ -608,6 +608,10 @@ def algorithm_fields(ix: Index, src: str, alg: Algorithm) -> str:
                 f"in the {alg.kl_placement}" if alg.kl_placement else "not stated, or none",
             ),
             (
+                "Estimator of that KL",
+                alg.kl_estimator or "not fixed by the sources read, or none",
+            ),
+            (
                 "Ratio clip range",
                 f"1 - {alg.clip_low:g} to 1 + {alg.clip_high:g}"
                 if alg.clip_low and alg.clip_high
