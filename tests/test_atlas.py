@@ -35,19 +35,6 @@ def test_atlas_has_a_row_for_every_setup_of_the_grid(atlas_rows: list[dict[str, 
     assert min(sizes) < 2 and max(sizes) > 600
 
 
-NO_LAUNCHABLE_PLAN = {
-    ("deepseek-v3", "h100-sxm-80gb", 128, "ppo"),
-    ("deepseek-v3", "a100-sxm-80gb", 128, "ppo"),
-}
-"""The rows whose best plan that fits only NeMo-RL runs, as PPO: NeMo-RL's code does
-(examples/run_ppo.py trains a value model with GAE, nemo_rl/algorithms/ppo.py at 7ea279abf),
-but its export mapping launches GRPO-family runs only (examples/run_grpo.py), so the launch
-check refuses it; every other mapped framework's own ranking is refused at export or fits
-nothing. A gap of the mapping, not a refusal in NeMo-RL's code. (On 32 A100s or H20s DeepSeek-V3
-and on 8 H20s Qwen3-235B-A22B were such rows while unrecorded host memory went unchecked: their
-plans park 3 to 8 TiB a node on the host, and those rows no longer fit.)"""
-
-
 def test_every_atlas_plan_is_launchable(atlas_rows: list[dict[str, Any]]) -> None:
     # The top plan of every setup that fits is one a released framework launches, and the
     # row names the first of them (export mappings first, then the newest release), or the
@@ -88,16 +75,14 @@ def test_every_atlas_plan_is_launchable(atlas_rows: list[dict[str, Any]]) -> Non
             assert r["launchable_by"] == [r["ranked_for"]] == r["frameworks"], r
             assert r["ranked_for"] in mapped & released, r
             own.append(r)
-    # few (10 of 539 had no launchable plan before each mapped framework's own ranking was
-    # asked: Qwen3-235B-A22B and DeepSeek-V3 on few GPUs, where only streamed parameters fit)
-    assert len(unlaunched) + len(own) <= 0.05 * len(feasible)
-    key = ("model_id", "accelerator_id", "gpus", "algorithm_id")
-    assert {tuple(r[k] for k in key) for r in unlaunched} == NO_LAUNCHABLE_PLAN
-    unmapped_ppo = "nemo-rl: grpo.adv_estimator.name has no value for workload.algorithm = ppo"
-    for r in unlaunched:
-        assert r["launch_refused_by"] == ["nemo-rl"], r
-        assert unmapped_ppo in r["no_launch_reason"], r
-    assert own, "DeepSeek-V3 PPO on 128 H200s: SkyRL's own ranking launches a plan"
+    # every row that fits has a launchable plan, with no exemption: the last two, DeepSeek-V3 PPO
+    # on 128 H100s and 128 A100s, only NeMo-RL runs, since its mapping launches PPO
+    # (examples/run_ppo.py at 7ea279abf); a mapped framework's own ranking stays rare
+    assert unlaunched == []
+    assert len(own) <= 0.05 * len(feasible)
+    ppo = [r for r in feasible if r["algorithm_id"] == "ppo" and r["model_id"] == "deepseek-v3"]
+    led = {(r["accelerator_id"], r["gpus"], r["framework"]) for r in ppo}
+    assert {("h100-sxm-80gb", 128, "nemo-rl"), ("a100-sxm-80gb", 128, "nemo-rl")} <= led
 
 
 def test_atlas_figures_are_plausible(atlas_rows: list[dict[str, Any]]) -> None:

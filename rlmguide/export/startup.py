@@ -55,6 +55,12 @@ LAUNCH_FACTS = {
             "training packs several sequences into one micro-batch by tokens",
         ),
         Fact(
+            "launch.value_sequence_packing",
+            "bool",
+            "the value model (PPO's critic) packs its sequences by tokens, where the framework "
+            "batches it apart from the policy (NeMo-RL's value.sequence_packing)",
+        ),
+        Fact(
             "launch.engine_memory_fraction",
             "number",
             "the rollout engine's memory setting in its own unit: vLLM's gpu_memory_utilization "
@@ -196,6 +202,7 @@ ABSENT = {
     "launch.run_steps": 0,
     "launch.dataset_epochs": 0,
     "launch.sequence_packing": False,
+    "launch.value_sequence_packing": False,
     "launch.normalized_advantages": False,
     "launch.dynamic_sampling": False,
     "launch.ref_micro_batch": 0,
