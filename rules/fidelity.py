@@ -264,17 +264,29 @@ def leave_group_out(
 ) -> tuple[list[Comparison], list[int]]:
     """`table[g][i]` is case i predicted at grid point g. The cases sharing a `key` (a source,
     by default) are predicted at the grid point with the lowest median error over the cases
-    of every other key; returns those comparisons and the grid index chosen for each case."""
+    of every other key; returns those comparisons and the grid index chosen for each case.
+    Grid points whose medians are equal (one case can be the median at several points, its
+    prediction untouched by the constant that differs) are told apart by the mean error, so that
+    the choice does not fall to the grid's order."""
     keys = [key(c.result) for c in table[0]]
     best: dict[str, int] = {}
     for k in set(keys):
         scores = [
-            median_abs_log_error(c for c, other in zip(row, keys, strict=True) if other != k)
+            (
+                median_abs_log_error(kept := [c for c, o in zip(row, keys, strict=True) if o != k]),
+                mean_abs_log_error(kept),
+            )
             for row in table
         ]
         best[k] = min(range(len(table)), key=lambda g: scores[g])
     chosen = [best[k] for k in keys]
     return [table[g][i] for i, g in enumerate(chosen)], chosen
+
+
+def mean_abs_log_error(comparisons: Iterable[Comparison]) -> float:
+    """mean |ln(predicted / reported)|: the tie-break between grid points of equal median error."""
+    errors = [abs(math.log(c.ratio)) for c in comparisons if c.ratio]
+    return sum(errors) / len(errors) if errors else math.nan
 
 
 def median_abs_log_error(comparisons: Iterable[Comparison]) -> float:

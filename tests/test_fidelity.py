@@ -332,3 +332,15 @@ def test_a_prediction_carries_its_stages_and_overlap() -> None:
     assert sum(s for name, s in sync.stages if name != "overlap") == pytest.approx(sync.predicted)
     streamed = dict(BY_ID["nemo-rl-perf-qwen3-235b-grpo-gb200-1off-128gpu-v0.6"].stages)
     assert streamed["overlap"] > 0.0
+
+
+def test_leave_group_out_breaks_an_equal_median_by_the_mean_error() -> None:
+    # Holding out s1, three cases are judged: errors (ln) at point 0 are 0, ln 1.2, ln 3; at
+    # point 1 ln 1.1, ln 1.2, ln 1.3. Both medians are 1.2x (case c, which neither point
+    # moves), so the mean error decides: point 1's (ln 1.1 + ln 1.2 + ln 1.3) / 3 = 0.1797
+    # beats point 0's (ln 1.2 + ln 3) / 3 = 0.4270, although point 0 comes first.
+    cases = [_case(n, s, 10) for n, s in (("a", "s1"), ("b", "s2"), ("c", "s3"), ("d", "s4"))]
+    predicted = [(10.0, 10.0, 12.0, 30.0), (10.0, 11.0, 12.0, 13.0)]
+    table = [[Comparison(c, p) for c, p in zip(cases, row, strict=True)] for row in predicted]
+    _, chosen = leave_group_out(table)
+    assert chosen[0] == 1
