@@ -102,7 +102,7 @@ class Overheads:
     framework's processes, Ray's object store and the data loader. An assumption no source
     states, held under what Ray's defaults allow (github-ray-project-ray, read 2026-12-06): its
     memory monitor kills workers once the node's used memory passes 0.95 of the total
-    (src/ray/common/ray_config_def.h lines 69-73 at 903341435409, memory_usage_threshold), and
+    (src/ray/common/ray_config_def.h lines 70-74 at 903341435409, memory_usage_threshold), and
     its object store, not preallocated (preallocate_plasma_memory false, same file), may grow to
     0.3 of the memory available at start, at most 200 GB (python/ray/_private/ray_constants.py
     lines 53-57 at 00432a917573). On a 2,048 GiB node that leaves at most 0.95 - 186.3 / 2,048
