@@ -97,7 +97,6 @@ def test_every_atlas_plan_is_launchable(atlas_rows: list[dict[str, Any]]) -> Non
     for r in unlaunched:
         assert r["launch_refused_by"] == ["nemo-rl"], r
         assert unmapped_ppo in r["no_launch_reason"], r
-    assert own, "DeepSeek-V3 PPO on 128 H200s: SkyRL's own ranking launches a plan"
 
 
 def test_atlas_figures_are_plausible(atlas_rows: list[dict[str, Any]]) -> None:
