@@ -5,8 +5,10 @@ leave-one-source-out, so no source is predicted with constants fitted on it) say
 reported time falls from it. STEP_BAND holds the 10th and 90th percentiles of reported /
 predicted over those runs' RL step times: "likely" below means four runs in five landed inside.
 MEMORY_BAND does the same for the memory figures, from the published memory measurements
-(tests/test_memory_results.py). Both are re-derived by the benchmark when the model or the
-records change; a test keeps them consistent with the calibration at the default constants.
+(tests/test_memory_results.py), except a rollout engine's share, which the engine reserves
+exactly at the memory fraction the plan writes. Both are re-derived by the benchmark when the
+model or the records change; a test keeps them consistent with the calibration at the default
+constants.
 """
 
 from __future__ import annotations
@@ -32,6 +34,12 @@ def step_band(seconds: FloatArray | float) -> tuple[FloatArray | float, FloatArr
     return seconds * STEP_BAND[0], seconds * STEP_BAND[1]
 
 
-def memory_band(gib: FloatArray | float) -> tuple[FloatArray | float, FloatArray | float]:
-    """Where the memory per GPU is likely to land: (low, high) GiB."""
-    return gib * MEMORY_BAND[0], gib * MEMORY_BAND[1]
+def memory_band(
+    gib: FloatArray | float, reserved_gib: FloatArray | float = 0.0
+) -> tuple[FloatArray | float, FloatArray | float]:
+    """Where the memory per GPU is likely to land: (low, high) GiB. `reserved_gib` of it is
+    exact, not estimated: what a rollout engine reserves at the memory fraction the plan
+    writes (vLLM and SGLang take that share of the GPU whatever they fill), so only the rest
+    carries the measured spread."""
+    estimated = gib - reserved_gib
+    return reserved_gib + estimated * MEMORY_BAND[0], reserved_gib + estimated * MEMORY_BAND[1]

@@ -226,6 +226,13 @@ class CostTable:
             del memory["rollout"]
             headroom.pop("rollout", None)
         low, high = step_band(float(self.step_seconds[i]))
+        # The engine's share is exact (the plan writes it as the engine's memory fraction, of
+        # the HBM the figure and its headroom make up); only what stays resident beside it is
+        # estimated.
+        reserved: dict[str, float] = {}
+        if "rollout" in memory:
+            hbm_gib = memory["rollout"] + headroom["rollout"]
+            reserved["rollout"] = float(self.rollout_memory_fraction[i]) * hbm_gib
         return {
             **plan,
             "step_seconds": float(self.step_seconds[i]),
@@ -235,7 +242,9 @@ class CostTable:
             "tokens_per_second": float(self.tokens_per_second[i]),
             "stages": [self.stage_row(n, i) for n in names],
             "memory_gib_per_gpu": memory,
-            "memory_gib_per_gpu_band": {k: list(memory_band(v)) for k, v in memory.items()},
+            "memory_gib_per_gpu_band": {
+                k: list(memory_band(v, reserved.get(k, 0.0))) for k, v in memory.items()
+            },
             "headroom_gib_per_gpu": headroom,
             "bottleneck": STAGES[int(self.bottleneck[i])],
             "feasible": bool(self.feasible[i]),

@@ -99,13 +99,23 @@ class Overheads:
 
     host_memory_usable_fraction: float = 0.8
     """Share of a node's host memory that offloaded state may take; the rest holds the OS, the
-    framework's processes, Ray's object store and the data loader (an assumption)."""
+    framework's processes, Ray's object store and the data loader. An assumption no source
+    states, held under what Ray's defaults allow (github-ray-project-ray, read 2026-12-06): its
+    memory monitor kills workers once the node's used memory passes 0.95 of the total
+    (src/ray/common/ray_config_def.h lines 70-74 at 903341435409, memory_usage_threshold), and
+    its object store, not preallocated (preallocate_plasma_memory false, same file), may grow to
+    0.3 of the memory available at start, at most 200 GB (python/ray/_private/ray_constants.py
+    lines 53-57 at 00432a917573). On a 2,048 GiB node that leaves at most 0.95 - 186.3 / 2,048
+    = 0.86 for offloaded state with the object store full, before the OS and the processes'
+    own memory; on a node under about 620 GiB, where the 30% binds, 0.65."""
 
-    unrecorded_host_memory_gib_per_gpu: float = 2000e9 / 8 / GIB
+    unrecorded_host_memory_gib_per_gpu: float = 2048.0 / 8
     """Host memory per GPU assumed where neither the scenario (cluster.host_memory_gib_per_node)
-    nor the accelerator record gives a figure: 2 TB a node of 8 GPUs (232.8 GiB a GPU), what
-    every 8-GPU reference system the records cite carries (DGX A100 80GB, DGX H100/H200, DGX
-    B200). An assumption, said with the plans it binds (rules.scenario): an unknown figure must
+    nor the accelerator record gives a figure: 2 TB a node of 8 GPUs, what every 8-GPU
+    reference system the records cite carries (DGX A100 80GB, DGX H100/H200, DGX B200). Their
+    2 TB is DIMM capacity, whose "GB" is JEDEC's binary unit (32 DIMMs of 64 GB in NVIDIA's
+    DGX H100 system description, docs-jedec-memory-capacity-prefixes), so 2,048 GiB: 256 GiB a
+    GPU. An assumption, said with the plans it binds (rules.scenario): an unknown figure must
     not let streamed parameters and CPU optimizers park terabytes on a host nobody measured."""
 
     cpu_adam_bytes_per_s_per_node: float = 200e9

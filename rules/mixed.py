@@ -43,7 +43,7 @@ from rlmguide.rules.recommend import (
     recommender_for,
 )
 from rlmguide.rules.runcost import BilledPart, billed_part, run_steps, run_terms
-from rlmguide.rules.scenario import InputError, Resolved, resolve
+from rlmguide.rules.scenario import InputError, Resolved, assumed_host_memory_note, resolve
 from rlmguide.rules.search import Split
 from rlmguide.rules.sizing import (
     SIZE_KEYS,
@@ -77,6 +77,13 @@ class Part:
     @property
     def gpus(self) -> int:
         return self.resolved.scenario.cluster.gpus
+
+    def assumed_host_memory(self) -> str | None:
+        """The part's note where its host memory is assumed (neither the part nor its
+        accelerator record gives one), named by the part; None else."""
+        r = self.resolved
+        note = assumed_host_memory_note(r.scenario.cluster, r.accelerator, r.accelerator_id)
+        return f"part {self.name}: {note}" if note else None
 
 
 @dataclass(frozen=True)
@@ -197,6 +204,9 @@ def crossing_resolved(cross: Crossing) -> Resolved:
         update={"cluster": s.cluster.model_copy(update={"nodes": nodes}), "workload": workload}
     )
     notes = list(base.notes)
+    # The trainer's part says its own; the rollout pool's nodes are the other part's.
+    if rollout_host := cross.rollout.assumed_host_memory():
+        notes.append(rollout_host)
     if not s.workload.recompute_old_logprobs:
         notes.append(
             "across parts the trainer recomputes the old log-probs: the rollout part's engine "
@@ -358,6 +368,8 @@ def recommend_mixed(
             f"no price for {', '.join(unpriced)} (set its price_per_gpu_hour), so the options "
             "are compared on GPU-hours"
         )
+    # Each part's host memory, where it is assumed, as a single-kind cluster says it.
+    notes.extend(note for p in mixed.parts if (note := p.assumed_host_memory()))
     summary = {
         **objective_axes(objective, time_key, cost_key),
         "link_gbps_per_gpu": mixed.link_gbps,

@@ -27,6 +27,7 @@ from rlmguide.kb.schema import (
     AcceleratorFigures,
     Algorithm,
     Architecture,
+    Cluster,
     InlineAccelerator,
     InlineModel,
     Model,
@@ -225,6 +226,26 @@ def _architecture(
     return architecture
 
 
+def assumed_host_memory_note(
+    cluster: Cluster, accelerator: AcceleratorFigures, accelerator_id: str
+) -> str | None:
+    """What to say where neither the cluster nor the accelerator record gives host memory: the
+    cost core then checks offloaded state against an assumed figure
+    (Overheads.unrecorded_host_memory_gib_per_gpu). None where a figure is given."""
+    if accelerator.host_memory_gib_per_gpu is not None:
+        return None
+    if cluster.host_memory_gib_per_node is not None:
+        return None
+    per_gpu = DEFAULT_OVERHEADS.unrecorded_host_memory_gib_per_gpu
+    return (
+        f"host memory: the {accelerator_id} record gives no reference system's figure, so "
+        "state parked or streamed on the host is checked against an assumed "
+        f"{per_gpu * cluster.gpus_per_node:,.0f} GiB a node ({per_gpu:.1f} GiB a GPU: 2 TB "
+        "per 8 GPUs, as the DGX systems the records cite carry), not a recorded one; set "
+        "cluster.host_memory_gib_per_node to your nodes'"
+    )
+
+
 def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> Resolved:
     """Replace ids by records and check what no single field can check alone."""
     cluster, models, workload = scenario.cluster, scenario.models, scenario.workload
@@ -363,16 +384,8 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             f"{fp8[0]}: fp8 precision needs fp8 matmuls, and {accelerator_id} has no fp8 "
             "figure; use bf16"
         )
-    if cluster.host_memory_gib_per_node is None and accelerator.host_memory_gib_per_gpu is None:
-        # The cost core then checks offloaded state against an assumed figure: say so.
-        per_gpu = DEFAULT_OVERHEADS.unrecorded_host_memory_gib_per_gpu
-        notes.append(
-            f"host memory: the {accelerator_id} record gives no reference system's figure, so "
-            "state parked or streamed on the host is checked against an assumed "
-            f"{per_gpu * cluster.gpus_per_node:,.0f} GiB a node ({per_gpu:.1f} GiB a GPU: 2 TB "
-            "per 8 GPUs, as the DGX systems the records cite carry), not a recorded one; set "
-            "cluster.host_memory_gib_per_node to your nodes'"
-        )
+    if host_note := assumed_host_memory_note(cluster, accelerator, accelerator_id):
+        notes.append(host_note)
     if scenario.plan.train.lora_rank and policy.moe:
         notes.append(
             "LoRA adapters are costed on the attention and dense MLP layers; routed experts "

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rlmguide.cost import evaluate
 from rlmguide.cost.architecture import ModelFigures
+from rlmguide.cost.band import MEMORY_BAND
 from rlmguide.cost.batch import Batch, Needs
 from rlmguide.cost.layouts import RolloutLayout, TrainLayout
 from rlmguide.cost.memory import (
@@ -720,3 +721,31 @@ def test_no_split_holds_less_than_an_average_stage(
     peak = activation_bytes(fig, layout, t, *flight)[0]
     kept = 2.0 * fig.hidden if recompute == "full" else layer_bytes(fig, layout)[0]
     assert peak >= 1024 * kept * layers / pp * (1 - 1e-12)
+
+
+def test_the_rollout_band_spares_what_the_engine_reserves() -> None:
+    # A rollout GPU holds the engine's share, exactly what the plan writes as its memory
+    # fraction (vLLM and SGLang reserve it, filled or not), beside what the trainer leaves
+    # resident; only that rest is an estimate, so only it carries the measured band
+    # (cost.band.MEMORY_BAND). The training figure is all estimate and keeps the whole band.
+    low_share, high_share = MEMORY_BAND
+    apart = evaluate(
+        H100, QWEN25_7B, workload(),
+        one_plan(placement="disaggregated", rollout_gpus=4, train_gpus=4),
+    ).row(0)  # fmt: skip
+    rollout = apart["memory_gib_per_gpu"]["rollout"]
+    assert rollout == pytest.approx(apart["rollout"]["memory_fraction"] * H100.memory_gib)
+    assert apart["memory_gib_per_gpu_band"]["rollout"] == pytest.approx([rollout, rollout])
+    train = apart["memory_gib_per_gpu"]["train"]
+    band = apart["memory_gib_per_gpu_band"]["train"]
+    assert band == pytest.approx([low_share * train, high_share * train])
+    # Colocated, whatever the trainer does not park stays beside the engine: the band is the
+    # engine's share plus that state at the measured spread.
+    together = evaluate(H100, QWEN25_7B, workload(), one_plan(train_zero=1)).row(0)
+    resident = together["memory_breakdown_gib"]["rollout"]["trainer_state"]
+    engine = together["rollout"]["memory_fraction"] * H100.memory_gib
+    assert resident > 0
+    assert together["memory_gib_per_gpu"]["rollout"] == pytest.approx(engine + resident)
+    assert together["memory_gib_per_gpu_band"]["rollout"] == pytest.approx(
+        [engine + low_share * resident, engine + high_share * resident]
+    )

@@ -18,8 +18,9 @@ from rlmguide.kb.schema.records import Accelerator
 from rlmguide.rules.scenario import parse_scenario, resolve
 from test_cost_specs import H100, QWEN7B_PARAMS, QWEN25_7B, one_plan, workload
 
-TWO_TB = 2000e9
-"""DGX H100/H200, DGX B200 and NVIDIA's DGX A100 80GB system description: 2 TB a node."""
+TWO_TB = 2048 * GIB
+"""DGX H100/H200, DGX B200 and NVIDIA's DGX A100 80GB system description: 2 TB a node, of
+DIMMs whose GB is JEDEC's 2^30 bytes (the DGX H100's 32 x 64 GB)."""
 
 
 @cache
@@ -37,8 +38,8 @@ def test_the_assumed_figure_is_2_tb_a_node_of_8_gpus() -> None:
     h20, a100 = accelerator("h20-96gb"), accelerator("a100-sxm-80gb")
     assert h20.host_memory_gib_per_gpu is None
     assert Hardware.of(h20, 8, DEFAULT_OVERHEADS).host_memory_bytes == pytest.approx(TWO_TB)
-    assert a100.host_memory_gib_per_gpu == 232.8
-    assert Hardware.of(a100, 8, DEFAULT_OVERHEADS).host_memory_bytes == 232.8 * 8 * GIB
+    assert a100.host_memory_gib_per_gpu == 256.0
+    assert Hardware.of(a100, 8, DEFAULT_OVERHEADS).host_memory_bytes == TWO_TB
     # a node's own figure wins over both
     given = Hardware.of(h20, 8, DEFAULT_OVERHEADS, host_memory_gib_per_node=4096)
     assert given.host_memory_bytes == 4096 * GIB
@@ -72,7 +73,7 @@ def _notes(cluster: dict[str, object]) -> tuple[str, ...]:
 
 def test_the_assumption_is_said_only_where_it_is_made() -> None:
     (said,) = [n for n in _notes({"accelerator": "h20-96gb"}) if n.startswith("host memory")]
-    assert "h20-96gb record gives no" in said and "assumed 1,863 GiB a node" in said
+    assert "h20-96gb record gives no" in said and "assumed 2,048 GiB a node" in said
     assert "cluster.host_memory_gib_per_node" in said
     for quiet in (
         {"accelerator": "a100-sxm-80gb"},
@@ -83,7 +84,7 @@ def test_the_assumption_is_said_only_where_it_is_made() -> None:
 
 def test_a_search_the_host_binds_says_so_and_that_the_figure_is_assumed() -> None:
     # DeepSeek-V3 GRPO on 32 H20s fits only with streamed parameters and a CPU optimizer:
-    # 3,124.7 GiB a node on the host, over 0.8 x 2 TB = 1,490.1 GiB (the atlas row fitted
+    # 3,124.7 GiB a node on the host, over 0.8 x 2,048 GiB = 1,638.4 GiB (the atlas row fitted
     # while the H20's unrecorded host memory went unchecked).
     from rlmguide.rules.atlas import Setup
     from rlmguide.rules.recommend import NoFeasiblePlan, recommend, recommender_for
@@ -94,6 +95,6 @@ def test_a_search_the_host_binds_says_so_and_that_the_figure_is_assumed() -> Non
         recommend(recommender_for(resolve(scenario, catalog.records), catalog), 1)
     said = str(failed.value)
     assert "with a CPU optimizer and streamed parameters, closest:" in said
-    assert "overflows the host pool by 1634.6 GiB per node" in said
-    assert "(usable 1,490.1 GiB a node)" in said
+    assert "overflows the host pool by 1486.3 GiB per node" in said
+    assert "(usable 1,638.4 GiB a node)" in said
     assert said.endswith("(host memory assumed, 2 TB per 8 GPUs: the h20-96gb record gives none)")

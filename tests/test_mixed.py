@@ -455,3 +455,30 @@ def test_memory_of_each_pool_is_judged_against_its_own_parts_capacity() -> None:
         mixed_costs.pool_overflow_gib["training"], on_h100.pool_overflow_gib["training"]
     )
     assert np.all(mixed_costs.feasible)  # the search kept only plans that fit on both parts
+
+
+def test_a_part_whose_host_memory_is_assumed_says_so(tmp_path: Path) -> None:
+    # The part named a100 becomes H20s, whose record gives no host memory: the cost core checks
+    # its offloaded state against the assumed 2,048 GiB a node of 8 GPUs, and the notes say it,
+    # for that part only, as a single-kind cluster's do.
+    data = with_cluster()
+    data["cluster"]["parts"][0]["accelerator"] = "h20-96gb"
+    mixed = resolve_mixed(parse_scenario(data), catalog())
+    h20, h100 = mixed.parts
+    said = h20.assumed_host_memory()
+    assert said is not None and said.startswith("part a100: host memory: the h20-96gb record")
+    assert "assumed 2,048 GiB a node (256.0 GiB a GPU" in said
+    assert h100.assumed_host_memory() is None
+    # Rollout on the H20s, training on the H100s: the trainer's part assumes nothing, the
+    # rollout part's note is carried over; the reverse crossing says it once, from the trainer.
+    assert said in crossing_resolved(crossing(mixed, h20, h100)).notes
+    reverse = crossing_resolved(crossing(mixed, h100, h20)).notes
+    assert [n for n in reverse if "h20-96gb record gives no" in n] == [
+        n for n in h20.resolved.notes if n.startswith("host memory")
+    ]
+    result = recommend_json(write(tmp_path, data))
+    assert [n for n in result["mixed"]["notes"] if "host memory" in n] == [said]
+    # A part that states its nodes' host memory assumes nothing.
+    data["cluster"]["parts"][0]["host_memory_gib_per_node"] = 1024
+    given = resolve_mixed(parse_scenario(data), catalog())
+    assert all(p.assumed_host_memory() is None for p in given.parts)

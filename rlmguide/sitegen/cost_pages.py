@@ -112,7 +112,9 @@ def calibration_pages(catalog: Catalog) -> dict[str, str]:
         f"/ predicted over those held-out RL step times is the band every plan carries: "
         f"**{STEP_BAND[0]:.2f}-{STEP_BAND[1]:.2f}** times the prediction (the *Likely* "
         "column); memory figures carry "
-        f"**{MEMORY_BAND[0]:.2f}-{MEMORY_BAND[1]:.2f}**.",
+        f"**{MEMORY_BAND[0]:.2f}-{MEMORY_BAND[1]:.2f}**, a rollout pool's on what stays beside "
+        "the engine (the engine's share is the memory fraction the plan writes, reserved "
+        "exactly).",
         f"![Predicted against reported, log scales]({posixpath.basename(CALIBRATION_PLOT)})",
         calibration_table(comparisons),
         "\n".join(_constants_section()),
