@@ -1648,6 +1648,8 @@ def test_openrlhf_grpo_puts_the_kl_in_the_loss(
         # FP8 release (no bf16 copy named by a framework): the folder NeMo-RL's guide converts to
         ("deepseek-v3", "h200-sxm-141gb", 64, "DeepSeek-V3-bf16", "FP8"),
         ("gpt-oss-120b", "h100-sxm-80gb", 4, "gpt-oss-120b-bf16", "MXFP4"),
+        # Kimi-K2's release is DeepSeek-V3's FP8 blocks (its config.json quantization_config)
+        ("kimi-k2", "h200-sxm-141gb", 128, "Kimi-K2-Instruct-bf16", "FP8"),
         # verl's example trains from this bf16 copy (run_gpt_oss_20b_fsdp.sh L63 at 7aed6b23)
         ("gpt-oss-20b", "h100-sxm-80gb", 1, "lmsys/gpt-oss-20b-bf16", "MXFP4"),
         ("qwen2.5-7b", "h100-sxm-80gb", 1, "Qwen/Qwen2.5-7B", None),
@@ -1674,6 +1676,10 @@ def test_a_quantised_release_is_not_the_default_policy_path(
     models = load_catalog(record_roots(), ("model",)).of("model")
     assert match_model(path, models) == policy
     described = launch.inputs["MODEL_PATH"]
+    # Kimi-K2's config.json maps its classes to the checkpoint's own Python (auto_map), and its
+    # model_type kimi_k2 is none that verl's transformers registers: only remote code loads it.
+    remote = "actor_rollout_ref.model.trust_remote_code=True" in launch.script
+    assert remote == (policy == "kimi-k2")
     if quantized is None:
         assert "bf16" not in described
     else:
