@@ -930,8 +930,9 @@ class Launch(Strict):
 
 
 class Departure(Strict):
-    """A way a launch of the mapping runs otherwise than the algorithm's record says, which no
-    key of the framework can change at its commit."""
+    """A way a launch of the mapping runs otherwise than the algorithm's record (or the
+    scenario) says, which no key of the framework can change at its commit, or none the export
+    can change without leaving the plan it costed."""
 
     when: Text
     """A condition over the facts (the rules' expression language) where the departure holds."""
