@@ -501,6 +501,10 @@ class Model(Record, Cited):
     bf16_checkpoint: Text | None = None
     """A bf16 copy of that release on Hugging Face that a framework's own example trains from
     (named in `bf16_conversion`): the policy's default path where the release is quantised."""
+    model_type: Text | None = None
+    """The `model_type` of its Hugging Face config.json (qwen3_next, kimi_k2), read at the cited
+    configuration: the key transformers and mbridge register a model by, so whether a trainer
+    can build it. Null: not read."""
     remote_code: bool | None = None
     """Whether the Hugging Face checkpoint loads classes from Python files in its own repository
     (an `auto_map` in its config.json or tokenizer_config.json: Moonlight's tiktoken tokenizer),
