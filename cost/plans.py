@@ -605,6 +605,31 @@ def expert_ranks(dp: Any, cp: Any, tp: Any, etp: Any) -> Any:
     return dp * cp * (tp // etp)
 
 
+def kv_heads_uneven(arch: Architecture, tp: Any) -> Any:
+    """Where tp neither splits the KV heads evenly nor replicates them evenly (tp a multiple of
+    them). The rollout engines and the trainer refuse such a tp at model build: vLLM v0.20.2
+    (verl 0.8.0's image) asserts it in LlamaAttention (vllm/model_executor/models/llama.py
+    L144-L154, which Phi-3/4 and most dense models reuse), Megatron-Core core_v0.16.1 raises in
+    TransformerConfig.__post_init__ (megatron/core/transformer/transformer_config.py
+    L939-L946). Multi-head latent attention compresses K and V into one latent, so it has no
+    KV heads to split."""
+    if arch.mla:
+        return np.zeros(np.shape(tp), dtype=bool)
+    return np.where(tp <= arch.kv_heads, arch.kv_heads % tp, tp % arch.kv_heads) != 0
+
+
+def tp_lays_out_heads(arch: Architecture, tp: Any) -> Any:
+    """Where tp lays out the attention: the heads divide by it (vLLM llama.py L144; Megatron-Core
+    transformer_config.py L924-L928) and the KV heads split or replicate evenly."""
+    return (arch.heads % tp == 0) & ~kv_heads_uneven(arch, tp)
+
+
+def head_tps(arch: Architecture) -> list[int]:
+    """Every tensor-parallel degree that lays out `arch`'s attention (each divides the heads)."""
+    tps = np.arange(1, arch.heads + 1)
+    return [int(t) for t in tps[tp_lays_out_heads(arch, tps)]]
+
+
 def _model_problems(
     arch: Architecture,
     role: str,
@@ -623,12 +648,11 @@ def _model_problems(
             found.append(PlanError(f"{prefix}.{field}", f"{reason} ({role})", rows))
 
     check(arch.heads % tp != 0, "tp", f"attention heads ({arch.heads}) are not divisible by tp")
-    if not arch.mla:
-        # KV heads split over tp, or are replicated when tp exceeds them; both must be even.
-        uneven = np.where(tp <= arch.kv_heads, arch.kv_heads % tp, tp % arch.kv_heads) != 0
-        check(
-            uneven, "tp", f"kv heads ({arch.kv_heads}) neither split nor replicate evenly over tp"
-        )
+    check(
+        kv_heads_uneven(arch, tp),
+        "tp",
+        f"kv heads ({arch.kv_heads}) neither split nor replicate evenly over tp",
+    )
     check(pp > arch.layers, "pp", f"more pipeline stages than layers ({arch.layers})")
     experts = arch.moe.experts if arch.moe else 1
     if arch.moe:

@@ -36,6 +36,7 @@ from rlmguide.cost.plans import (
     PlanTable,
     assessment_columns,
     frozen_models,
+    head_tps,
     inter_stage,
     shares_gpus,
     valid_rows,
@@ -258,6 +259,10 @@ class Shortlists(NamedTuple):
 
 class NoFeasiblePlan(Exception):
     """Every candidate was rejected; the message names the binding constraint and by how much."""
+
+
+HEAD_RULES = {"rollout-tp-divides-heads": "rollout", "tp-divides-heads": "train"}
+"""The rules that keep a pool's tp to the policy's attention heads, by pool."""
 
 
 @dataclass
@@ -1485,6 +1490,22 @@ class Recommender:
         return (
             f"rule {reason} ({rule.record.title}) rejects {count} of "
             f"{self.search.candidates} candidates: {rule.record.statement}"
+            + self._heads_detail(reason)
+        )
+
+    def _heads_detail(self, rule_id: str) -> str:
+        """For a head-divisibility rule that rejects a tp the scenario fixes (the search
+        proposes none that fails it): the policy's head counts and the tps that do lay them out."""
+        pool = HEAD_RULES.get(rule_id)
+        tp = getattr(self.resolved.scenario.plan, pool).tp if pool else None
+        if tp is None:
+            return ""
+        arch = self.resolved.policy
+        kv = "latent attention" if arch.mla else f"{arch.kv_heads} KV heads"
+        allowed = ", ".join(str(t) for t in head_tps(arch))
+        return (
+            f" (plan.{pool}.tp={tp} against the policy's {arch.heads} attention heads and {kv}; "
+            f"tps that lay them out: {allowed})"
         )
 
     def _fixed_fields_binding(self) -> str:

@@ -79,6 +79,9 @@ class Resolved:
     policy_remote_code: bool = False
     """The policy's checkpoint needs trust_remote_code (its record's `remote_code`; false for
     an inline model or a record that does not say)."""
+    policy_model_type: str = ""
+    """The policy's config.json model_type (its record's `model_type`; empty for an inline
+    model or a record that has not read it)."""
 
     @property
     def gpus(self) -> int:
@@ -490,6 +493,7 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         reference,
         reference_fp8,
         remote_code,
+        (isinstance(models.policy, str) and catalog["model"][models.policy].model_type) or "",
     )
 
 

@@ -21,9 +21,10 @@ from rlmguide.cost.plans import (
     PlanTable,
     expert_ranks,
     shares_gpus,
+    tp_lays_out_heads,
     used_gpus,
 )
-from rlmguide.kb.schema import Offload, Plan
+from rlmguide.kb.schema import Architecture, Offload, Plan
 from rlmguide.rules.scenario import Resolved
 
 MAX_STALENESS = (1, 2, 4)
@@ -140,6 +141,19 @@ def _choices(fixed: int | None, options: list[int]) -> list[int]:
     return [fixed] if fixed is not None else options
 
 
+def _heads_split(tps: list[int], models: Sequence[Architecture | None]) -> list[int]:
+    """The degrees of `tps` that lay out every model's attention heads: anything else stops the
+    engine or the trainer at model build (cost.plans.kv_heads_uneven). The rules
+    rollout-tp-divides-heads and tp-divides-heads say the same over the policy's facts: left
+    to them, such degrees are only costed to be rejected, and a degree the scenario fixes still
+    reaches them, which name the degrees that would do."""
+    keep = np.array(tps)
+    for arch in models:
+        if arch is not None:
+            keep = keep[tp_lays_out_heads(arch, keep)]
+    return [int(t) for t in keep]
+
+
 ROLLOUT_LAYOUT_COLUMNS = ("tp", "pp", "ep", "dp", "attention_dp", "cp")
 
 
@@ -154,7 +168,7 @@ def rollout_layouts(resolved: Resolved, gpus: int) -> dict[str, np.ndarray]:
     fixed = resolved.scenario.plan.rollout
     moe = resolved.policy.moe
     span = (8 if moe else 2) * resolved.scenario.cluster.gpus_per_node
-    tps = _choices(fixed.tp, powers_of_two(min(gpus, span)))
+    tps = _choices(fixed.tp, _heads_split(powers_of_two(min(gpus, span)), (resolved.policy,)))
     pps = _choices(fixed.pp, [p for p in (1, 2, 4) if p <= gpus])
     eps = _choices(fixed.ep, powers_of_two(min(gpus, moe.experts)) if moe else [1])
     attention_dp, cp = fixed.attention_dp or 1, fixed.cp or 1
@@ -206,7 +220,13 @@ def train_layouts(
     """
     fixed = resolved.scenario.plan.train
     moe, layers = resolved.policy.moe, resolved.policy.layers
-    tps = _choices(fixed.tp, powers_of_two(min(gpus, 2 * resolved.scenario.cluster.gpus_per_node)))
+    tps = _choices(
+        fixed.tp,
+        _heads_split(
+            powers_of_two(min(gpus, 2 * resolved.scenario.cluster.gpus_per_node)),
+            (resolved.policy, resolved.critic),
+        ),
+    )
     fine = resolved.scenario.cluster.gpus <= FINE_GRID_UP_TO_GPUS
     # An interleaved schedule needs a pipeline, and every chunk of it a layer, or the embedding
     # or the output and loss alone (Llama 3's 405B schedule; Megatron's account_for_* splits).

@@ -7,6 +7,7 @@ import pytest
 from pydantic import ValidationError
 from rlmguide.cost import PlanError, PlanTable, check_plans, plan_problems, valid_rows
 from rlmguide.cost.layouts import TrainLayout
+from rlmguide.cost.plans import head_tps, tp_lays_out_heads
 from rlmguide.kb.schema import Plan, TrainPlan
 from test_cost_specs import DEEPSEEK_V3, LLAMA31_70B, QWEN3_30B_A3B, QWEN25_7B, one_plan
 
@@ -70,6 +71,19 @@ def test_kv_heads_must_split_or_replicate_evenly() -> None:
     toy = QWEN25_7B.model_copy(update={"heads": 12, "hidden": 1536})
     [problem] = plan_problems(one_plan(rollout_gpus=6, rollout_tp=6, train_gpus=6), toy)
     assert problem.field == "rollout.tp" and "kv heads" in problem.reason
+
+
+def test_tps_that_lay_out_the_heads_by_hand() -> None:
+    # Phi-4: 40 heads, 10 KV heads. 4 and 8 divide 40 but neither divide 10 nor are multiples
+    # of it (vLLM's LlamaAttention asserts either); 20 and 40 replicate each KV head 2 and 4x.
+    phi4 = QWEN25_7B.model_copy(update={"heads": 40, "kv_heads": 10, "hidden": 5120})
+    assert head_tps(phi4) == [1, 2, 5, 10, 20, 40]
+    tps = np.array([1, 2, 4, 8, 16])
+    assert tp_lays_out_heads(phi4, tps).tolist() == [True, True, False, False, False]
+    # Qwen2.5-7B: 28 heads, 4 KV heads: 4 splits them, 28 replicates them 7x, 14 does not.
+    assert head_tps(QWEN25_7B) == [1, 2, 4, 28]
+    # Latent attention has no KV heads to split: every divisor of the 128 heads does.
+    assert head_tps(DEEPSEEK_V3) == [1, 2, 4, 8, 16, 32, 64, 128]
 
 
 def test_cluster_size_is_checked_when_known() -> None:

@@ -1650,6 +1650,8 @@ def test_openrlhf_grpo_puts_the_kl_in_the_loss(
         # FP8 release (no bf16 copy named by a framework): the folder NeMo-RL's guide converts to
         ("deepseek-v3", "h200-sxm-141gb", 64, "DeepSeek-V3-bf16", "FP8"),
         ("gpt-oss-120b", "h100-sxm-80gb", 4, "gpt-oss-120b-bf16", "MXFP4"),
+        # Kimi-K2's release is DeepSeek-V3's FP8 blocks (its config.json quantization_config)
+        ("kimi-k2", "h200-sxm-141gb", 128, "Kimi-K2-Instruct-bf16", "FP8"),
         # verl's example trains from this bf16 copy (run_gpt_oss_20b_fsdp.sh L63 at 7aed6b23)
         ("gpt-oss-20b", "h100-sxm-80gb", 1, "lmsys/gpt-oss-20b-bf16", "MXFP4"),
         ("qwen2.5-7b", "h100-sxm-80gb", 1, "Qwen/Qwen2.5-7B", None),
@@ -1676,8 +1678,48 @@ def test_a_quantised_release_is_not_the_default_policy_path(
     models = load_catalog(record_roots(), ("model",)).of("model")
     assert match_model(path, models) == policy
     described = launch.inputs["MODEL_PATH"]
+    # Kimi-K2's config.json maps its classes to the checkpoint's own Python (auto_map), and its
+    # model_type kimi_k2 is none that verl's transformers registers: only remote code loads it.
+    remote = "actor_rollout_ref.model.trust_remote_code=True" in launch.script
+    assert remote == (policy == "kimi-k2")
     if quantized is None:
         assert "bf16" not in described
     else:
         assert f"stores {quantized} weights" in described
         assert f'MODEL_PATH="${{MODEL_PATH:-{path}}}"' in launch.script
+
+
+@pytest.mark.parametrize(
+    ("policy", "nodes", "version", "backend", "megatron_bridge"),
+    [
+        # mbridge registers no qwen3_next (08975e6, 892727e0); Megatron-Bridge has its architecture
+        ("qwen3-next-80b-a3b", 8, None, "megatron-lm", True),
+        ("qwen3-next-80b-a3b", 8, "0.7.0-125-gb178a3cd5", "megatron-lm", True),
+        # minimax_m2: Megatron-Bridge's bridge came after b178a3cd5, so only FSDP builds it there
+        ("minimax-m2.5", 16, None, "megatron-lm", True),
+        ("minimax-m2.5", 16, "0.7.0-125-gb178a3cd5", "pytorch-fsdp", False),
+        # qwen3_moe is mbridge's own: verl's default stands
+        ("qwen3-30b-a3b", 2, None, "megatron-lm", False),
+    ],
+)
+def test_verl_megatron_builds_the_model_with_a_bridge_that_registers_it(
+    policy: str, nodes: int, version: str | None, backend: str, megatron_bridge: bool
+) -> None:
+    """verl's default vanilla_mbridge builds the model with mbridge, which raises for a config
+    model_type it has not registered (mbridge/core/auto_bridge.py L46-L52): those Megatron-Bridge
+    builds are written with vanilla_mbridge=False and say that verl's image lacks it; where
+    neither bridge has the model, Megatron is refused (constraint
+    verl-megatron-no-bridge-for-minimax-m2)."""
+    from rlmguide import api
+
+    data = yaml.safe_load((REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml").read_text())
+    data["cluster"] = {"accelerator": "h200-sxm-141gb", "nodes": nodes, "gpus_per_node": 8}
+    data["models"]["policy"] = policy
+    data.pop("plan", None)
+    launch = api.export(data, "verl", version=version)
+    assert f"# Training backend {backend}," in launch.script
+    assert ("actor_rollout_ref.actor.megatron.vanilla_mbridge=False" in launch.script) is (
+        megatron_bridge
+    )
+    said = any("installs no Megatron-Bridge" in note for note in launch.departures)
+    assert said is megatron_bridge

@@ -58,6 +58,17 @@ def test_verl_writes_the_agent_loop_with_the_episode_budget() -> None:
     assert "TOOL_CONFIG" in done.inputs
     assert ': "${TOOL_CONFIG:?set TOOL_CONFIG' in script(done, "test", "policy")
     assert_verl_keys(done)
+    # below the bound of every turn at its longest, 16 x 4,096 + 15 x 512 = 73,216: the launch
+    # says so (verl cuts an episode at the budget) rather than leaving the plan it costed
+    [departure] = done.departures
+    assert "not the scenario's bound of every turn at its longest" in departure
+    assert "# Departs from the algorithm's record: data.max_response_length" in script(
+        done, "test", "policy"
+    )
+
+
+def test_a_single_turn_verl_launch_says_no_episode_departure() -> None:
+    assert export(Path(SMALL), "verl").departures == []
 
 
 def test_a_single_turn_verl_launch_has_no_agent_keys() -> None:

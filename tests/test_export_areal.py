@@ -612,3 +612,17 @@ def test_a_dense_models_tensor_parallelism_stays_in_the_plain_allocation() -> No
     )
     assert read_allocation("megatron:(attn:d4p1t2|ffn:p1t2)")[1] | {"gpus": 8} == {
         "gpus": 8, "dp": 4, "tp": 2, "pp": 1, "cp": 1, "ep": 1, "etp": 2}  # fmt: skip
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_request_is_bounded_at_the_prompt_cap_not_the_mean(version: str) -> None:
+    """A prompt the dataset admits (train_dataset.max_length) keeps the whole response budget:
+    gconfig.max_tokens is the prompt cap plus the longest response at both versions (the older
+    mapping wrote the mean prompt, so a 1,024-token prompt got 8,192 - 512 new tokens fewer)."""
+    scenario = parse_scenario(read_mapping(SMALL), str(SMALL))
+    scenario = scenario.model_copy(
+        update={"workload": scenario.workload.model_copy(update={"max_prompt_tokens": 1024})}
+    )
+    args = hydra_config(words(export_of(scenario, version))[1:])
+    assert args["train_dataset.max_length"] == 1024
+    assert args["gconfig.max_tokens"] == 1024 + 8192

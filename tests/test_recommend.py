@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -224,6 +225,26 @@ def test_estimate_costs_exactly_the_fixed_plan() -> None:
             "overflows the training pool by",
         ),
         (("recommend", SMALL, "--set", "plan.rollout.tp=8"), 1, "rollout-tp-divides-heads"),
+        (
+            (
+                "export",
+                SMALL,
+                "--policy",
+                "phi-4",
+                "--framework",
+                "verl",
+                "--set",
+                "plan.rollout.tp=4",
+            ),
+            1,
+            "plan.rollout.tp=4 against the policy's 40 attention heads and 10 KV heads; tps that "
+            "lay them out: 1, 2, 5, 10, 20, 40",
+        ),
+        (
+            ("recommend", SMALL, "--policy", "phi-4", "--set", "plan.train.tp=4"),
+            1,
+            "rule tp-divides-heads",
+        ),
     ],
 )
 def test_bad_input_and_infeasible_scenarios(args: tuple[str, ...], code: int, message: str) -> None:
@@ -385,3 +406,57 @@ def test_recommend_searches_the_fusion_chunk(tmp_path: Path) -> None:
     shown = {(p["fusion"], p["fusion_chunk"]) for p in json.loads(out)["plans"]}
     assert ("inter-stage", 32) in shown and ("none", None) in shown
     assert all(chunk in (32, None) for _, chunk in shown)
+
+
+def test_searched_plans_lay_out_the_kv_heads() -> None:
+    # Phi-4's 10 KV heads: rollout or training tp 4 or 8 stops vLLM and Megatron-Core at model
+    # build; the search proposed such plans from rank 5 on (held-out audit, 2026-12-06).
+    code, out = invoke("recommend", SMALL, "--policy", "phi-4", "--format", "json", "--top", "40")
+    assert code == 0, out
+    plans = json.loads(out)["plans"]
+    assert len(plans) >= 40
+    assert {p["rollout"]["tp"] for p in plans} <= {1, 2}
+    assert {p["train"]["tp"] for p in plans} <= {1, 2}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_layouts_lay_out_every_kb_models_heads(data: st.DataObject) -> None:
+    """Law: no layout the search enumerates splits a KB model's attention unevenly."""
+    from rlmguide.cost.plans import tp_lays_out_heads
+    from rlmguide.rules.search import rollout_layouts, train_layouts
+
+    resolved, critic = data.draw(st.sampled_from(_kb_resolved()))
+    gpus = data.draw(st.sampled_from([1, 2, 4, 8, 16, 32]))
+    for layouts in (rollout_layouts(resolved, gpus), train_layouts(resolved, gpus)):
+        assert tp_lays_out_heads(resolved.policy, layouts["tp"]).all()
+    assert tp_lays_out_heads(critic, train_layouts(resolved, gpus)["tp"]).all()
+
+
+@functools.cache
+def _kb_resolved() -> list:
+    """Every costable KB model as the policy of SMALL (PPO, so the critic is that model too),
+    with a 16-node cluster so tps up to 32 are tried."""
+    from rlmguide.kb.load import load_catalog
+    from rlmguide.kb.paths import record_roots
+    from rlmguide.rules.scenario import InputError, read_scenario, resolve
+
+    catalog = load_catalog(record_roots(), kinds={"accelerator", "model", "algorithm"})
+    base = read_scenario(REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml")
+    found = []
+    workload = base.workload.model_copy(
+        update={"algorithm": "ppo", "prompt_tokens": 256, "response_tokens": 512,
+                "max_response_tokens": 1024}
+    )  # fmt: skip
+    cluster = base.cluster.model_copy(update={"nodes": 16})
+    for model in sorted(catalog.records["model"]):
+        models = base.models.model_copy(update={"policy": model})
+        scenario = base.model_copy(
+            update={"models": models, "workload": workload, "cluster": cluster}
+        )
+        try:
+            resolved = resolve(scenario, catalog.records)
+        except InputError:
+            continue  # no architecture at a pinned version, or too short a context
+        found.append((resolved, resolved.critic))
+    return found

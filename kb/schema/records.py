@@ -508,6 +508,10 @@ class Model(Record, Cited):
     bf16_checkpoint: Text | None = None
     """A bf16 copy of that release on Hugging Face that a framework's own example trains from
     (named in `bf16_conversion`): the policy's default path where the release is quantised."""
+    model_type: Text | None = None
+    """The `model_type` of its Hugging Face config.json (qwen3_next, kimi_k2), read at the cited
+    configuration: the key transformers and mbridge register a model by, so whether a trainer
+    can build it. Null: not read."""
     remote_code: bool | None = None
     """Whether the Hugging Face checkpoint loads classes from Python files in its own repository
     (an `auto_map` in its config.json or tokenizer_config.json: Moonlight's tiktoken tokenizer),
@@ -942,8 +946,9 @@ class Launch(Strict):
 
 
 class Departure(Strict):
-    """A way a launch of the mapping runs otherwise than the algorithm's record says, which no
-    key of the framework can change at its commit."""
+    """A way a launch of the mapping runs otherwise than the algorithm's record (or the
+    scenario) says, which no key of the framework can change at its commit, or none the export
+    can change without leaving the plan it costed."""
 
     when: Text
     """A condition over the facts (the rules' expression language) where the departure holds."""
