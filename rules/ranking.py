@@ -50,8 +50,10 @@ differences, from the same calibration as the band on every step time (cost.band
 on the published pairs of one model on one cluster within one source record (sync against
 one-step-off and async, precisions, pool splits; rules.fidelity.paired, printed by
 bench/fidelity.py): the predicted ratio between the two runs is off from the reported one by
-a median factor of 1.17 (19 pairs) when the tie was set, 1.18 (25 pairs) on 2026-12-06:
-smaller than the absolute error would suggest, but not smaller than that."""
+a median factor of 1.17 (19 pairs) when the tie was set, 1.18 (25 pairs) on 2026-12-06 at the
+earlier 4 ms / 40 ms / 50 us constants and 1.19 (25 pairs) at the fitted ones
+(cost.overheads.decode_step_seconds): smaller than the absolute error would suggest, but not
+smaller than that."""
 
 NEAR_FRACTION = 0.02
 """Rows of one placement, execution mode and rollout layout whose step times differ by less

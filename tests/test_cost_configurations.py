@@ -264,13 +264,14 @@ def test_estimate_a_ppo_plan_with_a_shared_critic_and_inter_stage_fusion() -> No
     # projection (7% of Qwen2.5-7B's parameters), so sharing saves a little under half
     assert stages["training"]["work_flop"] < 0.53 * plain_stages["training"]["work_flop"]
     # Fused: the assessment hides in the rollout's tail but for its last chunk, so the step
-    # is rollout + the last of 3 chunks' assessment + training + weight sync, and a 50 us
-    # sync per hand-off (two nodes: the scale-out latency). The default chunk is one
-    # micro-batch per rank: 16 ranks x floor(16,384 / 2,560 tokens) = 96 samples of 256.
+    # is rollout + the last of 3 chunks' assessment + training + weight sync, and a 200 us
+    # sync per hand-off (two nodes: the scale-out latency), 3 x 200 us = 0.6 ms. The default
+    # chunk is one micro-batch per rank: 16 ranks x floor(16,384 / 2,560 tokens) = 96 samples
+    # of 256.
     assert (plan["fusion_chunk"], plan["overlap"]["fusion_handoffs"]) == (96, 3)
     assert plan["step_seconds"] == pytest.approx(
         stages["rollout"]["seconds"] + stages["assessment"]["seconds"] / 3
-        + stages["training"]["seconds"] + stages["weight_sync"]["seconds"] + 3 * 50e-6
+        + stages["training"]["seconds"] + stages["weight_sync"]["seconds"] + 3 * 200e-6
     )  # fmt: skip
     assert plan["step_seconds"] < base["step_seconds"]
 

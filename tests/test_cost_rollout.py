@@ -38,13 +38,13 @@ def test_decode_step_of_a_lone_sequence_is_memory_bound_by_hand() -> None:
     # Qwen2.5-7B, tp 1, batch 1 at context 1024:
     #   compute = (2 * 7,615,616,512 + 401,408 * 1024) / (989e12 * 0.5) = 31.6 us
     #   HBM     = (2 * 7,615,616,512 + 1024 * 57,344) / (3.35e12 * 0.6) = 7.607 ms
-    #   step    = 7.607 ms + 4 ms host overhead = 11.607 ms
+    #   step    = 7.607 ms + 6 ms host overhead = 13.607 ms
     step = decode_model().step(np.array([[1.0]]), np.array([[1024.0]]))
     hbm = (2 * P + 1024 * 57_344) / HBM
     assert step.compute[0, 0] == pytest.approx((2 * P + 401_408 * 1024) / COMPUTE)
     assert step.hbm[0, 0] == pytest.approx(hbm)
-    assert step.seconds[0, 0] == pytest.approx(hbm + 4e-3)
-    assert step.seconds[0, 0] == pytest.approx(11.6069e-3, rel=1e-4)
+    assert step.seconds[0, 0] == pytest.approx(hbm + 6e-3)
+    assert step.seconds[0, 0] == pytest.approx(13.6069e-3, rel=1e-4)
 
 
 def test_decode_step_with_tensor_parallel_all_reduces_by_hand() -> None:
@@ -60,7 +60,7 @@ def test_decode_step_with_tensor_parallel_all_reduces_by_hand() -> None:
     assert step.compute[0, 0] == pytest.approx(compute)
     assert step.hbm[0, 0] == pytest.approx(hbm)
     assert step.scale_up[0, 0] == pytest.approx(tp)
-    assert step.seconds[0, 0] == pytest.approx(max(compute, hbm) + tp + 4e-3)
+    assert step.seconds[0, 0] == pytest.approx(max(compute, hbm) + tp + 6e-3)
     assert tp == pytest.approx(8.4544e-4, rel=1e-4)
 
 
@@ -166,11 +166,12 @@ def test_eager_decode_adds_a_host_launch_per_layer_by_hand() -> None:
 
 def test_a_slower_host_scales_the_host_side_of_a_decode_step_by_hand() -> None:
     # The same GPU behind a host 2.75x slower per operation (Grace against a DGX H100's Xeon,
-    # the GB200 record's host_overhead): the 4 ms step floor becomes 11 ms, eager mode's 28 x
-    # 0.34 ms becomes 26.18 ms; the GPU's own work (HBM, compute) is unchanged.
+    # the GB200 record's host_overhead): the 6 ms step floor becomes 2.75 x 6 = 16.5 ms, eager
+    # mode's 28 x 0.34 ms = 9.52 ms becomes 26.18 ms, so the step grows by 1.75 x 6 = 10.5 ms
+    # (1.75 x 15.52 = 27.16 ms eager); the GPU's own work (HBM, compute) is unchanged.
     batch, context = np.array([[64.0]]), np.array([[2048.0]])
     slow = Hardware.of(H100.model_copy(update={"host_overhead": 2.75}), 8, DEFAULT_OVERHEADS)
-    for eager, host in ((False, 4e-3), (True, 4e-3 + 9.52e-3)):
+    for eager, host in ((False, 6e-3), (True, 6e-3 + 9.52e-3)):
         layout = RolloutLayout.of(one_plan(rollout_eager=eager))
         fig = ModelFigures.of(QWEN25_7B)
         base = DecodeModel(fig, layout, HW, FABRIC, EFF, DEFAULT_OVERHEADS).step(batch, context)

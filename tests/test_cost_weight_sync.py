@@ -13,19 +13,24 @@ from test_cost_specs import H100, QWEN7B_PARAMS, QWEN25_7B, one_plan, workload
 P = float(QWEN7B_PARAMS)
 BUCKETS = math.ceil(2 * P / 2**29)  # 15,231,233,024 bytes in 512 MiB buckets: 29
 COPY = 3.35e12 * 0.6  # the engine load is an HBM copy at the decode_hbm share
-BUCKET_S = DEFAULT_OVERHEADS.weight_sync_bucket_seconds  # 40 ms, fitted (bench/fidelity.py)
-OUT_LATENCY = DEFAULT_OVERHEADS.scale_out_latency_seconds  # 100 us
+BUCKET_S = DEFAULT_OVERHEADS.weight_sync_bucket_seconds  # 20 ms, fitted (bench/fidelity.py)
+OUT_LATENCY = DEFAULT_OVERHEADS.scale_out_latency_seconds  # 200 us, fitted alike
 
 
 def test_bucket_count_by_hand() -> None:
     assert BUCKETS == 29  # 15,231,233,024 / 536,870,912 = 28.4
 
 
+def test_the_figures_below_use_the_fitted_constants() -> None:
+    # The hand-checked seconds in this file assume these defaults (cost.overheads).
+    assert (BUCKET_S, OUT_LATENCY) == (20e-3, 200e-6)
+
+
 def test_disaggregated_broadcast_by_hand() -> None:
     # Trainer tp 1 (ZeRO-1) sends its full 2P = 15.2 GB shard; each rollout GPU (tp 2) takes
     # P = 7.6 GB. Pipelined broadcast at one NIC: 400 Gbit/s * 0.8 = 40 GB/s:
-    #   max(2P, P) / 40e9 + 100 us = 0.3809 s; load: 2 * P / 2.01e12 = 7.58 ms;
-    #   buckets: 29 * 40 ms = 1.16 s (the depth).
+    #   max(2P, P) / 40e9 + 200 us = 0.3808 + 0.0002 = 0.3810 s; load: 2 * P / 2.01e12 =
+    #   7.58 ms; buckets: 29 * 20 ms = 0.58 s (the depth).
     plan = one_plan(
         placement="disaggregated", rollout_gpus=16, rollout_tp=2, train_gpus=16, train_zero=1
     )
@@ -35,10 +40,12 @@ def test_disaggregated_broadcast_by_hand() -> None:
     assert sync.depth_seconds[0] == pytest.approx(BUCKETS * BUCKET_S)
     assert sync.work_seconds[0] == pytest.approx(transfer + load)
     assert sync.seconds[0] == pytest.approx(transfer + load + BUCKETS * BUCKET_S)
+    # 0.3810 s + 7.58 ms + 0.58 s = 0.9686 s
+    assert sync.seconds[0] == pytest.approx(0.9686, rel=1e-4)
     # bytes = 2 x params per receiving replica: 8 replicas of tp 2
     assert sync.link_bytes[0] == pytest.approx(8 * 2 * P)
     assert sync.gpus[0] == 32
-    assert sync.bound[0] == 4  # depth: the 1.16 s of bucket set-up exceed the 0.38 s transfer
+    assert sync.bound[0] == 4  # depth: the 0.58 s of bucket set-up exceed the 0.39 s transfer
 
 
 def test_colocated_same_layout_moves_nothing_over_links() -> None:
@@ -122,9 +129,10 @@ def test_checkpoint_and_engine_tensors_by_hand() -> None:
 
 def test_per_tensor_sync_by_hand() -> None:
     # One tensor at a time, 16 + 16 GPUs (two nodes: the sync group crosses the network):
-    # each of the 339 checkpoint tensors is a broadcast (50 us across nodes) and an engine
-    # load call over 199 engine tensors at 1.78 us: 339 * (50e-6 + 199 * 1.78e-6) =
-    # 0.1370 s of depth in place of the 29 buckets' 1.16 s; the bytes are the same.
+    # each of the 339 checkpoint tensors is a broadcast (200 us across nodes) and an engine
+    # load call over 199 engine tensors at 1.78 us: 339 * (200e-6 + 199 * 1.78e-6) =
+    # 0.0678 + 0.1201 = 0.1879 s of depth in place of the 29 buckets' 29 * 20 ms = 0.58 s;
+    # the bytes are the same.
     per_tensor = DEFAULT_OVERHEADS.load_call_seconds_per_engine_tensor
     assert per_tensor == pytest.approx(0.12 / (339 * 199), rel=1e-3)
     fields = dict(
@@ -135,7 +143,7 @@ def test_per_tensor_sync_by_hand() -> None:
         H100, QWEN25_7B, workload(), one_plan(**fields, rollout_per_tensor=True)
     ).stages["weight_sync"]
     depth = 339 * (OUT_LATENCY + 199 * per_tensor)
-    assert depth == pytest.approx(0.1370, rel=1e-3)
+    assert depth == pytest.approx(0.1879, rel=1e-3)
     assert tensors.depth_seconds[0] == pytest.approx(depth)
     assert tensors.work_seconds[0] == pytest.approx(bucketed.work_seconds[0])
     assert tensors.seconds[0] == pytest.approx(bucketed.work_seconds[0] + depth)
@@ -153,16 +161,17 @@ def test_per_tensor_sync_grows_with_tensors_times_engine_tensors() -> None:
     sync = evaluate(H100, QWEN3_30B_A3B, workload(), one_plan(**fields)).stages["weight_sync"]
     per_call = OUT_LATENCY + 339 * DEFAULT_OVERHEADS.load_call_seconds_per_engine_tensor
     assert sync.depth_seconds[0] == pytest.approx(18_771 * per_call)
-    # 18,771 * (50e-6 + 339 * 1.78e-6) = 12.27 s, where 512 MiB buckets take 4.6 s
-    assert sync.depth_seconds[0] == pytest.approx(12.27, rel=1e-3)
+    # 18,771 * (200e-6 + 339 * 1.78e-6) = 18,771 * 803.42e-6 = 15.08 s, where 512 MiB buckets
+    # take ceil(61,064,220,672 / 2**29) = 114 x 20 ms = 2.28 s
+    assert sync.depth_seconds[0] == pytest.approx(15.08, rel=1e-3)
 
 
 def test_buckets_in_flight_overlap_their_fixed_costs() -> None:
     # NeMo RL's refit alternates two buffers: with B in flight a bucket takes
     # max(transfer, (fixed + transfer) / B). 9 buckets of 1.6 GiB (test above): work =
-    # 2P / 40e9 + 50 us + 2P / 2.01e12 = 0.3885 s, fixed 9 * 40 ms = 0.36 s; one buffer adds
-    # them (0.7485 s), two take max(0.3885, 0.7485 / 2) = 0.3885 s: the set-up hides behind
-    # the bytes.
+    # 2P / 40e9 + 200 us + 2P / 2.01e12 = 0.3808 + 0.0002 + 0.0076 = 0.3886 s, fixed
+    # 9 * 20 ms = 0.18 s; one buffer adds them (0.5686 s), two take
+    # max(0.3886, 0.5686 / 2) = 0.3886 s: the set-up hides behind the bytes.
     from dataclasses import replace
 
     from rlmguide.cost.overheads import for_framework
@@ -178,6 +187,7 @@ def test_buckets_in_flight_overlap_their_fixed_costs() -> None:
     double = evaluate(H100, QWEN25_7B, workload(), apart, overheads=nemo).stages["weight_sync"]
     work = 2 * P / 40e9 + OUT_LATENCY + 2 * P / COPY
     assert single.seconds[0] == pytest.approx(work + 9 * BUCKET_S)
+    assert single.seconds[0] == pytest.approx(0.5686, rel=1e-4)
     assert double.seconds[0] == pytest.approx(max(work, (work + 9 * BUCKET_S) / 2))
     assert double.seconds[0] == pytest.approx(work)
     assert double.depth_seconds[0] == pytest.approx(9 * BUCKET_S / 2)

@@ -45,8 +45,9 @@ def test_every_recorded_setting_is_predicted() -> None:
 def test_calibration_at_the_default_constants() -> None:
     for c in SCORED:
         print(f"{c.result.id}: predicted/reported = {c.ratio:.2f}")
-    # Leave-one-source-out gives 1.18x (bench/fidelity.py) and the defaults 1.19x (they are an
-    # earlier fit, Overheads.decode_step_seconds); this bound catches a regression.
+    # Over the 97 results bench/fidelity.py prints 1.17x leave-one-source-out and 1.15x at the
+    # defaults (fitted on every source, Overheads.decode_step_seconds); this bound catches a
+    # regression.
     assert median_abs_log_error(SCORED) < 1.35
     beyond = {c.result.id for c in SCORED if not 1 / 3 <= c.ratio <= 3}  # type: ignore[operator]
     # Out-of-sample sources added after the constants were fitted, left unfitted: TRL's run 1
@@ -167,9 +168,9 @@ def test_orderings_are_published_pairs_of_one_model_and_source() -> None:
 def test_nemo_rl_refits_in_its_own_buckets() -> None:
     # NeMo RL's NCCL refit of DeepSeek-V3 packs 2% of an H100's memory per broadcast (of the
     # 81559 MiB the driver reports: 1.59 GiB): ceil(2 x params / 1.59 GiB) buckets where
-    # 512 MiB buckets make 3.2x as many, each 40 ms, and keeps two in flight. Plain: work W
-    # plus n_plain x 40 ms; its own: (W + n_own x 40 ms) / 2 (the buckets' set-up outlasts
-    # the bytes), so plain = 2 x own + (n_plain - n_own) x 40 ms.
+    # 512 MiB buckets make 3.2x as many, each 20 ms, and keeps two in flight. Plain: work W
+    # plus n_plain x 20 ms; its own: (W + n_own x 20 ms) / 2 (the buckets' set-up outlasts
+    # the bytes), so plain = 2 x own + (n_plain - n_own) x 20 ms.
     catalog = load_catalog([*DEFAULT_ROOTS, RULES_ROOT]).records
     refit = BY_ID["nemo-rl-refit-nccl-deepseek-v3-256-32"]
     plain = predict(refit.result, catalog, own_constants=False)
@@ -177,10 +178,11 @@ def test_nemo_rl_refits_in_its_own_buckets() -> None:
     fewer = math.ceil(model_bytes / 2**29) - math.ceil(model_bytes / (0.02 * 81559 * 2**20))
     assert fewer > 1_500
     own = refit.predicted
-    assert plain.predicted == pytest.approx(2 * own + fewer * 40e-3, rel=1e-6)  # type: ignore[operator]
-    # Published 14.21 s: within 1.2x (33.5 s, 2.4x over, with one buffer: NeMo RL's own
-    # before-and-after, 34 s to 14 s, github-nvidia-nemo-rl-pr-1379).
-    assert own / refit.result.value == pytest.approx(1.18, abs=0.02)  # type: ignore[operator]
+    assert plain.predicted == pytest.approx(2 * own + fewer * 20e-3, rel=1e-6)  # type: ignore[operator]
+    # Published 14.21 s: predicted 8.97 s, 0.63x (16.8 s, 1.18x, at the earlier 40 ms buckets,
+    # which the fit on every source left for 20 ms); one buffer takes twice that, 17.9 s
+    # (NeMo RL's own before-and-after, 34 s to 14 s, github-nvidia-nemo-rl-pr-1379).
+    assert own / refit.result.value == pytest.approx(0.63, abs=0.02)  # type: ignore[operator]
     # A framework without constants of its own is costed alike either way.
     verl = BY_ID["verl-fully-async-weight-sync-qwen3-30b-a3b-16-16"]
     assert predict(verl.result, catalog, own_constants=False).predicted == verl.predicted
@@ -189,13 +191,15 @@ def test_nemo_rl_refits_in_its_own_buckets() -> None:
 def test_verl_per_tensor_sync_is_one_load_call_per_checkpoint_tensor() -> None:
     # verl's fully-async trainer without its checkpoint engine: Qwen3-30B-A3B's 18,771
     # checkpoint tensors each cost a broadcast and a load call over the engine's 339 tensors,
-    # Qwen3-235B-A22B's 36,757 one over 661: 15.76 s and 58.57 s published (the 512 MiB
-    # buckets made the first 7.6 s, 0.48x).
+    # Qwen3-235B-A22B's 36,757 one over 661: 15.76 s and 58.57 s published, predicted 18.14 s
+    # (1.15x) and 62.37 s (1.06x) (the 512 MiB buckets make the first 5.3 s, 0.34x). The
+    # fitted 200 us scale-out latency is most of the first's excess: 18,771 x 200 us = 3.75 s
+    # of broadcast latency (0.94 s at the earlier 50 us, when it came out 0.97x).
     small = BY_ID["verl-fully-async-weight-sync-qwen3-30b-a3b-16-16"]
     large = BY_ID["verl-fully-async-weight-sync-qwen3-235b-64-64"]
     for case in (small, large):
         assert case.result.scenario.plan.rollout.per_tensor_sync
-        assert 0.9 < case.ratio < 1.1  # type: ignore[operator]
+        assert 0.9 < case.ratio < 1.2  # type: ignore[operator]
     assert large.predicted / small.predicted == pytest.approx(  # type: ignore[operator]
         large.result.value / small.result.value, rel=0.1
     )

@@ -86,7 +86,15 @@ def test_own_pool_wins_where_the_trainer_side_binds(catalog: Any) -> None:
     best, without = search["fastest_with_own_pool"], search["fastest_without"]
     assert search["sizes_tried"] == [1, 2, 4, 8, 16]
     assert best["pools"] == {"reference": 4}
-    assert best["step_seconds"] < 0.95 * without["step_seconds"]
+    # Without: the trainer side binds, assessment 105.7 s (reward 86.9 + actor 9.4 + reference
+    # 9.4 on the trainer) + training 28.2 + weight sync 1.0 = 134.9 s over a 74.9 s rollout on
+    # 8 GPUs. With the reference on 4 GPUs of its own: assessment max(86.9 + 9.4, 56.3) = 96.3 s,
+    # trainer side 125.5 s, but the rollout on the 4 GPUs left takes 132.6 s and now binds:
+    # 133.6 s, 1% faster (the 6 ms decode floor, cost.overheads, leaves the rollout less time
+    # to spare than the earlier 4 ms did, when the gain passed 5%).
+    assert best["step_seconds"] < without["step_seconds"]
+    assert best["step_seconds"] == pytest.approx(133.6, rel=1e-3)
+    assert without["step_seconds"] == pytest.approx(134.9, rel=1e-3)
     costs, _ = recommender.run()
     plans = costs.plans
     eligible = recommender.launchable & ~lagging(recommender, plans)
