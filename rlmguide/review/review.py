@@ -29,7 +29,7 @@ from rlmguide.review.budget import Budget, Exhausted
 from rlmguide.review.config import argparse_config, hydra_config
 from rlmguide.review.recipe import RecipeError, recipe_config
 from rlmguide.review.shell import Shell, ShellError, command_arguments
-from rlmguide.review.understand import Reading, read_launch, truth
+from rlmguide.review.understand import Reading, Use, read_launch, truth
 
 
 class ReviewError(ValueError):
@@ -567,8 +567,10 @@ def scenario_of(
     }
     if f.get("plan.rollout.eager") is True:
         rollout["cuda_graphs"] = False  # the engine decodes eagerly: estimated so
+    # the longest sequence: one response, or an episode's turns (its trajectory)
+    longest = longest_prompt + max_response * (agent["max_turns"] if agent else 1)
     rollout.update(engine_settings(reading))
-    train.update(training_settings(reading))
+    train.update(training_settings(reading, longest))
     plan: dict[str, Any] = {
         "placement": f["plan.placement"],
         "execution": f["plan.execution"],
@@ -581,8 +583,6 @@ def scenario_of(
     if assessment := frozen_layout(f):
         plan["assessment"] = assessment
     context = reading.context_tokens
-    # the longest sequence: one response, or an episode's turns (its trajectory)
-    longest = longest_prompt + max_response * (agent["max_turns"] if agent else 1)
     if built is not None:
         model = _inline_policy(built, path, longest, assumed)
         if reward == "policy":
@@ -839,23 +839,64 @@ def engine_settings(reading: Reading) -> dict[str, Any]:
     return out
 
 
-def training_settings(reading: Reading) -> dict[str, Any]:
+def token_batching(reading: Reading) -> bool:
+    """Whether the launch batches its training micro-batches by tokens: a mapping's
+    token_batching switch is on (the launch's value, else the framework's default), or a
+    `KEY>0` budget is positive."""
+    mapping = reading.mapping
+    for switch in mapping.token_batching:
+        key, positive, _ = switch.partition(">0")
+        value = reading.config.get(key, mapping.config_defaults.get(key))
+        if value is None:
+            continue
+        if positive:
+            if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+                return True
+        elif truth(value):
+            return True
+    return False
+
+
+def micro_batch_read(reading: Reading, longest: int) -> int | None:
+    """The training micro-batch in tokens (over the CP group) that the launch runs, set as its
+    launch.micro_batch_tokens: its token budget where it batches by tokens, else the sequences
+    its sequence_batching key counts (the launch's, else the framework's default) at the
+    longest sequence its length caps allow, the most a micro-batch can hold. None where
+    neither is known (the search's budget stands)."""
+    from rlmguide.export.startup import typed
+
+    if token_batching(reading):
+        tokens = typed(reading.facts).get("launch.micro_batch_tokens")
+        return int(tokens) if tokens is not None and tokens >= 1 else None
+    reading.facts.pop("launch.micro_batch_tokens", None)  # a budget the framework does not use
+    mapping = reading.mapping
+    for key, default in mapping.sequence_batching.items():
+        given = key in reading.config
+        value = reading.config.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            continue
+        reading.unmapped.pop(key, None)
+        if not any(u.key.lstrip("+") == key for u in reading.uses):
+            reading.uses.append(Use(key, value, "launch.micro_batch_sequences", value, not given))
+        reading.facts["launch.micro_batch_sequences"] = value
+        reading.facts["launch.micro_batch_tokens"] = value * longest
+        return value * longest
+    return None
+
+
+def training_settings(reading: Reading, longest: int) -> dict[str, Any]:
     """The training memory settings of the launch as the plan fields the estimate costs: its
     gradient buffers (fp32 as the launch says, else as the framework keeps them by default),
-    and the micro-batch it packs by tokens, only where it batches by tokens (the mapping's
-    token_batching keys; with micro-batches counted in sequences the search's budget stands),
-    and the first and last pipeline stages' layers where the launch gives Megatron both."""
+    the micro-batch it runs (micro_batch_read: by tokens or by sequences at `longest`), and
+    the first and last pipeline stages' layers where the launch gives Megatron both."""
     from rlmguide.export.startup import typed
 
     mapping = reading.mapping
     launch = typed(reading.facts)
     fp32 = launch.get("launch.fp32_gradients", mapping.fp32_gradients)
     out: dict[str, Any] = {"fp32_gradients": bool(fp32) and not launch.get("launch.bf16_gradients")}
-    defaults = mapping.config_defaults
-    switches = [reading.config.get(k, defaults.get(k)) for k in mapping.token_batching]
-    tokens = launch.get("launch.micro_batch_tokens")
-    if tokens is not None and tokens >= 1 and any(truth(v) for v in switches if v is not None):
-        out["micro_batch_tokens"] = int(tokens)
+    if (tokens := micro_batch_read(reading, longest)) is not None:
+        out["micro_batch_tokens"] = tokens
     first, last = launch.get("launch.pp_first_layers"), launch.get("launch.pp_last_layers")
     if first is not None and last is not None and first >= 1 and last >= 1:
         # the stages the launch gives Megatron: costed as it splits them

@@ -1,0 +1,111 @@
+"""`rlmguide review` of launch files as users write them (held-out audit 3): hand-written
+fixtures under tests/fixtures/review/user/, in the style of the frameworks' examples, that
+the review once misread (micro-batches counted in sequences, OpenRLHF's KL side, NeMo-RL's
+shell launch over its base config, keys the framework refuses)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO
+
+from rlmguide.review import Hardware, review
+
+USER = REPO / "tests" / "fixtures" / "review" / "user"
+H100 = Hardware("h100-sxm-80gb")
+
+
+def _edited(tmp_path: Path, name: str, old: str, new: str) -> Path:
+    text = (USER / name).read_text()
+    assert old in text, old
+    out = tmp_path / name
+    out.write_text(text.replace(old, new))
+    return out
+
+
+def _micro_row(result: dict[str, Any]) -> dict[str, Any]:
+    (row,) = [r for r in result["memory_keys"] if r["setting"].startswith("training micro")]
+    return row
+
+
+def test_verl_micro_batches_in_sequences_are_costed_at_the_length_caps() -> None:
+    # use_dynamic_bsz off (verl's default): 24 sequences of up to 1024 + 7168 tokens a
+    # micro-batch, not the unused ppo_max_token_len_per_gpu (16384 by default)
+    got = review(USER / "verl-grpo-sequence-micro-batch.sh", hardware=H100)
+    assert got["scenario"]["plan"]["train"]["micro_batch_tokens"] == 24 * 8192
+    row = _micro_row(got)
+    assert row["launch"] == 24 * 8192 and row["verdict"].startswith("above")
+    assert not got["estimate"]["feasible"]  # ~196k tokens of Qwen3-8B activations and logits
+    keys = {u["key"]: u for u in got["understood"]}
+    assert keys["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"]["value"] == 24
+    unmapped = {u["key"] for u in got["unmapped"]}
+    assert "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu" not in unmapped
+
+
+def test_verl_token_budget_holds_only_with_dynamic_batching(tmp_path: Path) -> None:
+    name = "verl-grpo-sequence-micro-batch.sh"
+    dynamic = _edited(
+        tmp_path,
+        name,
+        "ppo_micro_batch_size_per_gpu=24",
+        "use_dynamic_bsz=True actor_rollout_ref.actor.ppo_max_token_len_per_gpu=8192",
+    )
+    got = review(dynamic, hardware=H100)
+    assert got["scenario"]["plan"]["train"]["micro_batch_tokens"] == 8192
+    assert _micro_row(got)["launch"] == 8192
+
+
+def test_a_small_sequence_micro_batch_is_no_false_alarm(tmp_path: Path) -> None:
+    one = _edited(
+        tmp_path,
+        "verl-grpo-sequence-micro-batch.sh",
+        "ppo_micro_batch_size_per_gpu=24",
+        "ppo_micro_batch_size_per_gpu=1",
+    )
+    got = review(one, hardware=H100)
+    row = _micro_row(got)
+    assert row["launch"] == 8192 and row["verdict"] == "as the plan needs"
+    assert got["estimate"]["feasible"]
+
+
+def test_skyrl_micro_batches_in_samples_are_costed() -> None:
+    # trainer.max_tokens_per_microbatch left at -1 (off): 16 samples of 1024 + 7168 tokens
+    got = review(USER / "skyrl-grpo-micro-batch.sh", hardware=H100)
+    assert got["scenario"]["plan"]["train"]["micro_batch_tokens"] == 16 * 8192
+    assert _micro_row(got)["launch"] == 16 * 8192
+
+
+def test_skyrl_token_budget_when_positive(tmp_path: Path) -> None:
+    budget = _edited(
+        tmp_path,
+        "skyrl-grpo-micro-batch.sh",
+        "trainer.micro_train_batch_size_per_gpu=16",
+        "trainer.max_tokens_per_microbatch=12288",
+    )
+    got = review(budget, hardware=H100)
+    assert got["scenario"]["plan"]["train"]["micro_batch_tokens"] == 12288
+
+
+def test_openrlhf_micro_batches_in_samples_are_costed() -> None:
+    # no --train.dynamic_batch_enable: 6 samples of up to --data.max_len 4096 tokens
+    got = review(USER / "openrlhf-reinforce-baseline-micro-batch.sh", hardware=H100)
+    assert got["scenario"]["plan"]["train"]["micro_batch_tokens"] == 6 * 4096
+    assert _micro_row(got)["launch"] == 6 * 4096
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "side"),
+    [
+        ("--algo.kl.use_loss", "--algo.kl.use_loss", "loss"),
+        ("--algo.kl.use_loss", "", None),
+    ],
+)
+def test_openrlhf_kl_in_the_loss_is_read(tmp_path: Path, old: str, new: str, side: Any) -> None:
+    path = _edited(tmp_path, "openrlhf-reinforce-baseline-micro-batch.sh", old, new)
+    got = review(path, hardware=H100)
+    (row,) = [r for r in got["algorithm_settings"] if r["setting"].startswith("KL penalty")]
+    assert row["launch"] == side
+    if side == "loss":  # REINFORCE++-baseline's record puts it in the reward
+        assert row["verdict"].startswith("differs from the record")
