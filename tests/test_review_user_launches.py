@@ -109,3 +109,44 @@ def test_openrlhf_kl_in_the_loss_is_read(tmp_path: Path, old: str, new: str, sid
     assert row["launch"] == side
     if side == "loss":  # REINFORCE++-baseline's record puts it in the reward
         assert row["verdict"].startswith("differs from the record")
+
+
+def test_nemo_rl_shell_launch_reads_its_base_config_defaults() -> None:
+    # colocated generation, 16 generations per prompt and DTensor come from grpo_math_1B.yaml
+    got = review(USER / "nemo-rl-grpo-shell.sh", hardware=H100)
+    scenario = got["scenario"]
+    assert scenario["cluster"]["nodes"] * scenario["cluster"]["gpus_per_node"] == 16
+    assert scenario["plan"]["placement"] == "colocated"
+    assert scenario["plan"]["train"]["gpus"] == 16
+    assert scenario["workload"]["samples_per_prompt"] == 16
+    assert got["training_backend"] == "pytorch-fsdp"
+    defaults = {u["key"] for u in got["understood"] if u["default"]}
+    assert {"policy.generation.colocated.enabled", "grpo.num_generations_per_prompt"} <= defaults
+    assert got["estimate"]["feasible"]
+
+
+def test_nemo_rl_unreadable_gpu_count_is_named(tmp_path: Path) -> None:
+    from rlmguide.review import ReviewError
+
+    unset = _edited(tmp_path, "nemo-rl-grpo-shell.sh", "gpus_per_node=8", "gpus_per_node=$GPUS")
+    with pytest.raises(ReviewError, match="cluster.gpus_per_node"):
+        review(unset, hardware=H100)
+
+
+def test_nemo_rl_defaults_are_its_base_config_at_the_commit() -> None:
+    """Each default of the NeMo-RL mapping is the value grpo_math_1B.yaml gives the key at the
+    mapping's commit (tests/fixtures/frameworks/nemo-rl-grpo_math_1B.yaml)."""
+    import yaml
+
+    from rlmguide.kb.load import load_catalog
+    from rlmguide.kb.paths import record_roots
+    from rlmguide.review.recipe import flatten
+
+    base = REPO / "tests" / "fixtures" / "frameworks" / "nemo-rl-grpo_math_1B.yaml"
+    declared = flatten(yaml.safe_load(base.read_text()))
+    mapping = load_catalog(record_roots(), ("mapping",)).of("mapping")[
+        "nemo-rl-0.1.0-1338-g7ea279abf"
+    ]
+    for key, value in mapping.config_defaults.items():
+        assert key in declared, key
+        assert declared[key] == value, key

@@ -160,6 +160,16 @@ def review(
             if plan[name].get("gpus")
         )
         pools += "".join(f", {m} {n}" for m, n in plan["pools"].items())
+        if not pools:
+            # no pool's size was read: name the keys that give it, not an empty list
+            sizes = (
+                "plan.train.gpus",
+                "plan.rollout.gpus",
+                "cluster.nodes",
+                "cluster.gpus_per_node",
+            )
+            keys = sorted({e.key for e in reading.mapping.entries if e.fact in sizes})
+            pools = f"none read; the launch sizes them with {', '.join(keys)}"
         # the unmapped keys that place models are the likely reason (a sharing the plan lacks)
         placing = [k for k in sorted(reading.unmapped) if any(w in k for w in PLACING)]
         raise NotCostable(
