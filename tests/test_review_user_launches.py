@@ -129,7 +129,7 @@ def test_nemo_rl_unreadable_gpu_count_is_named(tmp_path: Path) -> None:
     from rlmguide.review import ReviewError
 
     unset = _edited(tmp_path, "nemo-rl-grpo-shell.sh", "gpus_per_node=8", "gpus_per_node=$GPUS")
-    with pytest.raises(ReviewError, match="cluster.gpus_per_node"):
+    with pytest.raises(ReviewError, match=r"cluster\.gpus_per_node"):
         review(unset, hardware=H100)
 
 
@@ -137,9 +137,9 @@ def test_nemo_rl_defaults_are_its_base_config_at_the_commit() -> None:
     """Each default of the NeMo-RL mapping is the value grpo_math_1B.yaml gives the key at the
     mapping's commit (tests/fixtures/frameworks/nemo-rl-grpo_math_1B.yaml)."""
     import yaml
-
     from rlmguide.kb.load import load_catalog
     from rlmguide.kb.paths import record_roots
+
     from rlmguide.review.recipe import flatten
 
     base = REPO / "tests" / "fixtures" / "frameworks" / "nemo-rl-grpo_math_1B.yaml"
