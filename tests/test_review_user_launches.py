@@ -150,3 +150,41 @@ def test_nemo_rl_defaults_are_its_base_config_at_the_commit() -> None:
     for key, value in mapping.config_defaults.items():
         assert key in declared, key
         assert declared[key] == value, key
+
+
+def _stops(result: dict[str, Any]) -> list[str]:
+    return [c["title"] for c in result["startup"] if c["constraint"] == "unknown-key"]
+
+
+def test_verl_key_hydra_refuses_is_a_startup_stop(tmp_path: Path) -> None:
+    typo = _edited(
+        tmp_path,
+        "verl-grpo-sequence-micro-batch.sh",
+        "rollout.gpu_memory_utilization=0.6",
+        "rollout.gpu_mem_utilization=0.6 +actor_rollout_ref.model.override_config.foo=1",
+    )
+    got = review(typo, hardware=H100)
+    assert _stops(got) == [
+        "start-up error: actor_rollout_ref.rollout.gpu_mem_utilization is not a key of verl at "
+        "7aed6b230; the closest key is actor_rollout_ref.rollout.gpu_memory_utilization"
+    ]
+
+
+def test_a_verl_launch_of_known_keys_has_no_stop() -> None:
+    assert _stops(review(USER / "verl-grpo-sequence-micro-batch.sh", hardware=H100)) == []
+
+
+def test_openrlhf_flag_argparse_refuses_is_a_startup_stop(tmp_path: Path) -> None:
+    flags = _edited(
+        tmp_path,
+        "openrlhf-reinforce-baseline-micro-batch.sh",
+        "--ds.zero_stage 3",
+        "--ds.zero_stage 3 --data.prompt_max_len 1024 --ds.packing",
+    )
+    got = review(flags, hardware=H100)
+    # --ds.packing is a unique prefix of --ds.packing_samples: argparse takes it
+    assert _stops(got) == [
+        "start-up error: data.prompt_max_len is not a key of openrlhf at 3c3be6234; the "
+        "closest key is data.max_len"
+    ]
+    assert _stops(review(USER / "openrlhf-reinforce-baseline-micro-batch.sh", hardware=H100)) == []

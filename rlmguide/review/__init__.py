@@ -25,6 +25,7 @@ from rlmguide.review.review import (
     sglang_share,
     startup_checks,
     understood,
+    unknown_keys,
     without_launch_settings,
 )
 from rlmguide.rules import RECOMMEND_KINDS
@@ -186,7 +187,7 @@ def review(
         ),
         "scenario": data,
         "estimate": reviewed,
-        "startup": startup_checks(reading, catalog, facts),
+        "startup": unknown_keys(reading) + startup_checks(reading, catalog, facts),
         "memory_keys": memory_keys(reading, needs, facts),
         "algorithm_keys": algorithm_keys(reading, facts),
         "algorithm_settings": algorithm_settings(reading, facts),

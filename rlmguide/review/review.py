@@ -80,6 +80,8 @@ def parse_launch(
             config = hydra_config(words) if own[0].syntax == "hydra" else argparse_config(words)
         except ValueError as exc:
             raise ReviewError(f"cannot read the arguments of {module}: {exc}") from None
+        # Hydra's `+key=` / `++key=` add a key the config lacks: no start-up stop for it
+        shell.appended = {w.partition("=")[0].lstrip("+") for w in words if w.startswith("+")}
         return module, config, own, shell
     known = ", ".join(modules)
     raise ReviewError(f"no launch of a mapped framework in the file (looked for: {known})")
@@ -742,6 +744,7 @@ def read_file(
         # the defaults chain's other keys are the framework's defaults, not the recipe's words
         reading.unmapped = {k: v for k, v in reading.unmapped.items() if k in recipe_keys}
     reading.unknown_variables = sorted(shell.used_unknown)
+    reading.appended = shell.appended
     reading.unsourced = shell.unsourced
     reading.config = config
     reading.files = shell.files
@@ -962,6 +965,66 @@ def sglang_share(reading: Reading, estimate: Mapping[str, Any], hbm_gib: float) 
         return None
     starts_first = reading.mapping.engine_starts_first
     return gpu_share(float(share), estimate, hbm_gib, "sglang", starts_first)
+
+
+KEY_LISTS = Path(__file__).resolve().parent / "keys"
+"""The keys each mapping's framework accepts at its commit (bench/framework_keys.py writes
+them): `<mapping id>.txt`, one a line, with the entry point they configure in a header."""
+ENTRY_POINT = "# entry point: "
+
+
+def framework_keys(mapping: MappingRecord) -> tuple[str, set[str]] | None:
+    """The entry point and the keys its parser accepts at the mapping's commit, where a key
+    list is on record for the mapping; None otherwise."""
+    path = KEY_LISTS / f"{mapping.id}.txt"
+    if not path.is_file():
+        return None
+    lines = path.read_text().splitlines()
+    module = next((x.removeprefix(ENTRY_POINT) for x in lines if x.startswith(ENTRY_POINT)), "")
+    return module, {x for x in lines if x and not x.startswith("#")}
+
+
+def unknown_keys(reading: Reading) -> list[dict[str, Any]]:
+    """The launch's keys its framework's parser refuses at the mapping's commit, as start-up
+    stops: Hydra (verl) stops at an override of a key its struct config lacks unless the key
+    is added with `+`; argparse (OpenRLHF) exits on an option that is neither declared nor a
+    unique prefix of one (abbreviations are on by default). Only the keys no entry reads are
+    checked; each names the closest known key."""
+    import difflib
+
+    mapping = reading.mapping
+    listed = framework_keys(mapping)
+    if listed is None or listed[0] != _module(reading.launch.command):
+        return []
+    keys = listed[1] | _keys(mapping) | set(mapping.config_defaults)
+    inner = {k.rsplit(".", i)[0] for k in keys for i in range(1, k.count(".") + 1)}
+    found = []
+    for key in sorted(reading.unmapped):
+        if mapping.syntax == "hydra":
+            if (
+                key in keys
+                or key in inner
+                or key in reading.appended
+                or key.startswith("hydra.")
+                or ("." not in key and "-" in key)  # a Hydra option (--config-name)
+            ):
+                continue
+        elif key in keys or sum(k.startswith(key) for k in keys) == 1:
+            continue
+        close = difflib.get_close_matches(key, sorted(keys), n=1, cutoff=0.6)
+        hint = f"; the closest key is {close[0]}" if close else ""
+        found.append(
+            {
+                "constraint": "unknown-key",
+                "title": f"start-up error: {key} is not a key of {mapping.framework} at "
+                f"{mapping.commit[:9]}{hint}",
+                "file": f"rlmguide/review/keys/{mapping.id}.txt",
+                "lines": None,
+                "commit": mapping.commit,
+                "url": None,
+            }
+        )
+    return found
 
 
 def startup_checks(
