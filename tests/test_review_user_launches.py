@@ -188,3 +188,14 @@ def test_openrlhf_flag_argparse_refuses_is_a_startup_stop(tmp_path: Path) -> Non
         "closest key is data.max_len"
     ]
     assert _stops(review(USER / "openrlhf-reinforce-baseline-micro-batch.sh", hardware=H100)) == []
+
+
+def test_openrlhf_flat_use_kl_loss_is_read() -> None:
+    # OpenRLHF's own async REINFORCE++-baseline script (c250c21a, flat flags) sets --use_kl_loss
+    wild = REPO / "tests" / "fixtures" / "review" / "wild"
+    got = review(
+        wild / "openrlhf-c250c21a-train_reinforce_baseline_llama_ray_async.sh", hardware=H100
+    )
+    assert got["mapping"] == "openrlhf-0.8.9.post1-5-gc250c21a"
+    (row,) = [r for r in got["algorithm_settings"] if r["setting"].startswith("KL penalty")]
+    assert row["launch"] == "loss"
