@@ -199,3 +199,15 @@ def test_openrlhf_flat_use_kl_loss_is_read() -> None:
     assert got["mapping"] == "openrlhf-0.8.9.post1-5-gc250c21a"
     (row,) = [r for r in got["algorithm_settings"] if r["setting"].startswith("KL penalty")]
     assert row["launch"] == "loss"
+
+
+def test_nemo_rl_without_packing_costs_its_micro_batch_in_sequences(tmp_path: Path) -> None:
+    # packing off, no dynamic batching: 2 sequences of up to the 4096-token bound
+    unpacked = _edited(
+        tmp_path,
+        "nemo-rl-grpo-shell.sh",
+        "logger.wandb_enabled=True",
+        "policy.sequence_packing.enabled=False policy.train_micro_batch_size=2",
+    )
+    got = review(unpacked, hardware=H100)
+    assert got["scenario"]["plan"]["train"]["micro_batch_tokens"] == 2 * 4096
