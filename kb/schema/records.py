@@ -982,7 +982,12 @@ class Mapping(Record):
     """Arguments every launch needs whatever the plan, as the syntax writes them."""
     token_batching: list[Text] = []
     """Keys that switch micro-batching by tokens on (any one true, else the framework's
-    default for it): a launch's token budget sizes its micro-batches only then."""
+    default for it; `KEY>0`: on where the key's value is positive, SkyRL's token budget that
+    -1 disables): a launch's token budget sizes its micro-batches only then."""
+    sequence_batching: dict[Text, PositiveInt | None] = {}
+    """Key of the training micro-batch counted in sequences per GPU -> the framework's default
+    for it at `commit` (None where it has none): the micro-batch the framework runs where no
+    token_batching switch is on, costed as that many sequences at the launch's length caps."""
     repositories: dict[Text, Url] = {}
     """Path prefix -> where files under it are read when they belong to another repository the
     framework passes flags to (slime's `megatron/` at the Megatron-LM commit it pins)."""

@@ -25,6 +25,7 @@ from rlmguide.review.review import (
     sglang_share,
     startup_checks,
     understood,
+    unknown_keys,
     without_launch_settings,
 )
 from rlmguide.rules import RECOMMEND_KINDS
@@ -160,6 +161,16 @@ def review(
             if plan[name].get("gpus")
         )
         pools += "".join(f", {m} {n}" for m, n in plan["pools"].items())
+        if not pools:
+            # no pool's size was read: name the keys that give it, not an empty list
+            sizes = (
+                "plan.train.gpus",
+                "plan.rollout.gpus",
+                "cluster.nodes",
+                "cluster.gpus_per_node",
+            )
+            keys = sorted({e.key for e in reading.mapping.entries if e.fact in sizes})
+            pools = f"none read; the launch sizes them with {', '.join(keys)}"
         # the unmapped keys that place models are the likely reason (a sharing the plan lacks)
         placing = [k for k in sorted(reading.unmapped) if any(w in k for w in PLACING)]
         raise NotCostable(
@@ -176,7 +187,7 @@ def review(
         ),
         "scenario": data,
         "estimate": reviewed,
-        "startup": startup_checks(reading, catalog, facts),
+        "startup": unknown_keys(reading) + startup_checks(reading, catalog, facts),
         "memory_keys": memory_keys(reading, needs, facts),
         "algorithm_keys": algorithm_keys(reading, facts),
         "algorithm_settings": algorithm_settings(reading, facts),

@@ -30,7 +30,7 @@ from rlmguide.review.config import argparse_config, hydra_config
 from rlmguide.review.family import family_name, tell
 from rlmguide.review.recipe import RecipeError, recipe_config
 from rlmguide.review.shell import Shell, ShellError, command_arguments
-from rlmguide.review.understand import Reading, read_launch, truth
+from rlmguide.review.understand import Reading, Use, read_launch, truth
 
 
 class ReviewError(ValueError):
@@ -81,6 +81,8 @@ def parse_launch(
             config = hydra_config(words) if own[0].syntax == "hydra" else argparse_config(words)
         except ValueError as exc:
             raise ReviewError(f"cannot read the arguments of {module}: {exc}") from None
+        # Hydra's `+key=` / `++key=` add a key the config lacks: no start-up stop for it
+        shell.appended = {w.partition("=")[0].lstrip("+") for w in words if w.startswith("+")}
         return module, config, own, shell
     known = ", ".join(modules)
     raise ReviewError(f"no launch of a mapped framework in the file (looked for: {known})")
@@ -570,8 +572,10 @@ def scenario_of(
     }
     if f.get("plan.rollout.eager") is True:
         rollout["cuda_graphs"] = False  # the engine decodes eagerly: estimated so
+    # the longest sequence: one response, or an episode's turns (its trajectory)
+    longest = longest_prompt + max_response * (agent["max_turns"] if agent else 1)
     rollout.update(engine_settings(reading))
-    train.update(training_settings(reading))
+    train.update(training_settings(reading, longest))
     plan: dict[str, Any] = {
         "placement": f["plan.placement"],
         "execution": f["plan.execution"],
@@ -584,8 +588,6 @@ def scenario_of(
     if assessment := frozen_layout(f):
         plan["assessment"] = assessment
     context = reading.context_tokens
-    # the longest sequence: one response, or an episode's turns (its trajectory)
-    longest = longest_prompt + max_response * (agent["max_turns"] if agent else 1)
     if built is not None:
         model = _inline_policy(built, path, longest, assumed)
         if reward == "policy":
@@ -745,6 +747,7 @@ def read_file(
         # the defaults chain's other keys are the framework's defaults, not the recipe's words
         reading.unmapped = {k: v for k, v in reading.unmapped.items() if k in recipe_keys}
     reading.unknown_variables = sorted(shell.used_unknown)
+    reading.appended = shell.appended
     reading.unsourced = shell.unsourced
     reading.config = config
     reading.files = shell.files
@@ -842,23 +845,64 @@ def engine_settings(reading: Reading) -> dict[str, Any]:
     return out
 
 
-def training_settings(reading: Reading) -> dict[str, Any]:
+def token_batching(reading: Reading) -> bool:
+    """Whether the launch batches its training micro-batches by tokens: a mapping's
+    token_batching switch is on (the launch's value, else the framework's default), or a
+    `KEY>0` budget is positive."""
+    mapping = reading.mapping
+    for switch in mapping.token_batching:
+        key, positive, _ = switch.partition(">0")
+        value = reading.config.get(key, mapping.config_defaults.get(key))
+        if value is None:
+            continue
+        if positive:
+            if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+                return True
+        elif truth(value):
+            return True
+    return False
+
+
+def micro_batch_read(reading: Reading, longest: int) -> int | None:
+    """The training micro-batch in tokens (over the CP group) that the launch runs, set as its
+    launch.micro_batch_tokens: its token budget where it batches by tokens, else the sequences
+    its sequence_batching key counts (the launch's, else the framework's default) at the
+    longest sequence its length caps allow, the most a micro-batch can hold. None where
+    neither is known (the search's budget stands)."""
+    from rlmguide.export.startup import typed
+
+    if token_batching(reading):
+        tokens = typed(reading.facts).get("launch.micro_batch_tokens")
+        return int(tokens) if tokens is not None and tokens >= 1 else None
+    reading.facts.pop("launch.micro_batch_tokens", None)  # a budget the framework does not use
+    mapping = reading.mapping
+    for key, default in mapping.sequence_batching.items():
+        given = key in reading.config
+        value = reading.config.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            continue
+        reading.unmapped.pop(key, None)
+        if not any(u.key.lstrip("+") == key for u in reading.uses):
+            reading.uses.append(Use(key, value, "launch.micro_batch_sequences", value, not given))
+        reading.facts["launch.micro_batch_sequences"] = value
+        reading.facts["launch.micro_batch_tokens"] = value * longest
+        return value * longest
+    return None
+
+
+def training_settings(reading: Reading, longest: int) -> dict[str, Any]:
     """The training memory settings of the launch as the plan fields the estimate costs: its
     gradient buffers (fp32 as the launch says, else as the framework keeps them by default),
-    and the micro-batch it packs by tokens, only where it batches by tokens (the mapping's
-    token_batching keys; with micro-batches counted in sequences the search's budget stands),
-    and the first and last pipeline stages' layers where the launch gives Megatron both."""
+    the micro-batch it runs (micro_batch_read: by tokens or by sequences at `longest`), and
+    the first and last pipeline stages' layers where the launch gives Megatron both."""
     from rlmguide.export.startup import typed
 
     mapping = reading.mapping
     launch = typed(reading.facts)
     fp32 = launch.get("launch.fp32_gradients", mapping.fp32_gradients)
     out: dict[str, Any] = {"fp32_gradients": bool(fp32) and not launch.get("launch.bf16_gradients")}
-    defaults = mapping.config_defaults
-    switches = [reading.config.get(k, defaults.get(k)) for k in mapping.token_batching]
-    tokens = launch.get("launch.micro_batch_tokens")
-    if tokens is not None and tokens >= 1 and any(truth(v) for v in switches if v is not None):
-        out["micro_batch_tokens"] = int(tokens)
+    if (tokens := micro_batch_read(reading, longest)) is not None:
+        out["micro_batch_tokens"] = tokens
     first, last = launch.get("launch.pp_first_layers"), launch.get("launch.pp_last_layers")
     if first is not None and last is not None and first >= 1 and last >= 1:
         # the stages the launch gives Megatron: costed as it splits them
@@ -924,6 +968,66 @@ def sglang_share(reading: Reading, estimate: Mapping[str, Any], hbm_gib: float) 
         return None
     starts_first = reading.mapping.engine_starts_first
     return gpu_share(float(share), estimate, hbm_gib, "sglang", starts_first)
+
+
+KEY_LISTS = Path(__file__).resolve().parent / "keys"
+"""The keys each mapping's framework accepts at its commit (bench/framework_keys.py writes
+them): `<mapping id>.txt`, one a line, with the entry point they configure in a header."""
+ENTRY_POINT = "# entry point: "
+
+
+def framework_keys(mapping: MappingRecord) -> tuple[str, set[str]] | None:
+    """The entry point and the keys its parser accepts at the mapping's commit, where a key
+    list is on record for the mapping; None otherwise."""
+    path = KEY_LISTS / f"{mapping.id}.txt"
+    if not path.is_file():
+        return None
+    lines = path.read_text().splitlines()
+    module = next((x.removeprefix(ENTRY_POINT) for x in lines if x.startswith(ENTRY_POINT)), "")
+    return module, {x for x in lines if x and not x.startswith("#")}
+
+
+def unknown_keys(reading: Reading) -> list[dict[str, Any]]:
+    """The launch's keys its framework's parser refuses at the mapping's commit, as start-up
+    stops: Hydra (verl) stops at an override of a key its struct config lacks unless the key
+    is added with `+`; argparse (OpenRLHF) exits on an option that is neither declared nor a
+    unique prefix of one (abbreviations are on by default). Only the keys no entry reads are
+    checked; each names the closest known key."""
+    import difflib
+
+    mapping = reading.mapping
+    listed = framework_keys(mapping)
+    if listed is None or listed[0] != _module(reading.launch.command):
+        return []
+    keys = listed[1] | _keys(mapping) | set(mapping.config_defaults)
+    inner = {k.rsplit(".", i)[0] for k in keys for i in range(1, k.count(".") + 1)}
+    found = []
+    for key in sorted(reading.unmapped):
+        if mapping.syntax == "hydra":
+            if (
+                key in keys
+                or key in inner
+                or key in reading.appended
+                or key.startswith("hydra.")
+                or ("." not in key and "-" in key)  # a Hydra option (--config-name)
+            ):
+                continue
+        elif key in keys or sum(k.startswith(key) for k in keys) == 1:
+            continue
+        close = difflib.get_close_matches(key, sorted(keys), n=1, cutoff=0.6)
+        hint = f"; the closest key is {close[0]}" if close else ""
+        found.append(
+            {
+                "constraint": "unknown-key",
+                "title": f"start-up error: {key} is not a key of {mapping.framework} at "
+                f"{mapping.commit[:9]}{hint}",
+                "file": f"rlmguide/review/keys/{mapping.id}.txt",
+                "lines": None,
+                "commit": mapping.commit,
+                "url": None,
+            }
+        )
+    return found
 
 
 def startup_checks(

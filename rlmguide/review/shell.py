@@ -284,6 +284,8 @@ class Shell:
     """Names a child process sees (`export`, `declare -x`, the starting environment)."""
     unknown: set[str] = field(default_factory=set)
     used_unknown: set[str] = field(default_factory=set)
+    appended: set[str] = field(default_factory=set)
+    """Hydra keys the command adds with `+` (set by review.parse_launch)."""
     here: Path | None = None
     """The folder of the file being read: what `$(dirname "${BASH_SOURCE[0]}")` gives."""
     unsourced: list[str] = field(default_factory=list)

@@ -62,6 +62,8 @@ class Reading:
     """The reading's limits, for files read after the launch (a model's config.json)."""
     mapping_from: str = "the framework's only mapping"
     """Why `mapping` reads the launch: the export header names it, or the keys chose it."""
+    appended: set[str] = field(default_factory=set)
+    """Keys the launch adds to a Hydra config with `+` (the config need not hold them)."""
     stated_lengths: dict[str, int] | None = None
     """The reasoning budget and the lengths it cuts, from an export's header line
     (rlmguide.export.render.budget_line): a launch has no key for them."""
