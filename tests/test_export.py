@@ -1723,3 +1723,82 @@ def test_verl_megatron_builds_the_model_with_a_bridge_that_registers_it(
     )
     said = any("installs no Megatron-Bridge" in note for note in launch.departures)
     assert said is megatron_bridge
+
+
+V07 = "0.7.0-125-gb178a3cd5"
+
+
+@pytest.mark.parametrize(
+    ("policy", "nodes", "version", "tp", "backend", "megatron_bridge"),
+    [
+        # Megatron-Bridge only, at both commits (mbridge registers gemma3, not the text-only
+        # gemma3_text): built with vanilla_mbridge=False where Megatron is forced (TP 2)
+        ("gemma-2b", 1, None, 2, "megatron-lm", True),
+        ("gemma-2b", 1, V07, 2, "megatron-lm", True),
+        ("gemma-2-9b", 1, None, 2, "megatron-lm", True),
+        ("gemma-2-9b", 1, V07, 2, "megatron-lm", True),
+        ("gemma-3-1b", 1, None, 2, "megatron-lm", True),
+        ("gemma-3-1b", 1, V07, 2, "megatron-lm", True),
+        # Megatron-Bridge's GLM-4.7-Flash, GLM-5 and Kimi-K2.5 bridges are at 38803fd4 (0.8.0),
+        # not 9de81190: at b178a3cd5 the planner's Megatron choice falls back to FSDP
+        ("glm-4.7-flash", 2, None, None, "megatron-lm", True),
+        ("glm-4.7-flash", 2, V07, None, "pytorch-fsdp", False),
+        ("glm-5", 16, None, None, "megatron-lm", True),
+        ("glm-5", 16, V07, None, "pytorch-fsdp", False),
+        ("kimi-k2.5", 16, None, 2, "megatron-lm", True),
+        ("kimi-k2.5", 16, V07, 2, None, False),
+        # qwen3_5_moe is mbridge's own at 08975e6 (0.8.0) only
+        ("qwen3.6-35b-a3b", 2, None, None, "megatron-lm", False),
+        ("qwen3.6-35b-a3b", 2, V07, None, "pytorch-fsdp", False),
+        # no bridge at either commit: the planner keeps FSDP and a forced Megatron plan is refused
+        ("deepseek-v3.2", 16, None, None, "pytorch-fsdp", False),
+        ("deepseek-v3.2", 16, V07, None, "pytorch-fsdp", False),
+        *(
+            (policy, nodes, version, tp, "pytorch-fsdp" if tp is None else None, False)
+            for policy, nodes in (
+                ("phi-3-mini", 1),
+                ("internlm2-7b", 1),
+                ("chatglm3-6b", 1),
+                ("llama-4-scout", 4),
+            )
+            for version in (None, V07)
+            for tp in (None, 2)
+        ),
+    ],
+)
+def test_verl_megatron_needs_a_bridge_for_the_config_model_type(
+    policy: str,
+    nodes: int,
+    version: str | None,
+    tp: int | None,
+    backend: str | None,
+    megatron_bridge: bool,
+) -> None:
+    """Each model record's cited config.json model_type against the bridges verl's Megatron
+    path can build it with (mbridge 08975e6 / 892727e0 by model_type, Megatron-Bridge 38803fd4 /
+    9de81190 by architecture): Megatron-Bridge-only types are written with
+    vanilla_mbridge=False and the departure that names it; types neither registers get no
+    Megatron plan (constraints verl-megatron-no-bridge-v0.8, verl-megatron-no-bridge), so a
+    forced one (backend None) is refused."""
+    from rlmguide import api
+    from rlmguide.api import RequestFailed
+
+    data = yaml.safe_load((REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml").read_text())
+    data["cluster"] = {"accelerator": "h200-sxm-141gb", "nodes": nodes, "gpus_per_node": 8}
+    data["models"]["policy"] = policy
+    # Phi-3-mini's 4k and Gemma's and ChatGLM3's 8k contexts hold a 2k-token response
+    data["workload"]["max_response_tokens"] = 2048
+    data.pop("plan", None)
+    if tp is not None:
+        data["plan"] = {"train": {"tp": tp}}
+    if backend is None:
+        with pytest.raises(RequestFailed, match="cannot export to verl"):
+            api.export(data, "verl", version=version)
+        return
+    launch = api.export(data, "verl", version=version)
+    assert f"# Training backend {backend}," in launch.script
+    assert ("actor_rollout_ref.actor.megatron.vanilla_mbridge=False" in launch.script) is (
+        megatron_bridge
+    )
+    said = any("installs no Megatron-Bridge" in note for note in launch.departures)
+    assert said is megatron_bridge
