@@ -197,4 +197,3 @@ def test_a_dtensor_ppo_value_model_is_refused_where_automodel_builds_its_causal_
     else:
         assert code == 0, output
         assert "value.dtensor_cfg.enabled=True" in out.read_text()
-
