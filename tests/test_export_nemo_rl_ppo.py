@@ -180,6 +180,8 @@ DTENSOR_PLAN = (
         # vocabulary-wide lm_head (model_init.py L753-L783 at 24b47e85)
         ("qwen3-30b-a3b", True),
         ("deepseek-v3", True),
+        # GptOssForCausalLM, likewise registered with an adapter that converts per tensor
+        ("gpt-oss-120b", True),
     ],
 )
 def test_a_dtensor_ppo_value_model_is_refused_where_automodel_builds_its_causal_lm(
