@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from launch_support import review_json
 
@@ -41,15 +42,20 @@ PPO_LINES = [
 ]
 
 
-def _export(tmp_path: Path, *plan: str) -> str:
+def _invoke(tmp_path: Path, scenario_text: str, plan: tuple[str, ...]) -> tuple[int, str, Path]:
     scenario = tmp_path / "ppo.yaml"
-    scenario.write_text(SCENARIO)
+    scenario.write_text(scenario_text)
     out = tmp_path / "run.sh"
     sets = [x for item in plan for x in ("--set", item)]
     done = CliRunner().invoke(
         cli, ["export", str(scenario), "--framework", "nemo-rl", "--out", str(out), *sets]
     )
-    assert done.exit_code == 0, done.output
+    return done.exit_code, done.output, out
+
+
+def _export(tmp_path: Path, *plan: str) -> str:
+    code, output, out = _invoke(tmp_path, SCENARIO, plan)
+    assert code == 0, output
     return out.read_text()
 
 
@@ -155,3 +161,41 @@ def test_review_names_the_value_model_checks_a_ppo_launch_trips(tmp_path: Path) 
         read = review_json(path, "--accelerator", "h100-sxm-80gb")
         assert read["scenario"]["workload"]["algorithm"] == "ppo", path
         assert check in str(read["startup"]), (path, read["startup"])
+
+
+DTENSOR_PLAN = (
+    "plan.placement=colocated", "plan.execution=sync", "plan.rollout.tp=4",
+    "plan.train.zero=3", "plan.train.tp=4", "plan.train.cp=1", "plan.train.recompute=full",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("policy", "refused"),
+    [
+        # Qwen2ForCausalLM / LlamaForCausalLM: NeMo-RL forces Hugging Face's class, whose
+        # token-classification head has one output (automodel/setup.py L84-L156 at 7ea279abf)
+        ("qwen2.5-7b", False),
+        ("llama-3.1-8b", False),
+        # Qwen3MoeForCausalLM / DeepseekV3ForCausalLM: Automodel's own class with its
+        # vocabulary-wide lm_head (model_init.py L753-L783 at 24b47e85)
+        ("qwen3-30b-a3b", True),
+        ("deepseek-v3", True),
+        # GptOssForCausalLM, likewise registered with an adapter that converts per tensor
+        ("gpt-oss-120b", True),
+    ],
+)
+def test_a_dtensor_ppo_value_model_is_refused_where_automodel_builds_its_causal_lm(
+    tmp_path: Path, policy: str, refused: bool
+) -> None:
+    scenario = SCENARIO.replace("qwen2.5-7b", policy).replace(
+        "h100-sxm-80gb, nodes: 2", "h200-sxm-141gb, nodes: 32"
+    )
+    code, output, out = _invoke(tmp_path, scenario, DTENSOR_PLAN)
+    if refused:
+        assert code != 0
+        reason = "refuses 2 of 2 candidates by constraint nemo-rl-dtensor-ppo-value-needs-hf-head"
+        assert reason in output
+        assert "vocabulary-wide lm_head" in output
+    else:
+        assert code == 0, output
+        assert "value.dtensor_cfg.enabled=True" in out.read_text()
