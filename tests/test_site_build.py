@@ -127,9 +127,10 @@ def test_search_index_separates_cells_and_skips_copies(built_site: BuiltSite) ->
     size = (built_site.root / "search" / "search_index.json").stat().st_size
     pages = {doc["location"].split("#")[0] for doc in index["docs"]}
     # Per page, as the KB grows by design: about 1.8 kB a page with the copies dropped
-    # (issue 18; 1,039 pages, 1.89 MB on 2026-12-03). The index is fetched only when search
-    # opens.
-    assert size / len(pages) < 2_200, (size, len(pages))
+    # (issue 18; 1,039 pages, 1.89 MB on 2026-12-03), 2.23 kB once mappings and constraints
+    # carried their cited code readings (1,628 pages, 3.63 MB on 2026-12-06). The index is
+    # fetched only when search opens.
+    assert size / len(pages) < 2_500, (size, len(pages))
 
 
 def test_plots_carry_no_build_date(built_site: BuiltSite) -> None:
