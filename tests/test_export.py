@@ -1689,6 +1689,17 @@ def test_a_quantised_release_is_not_the_default_policy_path(
         assert f'MODEL_PATH="${{MODEL_PATH:-{path}}}"' in launch.script
 
 
+def _assert_built_with(launch: Any, backend: str, megatron_bridge: bool) -> None:
+    """The export trains on `backend`, and writes vanilla_mbridge=False with the departure that
+    says verl's image lacks Megatron-Bridge exactly where the model needs that bridge."""
+    assert f"# Training backend {backend}," in launch.script
+    assert ("actor_rollout_ref.actor.megatron.vanilla_mbridge=False" in launch.script) is (
+        megatron_bridge
+    )
+    said = any("installs no Megatron-Bridge" in note for note in launch.departures)
+    assert said is megatron_bridge
+
+
 @pytest.mark.parametrize(
     ("policy", "nodes", "version", "backend", "megatron_bridge"),
     [
@@ -1717,12 +1728,7 @@ def test_verl_megatron_builds_the_model_with_a_bridge_that_registers_it(
     data["models"]["policy"] = policy
     data.pop("plan", None)
     launch = api.export(data, "verl", version=version)
-    assert f"# Training backend {backend}," in launch.script
-    assert ("actor_rollout_ref.actor.megatron.vanilla_mbridge=False" in launch.script) is (
-        megatron_bridge
-    )
-    said = any("installs no Megatron-Bridge" in note for note in launch.departures)
-    assert said is megatron_bridge
+    _assert_built_with(launch, backend, megatron_bridge)
 
 
 V07 = "0.7.0-125-gb178a3cd5"
@@ -1796,9 +1802,4 @@ def test_verl_megatron_needs_a_bridge_for_the_config_model_type(
             api.export(data, "verl", version=version)
         return
     launch = api.export(data, "verl", version=version)
-    assert f"# Training backend {backend}," in launch.script
-    assert ("actor_rollout_ref.actor.megatron.vanilla_mbridge=False" in launch.script) is (
-        megatron_bridge
-    )
-    said = any("installs no Megatron-Bridge" in note for note in launch.departures)
-    assert said is megatron_bridge
+    _assert_built_with(launch, backend, megatron_bridge)
