@@ -1803,3 +1803,18 @@ def test_verl_megatron_needs_a_bridge_for_the_config_model_type(
         return
     launch = api.export(data, "verl", version=version)
     _assert_built_with(launch, backend, megatron_bridge)
+
+
+def test_the_header_names_the_rollout_pipeline_the_script_writes() -> None:
+    """An SGLang engine split into pipeline stages is named in the plan line as the flags
+    write it (slime's --sglang-pp-size), not as a tensor-parallel engine alone."""
+    done = CliRunner().invoke(
+        cli,
+        ["export", SMALL, "--framework", "slime", "--set", "plan.rollout.pp=2"],
+        catch_exceptions=False,
+    )
+    assert done.exit_code == 0, done.output
+    header = next(line for line in done.output.splitlines() if line.startswith("# Plan:"))
+    assert "rollout 8 GPUs TP 2 PP 2;" in header, header
+    assert "--sglang-pp-size 2" in done.output
+    assert "--rollout-num-gpus-per-engine 4" in done.output

@@ -162,13 +162,14 @@ def script(exported: Exported, origin: str, policy: str) -> str:
     """The launch as a bash script (a YAML config for a framework launched from one)."""
     m, plan = exported.mapping, exported.plan
     r, t = plan["rollout"], plan["train"]
+    rollout_pp = f" PP {r['pp']}" if r.get("pp", 1) > 1 else ""
     rollout_ep = f" EP {r['ep']}" if r["ep"] > 1 else ""
     chunks = t.get("virtual_stages", 1)
     interleaved = f" x {chunks} chunks" if chunks > 1 else ""
     described = (
         f"{plan['placement']} {plan['execution']}; rollout {r['gpus']} GPUs TP {r['tp']}"
-        f"{rollout_ep}; train {t['gpus']} GPUs TP {t['tp']} PP {t['pp']}{interleaved} CP {t['cp']} "
-        f"EP {t['ep']} ZeRO {t['zero']}, recompute {t['recompute']}"
+        f"{rollout_pp}{rollout_ep}; train {t['gpus']} GPUs TP {t['tp']} PP {t['pp']}{interleaved} "
+        f"CP {t['cp']} EP {t['ep']} ZeRO {t['zero']}, recompute {t['recompute']}"
     )
     if frozen := plan.get("assessment"):
         described += f"; frozen models TP {frozen['tp']} PP {frozen['pp']} replicas"
