@@ -695,6 +695,15 @@ def test_unknown_model_path_suggests_policy(tmp_path: Path) -> None:
     assert "--policy" in done.output and "Traceback" not in done.output
 
 
+def test_a_scenario_file_is_named_as_one_not_as_a_launch() -> None:
+    scenario = REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml"
+    with pytest.raises(ReviewError, match="is an rlmguide scenario, not a framework's launch"):
+        review(scenario, hardware=Hardware("h100-sxm-80gb"))
+    done = CliRunner().invoke(cli, ["review", str(scenario)])
+    assert done.exit_code == 2
+    assert "rlmguide recommend" in done.output and "Traceback" not in done.output
+
+
 def _with_reward_model(tmp_path: Path, folder: str) -> Path:
     """verl's 32B launch with a reward model switched on at `folder`."""
     text = (FIXTURES / "verl-run_qwen2.5-32b.sh").read_text()

@@ -17,7 +17,7 @@ from rlmguide.export.render import BUDGET_FIELDS, BUDGET_LINE, MAPPING_LINE
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.model_names import match_model
 from rlmguide.kb.schema import Mapping as MappingRecord
-from rlmguide.kb.schema import MappingEntry, Model, length_prior
+from rlmguide.kb.schema import MappingEntry, Model, Scenario, length_prior
 from rlmguide.review.architecture import (
     ArchitectureMissing,
     Read,
@@ -28,7 +28,7 @@ from rlmguide.review.architecture import (
 from rlmguide.review.budget import Budget, Exhausted
 from rlmguide.review.config import argparse_config, hydra_config
 from rlmguide.review.family import family_name, tell
-from rlmguide.review.recipe import RecipeError, recipe_config
+from rlmguide.review.recipe import RecipeError, document_config, recipe_config
 from rlmguide.review.shell import Shell, ShellError, command_arguments
 from rlmguide.review.understand import Reading, Use, read_launch, truth
 
@@ -718,6 +718,12 @@ def read_file(
     shell = Shell()
     try:
         if path.suffix in (".yaml", ".yml"):
+            if _is_scenario(document_config(text, budget)):
+                raise ReviewError(
+                    f"{path} is an rlmguide scenario, not a framework's launch: "
+                    f"`rlmguide recommend {path}` plans it, `rlmguide export {path} "
+                    "--framework ID` writes its launch"
+                )
             module, config, own, recipe_keys = parse_recipe(path, mappings, framework, budget)
         else:
             module, config, own, shell = parse_launch(text, mappings, framework, path, budget)
@@ -754,6 +760,13 @@ def read_file(
     reading.budget = budget
     reading.stated_lengths = stated_lengths(text)
     return reading
+
+
+def _is_scenario(config: Mapping[str, Any]) -> bool:
+    """A YAML file whose keys all lie under the scenario's sections, with a model and a
+    workload: no framework's config is laid out so."""
+    sections = {key.partition(".")[0] for key in config}
+    return {"models", "workload"} <= sections <= set(Scenario.model_fields)
 
 
 STATED = re.compile(
