@@ -55,7 +55,17 @@ def test_calibration_at_the_default_constants() -> None:
     # 21.9 s of forward and backward: about 0.34 s a micro-batch), latency the cost core does not
     # cost. (DeepSpeed-Chat's OPT-30B on 8 A100-40GB is 2.43x at the largest batch the cost
     # core fits in 40 GB, down from 2.96x at the 1,024-prompt cap its memory could not hold.)
-    assert beyond == {"trl-async-grpo-lora-hfjobs-step-reference"}, beyond
+    # AMD's ROCm verl blogs, added unfitted on 2026-12-06 as unseen cases: verl 0.3.0.post0's
+    # DeepSeek-LLM-7B PPO on one 8-GPU node (3.06x on H100, 3.13x on MI300X: predicted faster;
+    # the blog's verl 0.6.0 runs of the same launch are 1.5x faster, software the record cannot
+    # state) and verl 0.7.1's fully asynchronous DAPO on 4+4 MI355X (0.32x: the trainer, busy
+    # 91% of the wall time by the blog's idle ratio, is about 3x slower than costed).
+    assert beyond == {
+        "trl-async-grpo-lora-hfjobs-step-reference",
+        "rocm-verl-0.3-deepseek-llm-7b-ppo-8xh100",
+        "rocm-verl-0.3-deepseek-llm-7b-ppo-8xmi300x",
+        "rocm-verl-0.7-fully-async-qwen2.5-math-7b-dapo-4-4-mi355x",
+    }, beyond
 
 
 def test_deepspeed_chat_generates_eagerly() -> None:
