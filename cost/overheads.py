@@ -56,8 +56,9 @@ class Overheads:
     measured: the grid of bench/fidelity.py (1, 2, 4, 6 ms, with the two constants below; 36
     points) fitted on every source picks 6 ms, 20 ms buckets and 200 us, and every source held
     out picks 6 ms too (13 of the 14 folds 6 ms / 20 ms / 200 us, the NeMo RL performance
-    summary's fold 6 ms / 10 ms / 100 us). At that point the 108 results are predicted within a
-    median 1.15x, the 65 RL step times 1.12x, and 106 of the 111 published orderings are kept
+    summary's fold 6 ms / 40 ms / 100 us, 10 ms buckets before DeepSpeed-Chat's rows took their
+    launch's LoRA). At that point the 108 results are predicted within a median 1.14x (1.15x
+    before those rows), the 65 RL step times 1.12x, and 106 of the 111 published orderings are kept
     (over the 97 results before NeMo RL's v0.4 table and Miles joined: 1.15x, 1.13x and 102 of
     107, against 1.18x, 1.19x and 101 at the earlier 4 ms / 40 ms / 50 us; bench/fidelity.py,
     2026-12-06); leave-one-source-out refits and does not depend on the default. 6 ms
@@ -184,8 +185,9 @@ class Overheads:
     """Fixed cost per bucket (gather launch, IPC handle or broadcast set-up, engine
     `load_weights`). A calibration knob, fitted on a grid (10, 20, 40 ms) together with
     decode_step_seconds and scale_out_latency_seconds against the published runs and the
-    deployments with step times (bench/fidelity.py): 20 ms on every source and with every
-    source held out (decode_step_seconds gives the fit)."""
+    deployments with step times (bench/fidelity.py): 20 ms on every source and with 13 of the
+    14 sources held out (40 ms with NeMo RL's performance summary held out; decode_step_seconds
+    gives the fit)."""
 
     load_call_seconds_per_engine_tensor: float = 1.78e-6
     """Host time an engine's `load_weights` call spends per parameter tensor of the engine's

@@ -53,8 +53,7 @@ def test_calibration_at_the_default_constants() -> None:
     # Out-of-sample sources added after the constants were fitted, left unfitted: TRL's run 1
     # trains a 1.5B LoRA model one ~1.2k-token sequence per micro-batch (64 per step, 3.9% MFU,
     # 21.9 s of forward and backward: about 0.34 s a micro-batch), latency the cost core does not
-    # cost. (DeepSpeed-Chat's OPT-30B on 8 A100-40GB is 2.43x at the largest batch the cost
-    # core fits in 40 GB, down from 2.96x at the 1,024-prompt cap its memory could not hold.)
+    # cost.
     # AMD's ROCm verl blogs, added unfitted on 2026-12-06 as unseen cases: verl 0.3.0.post0's
     # DeepSeek-LLM-7B PPO on one 8-GPU node (3.06x on H100, 3.13x on MI300X: predicted faster;
     # the blog's verl 0.6.0 runs of the same launch are 1.5x faster, software the record cannot
@@ -291,18 +290,21 @@ def test_the_largest_fitting_batch_is_found_by_bisection() -> None:
 
 
 def test_deepspeed_chat_runs_the_largest_batch_that_fits() -> None:
-    # The benchmark ran the largest batch that fit (BenckmarkSetting.md): on 40 GB the OPT-30B
-    # actor fits fewer prompts than on 80 GB, so it is predicted slower, as published (846.6
-    # against 2,088.2 tokens/s), and its plan fits where the 1,024-prompt cap overflowed.
+    # The benchmark ran the largest batch that fit (BenckmarkSetting.md): with the release's
+    # OPT-30B script (LoRA's frozen weights, no recomputation, no offload) the 40 GB GPUs fit 2
+    # prompts where 80 GB fit 8, so the 40 GB row is predicted well over 2x slower, as published
+    # (846.6 against 2,088.2 tokens/s: 2.47x). The 1,024-prompt cap fits too when the cost
+    # core may cut it into micro-batches, and is predicted faster: what the memory limits is
+    # the one generation batch per GPU that step 3 trains as one micro-batch.
     small = BY_ID["deepspeed-chat-step3-opt-30b-8x-a100-40gb"]
     large = BY_ID["deepspeed-chat-step3-opt-30b-8x-a100-80gb"]
     assert small.result.largest_fitting_batch and large.result.largest_fitting_batch
     assert small.overflow_gib == 0.0 and large.overflow_gib == 0.0
     assert small.predicted is not None and large.predicted is not None
-    assert small.predicted < large.predicted
+    assert large.predicted / small.predicted > 2.0
     catalog = load_catalog([*DEFAULT_ROOTS, RULES_ROOT]).records
     capped = predict(replace(small.result, largest_fitting_batch=False), catalog)
-    assert capped.overflow_gib > 0 and capped.predicted is not None
+    assert capped.overflow_gib == 0.0 and capped.predicted is not None
     assert small.predicted < capped.predicted
 
 
