@@ -130,3 +130,73 @@ def test_nemo_rl_v04_rows_follow_the_table(row: str) -> None:
     assert work.minibatches_per_step == samples // 512
     async_engine = plan.execution != "sync" or row.startswith(("deepseek", "qwen3-235b"))
     assert plan.rollout.max_seqs == (128 if async_engine else 1024)
+
+
+# What the v0.5.0 and v0.6.0 performance recipes (examples/configs/recipes/llm/performance at
+# NVIDIA-NeMo/RL tags v0.5.0 and v0.6.0, resolved through their defaults chains) fix beyond the
+# table, copied by hand: vllm_cfg.gpu_memory_utilization where it is not grpo_math_1B.yaml's 0.6
+# (the off-policy recipes set 0.8; three GB200 recipes at v0.6.0 set less), and vllm_kwargs
+# max_num_seqs where a recipe sets it.
+NEMO_RL_OWN_MEMORY = {
+    "deepseek-v3-grpo-gb200-128gpu-v0.6": 0.3,  # grpo-deepseek-v3-32n4g.yaml
+    "deepseek-v3-grpo-gb200-256gpu-v0.6": 0.3,  # grpo-deepseek-v3-64n4g.yaml, from 32n4g
+    "qwen3-235b-grpo-gb200-64gpu-v0.6": 0.4,  # grpo-qwen3-235b-16n4g.yaml
+}
+NEMO_RL_OWN_SEQS = {  # grpo-deepseek-v3-64n8g-fp8-async-1off.yaml, both tags
+    "deepseek-v3-grpo-fp8-1off-512gpu": 32,
+    "deepseek-v3-grpo-fp8-1off-512gpu-v0.6": 32,
+}
+
+
+def nemo_rl_perf_rows() -> list[str]:
+    return sorted(
+        rid.removeprefix("nemo-rl-perf-")
+        for rid in shipped().of("result")
+        if rid.startswith("nemo-rl-perf-")
+    )
+
+
+@pytest.mark.parametrize("row", nemo_rl_perf_rows())
+def test_nemo_rl_perf_rows_fix_what_their_recipe_fixes(row: str) -> None:
+    """Every NeMo RL performance row states what its recipe fixes, so the prediction searches
+    none of it: the distributed optimizer (zero 1) and, for MoE models, expert TP 1 (both from
+    grpo_math_1B.yaml), the engine's memory share, and its sequence cap: the recipe's own, else
+    vLLM's default on the engine path the recipe takes (AsyncLLM 128 where async_engine is on,
+    as in every off-policy recipe and the DeepSeek-V3 and Qwen3-235B ones; vllm.LLM 1024)."""
+    plan = shipped().of("result")[f"nemo-rl-perf-{row}"].scenario.plan  # type: ignore[attr-defined]
+    moe = row.startswith(("deepseek", "qwen3-235b", "qwen3-30b"))
+    assert plan.train.zero == 1
+    assert plan.train.etp == (1 if moe else None)
+    off_policy = plan.execution != "sync"
+    assert plan.rollout.memory_fraction == NEMO_RL_OWN_MEMORY.get(row, 0.8 if off_policy else 0.6)
+    async_engine = off_policy or row.startswith(("deepseek", "qwen3-235b"))
+    default_seqs = 128 if async_engine else 1024
+    assert plan.rollout.max_seqs == NEMO_RL_OWN_SEQS.get(row, default_seqs)
+
+
+# The verl DAPO-Math runs whose scripts cap prompts at max_prompt_length=$((1024 * 2)) with
+# data.truncation='left' (fully_async_policy shell scripts at b178a3cd, one_step_off_policy
+# scripts at 503ea75f, run_deepseek671b_math_megatron_96gb.sh): no source gives their mean.
+VERL_DAPO_PROMPT_CAPPED = (
+    "verl-dpsk-deepseek-v3-96gpu-rollout",
+    "verl-dpsk-deepseek-v3-96gpu-step",
+    "verl-fully-async-qwen2.5-math-7b-16-16",
+    "verl-fully-async-qwen2.5-math-7b-32-32",
+    "verl-fully-async-qwen2.5-math-7b-64-64",
+    "verl-fully-async-qwen2.5-math-7b-colocate-128gpu",
+    "verl-fully-async-qwen2.5-math-7b-colocate-32gpu",
+    "verl-fully-async-qwen2.5-math-7b-colocate-64gpu",
+    "verl-fully-async-qwen2.5-math-7b-stream-64-64",
+    "verl-one-step-off-qwen2.5-math-7b-fsdp2-4-12",
+    "verl-one-step-off-qwen2.5-math-7b-fsdp2-colocate-16gpu",
+    "verl-one-step-off-qwen2.5-math-7b-megatron-4-12",
+    "verl-one-step-off-qwen2.5-math-7b-megatron-colocate-16gpu",
+)
+
+
+@pytest.mark.parametrize("rid", VERL_DAPO_PROMPT_CAPPED)
+def test_verl_dapo_rows_record_the_prompt_cap_as_a_cap(rid: str) -> None:
+    """The scripts' 2,048-token prompt cap is the workload's longest prompt, not its mean."""
+    work = shipped().of("result")[rid].scenario.workload  # type: ignore[attr-defined]
+    assert work.max_prompt_tokens == 2048
+    assert work.prompt_tokens < work.max_prompt_tokens
