@@ -946,9 +946,10 @@ class Launch(Strict):
 
 
 class Departure(Strict):
-    """A way a launch of the mapping runs otherwise than the algorithm's record (or the
-    scenario) says, which no key of the framework can change at its commit, or none the export
-    can change without leaving the plan it costed."""
+    """A way a launch of the mapping runs otherwise than the algorithm's record or the scenario
+    says, or a step it needs beyond the framework's image (verl's Megatron-Bridge), which no key
+    of the framework can change at its commit, or none the export can change without leaving
+    the plan it costed."""
 
     when: Text
     """A condition over the facts (the rules' expression language) where the departure holds."""
@@ -1032,9 +1033,10 @@ class Mapping(Record):
     """Fact -> why the framework has no key for it at `commit` (where the value lives
     instead): the reason export gives when a plan needs that fact and no entry writes it."""
     departures: list[Departure] = []
-    """Where a launch runs otherwise than the algorithm's record with no key to say it: export
-    writes each whose condition holds into the script's header and its JSON, and review
-    prints them, so the difference is never silent."""
+    """Where a launch runs otherwise than the algorithm's record or the scenario, or needs more
+    than the framework's image, with no key to say it: export writes each whose condition holds
+    into the script's header (render.DEPARTURE_LINE) and its JSON, and review prints them, so
+    the difference is never silent."""
     notes: Text | None = None
 
     def cited_sources(self) -> list[str]:
