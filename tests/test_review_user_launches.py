@@ -111,6 +111,32 @@ def test_openrlhf_kl_in_the_loss_is_read(tmp_path: Path, old: str, new: str, sid
         assert row["verdict"].startswith("differs from the record")
 
 
+def test_nemo_rl_dynamic_batching_budget_is_the_micro_batch(tmp_path: Path) -> None:
+    # dynamic batching on (packing off, as NeMo-RL asserts): its train_mb_tokens cuts the
+    # micro-batches (lm_policy.py L513-L521 at 7ea279ab), not the unused packing budget
+    edited = _edited(
+        tmp_path,
+        "nemo-rl-grpo-shell.sh",
+        "  logger.wandb_enabled=True",
+        "  policy.sequence_packing.enabled=false \\\n"
+        "  policy.sequence_packing.train_mb_tokens=16384 \\\n"
+        "  policy.dynamic_batching.enabled=true \\\n"
+        "  policy.dynamic_batching.train_mb_tokens=6144 \\\n"
+        "  policy.dynamic_batching.logprob_mb_tokens=12288 \\\n"
+        "  logger.wandb_enabled=True",
+    )
+    got = review(edited, hardware=H100)
+    assert got["scenario"]["plan"]["train"]["micro_batch_tokens"] == 6144
+    assert _micro_row(got)["launch"] == 6144
+    keys = {u["key"]: u for u in got["understood"]}
+    assert keys["policy.dynamic_batching.train_mb_tokens"]["field"] == "launch.micro_batch_tokens"
+    unmapped = {u["key"] for u in got["unmapped"]}
+    assert (
+        not {"policy.dynamic_batching.train_mb_tokens", "policy.dynamic_batching.logprob_mb_tokens"}
+        & unmapped
+    )
+
+
 def test_nemo_rl_shell_launch_reads_its_base_config_defaults() -> None:
     # colocated generation, 16 generations per prompt and DTensor come from grpo_math_1B.yaml
     got = review(USER / "nemo-rl-grpo-shell.sh", hardware=H100)

@@ -985,6 +985,12 @@ class Mapping(Record):
     """Keys that switch micro-batching by tokens on (any one true, else the framework's
     default for it; `KEY>0`: on where the key's value is positive, SkyRL's token budget that
     -1 disables): a launch's token budget sizes its micro-batches only then."""
+    token_budgets: dict[Text, list[Text]] = {}
+    """token_batching switch -> the keys of the token budgets it turns on, the training
+    micro-batch's first, where no entry writes them (exports never turn the switch on:
+    NeMo-RL's dynamic batching, whose train_mb_tokens and logprob_mb_tokens replace the
+    packing budgets): review reads the first the launch gives, of the switch that is on, as
+    its training micro-batch over any entry's, as it reads entries of one fact."""
     sequence_batching: dict[Text, PositiveInt | None] = {}
     """Key of the training micro-batch counted in sequences per GPU -> the framework's default
     for it at `commit` (None where it has none): the micro-batch the framework runs where no

@@ -863,6 +863,24 @@ def token_batching(reading: Reading) -> bool:
     return False
 
 
+def switched_budget(reading: Reading) -> None:
+    """The token budgets of the token_batching switch that is on, where the mapping names
+    their keys (Mapping.token_budgets): the first the launch gives is its
+    launch.micro_batch_tokens over any entry's (NeMo-RL's packing budget, which a launch
+    batching dynamically does not use); each given is read."""
+    mapping = reading.mapping
+    for switch, keys in mapping.token_budgets.items():
+        if not truth(reading.config.get(switch, mapping.config_defaults.get(switch))):
+            continue
+        given = [key for key in keys if key in reading.config]
+        for key in given:
+            value = reading.config[key]
+            reading.unmapped.pop(key, None)
+            reading.uses.append(Use(key, value, "launch.micro_batch_tokens", value))
+        if given:
+            reading.facts["launch.micro_batch_tokens"] = reading.config[given[0]]
+
+
 def micro_batch_read(reading: Reading, longest: int) -> int | None:
     """The training micro-batch in tokens (over the CP group) that the launch runs, set as its
     launch.micro_batch_tokens: its token budget where it batches by tokens, else the sequences
@@ -872,6 +890,7 @@ def micro_batch_read(reading: Reading, longest: int) -> int | None:
     from rlmguide.export.startup import typed
 
     if token_batching(reading):
+        switched_budget(reading)
         tokens = typed(reading.facts).get("launch.micro_batch_tokens")
         return int(tokens) if tokens is not None and tokens >= 1 else None
     reading.facts.pop("launch.micro_batch_tokens", None)  # a budget the framework does not use
