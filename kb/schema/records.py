@@ -995,6 +995,15 @@ class Mapping(Record):
     """Key of the training micro-batch counted in sequences per GPU -> the framework's default
     for it at `commit` (None where it has none): the micro-batch the framework runs where no
     token_batching switch is on, costed as that many sequences at the launch's length caps."""
+    global_batching: dict[Text, Text] = {}
+    """Older global form of a micro-batch key -> the per-GPU key it stands for (verl's
+    actor.ppo_micro_batch_size and ppo_micro_batch_size_per_gpu): a launch gives one form, not
+    both (launch.micro_batch_forms counts them for the framework's start-up check)."""
+    divides_global: bool = False
+    """The framework's workers set each global_batching per-GPU key the launch leaves unset
+    from its global form: the global value floor-divided by the trainer's data-parallel ranks,
+    GPUs / (TP x PP x CP) (verl's legacy FSDP and Megatron workers); review reads the global
+    value so. False: no worker reads the global form (verl 0.8's engine workers)."""
     repositories: dict[Text, Url] = {}
     """Path prefix -> where files under it are read when they belong to another repository the
     framework passes flags to (slime's `megatron/` at the Megatron-LM commit it pins)."""
