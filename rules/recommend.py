@@ -1448,6 +1448,10 @@ class Recommender:
         if not rejected:
             return self._fixed_fields_binding()
         reason, count = rejected.most_common(1)[0]
+        if (heads := self._fixed_tp_breaks_heads()) is not None:
+            # every candidate carries the fixed tp, so the head rule rejects them all, whichever
+            # reason the search counted first; the other reasons would not free one of them
+            reason, count = heads, self.search.candidates
         if reason == "memory":
             return self._memory_binding()
         if reason.startswith("constraint "):
@@ -1492,6 +1496,17 @@ class Recommender:
             f"{self.search.candidates} candidates: {rule.record.statement}"
             + self._heads_detail(reason)
         )
+
+    def _fixed_tp_breaks_heads(self) -> str | None:
+        """The head rule (HEAD_RULES) of a pool whose tp the scenario fixes at a degree that
+        does not lay out the policy's attention (head_tps), None where no fixed tp does."""
+        arch = self.resolved.policy
+        ours = {r.id for r in self.rules}
+        for rule_id, pool in HEAD_RULES.items():
+            tp = getattr(self.resolved.scenario.plan, pool).tp
+            if rule_id in ours and tp is not None and tp not in head_tps(arch):
+                return rule_id
+        return None
 
     def _heads_detail(self, rule_id: str) -> str:
         """For a head-divisibility rule that rejects a tp the scenario fixes (the search

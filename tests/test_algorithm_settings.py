@@ -16,6 +16,7 @@ from rlmguide.rules.scenario import parse_scenario, resolve
 
 from rlmguide.export import Exported, build, script
 from rlmguide.export.mapping import unexpressed
+from rlmguide.export.render import DEPARTURE_LINE
 from rlmguide.export.startup import KL_COEF
 from rlmguide.review import Hardware, review
 
@@ -144,7 +145,7 @@ def test_what_a_framework_cannot_write_is_said_in_the_export() -> None:
     export says so, and its PPO export (a reward-side KL) says nothing."""
     dapo = _export("dapo", "slime")
     assert any("overlong" in note for note in dapo.departures)
-    assert "# Departs from the algorithm's record: slime at 624b824a" in script(dapo, "t", "p")
+    assert f"{DEPARTURE_LINE} slime at 624b824a" in script(dapo, "t", "p")
     assert _export("grpo", "slime").departures == []
     grpo = _export("grpo", "areal")
     assert any("no KL loss" in note for note in grpo.departures)

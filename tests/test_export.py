@@ -28,6 +28,7 @@ from test_expert_layout import MOE_SCENARIO
 from rlmguide.cli import cli
 from rlmguide.export import Exported, NotExpressible, build, script
 from rlmguide.export.mapping import INPUTS, apply, lookup_key, pool_shape, unexpressed
+from rlmguide.export.render import DEPARTURE_LINE
 from rlmguide.review.config import argparse_config, hydra_config
 from rlmguide.review.shell import command_arguments
 
@@ -1698,6 +1699,10 @@ def _assert_built_with(launch: Any, backend: str, megatron_bridge: bool) -> None
     )
     said = any("installs no Megatron-Bridge" in note for note in launch.departures)
     assert said is megatron_bridge
+    # an install step, not the algorithm's: the header's words say what its lines hold
+    for note in launch.departures:
+        assert f"{DEPARTURE_LINE} {note}" in launch.script
+    assert "Departs from the algorithm's record" not in launch.script
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from round_trip import Case, round_trip
 from test_export import SMALL, assert_verl_keys, read_back
 
 from rlmguide.export import Exported, NotExpressible, build, script
+from rlmguide.export.render import DEPARTURE_LINE
 from rlmguide.review import Hardware, review
 
 AGENT = REPO / "examples" / "grpo-qwen3-32b-coding-agent-64xh100.yaml"
@@ -62,9 +63,7 @@ def test_verl_writes_the_agent_loop_with_the_episode_budget() -> None:
     # says so (verl cuts an episode at the budget) rather than leaving the plan it costed
     [departure] = done.departures
     assert "not the scenario's bound of every turn at its longest" in departure
-    assert "# Departs from the algorithm's record: data.max_response_length" in script(
-        done, "test", "policy"
-    )
+    assert f"{DEPARTURE_LINE} data.max_response_length" in script(done, "test", "policy")
 
 
 def test_a_single_turn_verl_launch_says_no_episode_departure() -> None:

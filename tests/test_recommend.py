@@ -254,6 +254,19 @@ def test_bad_input_and_infeasible_scenarios(args: tuple[str, ...], code: int, me
     assert "Traceback" not in out
 
 
+def test_a_fixed_tp_that_breaks_the_heads_is_named_before_other_refusals() -> None:
+    # verl's FSDP engine refuses more of the candidates (no model parallelism), but rollout tp 8
+    # fails Qwen2.5-7B's 28 heads in every one: that is the reason, with the tps that would do
+    got, out = invoke("export", SMALL, "--framework", "verl", "--set", "plan.rollout.tp=8")
+    assert got == 1, out
+    assert "verl cannot run this scenario: rule rollout-tp-divides-heads (" in out
+    assert (
+        "(plan.rollout.tp=8 against the policy's 28 attention heads and 4 KV heads; tps that "
+        "lay them out: 1, 2, 4, 28)" in out
+    )
+    assert "by constraint" not in out
+
+
 def test_subprocess_exit_codes() -> None:
     ok = run_cli("recommend", SMALL, "--format", "json", "--top", "1", timeout=300)
     assert ok.returncode == 0, ok.stderr

@@ -14,6 +14,7 @@ from conftest import REPO
 from rlmguide.review import Hardware, review
 
 USER = REPO / "tests" / "fixtures" / "review" / "user"
+WILD = REPO / "tests" / "fixtures" / "review" / "wild"
 H100 = Hardware("h100-sxm-80gb")
 
 
@@ -55,6 +56,94 @@ def test_verl_token_budget_holds_only_with_dynamic_batching(tmp_path: Path) -> N
     got = review(dynamic, hardware=H100)
     assert got["scenario"]["plan"]["train"]["micro_batch_tokens"] == 8192
     assert _micro_row(got)["launch"] == 8192
+
+
+V07_HEADER = "#!/usr/bin/env bash\n# Mapping verl-0.7.0-125-gb178a3cd5: verl at b178a3cd5."
+
+
+def _verl_07(tmp_path: Path, old: str, new: str) -> Path:
+    """The sequence micro-batch launch with `old` replaced, read as verl 0.7 (its header)."""
+    path = _edited(tmp_path, "verl-grpo-sequence-micro-batch.sh", old, new)
+    text = path.read_text()
+    path.write_text(text.replace("#!/usr/bin/env bash", V07_HEADER, 1))
+    return path
+
+
+def test_verl_global_micro_batch_is_divided_over_the_data_parallel_ranks(tmp_path: Path) -> None:
+    # verl 0.7's legacy FSDP worker sets ppo_micro_batch_size_per_gpu to the global 384 over
+    # its 16 GPUs / Ulysses 1 (fsdp_workers.py L247-L252 at b178a3cd5): 24 sequences, as the
+    # per-GPU key gives them
+    path = _verl_07(tmp_path, "ppo_micro_batch_size_per_gpu=24", "ppo_micro_batch_size=384")
+    got = review(path, hardware=H100)
+    assert got["mapping"] == "verl-0.7.0-125-gb178a3cd5"
+    assert got["scenario"]["plan"]["train"]["micro_batch_tokens"] == 24 * 8192
+    assert _micro_row(got)["launch"] == 24 * 8192
+    keys = {u["key"]: u for u in got["understood"]}
+    actor = "actor_rollout_ref.actor.ppo_micro_batch_size"
+    assert keys[actor]["field"] == f"{actor}_per_gpu"
+    assert (keys[actor]["value"], keys[actor]["field_value"]) == (384, 24)
+    assert actor not in {u["key"] for u in got["unmapped"]}
+    assert not [s for s in got["startup"] if "micro-batch" in s["title"]]
+
+
+def test_verl_megatron_global_micro_batches_over_dp_without_tp_pp(tmp_path: Path) -> None:
+    # verl's Megatron example (TP 2 x PP 2 on 8 GPUs) with the global forms: the legacy worker
+    # divides them by Megatron's data-parallel size, 2 (megatron_workers.py L356-L368 at
+    # b178a3cd5), so the reference has its micro-batch and the actor's is 4 x 2,048 tokens
+    text = (WILD / "verl-b178a3c-run_qwen2-7b_math_megatron.sh").read_text()
+    for role, key in (
+        ("actor", "ppo_micro"),
+        ("rollout", "log_prob_micro"),
+        ("ref", "log_prob_micro"),
+    ):
+        old = f"actor_rollout_ref.{role}.{key}_batch_size_per_gpu=4"
+        assert old in text
+        text = text.replace(old, f"actor_rollout_ref.{role}.{key}_batch_size=8")
+    path = tmp_path / "megatron.sh"
+    path.write_text(text)
+    got = review(path, hardware=H100)
+    assert got["mapping"] == "verl-0.7.0-125-gb178a3cd5"
+    assert got["scenario"]["plan"]["train"]["micro_batch_tokens"] == 4 * 2048
+    keys = {u["key"]: u["field_value"] for u in got["understood"]}
+    assert keys["actor_rollout_ref.ref.log_prob_micro_batch_size"] == 4
+    assert keys["actor_rollout_ref.rollout.log_prob_micro_batch_size"] == 4
+    tripped = {s["constraint"] for s in got["startup"]}
+    assert "verl-megatron-reference-micro-batch-set" not in tripped
+    assert "verl-micro-batch-in-one-form" not in tripped
+
+
+def test_verl_refuses_a_micro_batch_given_in_both_forms(tmp_path: Path) -> None:
+    both = "ppo_micro_batch_size_per_gpu=24 actor_rollout_ref.actor.ppo_micro_batch_size=384"
+    path = _verl_07(tmp_path, "ppo_micro_batch_size_per_gpu=24", both)
+    got = review(path, hardware=H100)
+    assert "verl-micro-batch-in-one-form" in {s["constraint"] for s in got["startup"]}
+    # the per-GPU key stands: verl would not start, so nothing is divided
+    assert got["scenario"]["plan"]["train"]["micro_batch_tokens"] == 24 * 8192
+    newest = _edited(
+        tmp_path, "verl-grpo-sequence-micro-batch.sh", "ppo_micro_batch_size_per_gpu=24", both
+    )
+    got = review(newest, hardware=H100)
+    assert got["mapping"] == "verl-0.8.0"
+    assert "verl-micro-batch-in-one-form-v0.8" in {s["constraint"] for s in got["startup"]}
+
+
+def test_verl_08_does_not_start_on_a_global_micro_batch(tmp_path: Path) -> None:
+    # verl 0.8's engine workers assert the per-GPU keys and divide no global one
+    # (engine_workers.py L573-L578 at 7aed6b23): the launch would stop, and it is not divided
+    path = _edited(
+        tmp_path,
+        "verl-grpo-sequence-micro-batch.sh",
+        "ppo_micro_batch_size_per_gpu=24",
+        "ppo_micro_batch_size=384",
+    )
+    got = review(path, hardware=H100)
+    assert got["mapping"] == "verl-0.8.0"
+    assert "verl-engine-reads-per-gpu-micro-batch-v0.8" in {s["constraint"] for s in got["startup"]}
+    assert "micro_batch_tokens" not in got["scenario"]["plan"]["train"]
+    assert "actor_rollout_ref.actor.ppo_micro_batch_size" in {u["key"] for u in got["unmapped"]}
+    # the per-GPU key starts it
+    got = review(USER / "verl-grpo-sequence-micro-batch.sh", hardware=H100)
+    assert not [s for s in got["startup"] if "micro-batch" in s["title"]]
 
 
 def test_a_small_sequence_micro_batch_is_no_false_alarm(tmp_path: Path) -> None:
@@ -109,6 +198,32 @@ def test_openrlhf_kl_in_the_loss_is_read(tmp_path: Path, old: str, new: str, sid
     assert row["launch"] == side
     if side == "loss":  # REINFORCE++-baseline's record puts it in the reward
         assert row["verdict"].startswith("differs from the record")
+
+
+def test_nemo_rl_dynamic_batching_budget_is_the_micro_batch(tmp_path: Path) -> None:
+    # dynamic batching on (packing off, as NeMo-RL asserts): its train_mb_tokens cuts the
+    # micro-batches (lm_policy.py L513-L521 at 7ea279ab), not the unused packing budget
+    edited = _edited(
+        tmp_path,
+        "nemo-rl-grpo-shell.sh",
+        "  logger.wandb_enabled=True",
+        "  policy.sequence_packing.enabled=false \\\n"
+        "  policy.sequence_packing.train_mb_tokens=16384 \\\n"
+        "  policy.dynamic_batching.enabled=true \\\n"
+        "  policy.dynamic_batching.train_mb_tokens=6144 \\\n"
+        "  policy.dynamic_batching.logprob_mb_tokens=12288 \\\n"
+        "  logger.wandb_enabled=True",
+    )
+    got = review(edited, hardware=H100)
+    assert got["scenario"]["plan"]["train"]["micro_batch_tokens"] == 6144
+    assert _micro_row(got)["launch"] == 6144
+    keys = {u["key"]: u for u in got["understood"]}
+    assert keys["policy.dynamic_batching.train_mb_tokens"]["field"] == "launch.micro_batch_tokens"
+    unmapped = {u["key"] for u in got["unmapped"]}
+    assert (
+        not {"policy.dynamic_batching.train_mb_tokens", "policy.dynamic_batching.logprob_mb_tokens"}
+        & unmapped
+    )
 
 
 def test_nemo_rl_shell_launch_reads_its_base_config_defaults() -> None:

@@ -946,9 +946,10 @@ class Launch(Strict):
 
 
 class Departure(Strict):
-    """A way a launch of the mapping runs otherwise than the algorithm's record (or the
-    scenario) says, which no key of the framework can change at its commit, or none the export
-    can change without leaving the plan it costed."""
+    """A way a launch of the mapping runs otherwise than the algorithm's record or the scenario
+    says, or a step it needs beyond the framework's image (verl's Megatron-Bridge), which no key
+    of the framework can change at its commit, or none the export can change without leaving
+    the plan it costed."""
 
     when: Text
     """A condition over the facts (the rules' expression language) where the departure holds."""
@@ -984,10 +985,25 @@ class Mapping(Record):
     """Keys that switch micro-batching by tokens on (any one true, else the framework's
     default for it; `KEY>0`: on where the key's value is positive, SkyRL's token budget that
     -1 disables): a launch's token budget sizes its micro-batches only then."""
+    token_budgets: dict[Text, list[Text]] = {}
+    """token_batching switch -> the keys of the token budgets it turns on, the training
+    micro-batch's first, where no entry writes them (exports never turn the switch on:
+    NeMo-RL's dynamic batching, whose train_mb_tokens and logprob_mb_tokens replace the
+    packing budgets): review reads the first the launch gives, of the switch that is on, as
+    its training micro-batch over any entry's, as it reads entries of one fact."""
     sequence_batching: dict[Text, PositiveInt | None] = {}
     """Key of the training micro-batch counted in sequences per GPU -> the framework's default
     for it at `commit` (None where it has none): the micro-batch the framework runs where no
     token_batching switch is on, costed as that many sequences at the launch's length caps."""
+    global_batching: dict[Text, Text] = {}
+    """Older global form of a micro-batch key -> the per-GPU key it stands for (verl's
+    actor.ppo_micro_batch_size and ppo_micro_batch_size_per_gpu): a launch gives one form, not
+    both (launch.micro_batch_forms counts them for the framework's start-up check)."""
+    divides_global: bool = False
+    """The framework's workers set each global_batching per-GPU key the launch leaves unset
+    from its global form: the global value floor-divided by the trainer's data-parallel ranks,
+    GPUs / (TP x PP x CP) (verl's legacy FSDP and Megatron workers); review reads the global
+    value so. False: no worker reads the global form (verl 0.8's engine workers)."""
     repositories: dict[Text, Url] = {}
     """Path prefix -> where files under it are read when they belong to another repository the
     framework passes flags to (slime's `megatron/` at the Megatron-LM commit it pins)."""
@@ -1032,9 +1048,10 @@ class Mapping(Record):
     """Fact -> why the framework has no key for it at `commit` (where the value lives
     instead): the reason export gives when a plan needs that fact and no entry writes it."""
     departures: list[Departure] = []
-    """Where a launch runs otherwise than the algorithm's record with no key to say it: export
-    writes each whose condition holds into the script's header and its JSON, and review
-    prints them, so the difference is never silent."""
+    """Where a launch runs otherwise than the algorithm's record or the scenario, or needs more
+    than the framework's image, with no key to say it: export writes each whose condition holds
+    into the script's header (render.DEPARTURE_LINE) and its JSON, and review prints them, so
+    the difference is never silent."""
     notes: Text | None = None
 
     def cited_sources(self) -> list[str]:

@@ -126,13 +126,18 @@ def document(exported: Exported, header: list[str]) -> str:
     return "\n".join(lines) + body
 
 
-BUDGET_LINE = "# Reasoning budget (rlmguide review reads this line):"
 MAPPING_LINE = "# Mapping"
 """How an export's header names its mapping (`# Mapping <id>: ...`): review reads the launch with
 that mapping, whatever version the keys alone would suggest."""
+BUDGET_LINE = "# Reasoning budget (rlmguide review reads this line):"
 """The header line that carries a reasoning budget: a launch writes the budget as its response
 cap (every framework's key for the longest response), and the lengths the model writes
 without it have no key; `rlmguide review` reads them back from here (review.budget_line)."""
+DEPARTURE_LINE = "# Departure (from the scenario, the algorithm's record or the framework's image):"
+"""The prefix of each header line carrying one of the mapping's departures that hold
+(Mapping.departures): not only the algorithm's (its KL side, DAPO's overlong shaping in slime)
+but the scenario's (a multi-turn episode's budget) and the image's (verl's without
+Megatron-Bridge). Review recomputes them from the mapping rather than reading these lines."""
 BUDGET_FIELDS = ("reasoning_budget", "response_tokens", "max_response_tokens")
 
 
@@ -186,7 +191,7 @@ def script(exported: Exported, origin: str, policy: str) -> str:
         f"# Plan: {described}; {step}; {ranked}.",
         *budget_line(exported.found.result["scenario"]["workload"]),
         *prompt_cap_line(exported),
-        *(f"# Departs from the algorithm's record: {note}" for note in exported.departures),
+        *(f"{DEPARTURE_LINE} {note}" for note in exported.departures),
     ]
     if m.syntax == "yaml":
         return document(exported, lines)

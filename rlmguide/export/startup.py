@@ -171,6 +171,20 @@ LAUNCH_FACTS = {
             "sequences per GPU of one reference log-prob micro-batch (verl's "
             "ref.log_prob_micro_batch_size_per_gpu); 0: not set",
         ),
+        Fact(
+            "launch.micro_batch_forms",
+            "number",
+            "the most forms a launch gives one micro-batch in where the framework keeps an older "
+            "global key beside the per-GPU one (verl's ppo_micro_batch_size and "
+            "ppo_micro_batch_size_per_gpu), counted without dynamic batching, where it checks them",
+        ),
+        Fact(
+            "launch.undivided_global_micro_batch",
+            "bool",
+            "a micro-batch the launch gives only in its older global form where no worker of "
+            "the framework divides that form into the per-GPU key (verl 0.8's engine workers), "
+            "without dynamic batching",
+        ),
         Fact("launch.actor_strategy", "text", "the actor's training strategy key (verl)"),
         Fact("launch.critic_strategy", "text", "the critic's training strategy key (verl)"),
         Fact("launch.bf16", "bool", "training runs in bf16 (OpenRLHF's --bf16 before 0.10)"),

@@ -756,6 +756,7 @@ def read_file(
     reading.appended = shell.appended
     reading.unsourced = shell.unsourced
     reading.config = config
+    global_micro_batches(reading)
     reading.files = shell.files
     reading.budget = budget
     reading.stated_lengths = stated_lengths(text)
@@ -876,6 +877,24 @@ def token_batching(reading: Reading) -> bool:
     return False
 
 
+def switched_budget(reading: Reading) -> None:
+    """The token budgets of the token_batching switch that is on, where the mapping names
+    their keys (Mapping.token_budgets): the first the launch gives is its
+    launch.micro_batch_tokens over any entry's (NeMo-RL's packing budget, which a launch
+    batching dynamically does not use); each given is read."""
+    mapping = reading.mapping
+    for switch, keys in mapping.token_budgets.items():
+        if not truth(reading.config.get(switch, mapping.config_defaults.get(switch))):
+            continue
+        given = [key for key in keys if key in reading.config]
+        for key in given:
+            value = reading.config[key]
+            reading.unmapped.pop(key, None)
+            reading.uses.append(Use(key, value, "launch.micro_batch_tokens", value))
+        if given:
+            reading.facts["launch.micro_batch_tokens"] = reading.config[given[0]]
+
+
 def micro_batch_read(reading: Reading, longest: int) -> int | None:
     """The training micro-batch in tokens (over the CP group) that the launch runs, set as its
     launch.micro_batch_tokens: its token budget where it batches by tokens, else the sequences
@@ -885,6 +904,7 @@ def micro_batch_read(reading: Reading, longest: int) -> int | None:
     from rlmguide.export.startup import typed
 
     if token_batching(reading):
+        switched_budget(reading)
         tokens = typed(reading.facts).get("launch.micro_batch_tokens")
         return int(tokens) if tokens is not None and tokens >= 1 else None
     reading.facts.pop("launch.micro_batch_tokens", None)  # a budget the framework does not use
@@ -895,12 +915,47 @@ def micro_batch_read(reading: Reading, longest: int) -> int | None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             continue
         reading.unmapped.pop(key, None)
-        if not any(u.key.lstrip("+") == key for u in reading.uses):
+        if not any(u.key.lstrip("+") == key or u.fact == key for u in reading.uses):
             reading.uses.append(Use(key, value, "launch.micro_batch_sequences", value, not given))
         reading.facts["launch.micro_batch_sequences"] = value
         reading.facts["launch.micro_batch_tokens"] = value * longest
         return value * longest
     return None
+
+
+def global_micro_batches(reading: Reading) -> None:
+    """The launch's older global micro-batch keys (Mapping.global_batching). Without token
+    batching, where the framework checks them: the most forms it gives one micro-batch in
+    (launch.micro_batch_forms), and whether it gives one only globally to workers that do not
+    divide it (launch.undivided_global_micro_batch). Where the workers set a per-GPU key the
+    launch leaves unset from its global form (Mapping.divides_global), that key as they set
+    it: the global value floor-divided by the trainer's data-parallel ranks, read and checked
+    as the per-GPU key is. Elsewhere, or where the pool's GPUs are unknown, the global key
+    stays unmapped."""
+    from rlmguide.export.startup import data_parallel, read
+
+    mapping = reading.mapping
+    config = reading.config
+    pairs = mapping.global_batching.items()
+    # a key set to null is unset, as verl's checks read it
+    given = {k for pair in pairs for k in pair if config.get(k) is not None}
+    if pairs and not token_batching(reading):
+        reading.facts["launch.micro_batch_forms"] = max(len(given & set(p)) for p in pairs)
+        alone = any(old in given and new not in given for old, new in pairs)
+        reading.facts["launch.undivided_global_micro_batch"] = alone and not mapping.divides_global
+    ranks = data_parallel(reading.facts)
+    if not mapping.divides_global or ranks is None:
+        return
+    derived = {}
+    for old, new in pairs:
+        value = config.get(old)
+        if new in given or isinstance(value, bool) or not isinstance(value, int):
+            continue
+        derived[new] = value // ranks
+        reading.unmapped.pop(old, None)
+        reading.uses.append(Use(old, value, new, derived[new]))
+    reading.config = {**config, **derived}
+    reading.facts |= read(mapping, reading.config)
 
 
 def training_settings(reading: Reading, longest: int) -> dict[str, Any]:
