@@ -399,6 +399,8 @@ def test_streamed_parameters_write_offload_policy_and_read_back(tmp_path: Path) 
     train = "actor_train.strategy_args."
     assert args[train + "strategy_name"] == "fsdp2_train"
     assert args[train + "strategy_config.offload_policy"] is True
+    # a key FSDP2's strategy reads (fsdp2_strategy.py L1027, in the extract)
+    assert annotation(train + "strategy_config.offload_policy", args) == "open"
     assert args[train + "strategy_config.reshard_after_forward"] is True  # ZeRO-3
     # one argument per key, named by the first of its facts (the streaming); the phase
     # offload is accounted for by its entry, or export would refuse it as below
