@@ -78,14 +78,16 @@ def test_every_atlas_plan_is_launchable(atlas_rows: list[dict[str, Any]]) -> Non
     # every row that fits has a launchable plan but two, which say why: DeepSeek-V3 PPO on 128
     # H100s or A100s. NeMo-RL launches PPO (examples/run_ppo.py at 7ea279abf), but its DTensor
     # value model would build Automodel's own causal-LM class for DeepSeek-V3, a vocabulary-wide
-    # head (constraint nemo-rl-dtensor-ppo-value-needs-hf-head), and its Megatron path, which
-    # the mapping writes without an optimizer offload, does not fit 128 GPUs; ROLL, whose plans
-    # fit, refuses the FSDP2 phase offload the plan needs (its mapping; see the README)
+    # head (constraint nemo-rl-dtensor-ppo-value-needs-hf-head), and its Megatron path fits no
+    # plan on 128 GPUs even with the CPU optimizer its mapping writes; ROLL, whose plans fit
+    # and whose FSDP2 phase offload its mapping writes (offload_policy), maps neither FSDP2
+    # expert parallelism, which they use, nor PPO's critic (see the README)
     key = ("model_id", "accelerator_id", "gpus", "algorithm_id")
     assert {tuple(r[k] for k in key) for r in unlaunched} <= NO_LAUNCHABLE_PLAN
     for r in unlaunched:
         assert "nemo-rl: no plan fits in memory" in r["no_launch_reason"], r
         assert r["launch_refused_by"] == ["roll"], r
+        assert "offload_phase" not in r["no_launch_reason"], r
     assert len(own) <= 0.05 * len(feasible)
 
 

@@ -25,6 +25,7 @@ from test_export_skyrl import DEPLOYMENTS, EXAMPLES, SMALL, of_type
 from rlmguide.cli import cli
 from rlmguide.export import Exported, NotExpressible, build, script
 from rlmguide.export.pools import PoolSpelling, devices, read_devices
+from rlmguide.review import Hardware, review
 from rlmguide.review.recipe import document_config
 
 FIXTURES = Path(__file__).parent / "fixtures" / "frameworks"
@@ -371,6 +372,61 @@ def test_a_plan_roll_refuses_names_its_constraint(
     done = CliRunner().invoke(cli, ["export", str(_fixed(tmp_path, plan)), "--framework", "roll"])
     assert done.exit_code == 1, done.output
     assert f"by constraint {constraint}" in done.output
+
+
+STREAMED = {"phase": True, "optimizer": 1.0, "params": True, "frozen": True}
+"""The heavy offload the search falls back to (rules.search.HEAVY_OFFLOADS): phase offload
+with a CPU optimizer and streamed parameters."""
+
+
+def _fsdp2_plan(offload: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "placement": "colocated",
+        "execution": "sync",
+        "rollout": {"gpus": 8, "tp": 2},
+        "train": {**LAYOUT, "gpus": 8, "zero": 3, "offload": offload},
+    }
+
+
+def test_streamed_parameters_write_offload_policy_and_read_back(tmp_path: Path) -> None:
+    """A plan that parks its state between phases and streams its parameters is FSDP2 with
+    offload_policy (fsdp2_strategy.py L1027-L1043: CPUOffloadPolicy; L964-L967: Adam's states
+    to the host; base_worker.py L72-L77: training loads the parameters only): the one key
+    carries phase offload, the CPU optimizer and the streaming, and review reads all three."""
+    path = _fixed(tmp_path, _fsdp2_plan(STREAMED))
+    done = export_of(parse_scenario(read_mapping(path), str(path)))
+    args = config(done)
+    train = "actor_train.strategy_args."
+    assert args[train + "strategy_name"] == "fsdp2_train"
+    assert args[train + "strategy_config.offload_policy"] is True
+    # a key FSDP2's strategy reads (fsdp2_strategy.py L1027, in the extract)
+    assert annotation(train + "strategy_config.offload_policy", args) == "open"
+    assert args[train + "strategy_config.reshard_after_forward"] is True  # ZeRO-3
+    # one argument per key, named by the first of its facts (the streaming); the phase
+    # offload is accounted for by its entry, or export would refuse it as below
+    policy = [a for a in done.arguments if a.key.endswith(".offload_policy")]
+    assert [(a.value, a.fact) for a in policy] == [(True, "plan.train.offload_params")]
+    passes_rolls_checks(args)
+    # read back as `rlmguide export` prints it (the model's id as MODEL_PATH's default)
+    ran = CliRunner().invoke(cli, ["export", str(path), "--framework", "roll"])
+    assert ran.exit_code == 0, ran.output
+    launch = tmp_path / "run.yaml"
+    launch.write_text(ran.output)
+    got = review(launch, "roll", hardware=Hardware("h100-sxm-80gb"))
+    assert got["mapping"] == MAPPING
+    assert got["estimate"]["train"]["offload"] == STREAMED
+    assert got["estimate"]["train"]["zero"] == 3
+
+
+def test_phase_offload_without_streaming_is_refused_with_the_reason(tmp_path: Path) -> None:
+    """Without offload_policy ROLL's FSDP2 parks the weights alone and keeps Adam on the GPU
+    (fsdp2_strategy.py L958-L963): the plan's phase offload has no key there."""
+    path = _fixed(tmp_path, _fsdp2_plan({"phase": True, "frozen": True}))
+    with pytest.raises(NotExpressible) as refused:
+        export_of(parse_scenario(read_mapping(path), str(path)))
+    why = str(refused.value)
+    assert "no key for plan.train.offload_phase = true on pytorch-fsdp" in why
+    assert "FSDP2's weights alone, Adam staying on the GPU (fsdp2_strategy.py L958-L963)" in why
 
 
 def test_export_json_names_the_mapping_and_its_commit() -> None:
