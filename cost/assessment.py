@@ -35,7 +35,7 @@ from rlmguide.cost.layouts import TrainLayout, TrainLinks
 from rlmguide.cost.memory import (
     WEIGHT_BYTES,
     Frozen,
-    default_micro_tokens,
+    forward_micro_tokens,
     frozen_weight_bytes,
     model_parallel_params,
     reshard_bytes,
@@ -104,7 +104,7 @@ def forward_stage(
     n = layout.gpus.shape[0]
     counts = forward_counts(n)
     # Forward passes keep no activations: they run at the configured budget.
-    micro = micro_batches(sequences, layout, batch, default_micro_tokens(layout, batch, overheads))
+    micro = micro_batches(sequences, layout, batch, forward_micro_tokens(layout, batch, overheads))
     tokens = batch.sequence_tokens
     zero = np.zeros(n)
     return pipeline_stage(

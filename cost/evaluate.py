@@ -333,7 +333,8 @@ TRAIN_COLUMNS = (
     "offload_optimizer",
     "offload_params", "offload_frozen", "critic_gpus", "reference_gpus", "reward_gpus",
     "critic_shared", "fusion", "fusion_chunk", "train_micro_tokens", "train_fp32_gradients",
-    "train_sequence_parallel", "train_virtual_stages", "train_first_layers", "train_last_layers",
+    "train_forward_micro_tokens", "train_sequence_parallel", "train_virtual_stages",
+    "train_first_layers", "train_last_layers",
     "assess_tp", "assess_pp",
 )  # fmt: skip
 """The plan fields the trainer's side (memory, assessment, training, offload) depends on."""

@@ -93,6 +93,9 @@ class TrainLayout:
     offload_frozen: BoolArray
     micro_tokens: FloatArray
     """A launch's micro-batch tokens over the context-parallel group; 0 = the search's."""
+    forward_micro_tokens: FloatArray
+    """A launch's forward-only micro-batch tokens over the context-parallel group; 0 = as
+    the training micro-batch's budget."""
     fp32_gradients: BoolArray
     sequence_parallel: BoolArray
     virtual_stages: FloatArray
@@ -129,6 +132,7 @@ class TrainLayout:
             offload_params=table.offload_params,
             offload_frozen=table.offload_frozen,
             micro_tokens=floats(table.train_micro_tokens),
+            forward_micro_tokens=floats(table.train_forward_micro_tokens),
             fp32_gradients=table.train_fp32_gradients,
             sequence_parallel=table.train_sequence_parallel,
             # Interleaving needs pipeline stages: a searched pp = 1 runs the plain schedule.

@@ -431,6 +431,13 @@ def first_stage_in_flight(
     return np.where(v > 1, chunks / v, np.minimum(stages, micro_batches))
 
 
+def forward_micro_tokens(layout: TrainLayout, batch: Batch, overheads: Overheads) -> FloatArray:
+    """The micro-batch of a forward-only pass: the launch's own where it sizes these passes
+    apart from training's (ROLL's infer_batch_size), else as `default_micro_tokens`."""
+    budget = default_micro_tokens(layout, batch, overheads)
+    return np.where(layout.forward_micro_tokens > 0, layout.forward_micro_tokens, budget)
+
+
 def default_micro_tokens(layout: TrainLayout, batch: Batch, overheads: Overheads) -> FloatArray:
     """The configured per-GPU budget over a context-parallel group (cp splits sequences), or
     the launch's own where it sets one.
@@ -538,9 +545,9 @@ def training_memory(
     sized = batch.for_memory()
     tokens = np.maximum(np.minimum(chosen, per_rank * sized.sequence_tokens), longest)
     activations = per_token * tokens
-    own_budget = default_micro_tokens(layout, sized, overheads)
+    own_budget = forward_micro_tokens(layout, sized, overheads)
     assessed_budget = (
-        own_budget if assessed is layout else default_micro_tokens(assessed, sized, overheads)
+        own_budget if assessed is layout else forward_micro_tokens(assessed, sized, overheads)
     )
     forward = _largest(
         [

@@ -32,7 +32,7 @@ ZERO_MEANS_OFF = frozenset(
     {
         "train.lora_rank", "pools.critic", "pools.reference", "pools.reward", "rollout.max_seqs",
         "train.micro_batch_tokens", "assessment.tp", "assessment.pp", "fusion_chunk",
-        "train.first_stage_layers", "train.last_stage_layers",
+        "train.first_stage_layers", "train.last_stage_layers", "train.forward_micro_batch_tokens",
     }
 )  # fmt: skip
 FUSION_HANDOFFS = (4, 16, 64, 256)
@@ -151,6 +151,9 @@ class PlanTable:
     train_micro_tokens: IntArray
     """Tokens of one training micro-batch over its context-parallel group, as the launch sets
     them; 0 = the largest budget that fits (the search's choice)."""
+    train_forward_micro_tokens: IntArray
+    """Tokens of one forward-only micro-batch over the context-parallel group, as the launch
+    sets them apart from training's; 0 = the training micro-batch's budget."""
     train_fp32_gradients: BoolArray
     train_sequence_parallel: BoolArray
     """Sequence parallelism in the tensor group (only where tp > 1 does it change anything)."""
@@ -215,6 +218,7 @@ class PlanTable:
         rollout_max_seqs: npt.ArrayLike = 0,
         rollout_per_tensor: npt.ArrayLike = False,
         train_micro_tokens: npt.ArrayLike = 0,
+        train_forward_micro_tokens: npt.ArrayLike = 0,
         train_fp32_gradients: npt.ArrayLike = False,
         train_sequence_parallel: npt.ArrayLike = True,
         train_virtual_stages: npt.ArrayLike = 1,
@@ -250,6 +254,7 @@ class PlanTable:
             "rollout.cuda_graphs": rollout_eager,
             "train.precision": train_fp8, "rollout.memory_fraction": rollout_memory_fraction,
             "rollout.max_seqs": rollout_max_seqs, "train.micro_batch_tokens": train_micro_tokens,
+            "train.forward_micro_batch_tokens": train_forward_micro_tokens,
             "rollout.per_tensor_sync": rollout_per_tensor,
             "train.fp32_gradients": train_fp32_gradients,
             "train.sequence_parallel": train_sequence_parallel,
@@ -281,7 +286,7 @@ class PlanTable:
                      "pools.reference", "pools.reward", "rollout.max_seqs",
                      "train.micro_batch_tokens", "train.virtual_stages", "assessment.tp",
                      "assessment.pp", "fusion_chunk", "train.first_stage_layers",
-                     "train.last_stage_layers"):  # fmt: skip
+                     "train.last_stage_layers", "train.forward_micro_batch_tokens"):  # fmt: skip
             array = column(counts[name])
             if array.dtype.kind == "f":
                 fractional = np.flatnonzero(array != np.floor(array))
@@ -385,6 +390,7 @@ class PlanTable:
             rollout_max_seqs=ints["rollout.max_seqs"],
             rollout_per_tensor=flags["rollout.per_tensor_sync"],
             train_micro_tokens=ints["train.micro_batch_tokens"],
+            train_forward_micro_tokens=ints["train.forward_micro_batch_tokens"],
             train_fp32_gradients=flags["train.fp32_gradients"],
             train_sequence_parallel=flags["train.sequence_parallel"],
             train_virtual_stages=ints["train.virtual_stages"],
@@ -463,6 +469,7 @@ class PlanTable:
                 "rollout_max_seqs": r.max_seqs or 0,
                 "rollout_per_tensor": bool(r.per_tensor_sync),
                 "train_micro_tokens": t.micro_batch_tokens or 0,
+                "train_forward_micro_tokens": t.forward_micro_batch_tokens or 0,
                 "train_fp32_gradients": bool(t.fp32_gradients),
                 "train_sequence_parallel": t.sequence_parallel is not False,
                 "train_virtual_stages": t.virtual_stages or 1,
@@ -536,6 +543,12 @@ class PlanTable:
                 "first_stage_layers": int(self.train_first_layers[i]) or None,
                 "last_stage_layers": int(self.train_last_layers[i]) or None,
                 "lora_rank": int(self.train_lora_rank[i]) or None,
+                # only a launch that sizes its forward passes apart shows it
+                **(
+                    {"forward_micro_batch_tokens": int(self.train_forward_micro_tokens[i])}
+                    if self.train_forward_micro_tokens[i]
+                    else {}
+                ),
                 "offload": {
                     "phase": bool(self.offload_phase[i]),
                     "optimizer": float(self.offload_optimizer[i]),

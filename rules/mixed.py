@@ -240,6 +240,20 @@ class CrossingRecommender(Recommender):
         self.rollout_facts = {name: rollout[name] for name in ROLLOUT_PART_FACTS}
         """The rollout part's node, domain, memory and network: what the rules and framework
         constraints on the rollout pool read (plan.rollout.tp <= cluster.scale_up_domain)."""
+        if self.launch_check is not None:
+            # export writes one accelerator's cluster (rules.scenario.resolve refuses parts),
+            # so no mapped framework's launch writes a plan across parts: README's
+            # launchable_by lists a mapped framework only where its export writes the plan
+            self.launch_check = self._refused_across_parts
+
+    def _refused_across_parts(
+        self, _recommender: Recommender, _row: int, _plan: Any, framework: str
+    ) -> str:
+        return (
+            f"{framework}'s export writes a cluster of one accelerator and refuses a mixed one "
+            f"(cluster.parts), and this plan needs two: rollout on part "
+            f"{self.cross.rollout.name}, training on part {self.cross.train.name}"
+        )
 
     def _reject(self, env: Any, size: int, level: str, weight: Any) -> Any:
         if level == "rollout":
@@ -323,7 +337,12 @@ def recommend_mixed(
     for ro, tr, resolved, factory, cross in runs:
         names = {"rollout_part": ro.name, "train_part": tr.name}
         try:
-            result = recommend(recommender_for(resolved, catalog, judges, factory, **options), top)
+            recommender = recommender_for(resolved, catalog, judges, factory, **options)
+            if cross is not None:
+                # a mapped framework's own ranking of plans across parts is refused at export
+                # as this one's are (CrossingRecommender), so none is asked
+                recommender.narrowed = None
+            result = recommend(recommender, top)
         except (NoFeasiblePlan, PlanError) as exc:
             infeasible.append({**names, "reason": str(exc)})
             continue

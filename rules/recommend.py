@@ -395,6 +395,7 @@ def fixed_columns(resolved: Resolved) -> dict[str, Any]:
         "rollout_max_seqs": plan.rollout.max_seqs or 0,
         "rollout_per_tensor": bool(plan.rollout.per_tensor_sync),
         "train_micro_tokens": plan.train.micro_batch_tokens or 0,
+        "train_forward_micro_tokens": plan.train.forward_micro_batch_tokens or 0,
         "train_fp32_gradients": bool(plan.train.fp32_gradients),
         "train_sequence_parallel": plan.train.sequence_parallel is not False,
         "train_virtual_stages": plan.train.virtual_stages or 1,

@@ -90,6 +90,24 @@ def test_a_launch_micro_batch_is_costed_as_set() -> None:
     assert r.feasible[0] and not r.feasible[3]
 
 
+def test_a_launch_forward_micro_batch_is_costed_apart_from_trainings() -> None:
+    # ROLL's infer_batch_size: the forward-only passes (old log-probs, reference) run at a
+    # micro-batch of their own. Set to the training budget nothing changes; far above it the
+    # assessment phase peaks, its activations linear in it, and training's stay as they were.
+    forward = np.array([0, 20_000, 1_000_000, 2_000_000])
+    plans = one_plan(train_micro_tokens=20_000, train_forward_micro_tokens=forward)
+    r = evaluate(H100, QWEN25_7B, workload(), plans, check=False)
+    assert list(r.train_micro_tokens) == [20_000] * 4
+    train = r.memory_train_gib
+    assert train[1] == pytest.approx(train[0], rel=1e-12)
+    acts = r.memory_terms_gib["training"]["activations"]
+    assert acts[3] == pytest.approx(2 * acts[2], rel=1e-9)
+    assert acts[2] > 10 * acts[0]
+    assert r.feasible[0] and not r.feasible[3]
+    assert plans.row(2)["train"]["forward_micro_batch_tokens"] == 1_000_000
+    assert "forward_micro_batch_tokens" not in plans.row(0)["train"]
+
+
 def test_bad_launch_settings_name_the_field() -> None:
     with pytest.raises(PlanError, match=r"rollout\.memory_fraction"):
         one_plan(rollout_memory_fraction=1.5)

@@ -502,6 +502,34 @@ def test_ppo_launches_areals_ppo_config_with_its_critic_on_the_actors_gpus(versi
     assert base(version, "gsm8k_ppo")["critic.backend"] == "${actor.backend}"
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+def test_ppo_clips_at_02_and_keeps_the_reward_unscaled(version: str) -> None:
+    """The PPO example config clips the ratio at 0.4 and turns a 0/1 reward into -5/+5
+    (reward_scaling 10, reward_bias -0.5; areal/trainer/ppo/actor.py applies (r + bias) x
+    scaling before GAE): a PPO export writes the record's 0.2, as NeMo-RL's does, and the
+    dataclass defaults 1 and 0, plainly (the PPO config holds all three keys)."""
+    config = base(version, "gsm8k_ppo")
+    held = {"actor.eps_clip": 0.4, "actor.reward_scaling": 10.0, "actor.reward_bias": -0.5}
+    assert {k: config[k] for k in held} == held
+    given = words(export_of(_pinned(COLOCATED, "ppo"), version))
+    assert given[0] == "--config=examples/math/gsm8k_ppo.yaml"
+    written = {k: v for k, v in hydra_config(given[1:]).items() if k in held}
+    assert written == {"actor.eps_clip": 0.2, "actor.reward_scaling": 1.0, "actor.reward_bias": 0.0}
+    assert not [w for w in given if w.startswith(("+actor.eps_clip=", "+actor.reward_"))]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_dapos_clip_overrides_the_grpo_configs_plainly(version: str) -> None:
+    """Both base configs hold actor.eps_clip (0.4), so Hydra's struct mode takes DAPO's 0.2
+    without `+` (which it refuses for a key the config has) and eps_clip_higher only with it."""
+    assert base(version)["actor.eps_clip"] == 0.4
+    scenario = parse_scenario(read_mapping(SMALL), str(SMALL))
+    workload = scenario.workload.model_copy(update={"algorithm": "dapo"})
+    given = words(export_of(scenario.model_copy(update={"workload": workload}), version))
+    clips = sorted(w for w in given if "eps_clip" in w)
+    assert clips == ["+actor.eps_clip_higher=0.28", "actor.eps_clip=0.2"]
+
+
 def test_dapo_writes_the_dapo_examples_switches_over_the_grpo_config() -> None:
     """examples/math/gsm8k_dapo_dynamic_bs.yaml's settings: clip-higher 0.28, the overlong penalty
     at factor 1.0 over the last fifth of the response limit, dynamic batch size; none of them

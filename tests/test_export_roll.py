@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from launch_support import catalogs
+from launch_support import catalogs, review_json
 from rlmguide.rules.scenario import parse_scenario, read_mapping, resolve
 from test_export_skyrl import DEPLOYMENTS, EXAMPLES, SMALL, of_type
 
@@ -470,3 +470,46 @@ def test_the_mappings_defaults_are_rolls() -> None:
             assert str(value) == defaults()[megatron + name], key
         else:
             assert yaml.safe_load(defaults()[key].replace("None", "null")) == value, key
+
+
+# -- the forward passes' micro-batch ----------------------------------------------------------
+
+LONG = {
+    "cluster": {"accelerator": "h200-sxm-141gb", "nodes": 4, "gpus_per_node": 8},
+    "models": {"policy": "qwen3-30b-a3b", "reward": "verifier"},
+    "workload": {"algorithm": "grpo", "prompts_per_step": 128, "samples_per_prompt": 16,
+                 "prompt_tokens": 1024, "response_tokens": 12000, "max_response_tokens": 32768,
+                 "minibatches_per_step": 8},
+}  # fmt: skip
+"""The launch audit's s02 (/work/notes/audit4/sc): 1,024 + 32,768 = 33,792 tokens a sequence."""
+
+
+def test_log_prob_micro_batches_are_the_plans_and_review_costs_them(tmp_path: Path) -> None:
+    """compute_log_probs takes a role's infer_batch_size as its micro-batch (roll/pipeline/
+    base_worker.py L147), the strategy cuts the batch into chunks of that many samples
+    (megatron_strategy.py L261-L266), each response padded to the whole sequence_length
+    (utils/functionals.py L1225), 16 by default (roll/configs/worker_config.py L129). The plan
+    costs a micro-batch of one 33,792-token sequence: export writes 1 for the old log-probs
+    and the reference, and review reads it back as one sequence a forward pass and finds it
+    fits; with the key left out (ROLL's 16) review costs 16 x 33,792 tokens a forward and the
+    pool does not hold them."""
+    done = export_of(parse_scenario(LONG, "s02"))
+    assert done.plan["train"]["micro_batch_tokens"] == 33_792
+    args = config(done)
+    assert (args["actor_train.infer_batch_size"], args["reference.infer_batch_size"]) == (1, 1)
+    assert defaults()["actor_train.infer_batch_size"] == "16"
+    text = script(done, "s02", "policy")
+    flags = ("--accelerator", "h200-sxm-141gb", "--nodes", "4", "--policy", "qwen3-30b-a3b")
+    verdicts = {}
+    for name, launch in (
+        ("written", text),
+        ("default", "\n".join(w for w in text.splitlines() if "infer_batch_size" not in w)),
+    ):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(launch)
+        plan = review_json(path, *flags)["estimate"]
+        verdicts[name] = plan["train"]["forward_micro_batch_tokens"], plan["feasible"]
+        if name == "default":
+            over = plan["pool_overflow_gib"]["training"]
+    assert verdicts == {"written": (33_792, True), "default": (16 * 33_792, False)}
+    assert over > 0

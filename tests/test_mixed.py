@@ -482,3 +482,48 @@ def test_a_part_whose_host_memory_is_assumed_says_so(tmp_path: Path) -> None:
     data["cluster"]["parts"][0]["host_memory_gib_per_node"] = 1024
     given = resolve_mixed(parse_scenario(data), catalog())
     assert all(p.assumed_host_memory() is None for p in given.parts)
+
+
+# The audit's s11 (/work/notes/audit4/sc): a 3B policy small enough for every mapped framework
+# to claim the plans across parts.
+SMALL_MIXED = {
+    "cluster": {
+        "parts": [
+            {"name": "h100", "accelerator": "h100-sxm-80gb", "nodes": 1, "gpus_per_node": 8},
+            {"name": "a100", "accelerator": "a100-sxm-40gb", "nodes": 2, "gpus_per_node": 8},
+        ],
+        "link_gbps_between_parts": 200,
+    },
+    "models": {"policy": "qwen2.5-3b", "reward": "verifier"},
+    "workload": {"algorithm": "grpo", "prompts_per_step": 256, "samples_per_prompt": 8,
+                 "prompt_tokens": 512, "response_tokens": 4096, "max_response_tokens": 16384,
+                 "minibatches_per_step": 4, "max_staleness": 1},
+}  # fmt: skip
+
+
+def test_no_mapped_framework_launches_a_plan_across_parts(tmp_path: Path) -> None:
+    """`export` refuses every mixed cluster (one accelerator a launch), so a plan across parts
+    lists no framework with an export mapping in `launchable_by` (README: only where export
+    writes the plan): each one whose claims allow it is under `launch_refused_by` with that
+    reason. A plan on one part is judged as that part's export judges it."""
+    mappings = load_catalog(record_roots(), ("mapping",)).of("mapping")
+    mapped = {m.framework for m in mappings.values()}  # type: ignore[attr-defined]
+    path = write(tmp_path, SMALL_MIXED)
+    across = recommend_json(path, "--objective", "time")
+    assert across["mixed"]["chosen"] == "rollout on a100, training on h100"
+    for plan in across["plans"]:
+        assert plan["parts"] == {"rollout": "a100", "train": "h100"}
+        assert not mapped & set(plan["launchable_by"]), plan["launchable_by"]
+        assert plan["launchable_by"]  # released frameworks without a mapping still run it
+        refused = plan["launch_refused_by"]
+        assert {"slime", "nemo-rl"} <= set(refused)
+        for framework, why in refused.items():
+            assert why == (
+                f"{framework}'s export writes a cluster of one accelerator and refuses a mixed "
+                "one (cluster.parts), and this plan needs two: rollout on part a100, training "
+                "on part h100"
+            )
+    alone = recommend_json(path, "--objective", "cost")
+    assert alone["mixed"]["chosen"] == "part h100"
+    for plan in alone["plans"]:
+        assert not any("cluster.parts" in why for why in plan["launch_refused_by"].values())

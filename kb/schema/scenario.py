@@ -595,6 +595,10 @@ class TrainPlan(Strict):
     per-GPU token budget times cp), as a launch fixes it; unset, the search takes the largest
     budget whose activations fit. Set, the activations are costed at it whether or not they
     fit. Never searched."""
+    forward_micro_batch_tokens: PositiveInt | None = None
+    """Tokens of one micro-batch of the forward-only passes (old log-probs, reference, values)
+    over the context-parallel group, where a launch sizes them apart from training's (ROLL's
+    infer_batch_size); unset, they run at the training micro-batch's budget. Never searched."""
     fp32_gradients: bool | None = None
     """Gradient buffers in fp32 beside bf16 weights: Megatron-LM with --bf16 unless
     --grad-reduce-in-bf16 (megatron/training/arguments.py), Megatron-Core DDP's

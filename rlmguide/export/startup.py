@@ -120,6 +120,13 @@ LAUNCH_FACTS = {
             "sequences of one training micro-batch where the framework counts them",
         ),
         Fact(
+            "launch.forward_micro_batch_sequences",
+            "number",
+            "sequences of one micro-batch of the forward-only passes (old log-probs, reference) "
+            "where the framework sizes it apart from training's (ROLL's infer_batch_size): "
+            "export writes the plan's micro-batch",
+        ),
+        Fact(
             "launch.rank_samples",
             "number",
             "samples one data-parallel rank of the trainer trains per step: the step's samples "
@@ -396,9 +403,11 @@ def micro_batch(plan: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, 
     whole = int(tokens) // group * group
     if whole < longest:
         whole = -(-longest // group) * group
+    sequences = max(1, int(tokens) // longest)
     return {
         "launch.micro_batch_tokens": whole,
-        "launch.micro_batch_sequences": max(1, int(tokens) // longest),
+        "launch.micro_batch_sequences": sequences,
+        "launch.forward_micro_batch_sequences": sequences,
         "launch.cp_tp": group,
     }
 

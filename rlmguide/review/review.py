@@ -958,11 +958,30 @@ def global_micro_batches(reading: Reading) -> None:
     reading.facts |= read(mapping, reading.config)
 
 
+def forward_batch_read(reading: Reading) -> int | None:
+    """The sequences of the largest forward-only micro-batch the launch runs where it sizes
+    those apart from training's: the most any key read for launch.forward_micro_batch_sequences
+    gives (ROLL's actor_train and reference infer_batch_size, each the launch's or the
+    framework's default), since the assessment's peak is its largest pass. None where the
+    mapping has no such key."""
+    counts = [
+        u.fact_value
+        for u in reading.uses
+        if u.fact == "launch.forward_micro_batch_sequences"
+        and isinstance(u.fact_value, int)
+        and not isinstance(u.fact_value, bool)
+        and u.fact_value >= 1
+    ]
+    return max(counts, default=None)
+
+
 def training_settings(reading: Reading, longest: int) -> dict[str, Any]:
     """The training memory settings of the launch as the plan fields the estimate costs: its
     gradient buffers (fp32 as the launch says, else as the framework keeps them by default),
-    the micro-batch it runs (micro_batch_read: by tokens or by sequences at `longest`), and
-    the first and last pipeline stages' layers where the launch gives Megatron both."""
+    the micro-batch it runs (micro_batch_read: by tokens or by sequences at `longest`), the
+    forward-only passes' micro-batch where the launch sizes it apart (forward_batch_read, in
+    sequences at `longest`, each padded to it as ROLL pads its responses), and the first and
+    last pipeline stages' layers where the launch gives Megatron both."""
     from rlmguide.export.startup import typed
 
     mapping = reading.mapping
@@ -971,6 +990,8 @@ def training_settings(reading: Reading, longest: int) -> dict[str, Any]:
     out: dict[str, Any] = {"fp32_gradients": bool(fp32) and not launch.get("launch.bf16_gradients")}
     if (tokens := micro_batch_read(reading, longest)) is not None:
         out["micro_batch_tokens"] = tokens
+    if (sequences := forward_batch_read(reading)) is not None:
+        out["forward_micro_batch_tokens"] = sequences * longest
     first, last = launch.get("launch.pp_first_layers"), launch.get("launch.pp_last_layers")
     if first is not None and last is not None and first >= 1 and last >= 1:
         # the stages the launch gives Megatron: costed as it splits them
@@ -1011,7 +1032,10 @@ def account_for_split(config: Mapping[str, Any], layers: int, pp: int) -> tuple[
     return stage - embedding, stage - loss
 
 
-LAUNCH_SETTINGS = {"rollout": ("memory_fraction", "max_seqs"), "train": ("micro_batch_tokens",)}
+LAUNCH_SETTINGS = {
+    "rollout": ("memory_fraction", "max_seqs"),
+    "train": ("micro_batch_tokens", "forward_micro_batch_tokens"),
+}
 """Plan fields a launch's memory keys set (engine_settings, training_settings)."""
 
 
