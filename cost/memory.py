@@ -545,9 +545,12 @@ def training_memory(
     sized = batch.for_memory()
     tokens = np.maximum(np.minimum(chosen, per_rank * sized.sequence_tokens), longest)
     activations = per_token * tokens
-    own_budget = forward_micro_tokens(layout, sized, overheads)
+    # a forward-only micro-batch too holds at least the longest sequence
+    own_budget = np.maximum(forward_micro_tokens(layout, sized, overheads), longest)
     assessed_budget = (
-        own_budget if assessed is layout else forward_micro_tokens(assessed, sized, overheads)
+        own_budget
+        if assessed is layout
+        else np.maximum(forward_micro_tokens(assessed, sized, overheads), longest)
     )
     forward = _largest(
         [

@@ -108,6 +108,27 @@ def test_a_launch_forward_micro_batch_is_costed_apart_from_trainings() -> None:
     assert "forward_micro_batch_tokens" not in plans.row(0)["train"]
 
 
+def test_a_forward_micro_batch_holds_at_least_the_longest_sequence() -> None:
+    # A forward-only pass (old log-probs, the reference) cannot cut a sequence: below the
+    # longest one (1,024 + 16,384 = 17,408 tokens here), its micro-batch is that sequence. With
+    # the reference parked during training (offload frozen, ZeRO 1), the assessment phase is
+    # the peak, so a 1,000-token forward budget costs what a 17,408-token one does (it was
+    # 62.5 GiB against 77.0 while the budget was taken as is).
+    forward = np.array([1_000, 17_408, 34_816])
+    plans = one_plan(
+        train_micro_tokens=1_000,
+        train_forward_micro_tokens=forward,
+        offload_frozen=True,
+        train_zero=1,
+    )
+    r = evaluate(H100, QWEN25_7B, workload(), plans, check=False)
+    train = r.memory_train_gib
+    assert train[0] == pytest.approx(train[1], rel=1e-12)
+    assert train[2] > train[1] + 20
+    acts = r.memory_terms_gib["training"]["activations"]
+    assert acts[2] == pytest.approx(2 * acts[1], rel=1e-9)
+
+
 def test_bad_launch_settings_name_the_field() -> None:
     with pytest.raises(PlanError, match=r"rollout\.memory_fraction"):
         one_plan(rollout_memory_fraction=1.5)
