@@ -21,6 +21,7 @@ from launch_support import catalogs, review_json
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS
 from rlmguide.kb.schema import Deployment
+from rlmguide.rules.frameworks import compile_constraints
 from rlmguide.rules.scenario import parse_scenario, read_mapping, resolve
 from test_startup import _check
 
@@ -270,6 +271,18 @@ def passes_skyrls_checks(args: dict[str, Any], entry_point: str) -> None:
         workers = args.get("trainer.fully_async.num_parallel_generation_workers", 768)
         staleness = args.get("trainer.fully_async.max_staleness_steps", 4)
         assert mini <= workers <= mini * (staleness + 1), "Invalid num_parallel_generation_workers"
+        # L377-L379
+        assert prompts == mini, "train_batch_size must equal policy_mini_batch_size"
+        # L393-L404 over ppo_utils.py L464-L476 (config.py L853: regular by default)
+        loss = args.get(kl + "policy_loss_type", "regular")
+        anchored = loss == "cispo" and args.get(kl + "cispo.cispo_anchor") == "rollout"
+        assert anchored or loss not in OLD_LOGPROB_LOSSES, f"{loss} needs old log-probs"
+
+
+OLD_LOGPROB_LOSSES = {"regular", "dual_clip", "gspo", "cispo", "clip_cov", "kl_cov", "sapo",
+                      "cross_entropy", "importance_sampling"}  # fmt: skip
+"""LOSSES_WITH_OLD_LOGPROBS (skyrl/backends/skyrl_train/utils/ppo_utils.py L464-L476 at
+a9564572e): the losses the fully asynchronous trainer refuses."""
 
 
 @pytest.mark.parametrize("case", _cases())
@@ -319,32 +332,103 @@ ASYNC_235B = {
     "models": {"policy": "qwen3-235b-a22b", "reward": "verifier"},
     "workload": {"algorithm": "grpo", "prompts_per_step": 256, "samples_per_prompt": 16,
                  "prompt_tokens": 1024, "response_tokens": 8192, "max_response_tokens": 32768,
-                 "minibatches_per_step": 4, "epochs": 1, "max_staleness": 1},
+                 "minibatches_per_step": 1, "epochs": 1, "max_staleness": 1},
 }  # fmt: skip
-"""The launch audit's a16 (/work/notes/audit): fully asynchronous, mini-batches of 64 prompts,
-one step of staleness."""
+"""The launch audit's a16 (/work/notes/audit) at one mini-batch a step, the only batching
+SkyRL's fully async trainer runs (fully_async_trainer.py L377-L379): one step of staleness."""
+
+
+def async_235b(**workload: Any) -> Any:
+    """ASYNC_235B with its workload changed and its execution fixed to async."""
+    data = {**ASYNC_235B, "workload": {**ASYNC_235B["workload"], **workload}}
+    return parse_scenario({**data, "plan": {"execution": "async"}}, "a16")
+
+
+@cache
+def async_grpo() -> Exported:
+    return export_of(parse_scenario(ASYNC_235B, "a16"))
 
 
 def test_fully_async_writes_the_generation_workers_the_plan_runs() -> None:
-    """The plan's engines run 8 x 341 sequences at once, 2728 / 16 = 170.5 prompt groups; the
-    trainer admits 64 x (1 + 1) = 128 (fully_async_trainer.py L353-L363), so 128 workers,
-    where the default 768 failed the assert at start-up."""
-    done = export_of(parse_scenario(ASYNC_235B, "a16"))
+    """The plan's engines run 8 x 341 sequences at once, 2728 / 16 = 170.5 prompt groups,
+    fewer than one mini-batch's 256: the trainer asks at least 256 and at most 256 x (1 + 1)
+    (fully_async_trainer.py L353-L363), so 256 workers, where the default 768 failed the assert
+    at start-up."""
+    done = async_grpo()
     args = arguments(done)
-    assert args["trainer.policy_mini_batch_size"] == 64
+    assert done.launch.command.endswith("examples.train.fully_async.main_fully_async")
+    assert args["trainer.train_batch_size"] == args["trainer.policy_mini_batch_size"] == 256
     assert args["trainer.fully_async.max_staleness_steps"] == 1
     engines = args["generator.inference_engine.num_engines"]
     seqs = args["generator.inference_engine.max_num_seqs"]
-    assert engines * seqs / 16 > 128  # the engines alone would run more groups than admitted
-    assert args["trainer.fully_async.num_parallel_generation_workers"] == 128
+    assert (engines, seqs) == (8, 341)
+    assert args["trainer.fully_async.num_parallel_generation_workers"] == 256
     passes_skyrls_checks(args, done.launch.command.split()[-1])
+
+
+def test_fully_async_grpo_trains_with_the_rollout_anchored_loss() -> None:
+    """Audit4 defect 1: the default loss (regular, config.py L853) is in LOSSES_WITH_OLD_LOGPROBS
+    and stops the fully async trainer (L393-L404). GRPO is written with rollout_is, as SkyRL's
+    fully_async_run_gsm8k.sh L43 runs it, and the script says it departs."""
+    done = async_grpo()
+    assert arguments(done)["trainer.algorithm.policy_loss_type"] == "rollout_is"
+    assert any("policy_loss_type=rollout_is" in d for d in done.departures)
+    assert "rollout_is" in script(done, "test", "policy").split("set -euo")[0]
+    with pytest.raises(AssertionError, match="regular needs old log-probs"):
+        args = {**arguments(done)}
+        args.pop("trainer.algorithm.policy_loss_type")
+        passes_skyrls_checks(args, done.launch.command.split()[-1])
+
+
+def test_fully_async_cispo_anchors_its_ratio_on_the_rollout() -> None:
+    """CISPO passes the fully async trainer's loss check only with cispo_anchor=rollout
+    (fully_async_trainer.py L395-L396; the default is old, config.py L761)."""
+    done = export_of(async_235b(algorithm="cispo"))
+    args = arguments(done)
+    assert args["trainer.algorithm.policy_loss_type"] == "cispo"
+    assert args["trainer.algorithm.cispo.cispo_anchor"] == "rollout"
+    assert any("cispo_anchor=rollout" in d for d in done.departures)
+    passes_skyrls_checks(args, done.launch.command.split()[-1])
+
+
+@pytest.mark.parametrize(
+    ("workload", "constraint"),
+    [
+        # audit4's s09: 256 prompts in 4 mini-batches, train_batch_size 256 over 64 (L377-L379)
+        ({"minibatches_per_step": 4}, "skyrl-fully-async-one-mini-batch-per-step"),
+        # audit4's s14: GSPO's sequence clip is against the old policy (L393-L404)
+        ({"algorithm": "gspo"}, "skyrl-fully-async-loss-against-rollout-log-probs"),
+    ],
+)
+def test_fully_async_refusals_name_their_constraint(
+    workload: dict[str, Any], constraint: str
+) -> None:
+    with pytest.raises(NotExpressible, match=rf"\(constraint {constraint}\)"):
+        export_of(async_235b(**workload))
+
+
+def test_the_fully_async_constraints_by_hand() -> None:
+    """One optimizer step a training step, and no loss against recomputed old log-probs:
+    PPO's clip, GSPO and SAPO are refused asynchronously, the other modes are not judged."""
+    compiled = {c.id: c for c in compile_constraints(catalogs()[0])[0]}
+    steps = compiled["skyrl-fully-async-one-mini-batch-per-step"]
+    loss = compiled["skyrl-fully-async-loss-against-rollout-log-probs"]
+    cases = (("async", 1, True), ("async", 4, False), ("one-step-off", 4, True), ("sync", 4, True))
+    for execution, minibatches, holds in cases:
+        facts = {"plan.execution": execution, "workload.minibatches_per_step": minibatches}
+        assert bool(steps.holds(facts, 1)[0]) is holds
+    for algorithm, holds in (("grpo", True), ("dapo", True), ("cispo", True), ("ppo", False),
+                             ("gspo", False), ("sapo", False)):  # fmt: skip
+        for execution in ("async", "sync"):  # holds() caches its comparisons in the facts
+            facts = {"plan.execution": execution, "workload.algorithm": algorithm}
+            assert bool(loss.holds(facts, 1)[0]) is (holds or execution == "sync")
 
 
 def test_review_flags_a_fully_async_launch_at_the_default_workers(tmp_path: Path) -> None:
     """Constraint skyrl-fully-async-generation-workers-in-range: review of the export passes;
-    the same launch without the key runs the default 768 and trips it. By hand, 64 to 128
-    workers pass at 64 prompts per mini-batch and one step of staleness."""
-    text = script(export_of(parse_scenario(ASYNC_235B, "a16")), "test", "qwen3-235b-a22b")
+    the same launch without the key runs the default 768 and trips it. By hand, 256 to 512
+    workers pass at 256 prompts per mini-batch and one step of staleness."""
+    text = script(async_grpo(), "test", "qwen3-235b-a22b")
     path = tmp_path / "launch.sh"
 
     def startup(launch: str) -> list[str]:
@@ -358,8 +442,8 @@ def test_review_flags_a_fully_async_launch_at_the_default_workers(tmp_path: Path
     assert startup("\n".join(without) + "\n") == ["skyrl-fully-async-generation-workers-in-range"]
     check = _check("skyrl-fully-async-generation-workers-in-range")
     facts = {"plan.execution": "async", "plan.max_staleness": 1, "workload.prompts_per_step": 256,
-             "workload.minibatches_per_step": 4}  # fmt: skip
-    for workers, holds in ((768, False), (129, False), (128, True), (64, True), (63, False)):
+             "workload.minibatches_per_step": 1}  # fmt: skip
+    for workers, holds in ((768, False), (513, False), (512, True), (256, True), (255, False)):
         assert bool(check.holds({**facts, "launch.generation_groups": workers}, 1)[0]) is holds
 
 

@@ -77,10 +77,14 @@ def _offload_open(resolved: Resolved) -> Resolved:
 
 def _refused_mode(recommender: Recommender, framework: str, plan: Any) -> str:
     """The framework's constraint records that refuse the execution and placement the scenario
-    fixes, where one does (its code refusing the mode says why the mapping has no launch)."""
+    fixes, for its workload, where one does (its code refusing the mode says why the mapping
+    has no launch, or why no plan of that mode runs: SkyRL's fully async trainer and several
+    mini-batches a step)."""
+    given = {"plan.execution": plan.execution, "plan.placement": plan.placement}
     env = {
-        "plan.execution": np.array([plan.execution]),
-        "plan.placement": np.array([plan.placement]),
+        name: np.array([value])
+        for name, value in {**recommender.facts, **given}.items()
+        if value is not None  # a mode the scenario leaves open refuses nothing yet
     }
     refusing = [
         c.id
@@ -118,6 +122,7 @@ def find_plan(
         # Offload left out stays the search's (none or phase offload on shared GPUs): a
         # framework whose code always parks its colocated trainer runs only the latter.
         one = _offload_open(one)
+    refused = ""  # the constraints that refuse the mode the scenario fixes, if any
     try:
         recommender = recommender_for(
             one,
@@ -130,12 +135,13 @@ def find_plan(
             frozen_on_host="plan.train.offload_frozen" in mapping.implied_facts(),
             versions={framework: mapping.id},
         )
+        refused = _refused_mode(recommender, framework, plan)
         if not launchable:
             known = ", ".join(f"{e} {p}" for e, p in launches)
             raise NotExpressible(
                 f"{framework} ({mapping.id}) has no entry point for "
                 f"{plan.execution or 'any'} execution on {plan.placement or 'any'} placement; "
-                f"it launches: {known}{_refused_mode(recommender, framework, plan)}"
+                f"it launches: {known}{refused}"
             )
 
         def refuses(row: int, costed: dict[str, Any]) -> str | None:
@@ -143,5 +149,5 @@ def find_plan(
 
         result = recommend(recommender, 1, first=refuses)
     except NoFeasiblePlan as exc:
-        raise NotExpressible(f"{framework} cannot run this scenario: {exc}") from None
+        raise NotExpressible(f"{framework} cannot run this scenario: {exc}{refused}") from None
     return Found(recommender, result)

@@ -127,6 +127,12 @@ LAUNCH_FACTS = {
             "export writes the plan's micro-batch",
         ),
         Fact(
+            "launch.token_batching",
+            "bool",
+            "training micro-batches are cut by a token budget, not counted in sequences "
+            "(verl's use_dynamic_bsz, SkyRL's positive max_tokens_per_microbatch)",
+        ),
+        Fact(
             "launch.rank_samples",
             "number",
             "samples one data-parallel rank of the trainer trains per step: the step's samples "
@@ -474,6 +480,23 @@ def read(mapping: MappingRecord, config: Mapping[str, Any]) -> dict[str, Any]:
         if value is not None:
             out[fact] = _truth(value) if LAUNCH_FACTS[fact].type == "bool" else value
     return out
+
+
+def by_tokens(mapping: MappingRecord, config: Mapping[str, Any]) -> bool:
+    """Whether a launch with `config` cuts its training micro-batches by tokens: one of the
+    mapping's token_batching switches is on (the launch's value, else the framework's
+    default), or a `KEY>0` budget is positive."""
+    for switch in mapping.token_batching:
+        key, positive, _ = switch.partition(">0")
+        value = config.get(key, mapping.config_defaults.get(key))
+        if value is None:
+            continue
+        if positive:
+            if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+                return True
+        elif _truth(value):
+            return True
+    return False
 
 
 def typed(facts: Mapping[str, Any]) -> dict[str, Any]:

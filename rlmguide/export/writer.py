@@ -31,6 +31,7 @@ from rlmguide.export.mapping import (
 from rlmguide.export.startup import (
     ABSENT,
     binding,
+    by_tokens,
     compile_checks,
     computed,
     read,
@@ -209,7 +210,12 @@ class Writer:
                 + "".join(f" ({w})" for w in why)
             )
         arguments = _arguments(active, facts)
-        written = read(mapping, {a.key.lstrip("+"): a.value for a in arguments})
+        keys = {a.key.lstrip("+"): a.value for a in arguments}
+        written = read(mapping, keys)
+        # the switches an entry point always passes count (verl's fixed use_dynamic_bsz=True)
+        fixed = (f.lstrip("-+").partition("=") for f in (*mapping.fixed, *launch.fixed))
+        always = {key: value if sep else True for key, sep, value in fixed}
+        written["launch.token_batching"] = by_tokens(mapping, always | keys)
         # a launch value no key writes is the framework's own (a pipeline split AReaL's and
         # ROLL's launches cannot give stays even), whatever the plan implied
         unsaid = {k: v for k, v in ABSENT.items() if k not in {a.fact for a in arguments}}

@@ -30,7 +30,7 @@ from rlmguide.review.config import argparse_config, hydra_config
 from rlmguide.review.family import family_name, tell
 from rlmguide.review.recipe import RecipeError, document_config, recipe_config
 from rlmguide.review.shell import Shell, ShellError, command_arguments
-from rlmguide.review.understand import Reading, Use, read_launch, truth
+from rlmguide.review.understand import Reading, Use, fixed_present, read_launch, truth
 
 
 class ReviewError(ValueError):
@@ -145,7 +145,7 @@ def _read_with_a_version(
                             reverse=True)]  # fmt: skip
     problem: LookupError | None = None
     for mapping in tried:
-        backend, engine = pick_components(mapping, config, roles)
+        backend, engine = pick_components(mapping, config, roles, module)
         try:
             return read_launch(mapping, module, config, backend, engine)
         except LookupError as exc:
@@ -156,31 +156,49 @@ def _read_with_a_version(
 
 
 def pick_components(
-    mapping: MappingRecord, config: dict[str, Any], roles: dict[str, str]
+    mapping: MappingRecord, config: dict[str, Any], roles: dict[str, str], module: str
 ) -> tuple[str | None, str | None]:
-    """The training backend whose keys (or whose launch's config name) the file uses, and the
-    rollout engine it names (else the mapping's first of each)."""
+    """The training backend the launch's entry point `module` runs: one whose entry point the
+    launch selects with its fixed options (verl's `model_engine=megatron`), else one it runs
+    without them (verl's main_ppo composes FSDP actors unless told otherwise), the one whose
+    keys it uses most among those; and the rollout engine it names (else the mapping's first
+    of each)."""
     backends = [c for c in mapping.components if roles.get(c) == "training-backend"]
     engines = [c for c in mapping.components if roles.get(c) == "rollout-engine"]
+    launches = [la for la in mapping.launches if _module(la.command) == module]
 
-    def score(component: str) -> int:
+    def given(component: str, selecting: bool) -> bool:
+        """An entry point of `module` on the component whose fixed options the launch all
+        gives (`selecting`: and has some)."""
+        return any(
+            la.component in (None, component)
+            and (la.fixed or not selecting)
+            and all(fixed_present(f, config) for f in la.fixed)
+            for la in launches
+        )
+
+    def keys(component: str) -> int:
         # a key whose value no entry of the component can give rules the component out
-        # (NeMo-RL's merged config names both backends; only one is enabled)
-        keys = sum(
-            1 if _plausible(e, config[e.key.lstrip("+")]) else -1000
+        # (NeMo-RL's merged config names both backends; only one is enabled); a launch value
+        # both backends declare (verl's reference log-prob micro-batch, written for Megatron
+        # only) names neither
+        return sum(
+            -1000
+            if not _plausible(e, config[e.key.lstrip("+")])
+            else not e.fact.startswith("launch.")
             for e in mapping.entries
             if e.component == component and e.key.lstrip("+") in config
         )
-        named = any(
-            la.component == component
-            and any(f.startswith("--config-name") for f in la.fixed)
-            and str(config.get("config-name", "")).removesuffix(".yaml")
-            in {f.partition("=")[2].removesuffix(".yaml") for f in la.fixed}
-            for la in mapping.launches
-        )
-        return keys + 100 * named
 
-    backend = max(backends, key=score) if backends else None
+    def score(component: str) -> int:
+        return keys(component) + 100 * given(component, selecting=True)
+
+    # with no key of any backend, the one the entry point runs unless told otherwise (by a
+    # config name or a switch the launch lacks)
+    runnable = backends
+    if not any(keys(b) > 0 for b in backends):
+        runnable = [b for b in backends if given(b, selecting=False)] or backends
+    backend = max(runnable, key=score) if runnable else None
     named_engine = next(
         (
             config.get(e.key.lstrip("+"))
@@ -860,21 +878,10 @@ def engine_settings(reading: Reading) -> dict[str, Any]:
 
 
 def token_batching(reading: Reading) -> bool:
-    """Whether the launch batches its training micro-batches by tokens: a mapping's
-    token_batching switch is on (the launch's value, else the framework's default), or a
-    `KEY>0` budget is positive."""
-    mapping = reading.mapping
-    for switch in mapping.token_batching:
-        key, positive, _ = switch.partition(">0")
-        value = reading.config.get(key, mapping.config_defaults.get(key))
-        if value is None:
-            continue
-        if positive:
-            if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-                return True
-        elif truth(value):
-            return True
-    return False
+    """Whether the launch batches its training micro-batches by tokens (startup.by_tokens)."""
+    from rlmguide.export.startup import by_tokens
+
+    return by_tokens(reading.mapping, reading.config)
 
 
 def switched_budget(reading: Reading) -> None:
@@ -1131,7 +1138,7 @@ def startup_checks(
     from rlmguide.rules.frameworks import compile_constraints
 
     checks = compile_checks(catalog)[0] + compile_constraints(catalog)[0]
-    own = typed(reading.facts)
+    own = typed(reading.facts) | {"launch.token_batching": token_batching(reading)}
     facts = {**ABSENT, **{k: v for k, v in plan_facts.items() if v is not None}, **own}
     mine = binding(checks, reading.mapping, reading.backend, reading.engine)
     return [

@@ -124,20 +124,47 @@ def _same(a: Any, b: Any) -> bool:
     )
 
 
-def _applies(entry: CompiledEntry, facts: Mapping[str, Any]) -> bool:
+def _looked_up(e: MappingEntry, value: Any) -> list[str]:
+    """The fact values a lookup entry's table (or its also_reads) spells as `value`."""
+    options = [k for k, v in (e.table or {}).items() if _same(v, value) or v == value]
+    return options + [k for v, k in e.also_reads.items() if _same(v, value)]
+
+
+def _applies(
+    entry: CompiledEntry, facts: Mapping[str, Any], config: Mapping[str, Any] | None = None
+) -> bool:
     """Whether the entry's condition holds on the facts read so far; a condition on a fact
     not read yet is taken to hold (the key is there, so the launch meant it). A switch whose
     condition names its own fact is the switch of that fact where the rest of the condition
-    holds: SkyRL's colocate_all is phase offload only on a colocated launch."""
+    holds: SkyRL's colocate_all is phase offload only on a colocated launch. So is a lookup
+    whose value in `config` names one value of its fact: verl's kl_penalty gives the KL
+    estimator only where the KL is in the reward, whichever estimator it names."""
     e = entry.entry
     if not e.when.strip() or e.when.strip() == "true":
         return True
     if e.transform == "flag" and e.fact not in facts and e.fact in entry.when.names:
         facts = {**facts, e.fact: True}
+    own = e.transform == "lookup" and e.fact not in facts and e.fact in entry.when.names
+    if own and config is not None:
+        options = _looked_up(e, config.get(e.key.lstrip("+")))
+        if len(options) == 1:
+            facts = {**facts, e.fact: _typed(e.fact, options[0])}
     try:
         return bool(entry.when.evaluate(facts))
     except (KeyError, TypeError):
         return True
+
+
+def fixed_present(fixed: str, options: Mapping[str, Any]) -> bool:
+    """Whether the launch's options hold one of an entry point's fixed options (a switch on,
+    or the value given, a `.yaml` suffix aside)."""
+    key, sep, value = fixed.lstrip("-+").partition("=")
+    got = options.get(key)
+    if got is None:
+        return False
+    if not sep:
+        return truth(got)
+    return _same(got, value) or _same(str(got).removesuffix(".yaml"), value.removesuffix(".yaml"))
 
 
 def choose_launch(
@@ -154,15 +181,7 @@ def choose_launch(
     read = read or {}
 
     def present(fixed: str) -> bool:
-        key, sep, value = fixed.lstrip("-+").partition("=")
-        got = options.get(key)
-        if got is None:
-            return False
-        if not sep:
-            return truth(got)
-        return _same(got, value) or _same(
-            str(got).removesuffix(".yaml"), value.removesuffix(".yaml")
-        )
+        return fixed_present(fixed, options)
 
     def agrees(launch: Launch) -> bool:
         given = {"plan.execution": launch.execution, "plan.placement": launch.placement}
@@ -245,8 +264,7 @@ class _Read:
                     return
                 got = e.argument
             case "lookup":
-                options = [k for k, v in (e.table or {}).items() if _same(v, value) or v == value]
-                options += [k for v, k in e.also_reads.items() if _same(v, value)]
+                options = _looked_up(e, value)
                 if not options:
                     return
                 if len(options) > 1:
@@ -365,7 +383,7 @@ def read_launch(
     facts = state.facts
     facts["plan.execution"], facts["plan.placement"] = launch.execution, launch.placement
     for c in compiled:
-        if c not in first and c not in early and _applies(c, facts):
+        if c not in first and c not in early and _applies(c, facts, config):
             # a switch conditioned on its own fact is one more key that can turn it on (SkyRL's
             # KL in the reward loads the reference where the KL loss is off)
             state.entry(
