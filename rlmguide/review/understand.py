@@ -128,16 +128,25 @@ def _applies(entry: CompiledEntry, facts: Mapping[str, Any]) -> bool:
     """Whether the entry's condition holds on the facts read so far; a condition on a fact
     not read yet is taken to hold (the key is there, so the launch meant it). A switch whose
     condition names its own fact is the switch of that fact where the rest of the condition
-    holds: SkyRL's colocate_all is phase offload only on a colocated launch."""
+    holds: SkyRL's colocate_all is phase offload only on a colocated launch. A lookup whose
+    condition names its own fact holds where the condition does for a value it reads: a KL side
+    read from a switch left off needs the reference the rest of the condition asks for."""
     e = entry.entry
     if not e.when.strip() or e.when.strip() == "true":
         return True
-    if e.transform == "flag" and e.fact not in facts and e.fact in entry.when.names:
-        facts = {**facts, e.fact: True}
-    try:
-        return bool(entry.when.evaluate(facts))
-    except (KeyError, TypeError):
-        return True
+    trials = [facts]
+    if e.fact not in facts and e.fact in entry.when.names:
+        if e.transform == "flag":
+            trials = [{**facts, e.fact: True}]
+        elif e.transform == "lookup" and e.table:
+            trials = [{**facts, e.fact: _typed(e.fact, k)} for k in e.table]
+    for trial in trials:
+        try:
+            if bool(entry.when.evaluate(trial)):
+                return True
+        except (KeyError, TypeError):
+            return True
+    return False
 
 
 def choose_launch(
