@@ -418,3 +418,46 @@ def test_an_export_says_which_kl_side_it_takes_when_the_record_states_none(
     assert note.startswith("the algorithm's record states no side") and side in note
     stated = departures(record, {"workload.kl_placement": "reward", "workload.algorithm": "x"})
     assert not any("states no side" in n for n in stated)
+
+
+@pytest.mark.parametrize(
+    ("framework", "version", "algorithm", "side"),
+    [
+        # the fifth audit's n01/n04: GRPO's loss-side KL, use_kl_in_reward written false
+        # (examples/configs/grpo_math_1B.yaml L104 at 7ea279ab)
+        ("nemo-rl", None, "grpo", "loss"),
+        # n08/n09/n11: PPO and REINFORCE++ keep the reward-side default, the loss switch
+        # off (train_ppo_ray.py L484-L486 at 3c3be623, L390 at c250c21a)
+        ("openrlhf", None, "ppo", "reward"),
+        ("openrlhf", "c250c21a", "ppo", "reward"),
+        ("openrlhf", None, "reinforce-plus-plus", "reward"),
+        # read correctly before: they must stay so
+        ("nemo-rl", None, "ppo", "reward"),
+        ("openrlhf", None, "grpo", "loss"),
+        ("openrlhf", "c250c21a", "grpo", "loss"),
+    ],
+)
+def test_review_reads_the_kl_side_every_export_writes(
+    framework: str, version: str | None, algorithm: str, side: str, tmp_path: Path
+) -> None:
+    row = _reviewed(_export(algorithm, framework, version), tmp_path)["KL penalty to the reference"]
+    assert (row["launch"], row["record"], row["verdict"]) == (side, side, "as the record")
+
+
+def test_openrlhf_without_a_reference_is_not_read_as_a_reward_penalty(tmp_path: Path) -> None:
+    """A zero coefficient starts no reference (train(), L40-L44 at 3c3be623): the loss
+    switch left off says nothing of a KL side then."""
+    text = script(_export("ppo", "openrlhf"), "test", "qwen2.5-7b")
+    assert f"--algo.kl.init_coef {KL_COEF}" in text
+    path = tmp_path / "launch.sh"
+    path.write_text(text.replace(f"--algo.kl.init_coef {KL_COEF}", "--algo.kl.init_coef 0"))
+    got = review(path, hardware=Hardware("h100-sxm-80gb"), policy="qwen2.5-7b")
+    rows = {r["setting"]: r for r in got["algorithm_settings"]}
+    assert rows["KL penalty to the reference"]["launch"] is None
+
+
+def test_a_clip_the_record_leaves_unstated_shows_no_record_value(tmp_path: Path) -> None:
+    """NeMo-RL's PPO export writes the 0.2 clip (ppo_math_1B.yaml); PPO's record states no
+    clip-higher: the row shows none, not a 0 (the fifth audit's n03)."""
+    row = _reviewed(_export("ppo", "nemo-rl"), tmp_path)["ratio clip above 1"]
+    assert (row["launch"], row["record"], row["verdict"]) == (0.2, None, "the record states none")

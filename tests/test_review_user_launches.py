@@ -188,7 +188,9 @@ def test_openrlhf_micro_batches_in_samples_are_costed() -> None:
     ("old", "new", "side"),
     [
         ("--algo.kl.use_loss", "--algo.kl.use_loss", "loss"),
-        ("--algo.kl.use_loss", "", None),
+        # the switch left off (its default, train_ppo_ray.py L484-L486 at 3c3be623) with
+        # --algo.kl.init_coef 0.001: a reward penalty, as OpenRLHF runs it
+        ("--algo.kl.use_loss", "", "reward"),
     ],
 )
 def test_openrlhf_kl_in_the_loss_is_read(tmp_path: Path, old: str, new: str, side: Any) -> None:
@@ -198,6 +200,8 @@ def test_openrlhf_kl_in_the_loss_is_read(tmp_path: Path, old: str, new: str, sid
     assert row["launch"] == side
     if side == "loss":  # REINFORCE++-baseline's record puts it in the reward
         assert row["verdict"].startswith("differs from the record")
+    else:
+        assert row["verdict"] == "as the record"
 
 
 def test_nemo_rl_dynamic_batching_budget_is_the_micro_batch(tmp_path: Path) -> None:

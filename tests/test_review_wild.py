@@ -721,3 +721,25 @@ def test_a_hybrid_model_no_record_has_is_named_not_costed_as_dense() -> None:
     assert "scripts/models/qwen3.5-9B.sh:5" in message
     done = CliRunner().invoke(cli, ["review", str(path), "--accelerator", "h100-sxm-80gb"])
     assert done.exit_code == 2 and done.output.count("\n") == 1
+
+
+def test_slime_async_with_colocate_names_the_start_up_stop(tmp_path: Path) -> None:
+    """train_async.py asserts that --colocate is not set (L11 at 624b824a; the fifth audit's
+    r2): the fully-async example with --colocate added names that stop, though the entry point
+    runs disaggregated; without its rollout pool it is refused in one line naming the stop,
+    not a split of the cluster."""
+    source = ASYNC / "run-qwen2.5-0.5B-fully_async.sh"
+    text = source.read_text().replace('"${SCRIPT_DIR}/../..', f'"{WILD / "slime-624b824"}')
+    assert "--actor-num-nodes 1 \\" in text
+    text = text.replace("--actor-num-nodes 1 \\", "--actor-num-nodes 1 --colocate \\")
+    path = tmp_path / "run.sh"
+    path.write_text(text)
+    got = review(path, hardware=Hardware("h100-sxm-80gb"))
+    assert [s["constraint"] for s in got["startup"]] == ["slime-async-not-colocated"]
+    pool = '   --rollout-num-gpus "${ROLLOUT_GPUS}" \\\n'
+    assert pool in text
+    path.write_text(text.replace(pool, ""))
+    with pytest.raises(NotCostable, match=r"constraint slime-async-not-colocated: train_async\.py"):
+        review(path, hardware=Hardware("h100-sxm-80gb"))
+    done = CliRunner().invoke(cli, ["review", str(path), "--accelerator", "h100-sxm-80gb"])
+    assert done.exit_code == 1 and done.output.count("\n") == 1

@@ -24,6 +24,7 @@ from rlmguide.review.review import (
     scenario_of,
     sglang_share,
     startup_checks,
+    startup_stops,
     understood,
     unknown_keys,
     without_launch_settings,
@@ -154,6 +155,13 @@ def review(
             data["plan"]["rollout"]["memory_fraction"] = round(share, 4)
         reviewed = estimate(data, keep=True)
     except NoFeasiblePlan as exc:
+        from rlmguide.export.startup import refusal
+
+        read_plan = {k: v for k, v in reading.facts.items() if k.startswith(("plan.", "workload."))}
+        if stops := startup_stops(reading, catalog, read_plan):
+            # the framework refuses the launch before any split matters: name its stop
+            named = "; ".join(refusal(r) for r in stops)
+            raise NotCostable(f"{path} stops at start-up: {named}") from None
         plan = data["plan"]
         pools = ", ".join(
             f"{name} {plan[name]['gpus']}"

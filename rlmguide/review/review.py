@@ -16,8 +16,8 @@ from rlmguide.export.pools import PoolSpelling, read_allocation
 from rlmguide.export.render import BUDGET_FIELDS, BUDGET_LINE, MAPPING_LINE
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.model_names import match_model
+from rlmguide.kb.schema import Constraint, MappingEntry, Model, Scenario, length_prior
 from rlmguide.kb.schema import Mapping as MappingRecord
-from rlmguide.kb.schema import MappingEntry, Model, Scenario, length_prior
 from rlmguide.review.architecture import (
     ArchitectureMissing,
     Read,
@@ -1134,13 +1134,6 @@ def startup_checks(
 ) -> list[dict[str, Any]]:
     """The start-up checks and constraint records of the framework the launch would trip:
     its plan's facts (as estimated) with the launch's own values (`launch.*`) as read."""
-    from rlmguide.export.startup import ABSENT, binding, compile_checks, tripped, typed
-    from rlmguide.rules.frameworks import compile_constraints
-
-    checks = compile_checks(catalog)[0] + compile_constraints(catalog)[0]
-    own = typed(reading.facts) | {"launch.token_batching": token_batching(reading)}
-    facts = {**ABSENT, **{k: v for k, v in plan_facts.items() if v is not None}, **own}
-    mine = binding(checks, reading.mapping, reading.backend, reading.engine)
     return [
         {
             "constraint": r.id,
@@ -1150,8 +1143,26 @@ def startup_checks(
             "commit": r.commit,
             "url": r.url,
         }
-        for r in tripped(mine, facts)
+        for r in startup_stops(reading, catalog, plan_facts)
     ]
+
+
+def startup_stops(
+    reading: Reading, catalog: Catalog, plan_facts: Mapping[str, Any]
+) -> list[Constraint]:
+    """The records of `startup_checks`, for a caller that names them in one line."""
+    from rlmguide.export.startup import ABSENT, binding, compile_checks, tripped, typed
+    from rlmguide.rules.frameworks import compile_constraints
+
+    checks = compile_checks(catalog)[0] + compile_constraints(catalog)[0]
+    own = typed(reading.facts) | {"launch.token_batching": token_batching(reading)}
+    # the placement the launch's keys say, where its entry point runs another (slime's
+    # train_async.py with --colocate): the framework checks the key, not the plan read
+    said = {u.fact: u.fact_value for u in reading.uses if u.fact == "plan.placement"}
+    plan = {k: v for k, v in {**plan_facts, **said}.items() if v is not None}
+    facts = {**ABSENT, **plan, **own}
+    mine = binding(checks, reading.mapping, reading.backend, reading.engine)
+    return tripped(mine, facts)
 
 
 def memory_keys(
@@ -1295,7 +1306,8 @@ def algorithm_settings(reading: Reading, plan_facts: Mapping[str, Any]) -> list[
         if launch is None:
             verdict = "not said by the launch: the framework's default"
         elif record in unstated or record is None:
-            verdict = "the record states none"
+            # the record's "unstated" or 0 is no value: show none, not a 0 to compare with
+            record, verdict = None, "the record states none"
         elif lookup_key(launch) == lookup_key(record):
             verdict = "as the record"
         else:

@@ -136,23 +136,31 @@ def _applies(
     """Whether the entry's condition holds on the facts read so far; a condition on a fact
     not read yet is taken to hold (the key is there, so the launch meant it). A switch whose
     condition names its own fact is the switch of that fact where the rest of the condition
-    holds: SkyRL's colocate_all is phase offload only on a colocated launch. So is a lookup
-    whose value in `config` names one value of its fact: verl's kl_penalty gives the KL
-    estimator only where the KL is in the reward, whichever estimator it names."""
+    holds: SkyRL's colocate_all is phase offload only on a colocated launch. A lookup whose
+    condition names its own fact holds where the condition does for the value its key reads
+    in `config` (verl's kl_penalty gives the KL estimator only where the KL is in the reward,
+    whichever estimator it names), or, where the key reads as no one value, for some value the
+    lookup can give: a KL side read from a switch left off needs the reference the rest of the
+    condition asks for."""
     e = entry.entry
     if not e.when.strip() or e.when.strip() == "true":
         return True
-    if e.transform == "flag" and e.fact not in facts and e.fact in entry.when.names:
-        facts = {**facts, e.fact: True}
-    own = e.transform == "lookup" and e.fact not in facts and e.fact in entry.when.names
-    if own and config is not None:
-        options = _looked_up(e, config.get(e.key.lstrip("+")))
-        if len(options) == 1:
-            facts = {**facts, e.fact: _typed(e.fact, options[0])}
-    try:
-        return bool(entry.when.evaluate(facts))
-    except (KeyError, TypeError):
-        return True
+    trials = [facts]
+    if e.fact not in facts and e.fact in entry.when.names:
+        if e.transform == "flag":
+            trials = [{**facts, e.fact: True}]
+        elif e.transform == "lookup":
+            read = _looked_up(e, config.get(e.key.lstrip("+"))) if config is not None else []
+            options = read if len(read) == 1 else list(e.table or ())
+            if options:
+                trials = [{**facts, e.fact: _typed(e.fact, k)} for k in options]
+    for trial in trials:
+        try:
+            if bool(entry.when.evaluate(trial)):
+                return True
+        except (KeyError, TypeError):
+            return True
+    return False
 
 
 def fixed_present(fixed: str, options: Mapping[str, Any]) -> bool:
