@@ -265,9 +265,9 @@ its record rather than in each mapping."""
         ("slime", None, "eps-clip", "eps-clip-high"),
         ("skyrl", None, "trainer.algorithm.eps_clip_low", "trainer.algorithm.eps_clip_high"),
         ("nemo-rl", None, "loss_fn.ratio_clip_min", "loss_fn.ratio_clip_max"),
-        ("areal", None, "+actor.eps_clip", "+actor.eps_clip_higher"),
-        # 4aef98d8's GRPO base config sets eps_clip 0.4 (examples/math/gsm8k_grpo.yaml L64): the
-        # key exists there, so no +
+        # both AReaL base configs set eps_clip 0.4 (examples/math/gsm8k_grpo.yaml L69 at fee938e,
+        # L64 at 4aef98d8): the key exists there, so no + (Hydra refuses + on an existing key)
+        ("areal", None, "actor.eps_clip", "+actor.eps_clip_higher"),
         ("areal", "4aef98d8", "actor.eps_clip", "+actor.eps_clip_higher"),
         ("openrlhf", None, "actor.eps_clip_low_high", None),
         ("openrlhf", "c250c21a", "eps_clip_low_high", None),
