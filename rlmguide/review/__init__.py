@@ -138,6 +138,9 @@ def review(
             catalog,
             enforce_memory=False,
             filter_frameworks=False,
+            # costed as export and `estimate --framework` cost this framework's launches
+            costed_as=reading.mapping.framework,
+            **reading.mapping.costing(),
             versions={reading.mapping.framework: reading.mapping.id},
         )
         (plan,) = recommend(one, 1)["plans"]
