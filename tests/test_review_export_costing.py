@@ -1,4 +1,5 @@
-"""Review costs an exported launch as the framework runs it (estimate --framework)."""
+"""Review costs an exported launch as the framework runs it (estimate --framework) and never
+names as the framework's best a plan slower than the one it reviews."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from click.testing import CliRunner
 
 from rlmguide.cli import cli
 from rlmguide.review import Hardware, review
+from rlmguide.review import _slower_than_reviewed as slower
 
 # NeMo-RL async GRPO on 8 + 8 B200 (the audit's n04): the search's ranking for nemo-rl holds
 # no async plan, so its best is a one-step-off plan.
@@ -62,6 +64,34 @@ def test_review_costs_the_launch_as_estimate_on_its_framework(
     assert terms.keys() == plan["memory_breakdown_gib"].keys()
     for pool, costed in plan["memory_breakdown_gib"].items():
         assert terms[pool] == pytest.approx(costed)
+
+
+def test_no_best_slower_than_the_reviewed_plan(async_review: tuple[dict[str, Any], Path]) -> None:
+    got, _ = async_review
+    best = got["recommendation"]
+    if best is not None:
+        assert best["step_seconds"] <= got["estimate"]["step_seconds"]
+    else:
+        assert "slower than the reviewed plan" in got["no_recommendation"]
+        assert "async execution" in got["no_recommendation"]
+        assert got["changes"] == []
+
+
+def _plan(seconds: float, execution: str = "async", feasible: bool = True) -> dict[str, Any]:
+    return {"step_seconds": seconds, "execution": execution, "feasible": feasible}
+
+
+def test_a_slower_best_is_named_as_such_and_a_faster_one_is_kept() -> None:
+    assert slower(_plan(70.8), _plan(91.8, "one-step-off"), "nemo-rl") == (
+        "the best plan the search found on nemo-rl (91.8 s per step) is slower than the "
+        "reviewed plan (70.8 s): the search did not rank the launch's async execution (its "
+        "best runs one-step-off)"
+    )
+    assert "cannot express part" in (slower(_plan(70.8), _plan(71.0), "slime") or "")
+    assert slower(_plan(70.8), _plan(70.8), "slime") is None
+    assert slower(_plan(90.0), _plan(60.0, "sync"), "slime") is None
+    # a reviewed plan that does not fit: any plan that does is advice, however slow
+    assert slower(_plan(70.8, feasible=False), _plan(91.8), "slime") is None
 
 
 # slime async GRPO of Qwen3-235B-A22B on 16 + 48 H200 (the audit's n06): slime parks the
