@@ -1065,6 +1065,16 @@ class Mapping(Record):
             found[name.strip()] = yaml.safe_load(value) if sep else True
         return found
 
+    def costing(self) -> dict[str, Any]:
+        """The options (rules.recommend.recommender_for) that cost a plan as this mapping's
+        launch runs it: its engines' default concurrency, its gradient buffers and where it
+        keeps the frozen models. Export and review cost one launch alike through these."""
+        return {
+            "engine_max_seqs": self.engine_max_seqs,
+            "fp32_gradients": self.fp32_gradients,
+            "frozen_on_host": "plan.train.offload_frozen" in self.implied_facts(),
+        }
+
 
 class Direction(Record, Cited):
     """An open research direction or gap a source names (the survey's §7, and the gaps of its

@@ -130,9 +130,7 @@ def find_plan(
             judges,
             only=framework,
             enforce_memory=not complete,
-            engine_max_seqs=mapping.engine_max_seqs,
-            fp32_gradients=mapping.fp32_gradients,
-            frozen_on_host="plan.train.offload_frozen" in mapping.implied_facts(),
+            **mapping.costing(),
             versions={framework: mapping.id},
         )
         refused = _refused_mode(recommender, framework, plan)

@@ -139,6 +139,9 @@ def review(
             catalog,
             enforce_memory=False,
             filter_frameworks=False,
+            # costed as export and `estimate --framework` cost this framework's launches
+            costed_as=reading.mapping.framework,
+            **reading.mapping.costing(),
             versions={reading.mapping.framework: reading.mapping.id},
         )
         (plan,) = recommend(one, 1)["plans"]
@@ -209,6 +212,9 @@ def review(
     except (NoFeasiblePlan, NotExpressible) as exc:
         # the reading and its estimate stand; the comparison says why there is none
         return {**result, "recommendation": None, "no_recommendation": str(exc), "changes": []}
+    if slower := _slower_than_reviewed(reviewed, top, name):
+        # a best that loses to the launch is no advice: the search missed the launch's plan
+        return {**result, "recommendation": None, "no_recommendation": slower, "changes": []}
 
     def one_change(field: str, value: Any) -> float | None:
         changed = _with(data, field, value, top)
@@ -219,6 +225,23 @@ def review(
         return plan["step_seconds"] if plan["feasible"] else None
 
     return {**result, "recommendation": top, "changes": changes(reviewed, top, one_change)}
+
+
+def _slower_than_reviewed(reviewed: dict[str, Any], top: dict[str, Any], name: str) -> str | None:
+    """Why the search's best plan is not named, where the reviewed plan fits and is faster
+    (the search cannot express something the launch does: its mode, where they differ)."""
+    if not reviewed["feasible"] or top["step_seconds"] <= reviewed["step_seconds"]:
+        return None
+    mode = reviewed["execution"]
+    why = (
+        f"the search did not rank the launch's {mode} execution (its best runs {top['execution']})"
+        if top["execution"] != mode
+        else "the search cannot express part of the launch's plan"
+    )
+    return (
+        f"the best plan the search found on {name} ({top['step_seconds']:.1f} s per step) is "
+        f"slower than the reviewed plan ({reviewed['step_seconds']:.1f} s): {why}"
+    )
 
 
 def _unplanned(data: dict[str, Any], catalog: Any, origin: str) -> Any:
