@@ -28,7 +28,7 @@ from rlmguide.review.architecture import (
 from rlmguide.review.budget import Budget, Exhausted
 from rlmguide.review.config import argparse_config, hydra_config
 from rlmguide.review.family import family_name, tell
-from rlmguide.review.recipe import RecipeError, document_config, recipe_config
+from rlmguide.review.recipe import RecipeError, recipe_config
 from rlmguide.review.shell import Shell, ShellError, command_arguments
 from rlmguide.review.understand import Reading, Use, fixed_present, read_launch, truth
 
@@ -736,13 +736,13 @@ def read_file(
     shell = Shell()
     try:
         if path.suffix in (".yaml", ".yml"):
-            if _is_scenario(document_config(text, budget)):
+            module, config, own, recipe_keys = parse_recipe(path, mappings, framework, budget)
+            if _is_scenario(config):
                 raise ReviewError(
                     f"{path} is an rlmguide scenario, not a framework's launch: "
                     f"`rlmguide recommend {path}` plans it, `rlmguide export {path} "
                     "--framework ID` writes its launch"
                 )
-            module, config, own, recipe_keys = parse_recipe(path, mappings, framework, budget)
         else:
             module, config, own, shell = parse_launch(text, mappings, framework, path, budget)
             named = config.get("config")
