@@ -1641,7 +1641,9 @@ def test_openrlhf_grpo_puts_the_kl_in_the_loss(
     assert grpo[estimator] == "k3"
     assert grpo[coefficient] > 0
     reinforce = written("reinforce-plus-plus")
-    assert prefix + use_loss not in reinforce
+    # the switch left off (its default): the reward side, which review reads back from it; a
+    # store_true flag that is off is not written into the script
+    assert reinforce[prefix + use_loss] is False
     assert reinforce[estimator] == "k1"
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlmguide.cost.plans import PLACEMENTS
 from rlmguide.export.mapping import compile_mapping, lookup_key
 from rlmguide.export.pools import PoolSpelling, read_allocation
 from rlmguide.export.render import BUDGET_FIELDS, BUDGET_LINE, MAPPING_LINE
@@ -1158,7 +1159,12 @@ def startup_stops(
     own = typed(reading.facts) | {"launch.token_batching": token_batching(reading)}
     # the placement the launch's keys say, where its entry point runs another (slime's
     # train_async.py with --colocate): the framework checks the key, not the plan read
-    said = {u.fact: u.fact_value for u in reading.uses if u.fact == "plan.placement"}
+    # (a switch read as "not colocated" names no one placement: the plan's stays)
+    said = {
+        u.fact: u.fact_value
+        for u in reading.uses
+        if u.fact == "plan.placement" and u.fact_value in PLACEMENTS
+    }
     plan = {k: v for k, v in {**plan_facts, **said}.items() if v is not None}
     facts = {**ABSENT, **plan, **own}
     mine = binding(checks, reading.mapping, reading.backend, reading.engine)
