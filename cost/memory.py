@@ -545,13 +545,13 @@ def training_memory(
     sized = batch.for_memory()
     tokens = np.maximum(np.minimum(chosen, per_rank * sized.sequence_tokens), longest)
     activations = per_token * tokens
-    # a forward-only micro-batch too holds at least the longest sequence
-    own_budget = np.maximum(forward_micro_tokens(layout, sized, overheads), longest)
-    assessed_budget = (
-        own_budget
-        if assessed is layout
-        else np.maximum(forward_micro_tokens(assessed, sized, overheads), longest)
-    )
+
+    def forward_budget(lay: TrainLayout) -> FloatArray:
+        # a forward-only micro-batch too holds at least the longest sequence
+        return np.maximum(forward_micro_tokens(lay, sized, overheads), longest)
+
+    own_budget = forward_budget(layout)
+    assessed_budget = own_budget if assessed is layout else forward_budget(assessed)
     forward = _largest(
         [
             forward_activation_bytes(f, lay, own_budget if lay is layout else assessed_budget) * m

@@ -188,9 +188,6 @@ def choose_launch(
     whose execution the present keys' conditions name, an overlapped execution before sync)."""
     read = read or {}
 
-    def present(fixed: str) -> bool:
-        return fixed_present(fixed, options)
-
     def agrees(launch: Launch) -> bool:
         given = {"plan.execution": launch.execution, "plan.placement": launch.placement}
         return all(
@@ -203,7 +200,7 @@ def choose_launch(
         for launch in mapping.launches
         if launch.command.split()[-1].removesuffix(".py").replace("/", ".") == module
         and launch.component in (None, backend)
-        and all(present(f) for f in launch.fixed if not f.startswith("--config"))
+        and all(fixed_present(f, options) for f in launch.fixed if not f.startswith("--config"))
         and agrees(launch)
     ]
     if not fitting:
@@ -212,7 +209,7 @@ def choose_launch(
         fitting,
         key=lambda la: (
             len(la.fixed),
-            any(present(f) for f in la.fixed if f.startswith("--config=")),
+            any(fixed_present(f, options) for f in la.fixed if f.startswith("--config=")),
             f"'{la.execution}'" in named,
             la.execution != "sync",
         ),
