@@ -109,6 +109,26 @@ def test_verl_0_3_generates_eagerly() -> None:
     assert eager["rollout"] - fast["rollout"] == pytest.approx(512 * 28 * 0.34e-3, rel=1e-3)
 
 
+def test_verl_0_6_fixed_micro_batches_leave_the_step_alone() -> None:
+    # AMD's verl 0.6/0.7 launches fix their micro-batches in sequences with dynamic batching
+    # off (16 per GPU for the PPO actor), and their rows record no micro_batch_tokens because
+    # the cost core's step does not depend on it: under ZeRO-3 the per-micro-batch gathers
+    # hide behind the micro-batch's compute. If it ever does, the rows' notes (issue 32) and
+    # this reading are due again. 16 sequences of the 105-token prompt and the prior's 184.
+    case = BY_ID["rocm-verl-0.6-qwen2-7b-ppo-8xh100"].result
+    plan = case.scenario.plan
+    assert plan is not None and plan.train is not None
+    assert plan.train.micro_batch_tokens is None
+    fixed = plan.model_copy(
+        update={"train": plan.train.model_copy(update={"micro_batch_tokens": 16 * (105 + 184)})}
+    )
+    launched = replace(case, scenario=case.scenario.model_copy(update={"plan": fixed}))
+    catalog = load_catalog([*DEFAULT_ROOTS, RULES_ROOT]).records
+    assert predict(launched, catalog).predicted == pytest.approx(
+        predict(case, catalog).predicted, rel=1e-9
+    )
+
+
 def test_prime_rl_trainer_bench_is_the_trainers_own_step() -> None:
     # The table's Step Time is seq_len x GPUs / TPS, whose interval holds the filesystem weight
     # broadcast (34.7 s of the 42.9 s for Qwen3-30B-A3B); the records carry the trainer's own
