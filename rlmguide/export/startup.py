@@ -198,6 +198,12 @@ LAUNCH_FACTS = {
             "ref.log_prob_micro_batch_size_per_gpu); 0: not set",
         ),
         Fact(
+            "launch.log_prob_micro_batch",
+            "number",
+            "sequences per GPU of one old-log-prob micro-batch (verl's "
+            "rollout.log_prob_micro_batch_size_per_gpu); 0: not set",
+        ),
+        Fact(
             "launch.micro_batch_forms",
             "number",
             "the most forms a launch gives one micro-batch in where the framework keeps an older "
@@ -246,6 +252,7 @@ ABSENT = {
     "launch.normalized_advantages": False,
     "launch.dynamic_sampling": False,
     "launch.ref_micro_batch": 0,
+    "launch.log_prob_micro_batch": 0,
 }
 """What a launch that writes no key for a launch fact runs with (a mapping's `reads` and
 `config_defaults` give the framework's own default where it differs)."""
