@@ -112,6 +112,12 @@ def compile_mapping(record: MappingRecord) -> list[CompiledEntry]:
             raise MappingError(f"reads.{fact}", "not a launch fact")
         if key not in readable:
             raise MappingError(f"reads.{fact}", f"no entry has the key {key!r}")
+    if record.rollout_log_probs is not None:
+        try:
+            # the recommender judges it over the scenario's and the plans' facts
+            Condition(record.rollout_log_probs, FACTS)
+        except ConditionError as exc:
+            raise MappingError("rollout_log_probs", str(exc)) from None
     for i, departure in enumerate(record.departures):
         try:
             Condition(departure.when, EXPORT_FACTS)
