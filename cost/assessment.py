@@ -328,7 +328,7 @@ def assessment_stage(
     critic: ModelFigures | None,
     reward: ModelFigures | None,
     reference: Reference | None,
-    old_log_probs: bool,
+    old_log_probs: bool | BoolArray,
     layout: TrainLayout,
     links: TrainLinks,
     batch: Batch,
@@ -345,7 +345,8 @@ def assessment_stage(
     """The passes run one after another on the training GPUs; a model on its own pool runs
     its pass there, beside the others, and the slowest pool sets the stage's time. With LoRA
     the reference is the base model inside the actor: its pass still runs (adapters off).
-    Without `old_log_probs` the rollout engine's log-probs are trusted and no pass runs.
+    Without `old_log_probs` the rollout engine's log-probs are trusted and no pass runs (per
+    plan where it is an array: SkyRL's fully asynchronous launches skip the pass).
     Where `critic_shared`, the values come from a head on the policy: with old log-probs
     recomputed the actor's pass yields them for the head's FLOPs alone, otherwise the policy's
     forward pass runs for them (survey §4.1, Table 9). With more than one objective each has
@@ -356,6 +357,8 @@ def assessment_stage(
     (plan.assessment: data-parallel replicas of tp x pp, no ZeRO), the others in the
     training layout; a frozen model's own pool comes in `pools` laid out as it runs."""
     trained = float(batch.trained_sequences)
+    n = layout.gpus.shape[0]
+    recomputed = np.broadcast_to(np.asarray(old_log_probs, dtype=bool), (n,))
 
     def forward(fig: ModelFigures, fp8: bool = False) -> Pass:
         return lambda lay, lnk: forward_stage(
@@ -365,13 +368,15 @@ def assessment_stage(
     passes: list[tuple[str, Pass]] = []
     if reference is not None:
         passes.append(("reference", forward(reference.fig, reference.fp8)))
-    if old_log_probs:
-        passes.append(("actor", forward(policy)))
+    if recomputed.any():
+        recompute = forward(policy)
+        passes.append(
+            ("actor", lambda lay, lnk: choose(recomputed, recompute(lay, lnk), idle_stage(n)))
+        )
     if critic is not None:
         separate = _repeated(forward(critic), objectives)
         if critic_shared is not None and critic_shared.any():
             mask = critic_shared
-            head_only = old_log_probs
 
             def critic_pass(lay: TrainLayout, lnk: TrainLinks) -> StageCost:
                 # one backbone pass feeds a value head per objective
@@ -379,8 +384,9 @@ def assessment_stage(
                     policy, batch.trained_tokens, lay, hw, eff.forward_compute,
                     passes=float(objectives),
                 )  # fmt: skip
-                if not head_only:
-                    head = forward(policy)(lay, lnk) + head
+                if not recomputed.all():
+                    # without the old log-probs' pass the policy's forward runs for the head
+                    head = choose(recomputed, head, forward(policy)(lay, lnk) + head)
                 return choose(mask, head, separate(lay, lnk))
 
             passes.append(("critic", critic_pass))
@@ -394,7 +400,6 @@ def assessment_stage(
             return reward_stage(reward, scoring, generated, lay, lnk, batch, hw, eff, overheads)
 
         passes.append(("reward", _repeated(scored, objectives)))
-    n = layout.gpus.shape[0]
     pools = pools or {}
     shared = idle_stage(n, layout.gpus)
     apart: list[StageCost] = []

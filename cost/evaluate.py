@@ -356,7 +356,8 @@ class Assessed:
 
     reference: Reference
     scoring: Scoring
-    old_log_probs: bool
+    old_log_probs: bool | BoolArray
+    """Per plan where an array (a launch that skips the pass in some execution modes)."""
     searched: int = 0
     """Completions decoded per response by a search from its states, each scored as a
     response is."""
@@ -546,7 +547,7 @@ def evaluate(
     scoring: Scoring = ONE_PASS,
     reference: Architecture | None = None,
     reference_fp8: bool = False,
-    old_log_probs: bool = True,
+    old_log_probs: bool | BoolArray = True,
     gpus_per_node: int = 8,
     nodes: int | None = None,
     scale_out_gbps_per_gpu: float | None = None,
@@ -565,9 +566,10 @@ def evaluate(
     it scores (one forward per response, a process reward model's per-step passes, an LLM
     judge's verdicts). `reference` defaults to the policy's architecture, in bf16 unless
     `reference_fp8`. Without `old_log_probs` the trainer trusts the rollout engine's
-    log-probs instead of recomputing them. `episode` is an agentic workload's shape with the
-    plan's stepping (default: the workload's own, independent stepping). `nodes` (if given)
-    bounds the GPUs a plan may use; `domain_gpus` is the scale-up domain (default: the node).
+    log-probs instead of recomputing them (per plan where it is an array over `plans`).
+    `episode` is an agentic workload's shape with the plan's stepping (default: the
+    workload's own, independent stepping). `nodes` (if given) bounds the GPUs a plan may
+    use; `domain_gpus` is the scale-up domain (default: the node).
     With `check` the table's factorisations are validated first and the first problem raised
     as a `PlanError`.
     """
@@ -598,7 +600,8 @@ def evaluate(
         reward_fig = reward_fig.scoring()
     reference_fig = ModelFigures.of(reference) if reference is not None else actor
     # Offline there is no behaviour policy whose log-probs could be recomputed.
-    old_log_probs = old_log_probs and not needs.offline
+    if needs.offline:
+        old_log_probs = False
     search = StepSearch.of(workload, needs)
     searched = search.completions_per_response if search is not None else 0
     assessed = Assessed(Reference(reference_fig, reference_fp8), scoring, old_log_probs, searched)
@@ -608,11 +611,14 @@ def evaluate(
     colocated = shares_gpus(plans.placement)
     n = len(plans)
 
-    # The trainer's side depends on the training layout alone: cost each distinct one once.
-    first, spread = unique_rows(*(getattr(plans, name) for name in TRAIN_COLUMNS))
+    # The trainer's side depends on the training layout alone (and on whether the old
+    # log-probs' pass runs, where that differs by plan): cost each distinct one once.
+    recomputed = np.broadcast_to(np.asarray(old_log_probs, dtype=bool), (n,))
+    first, spread = unique_rows(*(getattr(plans, name) for name in TRAIN_COLUMNS), recomputed)
     side = _trainer_side(
-        plans.take(first), actor, critic_fig, reward_fig, needs, assessed, batch, hw, fabric,
-        eff, overheads, trainable,
+        plans.take(first), actor, critic_fig, reward_fig, needs,
+        replace(assessed, old_log_probs=recomputed[first]), batch, hw, fabric, eff, overheads,
+        trainable,
     )  # fmt: skip
     train_mem = side.memory.take(spread)
     own_memory = {role: m.take(spread) for role, m in side.own_memory.items()}

@@ -46,7 +46,8 @@ from rlmguide.kb.load import Catalog
 from rlmguide.kb.schema import Architecture, Constraint, Framework, Offload, Plan, length_prior
 from rlmguide.rules.agentic import agentic_notes
 from rlmguide.rules.engine import CompiledRule
-from rlmguide.rules.facts import STAGES, scenario_facts
+from rlmguide.rules.expr import Condition
+from rlmguide.rules.facts import FACTS, STAGES, scenario_facts
 from rlmguide.rules.frameworks import (
     CompiledConstraint,
     compile_constraints,
@@ -163,6 +164,9 @@ class Judges:
     """Frameworks that keep the frozen models' weights on the host and load them for the
     assessment whatever the launch says (their mapping's `implied` offload_frozen: NeMo-RL,
     slime, SkyRL)."""
+    rollout_log_probs: Mapping[str, str] = field(default_factory=dict)
+    """Per framework, where its newest mapping's launch runs no old-log-prob pass (the
+    mapping's rollout_log_probs condition)."""
     versions: Mapping[str, str] = field(default_factory=dict)
     """Per framework with a mapping, its newest mapping's id: the version whose constraint
     records (their `versions` scope) the planner judges its plans by."""
@@ -199,6 +203,7 @@ def judges_of(catalog: Catalog) -> Judges:
             for f, m in newest.items()
             if "plan.train.offload_frozen" in m.implied_facts()  # type: ignore[attr-defined]
         ),
+        {f: m.rollout_log_probs for f, m in newest.items() if m.rollout_log_probs},  # type: ignore[attr-defined]
         {f: m.id for f, m in newest.items()},
     )
 
@@ -229,6 +234,7 @@ def recommender_for(
         options.setdefault("fp32_gradients", runs_as in j.fp32_gradients)
         options.setdefault("split_stages", runs_as in j.split_stages)
         options.setdefault("frozen_on_host", runs_as in j.frozen_on_host)
+        options.setdefault("rollout_log_probs", j.rollout_log_probs.get(runs_as))
     recommender = (factory or Recommender)(
         resolved,
         j.rules,
@@ -277,7 +283,10 @@ class Search:
 
 
 def _cost(
-    resolved: Resolved, table: PlanTable, overheads: Overheads = DEFAULT_OVERHEADS
+    resolved: Resolved,
+    table: PlanTable,
+    overheads: Overheads = DEFAULT_OVERHEADS,
+    options: Mapping[str, Any] | None = None,
 ) -> CostTable:
     s = resolved.scenario
     workload = s.workload.model_copy(
@@ -297,7 +306,7 @@ def _cost(
         efficiency=s.efficiency,
         overheads=overheads,
         check=False,
-        **resolved.cost_options(),
+        **(resolved.cost_options() if options is None else options),
     )
 
 
@@ -477,6 +486,7 @@ class Recommender:
         split_stages: bool = False,
         versions: Mapping[str, str] | None = None,
         launch_check: LaunchCheck | None = None,
+        rollout_log_probs: str | None = None,
     ) -> None:
         """`frameworks` with their `constraints` decide which plans can run (none given: every
         plan is judged on physics alone, as calibration does). Plans are ranked when a
@@ -499,11 +509,17 @@ class Recommender:
         (`stage_split`), for a framework whose launch can write the stage counts; otherwise
         the stages are even. `versions` names per framework the mapping
         whose version its constraint records are judged at (rules.frameworks.supports).
+        `rollout_log_probs` is a condition over the facts where the framework's launch trains
+        on the rollout engine's log-probs and skips the old-log-prob pass (SkyRL's fully
+        asynchronous trainer): those plans cost no such pass.
         `launch_check` says why a framework's export mapping cannot launch a costed row
         (export's own predicate, given from above: rules does not import export); a
         framework with a mapping is listed in a plan's `launchable_by` only where it can."""
         self.resolved = resolved
         self.launch_check = launch_check
+        self.rollout_log_probs = (
+            Condition(rollout_log_probs, FACTS) if rollout_log_probs is not None else None
+        )
         self.narrowed: Callable[[str], Recommender] | None = None
         """A recommender of the same scenario for one framework alone (`recommender_for`
         sets it where a launch check is given): `recommend` asks the mapped frameworks'
@@ -707,8 +723,14 @@ class Recommender:
         return some
 
     def cost(self, resolved: Resolved, table: PlanTable) -> CostTable:
-        """Cost `table` for `resolved` (the scenario, or it at another response length)."""
-        return _cost(resolved, table, self.overheads)
+        """Cost `table` for `resolved` (the scenario, or it at another response length);
+        the plans whose launch skips the old-log-prob pass (`rollout_log_probs`) without it."""
+        options = resolved.cost_options()
+        if self.rollout_log_probs is not None and options["old_log_probs"]:
+            env = {**scenario_facts(resolved), **plan_facts(table)}
+            skipped = np.broadcast_to(self.rollout_log_probs.evaluate(env), (len(table),))
+            options["old_log_probs"] = ~np.asarray(skipped, dtype=bool)
+        return _cost(resolved, table, self.overheads, options)
 
     def splits(self) -> list[Split]:
         """The pool splits searched (rules.search.splits)."""

@@ -116,6 +116,27 @@ def test_old_log_probs_from_the_rollout_save_one_policy_forward() -> None:
     assert flop(old_log_probs=False) == pytest.approx(forward)
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_old_log_probs_per_plan_cost_each_plan_as_its_own_switch(seed: int) -> None:
+    """A launch that skips the pass in some execution modes (SkyRL's fully asynchronous
+    trainer, trainer.py L1279-L1303 at a9564572) gives the switch per plan: every row costs
+    exactly as the whole table does with the switch on, or off, for that row."""
+    plans = random_plans(seed, QWEN25_7B, 40)
+    skipped = np.arange(len(plans)) % 3 == 0
+    kw = {"needs": Needs()}
+    mixed = evaluate(H100, QWEN25_7B, workload(), plans, old_log_probs=~skipped, **kw)  # type: ignore[arg-type]
+    on = evaluate(H100, QWEN25_7B, workload(), plans, old_log_probs=True, **kw)  # type: ignore[arg-type]
+    off = evaluate(H100, QWEN25_7B, workload(), plans, old_log_probs=False, **kw)  # type: ignore[arg-type]
+    for name in ("seconds", "work_flop"):
+        got = getattr(mixed.stages["assessment"], name)
+        want = np.where(
+            skipped, getattr(off.stages["assessment"], name), getattr(on.stages["assessment"], name)
+        )
+        assert np.allclose(got, want), name
+    assert np.allclose(mixed.step_seconds, np.where(skipped, off.step_seconds, on.step_seconds))
+    assert (off.stages["assessment"].work_flop < on.stages["assessment"].work_flop).all()
+
+
 def test_smaller_and_fp8_reference() -> None:
     # A Qwen2.5-1.5B reference: its forward replaces the policy's in the reference pass.
     small = ModelFigures.of(QWEN25_1_5B)

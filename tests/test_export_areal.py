@@ -503,18 +503,25 @@ def test_ppo_launches_areals_ppo_config_with_its_critic_on_the_actors_gpus(versi
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_ppo_clips_at_02_and_keeps_the_reward_unscaled(version: str) -> None:
-    """The PPO example config clips the ratio at 0.4 and turns a 0/1 reward into -5/+5
+@pytest.mark.parametrize(
+    ("algorithm", "config", "clip"),
+    [("ppo", "gsm8k_ppo", 0.2), ("grpo", "gsm8k_grpo", 0.2), ("dapo", "gsm8k_grpo", 0.2)],
+)
+def test_every_algorithm_clips_as_its_record_and_keeps_the_reward_unscaled(
+    version: str, algorithm: str, config: str, clip: float
+) -> None:
+    """Both base configs clip the ratio at 0.4 and turn a 0/1 reward into -5/+5
     (reward_scaling 10, reward_bias -0.5; areal/trainer/ppo/actor.py applies (r + bias) x
-    scaling before GAE): a PPO export writes the record's 0.2, as NeMo-RL's does, and the
-    dataclass defaults 1 and 0, plainly (the PPO config holds all three keys)."""
-    config = base(version, "gsm8k_ppo")
+    scaling before GAE or the group normalisation): an export writes the record's clip (DAPO's
+    0.2; PPO's 0.2 where the record, as GRPO's, states none), as NeMo-RL's does, and the
+    dataclass defaults 1 and 0, plainly (the configs hold all three keys)."""
     held = {"actor.eps_clip": 0.4, "actor.reward_scaling": 10.0, "actor.reward_bias": -0.5}
-    assert {k: config[k] for k in held} == held
-    given = words(export_of(_pinned(COLOCATED, "ppo"), version))
-    assert given[0] == "--config=examples/math/gsm8k_ppo.yaml"
+    assert {k: base(version, config)[k] for k in held} == held
+    given = words(export_of(_pinned(COLOCATED, algorithm), version))
+    assert given[0] == f"--config=examples/math/{config}.yaml"
     written = {k: v for k, v in hydra_config(given[1:]).items() if k in held}
-    assert written == {"actor.eps_clip": 0.2, "actor.reward_scaling": 1.0, "actor.reward_bias": 0.0}
+    unscaled = {"actor.reward_scaling": 1.0, "actor.reward_bias": 0.0}
+    assert written == {"actor.eps_clip": clip, **unscaled}
     assert not [w for w in given if w.startswith(("+actor.eps_clip=", "+actor.reward_"))]
 
 

@@ -513,3 +513,77 @@ def test_log_prob_micro_batches_are_the_plans_and_review_costs_them(tmp_path: Pa
             over = plan["pool_overflow_gib"]["training"]
     assert verdicts == {"written": (33_792, True), "default": (16 * 33_792, False)}
     assert over > 0
+
+
+# -- the training micro-batch -----------------------------------------------------------------
+
+
+def _small(longest_response: int) -> dict[str, Any]:
+    """The 7B example with its longest response (and its mean, half of it) set."""
+    data: dict[str, Any] = yaml.safe_load(SMALL.read_text())
+    data["workload"] |= {
+        "max_response_tokens": longest_response,
+        "response_tokens": longest_response // 2,
+    }
+    return data
+
+
+@pytest.mark.parametrize(
+    ("longest", "micro", "steps"),
+    # 512 + 1,024 = 1,536 tokens a sequence: 7,447 // 1,536 = 4 of them, which divide a rank's
+    # 32; 512 + 1,536 = 2,048: 3, which do not, so 2; 512 + 8,192 = 8,704: 1
+    [(1024, 4, 8), (1536, 2, 16), (8192, 1, 32)],
+)
+def test_the_training_micro_batch_is_the_plans_in_sequences_that_divide_a_ranks_mini_batch(
+    tmp_path: Path, longest: int, micro: int, steps: int
+) -> None:
+    """ROLL cuts a rank's mini-batch into micro-batches of per_device_train_batch_size samples
+    and Megatron asserts their count is gradient_accumulation_steps (megatron_strategy.py
+    L1286-L1292): export writes the most sequences up to the plan's budget that divide the
+    rank's 1,024 / 8 / 4 = 32, the accumulation steps 32 over them, and review reads that
+    micro-batch back (micro x the sequence) with the same 4 mini-batches."""
+    done = export_of(parse_scenario(_small(longest), "small"))
+    budget = done.plan["train"]["micro_batch_tokens"]
+    sequence = 512 + longest
+    assert max(1, budget // sequence) >= micro
+    args = config(done)
+    assert args["actor_train.training_args.per_device_train_batch_size"] == micro
+    assert args["actor_train.training_args.gradient_accumulation_steps"] == steps
+    path = tmp_path / "run.yaml"
+    path.write_text(script(done, "small", "policy"))
+    got = review_json(path, "--accelerator", "h100-sxm-80gb", "--policy", "qwen2.5-7b")
+    assert got["estimate"]["train"]["micro_batch_tokens"] == micro * sequence
+    assert got["scenario"]["workload"]["minibatches_per_step"] == 4
+
+
+def test_review_costs_rolls_own_training_micro_batch_where_the_launch_gives_none(
+    tmp_path: Path,
+) -> None:
+    """per_device_train_batch_size defaults to 8 (roll/configs/training_args.py L44-L46): a
+    launch of the 7B example that leaves it out and accumulates 4 steps trains micro-batches
+    of 8 x 8,704 = 69,632 tokens, 8 x 4 = 32 samples an optimizer step of a rank's 128, so 4
+    mini-batches; the 80 GB pool does not hold those activations. Given as 2 with 16 steps: 2 x
+    8,704 tokens, 4 mini-batches still."""
+    assert defaults()["actor_train.training_args.per_device_train_batch_size"] == "8"
+    text = script(export_of(parse_scenario(_small(8192), "small")), "small", "policy")
+    kept = [w for w in text.splitlines() if "per_device_train_batch_size" not in w]
+    read = {}
+    for name, micro, steps in (("default", None, 4), ("given", 2, 16)):
+        lines = [
+            w.replace("gradient_accumulation_steps: 32", f"gradient_accumulation_steps: {steps}")
+            for w in kept
+        ]
+        if micro is not None:
+            at = next(i for i, w in enumerate(lines) if "gradient_accumulation_steps" in w)
+            indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
+            lines.insert(at, f"{indent}per_device_train_batch_size: {micro}")
+        path = tmp_path / f"{name}.yaml"
+        path.write_text("\n".join(lines) + "\n")
+        got = review_json(path, "--accelerator", "h100-sxm-80gb", "--policy", "qwen2.5-7b")
+        plan = got["estimate"]
+        read[name] = (
+            plan["train"]["micro_batch_tokens"],
+            got["scenario"]["workload"]["minibatches_per_step"],
+            plan["feasible"],
+        )
+    assert read == {"default": (8 * 8704, 4, False), "given": (2 * 8704, 4, True)}

@@ -553,3 +553,33 @@ def test_export_json_names_the_mapping_and_its_commit() -> None:
     assert data["commit"] == "a9564572eb8e91076be43c1bd5e4615e3de17265"
     assert data["entry_point_file"] == "skyrl/train/entrypoints/main_base.py"
     assert data["input_defaults"] == {"MODEL_PATH": "Qwen/Qwen2.5-7B"}
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "execution", "actor_pass"),
+    [
+        # rollout_is, no KL in the reward: _skip_policy_forward holds (trainer.py L1279-L1303)
+        ("grpo", "async", False),
+        # CISPO anchored on the rollout log-probs, likewise (L1293-L1296)
+        ("cispo", "async", False),
+        # RLOO's KL sits in the reward (use_kl_in_reward): the forward runs (L1302)
+        ("rloo", "async", True),
+        # the synchronous trainer's regular loss reads the old log-probs
+        ("grpo", "sync", True),
+    ],
+)
+def test_the_old_log_prob_pass_is_costed_only_where_skyrl_runs_it(
+    algorithm: str, execution: str, actor_pass: bool
+) -> None:
+    """SkyRL's trainer skips the policy's old-log-prob forward (fwd_logprobs_values_reward,
+    trainer.py L1360-L1368 at a9564572) when the loss reads only the rollout engine's log-probs,
+    no KL penalty is in the reward and no off-policy correction is on: the fully asynchronous
+    launches of the critic-free algorithms. The assessment then runs the reference alone."""
+    data = yaml.safe_load(SMALL.read_text())
+    data["workload"] |= {"algorithm": algorithm, "minibatches_per_step": 1}
+    data["plan"] = {"placement": "disaggregated", "execution": execution}
+    done = export_of(parse_scenario(data, "small"))
+    parts = done.plan["assessment_seconds_by_model"]
+    assert ("actor" in parts) is actor_pass, parts
+    stage = next(s for s in done.plan["stages"] if s["name"] == "assessment")
+    assert stage["seconds"] == pytest.approx(sum(parts.values()))

@@ -107,6 +107,58 @@ def test_the_micro_batch_checks_by_hand() -> None:
             assert bool(check.holds(given, 1)[0]) is holds, (record, dp, micro, tokens)
 
 
+LOG_PROB = "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"
+REFERENCE = "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"
+TRAIN_3 = "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3"
+"""A training micro-batch that divides a rank's 15 responses of a mini-batch."""
+
+
+@pytest.mark.parametrize(
+    ("extra", "tripped"),
+    [
+        # verl 0.8's engine cuts a rank's share of the whole step, 480 / 16 = 30 responses, into
+        # forward micro-batches (engine/utils.py L89-L93): 30 % 4 = 2 for the old log-probs
+        (f"{LOG_PROB}=4 {REFERENCE}=5", ["verl-engine-log-prob-micro-batch-divides-local-batch"]),
+        # and for the reference's
+        (f"{LOG_PROB}=5 {REFERENCE}=4", ["verl-engine-reference-micro-batch-divides-local-batch"]),
+        # 30 % 5 = 0 and 30 % 6 = 0
+        (f"{LOG_PROB}=5 {REFERENCE}=6", []),
+        # batched by tokens the sizes are not used (engine/utils.py L74-L87)
+        (f"{LOG_PROB}=4 {REFERENCE}=4 actor_rollout_ref.actor.use_dynamic_bsz=True "
+         "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=16384", []),
+    ],
+)  # fmt: skip
+def test_review_reports_a_log_prob_micro_batch_that_does_not_divide(
+    tmp_path: Path, extra: str, tripped: list[str]
+) -> None:
+    done = review(tmp_path, VERL, TRAIN_3, extra)
+    assert done["mapping"] == "verl-0.8.0"
+    micro = [c for c in startup(done) if "micro-batch-divides-local" in c]
+    assert micro == tripped
+
+
+def test_the_log_prob_micro_batch_checks_by_hand() -> None:
+    """480 responses over 16 ranks are 30 a rank, over 8 ranks 60: a forward micro-batch of 4
+    divides 60, not 30; unset (0) is the per-GPU check's (verl-engine-reads-per-gpu-micro-
+    batch-v0.8); the reference's applies only where there is a reference."""
+    for record, fact in (
+        ("verl-engine-log-prob-micro-batch-divides-local-batch", "launch.log_prob_micro_batch"),
+        ("verl-engine-reference-micro-batch-divides-local-batch", "launch.ref_micro_batch"),
+    ):
+        check = _check(record)
+        for dp, micro, tokens, holds in ((16, 4, False, False), (8, 4, False, True),
+                                         (16, 6, False, True), (16, 0, False, True),
+                                         (16, 4, True, True)):  # fmt: skip
+            given = {"workload.responses_per_step": 480, "plan.train.dp": dp, fact: micro,
+                     "launch.token_batching": tokens, "workload.needs_reference": True}  # fmt: skip
+            assert bool(check.holds(given, 1)[0]) is holds, (record, dp, micro, tokens)
+    unreferenced = {"workload.responses_per_step": 480, "plan.train.dp": 16,
+                    "launch.ref_micro_batch": 4, "launch.token_batching": False,
+                    "workload.needs_reference": False}  # fmt: skip
+    check = _check("verl-engine-reference-micro-batch-divides-local-batch")
+    assert bool(check.holds(unreferenced, 1)[0])
+
+
 # -- verl's KL estimator by its old names ----------------------------------------------------
 
 

@@ -1047,6 +1047,10 @@ class Mapping(Record):
     absent: dict[Text, Text] = {}
     """Fact -> why the framework has no key for it at `commit` (where the value lives
     instead): the reason export gives when a plan needs that fact and no entry writes it."""
+    rollout_log_probs: Text | None = None
+    """A condition over the facts where the launch trains on the rollout engine's log-probs
+    and its trainer skips the old-log-prob forward pass (SkyRL's fully asynchronous launches):
+    export and review cost those plans without it."""
     departures: list[Departure] = []
     """Where a launch runs otherwise than the algorithm's record or the scenario, or needs more
     than the framework's image, with no key to say it: export writes each whose condition holds
@@ -1073,6 +1077,7 @@ class Mapping(Record):
             "engine_max_seqs": self.engine_max_seqs,
             "fp32_gradients": self.fp32_gradients,
             "frozen_on_host": "plan.train.offload_frozen" in self.implied_facts(),
+            "rollout_log_probs": self.rollout_log_probs,
         }
 
 

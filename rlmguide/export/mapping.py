@@ -104,11 +104,20 @@ def compile_mapping(record: MappingRecord) -> list[CompiledEntry]:
     for name in record.absent:
         if name not in EXPORT_FACTS:
             raise MappingError(f"absent.{name}", "unknown fact")
+    # a per-GPU micro-batch key no entry writes (export batches by tokens) is still one a
+    # launch gives and the start-up checks read (verl's rollout.log_prob_micro_batch_size_per_gpu)
+    readable = keys | set(record.global_batching.values())
     for fact, key in record.reads.items():
         if fact not in LAUNCH_FACTS:
             raise MappingError(f"reads.{fact}", "not a launch fact")
-        if key not in keys:
+        if key not in readable:
             raise MappingError(f"reads.{fact}", f"no entry has the key {key!r}")
+    if record.rollout_log_probs is not None:
+        try:
+            # the recommender judges it over the scenario's and the plans' facts
+            Condition(record.rollout_log_probs, FACTS)
+        except ConditionError as exc:
+            raise MappingError("rollout_log_probs", str(exc)) from None
     for i, departure in enumerate(record.departures):
         try:
             Condition(departure.when, EXPORT_FACTS)

@@ -139,6 +139,19 @@ LAUNCH_FACTS = {
             "over the pool's GPUs / (TP x PP x CP) (ROLL counts its mini-batches per rank)",
         ),
         Fact(
+            "launch.rank_micro_batch",
+            "number",
+            "sequences of one training micro-batch that a data-parallel rank's mini-batch "
+            "divides into: the most, up to the plan's micro-batch (ROLL's "
+            "per_device_train_batch_size, whose accumulation steps must be whole)",
+        ),
+        Fact(
+            "launch.rank_micro_batches",
+            "number",
+            "micro-batches one data-parallel rank of the trainer trains per step: "
+            "launch.rank_samples over launch.rank_micro_batch",
+        ),
+        Fact(
             "launch.cp_tp",
             "number",
             "GPUs of one sequence's context- and tensor-parallel group (cp x tp): OpenRLHF's "
@@ -183,6 +196,12 @@ LAUNCH_FACTS = {
             "number",
             "sequences per GPU of one reference log-prob micro-batch (verl's "
             "ref.log_prob_micro_batch_size_per_gpu); 0: not set",
+        ),
+        Fact(
+            "launch.log_prob_micro_batch",
+            "number",
+            "sequences per GPU of one old-log-prob micro-batch (verl's "
+            "rollout.log_prob_micro_batch_size_per_gpu); 0: not set",
         ),
         Fact(
             "launch.micro_batch_forms",
@@ -233,6 +252,7 @@ ABSENT = {
     "launch.normalized_advantages": False,
     "launch.dynamic_sampling": False,
     "launch.ref_micro_batch": 0,
+    "launch.log_prob_micro_batch": 0,
 }
 """What a launch that writes no key for a launch fact runs with (a mapping's `reads` and
 `config_defaults` give the framework's own default where it differs)."""
@@ -377,6 +397,14 @@ def data_parallel(facts: Mapping[str, Any]) -> int | None:
     return max(1, int(gpus) // group)
 
 
+def largest_divisor(count: float, most: int) -> int:
+    """The largest whole number up to `most` that divides `count` (1 where `count` is not
+    whole: the mini-batch's own check then names it)."""
+    if count != int(count):
+        return 1
+    return next(d for d in range(max(1, most), 0, -1) if int(count) % d == 0)
+
+
 def generation_groups(plan: Mapping[str, Any], facts: Mapping[str, Any]) -> int | None:
     """Prompt groups an asynchronous plan generates at once: its engines' concurrent
     sequences (rollout replicas x rollout_concurrency) over the samples per prompt, kept
@@ -455,6 +483,12 @@ def computed(
         out["launch.generation_groups"] = groups
     if ranks := data_parallel(facts):
         out["launch.rank_samples"] = int(facts["workload.responses_per_step"]) / ranks
+        if sequences := out.get("launch.micro_batch_sequences"):
+            samples = out["launch.rank_samples"]
+            mini = samples / int(facts.get("workload.minibatches_per_step") or 1)
+            micro = largest_divisor(mini, int(sequences))
+            out["launch.rank_micro_batch"] = micro
+            out["launch.rank_micro_batches"] = samples / micro
     hbm = float(facts["cluster.memory_gib"])
     fraction = engine_fraction(plan, hbm, engine or "", starts_first)
     if fraction is not None:

@@ -426,6 +426,9 @@ def read_launch(
     if (ranks := startup.data_parallel(facts)) and "workload.responses_per_step" in facts:
         # what one data-parallel rank trains per step (ROLL's mini-batches count per rank)
         facts["launch.rank_samples"] = facts["workload.responses_per_step"] / ranks
+        if micro := facts.get("launch.rank_micro_batch"):
+            # ROLL's accumulation steps count micro-batches of per_device_train_batch_size
+            facts["launch.rank_micro_batches"] = facts["launch.rank_samples"] / micro
     _solve(state.pending, config, facts, uses, used)
     context = None
     for key, value in config.items():
