@@ -592,6 +592,25 @@ def test_sglang_context_length_holds_the_longest_request(tmp_path: Path) -> None
     assert startup(without + "\n") == ["areal-sglang-context-holds-the-longest-request"]
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_reference_forward_takes_the_longest_sequence(version: str) -> None:
+    """With a KL (kl_ctl > 0) AReaL builds the reference as an engine of its own (rl_trainer.py
+    L179-L181) that cuts its batch by ref.mb_spec (fsdp_engine.py, megatron_engine.py), whose
+    base value, 10,240 tokens, ffd_allocate refuses for any longer sequence (seqpack.py
+    L239-L240). A 33,792-token GRPO request gets the actor's budget on the reference too, plainly
+    (the base config holds the key); DAPO, without a KL, builds no reference and writes none."""
+    assert base(version)["ref.mb_spec.max_tokens_per_mb"] == 10240
+    given = words(export_of(parse_scenario(LONG, "long"), version))
+    args = hydra_config(given[1:])
+    assert args["actor.kl_ctl"] > 0
+    budget = args["actor.mb_spec.max_tokens_per_mb"]
+    assert args["ref.mb_spec.max_tokens_per_mb"] == budget >= 33792
+    assert f"ref.mb_spec.max_tokens_per_mb={budget}" in given
+    dapo = {**LONG, "workload": {**LONG["workload"], "algorithm": "dapo"}}
+    args = hydra_config(words(export_of(parse_scenario(dapo, "dapo"), version))[1:])
+    assert "actor.kl_ctl" not in args and "ref.mb_spec.max_tokens_per_mb" not in args
+
+
 def _moe_megatron(etp: int) -> Exported:
     """Qwen3-30B-A3B on Megatron at TP 2 without expert parallelism, experts split by `etp`
     (on 64 H200s: expert TP 1 does not fit)."""

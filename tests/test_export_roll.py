@@ -210,6 +210,19 @@ def passes_rolls_checks(args: dict[str, Any]) -> None:
         if name.startswith("fsdp2"):  # fsdp2_strategy.py L833
             ulysses = args.get(f"{role}.model_args.ulysses_size", 1)
             assert args.get(conf + "fsdp_size", 1) >= ulysses, "fsdp size below the Ulysses size"
+    for role in ("actor_train", "reference"):
+        if "megatron" in str(args.get(f"{role}.strategy_args.strategy_name")):
+            # each role's cluster initialises its own parallel state (mcore_adapter initialize.py
+            # L62-L69), where an unset expert TP is the role's TP (Megatron-Core core_v0.16.1,
+            # parallel_state.py L786-L795)
+            conf = f"{role}.strategy_args.strategy_config."
+            expert = args.get(conf + "expert_tensor_parallel_size") or args.get(
+                conf + "tensor_model_parallel_size", 1
+            )
+            expert *= args.get(conf + "expert_model_parallel_size", 1)
+            expert *= args.get(conf + "pipeline_model_parallel_size", 1)
+            gpus = len(ids(args[f"{role}.device_mapping"]))
+            assert gpus % expert == 0, f"{role}: {gpus} GPUs over ETP x EP x PP {expert}"
     train = "actor_train.strategy_args."
     if "megatron" in args[train + "strategy_name"]:  # base_config.py L368-L382, config_utils.py
         conf = train + "strategy_config."
@@ -587,3 +600,66 @@ def test_review_costs_rolls_own_training_micro_batch_where_the_launch_gives_none
             plan["feasible"],
         )
     assert read == {"default": (8 * 8704, 4, False), "given": (2 * 8704, 4, True)}
+
+
+# -- the reference's expert layout ------------------------------------------------------------
+
+MOE_TP = {
+    "cluster": {"accelerator": "a100-sxm-80gb", "nodes": 2, "gpus_per_node": 8},
+    "models": {"policy": "qwen3-30b-a3b", "reward": "verifier"},
+    "workload": {"algorithm": "grpo", "prompts_per_step": 64, "samples_per_prompt": 8,
+                 "prompt_tokens": 1024, "response_tokens": 4000, "max_response_tokens": 8192,
+                 "minibatches_per_step": 2, "max_staleness": 1},
+    "plan": {"execution": "async"},
+}  # fmt: skip
+"""The launch audit's a10 (/work/notes/audit6/sc): its best ROLL plan trains Qwen3-30B-A3B at TP 8,
+EP 8 and expert TP 1 on 8 A100s, the reference laid out as the policy."""
+
+
+def test_the_reference_splits_its_experts_as_the_actor() -> None:
+    """The reference's megatron_infer cluster builds its own Megatron parallel state from its own
+    strategy_config; an expert TP it leaves out is its TP (parallel_state.py L786-L787), so at TP 8
+    and EP 8 its experts would need 64 ranks on its 8 GPUs and Megatron would stop (L792-L795).
+    Export writes the actor's expert TP for the reference too."""
+    done = export_of(parse_scenario(MOE_TP, "a10"))
+    args = config(done)
+    train, ref = (f"{r}.strategy_args.strategy_config." for r in ("actor_train", "reference"))
+    layout = ("tensor_model_parallel_size", "expert_model_parallel_size")
+    assert [args[train + k] for k in layout] == [args[ref + k] for k in layout] == [8, 8]
+    assert args[train + "expert_tensor_parallel_size"] == 1
+    assert args[ref + "expert_tensor_parallel_size"] == 1
+    passes_rolls_checks(args)
+    without = {k: v for k, v in args.items() if k != ref + "expert_tensor_parallel_size"}
+    with pytest.raises(AssertionError, match="reference: 8 GPUs over ETP x EP x PP 64"):
+        passes_rolls_checks(without)
+
+
+# -- the model types mcore_adapter converts ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("policy", "megatron"),
+    [("qwen3-30b-a3b", True), ("gpt-oss-20b", False), ("gemma-2-9b", False)],
+)
+def test_megatron_builds_only_the_model_types_mcore_adapter_converts(
+    policy: str, megatron: bool
+) -> None:
+    """mcore_adapter looks the checkpoint's model_type up in its templates (model_config.py L181,
+    converter/template.py L652-L653: a KeyError for an unregistered type); qwen3_moe has one,
+    gpt_oss and gemma2 do not at 8eb27cc2. A plan only Megatron runs (TP 2: FSDP2 has no
+    TP axis) exports for the first and is refused for the others (constraint
+    roll-megatron-needs-an-mcore-adapter-template)."""
+    data = {
+        "cluster": {"accelerator": "h200-sxm-141gb", "nodes": 2, "gpus_per_node": 8},
+        "models": {"policy": policy, "reward": "verifier"},
+        "workload": {"algorithm": "grpo", "prompts_per_step": 64, "samples_per_prompt": 8,
+                     "prompt_tokens": 1024, "response_tokens": 2048, "max_response_tokens": 4096,
+                     "minibatches_per_step": 4},
+        "plan": {"train": {"tp": 2, "zero": 1}},
+    }  # fmt: skip
+    if megatron:
+        done = export_of(parse_scenario(data, policy))
+        assert config(done)["actor_train.strategy_args.strategy_name"] == "megatron_train"
+        return
+    with pytest.raises(NotExpressible, match="cannot run this scenario"):
+        export_of(parse_scenario(data, policy))
