@@ -105,6 +105,13 @@ LAUNCH_FACTS = {
             "framework's dynamic batching (a GPU holds this / cp)",
         ),
         Fact(
+            "launch.sequence_length_multiple",
+            "number",
+            "the multiple every training sequence is padded to (NeMo-RL's "
+            "make_sequence_length_divisible_by): what context parallelism's load-balanced "
+            "halves and Megatron's sequence parallelism split evenly",
+        ),
+        Fact(
             "launch.fp32_gradients",
             "bool",
             "gradient buffers in fp32 beside bf16 weights (Megatron's main grads)",
@@ -418,6 +425,17 @@ def micro_batch(plan: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, 
     }
 
 
+def sequence_multiple(facts: Mapping[str, Any]) -> int:
+    """The sequence-length multiple the plan's training layout splits evenly: tp x 2cp where
+    context parallelism cuts each sequence into 2cp load-balanced chunks, tp alone otherwise.
+    NeMo-RL's Megatron packing asserts a multiple of 2cp (cp > 1) times tp (with sequence
+    parallelism) (nemo_rl/models/megatron/data.py L1285-L1296 at 7ea279ab), and its own
+    recipes write this product (examples/configs/recipes/llm/grpo-dapomath17k-dsv3-megatron.yaml
+    L18-L19, dapo-qwen2.5-7b.v2.yaml L52-L53 for DTensor)."""
+    tp, cp = int(facts.get("plan.train.tp", 1)), int(facts.get("plan.train.cp", 1))
+    return tp * (2 * cp if cp > 1 else 1)
+
+
 def computed(
     plan: Mapping[str, Any],
     facts: Mapping[str, Any],
@@ -446,6 +464,7 @@ def computed(
             facts["workload.max_response_tokens"] * OVERLONG_SHARE
         ),
         "launch.kl_coef": KL_COEF,
+        "launch.sequence_length_multiple": sequence_multiple(facts),
         "launch.fp32_gradients": bool(train.get("fp32_gradients")),
         "launch.bf16_gradients": not train.get("fp32_gradients"),
         **derived(plan),
