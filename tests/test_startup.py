@@ -234,6 +234,21 @@ def test_review_reports_a_nemo_rl_megatron_launch_padding_too_short(tmp_path: Pa
     assert tripped_ids == ["nemo-rl-megatron-sequence-multiple-splits-evenly"]
 
 
+def test_nemo_rl_gives_the_model_the_context_the_scenario_configures() -> None:
+    # Qwen3-8B's config stops at 40,960 positions; 1,024 + 65,536 tokens need the run's 131,072
+    # (vLLM refuses a max_model_len above max_position_embeddings)
+    plan = {"placement": "colocated", "execution": "sync",
+            "train": {"tp": 1, "cp": 2, "zero": 3, "recompute": "full"}}  # fmt: skip
+    data = _scenario(plan, "qwen3-8b", response_tokens=24000, max_response_tokens=65536)
+    data["models"]["context_tokens"] = 131072
+    key = "+policy.hf_config_overrides.max_position_embeddings"
+    written = {a.key: a.value for a in _export(data, "nemo-rl").arguments}
+    assert written["policy.max_total_sequence_length"] == 66560
+    assert written[key] == 131072
+    short = _scenario(plan, "qwen3-8b")  # 1,024 + 8,192 within the record
+    assert key not in {a.key for a in _export(short, "nemo-rl").arguments}
+
+
 def test_nemo_rl_dtensor_refuses_context_parallelism_beside_tensor_parallelism() -> None:
     plan = {"placement": "colocated", "execution": "sync",
             "train": {"tp": 2, "cp": 2, "zero": 3, "recompute": "full"}}  # fmt: skip
