@@ -180,6 +180,75 @@ def test_nemo_rl_dtensor_with_context_parallelism_turns_packing_off() -> None:
     assert tripped([check], facts) == [check.record]
 
 
+MEGATRON_SP_CP = {"placement": "colocated", "execution": "sync", "train": {"tp": 4, "cp": 2,
+                  "zero": 1, "recompute": "full", "sequence_parallel": True}}  # fmt: skip
+"""Megatron TP 4 with sequence parallelism and CP 2: packing asserts a multiple of 2 x 2 x 4."""
+
+
+@pytest.mark.parametrize(
+    ("train", "multiple"),
+    [
+        ({"tp": 4, "cp": 2, "zero": 1, "sequence_parallel": True}, 16),  # 4 x 2 x 2
+        ({"tp": 2, "cp": 1, "zero": 1, "sequence_parallel": True}, 2),  # TP alone
+        ({"tp": 1, "cp": 2, "zero": 3}, 4),  # DTensor: CP's two chunks per rank
+        ({"tp": 1, "cp": 1, "zero": 3}, 1),
+    ],
+)
+def test_nemo_rl_pads_sequences_to_what_cp_and_sequence_parallelism_split(
+    train: dict[str, Any], multiple: int
+) -> None:
+    plan = {"placement": "colocated", "execution": "sync",
+            "train": {**train, "recompute": "full"}}  # fmt: skip
+    written = {a.key: a.value for a in _export(_scenario(plan), "nemo-rl").arguments}
+    assert written["policy.make_sequence_length_divisible_by"] == multiple
+
+
+def test_nemo_rl_sequence_multiple_checks_by_hand() -> None:
+    # nemo_rl/models/megatron/data.py L1285-L1296: a multiple of cp x 2 (cp > 1) x tp (with SP)
+    megatron = _check("nemo-rl-megatron-sequence-multiple-splits-evenly")
+    base = {"plan.train.tp": 4, "plan.train.cp": 2, "plan.train.sequence_parallel": True,
+            "launch.sequence_packing": True}  # fmt: skip
+    for multiple, holds in ((1, False), (4, False), (8, False), (16, True), (32, True)):
+        facts = {**base, "launch.sequence_length_multiple": multiple}
+        assert (tripped([megatron], facts) == []) is holds, multiple
+    no_sp = {**base, "plan.train.sequence_parallel": False, "launch.sequence_length_multiple": 4}
+    assert tripped([megatron], no_sp) == []  # CP alone: 2 x 2
+    unpacked = {**base, "launch.sequence_packing": False, "launch.sequence_length_multiple": 1}
+    assert tripped([megatron], unpacked) == []  # the assert sits on the packing path only
+    tp_sp = {**base, "plan.train.cp": 1, "launch.sequence_length_multiple": 1}
+    assert tripped([megatron], tp_sp) == [megatron.record]  # the GRPO base's 1 under TP 4 + SP
+    dtensor = _check("nemo-rl-dtensor-context-parallel-sequence-multiple")
+    cp2 = {"plan.train.cp": 2, "launch.sequence_length_multiple": 2}
+    assert tripped([dtensor], cp2) == [dtensor.record]
+    assert tripped([dtensor], {**cp2, "launch.sequence_length_multiple": 4}) == []
+    assert tripped([dtensor], {"plan.train.cp": 1, "launch.sequence_length_multiple": 1}) == []
+
+
+def test_review_reports_a_nemo_rl_megatron_launch_padding_too_short(tmp_path: Path) -> None:
+    text = script(_export(_scenario(MEGATRON_SP_CP), "nemo-rl"), "test", "qwen2.5-7b")
+    key = "policy.make_sequence_length_divisible_by"
+    assert f"{key}=16" in text
+    assert _review(tmp_path, text)["startup"] == []
+    short = text.replace(f"{key}=16", f"{key}=4")
+    tripped_ids = [c["constraint"] for c in _review(tmp_path, short)["startup"]]
+    assert tripped_ids == ["nemo-rl-megatron-sequence-multiple-splits-evenly"]
+
+
+def test_nemo_rl_gives_the_model_the_context_the_scenario_configures() -> None:
+    # Qwen3-8B's config stops at 40,960 positions; 1,024 + 65,536 tokens need the run's 131,072
+    # (vLLM refuses a max_model_len above max_position_embeddings)
+    plan = {"placement": "colocated", "execution": "sync",
+            "train": {"tp": 1, "cp": 2, "zero": 3, "recompute": "full"}}  # fmt: skip
+    data = _scenario(plan, "qwen3-8b", response_tokens=24000, max_response_tokens=65536)
+    data["models"]["context_tokens"] = 131072
+    key = "+policy.hf_config_overrides.max_position_embeddings"
+    written = {a.key: a.value for a in _export(data, "nemo-rl").arguments}
+    assert written["policy.max_total_sequence_length"] == 66560
+    assert written[key] == 131072
+    short = _scenario(plan, "qwen3-8b")  # 1,024 + 8,192 within the record
+    assert key not in {a.key for a in _export(short, "nemo-rl").arguments}
+
+
 def test_nemo_rl_dtensor_refuses_context_parallelism_beside_tensor_parallelism() -> None:
     plan = {"placement": "colocated", "execution": "sync",
             "train": {"tp": 2, "cp": 2, "zero": 3, "recompute": "full"}}  # fmt: skip

@@ -105,6 +105,13 @@ LAUNCH_FACTS = {
             "framework's dynamic batching (a GPU holds this / cp)",
         ),
         Fact(
+            "launch.sequence_length_multiple",
+            "number",
+            "the multiple every training sequence is padded to (NeMo-RL's "
+            "make_sequence_length_divisible_by): what context parallelism's load-balanced "
+            "halves and Megatron's sequence parallelism split evenly",
+        ),
+        Fact(
             "launch.fp32_gradients",
             "bool",
             "gradient buffers in fp32 beside bf16 weights (Megatron's main grads)",
@@ -231,6 +238,13 @@ LAUNCH_FACTS = {
             "text",
             "how trained weights reach the rollout engines (AReaL's actor.weight_update_mode: "
             "xccl over NCCL, disk through a saved checkpoint)",
+        ),
+        Fact(
+            "launch.context_positions",
+            "number",
+            "positions the run gives the policy beyond its record's context "
+            "(models.context_tokens), written into the model's config for engine and trainer "
+            "alike; 0: within the record",
         ),
         Fact(
             "launch.rollout_micro_batch",
@@ -446,6 +460,25 @@ def micro_batch(plan: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, 
     }
 
 
+def extended_context(configured: int | None, record: int) -> int:
+    """The context the launch must give the model where the scenario configures more than the
+    model's record (its max_position_embeddings): the engines refuse a max_model_len above the
+    config's (vLLM's "greater than the derived max_model_len"), so the override travels in the
+    launch; 0 where the record suffices."""
+    return configured if configured is not None and configured > record else 0
+
+
+def sequence_multiple(facts: Mapping[str, Any]) -> int:
+    """The sequence-length multiple the plan's training layout splits evenly: tp x 2cp where
+    context parallelism cuts each sequence into 2cp load-balanced chunks, tp alone otherwise.
+    NeMo-RL's Megatron packing asserts a multiple of 2cp (cp > 1) times tp (with sequence
+    parallelism) (nemo_rl/models/megatron/data.py L1285-L1296 at 7ea279ab), and its own
+    recipes write this product (examples/configs/recipes/llm/grpo-dapomath17k-dsv3-megatron.yaml
+    L18-L19, dapo-qwen2.5-7b.v2.yaml L52-L53 for DTensor)."""
+    tp, cp = int(facts.get("plan.train.tp", 1)), int(facts.get("plan.train.cp", 1))
+    return tp * (2 * cp if cp > 1 else 1)
+
+
 def computed(
     plan: Mapping[str, Any],
     facts: Mapping[str, Any],
@@ -474,6 +507,7 @@ def computed(
             facts["workload.max_response_tokens"] * OVERLONG_SHARE
         ),
         "launch.kl_coef": KL_COEF,
+        "launch.sequence_length_multiple": sequence_multiple(facts),
         "launch.fp32_gradients": bool(train.get("fp32_gradients")),
         "launch.bf16_gradients": not train.get("fp32_gradients"),
         **derived(plan),
