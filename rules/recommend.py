@@ -167,6 +167,9 @@ class Judges:
     rollout_log_probs: Mapping[str, str] = field(default_factory=dict)
     """Per framework, where its newest mapping's launch runs no old-log-prob pass (the
     mapping's rollout_log_probs condition)."""
+    no_sequence_parallel: frozenset[str] = frozenset()
+    """Frameworks whose tensor-parallel training keeps every token on each rank (their
+    mapping's sequence_parallel false: OpenRLHF's DeepSpeed AutoTP)."""
     versions: Mapping[str, str] = field(default_factory=dict)
     """Per framework with a mapping, its newest mapping's id: the version whose constraint
     records (their `versions` scope) the planner judges its plans by."""
@@ -204,6 +207,7 @@ def judges_of(catalog: Catalog) -> Judges:
             if "plan.train.offload_frozen" in m.implied_facts()  # type: ignore[attr-defined]
         ),
         {f: m.rollout_log_probs for f, m in newest.items() if m.rollout_log_probs},  # type: ignore[attr-defined]
+        frozenset(f for f, m in newest.items() if not m.sequence_parallel),  # type: ignore[attr-defined]
         {f: m.id for f, m in newest.items()},
     )
 
@@ -235,6 +239,7 @@ def recommender_for(
         options.setdefault("split_stages", runs_as in j.split_stages)
         options.setdefault("frozen_on_host", runs_as in j.frozen_on_host)
         options.setdefault("rollout_log_probs", j.rollout_log_probs.get(runs_as))
+        options.setdefault("sequence_parallel", runs_as not in j.no_sequence_parallel)
     recommender = (factory or Recommender)(
         resolved,
         j.rules,
@@ -487,6 +492,7 @@ class Recommender:
         versions: Mapping[str, str] | None = None,
         launch_check: LaunchCheck | None = None,
         rollout_log_probs: str | None = None,
+        sequence_parallel: bool = True,
     ) -> None:
         """`frameworks` with their `constraints` decide which plans can run (none given: every
         plan is judged on physics alone, as calibration does). Plans are ranked when a
@@ -511,7 +517,9 @@ class Recommender:
         whose version its constraint records are judged at (rules.frameworks.supports).
         `rollout_log_probs` is a condition over the facts where the framework's launch trains
         on the rollout engine's log-probs and skips the old-log-prob pass (SkyRL's fully
-        asynchronous trainer): those plans cost no such pass.
+        asynchronous trainer): those plans cost no such pass. Without `sequence_parallel`
+        a tensor-parallel rank holds every token of its micro-batch where the scenario does
+        not say (a framework whose tensor parallelism has no sequence split).
         `launch_check` says why a framework's export mapping cannot launch a costed row
         (export's own predicate, given from above: rules does not import export); a
         framework with a mapping is listed in a plan's `launchable_by` only where it can."""
@@ -629,6 +637,8 @@ class Recommender:
         self.fixed = fixed_columns(resolved)
         if fp32_gradients and resolved.scenario.plan.train.fp32_gradients is None:
             self.fixed["train_fp32_gradients"] = True
+        if not sequence_parallel and resolved.scenario.plan.train.sequence_parallel is None:
+            self.fixed["train_sequence_parallel"] = False
         train = resolved.scenario.plan.train
         critic = resolved.critic
         self.split_stages = (

@@ -73,3 +73,16 @@ def test_unknown_framework_is_one_line_with_suggestions():
     assert done.stderr.count("\n") == 1
     assert "--framework: unknown framework 'slim'" in done.stderr
     assert "slime" in done.stderr
+
+
+def test_tensor_parallelism_without_a_sequence_split_keeps_every_token_on_a_rank(
+    neutral: api.Estimate,
+):
+    # OpenRLHF's --ds.tensor_parallel_size is DeepSpeed AutoTP, which has no sequence
+    # parallelism (its mapping's sequence_parallel false): the plan's TP 4 ranks each hold the
+    # whole micro-batch's norms and residuals, as the same plan costed with the split off.
+    scenario = api.Scenario.from_deployment(SLIME_MOE)
+    as_openrlhf = _training(api.estimate(scenario, framework="openrlhf"))
+    unsplit = _training(api.estimate(scenario.updated({"plan.train.sequence_parallel": False})))
+    assert as_openrlhf["activations"] == pytest.approx(unsplit["activations"])
+    assert as_openrlhf["activations"] > _training(neutral)["activations"]

@@ -1026,6 +1026,12 @@ class Mapping(Record):
     launch takes them from a per-model file rather than the checkpoint (slime's
     scripts/models/<model>.sh, which its Megatron start-up checks against the Hugging Face
     config): a policy not listed is refused, with the reason."""
+    sequence_parallel: bool = True
+    """The framework's tensor-parallel training shards the activations outside the attention
+    and MLP blocks along the sequence (Megatron's sequence parallelism, on wherever the
+    framework's launch turns it on with TP). False: a tensor-parallel rank holds every token
+    of its micro-batch (OpenRLHF's DeepSpeed AutoTP has no sequence parallelism): plans
+    searched for it, and launches of it reviewed, are costed so."""
     engine_starts_first: bool = False
     """The framework starts its rollout engines on GPUs the colocated trainer has not yet
     taken, and loads the trainer beside them afterwards (slime builds its SGLang servers
@@ -1071,13 +1077,15 @@ class Mapping(Record):
 
     def costing(self) -> dict[str, Any]:
         """The options (rules.recommend.recommender_for) that cost a plan as this mapping's
-        launch runs it: its engines' default concurrency, its gradient buffers and where it
-        keeps the frozen models. Export and review cost one launch alike through these."""
+        launch runs it: its engines' default concurrency, its gradient buffers, where it
+        keeps the frozen models and whether its tensor parallelism splits the sequence. Export
+        and review cost one launch alike through these."""
         return {
             "engine_max_seqs": self.engine_max_seqs,
             "fp32_gradients": self.fp32_gradients,
             "frozen_on_host": "plan.train.offload_frozen" in self.implied_facts(),
             "rollout_log_probs": self.rollout_log_probs,
+            "sequence_parallel": self.sequence_parallel,
         }
 
 
