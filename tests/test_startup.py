@@ -860,3 +860,25 @@ def test_verl_writes_the_reward_engine_share_the_plan_holds() -> None:
     assert written["reward.reward_model.rollout.gpu_memory_utilization"] == actor
     terms = done.plan["memory_breakdown_gib"]["rollout"]
     assert actor * 80.0 + terms["trainer_state"] <= 80.0
+
+
+@pytest.mark.parametrize(
+    ("framework", "version", "check"),
+    [
+        ("verl", V08, "verl-fsdp-model-type-known-to-transformers-v0.8"),
+        ("areal", "areal-1.0.4-17-g4aef98d8d", "areal-fsdp-model-type-known-to-transformers"),
+        ("areal", "areal-2.0.0", "areal-fsdp-model-type-known-to-transformers"),
+    ],
+)
+def test_fsdp_refuses_a_model_type_the_pinned_transformers_cannot_read(
+    framework: str, version: str, check: str
+) -> None:
+    # the audit's a06: DeepSeek-V3.2 (config.json model_type deepseek_v32, no remote code) on
+    # 64 x H200; transformers 5.3.0 (verl's image, AReaL's pyproject) has no deepseek_v32 config,
+    # so AutoConfig stops the FSDP engine before training
+    plan = {"train": {"tp": 1, "pp": 1, "ep": 1}}
+    data = _scenario(plan, "deepseek-v3.2", prompt_tokens=2048, response_tokens=8000,
+                     max_response_tokens=32768, prompts_per_step=512)  # fmt: skip
+    data["cluster"] = {"accelerator": "h200-sxm-141gb", "nodes": 64, "gpus_per_node": 8}
+    with pytest.raises(NotExpressible, match=f"constraint {check}"):
+        _export(data, framework, version)
