@@ -214,6 +214,13 @@ LAUNCH_FACTS = {
             "xccl over NCCL, disk through a saved checkpoint)",
         ),
         Fact(
+            "launch.context_positions",
+            "number",
+            "positions the run gives the policy beyond its record's context "
+            "(models.context_tokens), written into the model's config for engine and trainer "
+            "alike; 0: within the record",
+        ),
+        Fact(
             "launch.rollout_micro_batch",
             "number",
             "samples per rollout micro-batch (OpenRLHF's micro_rollout_batch_size): the step's "
@@ -416,6 +423,14 @@ def micro_batch(plan: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, 
         "launch.forward_micro_batch_sequences": sequences,
         "launch.cp_tp": group,
     }
+
+
+def extended_context(configured: int | None, record: int) -> int:
+    """The context the launch must give the model where the scenario configures more than the
+    model's record (its max_position_embeddings): the engines refuse a max_model_len above the
+    config's (vLLM's "greater than the derived max_model_len"), so the override travels in the
+    launch; 0 where the record suffices."""
+    return configured if configured is not None and configured > record else 0
 
 
 def computed(

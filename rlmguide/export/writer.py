@@ -34,6 +34,7 @@ from rlmguide.export.startup import (
     by_tokens,
     compile_checks,
     computed,
+    extended_context,
     read,
     refusal,
     tripped,
@@ -188,6 +189,9 @@ class Writer:
         launch = _launch(mapping, plan_facts, backend)
         facts = dict(plan_facts)
         facts["launch.oversampling"] = resolved.scenario.run.oversampling or 1.0
+        facts["launch.context_positions"] = extended_context(
+            resolved.scenario.models.context_tokens, resolved.policy.max_context_tokens
+        )
         # the run's length is the scenario's, whatever row (run totals are added only to the
         # plans shown)
         steps = run_steps(resolved, run_terms(resolved))
