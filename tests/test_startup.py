@@ -929,3 +929,89 @@ def test_verl_writes_the_reward_engine_share_the_plan_holds() -> None:
     assert written["reward.reward_model.rollout.gpu_memory_utilization"] == actor
     terms = done.plan["memory_breakdown_gib"]["rollout"]
     assert actor * 80.0 + terms["trainer_state"] <= 80.0
+
+
+@pytest.mark.parametrize(
+    ("framework", "version", "check"),
+    [
+        ("verl", V08, "verl-fsdp-model-type-known-to-transformers-v0.8"),
+        ("areal", "areal-1.0.4-17-g4aef98d8d", "areal-fsdp-model-type-known-to-transformers"),
+        ("areal", "areal-2.0.0", "areal-fsdp-model-type-known-to-transformers"),
+    ],
+)
+def test_fsdp_refuses_a_model_type_the_pinned_transformers_cannot_read(
+    framework: str, version: str, check: str
+) -> None:
+    # the audit's a06: DeepSeek-V3.2 (config.json model_type deepseek_v32, no remote code) on
+    # 64 x H200; transformers 5.3.0 (verl's image, AReaL's pyproject) has no deepseek_v32 config,
+    # so AutoConfig stops the FSDP engine before training
+    plan = {"train": {"tp": 1, "pp": 1, "ep": 1}}
+    data = _scenario(plan, "deepseek-v3.2", prompt_tokens=2048, response_tokens=8000,
+                     max_response_tokens=32768, prompts_per_step=512)  # fmt: skip
+    data["cluster"] = {"accelerator": "h200-sxm-141gb", "nodes": 64, "gpus_per_node": 8}
+    with pytest.raises(NotExpressible, match=f"constraint {check}"):
+        _export(data, framework, version)
+
+
+MPE = "max_position_embeddings"
+VERL_CONTEXT = [f"+actor_rollout_ref.rollout.engine_kwargs.vllm.hf_overrides.{MPE}",
+                f"+actor_rollout_ref.model.override_config.{MPE}"]  # fmt: skip
+LONG_CONTEXT_KEYS = {
+    # the engine's key first, then the trainer's: both must carry the same positions
+    ("verl", V08): VERL_CONTEXT,
+    ("verl", V07): VERL_CONTEXT,
+    ("skyrl", None): [f"generator.inference_engine.engine_init_kwargs.hf_overrides.{MPE}",
+                      f"trainer.policy.model_config_kwargs.{MPE}",
+                      f"trainer.ref.model_config_kwargs.{MPE}"],
+    ("roll", None): [f"actor_infer.strategy_args.strategy_config.hf_overrides.{MPE}",
+                     f"actor_train.model_args.model_config_kwargs.{MPE}"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("framework", "version"), list(LONG_CONTEXT_KEYS))
+def test_engine_and_trainer_get_the_context_the_scenario_configures(
+    framework: str, version: str | None
+) -> None:
+    # audit7's m11 shape: Qwen3-8B's config stops at 40,960 positions; 1,024 + 65,536 tokens need
+    # the run's 131,072. Without the override vLLM's max_model_len is the config's and every
+    # response stops near 40k (verl, ROLL and SkyRL pass vLLM no longer one)
+    plan = {"placement": "colocated", "execution": "sync",
+            "train": {"tp": 1, "pp": 1, "cp": 2, "zero": 3, "recompute": "full"}}  # fmt: skip
+    data = _scenario(plan, "qwen3-8b", response_tokens=24000, max_response_tokens=65536)
+    data["models"]["context_tokens"] = 131072
+    done = _export(data, framework, version)
+    written = {a.key: a.value for a in done.arguments}
+    assert done.engine == "vllm"
+    assert done.backend == "pytorch-fsdp"
+    for key in LONG_CONTEXT_KEYS[framework, version]:
+        assert written.get(key) == 131072, key
+    assert any("writes no RoPE scaling" in d for d in done.departures)
+    short = _export(_scenario(plan, "qwen3-8b"), framework, version)  # 1,024 + 8,192 fit
+    assert not {a.key for a in short.arguments} & set(LONG_CONTEXT_KEYS[framework, version])
+    assert not any("writes no RoPE scaling" in d for d in short.departures)
+
+
+@pytest.mark.parametrize(
+    ("framework", "backend", "engine", "check"),
+    [
+        ("verl", "pytorch-fsdp", "sglang", "verl-sglang-context-within-the-checkpoint"),
+        ("roll", "pytorch-fsdp", "sglang", "roll-sglang-context-within-the-checkpoint"),
+        ("roll", "megatron-lm", "vllm", "roll-megatron-config-from-the-checkpoint"),
+    ],
+)
+def test_a_context_beyond_the_config_is_refused_where_no_key_reaches_both(
+    framework: str, backend: str, engine: str, check: str
+) -> None:
+    # verl's and ROLL's SGLang take a config change only as a JSON string, ROLL's Megatron
+    # trainer none: a launch there with a context beyond the record stops at the check
+    catalog, mappings = catalogs()
+    checks = compile_checks(catalog)[0]
+    mapping = next(m for m in mappings.values() if m.framework == framework)
+    bound = {c.id for c in binding(checks, mapping, backend, engine)}
+    assert check in bound
+    (compiled,) = [c for c in checks if c.id == check]
+    assert [r.id for r in tripped([compiled], {"launch.context_positions": 131072})] == [check]
+    assert not tripped([compiled], {"launch.context_positions": 0})
+    other = "vllm" if engine == "sglang" else engine
+    other_backend = "pytorch-fsdp" if backend == "megatron-lm" else backend
+    assert check not in {c.id for c in binding(checks, mapping, other_backend, other)}
