@@ -22,7 +22,7 @@ from rlmguide import api
 from rlmguide.errors import RlmguideError
 from rlmguide.export.render import SCENARIO_LINE
 from rlmguide.review import Hardware, ReviewError, review
-from rlmguide.review.header import stated_scenario
+from rlmguide.review.header import cluster_holding, stated_scenario
 
 CATALOG = load_catalog(record_roots(), ("mapping", "model", "source"))
 VERSIONS = sorted((m.framework, i) for i, m in CATALOG.of("mapping").items())  # type: ignore[attr-defined]
@@ -182,3 +182,10 @@ def test_a_header_line_export_did_not_write_is_not_read(line: str) -> None:
 def test_the_header_line_is_read_with_counts_as_numbers() -> None:
     text = f"{SCENARIO_LINE} models.policy=qwen2.5-7b workload.epochs=2"
     assert stated_scenario(text) == {"models.policy": "qwen2.5-7b", "workload.epochs": 2}
+
+
+def test_the_header_cluster_is_taken_only_where_it_holds_the_pools() -> None:
+    header = {"cluster.nodes": 2, "cluster.gpus_per_node": 8}
+    assert cluster_holding(header, 16) == (2, 8)
+    assert cluster_holding(header, 17) is None  # pools grown since export: placed as before
+    assert cluster_holding({"cluster.nodes": 2}, 8) is None

@@ -93,3 +93,12 @@ def mean_under(
     )
     assumed.append({"field": cap_name, "value": cap, "why": why, "source": None})
     return None
+
+
+def cluster_holding(header: Stated, total: int) -> tuple[int, int] | None:
+    """The header's (nodes, GPUs per node) where they hold the launch's pools (`total` GPUs):
+    a launch whose pools were grown since export is placed as before, on nodes of its own."""
+    nodes, per_node = header.get("cluster.nodes"), header.get("cluster.gpus_per_node")
+    if isinstance(nodes, int) and isinstance(per_node, int) and total <= nodes * per_node:
+        return nodes, per_node
+    return None

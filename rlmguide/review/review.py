@@ -29,7 +29,14 @@ from rlmguide.review.architecture import (
 from rlmguide.review.budget import Budget, Exhausted
 from rlmguide.review.config import argparse_config, hydra_config
 from rlmguide.review.family import family_name, tell
-from rlmguide.review.header import edited, flag_over, mean_under, stated_scenario, taken
+from rlmguide.review.header import (
+    cluster_holding,
+    edited,
+    flag_over,
+    mean_under,
+    stated_scenario,
+    taken,
+)
 from rlmguide.review.recipe import RecipeError, recipe_config
 from rlmguide.review.shell import Shell, ShellError, command_arguments
 from rlmguide.review.understand import Reading, Use, fixed_present, read_launch, truth
@@ -501,7 +508,8 @@ def scenario_of(
     )
     epochs = f.get("workload.epochs") or from_header("workload.epochs") or 1
     if len(options := reading.ambiguous.get("workload.algorithm", [])) > 1:
-        assumed.append(_variant(reading, options, catalog.of("algorithm")))
+        stated = header.get("workload.algorithm")
+        assumed.append(_variant(reading, options, catalog.of("algorithm"), stated))
     if "workload.algorithm" not in f and (algorithm := from_header("workload.algorithm")):
         f["workload.algorithm"] = algorithm
     if "workload.algorithm" not in f:
@@ -575,7 +583,7 @@ def scenario_of(
     )
     assumed += flag_over("cluster.gpus_per_node", hardware.gpus_per_node, header)
     assumed += flag_over("cluster.nodes", hardware.nodes, header)
-    cluster = _stated_cluster(header, total)
+    cluster = cluster_holding(header, total)
     unsaid = (hardware.nodes, hardware.gpus_per_node, f.get("cluster.nodes"),
               f.get("cluster.gpus_per_node")) == (None,) * 4  # fmt: skip
     fixed = hardware.gpus_per_node is not None
@@ -708,15 +716,6 @@ def scenario_of(
     for name in ("algorithm", *counts):
         assumed += edited(f"workload.{name}", scenario["workload"][name], header)
     return scenario, assumed
-
-
-def _stated_cluster(header: Mapping[str, Any], total: int) -> tuple[int, int] | None:
-    """The header's (nodes, GPUs per node) where they hold the launch's pools (`total` GPUs):
-    a launch whose pools were grown since export is placed as today, on nodes of its own."""
-    nodes, per_node = header.get("cluster.nodes"), header.get("cluster.gpus_per_node")
-    if isinstance(nodes, int) and isinstance(per_node, int) and total <= nodes * per_node:
-        return nodes, per_node
-    return None
 
 
 def _budgeted_lengths(
@@ -1279,11 +1278,11 @@ def memory_keys(
 
 
 def _variant(
-    reading: Reading, candidates: list[str], algorithms: Mapping[str, Any]
+    reading: Reading, candidates: list[str], algorithms: Mapping[str, Any], stated: Any = None
 ) -> dict[str, Any]:
     """The algorithm among those one estimator key spells that the launch's own keys single
-    out (rlmguide.review.family), set on the reading, and why; where they cannot, the
-    first is kept and said to be a guess."""
+    out (rlmguide.review.family), set on the reading, and why; where they cannot, the one an
+    export's header states (`stated`) if a candidate, else the first, said to be a guess."""
     told = tell(reading, candidates, algorithms)
     f = reading.facts
     why = ""
@@ -1308,7 +1307,9 @@ def _variant(
             unlike = ", ".join(f"{k} (export writes {v})" for k, v in told.differing.items())
             why += f"; it sets otherwise {unlike}"
     else:
-        if f["workload.algorithm"] not in told.candidates and told.candidates:
+        if stated in told.candidates:
+            f["workload.algorithm"] = stated  # the export's own, whose keys were edited since
+        elif f["workload.algorithm"] not in told.candidates and told.candidates:
             f["workload.algorithm"] = told.candidates[0]  # a guess whose loss the launch runs
         scores = ", ".join(f"{c} {n:+d}" for c, n in told.scores.items())
         why += (
