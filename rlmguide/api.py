@@ -540,9 +540,10 @@ def review(
 ) -> Review:
     """A launch script or NeMo-RL recipe read as its framework would, its plan costed and set
     beside the best plan the same framework runs (`rlmguide review`). The file's commands are
-    never run. `accelerator` is needed (a launch never names it); `policy` where the model
-    path matches no record; `prompt_tokens`, the mean prompt, in place of the launch's
-    prompt cap or where the launch bounds prompt and response together."""
+    never run. `accelerator` is needed (a launch never names it) unless an export's header
+    does; `policy` where the model path matches no record and no export header names one
+    (a flag wins over the header, said so); `prompt_tokens`, the mean prompt, in place of the
+    launch's prompt cap or where the launch bounds prompt and response together."""
     from rlmguide.review import Hardware, NotCostable, ReviewError
     from rlmguide.review import review as run_review
     from rlmguide.rules.recommend import NoFeasiblePlan

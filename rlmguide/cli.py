@@ -857,8 +857,16 @@ def export(
 @cli.command()
 @click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--framework", "framework", metavar="ID", help="Read the file as this framework's.")
-@click.option("--policy", metavar="ID", help="The policy's model record, if the path names none.")
-@click.option("--accelerator", metavar="ID", help="The accelerator id (the file never says).")
+@click.option(
+    "--policy",
+    metavar="ID",
+    help="The policy's model record, if the path names none (an export's header does).",
+)
+@click.option(
+    "--accelerator",
+    metavar="ID",
+    help="The accelerator id (a launch never says; an export's header does).",
+)
 @click.option("--nodes", type=click.IntRange(1), help="Nodes (default: the file's pools).")
 @click.option("--gpus-per-node", "gpus_per_node", type=click.IntRange(1), help="GPUs per node.")
 @click.option(

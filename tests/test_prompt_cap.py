@@ -25,6 +25,7 @@ from test_cost_specs import QWEN7B_PARAMS, QWEN25_7B, one_plan, workload
 
 from rlmguide import api
 from rlmguide.cli import cli
+from rlmguide.export.render import SCENARIO_LINE
 from rlmguide.review import Hardware, review
 
 SMALL = REPO / "examples" / "grpo-qwen2.5-7b-8xh100.yaml"
@@ -145,10 +146,18 @@ def test_review_reads_the_cap_back(framework: str, tmp_path: Path) -> None:
     syntax = launch.model_dump().get("syntax")
     path = tmp_path / ("run.yaml" if syntax == "yaml" else "run.sh")
     path.write_text(launch.script)
+    # the export's header states the mean under the cap (review.header)
+    stated = review(path, framework, hardware=Hardware("h100-sxm-80gb"))["scenario"]["workload"]
+    assert (stated["max_prompt_tokens"], stated["prompt_tokens"]) == (CAP, 512)
+    assert "prompt_tokens_from" not in stated
+    text = path.read_text()
+    path.write_text("".join(line for line in text.splitlines(keepends=True)
+                            if not line.startswith(SCENARIO_LINE)))  # fmt: skip
     got = review(path, framework, hardware=Hardware("h100-sxm-80gb"))
     read = got["scenario"]["workload"]
     assert read["max_prompt_tokens"] == CAP
-    # the launch gives no mean: it is taken at the cap, and the review says it assumed it
+    # a launch without the header gives no mean: it is taken at the cap, and the review says
+    # it assumed it
     assert (read["prompt_tokens"], read["prompt_tokens_from"]) == (CAP, "cap")
     (mean,) = [a for a in got["assumed"] if a["field"] == "workload.prompt_tokens"]
     assert mean["value"] == CAP

@@ -150,6 +150,47 @@ def budget_line(workload: dict[str, Any]) -> list[str]:
     return [f"{BUDGET_LINE} {stated}"]
 
 
+SCENARIO_LINE = "# Scenario (rlmguide review reads this line):"
+"""The header line naming the scenario the launch was exported from: what a launch has no key
+for (the accelerator, the model record where the path is a user input, the mean lengths under
+the caps) and what review compares the launch's keys with (an edited key is named)."""
+SCENARIO_FIELDS = (
+    "cluster.accelerator",
+    "cluster.nodes",
+    "cluster.gpus_per_node",
+    "models.policy",
+    "workload.algorithm",
+    "workload.prompts_per_step",
+    "workload.samples_per_prompt",
+    "workload.prompt_tokens",
+    "workload.max_prompt_tokens",
+    "workload.response_tokens",
+    "workload.max_response_tokens",
+    "workload.minibatches_per_step",
+    "workload.epochs",
+)
+
+
+def scenario_line(scenario: Any) -> list[str]:
+    """The header line stating the scenario's ids and numbers (SCENARIO_FIELDS), each where it
+    has one: a mixed cluster states no accelerator, an inline policy no record, and a mean
+    taken from its cap (the length prior's, the prompt cap's) is left to review to take so."""
+    workload = scenario.workload
+    derived = {
+        "workload.response_tokens": workload.response_tokens_from != "stated",
+        "workload.prompt_tokens": workload.prompt_tokens_from != "stated",
+    }
+    stated = []
+    for name in SCENARIO_FIELDS:
+        section, field = name.split(".")
+        value = getattr(getattr(scenario, section), field)
+        if derived.get(name):
+            continue
+        if isinstance(value, int | str) and not isinstance(value, bool):
+            stated.append(f"{name}={value}")
+    return [f"{SCENARIO_LINE} {' '.join(stated)}"]
+
+
 def prompt_cap_line(exported: Exported) -> list[str]:
     """The header line saying the prompt cap written is only the mean, where the scenario
     gives no max_prompt_tokens: the framework truncates or drops every longer prompt."""
@@ -189,6 +230,7 @@ def script(exported: Exported, origin: str, policy: str) -> str:
         f"{MAPPING_LINE} {m.id}: {exported.framework} at commit {m.commit[:12]} ({m.url}).",
         f"# Training backend {exported.backend}, rollout engine {exported.engine}.",
         f"# Plan: {described}; {step}; {ranked}.",
+        *scenario_line(exported.found.recommender.resolved.scenario),
         *budget_line(exported.found.result["scenario"]["workload"]),
         *prompt_cap_line(exported),
         *(f"{DEPARTURE_LINE} {note}" for note in exported.departures),

@@ -29,6 +29,14 @@ from rlmguide.review.architecture import (
 from rlmguide.review.budget import Budget, Exhausted
 from rlmguide.review.config import argparse_config, hydra_config
 from rlmguide.review.family import family_name, tell
+from rlmguide.review.header import (
+    cluster_holding,
+    edited,
+    flag_over,
+    mean_under,
+    stated_scenario,
+    taken,
+)
 from rlmguide.review.recipe import RecipeError, recipe_config
 from rlmguide.review.shell import Shell, ShellError, command_arguments
 from rlmguide.review.understand import Reading, Use, fixed_present, read_launch, truth
@@ -332,9 +340,27 @@ def scenario_of(
     deployments = deployments or {}
     f = reading.facts
     assumed: list[dict[str, Any]] = []
+    header = reading.stated_scenario or {}
+
+    def from_header(name: str) -> Any:
+        """The header's value of a field the launch does not give, said so (None without)."""
+        value = header.get(name)
+        if value is not None:
+            assumed.append(taken(name, value))
+        return value
+
     models = catalog.of("model")
     path = f.get("input.model_path")
-    model: Any = policy or (match_model(str(path), models) if path else None)
+    matched = match_model(str(path), models) if path else None
+    named = header.get("models.policy")
+    named = named if named in models else None  # a record this catalog does not hold: unsaid
+    model: Any = policy or matched or named
+    if policy is not None:
+        assumed += flag_over("models.policy", policy, header)
+    elif matched is not None:
+        assumed += edited("models.policy", matched, header)
+    elif named is not None:
+        assumed.append(taken("models.policy", named))
     record = models.get(model) if model is not None and policy is None else None
     if isinstance(record, Model) and not record.costable:
         # a record that names the model but holds no shapes it can cost (Qwen3.5-9B): the
@@ -368,7 +394,11 @@ def scenario_of(
                     "source": matched,
                 }
             )
-    if hardware.accelerator is None:
+    accelerator = hardware.accelerator or header.get("cluster.accelerator")
+    assumed += flag_over("cluster.accelerator", hardware.accelerator, header)
+    if hardware.accelerator is None and accelerator is not None:
+        assumed.append(taken("cluster.accelerator", accelerator))
+    if accelerator is None:
         raise ReviewError(
             "the file does not say which accelerator it runs on; give --accelerator ID "
             "(see `rlmguide list accelerators`)"
@@ -387,7 +417,8 @@ def scenario_of(
                 }
             )
     prompts = f.get("workload.prompts_per_step")
-    samples = f.get("workload.samples_per_prompt", 1)
+    samples = f.get("workload.samples_per_prompt") or from_header("workload.samples_per_prompt")
+    samples = samples or 1
     agent, max_response = _episodes(f, assumed)
     max_response = max_response or f.get("workload.max_response_tokens")
     # the launch's prompt cap is the longest prompt; the mean is the flag's, else the cap's
@@ -403,9 +434,21 @@ def scenario_of(
                 "source": None,
             }
         )
-    prompt_tokens = hardware.prompt_tokens or prompt_cap
-    stated_prompt = prompt_tokens is not None
-    at_cap = hardware.prompt_tokens is None and prompt_cap is not None
+    if prompt_cap is None:
+        prompt_cap = from_header("workload.max_prompt_tokens")
+    # the cap an export writes: the longest prompt, else the mean (render.prompt_cap_line)
+    written = "workload.max_prompt_tokens" in header and "workload.max_prompt_tokens"
+    prompt_tokens = hardware.prompt_tokens or mean_under(
+        "workload.prompt_tokens",
+        prompt_cap,
+        {} if hardware.prompt_tokens else header,
+        written or "workload.prompt_tokens",
+        assumed,
+    )
+    assumed += flag_over("workload.prompt_tokens", hardware.prompt_tokens, header)
+    stated_prompt = prompt_tokens is not None or prompt_cap is not None
+    at_cap = prompt_tokens is None and prompt_cap is not None
+    prompt_tokens = prompt_tokens or prompt_cap
     if at_cap:
         assumed.append(
             {
@@ -429,7 +472,7 @@ def scenario_of(
         return value
 
     if prompts is None:
-        prompts = typical("workload.prompts_per_step")
+        prompts = from_header("workload.prompts_per_step") or typical("workload.prompts_per_step")
     if prompt_tokens is None:
         prompt_tokens = typical("workload.prompt_tokens")
     longest_prompt = max(prompt_cap or 0, prompt_tokens)
@@ -444,7 +487,9 @@ def scenario_of(
             }
         )
     elif max_response is None:
-        max_response = typical("workload.max_response_tokens")
+        max_response = from_header("workload.max_response_tokens") or typical(
+            "workload.max_response_tokens"
+        )
     if sequence and max_response and longest_prompt + max_response > sequence:
         max_response = sequence - longest_prompt  # the engine stops at the sequence bound
         if not stated_prompt:
@@ -458,9 +503,15 @@ def scenario_of(
                     "source": None,
                 }
             )
-    minibatches = f.get("workload.minibatches_per_step", 1)
+    minibatches = (
+        f.get("workload.minibatches_per_step") or from_header("workload.minibatches_per_step") or 1
+    )
+    epochs = f.get("workload.epochs") or from_header("workload.epochs") or 1
     if len(options := reading.ambiguous.get("workload.algorithm", [])) > 1:
-        assumed.append(_variant(reading, options, catalog.of("algorithm")))
+        stated = header.get("workload.algorithm")
+        assumed.append(_variant(reading, options, catalog.of("algorithm"), stated))
+    if "workload.algorithm" not in f and (algorithm := from_header("workload.algorithm")):
+        f["workload.algorithm"] = algorithm
     if "workload.algorithm" not in f:
         # NeMo-RL's run_grpo.py runs GRPO; verl's adv_estimator and OpenRLHF's advantage
         # estimator default to GAE
@@ -489,6 +540,10 @@ def scenario_of(
                 "source": None,
             }
         )
+    elif stated := mean_under(
+        "workload.response_tokens", max_response, header, "workload.max_response_tokens", assumed
+    ):
+        mean = stated
     else:
         # the length prior's mean (kb.schema.length_prior), as a scenario without one takes
         mean, prior = length_prior.prior_mean_tokens(max_response), True
@@ -526,7 +581,18 @@ def scenario_of(
         or f.get("cluster.gpus_per_node")
         or max([8, *(int(u.value) for u in reading.uses if u.key.endswith("gpus_per_node"))])
     )
-    if hardware.gpus_per_node is None and train_gpus is not None and 0 < total < per_node:
+    assumed += flag_over("cluster.gpus_per_node", hardware.gpus_per_node, header)
+    assumed += flag_over("cluster.nodes", hardware.nodes, header)
+    cluster = cluster_holding(header, total)
+    unsaid = (hardware.nodes, hardware.gpus_per_node, f.get("cluster.nodes"),
+              f.get("cluster.gpus_per_node")) == (None,) * 4  # fmt: skip
+    fixed = hardware.gpus_per_node is not None
+    if unsaid and cluster is not None:
+        # the scenario's own cluster, which holds the launch's pools
+        f["cluster.nodes"], per_node = cluster
+        fixed = True
+        assumed += [taken("cluster.nodes", cluster[0]), taken("cluster.gpus_per_node", per_node)]
+    if not fixed and train_gpus is not None and 0 < total < per_node:
         # the launch runs on part of one node (slime's fully-async demo: 1 + 3 of 4 GPUs): the
         # cluster reviewed is the GPUs it uses, not idle ones the plan would have to fill
         assumed.append(
@@ -540,7 +606,7 @@ def scenario_of(
         per_node = total
     declared = _declared_nodes(reading)
     spread = "the pools' GPUs over whole nodes"
-    if hardware.gpus_per_node is None and declared > max(1, math.ceil(total / per_node)):
+    if not fixed and declared > max(1, math.ceil(total / per_node)):
         # the pools name more nodes than nodes of `per_node` would need (verl's trainer.nnodes=4
         # with n_gpus_per_node=4 on GB200 trays): the file's nodes hold the file's per-node count
         per_node = max(int(u.value) for u in reading.uses if u.key.endswith("gpus_per_node"))
@@ -626,7 +692,7 @@ def scenario_of(
             }
         )
     scenario = {
-        "cluster": {"accelerator": hardware.accelerator, "nodes": nodes, "gpus_per_node": per_node},
+        "cluster": {"accelerator": accelerator, "nodes": nodes, "gpus_per_node": per_node},
         "models": {"policy": model, "reward": reward}
         | ({"context_tokens": context} if context else {}),
         "workload": {
@@ -638,7 +704,7 @@ def scenario_of(
             "response_tokens": mean,
             "max_response_tokens": max_response,
             "minibatches_per_step": minibatches,
-            "epochs": f.get("workload.epochs", 1),
+            "epochs": epochs,
         }
         | ({"response_tokens_from": "prior"} if prior else {})
         | ({"prompt_tokens_from": "cap"} if at_cap else {})
@@ -646,6 +712,9 @@ def scenario_of(
         | ({"agent": agent} if agent else {}),
         "plan": plan,
     }
+    counts = ("prompts_per_step", "samples_per_prompt", "minibatches_per_step", "epochs")
+    for name in ("algorithm", *counts):
+        assumed += edited(f"workload.{name}", scenario["workload"][name], header)
     return scenario, assumed
 
 
@@ -779,6 +848,7 @@ def read_file(
     reading.files = shell.files
     reading.budget = budget
     reading.stated_lengths = stated_lengths(text)
+    reading.stated_scenario = stated_scenario(text)
     return reading
 
 
@@ -1208,11 +1278,11 @@ def memory_keys(
 
 
 def _variant(
-    reading: Reading, candidates: list[str], algorithms: Mapping[str, Any]
+    reading: Reading, candidates: list[str], algorithms: Mapping[str, Any], stated: Any = None
 ) -> dict[str, Any]:
     """The algorithm among those one estimator key spells that the launch's own keys single
-    out (rlmguide.review.family), set on the reading, and why; where they cannot, the
-    first is kept and said to be a guess."""
+    out (rlmguide.review.family), set on the reading, and why; where they cannot, the one an
+    export's header states (`stated`) if a candidate, else the first, said to be a guess."""
     told = tell(reading, candidates, algorithms)
     f = reading.facts
     why = ""
@@ -1237,7 +1307,9 @@ def _variant(
             unlike = ", ".join(f"{k} (export writes {v})" for k, v in told.differing.items())
             why += f"; it sets otherwise {unlike}"
     else:
-        if f["workload.algorithm"] not in told.candidates and told.candidates:
+        if stated in told.candidates:
+            f["workload.algorithm"] = stated  # the export's own, whose keys were edited since
+        elif f["workload.algorithm"] not in told.candidates and told.candidates:
             f["workload.algorithm"] = told.candidates[0]  # a guess whose loss the launch runs
         scores = ", ".join(f"{c} {n:+d}" for c, n in told.scores.items())
         why += (

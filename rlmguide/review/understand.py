@@ -67,6 +67,8 @@ class Reading:
     stated_lengths: dict[str, int] | None = None
     """The reasoning budget and the lengths it cuts, from an export's header line
     (rlmguide.export.render.budget_line): a launch has no key for them."""
+    stated_scenario: dict[str, int | str] | None = None
+    """The scenario an export's header names (rlmguide.export.render.scenario_line)."""
 
 
 def _unreadable(value: Any) -> str | None:
