@@ -650,10 +650,17 @@ class Recommender:
         """Searched pipelines take the account-for split (`stage_split`)."""
         # Offline there is no rollout phase to park the trainer's state for.
         phases = (NO_OFFLOAD, PHASE_OFFLOAD) if resolved.algorithm.online else (NO_OFFLOAD,)
-        if frozen_on_host and frozen_roles(resolved):
-            phases = tuple(o.model_copy(update={"frozen": True}) for o in phases)
-        self.colocated_offloads = offload_options(resolved, phases)
-        self.train_offloads = offload_options(resolved, phases[:1])
+        parked = frozen_on_host and bool(frozen_roles(resolved))
+
+        def frozen_parked(options: tuple[Offload, ...]) -> tuple[Offload, ...]:
+            # a plan that fixes its offload too: the framework's own code parks them (its
+            # mapping's implied offload_frozen), whatever the launch or scenario says
+            return (
+                tuple(o.model_copy(update={"frozen": True}) for o in options) if parked else options
+            )
+
+        self.colocated_offloads = frozen_parked(offload_options(resolved, phases))
+        self.train_offloads = frozen_parked(offload_options(resolved, phases[:1]))
         self.offload_fallback = False
         """Set when no plan fitted without a CPU optimizer or streamed parameters."""
         self._tightest: tuple[float, dict[str, Any]] | None = None

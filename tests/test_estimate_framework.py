@@ -86,3 +86,45 @@ def test_tensor_parallelism_without_a_sequence_split_keeps_every_token_on_a_rank
     unsplit = _training(api.estimate(scenario.updated({"plan.train.sequence_parallel": False})))
     assert as_openrlhf["activations"] == pytest.approx(unsplit["activations"])
     assert as_openrlhf["activations"] > _training(neutral)["activations"]
+
+
+ROLL_ASYNC = {
+    # audit6 a10: ROLL's own export of this scenario, given back to estimate as a fixed plan
+    "cluster": {"accelerator": "a100-sxm-80gb", "nodes": 2, "gpus_per_node": 8},
+    "models": {"policy": "qwen3-30b-a3b", "reward": "verifier"},
+    "workload": {
+        "algorithm": "grpo",
+        "prompts_per_step": 64,
+        "samples_per_prompt": 8,
+        "prompt_tokens": 1024,
+        "response_tokens": 4000,
+        "max_response_tokens": 8192,
+        "minibatches_per_step": 2,
+        "max_staleness": 1,
+    },
+    "plan": {
+        "execution": "async",
+        "placement": "disaggregated",
+        "rollout": {"gpus": 8, "tp": 2, "pp": 1, "ep": 1},
+        "train": {"gpus": 8, "tp": 8, "pp": 1, "cp": 1, "ep": 8, "etp": 1, "zero": 1,
+                  "recompute": "none"},
+    },
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("offload", [None, {"frozen": False}])
+def test_a_framework_that_parks_the_reference_itself_is_costed_with_it_parked(offload) -> None:
+    # ROLL offloads the reference after every call in code (base_worker.py L130-L142 at
+    # 8eb27cc2; its mapping's implied offload_frozen), whatever offload the plan fixes: the
+    # 7.1 GiB bf16 copy of the policy's 7.1 GiB a GPU (TP 8 x EP 8) leaves the training GPUs.
+    train = {**ROLL_ASYNC["plan"]["train"], "offload": offload}
+    scenario = {**ROLL_ASYNC, "plan": {**ROLL_ASYNC["plan"], "train": train}}
+    (neutral,) = api.estimate(scenario).model_dump(mode="json")["plans"]
+    (roll,) = api.estimate(scenario, framework="roll").model_dump(mode="json")["plans"]
+    plain, parked = (p["memory_breakdown_gib"]["training"] for p in (neutral, roll))
+    assert plain["frozen_models"] == pytest.approx(plain["weights"])
+    assert plain["weights"] == pytest.approx(7.11, abs=0.01)
+    assert parked["frozen_models"] == 0.0
+    assert roll["train"]["offload"]["frozen"] is True
+    # with the copy on the GPUs the plan ROLL's export wrote overflowed them by 3.0 GiB
+    assert roll["feasible"]

@@ -685,3 +685,40 @@ def test_a_request_is_bounded_at_the_prompt_cap_not_the_mean(version: str) -> No
     args = hydra_config(words(export_of(scenario, version))[1:])
     assert args["train_dataset.max_length"] == 1024
     assert args["gconfig.max_tokens"] == 1024 + 8192
+
+
+MOE_ON_ONE_NODE = {
+    # an MoE whose rollout engine splits its experts over its 4 tensor ranks
+    "cluster": {"accelerator": "h100-sxm-80gb", "nodes": 1, "gpus_per_node": 8},
+    "models": {"policy": "qwen1.5-moe-a2.7b", "reward": "verifier"},
+    "workload": {"algorithm": "grpo", "prompts_per_step": 32, "samples_per_prompt": 8,
+                 "prompt_tokens": 512, "response_tokens": 2048, "max_prompt_tokens": 1024},
+    "plan": {"placement": "disaggregated", "rollout": {"gpus": 4, "tp": 4, "ep": 4}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("version", sorted(VERSIONS))
+def test_the_rollout_expert_parallelism_is_sglang_ep_size(tmp_path: Path, version: str) -> None:
+    # SGLangConfig.ep_size (cli_args.py L1970 at fee938ea, L1783 at 4aef98d8), inside the
+    # instance the allocation string sizes (sglang:d1p1t4: 4 GPUs, docs/en/reference/
+    # alloc_mode.md L114-L119), and read back by review
+    done = export_of(parse_scenario(MOE_ON_ONE_NODE, "moe"), version)
+    text = script(done, "moe", "Qwen/Qwen1.5-MoE-A2.7B")
+    assert "rollout.backend=sglang:d1p1t4 " in text and "sglang.ep_size=4 " in text
+    path = tmp_path / "moe.sh"
+    path.write_text(text)
+    read = review_json(path, "--accelerator", "h100-sxm-80gb", "--policy", "qwen1.5-moe-a2.7b")
+    rollout = read["scenario"]["plan"]["rollout"]
+    assert (rollout["tp"], rollout["ep"]) == (4, 4)
+
+
+def test_an_engine_expert_group_beyond_its_tensor_group_is_refused() -> None:
+    over = {
+        **MOE_ON_ONE_NODE,
+        "plan": {**MOE_ON_ONE_NODE["plan"], "rollout": {"gpus": 4, "tp": 2, "ep": 4}},
+    }
+    # SGLang's expert groups are carved out of the instance's tensor group (constraint
+    # areal-sglang-expert-parallel-within-engine): EP 4 over TP 2 is no SGLang launch, and
+    # AReaL's vLLM engine has no expert-parallel key
+    with pytest.raises(NotExpressible, match=r"no key for plan\.rollout\.ep = 4 on .* with vllm"):
+        export_of(parse_scenario(over, "moe"))

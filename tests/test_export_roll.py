@@ -315,6 +315,9 @@ def test_the_small_example_by_hand() -> None:
     assert ran.exit_code == 0, ran.output
     text = ran.output
     assert "--config_path rlmguide --config_name plan" in text
+    # the header names the reference ROLL parks by itself (base_worker.py L130-L142), no key
+    header = next(line for line in text.splitlines() if line.startswith("# Plan: "))
+    assert "frozen (by roll itself)" in header, header
     assert "${oc.env:TRAIN_DATA}" in text and not text.startswith("#!")
     # the model loads by its Hugging Face id unless MODEL_PATH is set
     assert document_config(text)["pretrain"] == "Qwen/Qwen2.5-7B"

@@ -341,3 +341,19 @@ def test_nemo_rl_without_packing_costs_its_micro_batch_in_sequences(tmp_path: Pa
     )
     got = review(unpacked, hardware=H100)
     assert got["scenario"]["plan"]["train"]["micro_batch_tokens"] == 2 * 4096
+
+
+@pytest.mark.parametrize("sleep", [True, False])
+def test_openrlhf_async_beside_the_hybrid_engine_switches_is_async(
+    tmp_path: Path, sleep: bool
+) -> None:
+    # --train.async_enable selects OpenRLHF's async trainer whatever else is given: its vLLM
+    # engines get no shared placement group (train_ppo_ray.py L75 at 3c3be623), and with
+    # --vllm.enable_sleep it stops at start-up (L670-L671)
+    name = "openrlhf-011-async-vllm-sleep.sh"
+    path = USER / name if sleep else _edited(tmp_path, name, " --vllm.enable_sleep", "")
+    got = review(path, hardware=H100)
+    plan = got["scenario"]["plan"]
+    assert plan["execution"] != "sync" and plan["placement"] == "disaggregated"
+    stops = {s["constraint"] for s in got["startup"]}
+    assert ("openrlhf-async-refuses-vllm-sleep" in stops) == sleep

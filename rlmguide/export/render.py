@@ -217,6 +217,18 @@ def script(exported: Exported, origin: str, policy: str) -> str:
         f"{rollout_pp}{rollout_ep}; train {t['gpus']} GPUs TP {t['tp']} PP {t['pp']}{interleaved} "
         f"CP {t['cp']} EP {t['ep']} ZeRO {t['zero']}, recompute {t['recompute']}"
     )
+    # what the plan offloads; a part the framework's own code does (its mapping's `implied`
+    # facts: ROLL, NeMo-RL, slime and SkyRL park the frozen models) is written by no key
+    implied = m.implied_facts()
+    offloaded = [
+        f"{part} (by {exported.framework} itself)"
+        if f"plan.train.offload_{part}" in implied
+        else part
+        for part, value in t.get("offload", {}).items()
+        if value
+    ]
+    if offloaded:
+        described += f", offload {' + '.join(offloaded)}"
     if frozen := plan.get("assessment"):
         described += f"; frozen models TP {frozen['tp']} PP {frozen['pp']} replicas"
     step = f"{plan['step_seconds']:.1f} s per step predicted"

@@ -247,6 +247,12 @@ LAUNCH_FACTS = {
             "alike; 0: within the record",
         ),
         Fact(
+            "launch.rollout_sleep",
+            "bool",
+            "the rollout engines sleep between rollouts, freeing their GPU memory for training "
+            "(OpenRLHF's --vllm.enable_sleep)",
+        ),
+        Fact(
             "launch.rollout_micro_batch",
             "number",
             "samples per rollout micro-batch (OpenRLHF's micro_rollout_batch_size): the step's "
@@ -267,6 +273,7 @@ ABSENT = {
     "launch.dynamic_sampling": False,
     "launch.ref_micro_batch": 0,
     "launch.log_prob_micro_batch": 0,
+    "launch.rollout_sleep": False,
 }
 """What a launch that writes no key for a launch fact runs with (a mapping's `reads` and
 `config_defaults` give the framework's own default where it differs)."""

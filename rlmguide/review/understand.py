@@ -185,9 +185,10 @@ def choose_launch(
     read: Mapping[str, Any] | None = None,
 ) -> Launch:
     """The mapping's entry point this launch is: the same command, every fixed option present,
-    the execution and placement the keys gave (`read`), the most specific (most fixed options
-    matched, then the one whose base config (AReaL's `--config`) the launch names, then one
-    whose execution the present keys' conditions name, an overlapped execution before sync)."""
+    the execution and placement the keys gave (`read`), an overlapped one its own switches
+    select before any other, then the most specific (most fixed options matched, then the one
+    whose base config (AReaL's `--config`) the launch names, then one whose execution the
+    present keys' conditions name, an overlapped execution before sync)."""
     read = read or {}
 
     def agrees(launch: Launch) -> bool:
@@ -207,9 +208,19 @@ def choose_launch(
     ]
     if not fitting:
         raise LookupError(f"{mapping.id} has no entry point `{module}` for this launch")
+
+    def selects_overlap(launch: Launch) -> bool:
+        # an overlapped launch whose own switches the launch gives runs that way whatever else
+        # it gives: OpenRLHF's --train.async_enable beside --train.colocate_all and
+        # --vllm.enable_sleep (the sync launch's) is async, and stops at start-up
+        # (train_ppo_ray.py L670-L671, constraint openrlhf-async-refuses-vllm-sleep)
+        switches = [f for f in launch.fixed if not f.startswith("--config")]
+        return launch.execution != "sync" and bool(switches)
+
     return max(
         fitting,
         key=lambda la: (
+            selects_overlap(la),
             len(la.fixed),
             any(fixed_present(f, options) for f in la.fixed if f.startswith("--config=")),
             f"'{la.execution}'" in named,
