@@ -189,3 +189,22 @@ def test_the_header_cluster_is_taken_only_where_it_holds_the_pools() -> None:
     assert cluster_holding(header, 16) == (2, 8)
     assert cluster_holding(header, 17) is None  # pools grown since export: placed as before
     assert cluster_holding({"cluster.nodes": 2}, 8) is None
+
+
+@pytest.mark.parametrize(
+    ("framework", "name"),
+    [("roll", "run.sh"), ("verl", "run.yaml")],
+    ids=["yaml-as-sh", "sh-as-yaml"],
+)
+def test_a_launch_saved_under_the_other_kind_of_name_is_read_by_what_it_holds(
+    framework: str, name: str, tmp_path: Path
+) -> None:
+    # `export --out` takes any name: ROLL's YAML config saved as run.sh, verl's script as
+    # run.yaml are read by their content (the script's shebang, the config's first key)
+    version = max(v for f, v in VERSIONS if f == framework)
+    launch = api.export(_scenario(None), framework, version=version)
+    path = tmp_path / name
+    path.write_text(launch.script)
+    got = review(path)
+    assert got["mapping"] == version
+    assert terms(got["estimate"]) == terms(launch.model_dump(mode="json")["plan"])

@@ -805,7 +805,7 @@ def read_file(
     recipe_keys: set[str] | None = None
     shell = Shell()
     try:
-        if path.suffix in (".yaml", ".yml"):
+        if _is_yaml(path, text):
             module, config, own, recipe_keys = parse_recipe(path, mappings, framework, budget)
             if _is_scenario(config):
                 raise ReviewError(
@@ -850,6 +850,24 @@ def read_file(
     reading.stated_lengths = stated_lengths(text)
     reading.stated_scenario = stated_scenario(text)
     return reading
+
+
+YAML_KEY = re.compile(r"[A-Za-z_][\w.\-]*:(?:\s|$)")
+
+
+def _is_yaml(path: Path, text: str) -> bool:
+    """A YAML document rather than a shell launch, by what the file holds where its name and
+    content disagree (`export --out run.sh` of ROLL's YAML config, or a script saved as .yaml):
+    a shebang makes a script, and a first line (neither blank nor a comment) that opens a
+    mapping (`key:`) a YAML document, which no shell launch starts with; the name decides the
+    rest."""
+    if text.startswith("#!"):
+        return False
+    first = next(
+        (line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")),
+        "",
+    )
+    return bool(YAML_KEY.match(first)) or path.suffix in (".yaml", ".yml")
 
 
 def _is_scenario(config: Mapping[str, Any]) -> bool:
