@@ -2164,6 +2164,9 @@ def recommend(
                 f"gives a plan its export writes ({'; '.join(tried)})"
             }
     else:
+        # the plans the launch check refuses leave the ranking first, as `recommend` ranks
+        # (a tie then picks its simpler plan among those left), narrowing `eligible`
+        _launchable_ranking(recommender, costs, 1, scores, eligible)
         ranked, start, skipped, count = _first(costs, scores, eligible, first)
         passed = {"passed_over": skipped, "passed_over_count": count}
     recommender.ranked_rows = list(ranked.rows)

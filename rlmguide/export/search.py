@@ -132,6 +132,9 @@ def find_plan(
             enforce_memory=not complete,
             **mapping.costing(),
             versions={framework: mapping.id},
+            # the ranking `recommend --framework` shows: plans this launch refuses leave it
+            # before a tie picks its simpler plan among those left (rules.recommend)
+            launch_check=writer.refusal,
         )
         refused = _refused_mode(recommender, framework, plan)
         if not launchable:
