@@ -1847,13 +1847,14 @@ def memory_shortfall(plan: Mapping[str, Any]) -> str:
     usable = sum(terms.values()) - over[pool]
     limit = f" (usable {usable:,.1f} GiB{' a node' if pool == 'host' else ''})"
     return (
-        f"{_describe(plan)} overflows the {pool} pool by {over[pool]:.1f} GiB {where}{limit}; "
+        f"{describe_plan(plan)} overflows the {pool} pool by {over[pool]:.1f} GiB {where}{limit}; "
         f"GiB there: {listed}; largest: {TERM_NAMES[term]}; it would fit with "
         f"{REMEDIES[term]}"
     )
 
 
-def _describe(plan: Mapping[str, Any]) -> str:
+def describe_plan(plan: Mapping[str, Any]) -> str:
+    """A plan in one line, as a tie names the plan it passed over (review names it alike)."""
     ro, tr = plan["rollout"], plan["train"]
     offload = [k for k, v in tr["offload"].items() if v]
     rollout = (
@@ -2001,7 +2002,7 @@ def _first(
             return Ranked([place]), position, passed, reasons.total()
         reasons[why] += 1
         if len(passed) < PASSED_OVER_SHOWN:
-            passed.append({"rank": position, "plan": _describe(plan), "why": why})
+            passed.append({"rank": position, "plan": describe_plan(plan), "why": why})
     # every distinct reason, not only the first plans': those may all meet one (a mode the
     # launch has no entry point for) and hide the one the plans it could launch meet
     count = reasons.total()
@@ -2320,7 +2321,7 @@ def _nothing_ranked(
         who = ", ".join(recommender.frameworks_for(best)) or "none"
         return (
             "no released framework runs a feasible plan of this scenario; research systems "
-            f"do (the fastest, {_describe(costs.row(best))}, by {who}): --include-research "
+            f"do (the fastest, {describe_plan(costs.row(best))}, by {who}): --include-research "
             "ranks their plans"
         )
     return (
@@ -2358,7 +2359,7 @@ def _research(
         shown = [by_id[f] for f in recommender.frameworks_for(int(i))]
         found.append(
             {
-                "plan": _describe(costs.row(int(i))),
+                "plan": describe_plan(costs.row(int(i))),
                 "placement": PLACEMENTS[key[0]],
                 "execution": EXECUTIONS[key[1]],
                 "critic": CRITICS[key[2]],
@@ -2396,7 +2397,7 @@ def _off_policy(
         seconds = float(costs.step_seconds[i])
         found.append(
             {
-                "plan": _describe(costs.row(int(i))),
+                "plan": describe_plan(costs.row(int(i))),
                 "placement": PLACEMENTS[int(costs.plans.placement[i])],
                 "execution": EXECUTIONS[key[0]],
                 "max_staleness": key[1],
@@ -2491,7 +2492,7 @@ def _tie(
         else {"faster_rank": None, "faster_listed_under": "also" if anchor in also else None}
     )
     return {
-        "faster_plan": _describe(costs.row(anchor)),
+        "faster_plan": describe_plan(costs.row(anchor)),
         **where,
         "faster_by_percent": round(100 * (mine - best) / mine, 1),
         "slower_by_percent": round(100 * (mine - best) / best, 1),
@@ -2568,7 +2569,7 @@ def _departure(
         else "the fastest plan of its tie"
     )
     return {
-        "simplest_plan": _describe(costs.row(simplest)),
+        "simplest_plan": describe_plan(costs.row(simplest)),
         "simplest_step_seconds": round(float(seconds[simplest]), 2),
         "gain_percent": round(100 * gain, 1),
         "slower_than_fastest_percent": round(100 * beyond, 1),
