@@ -1583,12 +1583,38 @@ class Recommender:
                     f"{named} does not divide the {pool} GPUs of any placement this cluster "
                     f"allows ({shown})"
                 )
+        if experts := self._fixed_experts_binding(chosen):
+            return experts
         if not chosen:
             return (
                 "no split of the cluster matches the fixed placement and pool sizes "
                 "(plan.placement, plan.rollout.gpus, plan.train.gpus)"
             )
         return "no candidate plan fits the fixed plan fields of the scenario"
+
+    def _fixed_experts_binding(self, chosen: Any) -> str | None:
+        """Fixed expert degrees no train pool hosts: Megatron lays experts out over
+        etp x ep x pp ranks that must divide the world (megatron/core/parallel_state.py
+        L788-L795 at core_v0.16.1; cost.plans.expert_ranks is the same grid, ep dividing
+        dp x cp x tp / etp). An unset etp is searched, so it is taken at 1, its widest grid."""
+        train = self.resolved.scenario.plan.train
+        if not train.ep or train.ep == 1:
+            return None
+        product = (train.etp or 1) * train.ep * (train.pp or 1)
+        sizes = sorted({s.train_gpus for s in chosen})
+        if not sizes or any(size % product == 0 for size in sizes):
+            return None
+        named = " x ".join(
+            f"plan.train.{d}={v}"
+            for d, v in (("etp", train.etp), ("ep", train.ep), ("pp", train.pp))
+            if v
+        )
+        shown = ", ".join(str(x) for x in sizes[:8]) + (", ..." if len(sizes) > 8 else "")
+        return (
+            f"{named}: {product} expert ranks a replica, which do not divide the train GPUs "
+            f"of any placement this cluster allows ({shown}); Megatron refuses such a world "
+            "(megatron/core/parallel_state.py L792-L795 at core_v0.16.1)"
+        )
 
     def _memory_binding(self) -> str:
         r = self.resolved
