@@ -44,3 +44,37 @@ def test_an_unset_etp_is_searched_so_the_same_degrees_fit(tmp_path: Path) -> Non
     scenario.write_text(yaml.safe_dump({**EXPERTS, "plan": plan}))
     done = CliRunner().invoke(cli, ["recommend", str(scenario), "--format", "json"])
     assert done.exit_code == 0, done.output
+
+
+# audit6's a04: gpt-oss-120b async GRPO on 64 H200, exported to ROLL
+GPT_OSS = {
+    "cluster": {"accelerator": "h200-sxm-141gb", "nodes": 8, "gpus_per_node": 8},
+    "models": {"policy": "gpt-oss-120b", "reward": "verifier"},
+    "workload": {
+        "algorithm": "grpo",
+        "prompts_per_step": 256,
+        "samples_per_prompt": 8,
+        "prompt_tokens": 512,
+        "response_tokens": 4000,
+        "max_response_tokens": 16384,
+        "minibatches_per_step": 4,
+        "max_staleness": 2,
+    },
+    "plan": {"execution": "async"},
+}
+
+
+def test_a_refusal_names_each_constraint_once(tmp_path: Path) -> None:
+    # Before: "(constraint roll-megatron-needs-an-mcore-adapter-template,
+    # roll-megatron-needs-an-mcore-adapter-template)", once per component that carries it.
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump(GPT_OSS))
+    out = tmp_path / "run.yaml"
+    done = CliRunner().invoke(
+        cli, ["export", str(scenario), "--framework", "roll", "--out", str(out)]
+    )
+    said = " ".join(done.output.split())
+    assert done.exit_code != 0 and "Traceback" not in said
+    named = said[said.rindex("(constraint ") :].removeprefix("(constraint ").rstrip(")")
+    ids = named.split(", ")
+    assert ids and len(ids) == len(set(ids)), said
