@@ -1500,7 +1500,7 @@ class Recommender:
             return (
                 f"{record.framework} refuses {count} of {self.search.candidates} candidates by "
                 f"{reason} ({record.title}): {record.statement} ({record.file} at "
-                f"{record.commit[:10]})"
+                f"{record.commit[:10]})" + self._other_reasons(rejected, reason)
             )
         if reason not in {r.id for r in self.rules}:
             plan = self.resolved.scenario.plan
@@ -1536,6 +1536,17 @@ class Recommender:
             f"{self.search.candidates} candidates: {rule.record.statement}"
             + self._heads_detail(reason)
         )
+
+    @staticmethod
+    def _other_reasons(rejected: Counter[str], named: str) -> str:
+        """The reasons beside the one named that rejected candidates too, with their counts:
+        a constraint that removed half of them is not why the rest failed."""
+        others = [
+            f"{count} {'do not fit in memory' if reason == 'memory' else 'by ' + reason}"
+            for reason, count in rejected.most_common()
+            if reason != named
+        ]
+        return f"; of the others, {', '.join(others)}" if others else ""
 
     def _fixed_tp_breaks_heads(self) -> str | None:
         """The head rule (HEAD_RULES) of a pool whose tp the scenario fixes at a degree that

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -78,3 +79,37 @@ def test_a_refusal_names_each_constraint_once(tmp_path: Path) -> None:
     named = said[said.rindex("(constraint ") :].removeprefix("(constraint ").rstrip(")")
     ids = named.split(", ")
     assert ids and len(ids) == len(set(ids)), said
+
+
+# audit6's a03: GLM-4.5-Air one-step-off GRPO on 16 B200, on verl only
+GLM_AIR = {
+    "cluster": {"accelerator": "b200-sxm-180gb", "nodes": 2, "gpus_per_node": 8},
+    "models": {"policy": "glm-4.5-air", "reward": "verifier"},
+    "workload": {
+        "algorithm": "grpo",
+        "prompts_per_step": 128,
+        "samples_per_prompt": 8,
+        "prompt_tokens": 1024,
+        "response_tokens": 6000,
+        "max_response_tokens": 16384,
+        "minibatches_per_step": 2,
+        "max_staleness": 1,
+    },
+    "plan": {"execution": "one-step-off"},
+}
+
+
+def test_a_constraint_refusal_counts_every_other_reason(tmp_path: Path) -> None:
+    # Before: only the constraint that removed the most (27,300 of 56,550) was named.
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump(GLM_AIR))
+    done = CliRunner().invoke(cli, ["recommend", str(scenario), "--framework", "verl"])
+    said = " ".join(done.output.split())
+    assert done.exit_code != 0 and "Traceback" not in said
+    head = re.search(r"refuses (\d+) of (\d+) candidates by constraint ", said)
+    assert head is not None, said
+    others = said.split("; of the others, ", 1)[1]
+    counts = [int(n) for n in re.findall(r"(?:^|, )(\d+) (?:by|do not fit)", others)]
+    # every candidate is accounted for, memory among the reasons
+    assert int(head[1]) + sum(counts) == int(head[2])
+    assert "do not fit in memory" in others
