@@ -106,8 +106,12 @@ def test_every_differing_field_is_a_change_nested_ones_too() -> None:
     assert not found[0]["within_noise"]
 
 
-def _plan(seconds: float, feasible: bool = True, **more: Any) -> dict[str, Any]:
-    return {"step_seconds": seconds, "execution": "sync", "feasible": feasible, **more}
+def _plan(seconds: float, feasible: bool = True, rollout_tp: int = 2) -> dict[str, Any]:
+    offload = {"phase": False, "optimizer": 0.0, "params": False, "frozen": False}
+    return {"step_seconds": seconds, "execution": "sync", "feasible": feasible,
+            "placement": "colocated", "rollout": {"gpus": 8, "tp": rollout_tp, "pp": 1, "ep": 1},
+            "train": {"gpus": 8, "tp": 1, "pp": 1, "cp": 1, "ep": 1, "zero": 3,
+                      "recompute": "none", "offload": offload}}  # fmt: skip
 
 
 def test_the_tie_verdict_by_hand() -> None:
@@ -117,6 +121,12 @@ def test_the_tie_verdict_by_hand() -> None:
     )
     assert tie_verdict(_plan(50.8), _plan(42.4)).endswith(
         "within the ranking's 20% tie of this one"
+    )
+    assert tie_verdict(_plan(50.8), _plan(50.77)) == (  # m04: re-costed at the launch's settings
+        "no change advised: this is the ranking's first plan"
+    )
+    assert "takes as long as this one" in (
+        tie_verdict(_plan(50.8), _plan(50.8, rollout_tp=4)) or ""
     )
     assert tie_verdict(_plan(100.0), _plan(70.0)) is None  # 43% slower: advice stands
     assert tie_verdict(_plan(100.0, feasible=False), _plan(95.0)) is None

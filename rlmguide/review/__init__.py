@@ -30,7 +30,7 @@ from rlmguide.review.review import (
     without_launch_settings,
 )
 from rlmguide.rules import RECOMMEND_KINDS
-from rlmguide.rules.ranking import TIE_FRACTION, within_tie
+from rlmguide.rules.ranking import NEAR_FRACTION, TIE_FRACTION, within_tie
 
 __all__ = ["Hardware", "NotCostable", "ReviewError", "changes", "review"]
 
@@ -107,7 +107,10 @@ def tie_verdict(reviewed: dict[str, Any], top: dict[str, Any]) -> str | None:
     if not (reviewed["feasible"] and top["feasible"] and within_tie(mine, best)):
         return None
     tie = f"{100 * TIE_FRACTION:.0f}% tie"
-    if best < mine:
+    if describe_plan(reviewed) == describe_plan(top) and abs(mine - best) < NEAR_FRACTION * best:
+        # the same layout at the launch's own memory settings: one row of the ranking
+        said = "this is the ranking's first plan"
+    elif best < mine:
         said = f"the best plan ({best:.1f} s per step) is within the ranking's {tie} of this one"
     elif best > mine:
         said = (
@@ -115,7 +118,7 @@ def tie_verdict(reviewed: dict[str, Any], top: dict[str, Any]) -> str | None:
             f"ranking's {tie}, where the simpler plan ranks first"
         )
     else:
-        said = "this is the ranking's first plan"
+        said = f"the best plan takes as long as this one ({best:.1f} s per step)"
     passed = top.get("tie") or {}
     if passed.get("faster_plan") and passed["faster_plan"] != describe_plan(reviewed):
         said += (
