@@ -55,6 +55,14 @@ earlier 4 ms / 40 ms / 50 us constants and 1.19 (25 pairs) at the fitted ones
 (cost.overheads.decode_step_seconds): smaller than the absolute error would suggest, but not
 smaller than that."""
 
+
+def within_tie(seconds: float, other: float) -> bool:
+    """Whether two plans' step times are a tie of the ranking: the slower no more than
+    `TIE_FRACTION` beyond the faster (the window `Ranking.ranking` picks the simpler plan
+    from), so review and ranking judge one difference alike."""
+    return max(seconds, other) <= (1 + TIE_FRACTION) * min(seconds, other)
+
+
 NEAR_FRACTION = 0.02
 """Rows of one placement, execution mode and rollout layout whose step times differ by less
 than 2% are shown as one row: a tenth of the tie, well inside the model's error, so a list

@@ -1500,7 +1500,7 @@ class Recommender:
             return (
                 f"{record.framework} refuses {count} of {self.search.candidates} candidates by "
                 f"{reason} ({record.title}): {record.statement} ({record.file} at "
-                f"{record.commit[:10]})"
+                f"{record.commit[:10]})" + self._other_reasons(rejected, reason)
             )
         if reason not in {r.id for r in self.rules}:
             plan = self.resolved.scenario.plan
@@ -1536,6 +1536,17 @@ class Recommender:
             f"{self.search.candidates} candidates: {rule.record.statement}"
             + self._heads_detail(reason)
         )
+
+    @staticmethod
+    def _other_reasons(rejected: Counter[str], named: str) -> str:
+        """The reasons beside the one named that rejected candidates too, with their counts:
+        a constraint that removed half of them is not why the rest failed."""
+        others = [
+            f"{count} {'do not fit in memory' if reason == 'memory' else 'by ' + reason}"
+            for reason, count in rejected.most_common()
+            if reason != named
+        ]
+        return f"; of the others, {', '.join(others)}" if others else ""
 
     def _fixed_tp_breaks_heads(self) -> str | None:
         """The head rule (HEAD_RULES) of a pool whose tp the scenario fixes at a degree that
@@ -1583,12 +1594,38 @@ class Recommender:
                     f"{named} does not divide the {pool} GPUs of any placement this cluster "
                     f"allows ({shown})"
                 )
+        if experts := self._fixed_experts_binding(chosen):
+            return experts
         if not chosen:
             return (
                 "no split of the cluster matches the fixed placement and pool sizes "
                 "(plan.placement, plan.rollout.gpus, plan.train.gpus)"
             )
         return "no candidate plan fits the fixed plan fields of the scenario"
+
+    def _fixed_experts_binding(self, chosen: Any) -> str | None:
+        """Fixed expert degrees no train pool hosts: Megatron lays experts out over
+        etp x ep x pp ranks that must divide the world (megatron/core/parallel_state.py
+        L788-L795 at core_v0.16.1; cost.plans.expert_ranks is the same grid, ep dividing
+        dp x cp x tp / etp). An unset etp is searched, so it is taken at 1, its widest grid."""
+        train = self.resolved.scenario.plan.train
+        if not train.ep or train.ep == 1:
+            return None
+        product = (train.etp or 1) * train.ep * (train.pp or 1)
+        sizes = sorted({s.train_gpus for s in chosen})
+        if not sizes or any(size % product == 0 for size in sizes):
+            return None
+        named = " x ".join(
+            f"plan.train.{d}={v}"
+            for d, v in (("etp", train.etp), ("ep", train.ep), ("pp", train.pp))
+            if v
+        )
+        shown = ", ".join(str(x) for x in sizes[:8]) + (", ..." if len(sizes) > 8 else "")
+        return (
+            f"{named}: {product} expert ranks a replica, which do not divide the train GPUs "
+            f"of any placement this cluster allows ({shown}); Megatron refuses such a world "
+            "(megatron/core/parallel_state.py L792-L795 at core_v0.16.1)"
+        )
 
     def _memory_binding(self) -> str:
         r = self.resolved
@@ -1847,13 +1884,14 @@ def memory_shortfall(plan: Mapping[str, Any]) -> str:
     usable = sum(terms.values()) - over[pool]
     limit = f" (usable {usable:,.1f} GiB{' a node' if pool == 'host' else ''})"
     return (
-        f"{_describe(plan)} overflows the {pool} pool by {over[pool]:.1f} GiB {where}{limit}; "
+        f"{describe_plan(plan)} overflows the {pool} pool by {over[pool]:.1f} GiB {where}{limit}; "
         f"GiB there: {listed}; largest: {TERM_NAMES[term]}; it would fit with "
         f"{REMEDIES[term]}"
     )
 
 
-def _describe(plan: Mapping[str, Any]) -> str:
+def describe_plan(plan: Mapping[str, Any]) -> str:
+    """A plan in one line, as a tie names the plan it passed over (review names it alike)."""
     ro, tr = plan["rollout"], plan["train"]
     offload = [k for k, v in tr["offload"].items() if v]
     rollout = (
@@ -2001,7 +2039,7 @@ def _first(
             return Ranked([place]), position, passed, reasons.total()
         reasons[why] += 1
         if len(passed) < PASSED_OVER_SHOWN:
-            passed.append({"rank": position, "plan": _describe(plan), "why": why})
+            passed.append({"rank": position, "plan": describe_plan(plan), "why": why})
     # every distinct reason, not only the first plans': those may all meet one (a mode the
     # launch has no entry point for) and hide the one the plans it could launch meet
     count = reasons.total()
@@ -2323,7 +2361,7 @@ def _nothing_ranked(
         who = ", ".join(recommender.frameworks_for(best)) or "none"
         return (
             "no released framework runs a feasible plan of this scenario; research systems "
-            f"do (the fastest, {_describe(costs.row(best))}, by {who}): --include-research "
+            f"do (the fastest, {describe_plan(costs.row(best))}, by {who}): --include-research "
             "ranks their plans"
         )
     return (
@@ -2361,7 +2399,7 @@ def _research(
         shown = [by_id[f] for f in recommender.frameworks_for(int(i))]
         found.append(
             {
-                "plan": _describe(costs.row(int(i))),
+                "plan": describe_plan(costs.row(int(i))),
                 "placement": PLACEMENTS[key[0]],
                 "execution": EXECUTIONS[key[1]],
                 "critic": CRITICS[key[2]],
@@ -2399,7 +2437,7 @@ def _off_policy(
         seconds = float(costs.step_seconds[i])
         found.append(
             {
-                "plan": _describe(costs.row(int(i))),
+                "plan": describe_plan(costs.row(int(i))),
                 "placement": PLACEMENTS[int(costs.plans.placement[i])],
                 "execution": EXECUTIONS[key[0]],
                 "max_staleness": key[1],
@@ -2494,7 +2532,7 @@ def _tie(
         else {"faster_rank": None, "faster_listed_under": "also" if anchor in also else None}
     )
     return {
-        "faster_plan": _describe(costs.row(anchor)),
+        "faster_plan": describe_plan(costs.row(anchor)),
         **where,
         "faster_by_percent": round(100 * (mine - best) / mine, 1),
         "slower_by_percent": round(100 * (mine - best) / best, 1),
@@ -2571,7 +2609,7 @@ def _departure(
         else "the fastest plan of its tie"
     )
     return {
-        "simplest_plan": _describe(costs.row(simplest)),
+        "simplest_plan": describe_plan(costs.row(simplest)),
         "simplest_step_seconds": round(float(seconds[simplest]), 2),
         "gain_percent": round(100 * gain, 1),
         "slower_than_fastest_percent": round(100 * beyond, 1),

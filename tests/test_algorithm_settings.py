@@ -160,6 +160,19 @@ def _reviewed(done: Exported, tmp_path: Path) -> dict[str, dict[str, Any]]:
     return {row["setting"]: row for row in got["algorithm_settings"]}
 
 
+def test_areal_kl_departure_holds_only_where_the_launch_applies_a_kl(tmp_path: Path) -> None:
+    """audit6's rv/r5: an AReaL GRPO launch at kl_ctl 0 (its base config's default) has no KL,
+    so no "this launch applies actor.kl_ctl there"; the export (kl_ctl 0.001) keeps it."""
+    text = script(_export("grpo", "areal"), "test", "qwen2.5-7b")
+    assert f"actor.kl_ctl={KL_COEF}" in text
+    for launched, said in ((text, True), (text.replace(f"actor.kl_ctl={KL_COEF}", ""), False)):
+        path = tmp_path / "launch.sh"
+        path.write_text(launched)
+        got = review(path, hardware=Hardware("h100-sxm-80gb"), policy="qwen2.5-7b")
+        notes = [r["verdict"] for r in got["algorithm_settings"] if r["setting"] == "departure"]
+        assert any("no KL loss" in note for note in notes) == said, notes
+
+
 def test_review_reads_the_kl_side_and_clip_range_back(tmp_path: Path) -> None:
     rloo = _reviewed(_export("rloo", "verl"), tmp_path)["KL penalty to the reference"]
     assert (rloo["launch"], rloo["record"], rloo["verdict"]) == (

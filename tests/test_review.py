@@ -1004,7 +1004,9 @@ def test_a_change_inside_the_tie_band_is_within_noise() -> None:
            "train": {**reviewed["train"], "recompute": "none"}}  # fmt: skip
     seconds = {"rollout.tp": 90.0, "train.recompute": 70.0}  # 10% and 30% faster
     found = {c["field"]: c for c in changes(reviewed, top, lambda f, v: seconds[f])}
-    assert found["rollout.tp"]["within_noise"] and "within noise" in found["rollout.tp"]["text"]
+    assert (
+        found["rollout.tp"]["within_noise"] and "within the 20% tie" in found["rollout.tp"]["text"]
+    )
     assert not found["train.recompute"]["within_noise"]
 
 

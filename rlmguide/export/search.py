@@ -86,13 +86,13 @@ def _refused_mode(recommender: Recommender, framework: str, plan: Any) -> str:
         for name, value in {**recommender.facts, **given}.items()
         if value is not None  # a mode the scenario leaves open refuses nothing yet
     }
-    refusing = [
+    refusing = dict.fromkeys(  # once each: a component's constraint is inherited per backend
         c.id
         for support in recommender.supports
         if support.id == framework
         for c in support.constraints
         if c.names <= env.keys() and not c.holds(env, 1)[0]
-    ]
+    )
     return f" (constraint {', '.join(refusing)})" if refusing else ""
 
 

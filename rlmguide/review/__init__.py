@@ -30,7 +30,7 @@ from rlmguide.review.review import (
     without_launch_settings,
 )
 from rlmguide.rules import RECOMMEND_KINDS
-from rlmguide.rules.ranking import TIE_FRACTION
+from rlmguide.rules.ranking import NEAR_FRACTION, TIE_FRACTION, within_tie
 
 __all__ = ["Hardware", "NotCostable", "ReviewError", "changes", "review"]
 
@@ -42,24 +42,25 @@ class NotCostable(Exception):
 PLACING = ("colocate", "nodes", "gpus_per_node", "resource", "pool")
 """Words of config keys that place models on GPUs."""
 
-COMPARED = (
-    ("placement", "placement"),
-    ("execution", "execution"),
-    ("rollout", "gpus"),
-    ("rollout", "tp"),
-    ("rollout", "ep"),
-    ("train", "gpus"),
-    ("train", "tp"),
-    ("train", "pp"),
-    ("train", "cp"),
-    ("train", "ep"),
-    ("train", "zero"),
-    ("train", "recompute"),
-)
+SETTINGS = ("placement", "execution", "max_staleness", "prefix_caching", "critic", "fusion")
+"""The plan's fields outside its pools."""
+
+SIZED = frozenset(("rollout.dp", "train.dp", "rollout.memory_fraction", "train.micro_batch_tokens"))
+"""Pool fields the other fields decide (data-parallel width is the GPUs over the model-parallel
+degrees; the engine's share and the micro-batch are sized for the plan, compared in the memory
+table), so no change of their own."""
 
 
-def _get(plan: dict[str, Any], pool: str, name: str) -> Any:
-    return plan[name] if pool == name else plan[pool].get(name)
+def _fields(plan: dict[str, Any]) -> dict[str, Any]:
+    """Every field of a costed plan a scenario chooses, by dotted path (`train.offload.phase`)."""
+    found = {name: plan.get(name) for name in SETTINGS}
+    for pool in ("rollout", "train", "pools"):
+        for name, value in (plan.get(pool) or {}).items():
+            if isinstance(value, dict):
+                found.update({f"{pool}.{name}.{k}": v for k, v in value.items()})
+            else:
+                found[f"{pool}.{name}"] = value
+    return {field: value for field, value in found.items() if field not in SIZED}
 
 
 def changes(
@@ -69,19 +70,20 @@ def changes(
     with that one change (costed by `estimate_one(field, value)`, None when that plan alone is
     not runnable), best first."""
     base = reviewed["step_seconds"]
+    was_all, now_all = _fields(reviewed), _fields(top)
     found = []
-    for pool, name in COMPARED:
-        was, now = _get(reviewed, pool, name), _get(top, pool, name)
+    for field in sorted(was_all.keys() | now_all.keys()):
+        was, now = was_all.get(field), now_all.get(field)
         if was == now:
             continue
-        field = name if pool == name else f"{pool}.{name}"
         seconds = estimate_one(field, now)
         gain = None if seconds is None else (seconds - base) / base * 100
-        # a paired difference inside the ranking's tie band is within the model's own error
-        noise = seconds is not None and abs(seconds - base) < TIE_FRACTION * min(seconds, base)
+        # a paired difference inside the ranking's tie is within the model's own error
+        noise = seconds is not None and within_tie(seconds, base)
         label = f"{field.replace('.', ' ')} {was} -> {now}"
         shown = f"{gain:+.0f}% step time" if gain is not None else "only with the other changes"
-        shown += " (within noise: not recommended on its own)" if noise else ""
+        if noise:
+            shown += f" (within the {100 * TIE_FRACTION:.0f}% tie: not advised on its own)"
         found.append(
             {
                 "field": field,
@@ -94,6 +96,36 @@ def changes(
             }
         )
     return sorted(found, key=lambda c: (c["change_percent"] is None, c["change_percent"] or 0))
+
+
+def tie_verdict(reviewed: dict[str, Any], top: dict[str, Any]) -> str | None:
+    """Why no change is advised where the ranking would not tell the reviewed plan from its
+    first (both fit, step times within its tie), naming the faster plan the tie passed over."""
+    from rlmguide.rules.recommend import describe_plan
+
+    mine, best = reviewed["step_seconds"], top["step_seconds"]
+    if not (reviewed["feasible"] and top["feasible"] and within_tie(mine, best)):
+        return None
+    tie = f"{100 * TIE_FRACTION:.0f}% tie"
+    if describe_plan(reviewed) == describe_plan(top) and abs(mine - best) < NEAR_FRACTION * best:
+        # the same layout at the launch's own memory settings: one row of the ranking
+        said = "this is the ranking's first plan"
+    elif best < mine:
+        said = f"the best plan ({best:.1f} s per step) is within the ranking's {tie} of this one"
+    elif best > mine:
+        said = (
+            f"the best plan ({best:.1f} s per step) is slower than this one but within the "
+            f"ranking's {tie}, where the simpler plan ranks first"
+        )
+    else:
+        said = f"the best plan takes as long as this one ({best:.1f} s per step)"
+    passed = top.get("tie") or {}
+    if passed.get("faster_plan") and passed["faster_plan"] != describe_plan(reviewed):
+        said += (
+            f"; a plan {passed['faster_by_percent']:.0f}% faster ({passed['faster_plan']}) is "
+            f"within the {tie} and ranks after it as less simple"
+        )
+    return f"no change advised: {said}"
 
 
 def review(
@@ -211,10 +243,22 @@ def review(
         top = find_plan(unplanned, catalog, name, Writer(catalog, {name: own})).plan
     except (NoFeasiblePlan, NotExpressible) as exc:
         # the reading and its estimate stand; the comparison says why there is none
-        return {**result, "recommendation": None, "no_recommendation": str(exc), "changes": []}
+        return {
+            **result,
+            "recommendation": None,
+            "no_recommendation": str(exc),
+            "changes": [],
+            "tie": None,
+        }
     if slower := _slower_than_reviewed(reviewed, top, name):
         # a best that loses to the launch is no advice: the search missed the launch's plan
-        return {**result, "recommendation": None, "no_recommendation": slower, "changes": []}
+        return {
+            **result,
+            "recommendation": None,
+            "no_recommendation": slower,
+            "changes": [],
+            "tie": None,
+        }
 
     def one_change(field: str, value: Any) -> float | None:
         changed = _with(data, field, value, top)
@@ -224,7 +268,12 @@ def review(
             return None
         return plan["step_seconds"] if plan["feasible"] else None
 
-    return {**result, "recommendation": top, "changes": changes(reviewed, top, one_change)}
+    return {
+        **result,
+        "recommendation": top,
+        "changes": changes(reviewed, top, one_change),
+        "tie": tie_verdict(reviewed, top),
+    }
 
 
 def _slower_than_reviewed(reviewed: dict[str, Any], top: dict[str, Any], name: str) -> str | None:
@@ -233,6 +282,8 @@ def _slower_than_reviewed(reviewed: dict[str, Any], top: dict[str, Any], name: s
     if not reviewed["feasible"] or top["step_seconds"] <= reviewed["step_seconds"]:
         return None
     mode = reviewed["execution"]
+    if top["execution"] == mode and within_tie(top["step_seconds"], reviewed["step_seconds"]):
+        return None  # the ranking's simpler plan of its tie: tie_verdict says so
     why = (
         f"the search did not rank the launch's {mode} execution (its best runs {top['execution']})"
         if top["execution"] != mode
@@ -264,14 +315,16 @@ def _with(data: dict[str, Any], field: str, value: Any, top: dict[str, Any]) -> 
 
     changed = copy.deepcopy(data)
     plan = changed["plan"]
-    if "." not in field:
-        plan[field] = value
-        if field == "placement":
-            plan["rollout"]["gpus"] = top["rollout"]["gpus"]
-            plan["train"]["gpus"] = top["train"]["gpus"]
-        return changed
-    pool, name = field.split(".")
-    plan[pool][name] = value
-    if plan["placement"] == "colocated" and name == "gpus":
-        plan["rollout" if pool == "train" else "train"]["gpus"] = value
+    *path, name = field.split(".")
+    node = plan
+    for key in path:  # a nested field (train.offload.phase) of a part the launch left out
+        if node.get(key) is None:
+            node[key] = {}
+        node = node[key]
+    node[name] = value
+    if field == "placement":
+        plan["rollout"]["gpus"] = top["rollout"]["gpus"]
+        plan["train"]["gpus"] = top["train"]["gpus"]
+    elif plan["placement"] == "colocated" and name == "gpus" and path in (["train"], ["rollout"]):
+        plan["rollout" if path == ["train"] else "train"]["gpus"] = value
     return changed

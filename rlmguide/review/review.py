@@ -1409,7 +1409,10 @@ def algorithm_settings(reading: Reading, plan_facts: Mapping[str, Any]) -> list[
         else:
             verdict = "differs from the record: a different algorithm runs"
         rows.append({"setting": what, "launch": launch, "record": record, "verdict": verdict})
-    for note in departures(reading.mapping, plan_facts):
+    # judged on what the launch sets too: AReaL's KL departure holds only where its kl_ctl
+    # (read from the launch or its base config) is above 0
+    said = {k: v for k, v in reading.facts.items() if k.startswith("launch.")}
+    for note in departures(reading.mapping, {**plan_facts, **said}):
         rows.append({"setting": "departure", "launch": None, "record": None, "verdict": note})
     return rows
 

@@ -127,6 +127,7 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
         fmt,
         title="Estimate and recommendation"
         + (f" (none: {result['no_recommendation']})" if result["recommendation"] is None else "")
+        + (f" ({result['tie']})" if result.get("tie") else "")
         + (
             f"; the estimate rests on assumed {', '.join(result['rests_on_assumptions'])}"
             if result["rests_on_assumptions"]
