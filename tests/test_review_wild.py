@@ -395,7 +395,9 @@ READINGS: dict[str, dict[str, Any]] = {
         "placement": ("colocated", "sync"),
         "rollout": {"gpus": 8, "tp": 1},
         "train": {"gpus": 8, "tp": 1, "pp": 1, "cp": 1, "zero": 3, "recompute": "full"},
-        "offload": {**OFF, "phase": True, "optimizer": 1.0, "params": True},
+        # frozen: NeMo-RL keeps frozen models on the host by itself (its mapping's implied
+        # offload_frozen), which review's costing applies to the launch's fixed offload too
+        "offload": {**OFF, "phase": True, "optimizer": 1.0, "params": True, "frozen": True},
         "workload": ("grpo", 128, 8, None, None, 16),
         "policy": "deepseek-r1-distill-qwen-1.5b",
         "engine": "vllm",
