@@ -2205,12 +2205,11 @@ def recommend(
         # the plans the launch check refuses leave the ranking first, as `recommend` ranks
         # (a tie then picks its simpler plan among those left); where that finds none it
         # launches, the refusals are told on the ranking as it was
-        left = eligible.copy()
-        top_left = _launchable_ranking(recommender, costs, 1, scores, left).rows
-        if recommender.launch_check is not None and not _refused_by_all(
-            recommender, costs, top_left[0]
-        ):
-            eligible = left
+        if recommender.launch_check is not None:
+            left = eligible.copy()
+            top_left = _launchable_ranking(recommender, costs, 1, scores, left).rows
+            if not _refused_by_all(recommender, costs, top_left[0]):
+                eligible = left
         ranked, start, skipped, count = _first(costs, scores, eligible, first)
         passed = {"passed_over": skipped, "passed_over_count": count}
     recommender.ranked_rows = list(ranked.rows)
