@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -89,4 +90,20 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
     """The real site with the fixture deployments, built once per test session in strict
     mode (shared by the site tests)."""
     records = records_with_fixtures(tmp_path_factory.mktemp("records") / "kb")
-    return build_site(SITE_BUILD / "site", tmp_path_factory.mktemp("site-cache"), records)
+    # pytest-xdist workers each build their own copy: one folder would be replaced under the other
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    folder = SITE_BUILD / ("site" if worker is None else f"site-{worker}")
+    return build_site(folder, tmp_path_factory.mktemp("site-cache"), records)
+
+
+# Tests sharing an expensive session fixture run on one pytest-xdist worker (`--dist loadgroup`),
+# so the plan atlas and the built site are each computed once, not once per worker.
+SHARED_FIXTURE_GROUPS = {"atlas_rows": "atlas", "built_site": "site"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture, group in SHARED_FIXTURE_GROUPS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(group))
+                break
