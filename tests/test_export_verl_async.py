@@ -14,11 +14,14 @@ import yaml
 from click.testing import CliRunner
 from conftest import REPO
 from launch_support import catalogs
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import record_roots
 from rlmguide.rules.frameworks import compile_constraints
+from rlmguide.rules.scenario import parse_scenario, resolve
 from test_startup import V07, V08, _check, _export, _review, _run, _scenario, _without
 
 from rlmguide.cli import cli
-from rlmguide.export import Exported, NotExpressible, script
+from rlmguide.export import Exported, NotExpressible, build, script
 from rlmguide.export.startup import ABSENT, binding, tripped
 
 FIXTURES = REPO / "tests" / "fixtures" / "frameworks"
@@ -274,3 +277,22 @@ def test_the_reward_model_pool_constraints_by_hand() -> None:
             facts = {"plan.execution": execution, "workload.reward_model": reward,
                      "plan.pools.reward": pool}  # fmt: skip
             assert bool(check.holds(facts, 1)[0]) is holds, (check.id, execution, reward, pool)
+
+
+@pytest.mark.parametrize("version", [V07, V08])
+def test_a_plan_past_the_rollouters_16_prompts_a_server_says_so(version: str) -> None:
+    """The rollouter admits at most 16 prompts per rollout server (fully_async_rollouter.py
+    L207 at b178a3cd, L541 at v0.8.0). The 16 + 16 H20 deployment's plan runs 494 sequences an
+    engine, past 16 x 16; the coding agent's 128 are 16 x 8, at the cap."""
+    catalog, mappings = catalogs()
+
+    def departures(scenario: Any) -> tuple[int, bool]:
+        done = build(resolve(scenario, catalog.records), catalog, mappings, "verl", version)
+        said = any("16 prompts in flight per rollout server" in d for d in done.departures)
+        return words(done)["actor_rollout_ref.rollout.max_num_seqs"], said
+
+    deployments = load_catalog(record_roots(), ("deployment",)).of("deployment")
+    record = deployments["verl-qwen2.5-math-7b-dapo-fully-async-32xh20"]
+    assert departures(record.scenario) == (494, True)  # type: ignore[attr-defined]
+    agent = REPO / "examples" / "grpo-qwen3-32b-coding-agent-64xh100.yaml"
+    assert departures(parse_scenario(yaml.safe_load(agent.read_text()), str(agent))) == (128, False)
