@@ -43,11 +43,7 @@ REFUSED = {
     # launcher cannot do (constraint openrlhf-reward-model-shares-gpus-only-in-colocate-all)
     "openrlhf-llama-3-8b-ppo-colocate-pairs-8xa100": "openrlhf-reward-model-shares-gpus",
     "openrlhf-llama-3-8b-ppo-ring-attention-8xa100": "openrlhf-reward-model-shares-gpus",
-    # Gaps of the mappings, not of the frameworks: verl's fully_async_main has no entry in
-    # its mapping, and slime's mapping has no key for FP8 training.
-    "verl-qwen2.5-math-7b-dapo-fully-async-128xh20": "no entry point for async execution",
-    "verl-qwen2.5-math-7b-dapo-fully-async-32xh20": "no entry point for async execution",
-    "verl-qwen3-30b-a3b-grpo-fully-async-megatron-128xh20": "no entry point for async execution",
+    # A gap of the mapping, not of the framework: slime's mapping has no key for FP8 training.
     "slime-qwen3-30b-a3b-grpo-fp8-16xh100": "no key for plan.train.fp8",
 }
 EXPORTABLE = sorted(d for d, r in DEPLOYMENTS.items() if r.framework in MAPPED and d not in REFUSED)
@@ -270,6 +266,10 @@ def verl_schema_for(done: Exported) -> dict[str, Any]:
         # one_step_off_ppo_trainer.yaml extends ppo_trainer with the rollout pool
         extra = verl_schema("one_step_off_ppo_trainer.yaml", mapping)
         schema |= {k: v for k, v in extra.items() if k.startswith("rollout.")}
+    if done.plan["execution"] == "async":
+        # fully_async_ppo_trainer.yaml adds the rollout pool and async_training
+        extra = verl_schema("fully_async_ppo_trainer.yaml", mapping)
+        schema |= {k: v for k, v in extra.items() if k.startswith(("rollout.", "async_training."))}
     return schema
 
 
@@ -351,7 +351,10 @@ def verl_batches_pass_verl_checks(args: dict[str, Any]) -> None:
     - verl/workers/config/actor.py L203-L208: train_batch_size >= ppo_mini_batch_size;
     - verl/workers/fsdp_workers.py L241-L246: ppo_mini_batch_size x n over dp (world size
       over the Ulysses degree) stays above zero; the step splits into whole mini-batches.
-    All at b178a3cd56f58b2d502255daba591e92833930a7."""
+    All at b178a3cd56f58b2d502255daba591e92833930a7. The fully asynchronous trainer has no
+    train_batch_size (its rollouter asserts 0, fully_async_policy/fully_async_rollouter.py L77)
+    and no validate_config: each update is require_batches mini-batches from the queue
+    (fully_async_trainer.py L113-L115), which the same worker splits."""
     gpus = args["trainer.nnodes"] * args["trainer.n_gpus_per_node"]
     prefix = "actor_rollout_ref.actor.megatron."
     if prefix + "tensor_model_parallel_size" in args:
@@ -364,8 +367,11 @@ def verl_batches_pass_verl_checks(args: dict[str, Any]) -> None:
         dp = gpus // split
     else:
         dp = gpus // args["actor_rollout_ref.actor.ulysses_sequence_parallel_size"]
-    samples = args["data.train_batch_size"] * args["actor_rollout_ref.rollout.n"]
     mini = args["actor_rollout_ref.actor.ppo_mini_batch_size"]
+    if "async_training.require_batches" in args:
+        assert args["data.train_batch_size"] == 0
+        args = {**args, "data.train_batch_size": mini * args["async_training.require_batches"]}
+    samples = args["data.train_batch_size"] * args["actor_rollout_ref.rollout.n"]
     assert samples % dp == 0
     assert args["data.train_batch_size"] >= mini
     assert mini * args["actor_rollout_ref.rollout.n"] // dp > 0
@@ -570,6 +576,12 @@ def read_plan(done: Exported) -> dict[str, Any]:
         megatron = "actor_rollout_ref.actor.megatron."
         train_gpus = args["trainer.nnodes"] * args["trainer.n_gpus_per_node"]
         prompts = args["data.train_batch_size"]
+        if "async_training.trigger_parameter_sync_step" in args:
+            # a weight push every trigger_parameter_sync_step updates of require_batches
+            # mini-batches (fully_async_trainer.py L113-L115, L525-L530 at b178a3cd)
+            pushed = args["async_training.trigger_parameter_sync_step"]
+            pushed *= args["async_training.require_batches"]
+            prompts = pushed * args["actor_rollout_ref.actor.ppo_mini_batch_size"]
         return {
             "train.tp": args.get(megatron + "tensor_model_parallel_size", 1),
             "train.pp": args.get(megatron + "pipeline_model_parallel_size", 1),
@@ -832,11 +844,13 @@ def test_the_older_openrlhf_has_no_launch_for_queued_async() -> None:
 def test_a_plan_without_a_launch_is_refused_with_the_launches_known() -> None:
     done = CliRunner().invoke(
         cli,
-        ["export", SMALL, "--framework", "verl", "--set", "plan.execution=async"],
+        ["export", SMALL, "--framework", "verl", "--set", "plan.execution=partial-rollout"],
         catch_exceptions=False,
     )
     assert done.exit_code == 1
-    assert "no entry point for async" in done.output
+    # verl's fully async trainer resumes the requests a weight push interrupts (mapped as
+    # async); nothing caps one step's decoding and carries the tail to the next
+    assert "no entry point for partial-rollout" in done.output
     assert "sync colocated" in done.output
 
 

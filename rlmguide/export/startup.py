@@ -253,6 +253,13 @@ LAUNCH_FACTS = {
             "(OpenRLHF's --vllm.enable_sleep)",
         ),
         Fact(
+            "launch.update_minibatches",
+            "number",
+            "mini-batches one trainer update takes from the rollout queue where updates and "
+            "weight pushes are counted apart (verl's fully asynchronous require_batches): the "
+            "step's mini-batches over it are the updates between two pushes",
+        ),
+        Fact(
             "launch.rollout_micro_batch",
             "number",
             "samples per rollout micro-batch (OpenRLHF's micro_rollout_batch_size): the step's "
@@ -514,6 +521,9 @@ def computed(
             facts["workload.max_response_tokens"] * OVERLONG_SHARE
         ),
         "launch.kl_coef": KL_COEF,
+        # the asynchronous pipeline the plan is costed as updates on every mini-batch as
+        # soon as its samples are in (cost.compose)
+        "launch.update_minibatches": 1,
         "launch.sequence_length_multiple": sequence_multiple(facts),
         "launch.fp32_gradients": bool(train.get("fp32_gradients")),
         "launch.bf16_gradients": not train.get("fp32_gradients"),

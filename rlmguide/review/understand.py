@@ -98,6 +98,13 @@ def _mistyped(fact: str, got: Any) -> str | None:
     number goes: `key=''`, `--flag 8 16`), or None."""
     if fact.startswith(("input.", "launch.")) or fact in TEXT_FACTS or got is None:
         return None
+    if fact == "plan.max_staleness" and isinstance(got, float) and not got.is_integer():
+        # verl's staleness_threshold 0.1 lets a tenth of a step run ahead: rounding it up
+        # would cost a whole step of overlap the launch never allows
+        return (
+            f"{got} lets generation run a fraction of a step ahead; a plan's max_staleness "
+            "counts whole steps (0, 1, 2, ...), so this bound has no plan to cost"
+        )
     if isinstance(got, bool | int | float):
         return None
     return f"{str(got)[:40]!r} is not a number (the framework's parser would refuse it)"
