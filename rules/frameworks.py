@@ -243,6 +243,32 @@ class Support:
             by_pair[(backend, engine)] = ok
         return by_pair, fails
 
+    def refusal(self, env: Mapping[str, Any]) -> str | None:
+        """Why the framework does not run the one plan `env` holds (None where it does): the
+        constraints that fail on each (backend, engine) pair it offers, pairs refused alike
+        named together, or its claims where those, not a constraint, leave the plan out."""
+        by_pair, fails = self.pair_masks(env, 1)
+        if not by_pair:
+            return "it offers no training backend and rollout engine its claims name"
+        if any(ok[0] for ok in by_pair.values()):
+            if self.claims_allow(env, 1, "plan")[0]:
+                return None
+            return f"its claims do not cover the plan's features ({self.id}'s claim records)"
+        zero = env.get("plan.train.zero")
+        sharded = zero is not None and int(np.asarray(zero).reshape(-1)[0]) >= 3
+        grouped: dict[tuple[str, ...], list[str]] = {}
+        for backend, engine in by_pair:
+            bound = (c for c in self.constraints if c.record.component in (None, backend, engine))
+            failing = [c.id for c in bound if fails[c.id][0]]
+            if not failing and sharded and backend not in (None, *WEIGHT_SHARDING_BACKENDS):
+                # no record names it, the planner's own rule does (WEIGHT_SHARDING_BACKENDS)
+                failing.append(f"ZeRO-3 ({backend} shards the optimizer states only)")
+            pair = " + ".join(x for x in (backend, engine) if x) or "every pair"
+            grouped.setdefault(tuple(failing), []).append(pair)
+        return "; ".join(
+            f"on {', '.join(pairs)}: {', '.join(failing)}" for failing, pairs in grouped.items()
+        )
+
 
 def _uses(env: Mapping[str, Any], size: int, level: str) -> dict[str, np.ndarray]:
     """Where the plans use each claimable feature, judged on the facts of `level`; kept in

@@ -525,6 +525,9 @@ class Recommender:
         framework with a mapping is listed in a plan's `launchable_by` only where it can."""
         self.resolved = resolved
         self.launch_check = launch_check
+        self.costed_as = costed_as
+        """The framework `estimate --framework` costs the plan as; a plan its own constraints
+        refuse says so in `launch_refused_by` (`own_refusal`)."""
         self.rollout_log_probs = (
             Condition(rollout_log_probs, FACTS) if rollout_log_probs is not None else None
         )
@@ -1721,6 +1724,20 @@ class Recommender:
             if not name.startswith("_")  # memoised intermediates of all rows
         }
 
+    def own_refusal(self, row: int, launchable_by: Collection[str]) -> dict[str, str] | None:
+        """The framework a plan is costed as (`costed_as`) with why it does not run row `row`,
+        where its claims or constraints refuse it (None where it runs it, or none is named):
+        `estimate --framework` of a fixed plan that framework would not start costs it all
+        the same, and says so."""
+        own = self.costed_as
+        if own is None or own in launchable_by:
+            return None
+        support = next((x for x in self.labels if x.id == own), None)
+        if support is None:
+            return {own: f"{own} does not claim {self.resolved.algorithm.name}"}
+        why = support.refusal(self._rows_env([row]))
+        return None if why is None else {own: why}
+
     def pairs_for(self, framework: str, row: int) -> list[tuple[str | None, str | None]]:
         """The (training backend, rollout engine) pairs of `framework` whose constraints
         allow row `row` of the result (judged on that row alone, as `frameworks_of`)."""
@@ -2235,6 +2252,8 @@ def recommend(
         plan["frameworks"] = recommender.frameworks_for(i)
         runners = recommender.runners(i, plan)
         plan["launchable_by"], plan["also_claimed_by"], plan["launch_refused_by"] = runners
+        if (own := recommender.own_refusal(i, plan["launchable_by"])) is not None:
+            plan["launch_refused_by"] = {**plan["launch_refused_by"], **own}
         if parked := recommender.parked_by.get(i):
             # they run it with the frozen models parked on the host (its parked twin, in
             # `also` when it is shown)

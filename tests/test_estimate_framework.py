@@ -128,3 +128,35 @@ def test_a_framework_that_parks_the_reference_itself_is_costed_with_it_parked(of
     assert roll["train"]["offload"]["frozen"] is True
     # with the copy on the GPUs the plan ROLL's export wrote overflowed them by 3.0 GiB
     assert roll["feasible"]
+
+
+def _nemo_dtensor(minibatches: int) -> dict:
+    # 36 prompts x 8 samples = 288 responses a step on 3 nodes; train DP 24 (TP 1, DTensor's
+    # ZeRO-3), trainer state parked while the colocated engine generates, as NeMo-RL always does
+    return {
+        "cluster": {"accelerator": "h100-sxm-80gb", "nodes": 3, "gpus_per_node": 8},
+        "models": {"policy": "qwen3-8b", "reward": "verifier"},
+        "workload": {"algorithm": "grpo", "prompts_per_step": 36, "samples_per_prompt": 8,
+                     "prompt_tokens": 1024, "response_tokens": 3000, "max_response_tokens": 8192,
+                     "minibatches_per_step": minibatches},
+        "plan": {"placement": "colocated", "execution": "sync",
+                 "rollout": {"gpus": 24, "tp": 2, "pp": 1, "ep": 1},
+                 "train": {"gpus": 24, "tp": 1, "pp": 1, "cp": 1, "ep": 1, "zero": 3,
+                           "recompute": "full", "offload": {"phase": True}}},
+    }  # fmt: skip
+
+
+def test_a_plan_the_framework_refuses_is_costed_and_says_so() -> None:
+    # NeMo-RL splits a step into global batches that divide over DP (batched_data_dict.py
+    # L536-L543 at 7ea279ab): 288 / 4 = 72 = 3 x 24 runs (the boundary); 288 / 8 = 36 is no
+    # multiple of 24. Megatron takes ZeRO-1 at most, so DTensor is the pair left either way.
+    ok = api.estimate(_nemo_dtensor(4), framework="nemo-rl").plans[0]
+    assert "nemo-rl" in ok.launchable_by and "nemo-rl" not in ok.launch_refused_by
+    refused = api.estimate(_nemo_dtensor(8), framework="nemo-rl").plans[0]
+    assert refused.feasible and "nemo-rl" not in refused.launchable_by
+    why = refused.launch_refused_by["nemo-rl"]
+    dtensor = why[why.index("on pytorch-fsdp") :]
+    assert dtensor.endswith(": nemo-rl-train-batch-divides-over-dp")
+    assert "nemo-rl-megatron-zero-at-most-1" in why
+    # without --framework nothing is costed as NeMo-RL, and nothing is said for it
+    assert "nemo-rl" not in api.estimate(_nemo_dtensor(8)).plans[0].launch_refused_by

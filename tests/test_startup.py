@@ -742,9 +742,10 @@ def _export_version(data: dict[str, Any], framework: str, version: str) -> Any:
 
 def test_openrlhf_before_the_dotted_flags_trains_in_bf16(tmp_path: Path) -> None:
     """At c250c21a --bf16 defaults to false (fp32 DeepSpeed) and DeepSpeed's tensor
-    parallelism asserts it (openrlhf/utils/deepspeed/deepspeed.py L73-L75)."""
+    parallelism asserts it (openrlhf/utils/deepspeed/deepspeed.py L73-L75). ZeRO-2: the
+    DeepSpeed this version pins refuses AutoTP at stage 3 (the test below)."""
     plan = {"placement": "colocated", "execution": "sync",
-            "train": {"tp": 2, "cp": 1, "zero": 3, "recompute": "full"}}  # fmt: skip
+            "train": {"tp": 2, "cp": 1, "zero": 2, "recompute": "full"}}  # fmt: skip
     done = _export_version(_scenario(plan), "openrlhf", C250)
     words = {a.key: a.value for a in done.arguments}
     assert words["bf16"] is True and words["ds_tensor_parallel_size"] == 2
@@ -755,6 +756,28 @@ def test_openrlhf_before_the_dotted_flags_trains_in_bf16(tmp_path: Path) -> None
     tripped_ids = [c["constraint"] for c in _review(tmp_path, _without(text, "--bf16"), *flags)
                    ["startup"]]  # fmt: skip
     assert tripped_ids == ["openrlhf-deepspeed-tensor-parallel-needs-bf16"]
+
+
+def test_openrlhf_before_the_dotted_flags_keeps_autotp_below_zero_3(tmp_path: Path) -> None:
+    """c250c21a pins deepspeed==0.17.4 (requirements.txt L4), whose engine asserts ZeRO <= 2 once
+    tensor_parallel.autotp_size is above 1 (deepspeed/runtime/engine.py L444-L454 at v0.17.4);
+    0.11 pins DeepSpeed 0.19.5, which dropped the assert. A TP-2 plan fixed at ZeRO-3 is refused
+    at 0.8 and exported at 0.11; at 0.8 it exports at ZeRO-2, and the same script edited back to
+    --zero_stage 3 is reported as the start-up stop."""
+    zero3 = {"placement": "colocated", "execution": "sync",
+             "train": {"tp": 2, "cp": 1, "zero": 3, "recompute": "full"}}  # fmt: skip
+    with pytest.raises(NotExpressible, match=r"openrlhf-autotp-zero-at-most-2-v0\.8"):
+        _export_version(_scenario(zero3), "openrlhf", C250)
+    newer = {a.key: a.value for a in _export(_scenario(zero3), "openrlhf").arguments}
+    assert (newer["ds.tensor_parallel_size"], newer["ds.zero_stage"]) == (2, 3)
+    zero2 = {**zero3, "train": {**zero3["train"], "zero": 2}}
+    text = script(_export_version(_scenario(zero2), "openrlhf", C250), "test", "qwen2.5-7b")
+    assert "    --zero_stage 2" in text
+    flags = ("--framework", "openrlhf")
+    assert _review(tmp_path, text, *flags)["startup"] == []
+    edited = text.replace("--zero_stage 2", "--zero_stage 3")
+    tripped_ids = [c["constraint"] for c in _review(tmp_path, edited, *flags)["startup"]]
+    assert tripped_ids == ["openrlhf-autotp-zero-at-most-2-v0.8"]
 
 
 def test_openrlhf_before_the_dotted_flags_has_a_sample_batch_per_actor_rank() -> None:

@@ -2,8 +2,11 @@
 file) merged parent first, the child's values winning and lists replaced whole, then OmegaConf
 `${a.b}` interpolations resolved against the merged tree. `${oc.env:NAME,default}` takes its
 default (the environment is never read: a review reads the file as written, and a value only
-the environment gives stays as text, as `${oc.env:NAME}` does); other resolvers (`${mul:...}`)
-are left as text: no mapped key uses them."""
+the environment gives stays as text, as `${oc.env:NAME}` does). The arithmetic resolvers NeMo-RL
+registers (add, mul, div, max: nemo_rl/utils/config.py L198-L204 at 7ea279ab) are applied where
+both arguments read as numbers: its base config sizes the packed micro-batches with them
+(`${mul:${policy.max_total_sequence_length}, ${policy.train_micro_batch_size}}`); other
+resolvers are left as text."""
 
 from __future__ import annotations
 
@@ -18,6 +21,35 @@ from rlmguide.review.budget import Budget
 
 REFERENCE = re.compile(r"\$\{([A-Za-z_][\w.]*)\}")
 ENV_DEFAULT = re.compile(r"\$\{oc\.env:[A-Za-z_]\w*,\s*(?:'([^']*)'|\"([^\"]*)\"|([^}'\"]*))\}")
+ARITHMETIC = re.compile(r"\$\{(add|mul|div|max):\s*([^,{}]+?)\s*,\s*([^,{}]+?)\s*\}")
+OPERATIONS = {
+    "add": lambda a, b: a + b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "max": max,
+}
+"""NeMo-RL's resolvers, as it registers them (lambdas over the arguments OmegaConf parses)."""
+
+
+def _number(text: str) -> int | float | None:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return None
+
+
+def _arithmetic(value: str) -> Any:
+    """A value that is one arithmetic resolver call over two numbers, computed; else as is
+    (a division by zero too: NeMo-RL would stop on it, and review reads the text)."""
+    call = ARITHMETIC.fullmatch(value)
+    if call is None:
+        return value
+    a, b = _number(call.group(2)), _number(call.group(3))
+    if a is None or b is None or (call.group(1) == "div" and b == 0):
+        return value
+    return OPERATIONS[call.group(1)](a, b)
 
 
 class RecipeError(ValueError):
@@ -110,6 +142,7 @@ def resolve(flat: dict[str, Any], budget: Budget | None = None) -> dict[str, Any
         else:
             got = REFERENCE.sub(lambda m: str(value_of(m.group(1), (*trail, key))), value)
             budget.value(len(got), f"the interpolation of {key}")
+            got = _arithmetic(got)
         resolved[key] = got
         return got
 
