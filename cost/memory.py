@@ -293,6 +293,22 @@ def end_bytes(
     return np.where(sequence_parallel, norm / tp, norm) + (head + FP32_BYTES) / tp
 
 
+def head_gather_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
+    """Bytes per token of the buffer Megatron's output layer all-gathers its sequence-parallel
+    input into: GPTModel's output layer is Megatron's own ColumnParallelLinear
+    (megatron/core/models/gpt/gpt_model.py L241 at 55ac7082), which under sequence
+    parallelism gathers the tp ranks' shares of the final norm's output into a [tokens,
+    hidden] bf16 tensor of the global memory buffer (tensor_parallel/layers.py L478-L484,
+    again for the weight gradient at L515-L528). That buffer is kept and reused, grown to
+    the largest request (GlobalMemoryBuffer.get_tensor, megatron/core/utils.py L609-L634),
+    so it stays beside the activations on the last stage: 2 h bytes for every token of the
+    micro-batch, whole on each tensor rank. Assumed: the phase's own micro-batch sets its
+    size (a larger one of another phase would leave it larger). The Hugging Face path and
+    runs without sequence parallelism gather nothing."""
+    gathers = layout.model_parallel & layout.sequence_parallel & (layout.tp > 1)
+    return np.where(gathers, BF16_BYTES * float(fig.hidden), 0.0)
+
+
 def layer_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
     """Bytes per token one layer keeps on one GPU, by the plan's training code path."""
     sp = layout.sequence_parallel
@@ -320,7 +336,12 @@ def activation_bytes(
     The first stage of a 1F1B pipeline holds min(pp, m) micro-batches of its layers
     (`in_flight`), the second one fewer (`second_in_flight`, unset: as many); the last
     holds one, plus the logits and loss (`end_bytes`) whose backward runs first, before any
-    layer is rebuilt. Each stage holds its own layers (`ModelFigures.stage_layers`: even,
+    layer is rebuilt, so the two do not add up: the cross-entropy keeps only its fp32 softmax
+    (tensor_parallel/cross_entropy.py L187 at 55ac7082), turns it into the gradient in place
+    (L117), and that and the logits' bf16 gradient are freed once the output layer's backward
+    has used them, before the last layer's checkpoint is replayed. The output layer's kept
+    all-gather buffer (`head_gather_bytes`) stays beside either. Each stage holds its own
+    layers (`ModelFigures.stage_layers`: even,
     or the plan's first and last stage counts with the middle stages sharing the rest), so
     the peak is the fullest of the first, the second (the fullest middle stage's layers with
     the most micro-batches a middle stage holds) and the last."""
@@ -335,8 +356,12 @@ def activation_bytes(
     second_in_flight = in_flight if second_in_flight is None else second_in_flight
     first = in_flight * kept * firsts + rebuilt
     second = second_in_flight * kept * middles + rebuilt
-    last = kept * lasts + np.maximum(
-        rebuilt, end_bytes(fig, layout.model_parallel, layout.tp, layout.sequence_parallel)
+    last = (
+        kept * lasts
+        + head_gather_bytes(fig, layout)
+        + np.maximum(
+            rebuilt, end_bytes(fig, layout.model_parallel, layout.tp, layout.sequence_parallel)
+        )
     )
     return tokens * np.maximum(np.maximum(first, second), last)
 
@@ -346,12 +371,12 @@ def forward_activation_bytes(
 ) -> FloatArray:
     """A forward-only pass (reference and old log-probs, values, rewards) keeps nothing for
     a backward: one layer's tensors live at a time (bounded by what training keeps of it),
-    then the logits and their log-probs (`end_bytes`) on the last stage."""
+    then the logits and their log-probs (`end_bytes`) on the last stage, beside the output
+    layer's kept all-gather buffer (`head_gather_bytes`)."""
     tokens = micro_tokens / layout.cp
     layer = layer_bytes(fig, layout)
-    return tokens * (
-        layer + end_bytes(fig, layout.model_parallel, layout.tp, layout.sequence_parallel)
-    )
+    ends = end_bytes(fig, layout.model_parallel, layout.tp, layout.sequence_parallel)
+    return tokens * (layer + ends + head_gather_bytes(fig, layout))
 
 
 @dataclass(frozen=True, slots=True)

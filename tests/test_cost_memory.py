@@ -20,6 +20,7 @@ from rlmguide.cost.memory import (
     end_bytes,
     first_stage_in_flight,
     forward_activation_bytes,
+    head_gather_bytes,
     host_state_bytes,
     layer_bytes,
     rollout_memory,
@@ -176,15 +177,16 @@ def test_qk_norm_inputs_of_qwen3_8b_by_hand() -> None:
     assert hf.qk_norm == 40 * (6 * 128 + 4) == 30_880
     assert hf.total == 16 * 4096 + 20_608 + 8 * 12288 + 30_880  # 215,328
     # tp 2 with sequence parallelism, no pipeline, no recomputation, 16,384 tokens: 36 layers
-    # of 137,504 / 2 and the last stage's final norm (4 h / 2) and loss ((6 x 151,936 + 4) / 2)
+    # of 137,504 / 2, the last stage's final norm (4 h / 2) and loss ((6 x 151,936 + 4) / 2),
+    # and the output layer's all-gathered input (2 h, whole on each rank)
     layout = train_layout(train_tp=2, train_recompute="none")
     got = activation_bytes(fig, layout, np.array([16_384.0]), np.array([1.0]))[0]
-    per_token = 36 * 137_504 / 2 + 4 * 4096 / 2 + (6 * 151_936 + 4) / 2  # 2,939,074
+    per_token = 36 * 137_504 / 2 + 4 * 4096 / 2 + (6 * 151_936 + 4) / 2 + 2 * 4096  # 2,947,266
     assert got == pytest.approx(16_384 * per_token, rel=1e-12)
-    assert got / GIB == pytest.approx(44.85, abs=0.005)  # 41.99 GiB without the q/k inputs
+    assert got / GIB == pytest.approx(44.97, abs=0.005)  # 42.12 GiB without the q/k inputs
     unknown = ModelFigures.of(QWEN3_8B.model_copy(update=dict(qk_norm=None)))
     plain = activation_bytes(unknown, layout, np.array([16_384.0]), np.array([1.0]))[0]
-    assert plain / GIB == pytest.approx(41.99, abs=0.005)
+    assert plain / GIB == pytest.approx(42.12, abs=0.005)
 
 
 def test_qk_norm_counts_attention_layers_only() -> None:
@@ -308,10 +310,11 @@ def test_logits_and_loss_copies_by_hand() -> None:
 @pytest.mark.parametrize(
     ("layout", "per_token"),
     [
-        # Megatron, tp 2 with sequence parallelism: (28 layers x 158,832 + ends 926,724) / 2
-        (dict(train_tp=2, train_recompute="none"), (28 * 158_832 + 926_724) / 2),
+        # Megatron, tp 2 with sequence parallelism: (28 layers x 158,832 + ends 926,724) / 2,
+        # and the output layer's all-gathered input, 2 h = 7,168 whole on each rank
+        (dict(train_tp=2, train_recompute="none"), (28 * 158_832 + 926_724) / 2 + 7_168),
         # core-attention recompute keeps what fused attention keeps anyway
-        (dict(train_tp=2, train_recompute="selective"), (28 * 158_832 + 926_724) / 2),
+        (dict(train_tp=2, train_recompute="selective"), (28 * 158_832 + 926_724) / 2 + 7_168),
         # the same without sequence parallelism: the two norms of a layer (2 x 4 h = 28,672
         # bytes) and the final norm (4 h = 14,336) whole on both ranks, the rest over tp 2
         (
@@ -334,6 +337,38 @@ def test_activations_by_hand(layout: dict[str, object], per_token: float) -> Non
     fig = ModelFigures.of(QWEN25_7B)
     got = activation_bytes(fig, train_layout(**layout), np.array([4096.0]), np.array([1.0]))
     assert got[0] == pytest.approx(4096 * per_token, rel=1e-12)
+
+
+def test_full_recompute_of_an_moe_model_peaks_at_the_loss_by_hand() -> None:
+    # Qwen3-30B-A3B (48 layers, h 2048, vocabulary 151,936), Megatron tp 4 with sequence
+    # parallelism, ep 8, full recompute, 32,768 tokens. The checkpoints: 48 x 2 h / 4 = 49,152
+    # bytes a token. The loss's peak, (4 h + 6 x 151,936 + 4) / 4 = 229,953, is far above one
+    # rebuilt MoE layer (about 26 kB a token over tp 4), and Megatron frees the loss's fp32
+    # softmax and the logits' gradient before it rebuilds the first layer, so the two do not
+    # add up. Beside them the output layer's gathered input, 2 h = 4,096 whole on each rank.
+    fig = ModelFigures.of(QWEN3_30B_A3B)
+    layout = train_layout(train_tp=4, train_ep=8, train_zero=1, train_recompute="full")
+    assert layer_bytes(fig, layout)[0] < 229_953 / 2
+    got = activation_bytes(fig, layout, np.array([32_768.0]), np.array([1.0]))[0]
+    assert got == pytest.approx(32_768 * (49_152 + 229_953 + 4_096), rel=1e-12)
+
+
+def test_only_megatrons_sequence_parallel_head_gathers_its_input() -> None:
+    # 2 h bytes a token (Qwen2.5-7B: 7,168) at tp > 1 with sequence parallelism on Megatron's
+    # path; nothing without sequence parallelism, at tp 1, or on the Hugging Face path.
+    fig = ModelFigures.of(QWEN25_7B)
+    cases = [
+        (dict(train_tp=2, train_zero=1), 7_168.0),
+        (dict(train_tp=2, train_zero=1, train_sequence_parallel=False), 0.0),
+        (dict(train_tp=1, train_ep=1, train_zero=1), 0.0),
+        (dict(train_tp=1, train_zero=3), 0.0),
+    ]
+    for fields, expected in cases:
+        assert head_gather_bytes(fig, train_layout(**fields))[0] == expected, fields
+    # a forward-only pass holds it too: one layer, the ends and the buffer
+    layout = train_layout(train_tp=2, train_zero=1, train_recompute="none")
+    forward = forward_activation_bytes(fig, layout, np.array([4096.0]))[0]
+    assert forward == pytest.approx(4096 * ((158_832 + 926_724) / 2 + 7_168), rel=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -657,13 +692,15 @@ def test_sequence_parallelism_divides_dense_activations_by_tp(
     arch: str, tp: int, tokens: float
 ) -> None:
     """Megatron with sequence parallelism: doubling tp halves every term of a dense model
-    (experts are the exception: their all-gathered copies grow with etp)."""
+    but the output layer's all-gathered input, 2 h a token whole on each rank from tp 2 on
+    (experts are the other exception: their all-gathered copies grow with etp)."""
     fig = ModelFigures.of(ARCHS[arch])
 
     def bytes_(t: int) -> float:
         layout = train_layout(train_gpus=16, rollout_gpus=16, train_tp=t, train_pp=2,
                               train_recompute="none")  # fmt: skip
-        return float(activation_bytes(fig, layout, np.array([tokens]), np.array([1.0]))[0])
+        got = float(activation_bytes(fig, layout, np.array([tokens]), np.array([1.0]))[0])
+        return got - (tokens * 2 * fig.hidden if t > 1 else 0.0)
 
     assert bytes_(2 * tp) == pytest.approx(bytes_(tp) / 2, rel=1e-12)
 
