@@ -76,6 +76,18 @@ class Overheads:
     thinker decodes at about 22.5 ms per token eager and 13 ms with CUDA graphs on A800
     (github-vllm-project-vllm-omni-issue-7960), 9.5 ms over 28 layers."""
 
+    graph_batch_limit: int = 512
+    """Largest decode batch (tokens of one forward pass) the engine replays a CUDA graph for;
+    a larger step runs eagerly and pays eager_layer_seconds per layer. vLLM captures graphs up
+    to min(2 x max_num_seqs, 512) by default and runs any batch above the largest captured
+    size without one: 0.11.0 (the verl 0.6 ROCm blog's vllm0.11.0.dev image) sets the default
+    in vllm/config/scheduler.py L222-L227 and falls back to eager in
+    vllm/v1/worker/gpu_model_runner.py L1927-L1937 (`num_scheduled_tokens <=
+    cudagraph_batch_sizes[-1]`); 0.17.1 keeps the same default (vllm/config/vllm.py
+    L1369-L1383, max_cudagraph_capture_size). A running batch never exceeds max_num_seqs, so
+    the 2 x max_num_seqs term never binds and 512 is the limit (github-vllm-project-vllm,
+    wheels read 2026-12-07)."""
+
     moe_layer_decode_seconds: float = 29.7e-6
     """GPU time per MoE layer and decode step beyond streaming the touched experts' weights: the
     fused-MoE kernels' fixed part (token sorting and alignment, the small gate/up and down
@@ -270,8 +282,10 @@ class Overheads:
             raise ValueError("usable_memory_fraction must lie in (0, 1]")
         if self.weight_broadcast_buffers < 1:
             raise ValueError("weight_broadcast_buffers counts buffers: at least 1")
-        if self.max_seqs_per_replica < 1 or self.length_segments < 1:
-            raise ValueError("max_seqs_per_replica and length_segments must be positive")
+        if min(self.max_seqs_per_replica, self.length_segments, self.graph_batch_limit) < 1:
+            raise ValueError(
+                "max_seqs_per_replica, length_segments and graph_batch_limit must be positive"
+            )
         for f in fields(self):
             if f.name != "expert_skew_by_ep" and getattr(self, f.name) < 0:
                 raise ValueError(f"overhead {f.name} is negative")
