@@ -102,7 +102,11 @@ class DecodeModel:
         launch = fig.layers * share * overheads.eager_layer_seconds * hw.host_overhead
         self.eager_launch = _column(launch * np.ones_like(pp))
         self.eager = layout.eager[:, None]
-        self.graph_batch_limit = float(overheads.graph_batch_limit)
+        # SGLang captures fewer graphs below tensor-parallel degree 4 (Overheads).
+        limit = np.where(
+            layout.tp < 4, overheads.graph_batch_limit_below_tp4, overheads.graph_batch_limit
+        )
+        self.graph_batch_limit = _column(limit.astype(float))
         # Every MoE layer's fused expert kernels also cost a fixed GPU time per step.
         moe = fig.sparse_layers * share * overheads.moe_layer_decode_seconds if fig.is_moe else 0.0
         self.moe_fixed = _column(moe * np.ones_like(pp))
