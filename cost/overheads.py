@@ -76,6 +76,23 @@ class Overheads:
     thinker decodes at about 22.5 ms per token eager and 13 ms with CUDA graphs on A800
     (github-vllm-project-vllm-omni-issue-7960), 9.5 ms over 28 layers."""
 
+    graph_batch_limit: int = 512
+    """Largest decode batch (tokens of one forward pass) an engine of tensor-parallel degree 4
+    and more replays a CUDA graph for; a larger step runs eagerly and pays eager_layer_seconds
+    per layer. vLLM captures graphs up to min(2 x max_num_seqs, 512) by default and runs any
+    batch above the largest captured size without one: 0.11.0 (the verl 0.6 ROCm blog's
+    vllm0.11.0.dev image) sets the default in vllm/config/scheduler.py L222-L227 and falls back
+    to eager in vllm/v1/worker/gpu_model_runner.py L1927-L1937 (`num_scheduled_tokens <=
+    cudagraph_batch_sizes[-1]`); 0.17.1 keeps the same default (vllm/config/vllm.py
+    L1369-L1383, max_cudagraph_capture_size). A running batch never exceeds max_num_seqs, so
+    the 2 x max_num_seqs term never binds and 512 is the limit at any tensor-parallel degree
+    (github-vllm-project-vllm, wheels read 2026-12-07). SGLang's default depends on the GPU and
+    the degree (OWN_FRAMEWORK_CONSTANTS for the frameworks that launch SGLang)."""
+
+    graph_batch_limit_below_tp4: int = 512
+    """graph_batch_limit for an engine of tensor-parallel degree 1 to 3: vLLM's 512 again;
+    SGLang captures fewer graphs there (`_sglang_graph_max_bs`)."""
+
     moe_layer_decode_seconds: float = 29.7e-6
     """GPU time per MoE layer and decode step beyond streaming the touched experts' weights: the
     fused-MoE kernels' fixed part (token sorting and alignment, the small gate/up and down
@@ -270,8 +287,16 @@ class Overheads:
             raise ValueError("usable_memory_fraction must lie in (0, 1]")
         if self.weight_broadcast_buffers < 1:
             raise ValueError("weight_broadcast_buffers counts buffers: at least 1")
-        if self.max_seqs_per_replica < 1 or self.length_segments < 1:
-            raise ValueError("max_seqs_per_replica and length_segments must be positive")
+        counts = (
+            self.max_seqs_per_replica,
+            self.length_segments,
+            self.graph_batch_limit,
+            self.graph_batch_limit_below_tp4,
+        )
+        if min(counts) < 1:
+            raise ValueError(
+                "max_seqs_per_replica, length_segments and the graph batch limits must be positive"
+            )
         for f in fields(self):
             if f.name != "expert_skew_by_ep" and getattr(self, f.name) < 0:
                 raise ValueError(f"overhead {f.name} is negative")
@@ -382,6 +407,38 @@ def _automodel_grouped_experts(gpu_gib: float, gpu_name: str) -> float:
     return 0.0
 
 
+def _sglang_graph_max_bs(gpu_gib: float, below_tp4: bool) -> float:
+    # SGLang's decode CUDA-graph capture limit where the launch sets none (cuda_graph_max_bs
+    # None): by the GPU's memory and, from 20 GiB, the engine's tensor-parallel degree
+    # (ServerArgs._handle_gpu_memory_settings, python/sglang/srt/server_args.py L1166-L1222 at
+    # 0.5.10.post1, the version AReaL pins at 4aef98d8 and fee938ea, whose SGLangConfig leaves
+    # cuda_graph_max_bs None, areal/api/cli_args.py L1757 and L1944; the same table at
+    # 0.5.15.post1, slime's image, L3497-L3550, and slime sets none). A larger batch runs
+    # without a graph (CudaGraphRunner.can_run, `cuda_graph_bs <= self.max_bs`:
+    # model_executor/cuda_graph_runner.py L683-L687 at 0.5.10.post1,
+    # runner/decode_cuda_graph_runner.py L427-L431 at 0.5.15.post1; github-sgl-project-sglang,
+    # the PyPI wheels read 2026-12-07; github-areal-project-areal).
+    if gpu_gib < 20:
+        return 8
+    for memory, small, large in ((35, 24, 80), (60, 32, 160), (160, 256, 512)):
+        if gpu_gib < memory:
+            return small if below_tp4 else large
+    return 512
+
+
+def _sglang_graph_limit(gpu_gib: float, gpu_name: str) -> float:
+    return _sglang_graph_max_bs(gpu_gib, below_tp4=False)
+
+
+def _sglang_graph_limit_below_tp4(gpu_gib: float, gpu_name: str) -> float:
+    return _sglang_graph_max_bs(gpu_gib, below_tp4=True)
+
+
+SGLANG_FIRST = ("slime", "areal")
+"""The frameworks whose export mappings list SGLang as their first rollout engine
+(`components`), so their plans are launched, and costed, on SGLang."""
+
+
 FSDP_FP32_REDUCE = ("verl", "nemo-rl", "skyrl", "roll", "areal", "prime-rl")
 """The frameworks whose ZeRO-3 (their FSDP backend) reduces gradients in float32."""
 
@@ -394,6 +451,8 @@ OWN_FRAMEWORK_CONSTANTS: dict[str, dict[str, Callable[[float, str], float]]] = {
     "loss_bytes_per_logit": {"prime-rl": _prime_rl_fused_head_bytes},
     "head_fp32_matmuls": {"trl": _trl_chunked_head_fp32},
     "group_admission": {"nemo-rl": _whole_groups},
+    "graph_batch_limit": dict.fromkeys(SGLANG_FIRST, _sglang_graph_limit),
+    "graph_batch_limit_below_tp4": dict.fromkeys(SGLANG_FIRST, _sglang_graph_limit_below_tp4),
 }
 """Constants a framework sets for its own launches in place of the default, by constant and
 framework: a function of the GPU's memory (GiB) and name. Read from the framework's code at

@@ -6,11 +6,14 @@ plus the tensor-parallel all-reduces (two per layer), the expert all-to-alls and
 send; with pp stages the batch is cut into pp micro-batches, so the weights are read pp times
 per step and a lone sequence still crosses every stage in turn. A fixed host cost per step
 (scheduling, sampling) is added once; an engine without CUDA graphs (eager mode) also pays a
-host launch time per layer and step. Each MoE layer adds the fixed GPU time of its fused
-expert kernels (Overheads.moe_layer_decode_seconds, measured), which stream the touched
-experts' weights at their own measured rate (EfficiencyFactors.expert_decode_hbm). With
-expert parallelism the routed experts' FLOPs and all-to-alls run at the pace of the most
-loaded expert rank (model_pass.expert_straggler, from measured imbalance).
+host launch time per layer and step, and so does a step whose micro-batch exceeds the largest
+batch the engine captured a graph for (Overheads.graph_batch_limit): a full batch of 1,024
+sequences decodes eagerly until the drain shrinks it under the limit. Each MoE layer adds the
+fixed GPU time of its fused expert kernels (Overheads.moe_layer_decode_seconds, measured),
+which stream the touched experts' weights at their own measured rate
+(EfficiencyFactors.expert_decode_hbm). With expert parallelism the routed experts' FLOPs and
+all-to-alls run at the pace of the most loaded expert rank (model_pass.expert_straggler, from
+measured imbalance).
 
 A replica holds n sequences and runs min(n, capacity) of them at once. While a queue is left the
 batch stays full: those tokens cost the full-batch time per token. The last full batch then
@@ -19,6 +22,9 @@ decode steps of the longest response, at the per-step latency of the shrinking b
 the lone longest sequence. That drain is the stage's depth; W/p is every token at the
 full-batch rate. Because a step's time per token falls as the batch grows and is convex in the
 context, T = prefill + (queued tokens at full rate) + drain satisfies max(W/p, D) <= T <= W/p + D.
+The one exception is the graph limit: a full batch above it pays the eager launches a drain
+under it does not, so the drain may run cheaper per token than the full batch; W is then capped
+at the decode's own time.
 """
 
 from __future__ import annotations
@@ -94,9 +100,16 @@ class DecodeModel:
         share = fig.stage_share(pp)
         # Eager mode: each stage's layers launch their kernels from the host every step.
         launch = fig.layers * share * overheads.eager_layer_seconds * hw.host_overhead
+        self.eager_launch = _column(launch * np.ones_like(pp))
+        self.eager = layout.eager[:, None]
+        # SGLang captures fewer graphs below tensor-parallel degree 4 (Overheads).
+        limit = np.where(
+            layout.tp < 4, overheads.graph_batch_limit_below_tp4, overheads.graph_batch_limit
+        )
+        self.graph_batch_limit = _column(limit.astype(float))
         # Every MoE layer's fused expert kernels also cost a fixed GPU time per step.
         moe = fig.sparse_layers * share * overheads.moe_layer_decode_seconds if fig.is_moe else 0.0
-        self.launch = _column(np.where(layout.eager, launch, 0.0) + moe)
+        self.moe_fixed = _column(moe * np.ones_like(pp))
         # Seconds per micro-batch token: 2 x active parameters of FLOPs, plus the mixing FLOPs
         # and cache reads of its context, each layer by its kind (fig.mixing_flops,
         # rollout_cache_read_bytes).
@@ -175,6 +188,13 @@ class DecodeModel:
     def _micro(self, batch: FloatArray) -> FloatArray:
         return np.maximum(batch / self.pp, 1.0)  # tokens per pipeline micro-batch
 
+    def _launch(self, micro: FloatArray) -> FloatArray:
+        """Fixed per-stage time of a step of `micro` tokens: the host's per-layer launches
+        where the step runs eagerly (eager mode, or a batch above the largest captured CUDA
+        graph, Overheads.graph_batch_limit), plus the MoE layers' fixed kernel time."""
+        eager = self.eager | (micro > self.graph_batch_limit)
+        return np.where(eager, self.eager_launch, 0.0) + self.moe_fixed
+
     def _straggle(self, micro: FloatArray) -> FloatArray | float:
         """The expert straggler factor less one at a micro-batch of `micro` tokens: each
         tensor rank routes its share and an expert rank receives as many copies as it sends."""
@@ -208,7 +228,7 @@ class DecodeModel:
             hbm = hbm + self.expert_read * self._touched(micro)
         ep_slope = (self.ep_up_slope + self.ep_out_slope) * straggle
         comm = self.comm_fixed + micro * (self.comm_slope + ep_slope)
-        return np.maximum(compute, hbm) + comm + self.launch
+        return np.maximum(compute, hbm) + comm + self._launch(micro)
 
     def step_seconds(self, batch: FloatArray, context: FloatArray) -> FloatArray:
         """Seconds of a decode step of `batch` sequences at mean context `context`."""
@@ -228,7 +248,8 @@ class DecodeModel:
         pp = self.pp
         read = self.dense_bytes + self.expert_bytes * touched + kv
         return StepCost(
-            seconds=pp * (np.maximum(compute, hbm) + up + out + self.launch) + self.step_overhead,
+            seconds=pp * (np.maximum(compute, hbm) + up + out + self._launch(micro))
+            + self.step_overhead,
             compute=pp * compute,
             hbm=pp * hbm,
             scale_up=pp * up,
@@ -389,8 +410,12 @@ def rollout_stage(
     prefill_work = prompts * prompt_stage
     prefill_depth = layout.pp * prompt_stage
 
-    seconds = prefill_seconds + queued_steps * per_token * full + drain_seconds
-    work = prefill_work + decode_tokens * per_token
+    decode_seconds = queued_steps * per_token * full + drain_seconds
+    seconds = prefill_seconds + decode_seconds
+    # A full batch above the CUDA-graph limit pays eager launches that the drain's smaller
+    # graphed steps do not, so every token at the full-batch rate can exceed the decode's own
+    # time: the work is then the decode's time (W/p <= T stays true; else the min changes nothing).
+    work = prefill_work + np.minimum(decode_tokens * per_token, decode_seconds)
     depth = prefill_depth + drain_seconds
 
     # Work in FLOPs does not depend on the layout: every generated token once, every prompt

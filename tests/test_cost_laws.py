@@ -133,6 +133,7 @@ def quicker(overheads: Overheads, k: float) -> Overheads:
     return dataclasses.replace(
         overheads,
         decode_step_seconds=overheads.decode_step_seconds / k,
+        eager_layer_seconds=overheads.eager_layer_seconds / k,
         scale_up_latency_seconds=overheads.scale_up_latency_seconds / k,
         scale_out_latency_seconds=overheads.scale_out_latency_seconds / k,
         host_bytes_per_s=overheads.host_bytes_per_s * k,

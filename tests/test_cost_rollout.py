@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from rlmguide.cost import evaluate
 from rlmguide.cost.architecture import ModelFigures
@@ -91,8 +91,15 @@ def test_pipeline_reads_weights_once_per_micro_batch() -> None:
 def test_step_time_grows_and_time_per_token_falls_with_batch(
     b1: float, b2: float, context: float, tp: int, pp: int, moe: bool
 ) -> None:
-    """The two properties the rollout's Brent bounds rest on."""
+    """The two properties the rollout's Brent bounds rest on; time per token falls on either
+    side of the CUDA-graph limit, and a step above it adds the eager launches."""
     small, large = sorted((b1, b2))
+    limit = (
+        DEFAULT_OVERHEADS.graph_batch_limit
+        if tp >= 4
+        else DEFAULT_OVERHEADS.graph_batch_limit_below_tp4
+    )
+    assume((small / pp > limit) == (large / pp > limit))
     arch = QWEN3_30B_A3B if moe else QWEN25_7B
     model = decode_model(arch, rollout_gpus=tp * pp, rollout_tp=tp, rollout_pp=pp,
                          train_gpus=tp * pp, rollout_ep=tp if moe else 1)  # fmt: skip
@@ -162,6 +169,92 @@ def test_eager_decode_adds_a_host_launch_per_layer_by_hand() -> None:
         eager = decode_model(rollout_pp=pp, rollout_eager=True).step(batch, context)
         assert eager.seconds[0, 0] - graphs.seconds[0, 0] == pytest.approx(9.52e-3)
         assert eager.hbm[0, 0] == graphs.hbm[0, 0]
+
+
+def test_a_batch_above_the_graph_limit_decodes_eagerly_by_hand() -> None:
+    # vLLM replays CUDA graphs up to 512 sequences a step (at TP 1,
+    # Overheads.graph_batch_limit_below_tp4): at 512 the step costs as with graphs (no
+    # launches), at 513 it adds Qwen2.5-7B's 28 eager launches, 28 x 0.34 ms = 9.52 ms. With
+    # pp 2 the limit applies to each stage's micro-batch: 1,024 sequences are two micro-batches
+    # of 512, still graphed.
+    context = np.array([[2048.0]])
+    model = decode_model()
+    at_limit = model.step(np.array([[512.0]]), context)
+    compute = 512 * (2 * P + 401_408 * 2048) / COMPUTE
+    hbm = (2 * P + 512 * 2048 * 57_344) / HBM
+    assert at_limit.seconds[0, 0] == pytest.approx(max(compute, hbm) + 6e-3)
+    above = model.step(np.array([[513.0]]), context)
+    compute = 513 * (2 * P + 401_408 * 2048) / COMPUTE
+    hbm = (2 * P + 513 * 2048 * 57_344) / HBM
+    assert above.seconds[0, 0] == pytest.approx(max(compute, hbm) + 6e-3 + 9.52e-3)
+    staged = decode_model(rollout_pp=2)
+    ungraphed = replace(DEFAULT_OVERHEADS, graph_batch_limit_below_tp4=511)
+    layout = RolloutLayout.of(one_plan(rollout_pp=2))
+    eager = DecodeModel(ModelFigures.of(QWEN25_7B), layout, HW, FABRIC, EFF, ungraphed)
+    batch = np.array([[1024.0]])
+    extra = eager.step(batch, context).seconds - staged.step(batch, context).seconds
+    assert extra[0, 0] == pytest.approx(2 * 14 * 0.34e-3)  # two stages of 14 layers
+
+
+def test_the_drain_decodes_eagerly_until_the_batch_falls_under_the_limit_by_hand() -> None:
+    # 1,024 sequences of mean 4,096 and longest 16,384 tokens: S(t) = 1 - (t/L)^(1/3) over 16
+    # segments of 1,024 steps. The batch 1,024 x S exceeds 512 where S > 1/2, t < L/8 = 2,048:
+    # the first two segments (mean S 1 - 0.75 (1/16)^(1/3) = 0.702 and
+    # 1 - 12 ((1/8)^(4/3) - (1/16)^(4/3)) = 0.548; the third's is
+    # 1 - 12 ((3/16)^(4/3) - (1/8)^(4/3)) = 0.462). Those 2,048 steps pay 28 x 0.34 ms:
+    # 19.50 s more than with graphs throughout.
+    grid = length_grid(4096, 16384, 16384, 16)
+    assert grid.survival[:3] == pytest.approx([0.7023, 0.5476, 0.4622], abs=1e-4)
+    batch = 1024 * grid.survival[None, :]
+    context = 1024 + grid.position[None, :]
+    widths = grid.widths[None, :]
+    layout = RolloutLayout.of(one_plan())
+    graphed = replace(DEFAULT_OVERHEADS, graph_batch_limit_below_tp4=1024)
+    always = DecodeModel(ModelFigures.of(QWEN25_7B), layout, HW, FABRIC, EFF, graphed)
+    seconds, _, _ = decode_model().drain(batch, context, widths)
+    base, _, _ = always.drain(batch, context, widths)
+    assert seconds[0] - base[0] == pytest.approx(2048 * 28 * 0.34e-3)
+    assert seconds[0] - base[0] == pytest.approx(19.4970, rel=1e-4)
+
+
+def test_a_full_batch_above_the_graph_limit_decodes_every_step_eagerly_by_hand() -> None:
+    # 8,192 sequences on 8 replicas: 1,024 each, all held at once (128 + 256 tokens each).
+    # Every response is 256 tokens, so the batch never shrinks: all 256 decode steps run at
+    # 1,024 > 512 and pay 28 x 0.34 ms each, 2.437 s more; prefill and the other stages are
+    # unchanged. At 64 prompts (128 sequences a replica) nothing changes.
+    graphed = replace(DEFAULT_OVERHEADS, graph_batch_limit_below_tp4=1024)
+    for prompts, extra in ((512, 256 * 28 * 0.34e-3), (64, 0.0)):
+        wl = workload(prompts_per_step=prompts, prompt_tokens=128, response_tokens=256,
+                      max_response_tokens=256)  # fmt: skip
+        now = evaluate(H100, QWEN25_7B, wl, one_plan())
+        before = evaluate(H100, QWEN25_7B, wl, one_plan(), overheads=graphed)
+        assert now.rollout_concurrency[0] == prompts * 16 / 8
+        rollout = now.stages["rollout"].seconds[0] - before.stages["rollout"].seconds[0]
+        assert rollout == pytest.approx(extra, abs=1e-12)
+        assert now.stages["training"].seconds[0] == before.stages["training"].seconds[0]
+
+
+def test_sglang_engines_capture_graphs_by_gpu_memory_and_tensor_parallel_degree() -> None:
+    # SGLang's default capture limit (cost.overheads._sglang_graph_max_bs): on an 80 GiB H100
+    # 256 sequences below TP 4 and 512 from it; on 192 GiB (MI300X) 512 either way; on 40 GiB
+    # (A100-40GB) 32 and 160. verl launches vLLM: 512 at every degree.
+    for memory, small, large in ((80.0, 256, 512), (192.0, 512, 512), (40.0, 32, 160)):
+        for framework in ("slime", "areal"):
+            own = for_framework(DEFAULT_OVERHEADS, framework, memory, "")
+            assert (own.graph_batch_limit_below_tp4, own.graph_batch_limit) == (small, large)
+    verl = for_framework(DEFAULT_OVERHEADS, "verl", 80.0, "")
+    assert (verl.graph_batch_limit_below_tp4, verl.graph_batch_limit) == (512, 512)
+    # A TP-1 SGLang engine on an H100 decodes 257 sequences eagerly (Qwen2.5-7B's 28 launches,
+    # 28 x 0.34 ms = 9.52 ms more than 256 would cost at the same per-sequence rate); a TP-4
+    # engine does not at 300.
+    sglang = for_framework(DEFAULT_OVERHEADS, "slime", 80.0, "")
+    context = np.array([[2048.0]])
+    for tp, batch, launches in ((1, 257.0, 28 * 0.34e-3), (1, 256.0, 0.0), (4, 300.0, 0.0)):
+        layout = RolloutLayout.of(one_plan(rollout_tp=tp))
+        fig = ModelFigures.of(QWEN25_7B)
+        own = DecodeModel(fig, layout, HW, FABRIC, EFF, sglang).step(np.array([[batch]]), context)
+        vllm = decode_model(rollout_tp=tp).step(np.array([[batch]]), context)
+        assert own.seconds[0, 0] - vllm.seconds[0, 0] == pytest.approx(launches, abs=1e-12)
 
 
 def test_a_slower_host_scales_the_host_side_of_a_decode_step_by_hand() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -100,8 +101,11 @@ def test_a_framework_sets_its_own_broadcast_bucket() -> None:
         for name in ("weight_sync_bucket_bytes", "weight_broadcast_bucket_bytes",
                      "weight_broadcast_buffers"):  # fmt: skip
             assert getattr(own, name) == getattr(DEFAULT_OVERHEADS, name)
-    for framework in ("slime", "none"):
-        assert for_framework(DEFAULT_OVERHEADS, framework, 80.0, "any") == DEFAULT_OVERHEADS
+    assert for_framework(DEFAULT_OVERHEADS, "none", 80.0, "any") == DEFAULT_OVERHEADS
+    # slime's own constants are SGLang's CUDA-graph capture limits, a decode figure.
+    slime = for_framework(DEFAULT_OVERHEADS, "slime", 80.0, "any")
+    limits = {"graph_batch_limit": 512, "graph_batch_limit_below_tp4": 512}
+    assert dataclasses.replace(slime, **limits) == DEFAULT_OVERHEADS
 
 
 def test_checkpoint_and_engine_tensors_by_hand() -> None:
