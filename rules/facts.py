@@ -48,6 +48,13 @@ SCENARIO_FACTS = (
     Fact("model.kv_kib_per_token", "number", "bf16 KV cache per token, KiB"),
     Fact("model.weights_gib", "number", "bf16 weights of the policy, GiB"),
     Fact("model.state_gib", "number", "weights, gradients and Adam states of the policy, GiB"),
+    Fact("model.vocab", "number", "the policy's vocabulary rows (its record's vocab)"),
+    Fact(
+        "model.reward_vocab",
+        "number",
+        "the reward model's vocabulary rows (0 for a verifier): a launch that feeds it the "
+        "policy's token ids needs the same tokenizer",
+    ),
     Fact(
         "model.reward_weights_gib",
         "number",
@@ -323,6 +330,8 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
         "model.kv_kib_per_token": policy.kv_bytes_per_token / 1024,
         "model.weights_gib": policy.params_total * BF16_BYTES / 2**30,
         "model.state_gib": policy.params_total * ADAM_MIXED_BYTES_PER_PARAM / 2**30,
+        "model.vocab": policy.vocab,
+        "model.reward_vocab": resolved.reward.vocab if resolved.reward else 0,
         "model.reward_weights_gib": (
             resolved.reward.params_total * BF16_BYTES / 2**30 if resolved.reward else 0.0
         ),
