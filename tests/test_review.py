@@ -511,8 +511,9 @@ def test_the_recommendation_is_a_plan_the_mapping_can_launch(name: str) -> None:
 
 
 def test_verl_defaults_are_its_trainer_yamls_at_the_commit() -> None:
-    """Each default of the verl mapping is the value verl's generated trainer configs give the
-    key (tests/fixtures/frameworks/, at the mapping's commit)."""
+    """Each default of the verl mapping is the value verl's generated trainer configs (or, for
+    the fully asynchronous trainer's own keys, its config) give the key
+    (tests/fixtures/frameworks/, at the mapping's commit)."""
     from rlmguide.kb.load import load_catalog
     from rlmguide.kb.paths import record_roots
 
@@ -525,7 +526,11 @@ def test_verl_defaults_are_its_trainer_yamls_at_the_commit() -> None:
     assert sorted(m.id for m in verls) == sorted(prefixes)
     for mapping in verls:
         declared: dict[str, Any] = {}
-        for name in ("_generated_ppo_megatron_trainer.yaml", "_generated_ppo_trainer.yaml"):
+        for name in (
+            "_generated_ppo_megatron_trainer.yaml",
+            "_generated_ppo_trainer.yaml",
+            "fully_async_ppo_trainer.yaml",
+        ):
             path = frameworks / f"{prefixes[mapping.id]}{name}"
             declared |= flatten(yaml.safe_load(path.read_text()))
         assert mapping.config_defaults
