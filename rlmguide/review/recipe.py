@@ -18,6 +18,7 @@ import yaml
 
 from rlmguide.kb.load import parse_yaml, yaml_problem
 from rlmguide.review.budget import Budget
+from rlmguide.review.config import scalar
 
 REFERENCE = re.compile(r"\$\{([A-Za-z_][\w.]*)\}")
 ENV_DEFAULT = re.compile(r"\$\{oc\.env:[A-Za-z_]\w*,\s*(?:'([^']*)'|\"([^\"]*)\"|([^}'\"]*))\}")
@@ -32,12 +33,10 @@ OPERATIONS = {
 
 
 def _number(text: str) -> int | float | None:
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return None
+    """The resolver argument as a number, read as the overrides' literals are (None where it
+    is not one: a boolean, null or text)."""
+    value = scalar(text)
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _arithmetic(value: str) -> Any:
