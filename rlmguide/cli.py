@@ -134,15 +134,6 @@ def limit_options(func: Callable) -> Callable:
     )(func)
 
 
-def _number_or_text(value: str) -> Any:
-    for kind in (int, float):
-        try:
-            return kind(value)
-        except ValueError:
-            pass
-    return value
-
-
 def _invalid(exc: Any) -> Failure:
     from rlmguide.api import invalid_records
 
@@ -182,8 +173,10 @@ def run_user_sql(
 ) -> None:
     from rlmguide.kb.limits import Limits
     from rlmguide.kb.query import QueryError, QueryTimeout, run
+    from rlmguide.review.config import number_or_text
 
-    values = {k: _number_or_text(v) for k, v in params}
+    # parameters are typed as numbers where they read as one; booleans stay text for SQL
+    values = {k: number_or_text(v) for k, v in params}
     try:
         rows = run(connection(), sql, values, Limits(timeout, max_rows))
     except QueryTimeout as exc:

@@ -235,10 +235,9 @@ class Support:
         by_pair = {}
         for backend, engine in self.pairs:
             ok = np.ones(size, dtype=bool)
-            for c in judged:
-                if c.record.component in (None, backend, engine):
-                    ok &= ~fails[c.id]
-            if sharded is not None and backend not in (None, *WEIGHT_SHARDING_BACKENDS):
+            for c in _bound(judged, backend, engine):
+                ok &= ~fails[c.id]
+            if sharded is not None and not _shards_weights(backend):
                 ok &= ~sharded
             by_pair[(backend, engine)] = ok
         return by_pair, fails
@@ -258,9 +257,8 @@ class Support:
         sharded = zero is not None and int(np.asarray(zero).reshape(-1)[0]) >= 3
         grouped: dict[tuple[str, ...], list[str]] = {}
         for backend, engine in by_pair:
-            bound = (c for c in self.constraints if c.record.component in (None, backend, engine))
-            failing = [c.id for c in bound if fails[c.id][0]]
-            if not failing and sharded and backend not in (None, *WEIGHT_SHARDING_BACKENDS):
+            failing = [c.id for c in _bound(self.constraints, backend, engine) if fails[c.id][0]]
+            if not failing and sharded and not _shards_weights(backend):
                 # no record names it, the planner's own rule does (WEIGHT_SHARDING_BACKENDS)
                 failing.append(f"ZeRO-3 ({backend} shards the optimizer states only)")
             pair = " + ".join(x for x in (backend, engine) if x) or "every pair"
@@ -268,6 +266,19 @@ class Support:
         return "; ".join(
             f"on {', '.join(pairs)}: {', '.join(failing)}" for failing, pairs in grouped.items()
         )
+
+
+def _bound(
+    constraints: Iterable[CompiledConstraint], backend: str | None, engine: str | None
+) -> list[CompiledConstraint]:
+    """The constraints that bind a (backend, engine) pair: the framework's own and its
+    components'."""
+    return [c for c in constraints if c.record.component in (None, backend, engine)]
+
+
+def _shards_weights(backend: str | None) -> bool:
+    """The backend can shard weights (ZeRO-3); the others shard optimizer states only."""
+    return backend in (None, *WEIGHT_SHARDING_BACKENDS)
 
 
 def _uses(env: Mapping[str, Any], size: int, level: str) -> dict[str, np.ndarray]:

@@ -7,6 +7,16 @@ from collections.abc import Iterable
 from typing import Any
 
 
+def number_or_text(text: str) -> Any:
+    """An int, else a float, else the text as it is."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def scalar(text: str) -> Any:
     """A literal as Hydra (and, for numbers, argparse) reads it."""
     lowered = text.lower()
@@ -14,12 +24,7 @@ def scalar(text: str) -> Any:
         return lowered == "true"
     if lowered == "null":
         return None
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
+    return number_or_text(text)
 
 
 def _value(text: str) -> Any:
