@@ -153,6 +153,15 @@ def test_flags_win_over_the_header_and_say_so(verl: Path) -> None:
         assert said["value"] == flag and "command line" in said["why"]
 
 
+def test_what_the_header_states_is_not_called_assumed(verl: Path) -> None:
+    """The header's values are the exporter's scenario: listed under "Not in the file" with
+    that why, but the estimate does not rest on an assumption of them."""
+    got = review(verl)
+    from_header = {a["field"] for a in got["assumed"] if "header" in a["why"]}
+    assert {"cluster.accelerator", "workload.response_tokens"} <= from_header
+    assert not from_header & set(got["rests_on_assumptions"])
+
+
 def test_a_launch_without_the_header_is_reviewed_as_before(verl: Path, tmp_path: Path) -> None:
     text = verl.read_text()
     (line,) = [x for x in text.splitlines() if x.startswith(SCENARIO_LINE)]
@@ -163,6 +172,7 @@ def test_a_launch_without_the_header_is_reviewed_as_before(verl: Path, tmp_path:
     assert got["scenario"]["workload"]["response_tokens_from"] == "prior"
     (prior,) = _entries(got, "workload.response_tokens")
     assert "length prior" in prior["why"]
+    assert "workload.response_tokens" in got["rests_on_assumptions"]
 
 
 @pytest.mark.parametrize(

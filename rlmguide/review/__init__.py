@@ -13,6 +13,7 @@ from typing import Any
 
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import record_roots
+from rlmguide.review.header import FROM_HEADER
 from rlmguide.review.review import (
     Hardware,
     ReviewError,
@@ -224,9 +225,13 @@ def review(
         "file": str(path),
         **understood(reading),
         "assumed": assumed,
-        # the estimate's workload numbers the launch did not state
+        # the estimate's workload numbers neither the launch nor its export header states
         "rests_on_assumptions": sorted(
-            {a["field"] for a in assumed if a["field"].startswith(("workload.", "cluster."))}
+            {
+                a["field"]
+                for a in assumed
+                if a["field"].startswith(("workload.", "cluster.")) and a["why"] != FROM_HEADER
+            }
         ),
         "scenario": data,
         "estimate": reviewed,

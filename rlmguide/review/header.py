@@ -44,14 +44,13 @@ def stated_scenario(text: str) -> dict[str, int | str] | None:
     return stated
 
 
+FROM_HEADER = "not in the launch: the scenario the export's header names"
+"""Why an entry's value was taken from the header: stated by the exporter, not assumed."""
+
+
 def taken(name: str, value: Any) -> dict[str, Any]:
     """An assumption entry for a value the launch does not give, read from the header."""
-    return {
-        "field": name,
-        "value": value,
-        "why": "not in the launch: the scenario the export's header names",
-        "source": None,
-    }
+    return {"field": name, "value": value, "why": FROM_HEADER, "source": None}
 
 
 def flag_over(name: str, flag: Any, header: Stated) -> list[dict[str, Any]]:
