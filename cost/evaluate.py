@@ -440,14 +440,23 @@ def _trainer_side(
     k = needs.objectives
     chunk, handoffs, stretch = fusion_handoffs(plans, t_layout, batch, overheads)
     trained: list[Placed] = [(actor, everywhere)]
-    frozen: list[Frozen] = [(ref.fig, separate_reference & ~ref_apart, ref_bytes)]
+    # A framework that runs the reference in the actor's parameters (Overheads.reference_swap)
+    # does so for a parked reference of the actor's own shape, dtype and layout.
+    swap = (
+        overheads.reference_swap > 0
+        and ref.fig == actor
+        and ref_bytes == WEIGHT_BYTES
+        and a_layout is t_layout
+    )
+    in_actor = separate_reference & ~ref_apart & (t_layout.offload_frozen if swap else False)
+    frozen: list[Frozen] = [(ref.fig, separate_reference & ~ref_apart & ~in_actor, ref_bytes)]
     if critic_fig is not None:
         trained += [(critic_fig, ~critic_apart & separate_critic)] * k
     if reward_fig is not None:
         frozen += [(reward_fig, ~rm_apart, WEIGHT_BYTES)] * k
     train_mem = training_memory(
         trained, frozen, t_layout, batch, trainable, overheads, a_layout, chunk,
-        intra_stage(plans.fusion),
+        intra_stage(plans.fusion), [(ref.fig, in_actor, ref_bytes)],
     )  # fmt: skip
     micro_tokens = np.maximum(train_mem.micro_tokens, batch.sequence_tokens)
     own_memory: dict[str, TrainMemory] = {}

@@ -510,11 +510,15 @@ def training_memory(
     assessed: TrainLayout | None = None,
     chunk: FloatArray | None = None,
     pipelined: BoolArray | None = None,
+    swapped: list[Frozen] | None = None,
 ) -> TrainMemory:
     """The training and assessment phases of a pool holding the `trained` models (actor,
     critic) and the `frozen` ones (reference, reward model), each where its mask holds.
     The frozen models' passes run in `assessed` (plan.assessment; unset, `layout`), with
-    M_reshard (`reshard_bytes`) where that re-lays their weights.
+    M_reshard (`reshard_bytes`) where that re-lays their weights. `swapped` frozen models
+    run in the actor's own parameters (Overheads.reference_swap): none of their bytes are on
+    the GPU, they and the actor's copy wait on the host, and three times their bytes cross
+    the host link a step (the actor's out, theirs in, the actor's back).
 
     Stage fusion (survey §4.3): where `chunk` is positive the assessment streams chunks of
     that many samples behind the rollout (inter-stage fusion), a micro-batch of a rank's
@@ -637,12 +641,18 @@ def training_memory(
     on_gpu = weights + gradients + optimizer
     phase = layout.offload_phase
     resident = np.where(phase, 0.0, on_gpu) + np.where(phase | layout.offload_frozen, 0.0, parked)
+    swapped_bytes = sum((frozen_weight_bytes(f, layout, b) * m for f, m, b in swapped or []), zero)
     host = sum((host_state_bytes(f, layout) * m for f, m in trained), zero)
     host = (
-        host + np.where(phase, on_gpu, 0.0) + np.where(phase | layout.offload_frozen, parked, 0.0)
+        host
+        + np.where(phase, on_gpu, 0.0)
+        + np.where(phase | layout.offload_frozen, parked, 0.0)
+        + 2.0 * swapped_bytes
     )
-    switch = np.where(phase, 2.0 * on_gpu, 0.0) + np.where(
-        phase | layout.offload_frozen, parked, 0.0
+    switch = (
+        np.where(phase, 2.0 * on_gpu, 0.0)
+        + np.where(phase | layout.offload_frozen, parked, 0.0)
+        + 3.0 * swapped_bytes
     )
     return TrainMemory(
         terms, training, assessment, reserve, resident, host, switch, chosen, tokens, streamed

@@ -260,6 +260,19 @@ class Overheads:
     docs-pytorch-numerical-accuracy). Counted where a framework's loss code has been read
     (OWN_FRAMEWORK_CONSTANTS); zero elsewhere."""
 
+    reference_swap: float = 0.0
+    """1 where a framework runs the reference in the trained policy's own parameters: the
+    reference's weights wait on the host, and for its pass the policy's are copied to the
+    host, the reference's copied in, and the policy's copied back, so no second model is on
+    the GPU and 3x the weights cross the host link a step. NeMo RL's Megatron worker keeps
+    reference_state_dict on the CPU (nemo_rl/models/megatron/setup.py L2159-L2168 at
+    7ea279abf) and swaps it in use_reference_model (megatron_policy_worker.py L1971-L2036),
+    its DTensor workers alike (dtensor_policy_worker.py L1775-L1793, dtensor_policy_worker_v2.py
+    L353-L356 and L1007 with nemo_rl/models/automodel/setup.py L413-L436); slime backs the
+    reference up on the host and restores it into the actor's model for its log-probs
+    (slime/backends/megatron_utils/actor.py L121-L133, L302-L305, L435-L460 at 624b824a,
+    github-thudm-slime). 0 (the default): a parked reference is loaded beside the policy."""
+
     group_admission: float = 0.0
     """1 where an asynchronous rollout admits a prompt's whole group as one unit and frees its
     in-flight slot only when the group's longest response has ended, so the group's finished
@@ -379,6 +392,12 @@ def _whole_groups(gpu_gib: float, gpu_name: str) -> float:
     return 1.0
 
 
+def _reference_in_policy(gpu_gib: float, gpu_name: str) -> float:
+    # Overheads.reference_swap: the reference runs in the policy's parameters (the citation
+    # there).
+    return 1.0
+
+
 def _fsdp_fp32_reduce(gpu_gib: float, gpu_name: str) -> float:
     # The PyTorch-FSDP backends reduce-scatter gradients in float32 unless a launch says
     # otherwise (MixedPrecision / MixedPrecisionPolicy reduce_dtype): verl's FSDP workers
@@ -451,6 +470,7 @@ OWN_FRAMEWORK_CONSTANTS: dict[str, dict[str, Callable[[float, str], float]]] = {
     "loss_bytes_per_logit": {"prime-rl": _prime_rl_fused_head_bytes},
     "head_fp32_matmuls": {"trl": _trl_chunked_head_fp32},
     "group_admission": {"nemo-rl": _whole_groups},
+    "reference_swap": dict.fromkeys(("nemo-rl", "slime"), _reference_in_policy),
     "graph_batch_limit": dict.fromkeys(SGLANG_FIRST, _sglang_graph_limit),
     "graph_batch_limit_below_tp4": dict.fromkeys(SGLANG_FIRST, _sglang_graph_limit_below_tp4),
 }

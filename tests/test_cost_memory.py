@@ -27,7 +27,7 @@ from rlmguide.cost.memory import (
     trained_state,
     training_memory,
 )
-from rlmguide.cost.overheads import DEFAULT_OVERHEADS
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS, for_framework
 from rlmguide.cost.plans import PlanTable
 from rlmguide.cost.units import GIB
 from rlmguide.kb.schema import Workload
@@ -458,6 +458,35 @@ def test_phase_offload_lowers_rollout_and_assessment_not_training() -> None:
     # Each step moves the trained state out and back and loads the reference once.
     assert phase.switch[0] == pytest.approx(2 * 5.5 * P + 2 * P)
     assert phase.assessment[0] < plain.assessment[0]
+
+
+def test_a_reference_run_in_the_actors_parameters_holds_no_gpu_bytes() -> None:
+    # NeMo RL and slime swap the reference into the policy's parameters for its pass
+    # (Overheads.reference_swap): against the reference parked and loaded beside the policy,
+    # the assessment holds 2P less (its bf16 weights), the host holds it and, during the
+    # swap, the policy's copy (2 x 2P), and a step moves 3 x 2P (policy out, reference in,
+    # policy back) instead of the reference's 2P once.
+    wl = workload(prompts_per_step=128, samples_per_prompt=8, prompt_tokens=512,
+                  response_tokens=2048, max_response_tokens=8192)  # fmt: skip
+    batch, fig = Batch.of(wl, Needs()), ModelFigures.of(QWEN25_7B)
+    usable, yes, no = 0.9 * 80 * GIB, np.array([True]), np.array([False])
+    layout = train_layout(train_zero=1, train_recompute="full", offload_frozen=True)
+    parked = training_memory([(fig, yes)], [(fig, yes, 2.0)], layout, batch, usable,
+                             DEFAULT_OVERHEADS)  # fmt: skip
+    swapped = training_memory([(fig, yes)], [(fig, no, 2.0)], layout, batch, usable,
+                              DEFAULT_OVERHEADS, swapped=[(fig, yes, 2.0)])  # fmt: skip
+    assert parked.assessment[0] - swapped.assessment[0] == pytest.approx(2 * P)
+    assert swapped.training[0] == pytest.approx(parked.training[0])
+    assert swapped.terms["frozen_models"][0] == 0
+    assert swapped.host[0] - parked.host[0] == pytest.approx(2 * P)
+    assert parked.switch[0] == pytest.approx(2 * P)
+    assert swapped.switch[0] == pytest.approx(6 * P)
+
+
+def test_nemo_rl_and_slime_run_the_reference_in_the_policy() -> None:
+    assert DEFAULT_OVERHEADS.reference_swap == 0.0
+    for framework, swaps in (("nemo-rl", 1.0), ("slime", 1.0), ("verl", 0.0), ("skyrl", 0.0)):
+        assert for_framework(DEFAULT_OVERHEADS, framework, 80.0, "h100").reference_swap == swaps
 
 
 def test_lora_trains_adapters_only() -> None:

@@ -102,9 +102,10 @@ def test_a_framework_sets_its_own_broadcast_bucket() -> None:
                      "weight_broadcast_buffers"):  # fmt: skip
             assert getattr(own, name) == getattr(DEFAULT_OVERHEADS, name)
     assert for_framework(DEFAULT_OVERHEADS, "none", 80.0, "any") == DEFAULT_OVERHEADS
-    # slime's own constants are SGLang's CUDA-graph capture limits, a decode figure.
+    # slime's own constants are SGLang's CUDA-graph capture limits, a decode figure, and its
+    # reference run in the actor's parameters, a memory and host-traffic figure.
     slime = for_framework(DEFAULT_OVERHEADS, "slime", 80.0, "any")
-    limits = {"graph_batch_limit": 512, "graph_batch_limit_below_tp4": 512}
+    limits = {"graph_batch_limit": 512, "graph_batch_limit_below_tp4": 512, "reference_swap": 0.0}
     assert dataclasses.replace(slime, **limits) == DEFAULT_OVERHEADS
 
 
