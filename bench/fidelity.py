@@ -45,6 +45,7 @@ from rlmguide.rules.fidelity import (
     calibration,
     leave_group_out,
     median_abs_log_error,
+    mode_pairs,
     orderings,
     paired,
     predict,
@@ -180,6 +181,32 @@ def report_orderings(comparisons: list[Comparison], label: str) -> None:
                 print(f"    {side.result.id}: {stage_seconds(side)}")
 
 
+def report_mode_pairs(comparisons: list[Comparison], label: str) -> None:
+    """Every published sync / overlapping pair (rules.fidelity.mode_pairs): the speed-up the
+    source reports for overlapping and the one predicted ("=" marks equal GPU counts)."""
+    pairs = mode_pairs(comparisons)
+    print(f"\nsync against overlapping execution ({label}; speed-up = sync / overlapping):")
+    if not pairs:
+        print("  no pair")
+        return
+    for p in pairs:
+        s, o = p.sync.result, p.overlapped.result
+        print(
+            f"  {'=' if p.equal_gpus else ' '} {o.id:<54} vs {s.id:<52} reported "
+            f"{p.reported:5.2f}x predicted {p.predicted:5.2f}x"
+        )
+    for name, chosen in (("all", pairs), ("equal GPUs", [p for p in pairs if p.equal_gpus])):
+        if not chosen:
+            continue
+        logs = [math.log(p.predicted / p.reported) for p in chosen]
+        print(
+            f"  {name}: {len(chosen)} pairs, predicted / reported speed-up geometric mean "
+            f"{math.exp(statistics.fmean(logs)):.2f}, median error "
+            f"{math.exp(statistics.median(abs(x) for x in logs)):.2f}x, "
+            f"speed-up under-predicted in {sum(x < 0 for x in logs)}"
+        )
+
+
 def stage_seconds(c: Comparison) -> str:
     """The predicted plan's stages and overlap, so a missed ordering shows which term misses."""
     return ", ".join(f"{name} {seconds:.1f}" for name, seconds in c.stages)
@@ -231,6 +258,7 @@ def main() -> None:
     deployments = [c for c in defaults if c.result.kind != "result"]
     print(f"default constants, deployments:    {figure(deployments)}")
     report_orderings(defaults, "default constants")
+    report_mode_pairs(defaults, "default constants")
     report_own_constants(catalog.records, defaults)
     pairs = paired(defaults)
     print(
@@ -254,6 +282,7 @@ def main() -> None:
         by("leave-one-source-out by framework", results_only(loso), lambda c: c.framework)
         by("leave-one-framework-out by framework", results_only(lofo), lambda c: c.framework)
         report_orderings(loso, "leave-one-source-out")
+        report_mode_pairs(results_only(loso), "leave-one-source-out")
         print_band(rl_steps(results_only(loso)), pairs)
         picks = sorted({show(grid[g]) for g in chosen})
         print("\ngrid points chosen when a source is held out: " + "; ".join(picks))

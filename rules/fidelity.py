@@ -372,3 +372,52 @@ def orderings(comparisons: Iterable[Comparison], tie: float) -> list[Ordering]:
             if slow.result.value > fast.result.value * (1 + tie):
                 found.append(Ordering(fast, slow))
     return found
+
+
+OVERLAPPING = frozenset({"one-step-off", "async"})
+"""Execution modes whose rollout overlaps training (cost.compose)."""
+
+
+@dataclass(frozen=True)
+class ModePair:
+    """A synchronous run and an overlapping one (one-step-off or async) of one model on one
+    accelerator in one source record: the speed-up the source reports for overlapping, and the
+    one predicted."""
+
+    sync: Comparison
+    overlapped: Comparison
+
+    @property
+    def reported(self) -> float:
+        return self.sync.result.value / self.overlapped.result.value
+
+    @property
+    def predicted(self) -> float:
+        return self.sync.predicted / self.overlapped.predicted  # type: ignore[operator]
+
+    @property
+    def equal_gpus(self) -> bool:
+        a, b = self.sync.result.scenario.cluster, self.overlapped.result.scenario.cluster
+        return a.nodes * a.gpus_per_node == b.nodes * b.gpus_per_node
+
+
+def mode_pairs(comparisons: Iterable[Comparison]) -> list[ModePair]:
+    """Every published pair of RL step times, one synchronous and one overlapping, of the same
+    model on the same accelerator in one source record (one software stack), GPU counts equal
+    or not: what the source says overlapping gains, to judge the pipeline the cost core
+    composes (cost.compose) by."""
+    scored = [
+        c
+        for c in comparisons
+        if c.ratio and c.result.kind == "result" and c.result.metric == "step_seconds"
+    ]
+    syncs = [c for c in scored if c.result.execution == "sync"]
+    overlapped = [c for c in scored if c.result.execution in OVERLAPPING]
+    return [
+        ModePair(s, o)
+        for s in syncs
+        for o in overlapped
+        if s.result.source == o.result.source
+        and s.result.scenario.models.policy == o.result.scenario.models.policy
+        and s.result.scenario.cluster.accelerator == o.result.scenario.cluster.accelerator
+    ]

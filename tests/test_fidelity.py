@@ -20,6 +20,7 @@ from rlmguide.rules.fidelity import (
     largest_batch_that_fits,
     leave_group_out,
     median_abs_log_error,
+    mode_pairs,
     orderings,
     predict,
     source_group,
@@ -171,12 +172,20 @@ def test_versions_of_a_source_are_one_source() -> None:
     assert source_group("docs-verl-fully-async") == "docs-verl-fully-async"
 
 
-def _case(name: str, source: str, value: float, policy: str = "m") -> Case:
+def _case(
+    name: str,
+    source: str,
+    value: float,
+    policy: str = "m",
+    execution: str | None = None,
+    nodes: int = 1,
+) -> Case:
     scenario = Scenario.model_validate(
         {
-            "cluster": {"accelerator": "a", "nodes": 1, "gpus_per_node": 8},
+            "cluster": {"accelerator": "a", "nodes": nodes, "gpus_per_node": 8},
             "models": {"policy": policy},
             "workload": {"prompts_per_step": 1, "prompt_tokens": 1, "response_tokens": 1},
+            "plan": {"execution": execution},
         }
     )
     return Case(name, "result", "step_seconds", value, "s", scenario, False, source, "f")
@@ -213,6 +222,26 @@ def test_orderings_are_published_pairs_of_one_model_and_source() -> None:
     assert all(o.reproduced for o in found)
     found = orderings([Comparison(fast, 140.0), Comparison(slow, 130.0)], 0.25)
     assert [o.reproduced for o in found] == [False]
+
+
+def test_mode_pairs_are_sync_against_overlapping_runs_of_one_source() -> None:
+    sync = _case("sync", "s", 120.0, execution="sync", nodes=2)
+    async_ = _case("async", "s", 80.0, execution="async", nodes=2)
+    off = _case("off", "s", 60.0, execution="one-step-off", nodes=4)
+    elsewhere = _case("other", "t", 40.0, execution="async", nodes=2)
+    found = mode_pairs(
+        [Comparison(sync, 110.0), Comparison(async_, 100.0), Comparison(off, 55.0),
+         Comparison(elsewhere, 10.0)]
+    )  # fmt: skip
+    # Each overlapping run of the sync run's source, the other source's run not: sync 120 s
+    # against async 80 s reports 1.5x where 110 / 100 predicts 1.1x; against one-step-off on
+    # twice the GPUs, 120 / 60 = 2x reported and 110 / 55 = 2x predicted.
+    by_id = {p.overlapped.result.id: p for p in found}
+    assert set(by_id) == {"async", "off"}
+    assert by_id["async"].reported == pytest.approx(1.5)
+    assert by_id["async"].predicted == pytest.approx(1.1)
+    assert by_id["async"].equal_gpus and not by_id["off"].equal_gpus
+    assert by_id["off"].reported == pytest.approx(by_id["off"].predicted) == pytest.approx(2.0)
 
 
 def test_nemo_rl_refits_in_its_own_buckets() -> None:
