@@ -3,9 +3,10 @@
 Each RL step runs minibatches x epochs optimizer steps in a chain. One optimizer step pushes m
 micro-batches per data-parallel rank through a 1F1B pipeline of pp stages, (m + pp - 1)
 micro-batch times (the bubble is (pp - 1) / (m + pp - 1); interleaved over v chunks per rank,
-(pp - 1) / v of them), then reduces gradients over the data-parallel group (all-reduce, or
-reduce-scatter + all-gather under ZeRO-1/2; ZeRO-3 already reduce-scattered per micro-batch, in
-the backend's reduce dtype) and applies Adam. Work W/p is the busy part, m micro-batches plus
+(pp - 1) / v of them), then reduces gradients over the data-parallel group in the gradient
+buffer's dtype (all-reduce, or reduce-scatter + all-gather of the weights under ZeRO-1/2;
+ZeRO-3 already reduce-scattered per micro-batch, in the backend's reduce dtype) and applies
+Adam. Work W/p is the busy part, m micro-batches plus
 the gradient sync and the update; depth is the pipeline's fill and drain, 1 + (pp - 1) / v
 micro-batch times per optimizer step, chained over the optimizer steps.
 """
@@ -18,7 +19,13 @@ import numpy as np
 from rlmguide.cost.architecture import ModelFigures
 from rlmguide.cost.arrays import BoolArray, FloatArray
 from rlmguide.cost.batch import Batch
-from rlmguide.cost.collectives import all_reduce_bytes, split_by_link, transfer_seconds
+from rlmguide.cost.collectives import (
+    Link,
+    all_reduce_bytes,
+    gather_bytes,
+    split_by_link,
+    transfer_seconds,
+)
 from rlmguide.cost.efficiency import EfficiencyFactors
 from rlmguide.cost.hardware import Hardware
 from rlmguide.cost.layouts import TrainLayout, TrainLinks
@@ -31,7 +38,7 @@ from rlmguide.cost.model_pass import (
 )
 from rlmguide.cost.overheads import Overheads
 from rlmguide.cost.stage import StageCost, choose
-from rlmguide.cost.units import BF16_BYTES
+from rlmguide.cost.units import BF16_BYTES, FP32_BYTES
 
 # Adam reads fp32 master, moments and the bf16 gradient and writes them back with the bf16
 # weight: 2 x (12 + 2) bytes per parameter of the optimizer's shard.
@@ -119,6 +126,21 @@ def pipeline_stage(
     )
 
 
+def gradient_sync_bytes(params: FloatArray, layout: TrainLayout, link: Link) -> FloatArray:
+    """Bytes one GPU sends per optimizer step to sync the gradients of `params` parameters
+    outside ZeRO-3. Megatron-Core's DDP runs the collective on its gradient buffer, float32
+    under grad_reduce_in_fp32 (`layout.fp32_gradients`, the buffer memory counts) and the
+    weights' bf16 otherwise (grad_dtype, megatron/core/distributed/distributed_data_parallel.py
+    L168 at core_v0.15.0): an all-reduce of it without a sharded optimizer; with one (ZeRO-1/2,
+    the distributed optimizer) a reduce-scatter of it and, after the step, an all-gather of
+    the updated bf16 weights (start_grad_sync L385-L405, start_param_sync L236-L253 of
+    megatron/core/distributed/param_and_grad_buffer.py; github-nvidia-megatron-lm). In bf16
+    both forms send 4 (n - 1) / n bytes per parameter."""
+    gradient = np.where(layout.fp32_gradients, FP32_BYTES, BF16_BYTES)
+    sharded = gather_bytes((gradient + BF16_BYTES) * params, link)
+    return np.where(layout.zero >= 1, sharded, all_reduce_bytes(gradient * params, link))
+
+
 def train_model_stage(
     fig: ModelFigures,
     layout: TrainLayout,
@@ -138,8 +160,8 @@ def train_model_stage(
     # Gradient sync per optimizer step (ZeRO-3 did it per micro-batch).
     shard_link, expert_link = links.shard, links.expert_shard
     not_zero3 = layout.zero < 3
-    dense_sent = np.where(not_zero3, all_reduce_bytes(BF16_BYTES * dense, shard_link), 0.0)
-    expert_sent = np.where(not_zero3, all_reduce_bytes(BF16_BYTES * expert, expert_link), 0.0)
+    dense_sent = np.where(not_zero3, gradient_sync_bytes(dense, layout, shard_link), 0.0)
+    expert_sent = np.where(not_zero3, gradient_sync_bytes(expert, layout, expert_link), 0.0)
     dense_time = np.where(not_zero3, transfer_seconds(dense_sent, shard_link), 0.0)
     expert_time = np.where(not_zero3 & fig.is_moe, transfer_seconds(expert_sent, expert_link), 0.0)
     d_up, d_out = split_by_link(dense_time, shard_link)

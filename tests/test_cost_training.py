@@ -194,6 +194,36 @@ def test_zero3_adds_all_gathers_that_hide_under_compute() -> None:
     assert zero3.stages["training"].bound[0] == 0  # compute
 
 
+@pytest.mark.parametrize("zero", [0, 1])
+def test_megatron_gradient_sync_in_the_buffer_dtype_by_hand(zero: int) -> None:
+    """Qwen2.5-7B on one node of 8 H100s, data-parallel 8, 4 optimizer steps. In bf16 either
+    form sends 4 x 7/8 bytes per parameter and GPU a step: an all-reduce (2 x 7/8 x 2) or,
+    under the distributed optimizer, a gradient reduce-scatter and a weight all-gather (7/8 x
+    (2 + 2)). fp32 buffers (grad_reduce_in_fp32) add 7/8 x 2 bytes to the sharded form (7/8 x
+    (4 + 2)) and 7/8 x 4 to the all-reduce (2 x 7/8 x 4): over the 4 optimizer steps and the
+    8 GPUs, 8 x 4 x 7/8 x 2 P = 56 P bytes more (112 P for the all-reduce), and the stage
+    takes 4 x 7/8 x 2 P bytes (4 x 7/8 x 4 P) longer at the NVLink rate, since the sync is not
+    overlapped (verl's overlap_grad_reduce False). The micro-batch is fixed, so the fp32
+    buffers' memory changes nothing else."""
+    wl = workload(minibatches_per_step=4)
+    training = {}
+    for fp32 in (False, True):
+        plan = one_plan(train_zero=zero, train_fp32_gradients=fp32, train_micro_tokens=16_384)
+        training[fp32] = evaluate(H100, QWEN25_7B, wl, plan).stages["training"]
+    bf16_sent = training[False].link_bytes[0]
+    extra_per_param = 2.0 if zero >= 1 else 4.0
+    extra = 8 * 4 * 7 / 8 * extra_per_param * P
+    assert training[True].link_bytes[0] - bf16_sent == pytest.approx(extra, rel=1e-9)
+    seconds = 4 * 7 / 8 * extra_per_param * P / FABRIC.scale_up_bytes_per_s
+    assert training[True].seconds[0] - training[False].seconds[0] == pytest.approx(
+        seconds, rel=1e-6
+    )
+    if zero == 0:
+        sharded = one_plan(train_zero=1, train_micro_tokens=16_384)
+        same = evaluate(H100, QWEN25_7B, wl, sharded).stages["training"].link_bytes[0]
+        assert same == pytest.approx(bf16_sent, rel=1e-12)
+
+
 @settings(max_examples=25, deadline=None, derandomize=True)
 @given(
     budget=st.sampled_from([8192, 16384, 32768]),

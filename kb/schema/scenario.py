@@ -604,7 +604,8 @@ class TrainPlan(Strict):
     --grad-reduce-in-bf16 (megatron/training/arguments.py), Megatron-Core DDP's
     grad_reduce_in_fp32 (verl sets it, NeMo-RL's recipes do not). Two more bytes per
     parameter wherever gradients are kept whole or ZeRO-2-sharded; ZeRO-3/FSDP's fp32
-    gradient shard is already counted. Unset means bf16 gradients. Never searched."""
+    gradient shard is already counted. The data-parallel gradient sync then runs in fp32 too
+    (cost.training.gradient_sync_bytes). Unset means bf16 gradients. Never searched."""
     sequence_parallel: bool | None = None
     """Megatron's sequence parallelism inside the tensor group (Korthikanti et al., arXiv
     2205.05198): the norms and dropout between the tensor-parallel regions are split over
