@@ -22,6 +22,7 @@ from launch_support import catalogs, review_json
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS
 from rlmguide.kb.schema import Deployment
+from rlmguide.rules.frameworks import compile_constraints
 from rlmguide.rules.scenario import parse_scenario, read_mapping, resolve
 
 from rlmguide.cli import cli
@@ -436,9 +437,37 @@ def test_adam_on_the_host_has_no_key_on_megatron() -> None:
             "train": {"zero": 1, "offload": {"optimizer": 1}},
         }
     )
-    with pytest.raises(NotExpressible) as refused:
+    # the ZeRO-1 plan is no FSDP plan (named first), and its Megatron twin is refused by
+    # areal-megatron-no-cpu-offload
+    with pytest.raises(NotExpressible, match="areal cannot run this scenario"):
         export_of(scenario)
-    assert "plan.train.offload_optimizer: on Megatron AReaL has no key for it" in str(refused.value)
+    rule = {c.id: c for c in compile_constraints(catalogs()[0])[0]}["areal-megatron-no-cpu-offload"]
+    assert rule.record.component == "megatron-lm"
+    for optimizer, params, holds in ((0, False, True), (1, False, False), (0, True, False)):
+        facts = {"plan.train.offload_optimizer": optimizer, "plan.train.offload_params": params}
+        assert bool(rule.holds(facts, 1)[0]) is holds
+
+
+def test_adam_on_the_host_alone_is_the_per_layer_optimizer_step() -> None:
+    """A CPU optimizer without streamed parameters on FSDP is fsdp.per_layer_optim_step (Adam's
+    states on the host, streamed to the GPU layer by layer for the step), not offload_params,
+    which would stream the parameters too."""
+    alone = {"offload": {"optimizer": 1}}
+    done = export_of(_pinned({"placement": "disaggregated", "execution": "sync", "train": alone}))
+    assert done.backend == "pytorch-fsdp"
+    args = hydra_config(words(done)[1:])
+    assert args.get("actor.fsdp.per_layer_optim_step") is True
+    assert "actor.fsdp.offload_params" not in args
+
+
+def test_areal_vllm_engines_run_no_expert_parallelism() -> None:
+    """AReaL's vLLMConfig passes tensor and pipeline sizes only (constraint
+    areal-vllm-no-expert-parallelism): a plan splitting a vLLM engine's experts is refused."""
+    compiled = {c.id: c for c in compile_constraints(catalogs()[0])[0]}
+    rule = compiled["areal-vllm-no-expert-parallelism"]
+    assert rule.record.component == "vllm"
+    for ep, holds in ((1, True), (2, False), (8, False)):
+        assert bool(rule.holds({"plan.rollout.ep": ep}, 1)[0]) is holds
 
 
 def test_review_reads_a_colocated_launch_back_and_reports_the_checks_it_trips(
@@ -719,6 +748,6 @@ def test_an_engine_expert_group_beyond_its_tensor_group_is_refused() -> None:
     }
     # SGLang's expert groups are carved out of the instance's tensor group (constraint
     # areal-sglang-expert-parallel-within-engine): EP 4 over TP 2 is no SGLang launch, and
-    # AReaL's vLLM engine has no expert-parallel key
-    with pytest.raises(NotExpressible, match=r"no key for plan\.rollout\.ep = 4 on .* with vllm"):
+    # AReaL's vLLM engine runs none (areal-vllm-no-expert-parallelism)
+    with pytest.raises(NotExpressible, match=r"constraint areal-sglang-expert-parallel-within"):
         export_of(parse_scenario(over, "moe"))
