@@ -142,3 +142,29 @@ def test_gradient_buffers_as_each_framework_keeps_them(tmp_path: Path) -> None:
     got = review(bf16, hardware=H100)
     assert _plan(got)["train"]["fp32_gradients"] is False
     assert got["estimate"]["memory_gib_per_gpu"]["train"] < fp32_train
+
+
+def test_a_model_placed_by_a_key_review_does_not_read_is_named_not_costed(
+    tmp_path: Path,
+) -> None:
+    """ROLL places every worker with its device_mapping; an LLM judge added to an exported
+    launch holds GPUs the plan does not: review names it beside the memory settings instead of
+    costing the launch as if it were not there."""
+    import yaml
+
+    done = CliRunner().invoke(cli, ["export", EXAMPLE, "--framework", "roll"])
+    assert done.exit_code == 0, done.output
+    config = yaml.safe_load(done.output)
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(yaml.safe_dump(config))
+    config["rewards"]["llm_judge"] = {"device_mapping": "list(range(4,8))", "world_size": 4}
+    judged = tmp_path / "judged.yaml"
+    judged.write_text(yaml.safe_dump(config))
+    named = [
+        row
+        for row in review(judged, hardware=H100)["memory_keys"]
+        if row["setting"].endswith("(rewards.llm_judge.device_mapping)")
+    ]
+    assert [row["launch"] for row in named] == ["list(range(4,8))"]
+    assert named[0]["verdict"].startswith("not costed")
+    assert not [r for r in review(plain, hardware=H100)["memory_keys"] if r["plan"] is None]

@@ -1292,7 +1292,24 @@ def memory_keys(
         else:
             verdict = "as the plan needs"
         rows.append({"setting": what, "launch": got, "plan": needed, "verdict": verdict})
+    # a model the launch puts on GPUs by a key no entry reads (ROLL's device_mapping of an LLM
+    # judge) is not in the plan: never costed silently
+    for key, value in sorted(reading.unmapped.items()):
+        if key.endswith(UNREAD_PLACEMENT) and value not in (None, "", [], "[]"):
+            rows.append(
+                {
+                    "setting": f"GPUs of a model the plan does not hold ({key})",
+                    "launch": value,
+                    "plan": None,
+                    "verdict": "not costed: the estimate leaves that model's weights, memory "
+                    "and time out",
+                }
+            )
     return rows
+
+
+UNREAD_PLACEMENT = ("device_mapping",)
+"""Endings of config keys that put a model on GPUs (ROLL names every worker's GPUs so)."""
 
 
 def _variant(
