@@ -457,7 +457,12 @@ class Shell:
         name, append = match.group(1), match.group(2)
         if word.array is not None:
             values = [f for w in word.array for f in self.expand(w)]
-            self.variables[name] = values
+            held = self.variables.get(name) if append else None
+            if isinstance(held, list):
+                held.extend(values)  # in place: a script's many `+=(...)` stay linear
+            else:
+                # `NAME+=(...)` appends; a string NAME held becomes the array's first element
+                self.variables[name] = ([] if held is None else [held]) + values
             return name
         rest = [Part(first.text[match.end() :], ""), *word.parts[1:]]  # type: ignore[union-attr]
         self.substituted = False
