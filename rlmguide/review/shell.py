@@ -457,7 +457,12 @@ class Shell:
         name, append = match.group(1), match.group(2)
         if word.array is not None:
             values = [f for w in word.array for f in self.expand(w)]
-            self.variables[name] = values
+            held = self.variables.get(name) if append else None
+            if isinstance(held, list):
+                held.extend(values)  # in place: a script's many `+=(...)` stay linear
+            else:
+                # `NAME+=(...)` appends; a string NAME held becomes the array's first element
+                self.variables[name] = ([] if held is None else [held]) + values
             return name
         rest = [Part(first.text[match.end() :], ""), *word.parts[1:]]  # type: ignore[union-attr]
         self.substituted = False
@@ -614,7 +619,7 @@ class _Runner:
         for i, w in enumerate(words):
             if w == self.module or w.removesuffix(".py").replace("/", ".") == self.module:
                 return words[i + 1 :], True
-            if "." not in self.module and w.endswith(".py") and Path(w).stem == self.module:
+            if "." not in self.module and w.endswith(".py") and _at_a_root(w, self.module):
                 return words[i + 1 :], True  # a top-level script by path (/root/slime/train.py)
         return self._child(words, prefix), True
 
@@ -725,6 +730,17 @@ class _Runner:
         if head != "test" and args and args[-1] in ("]", "]]"):
             args = args[:-1]
         return _truth(args, glob=head == "[[")
+
+
+def _at_a_root(word: str, module: str) -> bool:
+    """Whether `word` can name the top-level script `module`.py of a checkout: bare, absolute
+    (/root/slime/train.py, or ${REPO_ROOT}/train.py with the root unknown) or up from the
+    script's folder; a relative path down into folders (AReaL's examples/tau2/train.py) names
+    another file than the checkout's root one."""
+    path = Path(word)
+    if path.stem != module:
+        return False
+    return path.is_absolute() or all(part == ".." for part in path.parts[:-1])
 
 
 def _arguments(words: list[Word]) -> list[Word]:
