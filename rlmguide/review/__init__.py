@@ -30,6 +30,7 @@ from rlmguide.review.review import (
     unknown_keys,
     without_launch_settings,
 )
+from rlmguide.review.sharding import hybrid_sharding
 from rlmguide.rules import RECOMMEND_KINDS
 from rlmguide.rules.ranking import NEAR_FRACTION, TIE_FRACTION, within_tie
 
@@ -237,6 +238,8 @@ def review(
         "estimate": reviewed,
         "startup": unknown_keys(reading) + startup_checks(reading, catalog, facts),
         "memory_keys": memory_keys(reading, needs, facts),
+        # a shard group the estimate does not cost: its memory verdict is withheld
+        "sharding": hybrid_sharding(reading.mapping.id, reading.config, data["plan"]["train"]),
         "algorithm_keys": algorithm_keys(reading, facts),
         "algorithm_settings": algorithm_settings(reading, facts),
     }

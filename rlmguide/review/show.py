@@ -9,9 +9,9 @@ from rlmguide.formats import print_rows
 from rlmguide.report import layout
 
 
-def _plan_row(name: str, plan: dict[str, Any]) -> tuple[Any, ...]:
+def _plan_row(name: str, plan: dict[str, Any], costed: bool = True) -> tuple[Any, ...]:
     rollout, train = layout(plan)
-    fits = "yes" if plan.get("feasible", True) else "no"
+    fits = ("yes" if plan.get("feasible", True) else "no") if costed else "not costed"
     return (
         name,
         plan["placement"],
@@ -118,7 +118,21 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
             fmt,
             title="Algorithm settings against the algorithm's record",
         )
-    rows = [_plan_row("reviewed", result["estimate"])]
+    if result["sharding"]:
+        print_rows(
+            ["config key", "launch", "trainer ranks", "verdict"],
+            [
+                (
+                    result["sharding"]["key"],
+                    result["sharding"]["value"],
+                    result["sharding"]["world"],
+                    result["sharding"]["text"],
+                )
+            ],
+            fmt,
+            title="Hybrid sharding the estimate does not cost",
+        )
+    rows = [_plan_row("reviewed", result["estimate"], costed=not result["sharding"])]
     if result["recommendation"] is not None:
         rows.append(_plan_row(f"best on {result['framework']}", result["recommendation"]))
     print_rows(

@@ -1,0 +1,80 @@
+"""A launch whose FSDP shard group is smaller than its trainer's ranks (hybrid sharding) is
+named by review, which withholds the memory verdict it did not cost (rlmguide.review.sharding).
+
+The launch is verl's one-step-off dapo_7b_math_fsdp2_4_12.sh at b178a3c (tests/fixtures/review),
+resized by hand to 8 training GPUs (2 nodes x 4) without Ulysses, at its own fsdp_size=2:
+create_device_mesh (verl/workers/fsdp_workers.py L98-L105) builds a (4, 2) ddp x fsdp mesh, so
+each GPU holds 1/2 of the weights, gradients and Adam states, not the 1/8 the plan costs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rlmguide.cli import cli
+from rlmguide.review import Hardware, review
+from rlmguide.review.sharding import hybrid_sharding
+
+FIXTURE = Path(__file__).parent / "fixtures" / "review" / "verl-dapo_7b_math_fsdp2_4_12.sh"
+POLICY = "qwen2.5-math-7b"
+
+
+def _launch(tmp_path: Path, fsdp_size: str) -> Path:
+    text = FIXTURE.read_text()
+    for was, now in (
+        ("n_gpus_rollout=2\n", "n_gpus_rollout=4\n"),
+        ("sp_size=4\n", "sp_size=1\n"),
+        ("fsdp_size=2\n", f"fsdp_size={fsdp_size}\n"),
+    ):
+        assert was in text
+        text = text.replace(was, now)
+    script = tmp_path / "run.sh"
+    script.write_text(text)
+    return script
+
+
+def test_a_verl_launch_sharding_in_pairs_on_8_gpus_is_named(tmp_path: Path) -> None:
+    got = review(_launch(tmp_path, "2"), policy=POLICY, hardware=Hardware("h20-96gb"))
+    train = got["scenario"]["plan"]["train"]
+    assert (train["gpus"], train.get("cp", 1), train["zero"]) == (8, 1, 3)
+    sharding = got["sharding"]
+    assert sharding["key"] == "actor_rollout_ref.actor.fsdp_config.fsdp_size"
+    assert (sharding["value"], sharding["world"], sharding["replicas"]) == (2, 8, 4)
+    assert sharding["source"].endswith(
+        "b178a3cd56f58b2d502255daba591e92833930a7/verl/workers/fsdp_workers.py#L98-L105"
+    )
+    # ZeRO-3: all three states, 8 / 2 = 4 times those costed
+    assert "Adam states, gradients, weights per GPU are 8/2 = 4x" in sharding["text"]
+    assert sharding["text"].startswith("memory not costed")
+
+
+def test_the_table_withholds_the_fits_verdict(tmp_path: Path) -> None:
+    args = ["review", str(_launch(tmp_path, "2")), "--policy", POLICY]
+    out = CliRunner().invoke(cli, [*args, "--accelerator", "h20-96gb"])
+    assert out.exit_code == 0, out.output
+    assert "Hybrid sharding the estimate does not cost" in out.output
+    (reviewed,) = [line for line in out.output.splitlines() if line.startswith("│ reviewed")]
+    assert "not costed" in reviewed
+
+
+@pytest.mark.parametrize("fsdp_size", ["-1", "8", "16"])
+def test_a_group_of_the_whole_world_is_costed_as_it_is(tmp_path: Path, fsdp_size: str) -> None:
+    got = review(_launch(tmp_path, fsdp_size), policy=POLICY, hardware=Hardware("h20-96gb"))
+    assert got["sharding"] is None
+
+
+def test_roll_shards_over_the_world_at_one_and_zero_2_keeps_whole_weights() -> None:
+    # ROLL's create_device_mesh_with_ep: fsdp_size <= 1 is the whole world (L109)
+    key = "actor_train.strategy_args.strategy_config.fsdp_size"
+    train = {"gpus": 16, "tp": 1, "pp": 1, "zero": 2}
+    assert hybrid_sharding("roll-0.3.0-9-g8eb27cc2", {key: 1}, train) is None
+    got = hybrid_sharding("roll-0.3.0-9-g8eb27cc2", {key: 4}, train)
+    assert got is not None and (got["world"], got["replicas"]) == (16, 4)
+    # ZeRO-2 (reshard_after_forward false) holds whole weights anyway: two states, 4x
+    assert "its Adam states, gradients per GPU are 16/4 = 4x" in got["text"]
+    # the critic's key of verl 0.8 is read as well; a framework without the key says nothing
+    assert hybrid_sharding("verl-0.8.0", {"critic.fsdp.fsdp_size": 2}, train) is not None
+    assert hybrid_sharding("openrlhf-0.11.0", {key: 4}, train) is None
