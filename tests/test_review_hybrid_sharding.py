@@ -1,10 +1,10 @@
 """A launch whose FSDP shard group is smaller than its trainer's ranks (hybrid sharding) is
-named by review, which withholds the memory verdict it did not cost (rlmguide.review.sharding).
+named by review and costed so (rlmguide.review.sharding, plan.train.shard_group).
 
 The launch is verl's one-step-off dapo_7b_math_fsdp2_4_12.sh at b178a3c (tests/fixtures/review),
 resized by hand to 8 training GPUs (2 nodes x 4) without Ulysses, at its own fsdp_size=2:
 create_device_mesh (verl/workers/fsdp_workers.py L98-L105) builds a (4, 2) ddp x fsdp mesh, so
-each GPU holds 1/2 of the weights, gradients and Adam states, not the 1/8 the plan costs.
+each GPU holds 1/2 of the weights, gradients and Adam states, not the 1/8 of full sharding.
 """
 
 from __future__ import annotations
@@ -36,28 +36,32 @@ def _launch(tmp_path: Path, fsdp_size: str) -> Path:
     return script
 
 
-def test_a_verl_launch_sharding_in_pairs_on_8_gpus_is_named(tmp_path: Path) -> None:
+def test_a_verl_launch_sharding_in_pairs_on_8_gpus_is_named_and_costed(tmp_path: Path) -> None:
     got = review(_launch(tmp_path, "2"), policy=POLICY, hardware=Hardware("h20-96gb"))
     train = got["scenario"]["plan"]["train"]
     assert (train["gpus"], train.get("cp", 1), train["zero"]) == (8, 1, 3)
+    assert train["shard_group"] == got["estimate"]["train"]["shard_group"] == 2
     sharding = got["sharding"]
     assert sharding["key"] == "actor_rollout_ref.actor.fsdp_config.fsdp_size"
     assert (sharding["value"], sharding["world"], sharding["replicas"]) == (2, 8, 4)
     assert sharding["source"].endswith(
         "b178a3cd56f58b2d502255daba591e92833930a7/verl/workers/fsdp_workers.py#L98-L105"
     )
-    # ZeRO-3: all three states, 8 / 2 = 4 times those costed
+    # ZeRO-3: all three states, 8 / 2 = 4 times those of full sharding
     assert "Adam states, gradients, weights per GPU are 8/2 = 4x" in sharding["text"]
-    assert sharding["text"].startswith("memory not costed")
+    # the same launch at a group of all 8 ranks holds less on each training GPU
+    whole = review(_launch(tmp_path, "-1"), policy=POLICY, hardware=Hardware("h20-96gb"))
+    assert "shard_group" not in whole["scenario"]["plan"]["train"]
+    memory = got["estimate"]["memory_gib_per_gpu"]["train"]
+    assert memory > whole["estimate"]["memory_gib_per_gpu"]["train"] + 10
 
 
-def test_the_table_withholds_the_fits_verdict(tmp_path: Path) -> None:
+def test_the_table_names_the_group(tmp_path: Path) -> None:
     args = ["review", str(_launch(tmp_path, "2")), "--policy", POLICY]
-    out = CliRunner().invoke(cli, [*args, "--accelerator", "h20-96gb"])
+    out = CliRunner().invoke(cli, [*args, "--accelerator", "h20-96gb", "--format", "markdown"])
     assert out.exit_code == 0, out.output
-    assert "Hybrid sharding the estimate does not cost" in out.output
-    (reviewed,) = [line for line in out.output.splitlines() if line.startswith("│ reviewed")]
-    assert "not costed" in reviewed
+    assert "Hybrid sharding (plan.train.shard_group)" in out.output
+    assert "ZeRO-3 in groups of 2" in out.output
 
 
 @pytest.mark.parametrize("fsdp_size", ["-1", "8", "16"])

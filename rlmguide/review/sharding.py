@@ -1,12 +1,11 @@
 """Hybrid sharding in a launch: FSDP shard groups smaller than the trainer's data-parallel
-ranks (shard within a group, replicate across groups), which the cost core does not cost.
+ranks (shard within a group, replicate across groups), read into plan.train.shard_group.
 
 verl, SkyRL and ROLL build the trainer's device mesh from the world size and one `fsdp_size`
 key: one `fsdp` axis over every rank, or a (world / fsdp_size, fsdp_size) `ddp` x `fsdp` mesh
 whose inner axis shards the weights, gradients and Adam states and whose outer axis holds
-replicas. The plan costs ZeRO sharding over all of the trainer's data-parallel (and Ulysses)
-ranks, so a launch with a smaller group keeps world / group times the sharded states per GPU
-that the estimate counts: its memory verdict is not one the estimate can give.
+replicas. Costed as full sharding, such a launch would be credited world / group times too
+little state per GPU; review costs the group and names the key and the line that builds it.
 """
 
 from __future__ import annotations
@@ -72,8 +71,8 @@ def hybrid_sharding(
     mapping: str, config: dict[str, Any], train: dict[str, Any]
 ) -> dict[str, Any] | None:
     """The first trained model's shard group smaller than the trainer's data-parallel ranks
-    that `config` (the launch's keys) sets, against the plan's `train` pool as costed; None
-    where every group is the whole world (or the mapping's framework has no such key)."""
+    that `config` (the launch's keys) sets, against the plan's `train` pool; None where
+    every group is the whole world (or the mapping's framework has no such key)."""
     known = SHARD_KEYS.get(mapping)
     if known is None or int(train.get("zero") or 0) < 1:
         return None
@@ -88,10 +87,10 @@ def hybrid_sharding(
         zero = int(train["zero"])
         states = ("Adam states", "gradients", "weights")[: min(zero, 3)]
         text = (
-            f"memory not costed: {key}={value} shards over groups of {value} of the trainer's "
-            f"{world} ranks ({world // value} replicas; {known.where}), while the estimate "
-            f"shards over all {world}: its {', '.join(states)} per GPU are {world}/{value} = "
-            f"{world / value:g}x those costed, so whether it fits is not known"
+            f"{key}={value} shards over groups of {value} of the trainer's {world} ranks "
+            f"({world // value} replicas; {known.where}): costed so, its "
+            f"{', '.join(states)} per GPU are {world}/{value} = {world / value:g}x those of "
+            f"sharding over all {world}"
         )
         return {
             "key": key,

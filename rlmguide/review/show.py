@@ -9,9 +9,9 @@ from rlmguide.formats import print_rows
 from rlmguide.report import layout
 
 
-def _plan_row(name: str, plan: dict[str, Any], costed: bool = True) -> tuple[Any, ...]:
+def _plan_row(name: str, plan: dict[str, Any]) -> tuple[Any, ...]:
     rollout, train = layout(plan)
-    fits = ("yes" if plan.get("feasible", True) else "no") if costed else "not costed"
+    fits = "yes" if plan.get("feasible", True) else "no"
     return (
         name,
         plan["placement"],
@@ -130,9 +130,9 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
                 )
             ],
             fmt,
-            title="Hybrid sharding the estimate does not cost",
+            title="Hybrid sharding (plan.train.shard_group)",
         )
-    rows = [_plan_row("reviewed", result["estimate"], costed=not result["sharding"])]
+    rows = [_plan_row("reviewed", result["estimate"])]
     if result["recommendation"] is not None:
         rows.append(_plan_row(f"best on {result['framework']}", result["recommendation"]))
     print_rows(
