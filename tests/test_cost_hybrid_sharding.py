@@ -125,6 +125,16 @@ def test_a_scenario_group_the_layout_cannot_hold_is_one_line(
     assert said in out.output and "Traceback" not in out.output
 
 
+def test_a_group_too_small_to_fit_says_a_larger_one_would_help(tmp_path: Path) -> None:
+    # groups of 1: whole replicas, 16 bytes per parameter of Qwen2.5-7B (113 GiB) per GPU
+    path = tmp_path / "s.yaml"
+    path.write_text(SCENARIO % ("tp: 1, pp: 1,", 1))
+    out = CliRunner().invoke(cli, ["estimate", str(path)])
+    assert out.exit_code == 1, out.output
+    assert "zero 3 in groups of 1" in out.output
+    assert "it would fit with a larger shard group (plan.train.shard_group)" in out.output
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     zero=st.integers(1, 3),

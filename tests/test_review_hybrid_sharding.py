@@ -82,3 +82,44 @@ def test_roll_shards_over_the_world_at_one_and_zero_2_keeps_whole_weights() -> N
     # the critic's key of verl 0.8 is read as well; a framework without the key says nothing
     assert hybrid_sharding("verl-0.8.0", {"critic.fsdp.fsdp_size": 2}, train) is not None
     assert hybrid_sharding("openrlhf-0.11.0", {key: 4}, train) is None
+
+
+SCENARIO = """
+cluster: {accelerator: h100-sxm-80gb, nodes: 1, gpus_per_node: 8}
+models: {policy: qwen2.5-1.5b, reward: verifier}
+workload: {algorithm: grpo, prompts_per_step: 64, samples_per_prompt: 8, prompt_tokens: 512,
+  response_tokens: 2048, max_response_tokens: 4096, minibatches_per_step: 4}
+plan:
+  placement: colocated
+  execution: sync
+  rollout: {gpus: 8, tp: 1}
+  train: {gpus: 8, tp: 1, pp: 1, cp: 1, zero: 3, recompute: full, shard_group: 2}
+"""
+
+
+@pytest.mark.parametrize(
+    ("framework", "key"),
+    [
+        ("verl", "actor_rollout_ref.actor.fsdp_config.fsdp_size=2"),
+        ("skyrl", "trainer.policy.fsdp_config.fsdp_size=2"),
+    ],
+)
+def test_an_exported_group_is_read_back(tmp_path: Path, framework: str, key: str) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(SCENARIO)
+    out = CliRunner().invoke(cli, ["export", str(scenario), "--framework", framework])
+    assert out.exit_code == 0, out.output
+    assert key in out.output
+    launch = tmp_path / "run.sh"
+    launch.write_text(out.output)
+    got = review(launch)
+    assert got["scenario"]["plan"]["train"]["shard_group"] == 2
+    assert got["estimate"]["train"]["shard_group"] == 2
+
+
+def test_a_mapping_without_the_key_refuses_the_group(tmp_path: Path) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(SCENARIO)
+    out = CliRunner().invoke(cli, ["export", str(scenario), "--framework", "roll"])
+    assert out.exit_code != 0
+    assert "no key for plan.train.shard_group = 2" in out.output

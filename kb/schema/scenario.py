@@ -584,8 +584,9 @@ class TrainPlan(Strict):
     a replica of the others (verl's, SkyRL's and ROLL's fsdp_size: a ddp x fsdp device
     mesh). Weights, gradients and Adam states per GPU are those of one group; the gathers
     and reduce-scatters run inside a group, and the gradient shards are all-reduced across
-    the replicas every optimizer step. Must divide dp x cp, so it is given with the
-    training layout; unset means one group of every rank. Never searched."""
+    the replicas (every micro-batch under ZeRO-3, as FSDP's HYBRID_SHARD runs it; every
+    optimizer step under ZeRO-1/2). Must divide dp x cp, so it is given with the training
+    layout; unset means one group of every rank. Never searched."""
     recompute: Recompute | None = None
     """Activation checkpointing: none (every activation kept, attention by FlashAttention-style
     kernels that store no score matrix, as every framework runs it), selective (Megatron's
@@ -625,9 +626,13 @@ class TrainPlan(Strict):
     state and frozen models and a CPU optimizer."""
 
     @model_validator(mode="after")
-    def _interleaving_needs_stages(self) -> TrainPlan:
+    def _shard_group_needs_zero(self) -> TrainPlan:
         if self.shard_group and self.zero == 0:
             raise ValueError("shard_group groups the ranks ZeRO shards over: it needs zero >= 1")
+        return self
+
+    @model_validator(mode="after")
+    def _interleaving_needs_stages(self) -> TrainPlan:
         if (self.virtual_stages or 1) > 1 and self.pp == 1:
             raise ValueError("virtual_stages > 1 interleaves pipeline stages: it needs pp > 1")
         if (self.first_stage_layers or self.last_stage_layers) and self.pp == 1:
