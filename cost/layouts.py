@@ -84,6 +84,9 @@ class TrainLayout:
     etp: FloatArray
     dp: FloatArray
     zero: IntArray
+    hybrid_group: FloatArray
+    """The plan's shard group (plan.train.shard_group) where it shards in groups; 0 = every
+    dp x cp rank is one group."""
     recompute: IntArray
     fp8: BoolArray
     lora_rank: FloatArray
@@ -124,6 +127,7 @@ class TrainLayout:
             etp=floats(table.train_etp),
             dp=floats(table.train_dp),
             zero=table.train_zero,
+            hybrid_group=floats(table.train_shard_group),
             recompute=table.train_recompute,
             fp8=table.train_fp8,
             lora_rank=floats(table.train_lora_rank),
@@ -196,13 +200,23 @@ class TrainLayout:
 
     @property
     def shard_group(self) -> FloatArray:
-        """Ranks that hold the same dense weights: ZeRO and gradient reduction run over them."""
-        return self.dp * self.cp
+        """Ranks ZeRO shards the dense states over and reduces their gradients in: the dp x cp
+        ranks, or the plan's smaller group under hybrid sharding (a pool resized below it by
+        `with_gpus` is one group)."""
+        whole = self.dp * self.cp
+        return np.where(self.hybrid_group > 0, np.minimum(self.hybrid_group, whole), whole)
+
+    @property
+    def replicas(self) -> FloatArray:
+        """Copies of the sharded states across the dp x cp ranks: 1, or more under hybrid
+        sharding, whose gradient shards are all-reduced across them."""
+        return self.dp * self.cp / self.shard_group
 
     @property
     def expert_shard_group(self) -> FloatArray:
-        """Ranks that hold the same experts (expert data parallelism)."""
-        return expert_ranks(self.dp, self.cp, self.tp, self.etp) / self.ep
+        """Ranks that hold the same experts (expert data parallelism), within one replica."""
+        ranks = expert_ranks(self.dp, self.cp, self.tp, self.etp) / self.ep
+        return np.where(self.replicas > 1, np.maximum(ranks / self.replicas, 1.0), ranks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +228,11 @@ class TrainLinks:
     cp: Link
     ep: Link
     shard: Link
-    """dp x cp ranks holding the same dense weights: gradients and ZeRO shards."""
+    """dp x cp ranks holding the same dense weights: gradients and ZeRO shards (one group's
+    under hybrid sharding)."""
+    replica: Link
+    """The ranks holding the same shard in each replica (hybrid sharding; a group of 1
+    otherwise): the gradient shards' all-reduce."""
     expert_shard: Link
     pp: Link
     """Neighbouring pipeline stages (a group of 2, or of 1 without pipelining)."""
@@ -227,6 +245,7 @@ class TrainLinks:
             cp=group_link(fabric, cp, tp),
             ep=group_link(fabric, ep, layout.etp),
             shard=group_link(fabric, layout.shard_group, tp),
+            replica=group_link(fabric, layout.replicas, tp * layout.shard_group),
             expert_shard=group_link(fabric, layout.expert_shard_group, layout.etp * ep),
             pp=group_link(fabric, np.where(pp > 1, 2.0, 1.0), tp * cp * dp),
         )

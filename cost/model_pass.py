@@ -249,7 +249,19 @@ def micro_pass(
         + transfer_seconds(z_expert, expert_link, z_calls),
         0.0,
     )
-    sent = sent + np.where(zero3, z_dense + z_expert, 0.0)
+    # Hybrid sharding: each layer's reduced gradient shard is then all-reduced across the
+    # replicas (FSDP's HYBRID_SHARD, FSDP2 on a ddp x fsdp mesh), every micro-batch as the
+    # reduce-scatter; a single replica sends nothing.
+    replica_link = links.replica
+    r_calls = counts.zero3_reduces * layers
+    r_sent = all_reduce_bytes(
+        counts.zero3_reduces
+        * gradient_reduce_bytes
+        * (dense / layout.shard_group + expert / layout.expert_shard_group),
+        replica_link,
+    )
+    r_time = np.where(zero3, transfer_seconds(r_sent, replica_link, r_calls), 0.0)
+    sent = sent + np.where(zero3, z_dense + z_expert + r_sent, 0.0)
 
     up = np.zeros_like(compute)
     out = np.zeros_like(compute)
@@ -259,12 +271,15 @@ def micro_pass(
     # The ZeRO-3 traffic hides under the compute; what sticks out is charged to its link.
     exposed = np.maximum(z_time - compute, 0.0)
     z_up, z_out = split_by_link(exposed, shard_link)
-    up, out = up + z_up, out + z_out
+    # the replicas' all-reduce hides in what compute the group's traffic leaves
+    r_exposed = np.maximum(r_time - np.maximum(compute - z_time, 0.0), 0.0)
+    r_up, r_out = split_by_link(r_exposed, replica_link)
+    up, out = up + z_up + r_up, out + z_out + r_out
     # Interleaved, Megatron overlaps the stage sends with the other chunks' forward and
     # backward (overlap_p2p_comm, on unless --no-overlap-p2p-communication, and only with
     # virtual stages; Llama 3's asynchronous point-to-point alike): only what outlasts the
     # compute ZeRO-3 leaves free is exposed. The plain schedule waits for each send.
-    room = np.maximum(compute - np.where(zero3, z_time, 0.0), 0.0)
+    room = np.maximum(compute - np.where(zero3, z_time + r_time, 0.0), 0.0)
     pp_exposed = np.where(layout.virtual_stages > 1, np.maximum(pp_time - room, 0.0), pp_time)
     p_up, p_out = split_by_link(pp_exposed, pp_link)
     up, out = up + p_up, out + p_out

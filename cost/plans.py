@@ -33,6 +33,7 @@ ZERO_MEANS_OFF = frozenset(
         "train.lora_rank", "pools.critic", "pools.reference", "pools.reward", "rollout.max_seqs",
         "train.micro_batch_tokens", "assessment.tp", "assessment.pp", "fusion_chunk",
         "train.first_stage_layers", "train.last_stage_layers", "train.forward_micro_batch_tokens",
+        "train.shard_group",
     }
 )  # fmt: skip
 FUSION_HANDOFFS = (4, 16, 64, 256)
@@ -129,6 +130,9 @@ class PlanTable:
     their tokens and replicate the dense work; False is Megatron's folding."""
     train_dp: IntArray
     train_zero: IntArray
+    train_shard_group: IntArray
+    """Ranks of one ZeRO/FSDP shard group, replicated across the rest of the dp x cp ranks
+    (hybrid sharding: verl's, SkyRL's and ROLL's fsdp_size); 0 = all of them."""
     train_recompute: IntArray
     rollout_attention_dp: IntArray
     """Data-parallel attention groups inside one engine (SGLang DP attention); 1 = none."""
@@ -201,6 +205,7 @@ class PlanTable:
         train_tp: npt.ArrayLike,
         train_zero: npt.ArrayLike,
         train_recompute: npt.ArrayLike,
+        train_shard_group: npt.ArrayLike = 0,
         rollout_pp: npt.ArrayLike = 1,
         rollout_ep: npt.ArrayLike = 1,
         train_pp: npt.ArrayLike = 1,
@@ -247,7 +252,7 @@ class PlanTable:
             "train.gpus": train_gpus, "train.tp": train_tp, "train.pp": train_pp,
             "train.cp": train_cp, "train.ep": train_ep,
             "train.etp": train_tp if train_etp is None else train_etp, "train.zero": train_zero,
-            "train.expert_layout": train_ep_isolated,
+            "train.shard_group": train_shard_group, "train.expert_layout": train_ep_isolated,
             "train.recompute": train_recompute, "max_staleness": staleness,
             "prefix_caching": prefix_caching, "rollout.attention_dp": rollout_attention_dp,
             "rollout.cp": rollout_cp, "rollout.precision": rollout_fp8,
@@ -286,7 +291,8 @@ class PlanTable:
                      "pools.reference", "pools.reward", "rollout.max_seqs",
                      "train.micro_batch_tokens", "train.virtual_stages", "assessment.tp",
                      "assessment.pp", "fusion_chunk", "train.first_stage_layers",
-                     "train.last_stage_layers", "train.forward_micro_batch_tokens"):  # fmt: skip
+                     "train.last_stage_layers", "train.forward_micro_batch_tokens",
+                     "train.shard_group"):  # fmt: skip
             array = column(counts[name])
             if array.dtype.kind == "f":
                 fractional = np.flatnonzero(array != np.floor(array))
@@ -345,6 +351,10 @@ class PlanTable:
         bad = np.flatnonzero(t_gpus % (t_tp * t_pp * t_cp))
         if bad.size:
             raise PlanError("train.gpus", "dp = gpus / (tp * pp * cp) is not a whole number", bad)
+        group = ints["train.shard_group"]
+        bad = np.flatnonzero((group > 0) & ((t_gpus // (t_tp * t_pp)) % np.maximum(group, 1) > 0))
+        if bad.size:
+            raise PlanError("train.shard_group", "must divide the dp x cp ranks", bad)
         bad = np.flatnonzero(t_tp % ints["train.etp"])
         if bad.size:
             raise PlanError("train.etp", "expert tensor parallelism must divide tp", bad)
@@ -381,6 +391,7 @@ class PlanTable:
             train_ep_isolated=flags["train.expert_layout"],
             train_dp=t_gpus // (t_tp * t_pp * t_cp),
             train_zero=zero,
+            train_shard_group=group,
             train_recompute=recompute,
             rollout_attention_dp=ints["rollout.attention_dp"],
             rollout_cp=ints["rollout.cp"],
@@ -460,6 +471,7 @@ class PlanTable:
                 "train_etp": t.etp or t.tp,
                 "train_ep_isolated": t.expert_layout == "isolated",
                 "train_zero": t.zero,
+                "train_shard_group": t.shard_group or 0,
                 "train_recompute": t.recompute,
                 "rollout_attention_dp": r.attention_dp or 1,
                 "rollout_cp": r.cp or 1,
@@ -543,7 +555,12 @@ class PlanTable:
                 "first_stage_layers": int(self.train_first_layers[i]) or None,
                 "last_stage_layers": int(self.train_last_layers[i]) or None,
                 "lora_rank": int(self.train_lora_rank[i]) or None,
-                # only a launch that sizes its forward passes apart shows it
+                # only a plan that shards in groups (or sizes its forward passes apart) shows it
+                **(
+                    {"shard_group": int(self.train_shard_group[i])}
+                    if self.train_shard_group[i]
+                    else {}
+                ),
                 **(
                     {"forward_micro_batch_tokens": int(self.train_forward_micro_tokens[i])}
                     if self.train_forward_micro_tokens[i]

@@ -166,6 +166,14 @@ def train_model_stage(
     expert_time = np.where(not_zero3 & fig.is_moe, transfer_seconds(expert_sent, expert_link), 0.0)
     d_up, d_out = split_by_link(dense_time, shard_link)
     e_up, e_out = split_by_link(expert_time, expert_link)
+    # Hybrid sharding: the reduced gradient shard is then all-reduced across the replicas
+    # (ZeRO-3's runs per micro-batch, in model_pass); a single replica sends nothing.
+    replica_link = links.replica
+    gradient = np.where(layout.fp32_gradients, FP32_BYTES, BF16_BYTES)
+    shard = dense / layout.shard_group + expert / layout.expert_shard_group
+    replica_sent = np.where(not_zero3, all_reduce_bytes(gradient * shard, replica_link), 0.0)
+    replica_time = np.where(not_zero3, transfer_seconds(replica_sent, replica_link), 0.0)
+    r_up, r_out = split_by_link(replica_time, replica_link)
 
     sharded = layout.zero >= 1
     optimizer_params = np.where(
@@ -207,7 +215,8 @@ def train_model_stage(
             * micro.count * micro.tokens / layout.cp * response_share
         )  # fmt: skip
         head_time = head_flops / (hw.fp32_flops * eff.train_compute)
-    per_round = dense_time + expert_time + update_time + offload_time + loss_time + head_time
+    syncs = dense_time + expert_time + replica_time
+    per_round = syncs + update_time + offload_time + loss_time + head_time
 
     tokens = batch.trained_tokens * batch.epochs
     return pipeline_stage(
@@ -220,12 +229,12 @@ def train_model_stage(
         batch,
         rounds=float(batch.optimizer_steps),
         per_round_seconds=per_round,
-        per_round_up=d_up + e_up,
-        per_round_out=d_out + e_out,
+        per_round_up=d_up + e_up + r_up,
+        per_round_out=d_out + e_out + r_out,
         # Host traffic and the CPU step are memory-bound work of the host.
         per_round_hbm_seconds=update_time + offload_time + loss_time,
         per_round_hbm_bytes=update_bytes + loss_bytes,
-        per_round_link_bytes=dense_sent + expert_sent,
+        per_round_link_bytes=dense_sent + expert_sent + replica_sent,
         work_flop=tokens * work_per_token(fig, counts, batch.sequence_tokens, layout),
         expert_loop_seconds=overheads.expert_loop_seconds,
         expert_compute=eff.expert_compute,

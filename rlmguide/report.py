@@ -48,9 +48,10 @@ def _train_layout(plan: dict[str, Any]) -> str:
             ", EP isolated (dense work x ep)" if t.get("expert_layout") == "isolated" else "",
         ]
     )
+    group = f" in groups of {t['shard_group']}" if t.get("shard_group") else ""
     train = (
         f"{t['gpus']} GPUs: tp{t['tp']} pp{t['pp']} cp{t['cp']} ep{t['ep']}{folded} "
-        f"x dp{t['dp']}, ZeRO-{t['zero']}, recompute {t['recompute']}{extras}"
+        f"x dp{t['dp']}, ZeRO-{t['zero']}{group}, recompute {t['recompute']}{extras}"
     )
     pools = {k: v for k, v in plan.get("pools", {}).items() if v}
     if pools:

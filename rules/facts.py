@@ -223,6 +223,11 @@ PLAN_FACTS = (
     ),
     Fact("plan.train.recompute", "text", "activation recomputation", RECOMPUTE),
     Fact(
+        "plan.train.shard_group",
+        "number",
+        "ranks of one ZeRO/FSDP shard group under hybrid sharding (0: every dp x cp rank)",
+    ),
+    Fact(
         "plan.train.virtual_stages",
         "number",
         "layer chunks per pipeline rank of Megatron's interleaved schedule (1: plain 1F1B)",

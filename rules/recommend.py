@@ -341,7 +341,7 @@ def plan_facts(table: PlanTable, costs: CostTable | None = None) -> dict[str, An
     }
     for pool in ("rollout", "train"):
         degrees = ("gpus", "tp", "pp", "ep", "etp", "dp", "cp", "zero", "attention_dp")
-        for degree in (*degrees, "virtual_stages"):
+        for degree in (*degrees, "virtual_stages", "shard_group"):
             column = getattr(table, f"{pool}_{degree}", None)
             if column is not None:
                 facts[f"plan.{pool}.{degree}"] = column
@@ -413,6 +413,7 @@ def fixed_columns(resolved: Resolved) -> dict[str, Any]:
         "train_fp32_gradients": bool(plan.train.fp32_gradients),
         "train_sequence_parallel": plan.train.sequence_parallel is not False,
         "train_virtual_stages": plan.train.virtual_stages or 1,
+        "train_shard_group": plan.train.shard_group or 0,
         # a split the scenario fixes; unset, the search's layouts give it (Recommender.layouts)
         **(
             {
@@ -1888,6 +1889,10 @@ REMEDIES = {
 }
 
 
+SHARDED_TERMS = frozenset(("weights", "gradients", "optimizer", "frozen_models"))
+"""Memory terms ZeRO shards over the shard group (plan.train.shard_group)."""
+
+
 def memory_shortfall(plan: Mapping[str, Any]) -> str:
     """Which pool of a costed plan overflows, by how much, its largest term, and what would
     make it fit: the sentence a memory failure ends with. A pool's terms sum to what it
@@ -1900,10 +1905,12 @@ def memory_shortfall(plan: Mapping[str, Any]) -> str:
     where = "per node of host memory" if pool == "host" else "per GPU"
     usable = sum(terms.values()) - over[pool]
     limit = f" (usable {usable:,.1f} GiB{' a node' if pool == 'host' else ''})"
+    remedy = REMEDIES[term]
+    if plan["train"].get("shard_group") and term in SHARDED_TERMS:
+        remedy = f"a larger shard group (plan.train.shard_group) or {remedy}"
     return (
         f"{describe_plan(plan)} overflows the {pool} pool by {over[pool]:.1f} GiB {where}{limit}; "
-        f"GiB there: {listed}; largest: {TERM_NAMES[term]}; it would fit with "
-        f"{REMEDIES[term]}"
+        f"GiB there: {listed}; largest: {TERM_NAMES[term]}; it would fit with {remedy}"
     )
 
 
@@ -1916,9 +1923,10 @@ def describe_plan(plan: Mapping[str, Any]) -> str:
         if ro is None
         else f"rollout {ro['gpus']} GPUs tp {ro['tp']} pp {ro['pp']} ep {ro['ep']}"
     )
+    group = f" in groups of {tr['shard_group']}" if tr.get("shard_group") else ""
     train = (
         f"train {tr['gpus']} GPUs tp {tr['tp']} pp {tr['pp']} cp {tr['cp']} ep {tr['ep']} "
-        f"zero {tr['zero']} recompute {tr['recompute']}"
+        f"zero {tr['zero']}{group} recompute {tr['recompute']}"
     )
     shown = f" offload {'+'.join(offload)}" if offload else ""
     return f"{plan['placement']} {plan['execution']}, {rollout}, {train}{shown}"

@@ -402,6 +402,20 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             f"over ep ranks, and the policy {policy_id} is dense (it has no experts); remove "
             "it or use folded"
         )
+    if train.shard_group:
+        # a launch's setting: the search never varies it, so the layout it divides is given
+        if train.gpus is None or train.tp is None or train.pp is None:
+            raise InputError(
+                "plan.train.shard_group: set plan.train.gpus, tp and pp with it: the group "
+                "must divide the data-parallel x context ranks, gpus / (tp x pp)"
+            )
+        ranks, rest = divmod(train.gpus, train.tp * train.pp)
+        if rest or ranks % train.shard_group:
+            raise InputError(
+                f"plan.train.shard_group: {train.shard_group} does not divide the {ranks} "
+                f"data-parallel x context ranks (gpus {train.gpus} / (tp {train.tp} x pp "
+                f"{train.pp}))"
+            )
     chunks = train.virtual_stages or 1
     stages = train.pp or 2  # unset, the search still needs a pipeline of two stages at least
     if chunks > 1 and stages * chunks > policy.layers + 2:

@@ -579,6 +579,14 @@ class TrainPlan(Strict):
     (DeepSpeed ZeRO-1, Megatron's distributed optimizer, whose gradients stay whole); 2 also
     the gradients (ZeRO-2, FSDP SHARD_GRAD_OP); 3 also the weights (ZeRO-3, FSDP FULL_SHARD,
     FSDP2)."""
+    shard_group: PositiveInt | None = None
+    """Hybrid sharding: ZeRO shards over groups of this many of the dp x cp ranks, each group
+    a replica of the others (verl's, SkyRL's and ROLL's fsdp_size: a ddp x fsdp device
+    mesh). Weights, gradients and Adam states per GPU are those of one group; the gathers
+    and reduce-scatters run inside a group, and the gradient shards are all-reduced across
+    the replicas (every micro-batch under ZeRO-3, as FSDP's HYBRID_SHARD runs it; every
+    optimizer step under ZeRO-1/2). Must divide dp x cp, so it is given with the training
+    layout; unset means one group of every rank. Never searched."""
     recompute: Recompute | None = None
     """Activation checkpointing: none (every activation kept, attention by FlashAttention-style
     kernels that store no score matrix, as every framework runs it), selective (Megatron's
@@ -616,6 +624,12 @@ class TrainPlan(Strict):
     offload: Offload | None = None
     """Unset, the search tries none and, where no layout fits without it, phase offload of
     state and frozen models and a CPU optimizer."""
+
+    @model_validator(mode="after")
+    def _shard_group_needs_zero(self) -> TrainPlan:
+        if self.shard_group and self.zero == 0:
+            raise ValueError("shard_group groups the ranks ZeRO shards over: it needs zero >= 1")
+        return self
 
     @model_validator(mode="after")
     def _interleaving_needs_stages(self) -> TrainPlan:

@@ -264,6 +264,7 @@ NEUTRAL = {
     "plan.train.tp": 1,
     "plan.train.pp": 1,
     "plan.train.virtual_stages": 1,
+    "plan.train.shard_group": 0,
     "plan.train.first_stage_layers": 0,
     "plan.train.last_stage_layers": 0,
     "plan.train.cp": 1,

@@ -30,6 +30,7 @@ from rlmguide.review.review import (
     unknown_keys,
     without_launch_settings,
 )
+from rlmguide.review.sharding import hybrid_sharding
 from rlmguide.rules import RECOMMEND_KINDS
 from rlmguide.rules.ranking import NEAR_FRACTION, TIE_FRACTION, within_tie
 
@@ -151,6 +152,11 @@ def review(
     catalog = load_catalog(roots, RECOMMEND_KINDS)
     deployments = load_catalog(roots, ("deployment",)).of("deployment")
     data, assumed = scenario_of(reading, catalog, hardware, policy, deployments)
+    sharding = hybrid_sharding(reading.mapping.id, reading.config, data["plan"]["train"])
+    if sharding:
+        # FSDP has neither tensor nor pipeline degree (the constraints *-fsdp-no-model-
+        # parallelism), which the group's check against gpus / (tp x pp) needs stated
+        data["plan"]["train"] |= {"tp": 1, "pp": 1, "shard_group": sharding["value"]}
     try:
         read = resolve(parse_scenario(data, str(path)), catalog.records)
     except ValueError as exc:
@@ -237,6 +243,8 @@ def review(
         "estimate": reviewed,
         "startup": unknown_keys(reading) + startup_checks(reading, catalog, facts),
         "memory_keys": memory_keys(reading, needs, facts),
+        # the shard group a launch sets below its trainer's ranks, costed
+        "sharding": sharding,
         "algorithm_keys": algorithm_keys(reading, facts),
         "algorithm_settings": algorithm_settings(reading, facts),
     }

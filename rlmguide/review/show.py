@@ -118,6 +118,20 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
             fmt,
             title="Algorithm settings against the algorithm's record",
         )
+    if result["sharding"]:
+        print_rows(
+            ["config key", "launch", "trainer ranks", "verdict"],
+            [
+                (
+                    result["sharding"]["key"],
+                    result["sharding"]["value"],
+                    result["sharding"]["world"],
+                    result["sharding"]["text"],
+                )
+            ],
+            fmt,
+            title="Hybrid sharding (plan.train.shard_group)",
+        )
     rows = [_plan_row("reviewed", result["estimate"])]
     if result["recommendation"] is not None:
         rows.append(_plan_row(f"best on {result['framework']}", result["recommendation"]))
