@@ -268,6 +268,19 @@ def test_nemo_rl_dtensor_expert_parallelism_reshards_after_forward_as_costed() -
     assert not any("moe_parallelizer" in a.key for a in dense.arguments)
 
 
+def test_nemo_rl_pins_vllm_triton_experts_for_a_moe_policy_so_the_refit_loads() -> None:
+    # vLLM 0.25.1 (NeMo-RL's pin) runs bf16 experts in FlashInfer TRTLLM on Blackwell, whose block
+    # layout the refit's loader cannot write into (fused_moe/oracle/unquantized.py L67-L79,
+    # L287-L304); NeMo-RL's MoE recipes pin the Triton kernel (commit 6d164afb3)
+    plan = {"placement": "colocated", "execution": "sync"}
+    moe = _scenario(plan, "qwen3-30b-a3b")
+    moe["cluster"] = {"accelerator": "b200-sxm-180gb", "nodes": 2, "gpus_per_node": 8}
+    written = {a.key: a.value for a in _export(moe, "nemo-rl").arguments}
+    assert written["+policy.generation.vllm_kwargs.moe_backend"] == "triton"
+    dense = {a.key for a in _export(_scenario(plan), "nemo-rl").arguments}
+    assert "+policy.generation.vllm_kwargs.moe_backend" not in dense
+
+
 @pytest.mark.parametrize(
     ("nodes", "train", "refused_by"),
     [
