@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -987,6 +988,18 @@ def test_fsdp_refuses_a_model_type_the_pinned_transformers_cannot_read(
     data["cluster"] = {"accelerator": "h200-sxm-141gb", "nodes": 64, "gpus_per_node": 8}
     with pytest.raises(NotExpressible, match=f"constraint {check}"):
         _export(data, framework, version)
+
+
+def test_openrlhf_0_8_refuses_a_model_type_its_pinned_transformers_cannot_read() -> None:
+    # audit9's sweep: Qwen3.5-27B (model_type qwen3_5) on 16 x H100; OpenRLHF 0.8.9 pins
+    # transformers 4.55.2, which has no qwen3_5 config, so the actor's from_pretrained stops at
+    # start-up; OpenRLHF 0.11's transformers 5.15.0 reads it
+    data = _scenario({}, "qwen3.5-27b")
+    data["cluster"]["nodes"] = 2
+    check = re.escape("constraint openrlhf-model-type-known-to-transformers-v0.8")
+    with pytest.raises(NotExpressible, match=check):
+        _export(data, "openrlhf", "openrlhf-0.8.9.post1-5-gc250c21a")
+    assert _export(data, "openrlhf", "openrlhf-0.11.0").arguments
 
 
 MPE = "max_position_embeddings"
