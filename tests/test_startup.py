@@ -1002,6 +1002,23 @@ def test_openrlhf_0_8_refuses_a_model_type_its_pinned_transformers_cannot_read()
     assert _export(data, "openrlhf", "openrlhf-0.11.0").arguments
 
 
+def test_openrlhf_0_8_keeps_zero_3_to_moe_blocks_it_makes_deepspeed_leaves() -> None:
+    # audit9's c06: GLM-4.5-Air exported to OpenRLHF 0.8.9 at ZeRO-3. Its Glm4MoeMoE (transformers
+    # 4.55.2) runs only the experts that got tokens and is no *SparseMoeBlock, so OpenRLHF sets no
+    # DeepSpeed leaf (actor.py L119-L133) and ranks gather different experts; Qwen3-MoE gets one
+    plan = {"placement": "colocated", "execution": "sync", "train": {"zero": 3}}
+    old, new = "openrlhf-0.8.9.post1-5-gc250c21a", "openrlhf-0.11.0"
+    glm = _scenario(plan, "glm-4.5-air")
+    glm["cluster"] = {"accelerator": "h200-sxm-141gb", "nodes": 4, "gpus_per_node": 8}
+    check = re.escape("constraint openrlhf-zero3-moe-needs-a-leaf-block-v0.8")
+    with pytest.raises(NotExpressible, match=check):
+        _export(glm, "openrlhf", old)
+    assert _export(glm, "openrlhf", new).arguments
+    qwen = _scenario(plan, "qwen3-30b-a3b")
+    qwen["cluster"]["nodes"] = 2
+    assert _export(qwen, "openrlhf", old).arguments
+
+
 MPE = "max_position_embeddings"
 VERL_CONTEXT = [f"+actor_rollout_ref.rollout.engine_kwargs.vllm.hf_overrides.{MPE}",
                 f"+actor_rollout_ref.model.override_config.{MPE}"]  # fmt: skip
