@@ -1019,6 +1019,21 @@ def test_openrlhf_0_8_keeps_zero_3_to_moe_blocks_it_makes_deepspeed_leaves() -> 
     assert _export(qwen, "openrlhf", old).arguments
 
 
+@pytest.mark.parametrize("version", ["openrlhf-0.8.9.post1-5-gc250c21a", "openrlhf-0.11.0"])
+def test_openrlhf_autotp_stays_within_the_kv_heads(version: str) -> None:
+    # DeepSpeed's AutoTP cuts q, k and v by whole KV-head groups (tp_shard.py L42-L56 at v0.17.4):
+    # Qwen3-30B-A3B's 4 KV heads leave ranks 4-7 of a TP-8 group empty, and the attention's view(-1)
+    # of an empty tensor stops the first forward (audit9's c06: GLM-4.5-Air, 8 KV heads, at TP 16)
+    plan = {"placement": "colocated", "execution": "sync", "train": {"zero": 1}}
+    wide = _scenario({**plan, "train": {**plan["train"], "tp": 8}}, "qwen3-30b-a3b")
+    check = re.escape("constraint openrlhf-autotp-at-most-kv-heads")
+    with pytest.raises(NotExpressible, match=check):
+        _export(wide, "openrlhf", version)
+    narrow = _scenario({**plan, "train": {**plan["train"], "tp": 4}}, "qwen3-30b-a3b")
+    written = {a.key: a.value for a in _export(narrow, "openrlhf", version).arguments}
+    assert 4 in (written.get("ds_tensor_parallel_size"), written.get("ds.tensor_parallel_size"))
+
+
 MPE = "max_position_embeddings"
 VERL_CONTEXT = [f"+actor_rollout_ref.rollout.engine_kwargs.vllm.hf_overrides.{MPE}",
                 f"+actor_rollout_ref.model.override_config.{MPE}"]  # fmt: skip
