@@ -282,6 +282,20 @@ def test_nemo_rl_pins_vllm_triton_experts_for_a_moe_policy_so_the_refit_loads() 
     assert "+policy.generation.vllm_kwargs.moe_backend" not in dense
 
 
+def test_verl_0_8_pins_vllm_triton_experts_for_a_moe_policy() -> None:
+    # verl 0.8's image runs vLLM 0.20.2, whose default bf16 expert kernels (FlashInfer TRTLLM on
+    # Blackwell, CUTLASS on Hopper) re-register w13/w2 in another layout after loading, which
+    # verl's refit (load_weights, then process_weights_after_loading) does not survive; verl
+    # 0.7's vLLM 0.12 ran Triton already, and the key is vLLM's only
+    plan = {"placement": "colocated", "execution": "sync", "rollout": {"tp": 4}}
+    key = "+actor_rollout_ref.rollout.engine_kwargs.vllm.moe_backend"
+    moe = _scenario(plan, "qwen3-30b-a3b")
+    written = {a.key: a.value for a in _export(moe, "verl", V08).arguments}
+    assert written[key] == "triton"
+    assert key not in {a.key for a in _export(_scenario(plan), "verl", V08).arguments}
+    assert key not in {a.key for a in _export(moe, "verl", V07).arguments}
+
+
 @pytest.mark.parametrize(
     ("nodes", "train", "refused_by"),
     [
