@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -266,6 +267,33 @@ def test_nemo_rl_dtensor_expert_parallelism_reshards_after_forward_as_costed() -
     dense = _export(_scenario({**plan, "train": {**plan["train"], "ep": 1}}, "qwen3-30b-a3b"),
                     "nemo-rl")  # fmt: skip
     assert not any("moe_parallelizer" in a.key for a in dense.arguments)
+
+
+def test_nemo_rl_pins_vllm_triton_experts_for_a_moe_policy_so_the_refit_loads() -> None:
+    # vLLM 0.25.1 (NeMo-RL's pin) runs bf16 experts in FlashInfer TRTLLM on Blackwell, whose block
+    # layout the refit's loader cannot write into (fused_moe/oracle/unquantized.py L67-L79,
+    # L287-L304); NeMo-RL's MoE recipes pin the Triton kernel (commit 6d164afb3)
+    plan = {"placement": "colocated", "execution": "sync"}
+    moe = _scenario(plan, "qwen3-30b-a3b")
+    moe["cluster"] = {"accelerator": "b200-sxm-180gb", "nodes": 2, "gpus_per_node": 8}
+    written = {a.key: a.value for a in _export(moe, "nemo-rl").arguments}
+    assert written["+policy.generation.vllm_kwargs.moe_backend"] == "triton"
+    dense = {a.key for a in _export(_scenario(plan), "nemo-rl").arguments}
+    assert "+policy.generation.vllm_kwargs.moe_backend" not in dense
+
+
+def test_verl_0_8_pins_vllm_triton_experts_for_a_moe_policy() -> None:
+    # verl 0.8's image runs vLLM 0.20.2, whose default bf16 expert kernels (FlashInfer TRTLLM on
+    # Blackwell, CUTLASS on Hopper) re-register w13/w2 in another layout after loading, which
+    # verl's refit (load_weights, then process_weights_after_loading) does not survive; verl
+    # 0.7's vLLM 0.12 ran Triton already, and the key is vLLM's only
+    plan = {"placement": "colocated", "execution": "sync", "rollout": {"tp": 4}}
+    key = "+actor_rollout_ref.rollout.engine_kwargs.vllm.moe_backend"
+    moe = _scenario(plan, "qwen3-30b-a3b")
+    written = {a.key: a.value for a in _export(moe, "verl", V08).arguments}
+    assert written[key] == "triton"
+    assert key not in {a.key for a in _export(_scenario(plan), "verl", V08).arguments}
+    assert key not in {a.key for a in _export(moe, "verl", V07).arguments}
 
 
 @pytest.mark.parametrize(
@@ -974,6 +1002,50 @@ def test_fsdp_refuses_a_model_type_the_pinned_transformers_cannot_read(
     data["cluster"] = {"accelerator": "h200-sxm-141gb", "nodes": 64, "gpus_per_node": 8}
     with pytest.raises(NotExpressible, match=f"constraint {check}"):
         _export(data, framework, version)
+
+
+def test_openrlhf_0_8_refuses_a_model_type_its_pinned_transformers_cannot_read() -> None:
+    # audit9's sweep: Qwen3.5-27B (model_type qwen3_5) on 16 x H100; OpenRLHF 0.8.9 pins
+    # transformers 4.55.2, which has no qwen3_5 config, so the actor's from_pretrained stops at
+    # start-up; OpenRLHF 0.11's transformers 5.15.0 reads it
+    data = _scenario({}, "qwen3.5-27b")
+    data["cluster"]["nodes"] = 2
+    check = re.escape("constraint openrlhf-model-type-known-to-transformers-v0.8")
+    with pytest.raises(NotExpressible, match=check):
+        _export(data, "openrlhf", "openrlhf-0.8.9.post1-5-gc250c21a")
+    assert _export(data, "openrlhf", "openrlhf-0.11.0").arguments
+
+
+def test_openrlhf_0_8_keeps_zero_3_to_moe_blocks_it_makes_deepspeed_leaves() -> None:
+    # audit9's c06: GLM-4.5-Air exported to OpenRLHF 0.8.9 at ZeRO-3. Its Glm4MoeMoE (transformers
+    # 4.55.2) runs only the experts that got tokens and is no *SparseMoeBlock, so OpenRLHF sets no
+    # DeepSpeed leaf (actor.py L119-L133) and ranks gather different experts; Qwen3-MoE gets one
+    plan = {"placement": "colocated", "execution": "sync", "train": {"zero": 3}}
+    old, new = "openrlhf-0.8.9.post1-5-gc250c21a", "openrlhf-0.11.0"
+    glm = _scenario(plan, "glm-4.5-air")
+    glm["cluster"] = {"accelerator": "h200-sxm-141gb", "nodes": 4, "gpus_per_node": 8}
+    check = re.escape("constraint openrlhf-zero3-moe-needs-a-leaf-block-v0.8")
+    with pytest.raises(NotExpressible, match=check):
+        _export(glm, "openrlhf", old)
+    assert _export(glm, "openrlhf", new).arguments
+    qwen = _scenario(plan, "qwen3-30b-a3b")
+    qwen["cluster"]["nodes"] = 2
+    assert _export(qwen, "openrlhf", old).arguments
+
+
+@pytest.mark.parametrize("version", ["openrlhf-0.8.9.post1-5-gc250c21a", "openrlhf-0.11.0"])
+def test_openrlhf_autotp_stays_within_the_kv_heads(version: str) -> None:
+    # DeepSpeed's AutoTP cuts q, k and v by whole KV-head groups (tp_shard.py L42-L56 at v0.17.4):
+    # Qwen3-30B-A3B's 4 KV heads leave ranks 4-7 of a TP-8 group empty, and the attention's view(-1)
+    # of an empty tensor stops the first forward (audit9's c06: GLM-4.5-Air, 8 KV heads, at TP 16)
+    plan = {"placement": "colocated", "execution": "sync", "train": {"zero": 1}}
+    wide = _scenario({**plan, "train": {**plan["train"], "tp": 8}}, "qwen3-30b-a3b")
+    check = re.escape("constraint openrlhf-autotp-at-most-kv-heads")
+    with pytest.raises(NotExpressible, match=check):
+        _export(wide, "openrlhf", version)
+    narrow = _scenario({**plan, "train": {**plan["train"], "tp": 4}}, "qwen3-30b-a3b")
+    written = {a.key: a.value for a in _export(narrow, "openrlhf", version).arguments}
+    assert 4 in (written.get("ds_tensor_parallel_size"), written.get("ds.tensor_parallel_size"))
 
 
 MPE = "max_position_embeddings"
