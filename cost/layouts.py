@@ -8,7 +8,7 @@ import numpy as np
 from rlmguide.cost.arrays import BoolArray, FloatArray, IntArray, floats
 from rlmguide.cost.collectives import Fabric, Link, group_link
 from rlmguide.cost.plans import PlanTable, expert_ranks, model_parallel
-from rlmguide.cost.units import BF16_BYTES, FP8_BYTES
+from rlmguide.cost.units import BF16_BYTES, FP8_BYTES, FP32_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +197,13 @@ class TrainLayout:
         """Megatron's family (plans.model_parallel), which runs Megatron-Core's layers; the
         others run the Hugging Face model code under FSDP or DeepSpeed."""
         return np.asarray(model_parallel(self.tp, self.pp, self.ep, self.zero), dtype=bool)
+
+    @property
+    def gradient_bytes(self) -> FloatArray:
+        """Bytes of a gradient in the buffer outside ZeRO-3: fp32 where the backend keeps fp32
+        gradient buffers (Megatron's main grads, `fp32_gradients`), else bf16. ZeRO-3 keeps
+        its own fp32 shard and reduces in the backend's reduce dtype (model_pass)."""
+        return np.where(self.fp32_gradients & (self.zero < 3), FP32_BYTES, BF16_BYTES)
 
     @property
     def shard_group(self) -> FloatArray:

@@ -98,8 +98,7 @@ def trained_state(fig: ModelFigures, layout: TrainLayout) -> ModelState:
     adapters = np.where(layout.lora, t_dense, 0.0)
     weights = WEIGHT_BYTES * (_sharded(dense, expert, layout, 3) + adapters)
     # fp32 buffers beside bf16 weights; ZeRO-3's 16 bytes already hold an fp32 gradient shard
-    per_gradient = np.where(layout.fp32_gradients & (layout.zero < 3), FP32_BYTES, GRADIENT_BYTES)
-    gradients = per_gradient * _sharded(t_dense, t_expert, layout, 2)
+    gradients = layout.gradient_bytes * _sharded(t_dense, t_expert, layout, 2)
     optimizer = OPTIMIZER_BYTES * _sharded(t_dense, t_expert, layout, 1)
     optimizer = optimizer * (1.0 - layout.offload_optimizer)
     on_gpu = ~layout.offload_params

@@ -38,7 +38,7 @@ from rlmguide.cost.model_pass import (
 )
 from rlmguide.cost.overheads import Overheads
 from rlmguide.cost.stage import StageCost, choose
-from rlmguide.cost.units import BF16_BYTES, FP32_BYTES
+from rlmguide.cost.units import BF16_BYTES
 
 # Adam reads fp32 master, moments and the bf16 gradient and writes them back with the bf16
 # weight: 2 x (12 + 2) bytes per parameter of the optimizer's shard.
@@ -136,7 +136,7 @@ def gradient_sync_bytes(params: FloatArray, layout: TrainLayout, link: Link) -> 
     the updated bf16 weights (start_grad_sync L385-L405, start_param_sync L236-L253 of
     megatron/core/distributed/param_and_grad_buffer.py; github-nvidia-megatron-lm). In bf16
     both forms send 4 (n - 1) / n bytes per parameter."""
-    gradient = np.where(layout.fp32_gradients, FP32_BYTES, BF16_BYTES)
+    gradient = layout.gradient_bytes
     sharded = gather_bytes((gradient + BF16_BYTES) * params, link)
     return np.where(layout.zero >= 1, sharded, all_reduce_bytes(gradient * params, link))
 
@@ -169,16 +169,14 @@ def train_model_stage(
     # Hybrid sharding: the reduced gradient shard is then all-reduced across the replicas
     # (ZeRO-3's runs per micro-batch, in model_pass); a single replica sends nothing.
     replica_link = links.replica
-    gradient = np.where(layout.fp32_gradients, FP32_BYTES, BF16_BYTES)
     shard = dense / layout.shard_group + expert / layout.expert_shard_group
-    replica_sent = np.where(not_zero3, all_reduce_bytes(gradient * shard, replica_link), 0.0)
+    replica_sent = np.where(
+        not_zero3, all_reduce_bytes(layout.gradient_bytes * shard, replica_link), 0.0
+    )
     replica_time = np.where(not_zero3, transfer_seconds(replica_sent, replica_link), 0.0)
     r_up, r_out = split_by_link(replica_time, replica_link)
 
-    sharded = layout.zero >= 1
-    optimizer_params = np.where(
-        sharded, dense / layout.shard_group + expert / layout.expert_shard_group, dense + expert
-    )
+    optimizer_params = np.where(layout.zero >= 1, shard, dense + expert)
     on_cpu = np.where(layout.offload_params, 1.0, layout.offload_optimizer)
     update_bytes = ADAM_UPDATE_BYTES * optimizer_params * (1.0 - on_cpu)
     # Adam is a streaming kernel: it reaches about the HBM share decode reaches.
