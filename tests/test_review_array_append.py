@@ -9,16 +9,14 @@ verl 0.7's mapping, and a 0.7-only start-up check fired on it.
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
-from click.testing import CliRunner
 from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from launch_support import review_json
 
-from rlmguide.cli import cli
 from rlmguide.review.shell import command_arguments
 
 FIXTURES = REPO / "tests" / "fixtures" / "review"
@@ -76,11 +74,7 @@ def test_verl_08_array_launch_keeps_its_megatron_entry_point() -> None:
     """verl 0.8's Qwen3-235B example (rollout DP 8, expert TP 1 as a user sets them) is read
     with verl 0.8's mapping and Megatron entry point, without verl 0.7's reference check."""
     script = FIXTURES / "user" / "verl08-qwen3-235b-megatron-extra-append.sh"
-    done = CliRunner().invoke(
-        cli, ["review", str(script), "--accelerator", "h100-sxm-80gb", "--format", "json"]
-    )
-    assert done.exit_code == 0, done.output
-    got = json.loads(done.output)
+    got = review_json(script, "--accelerator", "h100-sxm-80gb")
     assert got["mapping"] == "verl-0.8.0"
     assert got["training_backend"] == "megatron-lm"
     assert got["startup"] == []
