@@ -230,14 +230,13 @@ class Support:
             if c.id not in seen:
                 seen[c.id] = ~c.holds(env, size)
         fails = {c.id: seen[c.id] for c in judged}
-        zero = env.get("plan.train.zero") if level in ("plan", "train") else None
-        sharded = None if zero is None else np.broadcast_to(np.asarray(zero) >= 3, (size,))
+        sharded = _weights_sharded(env, size, level)
         by_pair = {}
         for backend, engine in self.pairs:
             ok = np.ones(size, dtype=bool)
             for c in _bound(judged, backend, engine):
                 ok &= ~fails[c.id]
-            if sharded is not None and not _shards_weights(backend):
+            if not _shards_weights(backend):
                 ok &= ~sharded
             by_pair[(backend, engine)] = ok
         return by_pair, fails
@@ -253,19 +252,44 @@ class Support:
             if self.claims_allow(env, 1, "plan")[0]:
                 return None
             return f"its claims do not cover the plan's features ({self.id}'s claim records)"
-        zero = env.get("plan.train.zero")
-        sharded = zero is not None and int(np.asarray(zero).reshape(-1)[0]) >= 3
         grouped: dict[tuple[str, ...], list[str]] = {}
-        for backend, engine in by_pair:
-            failing = [c.id for c in _bound(self.constraints, backend, engine) if fails[c.id][0]]
-            if not failing and sharded and not _shards_weights(backend):
-                # no record names it, the planner's own rule does (WEIGHT_SHARDING_BACKENDS)
-                failing.append(f"ZeRO-3 ({backend} shards the optimizer states only)")
-            pair = " + ".join(x for x in (backend, engine) if x) or "every pair"
-            grouped.setdefault(tuple(failing), []).append(pair)
+        for pair, reasons in self.pair_failures(env, 1, fails).items():
+            grouped.setdefault(tuple(r for r, hit in reasons if hit[0]), []).append(pair)
         return "; ".join(
             f"on {', '.join(pairs)}: {', '.join(failing)}" for failing, pairs in grouped.items()
         )
+
+    def pair_failures(
+        self,
+        env: Mapping[str, Any],
+        size: int,
+        fails: Mapping[str, np.ndarray],
+        level: str = "plan",
+    ) -> dict[str, list[tuple[str, np.ndarray]]]:
+        """For each (backend, engine) pair it offers, named "backend + engine", what refuses
+        the `size` plans on it, in order: each bound constraint judged in `fails` (from
+        pair_masks) with where it fails, then the planner's rule that the backend cannot
+        shard weights under ZeRO-3 where no constraint already refuses. A plan can be refused
+        for one reason on one pair and for another on the next: naming only the first sends
+        a user to the other pair."""
+        sharded = _weights_sharded(env, size, level)
+        found = {}
+        for backend, engine in self.pairs:
+            reasons = [
+                (c.id, fails[c.id])
+                for c in _bound(self.constraints, backend, engine)
+                if c.id in fails
+            ]
+            if not _shards_weights(backend):
+                refused = np.zeros(size, dtype=bool)
+                for _, hit in reasons:
+                    refused |= hit
+                # no record names it, the planner's own rule does (WEIGHT_SHARDING_BACKENDS)
+                reasons.append(
+                    (f"ZeRO-3 ({backend} shards the optimizer states only)", sharded & ~refused)
+                )
+            found[" + ".join(x for x in (backend, engine) if x) or "every pair"] = reasons
+        return found
 
 
 def _bound(
@@ -274,6 +298,14 @@ def _bound(
     """The constraints that bind a (backend, engine) pair: the framework's own and its
     components'."""
     return [c for c in constraints if c.record.component in (None, backend, engine)]
+
+
+def _weights_sharded(env: Mapping[str, Any], size: int, level: str) -> np.ndarray:
+    """Where the plans shard weights (ZeRO-3), judged on the facts of `level`."""
+    zero = env.get("plan.train.zero") if level in ("plan", "train") else None
+    if zero is None:
+        return np.zeros(size, dtype=bool)
+    return np.broadcast_to(np.asarray(zero) >= 3, (size,))
 
 
 def _shards_weights(backend: str | None) -> bool:

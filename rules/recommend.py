@@ -50,6 +50,7 @@ from rlmguide.rules.expr import Condition
 from rlmguide.rules.facts import FACTS, STAGES, scenario_facts
 from rlmguide.rules.frameworks import (
     CompiledConstraint,
+    Support,
     compile_constraints,
     configuration_techniques,
     inherit,
@@ -281,6 +282,9 @@ class Search:
     candidates: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
+    by_pair: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """With one framework: (its "backend + engine" pair, the first reason that pair refuses a
+    candidate for), counted over the candidates no pair runs."""
 
     @property
     def feasible(self) -> int:
@@ -722,10 +726,13 @@ class Recommender:
             some |= ok
             if self.only:
                 first_fail = list(fails.items())
+                only = (support, fails)
             elif some.all():
                 break  # every row has a framework; the others need not be judged here
         refused = alive & ~some
         if refused.any():
+            if first_fail and len(only[0].pairs) > 1:
+                self._count_by_pair(*only, env, size, level, weight, refused)
             left = refused.copy()
             for cid, failing in first_fail:
                 hit = left & failing
@@ -742,6 +749,25 @@ class Recommender:
                 )
                 self.search.rejected[reason] += int(weight[left].sum())
         return some
+
+    def _count_by_pair(
+        self,
+        support: Support,
+        fails: Mapping[str, np.ndarray],
+        env: Mapping[str, Any],
+        size: int,
+        level: str,
+        weight: np.ndarray,
+        refused: np.ndarray,
+    ) -> None:
+        """Count, for each pair `support` offers, the first reason it refuses the `refused`
+        rows for (Search.by_pair)."""
+        for pair, reasons in support.pair_failures(env, size, fails, level).items():
+            left = refused.copy()
+            for reason, hit in reasons:
+                if (hit := left & hit).any():
+                    self.search.by_pair[(pair, reason)] += int(weight[hit].sum())
+                    left &= ~hit
 
     def cost(self, resolved: Resolved, table: PlanTable) -> CostTable:
         """Cost `table` for `resolved` (the scenario, or it at another response length);
@@ -1504,7 +1530,9 @@ class Recommender:
             return (
                 f"{record.framework} refuses {count} of {self.search.candidates} candidates by "
                 f"{reason} ({record.title}): {record.statement} ({record.file} at "
-                f"{record.commit[:10]})" + self._other_reasons(rejected, reason)
+                f"{record.commit[:10]})"
+                + self._other_pairs(reason)
+                + self._other_reasons(rejected, reason)
             )
         if reason not in {r.id for r in self.rules}:
             plan = self.resolved.scenario.plan
@@ -1540,6 +1568,34 @@ class Recommender:
             f"{self.search.candidates} candidates: {rule.record.statement}"
             + self._heads_detail(reason)
         )
+
+    def _other_pairs(self, named: str) -> str:
+        """The (backend, engine) pairs the named constraint does not refuse, with what does
+        refuse them there: without it, a message naming one pair's constraint sends a user
+        to the next pair, which its own constraint refuses."""
+        cid = named.removeprefix("constraint ")
+        pairs = {pair for pair, _ in self.search.by_pair}
+        elsewhere = [
+            (pair, reason, count)
+            for (pair, reason), count in self.search.by_pair.most_common()
+            if not any(p == pair and r == cid for p, r in self.search.by_pair)
+        ]
+        if not elsewhere or len(pairs) < 2:
+            return ""
+        records = {c.id: c.record for x in self.supports for c in x.constraints}
+        grouped: dict[tuple[str, int], list[str]] = {}
+        for pair, reason, count in elsewhere:
+            grouped.setdefault((reason, count), []).append(pair)
+        told = []
+        for (reason, count), on in grouped.items():
+            record = records.get(reason)
+            why = (
+                f"constraint {reason} ({record.title}; {record.file} at {record.commit[:10]})"
+                if record
+                else reason
+            )
+            told.append(f"on {', '.join(on)}, {count} by {why}")
+        return f"; the pairs it does not bind refuse them too: {'; '.join(told)}"
 
     @staticmethod
     def _other_reasons(rejected: Counter[str], named: str) -> str:

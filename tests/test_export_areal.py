@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -438,9 +439,16 @@ def test_adam_on_the_host_has_no_key_on_megatron() -> None:
         }
     )
     # the ZeRO-1 plan is no FSDP plan (named first), and its Megatron twin is refused by
-    # areal-megatron-no-cpu-offload
-    with pytest.raises(NotExpressible, match="areal cannot run this scenario"):
+    # areal-megatron-no-cpu-offload: the message names both, or a user moves to Megatron
+    with pytest.raises(NotExpressible, match="areal cannot run this scenario") as refused:
         export_of(scenario)
+    said = str(refused.value)
+    assert "by constraint areal-fsdp-fully-sharded" in said
+    assert re.search(
+        r"pairs it does not bind refuse them too: on megatron-lm \+ \w+.*"
+        r"by constraint areal-megatron-no-cpu-offload \(.*areal/api/cli_args.py at",
+        said,
+    )
     rule = {c.id: c for c in compile_constraints(catalogs()[0])[0]}["areal-megatron-no-cpu-offload"]
     assert rule.record.component == "megatron-lm"
     for optimizer, params, holds in ((0, False, True), (1, False, False), (0, True, False)):
