@@ -168,3 +168,29 @@ def test_a_model_placed_by_a_key_review_does_not_read_is_named_not_costed(
     assert [row["launch"] for row in named] == ["list(range(4,8))"]
     assert named[0]["verdict"].startswith("not costed")
     assert not [r for r in review(plain, hardware=H100)["memory_keys"] if r["plan"] is None]
+
+
+def test_pools_that_leave_gpus_to_an_unread_model_name_it_in_the_refusal(tmp_path: Path) -> None:
+    """rv10's r15 (ROLL's "seperate" example): train on 8 GPUs, rollout on 4 and an LLM judge
+    on the last 4 of two nodes. The judge's device_mapping is read by no entry, so the pools
+    cover 12 of 16 GPUs and no split matches: the refusal names the judge's key and GPUs, not
+    only "no split"."""
+    import yaml
+
+    done = CliRunner().invoke(cli, ["export", EXAMPLE, "--framework", "roll"])
+    assert done.exit_code == 0, done.output
+    config = yaml.safe_load(done.output)
+    for worker in ("actor_train", "reference"):
+        config[worker]["device_mapping"] = "list(range(0,8))"
+    config["actor_infer"]["device_mapping"] = "list(range(8,12))"
+    config["rewards"]["llm_judge"] = {"device_mapping": "list(range(12,16))", "world_size": 4}
+    judged = tmp_path / "judged.yaml"
+    judged.write_text(yaml.safe_dump(config))
+    refused = CliRunner().invoke(cli, ["review", str(judged), "--accelerator", "h100-sxm-80gb"])
+    said = " ".join(refused.output.split())
+    assert refused.exit_code != 0 and "Traceback" not in said
+    assert "no split of the cluster matches" in said
+    assert (
+        "rewards.llm_judge.device_mapping (list(range(12,16)): a model on GPUs the plan does "
+        "not hold)" in said
+    )

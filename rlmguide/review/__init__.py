@@ -15,6 +15,7 @@ from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import record_roots
 from rlmguide.review.header import FROM_HEADER
 from rlmguide.review.review import (
+    UNREAD_PLACEMENT,
     Hardware,
     ReviewError,
     account_for_split,
@@ -221,8 +222,15 @@ def review(
             )
             keys = sorted({e.key for e in reading.mapping.entries if e.fact in sizes})
             pools = f"none read; the launch sizes them with {', '.join(keys)}"
-        # the unmapped keys that place models are the likely reason (a sharing the plan lacks)
-        placing = [k for k in sorted(reading.unmapped) if any(w in k for w in PLACING)]
+        # the unmapped keys that place models are the likely reason (a sharing the plan lacks,
+        # or a model on GPUs of its own, e.g. ROLL's LLM judge, that no entry reads)
+        placing = [
+            f"{k} ({reading.unmapped[k]}: a model on GPUs the plan does not hold)"
+            if k.endswith(UNREAD_PLACEMENT)
+            else k
+            for k in sorted(reading.unmapped)
+            if any(w in k for w in PLACING) or k.endswith(UNREAD_PLACEMENT)
+        ]
         raise NotCostable(
             f"the plan read from {path} (GPUs: {pools}) cannot be costed: {exc}; placement "
             f"keys not mapped: {', '.join(placing) or 'none'}"
