@@ -631,8 +631,13 @@ def used_gpus(table: PlanTable) -> IntArray:
 
 def expert_ranks(dp: Any, cp: Any, tp: Any, etp: Any) -> Any:
     """Ranks of one pipeline stage that its experts spread over, as ep x expert-dp: the
-    tp x cp x dp ranks folded by the experts' own tensor parallelism (etp divides tp)."""
+    tp x cp x dp ranks folded by the experts' own tensor parallelism (etp divides tp).
+    Megatron builds this grid and refuses a world it does not divide (EXPERT_GRID_CHECK)."""
     return dp * cp * (tp // etp)
+
+
+EXPERT_GRID_CHECK = "megatron/core/parallel_state.py L792-L795 at core_v0.16.1"
+"""Where Megatron refuses a world that etp x ep x pp does not divide."""
 
 
 def kv_heads_uneven(arch: Architecture, tp: Any) -> Any:

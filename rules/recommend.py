@@ -28,6 +28,7 @@ from rlmguide.cost.overheads import (
 from rlmguide.cost.plans import (
     CRITICS,
     EXECUTIONS,
+    EXPERT_GRID_CHECK,
     FUSION_HANDOFFS,
     FUSIONS,
     ONE_POOL,
@@ -1684,7 +1685,7 @@ class Recommender:
         return (
             f"{named}: {product} expert ranks a replica, which do not divide the train GPUs "
             f"of any placement this cluster allows ({shown}); Megatron refuses such a world "
-            "(megatron/core/parallel_state.py L792-L795 at core_v0.16.1)"
+            f"({EXPERT_GRID_CHECK})"
         )
 
     def _memory_binding(self) -> str:

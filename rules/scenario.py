@@ -19,7 +19,7 @@ from rlmguide.cost.assessment import ONE_PASS, Scoring
 from rlmguide.cost.batch import response_lengths
 from rlmguide.cost.episode import Episode
 from rlmguide.cost.overheads import DEFAULT_OVERHEADS
-from rlmguide.cost.plans import ONE_POOL, expert_ranks, frozen_models
+from rlmguide.cost.plans import EXPERT_GRID_CHECK, ONE_POOL, expert_ranks, frozen_models
 from rlmguide.kb.closest import closest
 from rlmguide.kb.files import read_text_file
 from rlmguide.kb.load import describe, format_location, parse_yaml, yaml_problem
@@ -692,7 +692,8 @@ def _check_fixed_layouts(scenario: Scenario) -> None:
             if host % train.ep:
                 raise InputError(
                     f"plan.train.ep: {train.ep} does not divide dp x cp x tp / etp = {host}; "
-                    "etp: 1 folds the experts over the tensor ranks too"
+                    "etp: 1 folds the experts over the tensor ranks too. Megatron refuses "
+                    f"such a world at start-up ({EXPERT_GRID_CHECK})"
                 )
 
 

@@ -202,7 +202,9 @@ def test_estimate_costs_exactly_the_fixed_plan() -> None:
                 *sets("plan.train.cp=1", "plan.train.ep=8", "plan.train.etp=2"),
             ),
             2,
-            "plan.train.ep: 8 does not divide dp x cp x tp / etp = 4",
+            "plan.train.ep: 8 does not divide dp x cp x tp / etp = 4; etp: 1 folds the "
+            "experts over the tensor ranks too. Megatron refuses such a world at start-up "
+            "(megatron/core/parallel_state.py L792-L795 at core_v0.16.1)",
         ),
         (("recommend", SMALL, "--set", "cluster=8"), 2, "cluster"),
         (("recommend", SMALL, "--set", "nonsense"), 2, "expected PATH=VALUE"),
