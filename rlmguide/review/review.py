@@ -927,6 +927,9 @@ def parse_recipe(
     except RecipeError as exc:
         raise ReviewError(f"cannot read the recipe: {exc}") from None
     chosen = pick_version(own, config)
+    for key, pipeline in chosen.other_pipelines.items():
+        if any(k == key or k.startswith(f"{key}.") for k in config):
+            raise ReviewError(f"{path.name} sets {key}: a recipe of {pipeline}")
     own = [m for m in own if m.framework == chosen.framework]
     return _module(chosen.launches[0].command), config, own, recipe_keys
 
