@@ -651,6 +651,9 @@ def scenario_of(
     if (f.get("plan.train.tp") or 1) > 1 and f.get("plan.train.sequence_parallel") is False:
         # the norms stay whole on every tensor rank: costed as the launch runs
         train["sequence_parallel"] = False
+    if lora := f.get("plan.train.lora_rank"):
+        # adapters on a frozen base: their gradients and Adam states only, the base the reference
+        train["lora_rank"] = int(lora)
     rollout = {
         "gpus": rollout_gpus,
         **{d: f.get(f"plan.rollout.{d}") for d in ("tp", "pp", "ep", "attention_dp", "cp")},

@@ -1,0 +1,46 @@
+"""Review reads verl's LoRA rank into the plan it costs.
+
+verl's example qwen2-14b_grpo-lora_2_h100_fsdp_vllm.sh (b178a3cd) trains rank-32 adapters on
+Qwen2.5-14B over 2 GPUs; review left `actor_rollout_ref.model.lora_rank` unmapped and costed
+full fine-tuning (Adam over 14.8e9 weights: 112 GiB a GPU, "fits: no")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from launch_support import review_json
+
+LAUNCH = (
+    Path(__file__).parent
+    / "fixtures"
+    / "review"
+    / "verl-b178a3c-qwen2-14b_grpo-lora_2_h100_fsdp_vllm.sh"
+)
+
+# Qwen2.5-14B (kb/records/models/qwen2.5-14b.yaml): 48 layers, hidden 5120, 8 KV heads of 128,
+# MLP 13824. Rank-32 adapters on every linear layer, A (in x r) and B (r x out) each:
+# q, o: 32 x (5120 + 5120); k, v: 32 x (5120 + 1024); gate, up, down: 32 x (5120 + 13824).
+ADAPTER = 48 * 32 * (2 * 10240 + 2 * 6144 + 3 * 18944)
+GIB = 2**30
+
+
+def test_the_adapters_are_counted_by_hand() -> None:
+    assert ADAPTER == 137_625_600
+
+
+@pytest.fixture(scope="module")
+def reviewed() -> dict:
+    return review_json(LAUNCH, "--accelerator", "h100-sxm-80gb")
+
+
+def test_the_lora_rank_is_read_into_the_plan(reviewed: dict) -> None:
+    assert reviewed["scenario"]["plan"]["train"]["lora_rank"] == 32
+    assert "actor_rollout_ref.model.lora_rank" not in {u["key"] for u in reviewed["unmapped"]}
+
+
+def test_only_the_adapters_carry_adam_states(reviewed: dict) -> None:
+    training = reviewed["estimate"]["memory_breakdown_gib"]["training"]
+    # fp32 master, m and v (12 bytes) for the adapters alone, sharded over the 2 ranks
+    assert training["optimizer"] == pytest.approx(ADAPTER * 12 / 2 / GIB, rel=1e-6)
+    assert reviewed["estimate"]["feasible"] is True
