@@ -821,11 +821,12 @@ def read_file(
             named = config.get("config")
             if isinstance(named, str) and named.endswith((".yaml", ".yml")):
                 # the base config the entry point composes (AReaL's --config), where it is
-                # beside the script as in the framework's checkout: its keys under the overrides
+                # beside the script as in the framework's checkout: its keys under the overrides,
+                # and the ones it writes itself the user's words as much as the overrides are
                 found = path.parent / named
                 if found.is_file():
-                    base, _ = recipe_config(found, budget)
-                    recipe_keys, config = set(config), {**base, **config}
+                    base, written = recipe_config(found, budget)
+                    recipe_keys, config = written | set(config), {**base, **config}
     except RecipeError as exc:
         raise ReviewError(f"cannot read the base config: {exc}") from None
     except Exhausted as exc:
