@@ -122,6 +122,36 @@ def test_megatron_check_refuses_an_uneven_pipeline_without_the_stage_counts() ->
     assert not _megatron_accepts(28, 2, 10, 10)  # two stages must hold every layer
 
 
+def _megatron_builds(layers: int, pp: int, first: int, last: int) -> bool:
+    """get_num_layers_to_build at 103851dc (transformer_block.py L102-L158) transcribed: the
+    stage counts given take their layers, the stages left share the rest evenly; two stages
+    with both counts have no middle, and must hold every layer for the checkpoint to load."""
+    if pp == 1:
+        return True
+    if first == 0 and last == 0:
+        return layers % pp == 0
+    rest, left = layers - first - last, pp - (first > 0) - (last > 0)
+    if rest < 0:
+        return False
+    return rest % left == 0 if left > 0 else rest == 0
+
+
+def test_one_stage_count_alone_splits_the_rest_over_the_other_stages() -> None:
+    # slime's run-qwen3.5-27B.sh at 624b824: 64 layers, PP 2, --decoder-last-pipeline-num-layers 30
+    assert _megatron_accepts(64, 2, 0, 30)  # the first stage takes 34
+    assert _megatron_accepts(64, 3, 0, 30)  # 34 over 2 stages
+    assert not _megatron_accepts(64, 4, 0, 30)  # 34 over 3 stages
+    assert _megatron_accepts(28, 8, 0, 0) is False and _megatron_accepts(28, 8, 7, 0)  # 21 over 7
+
+
+@settings(deadline=None)
+@given(st.integers(1, 96), st.integers(1, 16), st.integers(0, 40), st.integers(0, 40))
+def test_the_check_accepts_exactly_the_splits_megatron_builds(
+    layers: int, pp: int, first: int, last: int
+) -> None:
+    assert _megatron_accepts(layers, pp, first, last) == _megatron_builds(layers, pp, first, last)
+
+
 # -- export writes what the checks need --------------------------------------------------------
 
 

@@ -1057,6 +1057,10 @@ class Mapping(Record):
     """A condition over the facts where the launch trains on the rollout engine's log-probs
     and its trainer skips the old-log-prob forward pass (SkyRL's fully asynchronous launches):
     export and review cost those plans without it."""
+    other_pipelines: dict[Text, Text] = {}
+    """A recipe's top-level config key -> the pipeline of the framework a recipe setting it
+    belongs to, which no launch here reads (its entry point and config class): review refuses
+    such a recipe by name rather than cost it as the pipeline the launches map."""
     departures: list[Departure] = []
     """Where a launch runs otherwise than the algorithm's record or the scenario, or needs more
     than the framework's image, with no key to say it: export writes each whose condition holds

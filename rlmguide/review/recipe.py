@@ -6,7 +6,13 @@ the environment gives stays as text, as `${oc.env:NAME}` does). The arithmetic r
 registers (add, mul, div, max: nemo_rl/utils/config.py L198-L204 at 7ea279ab) are applied where
 both arguments read as numbers: its base config sizes the packed micro-batches with them
 (`${mul:${policy.max_total_sequence_length}, ${policy.train_micro_batch_size}}`); other
-resolvers are left as text."""
+resolvers are left as text.
+
+ROLL's configs are composed by Hydra (examples/start_agentic_pipeline.py L21 at 8eb27cc2), and
+their `defaults:` entries name a config without its `.yaml` and with the package it lands in
+(`../config/traj_envs@_here_`, in 35 of its example configs): such an entry is read as Hydra
+reads it, the file beside the name with `.yaml`, its keys at this level for `_here_` and under
+the dotted package otherwise."""
 
 from __future__ import annotations
 
@@ -100,7 +106,19 @@ def load_chain(
         raise RecipeError(f"{path.name}: `defaults:` is a file name or a list of them")
     merged: dict[str, Any] = {}
     for parent in parents:
-        merged = _merge(merged, load_chain(path.parent / parent, (*seen, path), budget))
+        name, hydra, package = parent.partition("@")
+        target = path.parent / name
+        if hydra and not target.suffix:
+            target = target.with_name(f"{target.name}.yaml")
+        tree = load_chain(target, (*seen, path), budget)
+        if package.startswith("_") and package != "_here_":
+            # _global_ and _group_ place a config by where its parent sits in Hydra's tree,
+            # which a chain of files does not track
+            raise RecipeError(f"{path.name}: the `defaults:` package {package} is not read")
+        if package and package != "_here_":
+            for part in reversed(package.split(".")):
+                tree = {part: tree}
+        merged = _merge(merged, tree)
     return _merge(merged, data)
 
 

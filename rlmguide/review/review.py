@@ -651,6 +651,9 @@ def scenario_of(
     if (f.get("plan.train.tp") or 1) > 1 and f.get("plan.train.sequence_parallel") is False:
         # the norms stay whole on every tensor rank: costed as the launch runs
         train["sequence_parallel"] = False
+    if lora := f.get("plan.train.lora_rank"):
+        # adapters on a frozen base: their gradients and Adam states only, the base the reference
+        train["lora_rank"] = int(lora)
     rollout = {
         "gpus": rollout_gpus,
         **{d: f.get(f"plan.rollout.{d}") for d in ("tp", "pp", "ep", "attention_dp", "cp")},
@@ -818,11 +821,12 @@ def read_file(
             named = config.get("config")
             if isinstance(named, str) and named.endswith((".yaml", ".yml")):
                 # the base config the entry point composes (AReaL's --config), where it is
-                # beside the script as in the framework's checkout: its keys under the overrides
+                # beside the script as in the framework's checkout: its keys under the overrides,
+                # and the ones it writes itself the user's words as much as the overrides are
                 found = path.parent / named
                 if found.is_file():
-                    base, _ = recipe_config(found, budget)
-                    recipe_keys, config = set(config), {**base, **config}
+                    base, written = recipe_config(found, budget)
+                    recipe_keys, config = written | set(config), {**base, **config}
     except RecipeError as exc:
         raise ReviewError(f"cannot read the base config: {exc}") from None
     except Exhausted as exc:
@@ -927,6 +931,9 @@ def parse_recipe(
     except RecipeError as exc:
         raise ReviewError(f"cannot read the recipe: {exc}") from None
     chosen = pick_version(own, config)
+    for key, pipeline in chosen.other_pipelines.items():
+        if any(k == key or k.startswith(f"{key}.") for k in config):
+            raise ReviewError(f"{path.name} sets {key}: a recipe of {pipeline}")
     own = [m for m in own if m.framework == chosen.framework]
     return _module(chosen.launches[0].command), config, own, recipe_keys
 
