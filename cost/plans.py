@@ -639,6 +639,9 @@ def expert_ranks(dp: Any, cp: Any, tp: Any, etp: Any) -> Any:
 EXPERT_GRID_CHECK = "megatron/core/parallel_state.py L792-L795 at core_v0.16.1"
 """Where Megatron refuses a world that etp x ep x pp does not divide."""
 
+MODEL_GRID_CHECK = "megatron/core/parallel_state.py L738-L741 at core_v0.16.1"
+"""Where Megatron refuses a world that tp x pp x cp does not divide."""
+
 
 def kv_heads_uneven(arch: Architecture, tp: Any) -> Any:
     """Where tp neither splits the KV heads evenly nor replicates them evenly (tp a multiple of

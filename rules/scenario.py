@@ -19,7 +19,13 @@ from rlmguide.cost.assessment import ONE_PASS, Scoring
 from rlmguide.cost.batch import response_lengths
 from rlmguide.cost.episode import Episode
 from rlmguide.cost.overheads import DEFAULT_OVERHEADS
-from rlmguide.cost.plans import EXPERT_GRID_CHECK, ONE_POOL, expert_ranks, frozen_models
+from rlmguide.cost.plans import (
+    EXPERT_GRID_CHECK,
+    MODEL_GRID_CHECK,
+    ONE_POOL,
+    expert_ranks,
+    frozen_models,
+)
 from rlmguide.kb.closest import closest
 from rlmguide.kb.files import read_text_file
 from rlmguide.kb.load import describe, format_location, parse_yaml, yaml_problem
@@ -682,8 +688,14 @@ def _check_fixed_layouts(scenario: Scenario) -> None:
         product = math.prod(values)
         if size % product:
             shown = " x ".join(degrees)
+            megatron = (
+                f"; Megatron refuses such a world at start-up ({MODEL_GRID_CHECK})"
+                if name == "train"
+                else ""
+            )
             raise InputError(
                 f"plan.{name}: {shown} = {product} does not divide the pool's {size} GPUs"
+                + megatron
             )
         if name == "train" and train.ep:
             tp, _, cp = values

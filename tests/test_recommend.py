@@ -190,7 +190,9 @@ def test_estimate_costs_exactly_the_fixed_plan() -> None:
         (
             ("recommend", SMALL, *COLOCATED_TP2, *sets("plan.train.cp=3")),
             2,
-            "plan.train: tp x pp x cp = 6 does not divide the pool's 8 GPUs",
+            "plan.train: tp x pp x cp = 6 does not divide the pool's 8 GPUs; Megatron refuses "
+            "such a world at start-up (megatron/core/parallel_state.py L738-L741 at "
+            "core_v0.16.1)",
         ),
         (
             (
