@@ -307,6 +307,7 @@ def main() -> None:
         print(f"held-out, all:           {figure(unseen)}")
         print(f"held-out, RL step times: {figure(rl_steps(unseen))}")
         by("held-out by source", unseen, lambda c: c.group)
+        by("held-out by execution mode", unseen, lambda c: c.execution)
         report_orderings(unseen, "held-out")
 
 
