@@ -35,9 +35,11 @@ BY_ID = {c.result.id: c for c in COMPARISONS}
 
 def test_every_recorded_setting_is_predicted() -> None:
     rl = [c for c in SCORED if c.result.metric != "training_seconds"]
-    # gpt-oss (sliding-window layers) waits for the attention kinds the cost core learns.
+    # gpt-oss (sliding-window layers) waits for the attention kinds the cost core learns, and
+    # Nemotron-3-Super (feed-forward blocks apart from its mixers) for the layer kinds it learns.
     unpredicted = [c.result.id for c in COMPARISONS if not c.ratio]
-    assert all("gpt-oss" in i for i in unpredicted), unpredicted
+    waiting = ("gpt-oss", "nemotron-3-super")
+    assert all(any(w in i for w in waiting) for i in unpredicted), unpredicted
     assert len(SCORED) >= 60 and len(rl) >= 45
     assert len({c.result.group for c in SCORED}) >= 11
     assert all(math.isfinite(c.predicted) and c.predicted > 0 for c in SCORED)  # type: ignore[arg-type]

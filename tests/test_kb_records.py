@@ -132,19 +132,31 @@ def test_nemo_rl_v04_rows_follow_the_table(row: str) -> None:
     assert plan.rollout.max_seqs == (128 if async_engine else 1024)
 
 
-# What the v0.5.0 and v0.6.0 performance recipes (examples/configs/recipes/llm/performance at
-# NVIDIA-NeMo/RL tags v0.5.0 and v0.6.0, resolved through their defaults chains) fix beyond the
-# table, copied by hand: vllm_cfg.gpu_memory_utilization where it is not grpo_math_1B.yaml's 0.6
-# (the off-policy recipes set 0.8; three GB200 recipes at v0.6.0 set less), and vllm_kwargs
-# max_num_seqs where a recipe sets it.
+# What the v0.5.0 to v0.7.0 performance recipes (examples/configs/recipes/llm/performance at
+# NVIDIA-NeMo/RL tags v0.5.0, v0.6.0 and v0.7.0, resolved through their defaults chains) fix
+# beyond the table, copied by hand: vllm_cfg.gpu_memory_utilization where it is not
+# grpo_math_1B.yaml's 0.6 (the off-policy recipes set 0.8; three GB200 recipes from v0.6.0 set
+# less, a few v0.7.0 ones otherwise), and vllm_kwargs max_num_seqs where a recipe sets it.
 NEMO_RL_OWN_MEMORY = {
     "deepseek-v3-grpo-gb200-128gpu-v0.6": 0.3,  # grpo-deepseek-v3-32n4g.yaml
     "deepseek-v3-grpo-gb200-256gpu-v0.6": 0.3,  # grpo-deepseek-v3-64n4g.yaml, from 32n4g
     "qwen3-235b-grpo-gb200-64gpu-v0.6": 0.4,  # grpo-qwen3-235b-16n4g.yaml
+    # v0.7.0: the same three GB200 recipes, the Qwen3-235B off-policy ones raised to 0.88, and
+    # the Nemotron-3-Super ones (new at v0.7.0) at 0.7.
+    "deepseek-v3-grpo-gb200-128gpu-v0.7": 0.3,
+    "deepseek-v3-grpo-gb200-256gpu-v0.7": 0.3,
+    "qwen3-235b-grpo-gb200-64gpu-v0.7": 0.4,
+    "qwen3-235b-grpo-1off-256gpu-v0.7": 0.88,  # grpo-qwen3-235b-32n8g-async-1off.yaml
+    "qwen3-235b-grpo-gb200-1off-128gpu-v0.7": 0.88,  # grpo-qwen3-235b-32n4g-async-1off.yaml
+    "nemotron-3-super-grpo-256gpu-v0.7": 0.7,
+    "nemotron-3-super-grpo-1off-256gpu-v0.7": 0.7,
+    "nemotron-3-super-grpo-gb200-128gpu-v0.7": 0.7,
+    "nemotron-3-super-grpo-gb200-1off-128gpu-v0.7": 0.7,
 }
-NEMO_RL_OWN_SEQS = {  # grpo-deepseek-v3-64n8g-fp8-async-1off.yaml, both tags
+NEMO_RL_OWN_SEQS = {  # grpo-deepseek-v3-64n8g-fp8-async-1off.yaml, every tag
     "deepseek-v3-grpo-fp8-1off-512gpu": 32,
     "deepseek-v3-grpo-fp8-1off-512gpu-v0.6": 32,
+    "deepseek-v3-grpo-fp8-1off-512gpu-v0.7": 32,
 }
 
 
@@ -162,14 +174,15 @@ def test_nemo_rl_perf_rows_fix_what_their_recipe_fixes(row: str) -> None:
     none of it: the distributed optimizer (zero 1) and, for MoE models, expert TP 1 (both from
     grpo_math_1B.yaml), the engine's memory share, and its sequence cap: the recipe's own, else
     vLLM's default on the engine path the recipe takes (AsyncLLM 128 where async_engine is on,
-    as in every off-policy recipe and the DeepSeek-V3 and Qwen3-235B ones; vllm.LLM 1024)."""
+    as in every off-policy recipe and the DeepSeek-V3, Qwen3-235B and Nemotron-3-Super ones;
+    vllm.LLM 1024)."""
     plan = shipped().of("result")[f"nemo-rl-perf-{row}"].scenario.plan  # type: ignore[attr-defined]
-    moe = row.startswith(("deepseek", "qwen3-235b", "qwen3-30b"))
+    moe = row.startswith(("deepseek", "qwen3-235b", "qwen3-30b", "nemotron-3-super"))
     assert plan.train.zero == 1
     assert plan.train.etp == (1 if moe else None)
     off_policy = plan.execution != "sync"
     assert plan.rollout.memory_fraction == NEMO_RL_OWN_MEMORY.get(row, 0.8 if off_policy else 0.6)
-    async_engine = off_policy or row.startswith(("deepseek", "qwen3-235b"))
+    async_engine = off_policy or row.startswith(("deepseek", "qwen3-235b", "nemotron-3-super"))
     default_seqs = 128 if async_engine else 1024
     assert plan.rollout.max_seqs == NEMO_RL_OWN_SEQS.get(row, default_seqs)
 
