@@ -99,8 +99,11 @@ def splits(resolved: Resolved) -> list[Split]:
         sizes.add(fixed)
     found += [Split("disaggregated", g, gpus - g) for g in sorted(sizes)]
     given = (plan.rollout.gpus, plan.train.gpus)
-    if all(given) and given[0] != given[1] and max(given) <= gpus:  # type: ignore[type-var]
-        # Colocated pools of different sizes overlap (a framework constraint may refuse it).
+    # Colocated pools of different sizes overlap (a framework constraint may refuse it). One
+    # pool smaller than the GPUs left is asked for by fixing the placement: verl's trainer on
+    # one node of 8 beside a reward model's own 4 GPUs on a second node, the rest unused.
+    part = given[0] == given[1] and plan.placement in ("colocated", "partially-colocated")
+    if all(given) and (given[0] != given[1] or part) and max(given) <= gpus:  # type: ignore[type-var]
         found.append(Split("colocated", *given))  # type: ignore[arg-type]
         if plan.placement == "partially-colocated":
             found.append(Split("partially-colocated", *given))  # type: ignore[arg-type]

@@ -569,7 +569,9 @@ def scenario_of(
         rollout_gpus = f["plan.rollout.gpus"]
     pools = {m: f.get(f"plan.pools.{m}") or None for m in ("critic", "reference", "reward")}
     if colocated:
-        pools = {}  # every model shares the one pool (OpenRLHF's colocate_all)
+        # every model shares the one pool (OpenRLHF's colocate_all) but one the launch switched
+        # apart (verl's reward pool: main_ppo.py L166-L173 at 7aed6b2)
+        pools = {m: v for m, v in pools.items() if f"plan.pools.{m}" in reading.own_pools}
     elif pools.get("reference") == train_gpus:
         pools["reference"] = None  # the mapping spells a shared reference as the actor's pool
     total = (train_gpus or 0) + (0 if colocated else rollout_gpus or 0)

@@ -69,6 +69,9 @@ class Reading:
     (rlmguide.export.render.budget_line): a launch has no key for them."""
     stated_scenario: dict[str, int | str] | None = None
     """The scenario an export's header names (rlmguide.export.render.scenario_line)."""
+    own_pools: set[str] = field(default_factory=set)
+    """Pool facts a switch of their own turned on: the model runs on GPUs apart from the
+    trainer's even in a colocated launch (verl's reward.reward_model.enable_resource_pool)."""
 
 
 def _unreadable(value: Any) -> str | None:
@@ -247,6 +250,8 @@ class _Read:
     pending: list[MappingEntry] = field(default_factory=list)
     devices: dict[str, set[int]] = field(default_factory=dict)
     """Pool fact -> the device ids its first device list names (ROLL's device_mapping)."""
+    switched: set[str] = field(default_factory=set)
+    """Pool facts a switch of their own turned on (verl's enable_resource_pool)."""
 
     def allocation(self, e: MappingEntry, key: str, value: Any) -> None:
         """An allocation string: every degree of its pool at once (an engine's are its GPUs,
@@ -279,7 +284,12 @@ class _Read:
                     got = 1.0 if got else 0.0
                 elif e.fact.startswith("plan.pools."):
                     if got:
-                        return  # the pool's size comes from its nodes x GPUs keys
+                        # the pool's size comes from its nodes x GPUs keys; the switch says
+                        # the model is apart from the trainer's GPUs whatever the placement
+                        self.switched.add(e.fact)
+                        self.uses.append(Use(e.key, value, e.fact, None))
+                        self.used.add(key)
+                        return
                     got = 0
             case "equals":
                 if not truth(value):
@@ -461,7 +471,16 @@ def read_launch(
     facts = {k: v for k, v in facts.items() if not k.startswith("not ")}
     facts |= startup.read(mapping, config)
     return Reading(
-        mapping, launch, backend, engine, facts, uses, unmapped, state.ambiguous, context
+        mapping,
+        launch,
+        backend,
+        engine,
+        facts,
+        uses,
+        unmapped,
+        state.ambiguous,
+        context,
+        own_pools=state.switched,
     )
 
 
