@@ -761,12 +761,27 @@ def _episodes(
     f: Mapping[str, Any], assumed: list[dict[str, Any]]
 ) -> tuple[dict[str, Any] | None, int | None]:
     """An agent loop's episodes, where the launch bounds the turns (verl's
-    max_assistant_turns): the workload's agent block and the longest turn, else (None, None).
-    A launch bounds the turns and the tokens after the prompt (turns and observations
-    together), so the episode is read as every turn at the bound and the budget shared out
-    evenly over the turns, with no observation tokens: the same longest trajectory."""
+    max_assistant_turns, SkyRL's max_turns): the workload's agent block and the longest turn,
+    else (None, None). A launch bounds the turns and the tokens after the prompt (turns and
+    observations together), so the episode is read as every turn at the bound and the budget
+    shared out evenly over the turns, with no observation tokens: the same longest trajectory."""
     turns = int(f.get("workload.max_turns") or 1)
     budget = f.get("workload.episode_response_tokens")
+    source = "the episode's response budget"
+    cap, prompt, turn_cap = (
+        f.get(k)
+        for k in (
+            "workload.episode_input_tokens",
+            "workload.max_prompt_tokens",
+            "workload.max_response_tokens",
+        )
+    )
+    if not budget and cap and prompt and turn_cap:
+        # the input cap bounds what precedes the last turn (SkyRL's max_input_length)
+        budget = int(cap) - int(prompt) + int(turn_cap)
+        source = (
+            f"the input cap ({cap}) less the prompt cap ({prompt}), plus a turn's cap ({turn_cap})"
+        )
     if turns <= 1 or not budget:
         return None, None
     turn = int(budget) // turns
@@ -780,8 +795,8 @@ def _episodes(
         {
             "field": "workload.max_response_tokens",
             "value": turn,
-            "why": f"the episode's response budget ({budget} tokens, model turns and tool "
-            f"output together) over its {turns} turns; the launch caps no single turn",
+            "why": f"{source}: {budget} tokens of model turns and tool output together, "
+            f"shared over its {turns} turns (the same longest episode)",
             "source": None,
         },
         {
