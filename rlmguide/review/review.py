@@ -37,6 +37,7 @@ from rlmguide.review.header import (
     stated_scenario,
     taken,
 )
+from rlmguide.review.hydra_named import NamedConfig, named_config
 from rlmguide.review.recipe import RecipeError, recipe_config
 from rlmguide.review.shell import Shell, ShellError, command_arguments
 from rlmguide.review.understand import Reading, Use, fixed_present, read_launch, truth
@@ -821,6 +822,7 @@ def read_file(
     except ValueError as exc:  # not a regular text file, too large
         raise ReviewError(f"cannot read {exc}") from None
     recipe_keys: set[str] | None = None
+    primary: NamedConfig | None = None
     shell = Shell()
     try:
         if _is_yaml(path, text):
@@ -842,6 +844,12 @@ def read_file(
                 if found.is_file():
                     base, written = recipe_config(found, budget)
                     recipe_keys, config = written | set(config), {**base, **config}
+            elif own[0].syntax == "hydra":
+                primary = named_config(config, module, path, budget)
+                if primary is not None and primary.missing is None:
+                    # the whole file is the user's (its defaults on the search path are not read)
+                    recipe_keys = set(primary.keys) | set(config)
+                    config = {**primary.keys, **config}
     except RecipeError as exc:
         raise ReviewError(f"cannot read the base config: {exc}") from None
     except Exhausted as exc:
@@ -863,12 +871,28 @@ def read_file(
     reading.appended = shell.appended
     reading.unsourced = shell.unsourced
     reading.config = config
+    if primary is not None and primary.missing is not None:
+        reading.config_missing = _config_missing(primary.missing, reading)
     global_micro_batches(reading)
     reading.files = shell.files
     reading.budget = budget
     reading.stated_lengths = stated_lengths(text)
     reading.stated_scenario = stated_scenario(text)
     return reading
+
+
+def _config_missing(where: str, reading: Reading) -> str:
+    """One line: the named config was not found, and the keys the mapping reads that the
+    command line leaves unset (the config may set them; they are read at their defaults)."""
+    keys = sorted(
+        {
+            e.key.lstrip("+")
+            for e in reading.mapping.entries
+            if e.component in (None, reading.backend, reading.engine)
+        }
+        - reading.config.keys()
+    )
+    return f"{where}: keys it may set are read at their defaults ({', '.join(keys)})"
 
 
 YAML_KEY = re.compile(r"[A-Za-z_][\w.\-]*:(?:\s|$)")
@@ -1478,5 +1502,6 @@ def understood(reading: Reading) -> dict[str, Any]:
         "ambiguous": reading.ambiguous,
         "unknown_variables": reading.unknown_variables,
         "unsourced": reading.unsourced,
+        "config_missing": reading.config_missing,
         "unmapped": [{"key": k, "value": v} for k, v in sorted(reading.unmapped.items())],
     }
