@@ -146,6 +146,12 @@ SCENARIO_FACTS = (
         "tokens after the prompt of the longest episode: its max_turns turns and the "
         "observations between them (the longest response without workload.agent)",
     ),
+    Fact(
+        "workload.episode_input_tokens",
+        "number",
+        "tokens before the longest episode's longest turn, taken as its last: the prompt, the "
+        "other turns and the observations (sequence_tokens less max_response_tokens)",
+    ),
     Fact("workload.minibatches_per_step", "number", "optimizer steps per RL step"),
     Fact(
         "workload.agentic",
@@ -399,9 +405,11 @@ def _search_completions(resolved: Resolved) -> int:
 def _agent_facts(resolved: Resolved) -> dict[str, Any]:
     workload = resolved.scenario.workload
     episode = Episode.of(workload)
-    trajectory = int(episode.longest_trajectory_response(*response_lengths(workload)))
+    mean, longest = response_lengths(workload)
+    trajectory = int(episode.longest_trajectory_response(mean, longest))
     return {
         "workload.sequence_tokens": workload.longest_prompt + trajectory,
+        "workload.episode_input_tokens": workload.longest_prompt + trajectory - round(longest),
         "workload.episode_response_tokens": trajectory,
         "workload.agentic": resolved.agentic,
         "workload.turns": episode.turns,

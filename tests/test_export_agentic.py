@@ -1,5 +1,6 @@
-"""Agentic episodes exported and reviewed: verl's agent loop keys at the mapping's commit, the
-refusals of the frameworks whose launch cannot bound the turns, and the reading back.
+"""Agentic episodes exported and reviewed: verl's agent loop keys and SkyRL's turns and input
+cap at the mappings' commits, the refusals of the frameworks whose launch cannot bound the
+turns, and the reading back.
 
 The bundled coding agent: 8 turns on average and 16 at most, turns of 1,024 tokens on average
 and 4,096 at most, 512 tokens of tool output per environment step, a 2,048-token prompt.
@@ -119,9 +120,45 @@ def test_review_reads_the_turns_and_the_budget_back(tmp_path: Path) -> None:
     assert {"workload.agent.turns", "workload.agent.observation_tokens"} <= assumed
 
 
+def test_skyrl_writes_the_turns_and_the_input_cap_of_the_longest_episode() -> None:
+    from test_export_skyrl import arguments, passes_skyrls_checks
+
+    done = export(AGENT, "skyrl")
+    args = arguments(done)
+    assert args["generator.max_turns"] == 16
+    # the cap on a turn's input: the 2,048-token prompt, then 15 turns of the mean 1,024 tokens
+    # each followed by 512 of tool output; the last turn may then take its longest, 4,096
+    assert args["generator.max_input_length"] == 2048 + 15 * (1024 + 512) == 25088
+    assert args["generator.sampling_params.max_generate_length"] == 4096
+    assert args["trainer.max_prompt_length"] == 2048
+    passes_skyrls_checks(args, done.launch.command.split()[-1])
+    [departure] = done.departures
+    assert "generator.max_input_length is the plan's longest episode" in departure
+
+
+def test_a_single_turn_skyrl_launch_leaves_the_input_cap_at_the_prompts() -> None:
+    from test_export_skyrl import arguments
+
+    args = arguments(export(Path(SMALL), "skyrl"))
+    assert "generator.max_turns" not in args and "generator.max_input_length" not in args
+
+
+def test_review_reads_skyrls_turns_and_input_cap_back(tmp_path: Path) -> None:
+    path = tmp_path / "run.sh"
+    path.write_text(script(export(AGENT, "skyrl"), "test", "policy"))
+    got = review(path, "skyrl", policy="qwen3-32b", hardware=Hardware("h100-sxm-80gb"))
+    workload = got["scenario"]["workload"]
+    assert workload["agent"] == {"turns": 16, "max_turns": 16}
+    # what may follow the prompt: the input cap less the prompt cap, plus one turn at its
+    # cap, (25,088 - 2,048 + 4,096) = 27,136 tokens, shared over the 16 turns: verl's reading
+    assert workload["max_response_tokens"] == workload["response_tokens"] == 27136 // 16 == 1696
+    assert not [u for u in got["unmapped"] if u["key"].startswith("generator.max_")]
+
+
+@pytest.mark.parametrize("framework", ["verl", "skyrl"])
 @pytest.mark.parametrize("example", [AGENT, Path(SMALL)], ids=lambda p: p.stem)
-def test_the_episode_round_trips_through_verl(example: Path) -> None:
-    status, why = round_trip(Case(f"{example.stem}-verl", "verl", example=example))
+def test_the_episode_round_trips(example: Path, framework: str) -> None:
+    status, why = round_trip(Case(f"{example.stem}-{framework}", framework, example=example))
     assert status == "same", why
 
 

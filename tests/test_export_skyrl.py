@@ -183,7 +183,6 @@ def _cases() -> list[Any]:
 REFUSED = {
     "dpo-qwen2.5-7b-8xh100": "does not claim DPO",
     "grpo-qwen2.5-7b-llm-judge-16xh100": "has no key for plan.pools.reward",
-    "grpo-qwen3-32b-coding-agent-64xh100": "has no key for workload.max_turns",
     "ppo-llama-3.1-70b-1024xh100": "has no key for workload.reward_model",
     "ppo-qwen2.5-7b-shared-critic-fused-16xh100": "does not claim shared-actor-critic",
 }
@@ -263,6 +262,13 @@ def passes_skyrls_checks(args: dict[str, Any], entry_point: str) -> None:
         args.get(kl + "use_kl_loss", True),
     )
     assert not (in_reward and in_loss), "KL in the reward and in the loss at once (L312-L314)"
+    # validate_generator_cfg L489-L497: the input cap, unset the prompt cap (config.py L1731-L1733)
+    prompt_cap = args.get("trainer.max_prompt_length", 512)
+    input_cap = args.get("generator.max_input_length", prompt_cap)
+    if args.get("generator.max_turns", 1) == 1:
+        assert input_cap == prompt_cap, "max_input_length != max_prompt_length for one turn"
+    else:
+        assert input_cap >= prompt_cap, "max_input_length below max_prompt_length"
     if (ep := args.get(engine + "expert_parallel_size", 1)) > 1:  # L552-L561
         assert dp * tp == ep, f"engine EP {ep} != DP x TP {dp * tp}"
     if "async" in entry_point:  # fully_async_trainer.py L388-L392, async_trainer.py L25

@@ -37,6 +37,7 @@ from rlmguide.review.header import (
     stated_scenario,
     taken,
 )
+from rlmguide.review.hydra_named import NamedConfig, named_config
 from rlmguide.review.recipe import RecipeError, recipe_config
 from rlmguide.review.shell import Shell, ShellError, command_arguments
 from rlmguide.review.understand import Reading, Use, fixed_present, read_launch, truth
@@ -763,12 +764,27 @@ def _episodes(
     f: Mapping[str, Any], assumed: list[dict[str, Any]]
 ) -> tuple[dict[str, Any] | None, int | None]:
     """An agent loop's episodes, where the launch bounds the turns (verl's
-    max_assistant_turns): the workload's agent block and the longest turn, else (None, None).
-    A launch bounds the turns and the tokens after the prompt (turns and observations
-    together), so the episode is read as every turn at the bound and the budget shared out
-    evenly over the turns, with no observation tokens: the same longest trajectory."""
+    max_assistant_turns, SkyRL's max_turns): the workload's agent block and the longest turn,
+    else (None, None). A launch bounds the turns and the tokens after the prompt (turns and
+    observations together), so the episode is read as every turn at the bound and the budget
+    shared out evenly over the turns, with no observation tokens: the same longest trajectory."""
     turns = int(f.get("workload.max_turns") or 1)
     budget = f.get("workload.episode_response_tokens")
+    source = "the episode's response budget"
+    cap, prompt, turn_cap = (
+        f.get(k)
+        for k in (
+            "workload.episode_input_tokens",
+            "workload.max_prompt_tokens",
+            "workload.max_response_tokens",
+        )
+    )
+    if not budget and cap and prompt and turn_cap:
+        # the input cap bounds what precedes the last turn (SkyRL's max_input_length)
+        budget = int(cap) - int(prompt) + int(turn_cap)
+        source = (
+            f"the input cap ({cap}) less the prompt cap ({prompt}), plus a turn's cap ({turn_cap})"
+        )
     if turns <= 1 or not budget:
         return None, None
     turn = int(budget) // turns
@@ -782,8 +798,8 @@ def _episodes(
         {
             "field": "workload.max_response_tokens",
             "value": turn,
-            "why": f"the episode's response budget ({budget} tokens, model turns and tool "
-            f"output together) over its {turns} turns; the launch caps no single turn",
+            "why": f"{source}: {budget} tokens of model turns and tool output together, "
+            f"shared over its {turns} turns (the same longest episode)",
             "source": None,
         },
         {
@@ -808,6 +824,7 @@ def read_file(
     except ValueError as exc:  # not a regular text file, too large
         raise ReviewError(f"cannot read {exc}") from None
     recipe_keys: set[str] | None = None
+    primary: NamedConfig | None = None
     shell = Shell()
     try:
         if _is_yaml(path, text):
@@ -829,6 +846,12 @@ def read_file(
                 if found.is_file():
                     base, written = recipe_config(found, budget)
                     recipe_keys, config = written | set(config), {**base, **config}
+            elif own[0].syntax == "hydra":
+                primary = named_config(config, module, path, budget)
+                if primary is not None and primary.missing is None:
+                    # the whole file is the user's (its defaults on the search path are not read)
+                    recipe_keys = set(primary.keys) | set(config)
+                    config = {**primary.keys, **config}
     except RecipeError as exc:
         raise ReviewError(f"cannot read the base config: {exc}") from None
     except Exhausted as exc:
@@ -850,12 +873,28 @@ def read_file(
     reading.appended = shell.appended
     reading.unsourced = shell.unsourced
     reading.config = config
+    if primary is not None and primary.missing is not None:
+        reading.config_missing = _config_missing(primary.missing, reading)
     global_micro_batches(reading)
     reading.files = shell.files
     reading.budget = budget
     reading.stated_lengths = stated_lengths(text)
     reading.stated_scenario = stated_scenario(text)
     return reading
+
+
+def _config_missing(where: str, reading: Reading) -> str:
+    """One line: the named config was not found, and the keys the mapping reads that the
+    command line leaves unset (the config may set them; they are read at their defaults)."""
+    keys = sorted(
+        {
+            e.key.lstrip("+")
+            for e in reading.mapping.entries
+            if e.component in (None, reading.backend, reading.engine)
+        }
+        - reading.config.keys()
+    )
+    return f"{where}: keys it may set are read at their defaults ({', '.join(keys)})"
 
 
 YAML_KEY = re.compile(r"[A-Za-z_][\w.\-]*:(?:\s|$)")
@@ -1465,5 +1504,6 @@ def understood(reading: Reading) -> dict[str, Any]:
         "ambiguous": reading.ambiguous,
         "unknown_variables": reading.unknown_variables,
         "unsourced": reading.unsourced,
+        "config_missing": reading.config_missing,
         "unmapped": [{"key": k, "value": v} for k, v in sorted(reading.unmapped.items())],
     }

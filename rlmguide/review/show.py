@@ -62,6 +62,13 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
             fmt,
             title="Set by a command substitution (not run: read as empty)",
         )
+    if result["config_missing"]:
+        print_rows(
+            ["named config"],
+            [(result["config_missing"],)],
+            fmt,
+            title="Named but not found (its settings are missing from the reading)",
+        )
     if result["unsourced"]:
         print_rows(
             ["sourced file"],

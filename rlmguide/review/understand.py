@@ -54,6 +54,9 @@ class Reading:
     """Shell variables the launch used that only a command substitution sets (read as empty)."""
     unsourced: list[str] = field(default_factory=list)
     """Files the script sources or runs that could not be read (their settings are missing)."""
+    config_missing: str | None = None
+    """The config --config-path/--config-name names, where it is not beside the launch: where
+    it was looked for and the keys it may set (read at their defaults)."""
     config: dict[str, Any] = field(default_factory=dict)
     """Every key of the launch as the framework's parser holds it."""
     files: list[tuple[Path, str]] = field(default_factory=list)
