@@ -296,6 +296,77 @@ def test_verl_0_8_pins_vllm_triton_experts_for_a_moe_policy() -> None:
     assert key not in {a.key for a in _export(moe, "verl", V07).arguments}
 
 
+MOE_REFIT = {
+    "nemo-rl": "nemo-rl-vllm-moe-refit-needs-triton-experts",
+    "verl": "verl-vllm-moe-refit-needs-triton-experts-v0.8",
+}
+
+
+@pytest.mark.parametrize(
+    ("framework", "capability", "eager", "stops"),
+    [
+        # vLLM 0.25.1 (NeMo-RL): FlashInfer TRTLLM on 10.x; Hopper moves FlashInfer behind Triton
+        ("nemo-rl", 10.0, False, True),
+        ("nemo-rl", 10.3, False, True),
+        ("nemo-rl", 9.0, False, False),
+        ("nemo-rl", 8.0, False, False),
+        ("nemo-rl", 0, False, False),
+        # vLLM 0.20.2 (verl 0.8): TRTLLM on 10.x, CUTLASS on 9.0 whose swap the captured graphs miss
+        ("verl", 10.0, False, True),
+        ("verl", 9.0, False, True),
+        ("verl", 9.0, True, False),
+        ("verl", 8.9, False, False),
+        ("verl", 8.0, False, False),
+    ],
+)
+def test_vllm_moe_refit_check_follows_the_pinned_vllms_kernel_choice(
+    framework: str, capability: float, eager: bool, stops: bool
+) -> None:
+    """The expert kernel vLLM picks where moe_backend is auto, by compute capability, as the
+    pinned vLLM's oracle orders it (fused_moe/oracle/unquantized.py L67-L95 at 0.25.1, L66-L80 at
+    0.20.2): a FlashInfer kernel breaks the refit, Triton keeps it; a launch that names Triton
+    passes everywhere."""
+    check = _check(MOE_REFIT[framework])
+    facts = {
+        "model.is_moe": True, "model.type": "qwen3_moe", "plan.train.lora_rank": 0,
+        "cluster.compute_capability": capability, "plan.rollout.attention_dp": 1,
+        "plan.rollout.eager": eager,
+    }  # fmt: skip
+    assert bool(tripped([check], {**facts, "launch.vllm_moe_backend": "auto"})) is stops
+    assert not tripped([check], {**facts, "launch.vllm_moe_backend": "triton"})
+    assert not tripped([check], {**facts, "model.is_moe": False, "launch.vllm_moe_backend": "auto"})
+
+
+@pytest.mark.parametrize(
+    ("framework", "version", "flagged", "spared"),
+    [
+        ("nemo-rl", None, "b200-sxm-180gb", ("h100-sxm-80gb", "a100-sxm-80gb")),
+        ("verl", V08, "h20-96gb", ("a100-sxm-80gb",)),
+    ],
+)
+def test_review_names_the_moe_refit_stop_of_a_launch_without_triton_experts(
+    framework: str, version: str | None, flagged: str, spared: tuple[str, ...], tmp_path: Path
+) -> None:
+    """audit9's rv/r5: a hand-written MoE launch that leaves vLLM's expert kernel at auto got no
+    start-up row; the export pins Triton, and the same script without that line is reported on
+    the accelerators where the pinned vLLM picks a FlashInfer kernel, and only there."""
+    moe = _scenario({"placement": "colocated", "execution": "sync"}, "qwen3-30b-a3b")
+    moe["cluster"] = {"accelerator": flagged, "nodes": 2, "gpus_per_node": 8}
+    text = script(_export(moe, framework, version), "test", "qwen3-30b-a3b")
+    path = tmp_path / "launch.sh"
+
+    def stops(accelerator: str) -> list[str]:
+        flags = ("--accelerator", accelerator, "--policy", "qwen3-30b-a3b")
+        return [c["constraint"] for c in review_json(path, *flags)["startup"]]
+
+    path.write_text(text)
+    assert stops(flagged) == []
+    path.write_text("\n".join(line for line in text.splitlines() if "moe_backend" not in line))
+    assert stops(flagged) == [MOE_REFIT[framework]]
+    for accelerator in spared:
+        assert stops(accelerator) == []
+
+
 @pytest.mark.parametrize(
     ("nodes", "train", "refused_by"),
     [
