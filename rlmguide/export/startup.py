@@ -287,6 +287,9 @@ ABSENT = {
     "launch.ref_micro_batch": 0,
     "launch.log_prob_micro_batch": 0,
     "launch.rollout_sleep": False,
+    # vLLM's KernelConfig.moe_backend default (vllm/config/kernel.py L136 at 0.20.2, L181 at
+    # 0.25.1): the kernel is chosen by the GPU
+    "launch.vllm_moe_backend": "auto",
 }
 """What a launch that writes no key for a launch fact runs with (a mapping's `reads` and
 `config_defaults` give the framework's own default where it differs)."""
