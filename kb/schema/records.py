@@ -943,6 +943,10 @@ class Launch(Strict):
     runs DAPO's dynamic sampling through its recipe trainer); empty: any algorithm."""
     fixed: list[Text] = []
     """Arguments the entry point always needs, as the syntax writes them."""
+    asserted: Text | None = None
+    """Where the entry point's code asserts its fixed options at start-up (file and lines at
+    the mapping's commit): `review` names it for a launch of this command that lacks one, as
+    the stop it would meet (verl's fully asynchronous rollouter asserts hybrid_engine off)."""
     preamble: list[Text] = []
     """Shell lines this entry point's script runs before the command, after the mapping's
     (verl's one-step-off and DAPO trainers start only from a checkout's root: the script
