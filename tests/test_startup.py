@@ -1119,6 +1119,25 @@ def test_openrlhf_autotp_stays_within_the_kv_heads(version: str) -> None:
     assert 4 in (written.get("ds_tensor_parallel_size"), written.get("ds.tensor_parallel_size"))
 
 
+def test_openrlhf_0_11_refuses_a_moe_refit_into_vllm_on_blackwell() -> None:
+    """OpenRLHF 0.11 installs vLLM 0.27.1, which runs bf16 experts in FlashInfer TRTLLM's block
+    layout on compute capability 10.x, and refits with load_weights alone
+    (vllm_worker_wrap.py L48, L69 at 3c3be623), which cannot write bf16 rows into that layout;
+    nothing in its CLI reaches vLLM's moe_backend. Hopper keeps Triton; 0.8.9's vLLM 0.10.0 is
+    not judged (audit10's d02 exported Qwen3-30B-A3B on GB200 to 0.11)."""
+    plan = {"placement": "colocated", "execution": "sync"}
+    blackwell = _scenario(plan, "qwen3-30b-a3b")
+    blackwell["cluster"] = {"accelerator": "b200-sxm-180gb", "nodes": 2, "gpus_per_node": 8}
+    refusal = re.escape("openrlhf-vllm-moe-refit-not-on-blackwell-v0.11")
+    with pytest.raises(NotExpressible, match=refusal):
+        _export(blackwell, "openrlhf")
+    assert _export_version(blackwell, "openrlhf", C250).arguments
+    assert _export(_scenario(plan, "qwen3-30b-a3b"), "openrlhf").arguments
+    dense = _scenario(plan, "qwen3-8b")
+    dense["cluster"] = blackwell["cluster"]
+    assert _export(dense, "openrlhf").arguments
+
+
 MPE = "max_position_embeddings"
 VERL_CONTEXT = [f"+actor_rollout_ref.rollout.engine_kwargs.vllm.hf_overrides.{MPE}",
                 f"+actor_rollout_ref.model.override_config.{MPE}"]  # fmt: skip
