@@ -1138,6 +1138,31 @@ def test_openrlhf_0_11_refuses_a_moe_refit_into_vllm_on_blackwell() -> None:
     assert _export(dense, "openrlhf").arguments
 
 
+@pytest.mark.parametrize("version", [C250, "openrlhf-0.11.0"])
+def test_review_costs_an_openrlhf_lora_launch_as_lora(version: str, tmp_path: Path) -> None:
+    """audit10's d06: review read --ds.lora.rank 64 into plan.train.lora_rank but built the plan
+    without it, so OpenRLHF's own LoRA export of Qwen2.5-32B on 8 H100s came back as full
+    fine-tuning, Adam over all 32.8 B parameters (45.8 GiB a GPU at ZeRO-3 over 8), "fits: no".
+    By hand, rank-64 adapters on q, k, v, o, gate, up and down of 64 layers are 64 x 64 x
+    (2 x 10240 + 2 x 6144 + 3 x 32768) = 537 M parameters: Adam's 12 bytes each over 8 ranks
+    is 0.75 GiB."""
+    lora = _scenario(
+        {"placement": "colocated", "execution": "sync", "train": {"lora_rank": 64}}, "qwen2.5-32b"
+    )
+    lora["cluster"] = {"accelerator": "h100-sxm-80gb", "nodes": 1, "gpus_per_node": 8}
+    lora["workload"] |= {"prompts_per_step": 64, "samples_per_prompt": 8, "response_tokens": 2048,
+                         "max_response_tokens": 4096, "minibatches_per_step": 2}  # fmt: skip
+    path = tmp_path / "launch.sh"
+    path.write_text(script(_export_version(lora, "openrlhf", version), "test", "qwen2.5-32b"))
+    estimate = review_json(path, "--accelerator", "h100-sxm-80gb", "--policy", "qwen2.5-32b")[
+        "estimate"
+    ]
+    assert estimate["train"]["lora_rank"] == 64
+    assert estimate["feasible"]
+    optimizer = estimate["memory_breakdown_gib"]["training"]["optimizer"]
+    assert optimizer == pytest.approx(537e6 * 12 / 8 / 2**30, rel=0.01)
+
+
 MPE = "max_position_embeddings"
 VERL_CONTEXT = [f"+actor_rollout_ref.rollout.engine_kwargs.vllm.hf_overrides.{MPE}",
                 f"+actor_rollout_ref.model.override_config.{MPE}"]  # fmt: skip
