@@ -35,6 +35,12 @@ SCENARIO_FACTS = (
         "the accelerator's maker as its record names it (NVIDIA, AMD, ...; empty for an inline "
         "accelerator)",
     ),
+    Fact(
+        "cluster.compute_capability",
+        "number",
+        "the accelerator's CUDA compute capability as major.minor (9.0 Hopper, 10.0 B200); 0 "
+        "where its record gives none (no CUDA, or an inline accelerator)",
+    ),
     Fact("cluster.scale_up_domain", "number", "GPUs joined by the scale-up fabric (NVLink domain)"),
     Fact("cluster.scale_out_gbps_per_gpu", "number", "network bandwidth per GPU in Gbit/s"),
     Fact("model.params_b", "number", "policy parameters, billions"),
@@ -328,6 +334,7 @@ def scenario_facts(resolved: Resolved) -> dict[str, Any]:
         "cluster.memory_gib": acc.capacity_gib,
         # an inline accelerator names no maker: a check on it then has nothing to judge
         "cluster.vendor": getattr(acc, "vendor", ""),
+        "cluster.compute_capability": getattr(acc, "compute_capability", None) or 0,
         "cluster.scale_up_domain": resolved.domain_gpus,
         "cluster.scale_out_gbps_per_gpu": scale_out,
         "model.params_b": policy.params_total / 1e9,

@@ -166,6 +166,31 @@ def test_review_reads_the_async_export_back_as_its_plan(version: str, tmp_path: 
     assert (workload["prompts_per_step"], workload["minibatches_per_step"]) == (256, 4)
 
 
+@pytest.mark.parametrize(
+    ("version", "dropped", "where"),
+    [
+        (V08, "actor_rollout_ref.hybrid_engine=False", "fully_async_rollouter.py L413-L414"),
+        (V08, "data.train_batch_size=0", "fully_async_rollouter.py L413-L414"),
+        (V07, "actor_rollout_ref.hybrid_engine=False", "fully_async_rollouter.py L76-L77, L400"),
+        (V07, "calculate_log_probs=True", "fully_async_rollouter.py L76-L77, L400"),
+    ],
+)
+def test_review_names_the_rollouters_assert_for_a_launch_without_its_setting(
+    version: str, dropped: str, where: str, tmp_path: Path
+) -> None:
+    """audit9: a fully async launch without hybrid_engine=False (verl's config defaults it on,
+    _generated_ppo_trainer.yaml L433 at 7aed6b23) was "no entry point"; the rollouter asserts it
+    off, train_batch_size 0 and, at 0.7, calculate_log_probs, so review names that assert."""
+    path = tmp_path / "launch.sh"
+    text = script(_export(ASYNC, "verl", version), "test", "qwen2.5-7b")
+    path.write_text(_without(text, dropped))
+    done = CliRunner().invoke(cli, ["review", str(path), "--accelerator", "h100-sxm-80gb"])
+    assert done.exit_code != 0
+    assert "no entry point" not in done.output
+    assert "would stop at start-up" in done.output and where in done.output
+    assert dropped.split("=")[0] in done.output.split("asserts")[1].split("(")[0]
+
+
 def launch_as_verls_scripts(require: int, trigger: int, staleness: str) -> str:
     """A launch with the keys verl's own fully async scripts set
     (fully_async_policy/shell/dapo_7b_math_fsdp2_8_8.sh at b178a3cd: 32 prompts a mini-batch,

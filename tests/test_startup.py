@@ -326,6 +326,77 @@ def test_verl_0_8_pins_vllm_triton_experts_for_a_moe_policy() -> None:
     assert key not in {a.key for a in _export(moe, "verl", V07).arguments}
 
 
+MOE_REFIT = {
+    "nemo-rl": "nemo-rl-vllm-moe-refit-needs-triton-experts",
+    "verl": "verl-vllm-moe-refit-needs-triton-experts-v0.8",
+}
+
+
+@pytest.mark.parametrize(
+    ("framework", "capability", "eager", "stops"),
+    [
+        # vLLM 0.25.1 (NeMo-RL): FlashInfer TRTLLM on 10.x; Hopper moves FlashInfer behind Triton
+        ("nemo-rl", 10.0, False, True),
+        ("nemo-rl", 10.3, False, True),
+        ("nemo-rl", 9.0, False, False),
+        ("nemo-rl", 8.0, False, False),
+        ("nemo-rl", 0, False, False),
+        # vLLM 0.20.2 (verl 0.8): TRTLLM on 10.x, CUTLASS on 9.0 whose swap the captured graphs miss
+        ("verl", 10.0, False, True),
+        ("verl", 9.0, False, True),
+        ("verl", 9.0, True, False),
+        ("verl", 8.9, False, False),
+        ("verl", 8.0, False, False),
+    ],
+)
+def test_vllm_moe_refit_check_follows_the_pinned_vllms_kernel_choice(
+    framework: str, capability: float, eager: bool, stops: bool
+) -> None:
+    """The expert kernel vLLM picks where moe_backend is auto, by compute capability, as the
+    pinned vLLM's oracle orders it (fused_moe/oracle/unquantized.py L67-L95 at 0.25.1, L66-L80 at
+    0.20.2): a FlashInfer kernel breaks the refit, Triton keeps it; a launch that names Triton
+    passes everywhere."""
+    check = _check(MOE_REFIT[framework])
+    facts = {
+        "model.is_moe": True, "model.type": "qwen3_moe", "plan.train.lora_rank": 0,
+        "cluster.compute_capability": capability, "plan.rollout.attention_dp": 1,
+        "plan.rollout.eager": eager,
+    }  # fmt: skip
+    assert bool(tripped([check], {**facts, "launch.vllm_moe_backend": "auto"})) is stops
+    assert not tripped([check], {**facts, "launch.vllm_moe_backend": "triton"})
+    assert not tripped([check], {**facts, "model.is_moe": False, "launch.vllm_moe_backend": "auto"})
+
+
+@pytest.mark.parametrize(
+    ("framework", "version", "flagged", "spared"),
+    [
+        ("nemo-rl", None, "b200-sxm-180gb", ("h100-sxm-80gb", "a100-sxm-80gb")),
+        ("verl", V08, "h20-96gb", ("a100-sxm-80gb",)),
+    ],
+)
+def test_review_names_the_moe_refit_stop_of_a_launch_without_triton_experts(
+    framework: str, version: str | None, flagged: str, spared: tuple[str, ...], tmp_path: Path
+) -> None:
+    """audit9's rv/r5: a hand-written MoE launch that leaves vLLM's expert kernel at auto got no
+    start-up row; the export pins Triton, and the same script without that line is reported on
+    the accelerators where the pinned vLLM picks a FlashInfer kernel, and only there."""
+    moe = _scenario({"placement": "colocated", "execution": "sync"}, "qwen3-30b-a3b")
+    moe["cluster"] = {"accelerator": flagged, "nodes": 2, "gpus_per_node": 8}
+    text = script(_export(moe, framework, version), "test", "qwen3-30b-a3b")
+    path = tmp_path / "launch.sh"
+
+    def stops(accelerator: str) -> list[str]:
+        flags = ("--accelerator", accelerator, "--policy", "qwen3-30b-a3b")
+        return [c["constraint"] for c in review_json(path, *flags)["startup"]]
+
+    path.write_text(text)
+    assert stops(flagged) == []
+    path.write_text("\n".join(line for line in text.splitlines() if "moe_backend" not in line))
+    assert stops(flagged) == [MOE_REFIT[framework]]
+    for accelerator in spared:
+        assert stops(accelerator) == []
+
+
 @pytest.mark.parametrize(
     ("nodes", "train", "refused_by"),
     [
@@ -1076,6 +1147,50 @@ def test_openrlhf_autotp_stays_within_the_kv_heads(version: str) -> None:
     narrow = _scenario({**plan, "train": {**plan["train"], "tp": 4}}, "qwen3-30b-a3b")
     written = {a.key: a.value for a in _export(narrow, "openrlhf", version).arguments}
     assert 4 in (written.get("ds_tensor_parallel_size"), written.get("ds.tensor_parallel_size"))
+
+
+def test_openrlhf_0_11_refuses_a_moe_refit_into_vllm_on_blackwell() -> None:
+    """OpenRLHF 0.11 installs vLLM 0.27.1, which runs bf16 experts in FlashInfer TRTLLM's block
+    layout on compute capability 10.x, and refits with load_weights alone
+    (vllm_worker_wrap.py L48, L69 at 3c3be623), which cannot write bf16 rows into that layout;
+    nothing in its CLI reaches vLLM's moe_backend. Hopper keeps Triton; 0.8.9's vLLM 0.10.0 is
+    not judged (audit10's d02 exported Qwen3-30B-A3B on GB200 to 0.11)."""
+    plan = {"placement": "colocated", "execution": "sync"}
+    blackwell = _scenario(plan, "qwen3-30b-a3b")
+    blackwell["cluster"] = {"accelerator": "b200-sxm-180gb", "nodes": 2, "gpus_per_node": 8}
+    refusal = re.escape("openrlhf-vllm-moe-refit-not-on-blackwell-v0.11")
+    with pytest.raises(NotExpressible, match=refusal):
+        _export(blackwell, "openrlhf")
+    assert _export_version(blackwell, "openrlhf", C250).arguments
+    assert _export(_scenario(plan, "qwen3-30b-a3b"), "openrlhf").arguments
+    dense = _scenario(plan, "qwen3-8b")
+    dense["cluster"] = blackwell["cluster"]
+    assert _export(dense, "openrlhf").arguments
+
+
+@pytest.mark.parametrize("version", [C250, "openrlhf-0.11.0"])
+def test_review_costs_an_openrlhf_lora_launch_as_lora(version: str, tmp_path: Path) -> None:
+    """audit10's d06: review read --ds.lora.rank 64 into plan.train.lora_rank but built the plan
+    without it, so OpenRLHF's own LoRA export of Qwen2.5-32B on 8 H100s came back as full
+    fine-tuning, Adam over all 32.8 B parameters (45.8 GiB a GPU at ZeRO-3 over 8), "fits: no".
+    By hand, rank-64 adapters on q, k, v, o, gate, up and down of 64 layers are 64 x 64 x
+    (2 x 10240 + 2 x 6144 + 3 x 32768) = 537 M parameters: Adam's 12 bytes each over 8 ranks
+    is 0.75 GiB."""
+    lora = _scenario(
+        {"placement": "colocated", "execution": "sync", "train": {"lora_rank": 64}}, "qwen2.5-32b"
+    )
+    lora["cluster"] = {"accelerator": "h100-sxm-80gb", "nodes": 1, "gpus_per_node": 8}
+    lora["workload"] |= {"prompts_per_step": 64, "samples_per_prompt": 8, "response_tokens": 2048,
+                         "max_response_tokens": 4096, "minibatches_per_step": 2}  # fmt: skip
+    path = tmp_path / "launch.sh"
+    path.write_text(script(_export_version(lora, "openrlhf", version), "test", "qwen2.5-32b"))
+    estimate = review_json(path, "--accelerator", "h100-sxm-80gb", "--policy", "qwen2.5-32b")[
+        "estimate"
+    ]
+    assert estimate["train"]["lora_rank"] == 64
+    assert estimate["feasible"]
+    optimizer = estimate["memory_breakdown_gib"]["training"]["optimizer"]
+    assert optimizer == pytest.approx(537e6 * 12 / 8 / 2**30, rel=0.01)
 
 
 MPE = "max_position_embeddings"

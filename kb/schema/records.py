@@ -440,6 +440,11 @@ class Accelerator(Record, Cited, AcceleratorFigures):
     visible_memory_source: Slug | None = None
     """The source record where `visible_memory_mib` is printed for this very product (an
     issue or file showing nvidia-smi's or rocm-smi's output); given exactly when it is."""
+    compute_capability: Annotated[float, Field(ge=1, lt=100)] | None = None
+    """CUDA compute capability as major.minor (8.0 A100, 9.0 Hopper, 10.0 B200), which
+    kernels select on (vLLM's fused-MoE backend, FlashInfer); null for a part that runs no
+    CUDA (AMD, Gaudi, TPU, Trainium). Cited by the record's sources (NVIDIA's CUDA GPUs
+    table)."""
 
     @model_validator(mode="after")
     def _visible_memory_cited(self) -> Accelerator:
@@ -938,6 +943,10 @@ class Launch(Strict):
     runs DAPO's dynamic sampling through its recipe trainer); empty: any algorithm."""
     fixed: list[Text] = []
     """Arguments the entry point always needs, as the syntax writes them."""
+    asserted: Text | None = None
+    """Where the entry point's code asserts its fixed options at start-up (file and lines at
+    the mapping's commit): `review` names it for a launch of this command that lacks one, as
+    the stop it would meet (verl's fully asynchronous rollouter asserts hybrid_engine off)."""
     preamble: list[Text] = []
     """Shell lines this entry point's script runs before the command, after the mapping's
     (verl's one-step-off and DAPO trainers start only from a checkout's root: the script

@@ -224,6 +224,12 @@ LAUNCH_FACTS = {
             "the framework divides that form into the per-GPU key (verl 0.8's engine workers), "
             "without dynamic batching",
         ),
+        Fact(
+            "launch.vllm_moe_backend",
+            "text",
+            "the kernel vLLM runs a MoE's unquantized experts in (its moe_backend: auto, triton, "
+            "flashinfer_trtllm, flashinfer_cutlass, aiter); auto lets vLLM pick by the GPU",
+        ),
         Fact("launch.actor_strategy", "text", "the actor's training strategy key (verl)"),
         Fact("launch.critic_strategy", "text", "the critic's training strategy key (verl)"),
         Fact("launch.bf16", "bool", "training runs in bf16 (OpenRLHF's --bf16 before 0.10)"),
@@ -281,6 +287,9 @@ ABSENT = {
     "launch.ref_micro_batch": 0,
     "launch.log_prob_micro_batch": 0,
     "launch.rollout_sleep": False,
+    # vLLM's KernelConfig.moe_backend default (vllm/config/kernel.py L136 at 0.20.2, L181 at
+    # 0.25.1): the kernel is chosen by the GPU
+    "launch.vllm_moe_backend": "auto",
 }
 """What a launch that writes no key for a launch fact runs with (a mapping's `reads` and
 `config_defaults` give the framework's own default where it differs)."""

@@ -23,14 +23,14 @@ from rlmguide.kb.load import Catalog
 from rlmguide.review.config import argparse_config, hydra_config
 from rlmguide.review.recipe import document_config
 from rlmguide.review.shell import command_arguments
-from rlmguide.review.understand import read_launch
+from rlmguide.review.understand import entry_module, read_launch
 from rlmguide.rules.frameworks import compile_constraints
 
 
 def read_back(done: Exported) -> dict[str, Any]:
     """The launch facts of the exported script, as review reads them."""
     text = script(done, "check", "policy")
-    module = done.launch.command.split()[-1].removesuffix(".py").replace("/", ".")
+    module = entry_module(done.launch.command)
     inputs = {var: f"${{{var}}}" for var, _ in INPUTS.values()}
     if done.mapping.syntax == "yaml":
         config = document_config(text)

@@ -40,7 +40,14 @@ from rlmguide.review.header import (
 from rlmguide.review.hydra_named import NamedConfig, named_config
 from rlmguide.review.recipe import RecipeError, recipe_config
 from rlmguide.review.shell import Shell, ShellError, command_arguments
-from rlmguide.review.understand import Reading, Use, fixed_present, read_launch, truth
+from rlmguide.review.understand import (
+    Reading,
+    Use,
+    entry_module,
+    fixed_present,
+    read_launch,
+    truth,
+)
 
 
 class ReviewError(ValueError):
@@ -56,10 +63,6 @@ class Hardware:
     prompt_tokens: int | None = None
     """The mean prompt length, in place of the launch's prompt cap (or of a typical one where
     the launch bounds only prompt and response together)."""
-
-
-def _module(command: str) -> str:
-    return command.split()[-1].removesuffix(".py").replace("/", ".")
 
 
 def parse_launch(
@@ -78,7 +81,7 @@ def parse_launch(
         key=lambda m: m.committed,
         reverse=True,
     )
-    modules = sorted({_module(la.command) for m in candidates for la in m.launches})
+    modules = sorted({entry_module(la.command) for m in candidates for la in m.launches})
     for module in modules:
         try:
             words, shell = command_arguments(text, module, path=path, budget=budget)
@@ -86,7 +89,9 @@ def parse_launch(
             if str(exc).startswith("no `"):
                 continue
             raise ReviewError(f"cannot read the script: {exc}") from None
-        own = [m for m in candidates if any(_module(la.command) == module for la in m.launches)]
+        own = [
+            m for m in candidates if any(entry_module(la.command) == module for la in m.launches)
+        ]
         try:
             config = hydra_config(words) if own[0].syntax == "hydra" else argparse_config(words)
         except ValueError as exc:
@@ -175,7 +180,7 @@ def pick_components(
     of each)."""
     backends = [c for c in mapping.components if roles.get(c) == "training-backend"]
     engines = [c for c in mapping.components if roles.get(c) == "rollout-engine"]
-    launches = [la for la in mapping.launches if _module(la.command) == module]
+    launches = [la for la in mapping.launches if entry_module(la.command) == module]
 
     def given(component: str, selecting: bool) -> bool:
         """An entry point of `module` on the component whose fixed options the launch all
@@ -650,6 +655,8 @@ def scenario_of(
         **{d: f.get(f"plan.train.{d}") for d in degrees},
         "recompute": f.get("plan.train.recompute"),
         "offload": offload,
+        # the adapters the launch trains (OpenRLHF's --ds.lora.rank): Adam over them alone
+        "lora_rank": f.get("plan.train.lora_rank") or None,
     }
     if (f.get("plan.train.tp") or 1) > 1 and f.get("plan.train.sequence_parallel") is False:
         # the norms stay whole on every tensor rank: costed as the launch runs
@@ -976,7 +983,7 @@ def parse_recipe(
         if any(k == key or k.startswith(f"{key}.") for k in config):
             raise ReviewError(f"{path.name} sets {key}: a recipe of {pipeline}")
     own = [m for m in own if m.framework == chosen.framework]
-    return _module(chosen.launches[0].command), config, own, recipe_keys
+    return entry_module(chosen.launches[0].command), config, own, recipe_keys
 
 
 def frozen_layout(facts: Mapping[str, Any]) -> dict[str, int] | None:
@@ -1233,7 +1240,7 @@ def unknown_keys(reading: Reading) -> list[dict[str, Any]]:
 
     mapping = reading.mapping
     listed = framework_keys(mapping)
-    if listed is None or listed[0] != _module(reading.launch.command):
+    if listed is None or listed[0] != entry_module(reading.launch.command):
         return []
     keys = listed[1] | _keys(mapping) | set(mapping.config_defaults)
     inner = {k.rsplit(".", i)[0] for k in keys for i in range(1, k.count(".") + 1)}

@@ -11,7 +11,7 @@ reported, never dropped.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -190,6 +190,40 @@ def fixed_present(fixed: str, options: Mapping[str, Any]) -> bool:
     return _same(got, value) or _same(str(got).removesuffix(".yaml"), value.removesuffix(".yaml"))
 
 
+def entry_module(command: str) -> str:
+    """The Python module an entry point's command starts (`python3 -m X`, or a script path)."""
+    return command.split()[-1].removesuffix(".py").replace("/", ".")
+
+
+def _asserted_stop(
+    mapping: MappingRecord,
+    module: str,
+    options: Mapping[str, Any],
+    backend: str | None,
+    agrees: Callable[[Launch], bool],
+) -> None:
+    """Raise the start-up assert a launch of `module` meets where the entry point's code
+    asserts fixed options the launch lacks (verl's fully asynchronous rollouter: hybrid_engine
+    off, train_batch_size 0), rather than calling the command unknown."""
+    for launch in mapping.launches:
+        if (
+            launch.asserted
+            and entry_module(launch.command) == module
+            and launch.component in (None, backend)
+            and agrees(launch)
+        ):
+            lacking = [
+                f
+                for f in launch.fixed
+                if not f.startswith("--config") and not fixed_present(f, options)
+            ]
+            if lacking:
+                raise LookupError(
+                    f"{mapping.id}: `{module}` would stop at start-up: its code asserts "
+                    f"{', '.join(lacking)} ({launch.asserted}), which this launch does not set"
+                )
+
+
 def choose_launch(
     mapping: MappingRecord,
     module: str,
@@ -214,12 +248,13 @@ def choose_launch(
     fitting = [
         launch
         for launch in mapping.launches
-        if launch.command.split()[-1].removesuffix(".py").replace("/", ".") == module
+        if entry_module(launch.command) == module
         and launch.component in (None, backend)
         and all(fixed_present(f, options) for f in launch.fixed if not f.startswith("--config"))
         and agrees(launch)
     ]
     if not fitting:
+        _asserted_stop(mapping, module, options, backend, agrees)
         raise LookupError(f"{mapping.id} has no entry point `{module}` for this launch")
 
     def selects_overlap(launch: Launch) -> bool:
