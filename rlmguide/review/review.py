@@ -655,14 +655,13 @@ def scenario_of(
         **{d: f.get(f"plan.train.{d}") for d in degrees},
         "recompute": f.get("plan.train.recompute"),
         "offload": offload,
-        # the adapters the launch trains (OpenRLHF's --ds.lora.rank): Adam over them alone
-        "lora_rank": f.get("plan.train.lora_rank") or None,
     }
     if (f.get("plan.train.tp") or 1) > 1 and f.get("plan.train.sequence_parallel") is False:
         # the norms stay whole on every tensor rank: costed as the launch runs
         train["sequence_parallel"] = False
     if lora := f.get("plan.train.lora_rank"):
-        # adapters on a frozen base: their gradients and Adam states only, the base the reference
+        # adapters on a frozen base (verl's lora_rank, OpenRLHF's --ds.lora.rank): their
+        # gradients and Adam states only, the base the reference
         train["lora_rank"] = int(lora)
     rollout = {
         "gpus": rollout_gpus,
