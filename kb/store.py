@@ -30,12 +30,13 @@ LINKED = {"sources", "locators", "claims", "examples"}
 JSON_FIELDS = {
     "scenario", "launches", "entries", "config_defaults", "reads", "repositories",
     "specification", "absent", "model_scripts", "departures", "sequence_batching",
-    "token_budgets", "global_batching",
+    "token_budgets", "global_batching", "other_pipelines",
 }  # fmt: skip
 """Fields stored as one JSON column: a scenario, a mapping's launches, entries, config
 defaults, micro-batch keys counted in sequences, token budgets by switch, older global
-micro-batch keys, other repositories, per-model architecture scripts and departures from the
-algorithm records, an algorithm's §5 specification (its steps and parallelism annotations)."""
+micro-batch keys, other repositories, per-model architecture scripts, the other pipelines' config
+keys and departures from the algorithm records, an algorithm's §5 specification (its steps and
+parallelism annotations). Every dict-typed field is one (tests/test_store.py)."""
 
 VIEWS = {
     "features": (

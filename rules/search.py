@@ -102,7 +102,8 @@ def splits(resolved: Resolved) -> list[Split]:
     # Colocated pools of different sizes overlap (a framework constraint may refuse it). One
     # pool smaller than the GPUs left is asked for by fixing the placement: verl's trainer on
     # one node of 8 beside a reward model's own 4 GPUs on a second node, the rest unused.
-    part = given[0] == given[1] and plan.placement in ("colocated", "partially-colocated")
+    # (a fixed pool of all the GPUs left is the first split already: not a second candidate)
+    part = given[0] == given[1] != gpus and plan.placement in ("colocated", "partially-colocated")
     if all(given) and (given[0] != given[1] or part) and max(given) <= gpus:  # type: ignore[type-var]
         found.append(Split("colocated", *given))  # type: ignore[arg-type]
         if plan.placement == "partially-colocated":

@@ -773,14 +773,15 @@ REFUSED_EXAMPLES = {
         "shared-actor-critic (plan.critic: shared)"
         for framework in MAPPED
     },
-    # Agentic episodes of 16 turns at most: verl's agent loop bounds them; slime's turns are
-    # its generate function's own (the reason is the mapping's `absent`); the OpenRLHF and
-    # NeMo-RL mappings have no agent keys, so a launch would run one turn per prompt.
+    # Agentic episodes of 16 turns at most: verl's agent loop and SkyRL's generator.max_turns
+    # bound them; slime's turns are its generate function's own (the reason is the mapping's
+    # `absent`); the OpenRLHF and NeMo-RL mappings have no agent keys, so a launch would run
+    # one turn per prompt.
     ("grpo-qwen3-32b-coding-agent-64xh100", "slime"): "no key for workload.max_turns = 16 "
     "on megatron-lm with sglang (workload.max_turns: slime has no argument for an episode's turns",
     **{
         ("grpo-qwen3-32b-coding-agent-64xh100", framework): "no key for workload.max_turns = 16"
-        for framework in ("openrlhf", "nemo-rl", "skyrl")
+        for framework in ("openrlhf", "nemo-rl")
     },
 }
 

@@ -172,3 +172,31 @@ def test_parallel_first_runs_agree_and_leave_a_valid_file(fixture_kb: Path) -> N
     con = duckdb.connect(paths[0], read_only=True)
     assert con.execute("SELECT count(*) FROM frameworks").fetchone() == (2,)
     assert not list(Path(paths[0]).parent.glob(".build-*"))
+
+
+def test_every_dict_field_is_a_json_column() -> None:
+    """A dict field stored as a plain column binds as a struct DuckDB cannot cast (an empty one
+    types as NULL): the whole database then fails to build. Every one is in JSON_FIELDS."""
+    import typing
+
+    from pydantic import BaseModel
+    from rlmguide.kb.store import JSON_FIELDS, KINDS, LINKED
+
+    def dict_fields(cls: type[BaseModel], top: bool = True) -> set[str]:
+        found = set()
+        for name, info in cls.model_fields.items():
+            if top and name in LINKED:
+                continue  # stored as rows of their own tables (citations, claims)
+            for arg in (info.annotation, *typing.get_args(info.annotation)):
+                if typing.get_origin(arg) is dict or arg is dict:
+                    found.add(name)
+                elif (
+                    isinstance(arg, type) and issubclass(arg, BaseModel) and name not in JSON_FIELDS
+                ):
+                    found |= dict_fields(arg, top=False)
+        return found
+
+    missing = {f"{kind}.{name}" for kind, cls in KINDS.items() for name in dict_fields(cls)} - {
+        f"{kind}.{name}" for kind in KINDS for name in JSON_FIELDS
+    }
+    assert missing == set()
