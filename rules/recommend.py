@@ -1576,10 +1576,11 @@ class Recommender:
         to the next pair, which its own constraint refuses."""
         cid = named.removeprefix("constraint ")
         pairs = {pair for pair, _ in self.search.by_pair}
+        bound = {pair for pair, reason in self.search.by_pair if reason == cid}
         elsewhere = [
             (pair, reason, count)
             for (pair, reason), count in self.search.by_pair.most_common()
-            if not any(p == pair and r == cid for p, r in self.search.by_pair)
+            if pair not in bound
         ]
         if not elsewhere or len(pairs) < 2:
             return ""
