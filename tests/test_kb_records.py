@@ -213,3 +213,44 @@ def test_verl_dapo_rows_record_the_prompt_cap_as_a_cap(rid: str) -> None:
     work = shipped().of("result")[rid].scenario.workload  # type: ignore[attr-defined]
     assert work.max_prompt_tokens == 2048
     assert work.prompt_tokens < work.max_prompt_tokens
+
+
+# The engine sequence cap each pinned launch runs where it sets none, copied by hand (fid11,
+# checked 2026-12-07). verl b178a3cd: rollout.yaml L68 gives 256 (1024 before e9405d70b and again
+# from e2ae919a4). OpenRLHF c250c21a: vllm.LLM on vLLM 0.10.0, 256 sequences on an A100;
+# 3c3be623: AsyncLLMEngine on vLLM 0.27.1, the engine-context 128. NeMo RL v0.5.0/v0.6.0: AsyncLLM
+# 128 where the recipe turns async_engine on, else vllm.LLM's 1024 on an H100.
+LAUNCH_ENGINE_SEQS = {
+    ("verl", "b178a3cd56f58b2d502255daba591e92833930a7"): 256,
+    ("openrlhf", "c250c21a72176720e11aaf4fedcd6cf853d3df8b"): 256,
+    ("openrlhf", "3c3be6234e0cb353e76bb8019947db9dfe99fca7"): 128,
+}
+NEMO_RL_ASYNC_ENGINE_LAUNCHES = {
+    "nemo-rl-deepseek-v3-grpo-megatron-256xh100",
+    "nemo-rl-llama-3.1-8b-grpo-fsdp2-noncolocated-16xh100",
+    "nemo-rl-qwen3-235b-a22b-grpo-async-1off-256xh100",
+    "nemo-rl-qwen3-235b-a22b-grpo-megatron-128xh100",
+    "nemo-rl-qwen3-30b-a3b-grpo-async-1off-32xh100",
+    "nemo-rl-qwen3-30b-a3b-grpo-async-8off-192xh100",
+    "nemo-rl-qwen3-32b-grpo-async-1off-64xh100",
+}
+
+
+def engine_capped_launches() -> list[str]:
+    return sorted(
+        did
+        for did, d in shipped().of("deployment").items()
+        if (d.framework, d.commit) in LAUNCH_ENGINE_SEQS or d.framework == "nemo-rl"  # type: ignore[attr-defined]
+    )
+
+
+@pytest.mark.parametrize("did", engine_capped_launches())
+def test_pinned_launches_state_the_engine_cap_they_run(did: str) -> None:
+    """A launch whose framework default at the pinned commit is read states it, rather than being
+    costed at vLLM's 1024 of the cost model's default."""
+    launch = shipped().of("deployment")[did]
+    if launch.framework == "nemo-rl":  # type: ignore[attr-defined]
+        expected = 128 if did in NEMO_RL_ASYNC_ENGINE_LAUNCHES else 1024
+    else:
+        expected = LAUNCH_ENGINE_SEQS[(launch.framework, launch.commit)]  # type: ignore[attr-defined]
+    assert launch.scenario.plan.rollout.max_seqs == expected  # type: ignore[attr-defined]
