@@ -467,10 +467,12 @@ def default_micro_tokens(layout: TrainLayout, batch: Batch, overheads: Overheads
     the launch's own where it sets one.
 
     A pipeline's bubble is (pp - 1) / (m + pp - 1) for m micro-batches, so pipelined layouts
-    cut micro-batches down to one sequence, as Megatron's micro_batch_size 1 does.
+    cut micro-batches down to the smallest token budget a launch can set: the longest sequence,
+    below which dynamic batch size refuses to pack (and which export writes), so that the plan
+    is costed as the launch packs it.
     """
     budget = overheads.train_microbatch_tokens * layout.cp
-    budget = np.where(layout.pp > 1, np.minimum(budget, batch.sequence_tokens), budget)
+    budget = np.where(layout.pp > 1, np.minimum(budget, batch.longest_sequence_tokens), budget)
     return np.where(layout.micro_tokens > 0, layout.micro_tokens, budget)
 
 

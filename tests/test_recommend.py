@@ -389,13 +389,15 @@ FUSED = str(REPO / "examples" / "ppo-qwen2.5-7b-shared-critic-fused-16xh100.yaml
 
 def test_recommend_searches_the_fusion_chunk(tmp_path: Path) -> None:
     # With inter-stage fusion on and no chunk given, the search tries the default (one
-    # assessment micro-batch per rank: 96 of the 256 samples) and 256 / {4, 16, 64, 256}
-    # hand-offs: 64, 16, 4, 1 samples; each shown plan says its chunk and its hand-offs.
+    # assessment micro-batch per rank: 16 ranks x floor(16,384 / 2,560) = 96 of the 256
+    # samples; a pipelined plan's budget is its longest sequence, 512 + 8,192 = 8,704 tokens,
+    # so pp 2's 8 ranks x floor(8,704 / 2,560) = 24) and 256 / {4, 16, 64, 256} hand-offs:
+    # 64, 16, 4, 1 samples; each shown plan says its chunk and its hand-offs.
     fused = sets("plan.critic=separate", "plan.fusion=inter-stage")
     code, out = invoke("recommend", FUSED, *fused, "--include-research", "--format", "json")
     assert code == 0, out
     plans = json.loads(out)["plans"]
-    assert {p["fusion_chunk"] for p in plans} <= {96, 64, 16, 4, 1}
+    assert {p["fusion_chunk"] for p in plans} <= {96, 24, 64, 16, 4, 1}
     assert len({p["fusion_chunk"] for p in plans}) > 1
     for plan in plans:
         handoffs = -(-256 // plan["fusion_chunk"])

@@ -4,6 +4,7 @@ names as the framework's best a plan slower than the one it reviews."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +101,7 @@ def test_a_slower_best_is_named_as_such_and_a_faster_one_is_kept() -> None:
 PARKED = {
     "cluster": {"accelerator": "h200-sxm-141gb", "nodes": 8, "gpus_per_node": 8},
     "models": {"policy": "qwen3-235b-a22b", "reward": "verifier"},
-    "workload": {**ASYNC["workload"], "prompts_per_step": 64, "prompt_tokens": 1024}
+    "workload": {**ASYNC["workload"], "prompts_per_step": 16, "prompt_tokens": 1024}
     | {"response_tokens": 12000, "max_response_tokens": 32768},
     "plan": {"placement": "disaggregated", "execution": "async"},
 }
@@ -128,3 +129,43 @@ def test_review_of_an_export_with_parked_frozen_models_costs_its_memory_as_expor
     assert got["feasible"] == plan["feasible"]
     terms = got["memory_breakdown_gib"]["training"]
     assert terms == pytest.approx(plan["memory_breakdown_gib"]["training"])
+
+
+# A pipelined plan: Megatron runs it on verl with dynamic batch size, which packs
+# micro-batches up to ppo_max_token_len_per_gpu and cannot set that below the longest
+# sequence (512 + 4,096 tokens here); the planner once costed one sequence per micro-batch
+# while the export wrote the longest sequence's budget, so the review of its own export came
+# out 1-2% slower than the header promised (audit10's d07, d09).
+PIPELINED = {
+    "cluster": {"accelerator": "h100-sxm-80gb", "nodes": 1, "gpus_per_node": 8},
+    "models": {"policy": "qwen2.5-7b", "reward": "verifier"},
+    "workload": {
+        "algorithm": "grpo",
+        "prompts_per_step": 16,
+        "samples_per_prompt": 8,
+        "prompt_tokens": 512,
+        "response_tokens": 1500,
+        "max_response_tokens": 4096,
+        "minibatches_per_step": 2,
+    },
+    "plan": {
+        "placement": "colocated",
+        "execution": "sync",
+        "rollout": {"gpus": 8, "tp": 2},
+        "train": {"gpus": 8, "tp": 1, "pp": 4, "zero": 1, "recompute": "full"},
+    },
+}
+
+
+def test_a_pipelined_export_reviews_at_the_step_its_header_predicts(tmp_path: Path) -> None:
+    scenario, out = tmp_path / "s.yaml", tmp_path / "run.sh"
+    scenario.write_text(yaml.safe_dump(PIPELINED))
+    done = CliRunner().invoke(
+        cli, ["export", str(scenario), "--framework", "verl", "--out", str(out)]
+    )
+    assert done.exit_code == 0, done.output
+    script = out.read_text()
+    assert "ppo_max_token_len_per_gpu=4608" in script  # 512 + 4,096
+    (header,) = re.findall(r"; ([0-9.]+) s per step predicted", script)
+    got = review(out, "verl", hardware=Hardware("h100-sxm-80gb"))
+    assert got["estimate"]["step_seconds"] == pytest.approx(float(header), abs=0.05)
