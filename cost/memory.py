@@ -392,16 +392,26 @@ def stage_activation_bytes(
 
 
 def forward_activation_bytes(
-    fig: ModelFigures, layout: TrainLayout, micro_tokens: FloatArray, stage: Stage = None
+    fig: ModelFigures,
+    layout: TrainLayout,
+    micro_tokens: FloatArray,
+    stage: Stage = None,
+    logit_copy_bytes: float = 0.0,
 ) -> FloatArray:
     """A forward-only pass (reference and old log-probs, values, rewards) keeps nothing for
     a backward: one layer's tensors live at a time (bounded by what training keeps of it),
     then the logits and their log-probs (`end_bytes`) on the last stage, beside the output
     layer's kept all-gather buffer (`head_gather_bytes`); a pipeline's other stages end at
-    their last layer (`stage` None: the last stage's, every stage's upper bound)."""
+    their last layer (`stage` None: the last stage's, every stage's upper bound). A trained
+    policy's pass on Megatron's path adds `logit_copy_bytes` a logit where its framework
+    copies the logits for the entropy (Overheads.entropy_logit_copy_bytes; verl skips the
+    entropy under LoRA); a value head has no logits."""
     tokens = micro_tokens / layout.cp
     layer = layer_bytes(fig, layout)
     ends = end_bytes(fig, layout.model_parallel, layout.tp, layout.sequence_parallel)
+    logits = 0.0 if fig.value_head else float(fig.vocab)
+    copied = layout.model_parallel & ~layout.lora
+    ends = ends + np.where(copied, logit_copy_bytes * logits / layout.tp, 0.0)
     ends = ends + head_gather_bytes(fig, layout)
     if stage in (FIRST, MIDDLE):
         ends = np.where(layout.pp > 1, 0.0, ends)
@@ -579,6 +589,8 @@ def training_memory(
     gathered = held([zero3_gather_bytes(f, layout, True) * m for f, m in trained])
     # each model's forward in its own layout: the trained ones in the training layout
     passes = [(f, m, layout) for f, m in trained] + [(f, m, assessed) for f, m, _ in frozen]
+    # the trained models' passes (old log-probs, values) may copy their logits for the entropy
+    copies = [overheads.entropy_logit_copy_bytes] * len(trained) + [0.0] * len(frozen)
     gathered_forward = _largest([zero3_gather_bytes(f, lay, False) * m for f, m, lay in passes], n)
     phase = layout.offload_phase
     away = phase | layout.offload_frozen
@@ -632,10 +644,10 @@ def training_memory(
         # a stage of the training layout is no one stage of another layout: its upper bound
         return _largest(
             [
-                forward_activation_bytes(f, lay, own, stage) * m
+                forward_activation_bytes(f, lay, own, stage, copy) * m
                 if lay is layout
                 else forward_activation_bytes(f, lay, other) * m
-                for f, m, lay in passes
+                for (f, m, lay), copy in zip(passes, copies, strict=True)
             ],
             n,
         )
