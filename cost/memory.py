@@ -404,7 +404,7 @@ def forward_activation_bytes(
     layer's kept all-gather buffer (`head_gather_bytes`); a pipeline's other stages end at
     their last layer (`stage` None: the last stage's, every stage's upper bound). A trained
     policy's pass on Megatron's path adds `logit_copy_bytes` a logit where its framework
-    copies the logits for the entropy (Overheads.entropy_logit_copy_bytes; verl skips the
+    copies the logits for the entropy (Overheads.entropy_copy_bytes_per_logit; verl skips the
     entropy under LoRA); a value head has no logits."""
     tokens = micro_tokens / layout.cp
     layer = layer_bytes(fig, layout)
@@ -590,7 +590,7 @@ def training_memory(
     # each model's forward in its own layout: the trained ones in the training layout
     passes = [(f, m, layout) for f, m in trained] + [(f, m, assessed) for f, m, _ in frozen]
     # the trained models' passes (old log-probs, values) may copy their logits for the entropy
-    copies = [overheads.entropy_logit_copy_bytes] * len(trained) + [0.0] * len(frozen)
+    copies = [overheads.entropy_copy_bytes_per_logit] * len(trained) + [0.0] * len(frozen)
     gathered_forward = _largest([zero3_gather_bytes(f, lay, False) * m for f, m, lay in passes], n)
     phase = layout.offload_phase
     away = phase | layout.offload_frozen

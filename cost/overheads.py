@@ -260,7 +260,7 @@ class Overheads:
     docs-pytorch-numerical-accuracy). Counted where a framework's loss code has been read
     (OWN_FRAMEWORK_CONSTANTS); zero elsewhere."""
 
-    entropy_logit_copy_bytes: float = 0.0
+    entropy_copy_bytes_per_logit: float = 0.0
     """Bytes per vocabulary logit (over tp) that the policy's forward-only old-log-prob pass
     holds beyond its loss's on Megatron's path, to take the entropy beside the log-probs.
     verl's logits_processor clones the logits before its in-place entropy (logits_bak =
@@ -404,7 +404,7 @@ def _whole_groups(gpu_gib: float, gpu_name: str) -> float:
 
 
 def _verl_entropy_clone(gpu_gib: float, gpu_name: str) -> float:
-    # Overheads.entropy_logit_copy_bytes: the bf16 clone (the citation there).
+    # Overheads.entropy_copy_bytes_per_logit: the bf16 clone (the citation there).
     return 2.0
 
 
@@ -486,7 +486,7 @@ OWN_FRAMEWORK_CONSTANTS: dict[str, dict[str, Callable[[float, str], float]]] = {
     "loss_bytes_per_logit": {"prime-rl": _prime_rl_fused_head_bytes},
     "head_fp32_matmuls": {"trl": _trl_chunked_head_fp32},
     "group_admission": {"nemo-rl": _whole_groups},
-    "entropy_logit_copy_bytes": {"verl": _verl_entropy_clone},
+    "entropy_copy_bytes_per_logit": {"verl": _verl_entropy_clone},
     "reference_swap": dict.fromkeys(("nemo-rl", "slime"), _reference_in_policy),
     "graph_batch_limit": dict.fromkeys(SGLANG_FIRST, _sglang_graph_limit),
     "graph_batch_limit_below_tp4": dict.fromkeys(SGLANG_FIRST, _sglang_graph_limit_below_tp4),

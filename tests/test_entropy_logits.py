@@ -1,5 +1,5 @@
 """verl's old-log-prob pass on Megatron's path clones the logits to take the entropy beside
-the log-probs (Overheads.entropy_logit_copy_bytes): 8 bytes a vocabulary entry at its peak
+the log-probs (Overheads.entropy_copy_bytes_per_logit): 8 bytes a vocabulary entry at its peak
 where the loss alone keeps 6."""
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def test_verl_s_clone_adds_two_bytes_a_logit_over_tp_by_hand() -> None:
     fig, layout = ModelFigures.of(QWEN25_7B), _layout()
     assert layout.model_parallel[0]
     assert LOSS_BYTES_MEGATRON * 76_032 == 456_192
-    verl = for_framework(DEFAULT_OVERHEADS, "verl", 80.0, "H100").entropy_logit_copy_bytes
-    assert verl == 2.0 and DEFAULT_OVERHEADS.entropy_logit_copy_bytes == 0.0
+    verl = for_framework(DEFAULT_OVERHEADS, "verl", 80.0, "H100").entropy_copy_bytes_per_logit
+    assert verl == 2.0 and DEFAULT_OVERHEADS.entropy_copy_bytes_per_logit == 0.0
     plain = forward_activation_bytes(fig, layout, TOKENS)[0]
     cloned = forward_activation_bytes(fig, layout, TOKENS, logit_copy_bytes=verl)[0]
     assert cloned - plain == 1_245_708_288
