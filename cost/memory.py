@@ -45,34 +45,47 @@ class ModelState:
         return self.weights + self.gradients + self.optimizer
 
 
-def model_parallel_params(fig: ModelFigures, layout: TrainLayout) -> tuple[FloatArray, FloatArray]:
-    """Dense and expert parameters of one tensor x pipeline (x expert) shard: the fullest
-    stage's share of the layers and, on a pipeline, one whole vocabulary matrix, since
-    Megatron's GPTModel builds the embedding on the first stage and the output layer (a copy
-    of the embedding when tied) on the last (megatron/core/models/gpt/gpt_model.py,
-    pre_process and post_process); without a pipeline the shard holds both. With uneven
-    stages the fullest stage's layers and a vocabulary matrix are counted together, as an
-    upper bound of every stage's."""
-    share = _fullest_share(fig, layout)
-    vocabulary = np.where(
-        layout.pp > 1,
-        min(fig.embedding_params, float(fig.vocab * fig.hidden)),
-        fig.embedding_params,
-    )
+FIRST, MIDDLE, LAST = 0, 1, 2
+"""Pipeline stages as ModelFigures.stage_layers orders them (one stage without a pipeline;
+with two, the middle holds no more than an end and stands for no rank)."""
+STAGES = (FIRST, MIDDLE, LAST)
+Stage = int | None
+"""One of STAGES, or None: the upper bound of every stage (the fullest stage's layers with
+a vocabulary matrix), where a figure is not taken stage by stage."""
+
+
+def model_parallel_params(
+    fig: ModelFigures, layout: TrainLayout, stage: Stage = None
+) -> tuple[FloatArray, FloatArray]:
+    """Dense and expert parameters of one tensor x pipeline (x expert) shard: the stage's
+    share of the layers and, on a pipeline's first and last stages, one whole vocabulary
+    matrix, since Megatron's GPTModel builds the embedding on the first stage and the output
+    layer (a copy of the embedding when tied) on the last (megatron/core/models/gpt/
+    gpt_model.py, pre_process and post_process); without a pipeline the shard holds both."""
+    share = _stage_share(fig, layout, stage)
+    one = min(fig.embedding_params, float(fig.vocab * fig.hidden))
+    on_stage = 0.0 if stage == MIDDLE else one
+    vocabulary = np.where(layout.pp > 1, on_stage, fig.embedding_params)
     dense = ((fig.dense_params - fig.embedding_params) * share + vocabulary) / layout.tp
     expert = fig.expert_params * share / (layout.ep * layout.etp)
     return dense, expert
 
 
-def _fullest_share(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
-    return fig.fullest_stage_share(layout.pp, layout.first_layers, layout.last_layers)
+def _stage_share(fig: ModelFigures, layout: TrainLayout, stage: Stage) -> FloatArray:
+    """The stage's share of the decoder layers (`stage` None: the fullest stage's)."""
+    if stage is None:
+        return fig.fullest_stage_share(layout.pp, layout.first_layers, layout.last_layers)
+    counts = fig.stage_layers(layout.pp, layout.first_layers, layout.last_layers)
+    return counts[stage] / fig.layers
 
 
-def trainable_params(fig: ModelFigures, layout: TrainLayout) -> tuple[FloatArray, FloatArray]:
+def trainable_params(
+    fig: ModelFigures, layout: TrainLayout, stage: Stage = None
+) -> tuple[FloatArray, FloatArray]:
     """Dense and expert parameters of a shard that get gradients and Adam states: all of
     them, or only the LoRA adapters (which sit on the dense layers)."""
-    dense, expert = model_parallel_params(fig, layout)
-    adapters = fig.lora_params(layout.lora_rank) * _fullest_share(fig, layout) / layout.tp
+    dense, expert = model_parallel_params(fig, layout, stage)
+    adapters = fig.lora_params(layout.lora_rank) * _stage_share(fig, layout, stage) / layout.tp
     return np.where(layout.lora, adapters, dense), np.where(layout.lora, 0.0, expert)
 
 
@@ -86,15 +99,15 @@ def _sharded(
     )
 
 
-def trained_state(fig: ModelFigures, layout: TrainLayout) -> ModelState:
+def trained_state(fig: ModelFigures, layout: TrainLayout, stage: Stage = None) -> ModelState:
     """Weights, gradients and Adam states of a trained model (actor, critic) on one GPU.
 
     ZeRO-1 shards the optimizer states, ZeRO-2 also the gradients, ZeRO-3 also the weights.
     Gradients are bf16 unless the layout keeps them in fp32 (Megatron's main grads). A CPU
     optimizer keeps its share of the Adam states on the host; streamed parameters keep
     weights, gradients and Adam states there (only gathered layers visit the GPU)."""
-    dense, expert = model_parallel_params(fig, layout)
-    t_dense, t_expert = trainable_params(fig, layout)
+    dense, expert = model_parallel_params(fig, layout, stage)
+    t_dense, t_expert = trainable_params(fig, layout, stage)
     adapters = np.where(layout.lora, t_dense, 0.0)
     weights = WEIGHT_BYTES * (_sharded(dense, expert, layout, 3) + adapters)
     # fp32 buffers beside bf16 weights; ZeRO-3's 16 bytes already hold an fp32 gradient shard
@@ -105,11 +118,11 @@ def trained_state(fig: ModelFigures, layout: TrainLayout) -> ModelState:
     return ModelState(weights * on_gpu, gradients * on_gpu, optimizer * on_gpu)
 
 
-def host_state_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
+def host_state_bytes(fig: ModelFigures, layout: TrainLayout, stage: Stage = None) -> FloatArray:
     """Host memory per GPU of a trained model's offloaded state: the CPU optimizer's fp32
     master weights, moments and gradients (16 bytes per parameter of its share), or all of
     it when parameters stream (plus their bf16 copy)."""
-    t_dense, t_expert = trainable_params(fig, layout)
+    t_dense, t_expert = trainable_params(fig, layout, stage)
     trainable = _sharded(t_dense, t_expert, layout, 1)
     cpu_adam = (OPTIMIZER_BYTES + FP32_BYTES) * trainable
     streamed = np.where(layout.offload_params, 1.0, layout.offload_optimizer)
@@ -118,11 +131,11 @@ def host_state_bytes(fig: ModelFigures, layout: TrainLayout) -> FloatArray:
 
 
 def frozen_weight_bytes(
-    fig: ModelFigures, layout: TrainLayout, weight_bytes: float = WEIGHT_BYTES
+    fig: ModelFigures, layout: TrainLayout, weight_bytes: float = WEIGHT_BYTES, stage: Stage = None
 ) -> FloatArray:
     """Weights of a model that is only run forward (reference, reward model), bf16 unless
     quantised; sharded like the actor's weights when ZeRO-3 (FSDP) shards those."""
-    dense, expert = model_parallel_params(fig, layout)
+    dense, expert = model_parallel_params(fig, layout, stage)
     return weight_bytes * _sharded(dense, expert, layout, 3)
 
 
@@ -323,7 +336,20 @@ def activation_bytes(
     in_flight: FloatArray,
     second_in_flight: FloatArray | None = None,
 ) -> FloatArray:
-    """Activations per GPU at the peak of training: a pipeline stage's layers for its
+    """Activations per GPU at the peak of training: the fullest of `stage_activation_bytes`."""
+    stages = stage_activation_bytes(fig, layout, micro_tokens, in_flight, second_in_flight)
+    return np.maximum(np.maximum(stages[FIRST], stages[MIDDLE]), stages[LAST])
+
+
+def stage_activation_bytes(
+    fig: ModelFigures,
+    layout: TrainLayout,
+    micro_tokens: FloatArray,
+    in_flight: FloatArray,
+    second_in_flight: FloatArray | None = None,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Activations per GPU at the peak of training on the first, the fullest middle and the
+    last pipeline stage (STAGES): a pipeline stage's layers for its
     micro-batches in flight, and what the backward adds on top of them.
 
     `micro_tokens` are the tokens of one micro-batch; context parallelism (Megatron CP, or
@@ -341,9 +367,9 @@ def activation_bytes(
     has used them, before the last layer's checkpoint is replayed. The output layer's kept
     all-gather buffer (`head_gather_bytes`) stays beside either. Each stage holds its own
     layers (`ModelFigures.stage_layers`: even,
-    or the plan's first and last stage counts with the middle stages sharing the rest), so
-    the peak is the fullest of the first, the second (the fullest middle stage's layers with
-    the most micro-batches a middle stage holds) and the last."""
+    or the plan's first and last stage counts with the middle stages sharing the rest); a
+    middle stage is costed as the second (the fullest middle stage's layers with the most
+    micro-batches a middle stage holds)."""
     tokens = micro_tokens / layout.cp
     layer = layer_bytes(fig, layout)
     full = layout.recompute == RECOMPUTE_FULL
@@ -362,20 +388,34 @@ def activation_bytes(
             rebuilt, end_bytes(fig, layout.model_parallel, layout.tp, layout.sequence_parallel)
         )
     )
-    return tokens * np.maximum(np.maximum(first, second), last)
+    return tokens * first, tokens * second, tokens * last
 
 
 def forward_activation_bytes(
-    fig: ModelFigures, layout: TrainLayout, micro_tokens: FloatArray
+    fig: ModelFigures,
+    layout: TrainLayout,
+    micro_tokens: FloatArray,
+    stage: Stage = None,
+    logit_copy_bytes: float = 0.0,
 ) -> FloatArray:
     """A forward-only pass (reference and old log-probs, values, rewards) keeps nothing for
     a backward: one layer's tensors live at a time (bounded by what training keeps of it),
     then the logits and their log-probs (`end_bytes`) on the last stage, beside the output
-    layer's kept all-gather buffer (`head_gather_bytes`)."""
+    layer's kept all-gather buffer (`head_gather_bytes`); a pipeline's other stages end at
+    their last layer (`stage` None: the last stage's, every stage's upper bound). A trained
+    policy's pass on Megatron's path adds `logit_copy_bytes` a logit where its framework
+    copies the logits for the entropy (Overheads.entropy_copy_bytes_per_logit; verl skips the
+    entropy under LoRA); a value head has no logits."""
     tokens = micro_tokens / layout.cp
     layer = layer_bytes(fig, layout)
     ends = end_bytes(fig, layout.model_parallel, layout.tp, layout.sequence_parallel)
-    return tokens * (layer + ends + head_gather_bytes(fig, layout))
+    logits = 0.0 if fig.value_head else float(fig.vocab)
+    copied = layout.model_parallel & ~layout.lora
+    ends = ends + np.where(copied, logit_copy_bytes * logits / layout.tp, 0.0)
+    ends = ends + head_gather_bytes(fig, layout)
+    if stage in (FIRST, MIDDLE):
+        ends = np.where(layout.pp > 1, 0.0, ends)
+    return tokens * (layer + ends)
 
 
 @dataclass(frozen=True, slots=True)
@@ -438,6 +478,10 @@ class TrainMemory:
 
 def _largest(arrays: list[FloatArray], n: int) -> FloatArray:
     return np.max(arrays, axis=0) if arrays else np.zeros(n)
+
+
+def _smallest(arrays: list[FloatArray]) -> FloatArray:
+    return np.min(arrays, axis=0)
 
 
 def first_stage_in_flight(
@@ -544,29 +588,45 @@ def training_memory(
         # the trained models' transient buffers: in turn, or at once where pipelined
         return np.where(both, sum(parts, zero), _largest(parts, n))
 
-    states = [(trained_state(f, layout), m) for f, m in trained]
-    weights = sum((s.weights * m for s, m in states), zero)
-    gradients = sum((s.gradients * m for s, m in states), zero)
-    optimizer = sum((s.optimizer * m for s, m in states), zero)
-    parked = sum((frozen_weight_bytes(f, layout, b) * m for f, m, b in frozen), zero)
     gathered = held([zero3_gather_bytes(f, layout, True) * m for f, m in trained])
     # each model's forward in its own layout: the trained ones in the training layout
     passes = [(f, m, layout) for f, m in trained] + [(f, m, assessed) for f, m, _ in frozen]
+    # the trained models' passes (old log-probs, values) may copy their logits for the entropy
+    copies = [overheads.entropy_copy_bytes_per_logit] * len(trained) + [0.0] * len(frozen)
     gathered_forward = _largest([zero3_gather_bytes(f, lay, False) * m for f, m, lay in passes], n)
-    frozen_in_training = np.where(layout.offload_frozen, 0.0, parked)
-    fixed = weights + gradients + optimizer + frozen_in_training + gathered
+    phase = layout.offload_phase
+    away = phase | layout.offload_frozen
 
+    # Each pipeline stage holds its own layers, vocabulary matrix and activations: the peak
+    # is the fullest stage's sum, which an uneven split (slime's 34 | 30 layers of
+    # Qwen3.5-27B, the last stage lighter for its logits) can put on either end.
     budget = default_micro_tokens(layout, batch, overheads)
     per_rank = np.ceil(batch.trained_sequences / batch.minibatches / layout.data_shards)
     in_flight = first_stage_in_flight(layout, per_rank)
     second = first_stage_in_flight(layout, per_rank, rank=1.0)
     one = np.ones(n)
-    per_token = held([activation_bytes(f, layout, one, in_flight, second) * m for f, m in trained])
-    room = usable_bytes - fixed
+    flights = [stage_activation_bytes(f, layout, one, in_flight, second) for f, _ in trained]
+    staged = []
+    for stage in STAGES:
+        states = [(trained_state(f, layout, stage), m) for f, m in trained]
+        weights = sum((s.weights * m for s, m in states), zero)
+        gradients = sum((s.gradients * m for s, m in states), zero)
+        optimizer = sum((s.optimizer * m for s, m in states), zero)
+        parked = sum((frozen_weight_bytes(f, layout, b, stage) * m for f, m, b in frozen), zero)
+        frozen_in_training = np.where(layout.offload_frozen, 0.0, parked)
+        fixed = weights + gradients + optimizer + frozen_in_training + gathered
+        per_token = held([a[stage] * m for a, (_, m) in zip(flights, trained, strict=True)])
+        staged.append((weights, gradients, optimizer, parked, frozen_in_training, fixed, per_token))
+
     spread = 1.0 + overheads.train_fragmentation_fraction
-    fits = np.floor(np.maximum(room / np.maximum(per_token * spread, 1e-30), 0.0))
+    fits = _smallest(
+        [
+            np.floor(np.maximum((usable_bytes - s[5]) / np.maximum(s[6] * spread, 1e-30), 0.0))
+            for s in staged
+        ]
+    )
     # A launch's own budget is what its frameworks pack, whether or not it fits.
-    searched = (per_token > 0) & (layout.micro_tokens <= 0)
+    searched = (_largest([s[6] for s in staged], n) > 0) & (layout.micro_tokens <= 0)
     chosen = np.where(searched, np.minimum(budget, fits), budget)
     # The micro-batch that holds the longest sequence is at least that long.
     longest = batch.longest_sequence_tokens
@@ -574,7 +634,6 @@ def training_memory(
     # (Batch.sized_at_cap); the budget chosen above stays the mean's, as the step time uses it.
     sized = batch.for_memory()
     tokens = np.maximum(np.minimum(chosen, per_rank * sized.sequence_tokens), longest)
-    activations = per_token * tokens
 
     def forward_budget(lay: TrainLayout) -> FloatArray:
         # a forward-only micro-batch too holds at least the longest sequence
@@ -582,21 +641,22 @@ def training_memory(
 
     own_budget = forward_budget(layout)
     assessed_budget = own_budget if assessed is layout else forward_budget(assessed)
-    forward = _largest(
-        [
-            forward_activation_bytes(f, lay, own_budget if lay is layout else assessed_budget) * m
-            for f, m, lay in passes
-        ],
-        n,
-    )
-    kept = np.where(layout.offload_phase, 0.0, gradients + optimizer)
-    reshard = reshard_bytes(frozen, layout, assessed)
-    held_forward = weights + kept + parked + gathered_forward + reshard
-    assessment = held_forward + forward
-    fragments = overheads.train_fragmentation_fraction
-    streamed = assessment + fragments * forward
-    if chunk is not None and (chunk > 0).any():
-        streaming = chunk > 0
+
+    def forward_of(stage: int, own: FloatArray, other: FloatArray) -> FloatArray:
+        # a stage of the training layout is no one stage of another layout: its upper bound
+        return _largest(
+            [
+                forward_activation_bytes(f, lay, own, stage, copy) * m
+                if lay is layout
+                else forward_activation_bytes(f, lay, other) * m
+                for (f, m, lay), copy in zip(passes, copies, strict=True)
+            ],
+            n,
+        )
+
+    streaming = np.zeros(n, dtype=bool) if chunk is None else chunk > 0
+    if streaming.any():
+        assert chunk is not None
         samples = np.maximum(chunk, 1.0)
 
         # one chunk's share per rank, a micro-batch of it at a time, each layout its own ranks
@@ -606,57 +666,76 @@ def training_memory(
 
         own_tokens = tokens_of(layout, own_budget)
         frozen_tokens = own_tokens if assessed is layout else tokens_of(assessed, assessed_budget)
-        chunked = _largest(
-            [
-                forward_activation_bytes(f, lay, own_tokens if lay is layout else frozen_tokens) * m
-                for f, m, lay in passes
-            ],
-            n,
-        )
-        streamed = np.where(streaming, held_forward + (1.0 + fragments) * chunked, streamed)
-    training = fixed + activations
-    phase_terms = {
-        "weights": weights,
-        "gradients": gradients,
-        "optimizer": optimizer,
-        "frozen_models": frozen_in_training,
-        "zero3_gather": gathered,
-        "activations": activations,
-    }
-    assess_terms = {
-        "weights": weights,
-        "gradients": np.where(layout.offload_phase, 0.0, gradients),
-        "optimizer": np.where(layout.offload_phase, 0.0, optimizer),
-        "frozen_models": parked,
-        "zero3_gather": gathered_forward,
-        "activations": forward,
-    }
-    if reshard.any():
-        # only a plan that re-lays its frozen models shows the term
-        phase_terms["reshard"], assess_terms["reshard"] = zero, reshard
-    in_training = training >= assessment
-    terms = {k: np.where(in_training, v, assess_terms[k]) for k, v in phase_terms.items()}
-    required = np.maximum(training + fragments * activations, assessment + fragments * forward)
+    reshard = reshard_bytes(frozen, layout, assessed)
+    fragments = overheads.train_fragmentation_fraction
+    phases = []
+    for stage, (weights, gradients, optimizer, parked, frozen_in_training, fixed, per_token) in zip(
+        STAGES, staged, strict=True
+    ):
+        activations = per_token * tokens
+        forward = forward_of(stage, own_budget, assessed_budget)
+        kept = np.where(phase, 0.0, gradients + optimizer)
+        held_forward = weights + kept + parked + gathered_forward + reshard
+        assessment = held_forward + forward
+        streamed = assessment + fragments * forward
+        if streaming.any():
+            chunked = forward_of(stage, own_tokens, frozen_tokens)
+            streamed = np.where(streaming, held_forward + (1.0 + fragments) * chunked, streamed)
+        training = fixed + activations
+        phase_terms = {
+            "weights": weights,
+            "gradients": gradients,
+            "optimizer": optimizer,
+            "frozen_models": frozen_in_training,
+            "zero3_gather": gathered,
+            "activations": activations,
+        }
+        assess_terms = {
+            "weights": weights,
+            "gradients": np.where(phase, 0.0, gradients),
+            "optimizer": np.where(phase, 0.0, optimizer),
+            "frozen_models": parked,
+            "zero3_gather": gathered_forward,
+            "activations": forward,
+        }
+        if reshard.any():
+            # only a plan that re-lays its frozen models shows the term
+            phase_terms["reshard"], assess_terms["reshard"] = zero, reshard
+        in_training = training >= assessment
+        terms = {k: np.where(in_training, v, assess_terms[k]) for k, v in phase_terms.items()}
+        required = np.maximum(training + fragments * activations, assessment + fragments * forward)
+        on_gpu = weights + gradients + optimizer
+        resident = np.where(phase, 0.0, on_gpu) + np.where(away, 0.0, parked)
+        host = sum((host_state_bytes(f, layout, stage) * m for f, m in trained), zero)
+        host = host + np.where(phase, on_gpu, 0.0) + np.where(away, parked, 0.0)
+        switch = np.where(phase, 2.0 * on_gpu, 0.0) + np.where(away, parked, 0.0)
+        phases.append((terms, training, assessment, required, resident, host, switch, streamed))
+
+    # the stage whose phases need the most; the bytes that wait or move off the GPU are
+    # each stage's most, as every stage's rank must hold or move its own
+    peak = np.argmax([p[3] for p in phases], axis=0)
+
+    def at_peak(values: list[FloatArray]) -> FloatArray:
+        return np.choose(peak, values)
+
+    terms = {k: at_peak([p[0][k] for p in phases]) for k in phases[0][0]}
+    training, assessment = at_peak([p[1] for p in phases]), at_peak([p[2] for p in phases])
+    required = at_peak([p[3] for p in phases])
     reserve = required - np.maximum(training, assessment)
     terms["fragmentation_reserve"] = reserve
-    on_gpu = weights + gradients + optimizer
-    phase = layout.offload_phase
-    resident = np.where(phase, 0.0, on_gpu) + np.where(phase | layout.offload_frozen, 0.0, parked)
+    resident, host, switch, streamed = (_largest([p[i] for p in phases], n) for i in (4, 5, 6, 7))
     swapped_bytes = sum((frozen_weight_bytes(f, layout, b) * m for f, m, b in swapped or []), zero)
-    host = sum((host_state_bytes(f, layout) * m for f, m in trained), zero)
-    host = (
-        host
-        + np.where(phase, on_gpu, 0.0)
-        + np.where(phase | layout.offload_frozen, parked, 0.0)
-        + 2.0 * swapped_bytes
-    )
-    switch = (
-        np.where(phase, 2.0 * on_gpu, 0.0)
-        + np.where(phase | layout.offload_frozen, parked, 0.0)
-        + 3.0 * swapped_bytes
-    )
     return TrainMemory(
-        terms, training, assessment, reserve, resident, host, switch, chosen, tokens, streamed
+        terms,
+        training,
+        assessment,
+        reserve,
+        resident,
+        host + 2.0 * swapped_bytes,
+        switch + 3.0 * swapped_bytes,
+        chosen,
+        tokens,
+        streamed,
     )
 
 

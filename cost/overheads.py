@@ -260,6 +260,17 @@ class Overheads:
     docs-pytorch-numerical-accuracy). Counted where a framework's loss code has been read
     (OWN_FRAMEWORK_CONSTANTS); zero elsewhere."""
 
+    entropy_copy_bytes_per_logit: float = 0.0
+    """Bytes per vocabulary logit (over tp) that the policy's forward-only old-log-prob pass
+    holds beyond its loss's on Megatron's path, to take the entropy beside the log-probs.
+    verl's logits_processor clones the logits before its in-place entropy (logits_bak =
+    logits.clone(), verl/workers/actor/megatron_actor.py L643-L660 at b178a3cd, called with
+    calculate_entropy=not is_lora by megatron_workers.py L885; its 0.8 engine alike,
+    verl/workers/engine/megatron/transformer_impl.py L912-L939 at 7aed6b23, with
+    calculate_entropy=True from ray_trainer.py L1266): the bf16 logits, their bf16 clone and
+    the cross-entropy's fp32 copy of the clone, 8 bytes where the loss alone keeps 6 (unless
+    use_fused_kernels, off by default, which no mapping writes). 0 (the default): no copy."""
+
     reference_swap: float = 0.0
     """1 where a framework runs the reference in the trained policy's own parameters: the
     reference's weights wait on the host, and for its pass the policy's are copied to the
@@ -392,6 +403,11 @@ def _whole_groups(gpu_gib: float, gpu_name: str) -> float:
     return 1.0
 
 
+def _verl_entropy_clone(gpu_gib: float, gpu_name: str) -> float:
+    # Overheads.entropy_copy_bytes_per_logit: the bf16 clone (the citation there).
+    return 2.0
+
+
 def _reference_in_policy(gpu_gib: float, gpu_name: str) -> float:
     # Overheads.reference_swap: the reference runs in the policy's parameters (the citation
     # there).
@@ -470,6 +486,7 @@ OWN_FRAMEWORK_CONSTANTS: dict[str, dict[str, Callable[[float, str], float]]] = {
     "loss_bytes_per_logit": {"prime-rl": _prime_rl_fused_head_bytes},
     "head_fp32_matmuls": {"trl": _trl_chunked_head_fp32},
     "group_admission": {"nemo-rl": _whole_groups},
+    "entropy_copy_bytes_per_logit": {"verl": _verl_entropy_clone},
     "reference_swap": dict.fromkeys(("nemo-rl", "slime"), _reference_in_policy),
     "graph_batch_limit": dict.fromkeys(SGLANG_FIRST, _sglang_graph_limit),
     "graph_batch_limit_below_tp4": dict.fromkeys(SGLANG_FIRST, _sglang_graph_limit_below_tp4),

@@ -166,6 +166,9 @@ class Judges:
     """Frameworks that keep the frozen models' weights on the host and load them for the
     assessment whatever the launch says (their mapping's `implied` offload_frozen: NeMo-RL,
     slime, SkyRL)."""
+    phase_on_colocation: frozenset[str] = frozenset()
+    """Frameworks that park a colocated trainer's state on the host around every rollout
+    whatever the launch says (their mapping's colocated_phase_offload: NeMo-RL)."""
     rollout_log_probs: Mapping[str, str] = field(default_factory=dict)
     """Per framework, where its newest mapping's launch runs no old-log-prob pass (the
     mapping's rollout_log_probs condition)."""
@@ -208,6 +211,7 @@ def judges_of(catalog: Catalog) -> Judges:
             for f, m in newest.items()
             if "plan.train.offload_frozen" in m.implied_facts()  # type: ignore[attr-defined]
         ),
+        frozenset(f for f, m in newest.items() if m.colocated_phase_offload),  # type: ignore[attr-defined]
         {f: m.rollout_log_probs for f, m in newest.items() if m.rollout_log_probs},  # type: ignore[attr-defined]
         frozenset(f for f, m in newest.items() if not m.sequence_parallel),  # type: ignore[attr-defined]
         {f: m.id for f, m in newest.items()},
@@ -228,7 +232,8 @@ def recommender_for(
     engines' default concurrency where its newest mapping writes none, unless
     `engine_max_seqs` says otherwise (export's older mapping), and with the gradient buffers
     its Megatron backend keeps (`fp32_gradients`) and the frozen models where it keeps them
-    (`frozen_on_host`). Each framework's constraint records
+    (`frozen_on_host`), and its colocated trainer's state where it parks it
+    (`phase_on_colocation`). Each framework's constraint records
     are those in scope for its newest mapping, or for the mapping `versions` names for it
     (export's and review's mapping)."""
     j = judges or judges_of(catalog)
@@ -240,6 +245,7 @@ def recommender_for(
         options.setdefault("fp32_gradients", runs_as in j.fp32_gradients)
         options.setdefault("split_stages", runs_as in j.split_stages)
         options.setdefault("frozen_on_host", runs_as in j.frozen_on_host)
+        options.setdefault("phase_on_colocation", runs_as in j.phase_on_colocation)
         options.setdefault("rollout_log_probs", j.rollout_log_probs.get(runs_as))
         options.setdefault("sequence_parallel", runs_as not in j.no_sequence_parallel)
     recommender = (factory or Recommender)(
@@ -494,6 +500,7 @@ class Recommender:
         engine_max_seqs: int | None = None,
         fp32_gradients: bool = False,
         frozen_on_host: bool = False,
+        phase_on_colocation: bool = False,
         split_stages: bool = False,
         versions: Mapping[str, str] | None = None,
         launch_check: LaunchCheck | None = None,
@@ -516,7 +523,9 @@ class Recommender:
         launch cannot set it runs at its engine's default.
         `fp32_gradients` costs gradient buffers in fp32 where the scenario does not say;
         `frozen_on_host` parks the frozen models (reference, reward model) in every plan, as
-        a framework that always does so runs them. `split_stages` gives pipelined plans
+        a framework that always does so runs them; `phase_on_colocation` parks a colocated
+        trainer's state around the rollout in every colocated plan (phase offload), as a
+        framework that always does so runs them. `split_stages` gives pipelined plans
         Megatron's account-for-embedding-and-loss split where it divides the layers
         (`stage_split`), for a framework whose launch can write the stage counts; otherwise
         the stages are even. `versions` names per framework the mapping
@@ -668,7 +677,11 @@ class Recommender:
                 tuple(o.model_copy(update={"frozen": True}) for o in options) if parked else options
             )
 
-        self.colocated_offloads = frozen_parked(offload_options(resolved, phases))
+        colocated = offload_options(resolved, phases)
+        if phase_on_colocation and resolved.algorithm.online:
+            # the framework's refit parks the state whatever the launch or scenario says
+            colocated = tuple(o.model_copy(update={"phase": True}) for o in colocated)
+        self.colocated_offloads = frozen_parked(colocated)
         self.train_offloads = frozen_parked(offload_options(resolved, phases[:1]))
         self.offload_fallback = False
         """Set when no plan fitted without a CPU optimizer or streamed parameters."""

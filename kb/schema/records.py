@@ -1041,6 +1041,11 @@ class Mapping(Record):
     framework's launch turns it on with TP). False: a tensor-parallel rank holds every token
     of its micro-batch (OpenRLHF's DeepSpeed AutoTP has no sequence parallelism): plans
     searched for it, and launches of it reviewed, are costed so."""
+    colocated_phase_offload: bool = False
+    """The framework parks a colocated trainer's state (weights, gradients, optimizer) on the
+    host around every rollout whatever the launch says (NeMo-RL's refit offloads the
+    optimizer and then the model when generation is colocated): plans searched for it, and
+    its launches estimated, are costed with phase offload on colocated pools."""
     engine_starts_first: bool = False
     """The framework starts its rollout engines on GPUs the colocated trainer has not yet
     taken, and loads the trainer beside them afterwards (slime builds its SGLang servers
@@ -1091,12 +1096,14 @@ class Mapping(Record):
     def costing(self) -> dict[str, Any]:
         """The options (rules.recommend.recommender_for) that cost a plan as this mapping's
         launch runs it: its engines' default concurrency, its gradient buffers, where it
-        keeps the frozen models and whether its tensor parallelism splits the sequence. Export
+        keeps the frozen models, whether it parks a colocated trainer's state and whether its
+        tensor parallelism splits the sequence. Export
         and review cost one launch alike through these."""
         return {
             "engine_max_seqs": self.engine_max_seqs,
             "fp32_gradients": self.fp32_gradients,
             "frozen_on_host": "plan.train.offload_frozen" in self.implied_facts(),
+            "phase_on_colocation": self.colocated_phase_offload,
             "rollout_log_probs": self.rollout_log_probs,
             "sequence_parallel": self.sequence_parallel,
         }

@@ -1131,7 +1131,10 @@ def training_settings(reading: Reading, longest: int) -> dict[str, Any]:
     the micro-batch it runs (micro_batch_read: by tokens or by sequences at `longest`), the
     forward-only passes' micro-batch where the launch sizes it apart (forward_batch_read, in
     sequences at `longest`, each padded to it as ROLL pads its responses), and the first and
-    last pipeline stages' layers where the launch gives Megatron both."""
+    last pipeline stages' layers where the launch gives Megatron either (one alone: the other
+    stages share the rest, get_num_layers_to_build at 103851dc, transformer_block.py
+    L102-L143, so slime's Qwen3.5-27B split of 64 layers with a last stage of 30 puts 34 on
+    the first)."""
     from rlmguide.export.startup import typed
 
     mapping = reading.mapping
@@ -1142,10 +1145,11 @@ def training_settings(reading: Reading, longest: int) -> dict[str, Any]:
         out["micro_batch_tokens"] = tokens
     if (sequences := forward_batch_read(reading)) is not None:
         out["forward_micro_batch_tokens"] = sequences * longest
-    first, last = launch.get("launch.pp_first_layers"), launch.get("launch.pp_last_layers")
-    if first is not None and last is not None and first >= 1 and last >= 1:
-        # the stages the launch gives Megatron: costed as it splits them
-        out |= {"first_stage_layers": int(first), "last_stage_layers": int(last)}
+    for end in ("first", "last"):
+        layers = launch.get(f"launch.pp_{end}_layers")
+        if layers is not None and layers >= 1:
+            # a stage count the launch gives Megatron: costed as it splits the layers
+            out[f"{end}_stage_layers"] = int(layers)
     return out
 
 
