@@ -876,6 +876,8 @@ def read_file(
         raise ReviewError(f"{path}: {exc} (the limit of a review)") from None
     named = named_mapping(text, own)
     reading = _read_with_a_version(own, module, config, roles, named)
+    # a command line's keys too may start a pipeline no launch maps (verl's distillation)
+    refuse_other_pipeline(reading.mapping, config, path)
     if named is not None:
         reading.mapping_from = "named by the file's header"
     elif len(own) > 1:
@@ -990,11 +992,24 @@ def parse_recipe(
     except RecipeError as exc:
         raise ReviewError(f"cannot read the recipe: {exc}") from None
     chosen = pick_version(own, config)
-    for key, pipeline in chosen.other_pipelines.items():
-        if any(k == key or k.startswith(f"{key}.") for k in config):
-            raise ReviewError(f"{path.name} sets {key}: a recipe of {pipeline}")
+    refuse_other_pipeline(chosen, config, path)
     own = [m for m in own if m.framework == chosen.framework]
     return entry_module(chosen.launches[0].command), config, own, recipe_keys
+
+
+def refuse_other_pipeline(mapping: MappingRecord, config: dict[str, Any], path: Path) -> None:
+    """Refuse by name a launch of a pipeline the mapping's launches do not read (its
+    `other_pipelines`): a key under one of them is set, other than to a switch's off."""
+    for key, pipeline in mapping.other_pipelines.items():
+        if any(
+            (k == key and not _switched_off(v)) or k.startswith(f"{key}.")
+            for k, v in config.items()
+        ):
+            raise ReviewError(f"{path.name} sets {key}: a recipe of {pipeline}")
+
+
+def _switched_off(value: Any) -> bool:
+    return value is False or (isinstance(value, str) and value.lower() == "false")
 
 
 def frozen_layout(facts: Mapping[str, Any]) -> dict[str, int] | None:
