@@ -116,15 +116,27 @@ def _fixed_values(mapping: MappingRecord) -> set[tuple[str, str]]:
     return {(k, v.lower()) for k, _, v in pairs}
 
 
-def pick_version(own: list[MappingRecord], config: dict[str, Any]) -> MappingRecord:
-    """The mapping whose keys the file uses most (OpenRLHF's dotted `--ds.zero_stage` or flat
-    `--zero_stage`), then whose fixed settings it has with their values (verl 0.7's
-    `--config-name=ppo_megatron_trainer.yaml`, 0.8's `model_engine=megatron`); the newest on
-    a tie."""
+def pick_version(
+    own: list[MappingRecord], config: dict[str, Any], module: str | None = None
+) -> MappingRecord:
+    """The mapping with an entry point of `module` whose fixed options the file all gives
+    (verl 0.8's `model_engine=megatron`, a config group 0.7 does not have: the launch starts
+    on 0.8 only, however many of its keys 0.7's rows also read), then whose keys the file
+    uses most (OpenRLHF's dotted `--ds.zero_stage` or flat `--zero_stage`), then whose fixed
+    settings it has with their values (verl 0.7's `--config-name=ppo_megatron_trainer.yaml`);
+    the newest on a tie."""
 
-    def score(m: MappingRecord) -> tuple[int, int]:
+    def selects(m: MappingRecord) -> bool:
+        return any(
+            la.fixed
+            and entry_module(la.command) == module
+            and all(fixed_present(f, config) for f in la.fixed)
+            for la in m.launches
+        )
+
+    def score(m: MappingRecord) -> tuple[bool, int, int]:
         fixed = sum(str(config.get(k, "")).lower() == v for k, v in _fixed_values(m))
-        return len(_keys(m) & config.keys()), fixed
+        return selects(m), len(_keys(m) & config.keys()), fixed
 
     return max(own, key=score)
 
@@ -155,7 +167,7 @@ def _read_with_a_version(
     """The launch read with the mapping its header names, else `pick_version`'s, else with
     the framework's other versions in turn where that one has no entry point for it (a verl
     0.7 launch whose keys 0.8 also has); the first mapping's error where none reads it."""
-    first = named or pick_version(own, config)
+    first = named or pick_version(own, config, module)
     tried = [first, *sorted((m for m in own if m is not first), key=lambda m: m.committed,
                             reverse=True)]  # fmt: skip
     problem: LookupError | None = None
@@ -864,6 +876,8 @@ def read_file(
         raise ReviewError(f"{path}: {exc} (the limit of a review)") from None
     named = named_mapping(text, own)
     reading = _read_with_a_version(own, module, config, roles, named)
+    # a command line's keys too may start a pipeline no launch maps (verl's distillation)
+    refuse_other_pipeline(reading.mapping, config, path)
     if named is not None:
         reading.mapping_from = "named by the file's header"
     elif len(own) > 1:
@@ -978,11 +992,24 @@ def parse_recipe(
     except RecipeError as exc:
         raise ReviewError(f"cannot read the recipe: {exc}") from None
     chosen = pick_version(own, config)
-    for key, pipeline in chosen.other_pipelines.items():
-        if any(k == key or k.startswith(f"{key}.") for k in config):
-            raise ReviewError(f"{path.name} sets {key}: a recipe of {pipeline}")
+    refuse_other_pipeline(chosen, config, path)
     own = [m for m in own if m.framework == chosen.framework]
     return entry_module(chosen.launches[0].command), config, own, recipe_keys
+
+
+def refuse_other_pipeline(mapping: MappingRecord, config: dict[str, Any], path: Path) -> None:
+    """Refuse by name a launch of a pipeline the mapping's launches do not read (its
+    `other_pipelines`): a key under one of them is set, other than to a switch's off."""
+    for key, pipeline in mapping.other_pipelines.items():
+        if any(
+            (k == key and not _switched_off(v)) or k.startswith(f"{key}.")
+            for k, v in config.items()
+        ):
+            raise ReviewError(f"{path.name} sets {key}: a recipe of {pipeline}")
+
+
+def _switched_off(value: Any) -> bool:
+    return value is False or (isinstance(value, str) and value.lower() == "false")
 
 
 def frozen_layout(facts: Mapping[str, Any]) -> dict[str, int] | None:

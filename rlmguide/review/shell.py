@@ -23,6 +23,8 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 SEPARATORS = {";", "&&", "||", "|", "&"}
 PLAIN = re.compile(r"[^ \t\n'\"\\$;&|(){}#]*")
+WORD_ENDS = ("", " ", "\t", "\n", ";", "&", "|", "(", ")")
+"""What may follow a `{` or `}` that stands alone as a word (bash's reserved word)."""
 REDIRECTION = re.compile(r"\d*(?:&>>?|>>?&?|<&?)")
 """An unquoted word that opens with a redirection (`2>&1`, `>log`, `&>/dev/null`, `2>`): the
 shell's, never an argument of the command."""
@@ -201,6 +203,11 @@ def lex_statements(text: str, budget: Budget | None = None) -> list[tuple[list[W
             i += 1
         elif c == "&" and (text[i + 1 : i + 2] == ">" or (word and ends_with(">", "<"))):
             add(c, "")  # a redirection (`2>&1`, `&>/dev/null`), not a separator
+            i += 1
+        elif c in "{}" and (word is not None or text[i + 1 : i + 2] not in WORD_ENDS):
+            # bash takes { and } as reserved words only standing alone; inside a word they are
+            # its text (Hydra's `key={a:b}`, SkyRL's gpt-oss example)
+            add(c, "")
             i += 1
         elif c in ";&|(){}":
             flush()
