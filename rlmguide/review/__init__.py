@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rlmguide.cost.architecture import ModelFigures
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import record_roots
 from rlmguide.review.header import FROM_HEADER
@@ -31,7 +32,7 @@ from rlmguide.review.review import (
     unknown_keys,
     without_launch_settings,
 )
-from rlmguide.review.sharding import hybrid_sharding
+from rlmguide.review.sharding import expert_replication, hybrid_sharding
 from rlmguide.rules import RECOMMEND_KINDS
 from rlmguide.rules.ranking import NEAR_FRACTION, TIE_FRACTION, within_tie
 
@@ -163,6 +164,9 @@ def review(
     except ValueError as exc:
         raise ReviewError(f"the scenario read from {path} is not valid: {exc}") from None
     train = data["plan"]["train"]
+    experts = expert_replication(
+        reading.mapping.id, reading.config, train, ModelFigures.of(read.policy).expert_params
+    )
     split = account_for_split(reading.config, read.policy.layers, int(train.get("pp") or 1))
     if split and not (train.get("first_stage_layers") or train.get("last_stage_layers")):
         # the stages Megatron builds under the switches, for the plan and the start-up checks
@@ -253,6 +257,8 @@ def review(
         "memory_keys": memory_keys(reading, needs, facts),
         # the shard group a launch sets below its trainer's ranks, costed
         "sharding": sharding,
+        # experts sharded over fewer ranks than the plan can say: no memory verdict
+        "expert_sharding": experts,
         "algorithm_keys": algorithm_keys(reading, facts),
         "algorithm_settings": algorithm_settings(reading, facts),
     }

@@ -6,6 +6,10 @@ key: one `fsdp` axis over every rank, or a (world / fsdp_size, fsdp_size) `ddp` 
 whose inner axis shards the weights, gradients and Adam states and whose outer axis holds
 replicas. Costed as full sharding, such a launch would be credited world / group times too
 little state per GPU; review costs the group and names the key and the line that builds it.
+
+ROLL's FSDP2 also lays a mixture's experts out on a mesh of their own (ep x efsdp ranks,
+replicated across the rest), which the plan cannot state: review names it and gives no
+memory verdict for such a launch rather than one that credits each GPU too few experts.
 """
 
 from __future__ import annotations
@@ -97,6 +101,90 @@ def hybrid_sharding(
             "value": value,
             "world": world,
             "replicas": world // value,
+            "source": known.where,
+            "text": text,
+        }
+    return None
+
+
+@dataclass(frozen=True)
+class ExpertKeys:
+    """Where a mapping's framework reads how its FSDP trainer lays out a mixture's experts:
+    split over `ep` ranks, sharded over `efsdp` ranks, replicated over the rest."""
+
+    models: tuple[str, ...]
+    """The config prefixes of the models whose strategy reads the two keys."""
+    ep: str
+    efsdp: str
+    """The keys under each prefix, with the framework's defaults (1 each)."""
+    where: str
+    """The lines that build the experts' mesh, check it and shard over it."""
+
+
+ROLL = "https://github.com/alibaba/ROLL/blob/8eb27cc2dc34c4d1310b169d9b86d339004d811a/"
+# Checked 2026-12-07 at 8eb27cc2: FSDP2StrategyBase (the train and the infer strategies alike)
+# reads ep_size and efsdp_size, default 1 (L836-L838), accepts any efsdp x ep dividing the
+# world (L845-L847) and builds an (eddp, efsdp, ep) mesh (L133-L143) whose experts are split
+# over ep and fully_shard-ed over (eddp, efsdp) (L1056-L1060): sharded over efsdp, replicated
+# over eddp = world / (efsdp x ep).
+EXPERT_KEYS: dict[str, ExpertKeys] = {
+    "roll-0.3.0-9-g8eb27cc2": ExpertKeys(
+        # the actor only: a critic or reference may sit on a pool of its own, whose world
+        # the plan's train pool does not give
+        ("actor_train",),
+        "strategy_args.strategy_config.ep_size",
+        "strategy_args.strategy_config.efsdp_size",
+        ROLL + "roll/distributed/strategy/fsdp2_strategy.py#L103-L143 (mesh), #L836-L857 "
+        "(keys, check), #L1056-L1060 (experts' FSDP mesh)",
+    ),
+}
+
+
+def _whole(value: Any, default: int) -> int | None:
+    if value is None:
+        return default
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return None
+
+
+def expert_replication(
+    mapping: str, config: dict[str, Any], train: dict[str, Any], expert_params: float
+) -> dict[str, Any] | None:
+    """The first trained model whose experts the launch shards over fewer ranks than the trainer's
+    world (ep x efsdp below it: the rest hold copies), which the plan cannot express (it
+    shards a FSDP plan's experts over every rank, so it would credit each GPU world /
+    (ep x efsdp) times too little expert state); None where there is none."""
+    known = EXPERT_KEYS.get(mapping)
+    if known is None or expert_params <= 0:
+        return None
+    world = int(train["gpus"]) // (int(train.get("tp") or 1) * int(train.get("pp") or 1))
+    for model in known.models:
+        ep = _whole(config.get(f"{model}.{known.ep}"), 1)
+        efsdp = _whole(config.get(f"{model}.{known.efsdp}"), 1)
+        if ep is None or efsdp is None or ep <= 1 or efsdp < 1:
+            continue  # no expert mesh (ep 1), or a value the framework's check stops
+        group = ep * efsdp
+        if group >= world or world % group:
+            continue  # sharded over every rank as costed, or refused at start-up (L845-L847)
+        replicas = world // group
+        ep_key, efsdp_key = f"{model}.{known.ep}", f"{model}.{known.efsdp}"
+        text = (
+            f"memory not costed: {ep_key}={ep} with {efsdp_key}={efsdp} splits the experts "
+            f"over {ep} ranks, shards each split over {efsdp} and replicates it "
+            f"{world}/({ep}x{efsdp}) = {replicas}x across the {world} ranks ({known.where}); "
+            f"the plan shards them over all {world}: {expert_params / group / 1e9:.3f}e9 "
+            f"expert parameters a GPU, not {expert_params / world / 1e9:.3f}e9, so no memory "
+            "verdict is given"
+        )
+        return {
+            "model": model,
+            "ep_size": ep,
+            "efsdp_size": efsdp,
+            "world": world,
+            "replicas": replicas,
+            "expert_params_per_gpu": expert_params / group,
+            "costed_expert_params_per_gpu": expert_params / world,
             "source": known.where,
             "text": text,
         }

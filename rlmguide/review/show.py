@@ -9,9 +9,10 @@ from rlmguide.formats import print_rows
 from rlmguide.report import layout
 
 
-def _plan_row(name: str, plan: dict[str, Any]) -> tuple[Any, ...]:
+def _plan_row(name: str, plan: dict[str, Any], judged: bool = True) -> tuple[Any, ...]:
+    """`judged` False: the plan misstates the launch's memory, so no verdict is shown."""
     rollout, train = layout(plan)
-    fits = "yes" if plan.get("feasible", True) else "no"
+    fits = ("yes" if plan.get("feasible", True) else "no") if judged else "not costed"
     return (
         name,
         plan["placement"],
@@ -139,7 +140,23 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
             fmt,
             title="Hybrid sharding (plan.train.shard_group)",
         )
-    rows = [_plan_row("reviewed", result["estimate"])]
+    experts = result.get("expert_sharding")
+    if experts:
+        print_rows(
+            ["model", "ep_size", "efsdp_size", "replicas", "verdict"],
+            [
+                (
+                    experts["model"],
+                    experts["ep_size"],
+                    experts["efsdp_size"],
+                    experts["replicas"],
+                    experts["text"],
+                )
+            ],
+            fmt,
+            title="Expert sharding (not in the plan)",
+        )
+    rows = [_plan_row("reviewed", result["estimate"], judged=not experts)]
     if result["recommendation"] is not None:
         rows.append(_plan_row(f"best on {result['framework']}", result["recommendation"]))
     print_rows(
