@@ -90,7 +90,9 @@ class Plan(Open):
     step_seconds: float
     tokens_per_second: float
     stages: list[Stage]
-    feasible: bool
+    feasible: bool | None
+    """None only in a review whose launch lays out memory the plan cannot say (ROLL's experts
+    replicated beyond ep x efsdp, the review's `expert_sharding`): no verdict."""
     memory_gib_per_gpu: dict[str, float | None]
     gpu_hours_per_step: float
     run_gpu_hours: float | None

@@ -58,6 +58,7 @@ def test_experts_replicated_beyond_ep_x_efsdp_get_no_memory_verdict(
     assert (experts["world"], experts["replicas"]) == (32, 4)
     assert experts["expert_params_per_gpu"] == 3_623_878_656
     assert experts["costed_expert_params_per_gpu"] == 905_969_664
+    assert replicated["estimate"]["feasible"] is None  # the JSON gives no verdict either
     text = experts["text"]
     assert text.startswith("memory not costed: ")
     assert f"{KEY}ep_size=8 with {KEY}efsdp_size=1" in text

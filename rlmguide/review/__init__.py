@@ -252,7 +252,8 @@ def review(
             }
         ),
         "scenario": data,
-        "estimate": reviewed,
+        # no memory verdict where the plan misstates the experts' states: unknown is null
+        "estimate": {**reviewed, "feasible": None} if experts else reviewed,
         "startup": unknown_keys(reading) + startup_checks(reading, catalog, facts),
         "memory_keys": memory_keys(reading, needs, facts),
         # the shard group a launch sets below its trainer's ranks, costed
