@@ -1168,6 +1168,24 @@ def test_openrlhf_0_11_refuses_a_moe_refit_into_vllm_on_blackwell() -> None:
     assert _export(dense, "openrlhf").arguments
 
 
+@pytest.mark.parametrize(("policy", "refused"), [("gpt-oss-20b", True), ("qwen3-30b-a3b", False)])
+def test_openrlhf_0_8_9_refuses_an_architecture_its_vllm_does_not_list(
+    policy: str, refused: bool
+) -> None:
+    """audit11's e09: gpt-oss exported to OpenRLHF 0.8.9, whose vllm==0.10.0 (setup.py L77 at
+    c250c21a) has no GptOssForCausalLM in its model registry and stops the engine
+    (registry.py L451-L461); 0.11's vLLM 0.27.1 runs it."""
+    data = _scenario({"placement": "colocated", "execution": "sync"}, policy)
+    data["cluster"] = {"accelerator": "h100-sxm-80gb", "nodes": 2, "gpus_per_node": 8}
+    if refused:
+        refusal = re.escape("openrlhf-vllm-0.10.0-lacks-newer-architectures-v0.8")
+        with pytest.raises(NotExpressible, match=refusal):
+            _export_version(data, "openrlhf", C250)
+        assert _export(data, "openrlhf").arguments
+    else:
+        assert _export_version(data, "openrlhf", C250).arguments
+
+
 SGLANG_MOE_REFIT = "slime-sglang-moe-refit-needs-triton-runner"
 
 
