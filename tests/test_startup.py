@@ -1224,6 +1224,36 @@ def test_slime_keeps_sglangs_moe_runner_on_triton_for_a_blackwell_refit(
     assert stops("h100-sxm-80gb") == []
 
 
+def test_verl_0_8_keeps_sglangs_moe_runner_on_triton_for_a_blackwell_refit(tmp_path: Path) -> None:
+    """verl 0.8's SGLang image (v0.5.12) runs a bf16 Qwen3-MoE's experts in FlashInfer TRT-LLM on
+    10.x (server_args.py L2286-L2311) and verl refits it with load_weights alone
+    (sglang_rollout.py L295-L359 at 7aed6b23). The export's Qwen3-30B-A3B launch on B200, moved
+    to SGLang by hand, passes with engine_kwargs.sglang.moe_runner_backend=triton (the key verl's
+    export writes on SGLang) and is reported without it; Hopper keeps Triton by itself."""
+    moe = _scenario({"placement": "colocated", "execution": "sync"}, "qwen3-30b-a3b")
+    moe["cluster"] = {"accelerator": "b200-sxm-180gb", "nodes": 1, "gpus_per_node": 8}
+    text = script(_export(moe, "verl", V08), "test", "qwen3-30b-a3b")
+    runner = "+actor_rollout_ref.rollout.engine_kwargs.sglang.moe_runner_backend=triton"
+    text = text.replace("rollout.name=vllm", "rollout.name=sglang").replace(
+        "+actor_rollout_ref.rollout.engine_kwargs.vllm.moe_backend=triton", runner
+    )
+    path = tmp_path / "launch.sh"
+    flags = ("--accelerator", "b200-sxm-180gb", "--policy", "qwen3-30b-a3b")
+    path.write_text(text)
+    reviewed = review_json(path, *flags)
+    assert reviewed["rollout_engine"] == "sglang"
+    assert reviewed["startup"] == []
+    path.write_text("\n".join(line for line in text.splitlines() if "moe_runner" not in line))
+    stops = [c["constraint"] for c in review_json(path, *flags)["startup"]]
+    assert stops == ["verl-sglang-moe-refit-needs-triton-runner-v0.8"]
+    check = _check("verl-sglang-moe-refit-needs-triton-runner-v0.8")
+    facts = {"model.type": "qwen3_moe", "launch.sglang_moe_runner_backend": "auto"}
+    assert tripped([check], {**facts, "cluster.compute_capability": 10.0})
+    assert not tripped([check], {**facts, "cluster.compute_capability": 9.0})
+    glm = {**facts, "model.type": "glm4_moe", "cluster.compute_capability": 10.0}
+    assert not tripped([check], glm)  # 0.5.12 moves GLM-4.5 only for modelopt_fp4
+
+
 @pytest.mark.parametrize(
     ("model_type", "capability", "refused"),
     [
