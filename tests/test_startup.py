@@ -1200,8 +1200,8 @@ def test_slime_keeps_sglangs_moe_runner_on_triton_for_a_blackwell_refit(
     compute capability 10.x (arg_groups/overrides.py L835-L894), whose block layout a refit that
     only calls load_weights cannot copy into (unquant.py L341-L424); slime reruns SGLang's
     post-load step only for compressed-tensors (update_weight_from_tensor.py L278-L331 at
-    624b824). The export writes --sglang-moe-runner-backend triton; review reports the same
-    script without it on B200 and GB200, not on H100 (Triton there already)."""
+    624b824). The export writes --sglang-moe-runner-backend triton on 10.x; review reports the
+    same script without it on B200 and GB200, not on H100 (no TRT-LLM there)."""
     data = _scenario({"placement": "colocated", "execution": "sync"}, policy)
     data["cluster"] = {"accelerator": "b200-sxm-180gb", "nodes": 2, "gpus_per_node": 8}
     done = _export(data, "slime")
@@ -1222,6 +1222,9 @@ def test_slime_keeps_sglangs_moe_runner_on_triton_for_a_blackwell_refit(
     assert stops("b200-sxm-180gb") == [SGLANG_MOE_REFIT]
     assert stops("gb200-186gb") == [SGLANG_MOE_REFIT]
     assert stops("h100-sxm-80gb") == []
+    # elsewhere SGLang keeps its own choice (a bf16 NemotronH runs FlashInfer CUTLASS on Hopper)
+    data["cluster"]["accelerator"] = "h100-sxm-80gb"
+    assert "sglang-moe-runner-backend" not in {a.key for a in _export(data, "slime").arguments}
 
 
 def test_verl_0_8_keeps_sglangs_moe_runner_on_triton_for_a_blackwell_refit(tmp_path: Path) -> None:
