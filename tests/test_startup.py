@@ -1168,6 +1168,143 @@ def test_openrlhf_0_11_refuses_a_moe_refit_into_vllm_on_blackwell() -> None:
     assert _export(dense, "openrlhf").arguments
 
 
+@pytest.mark.parametrize(("policy", "refused"), [("gpt-oss-20b", True), ("qwen3-30b-a3b", False)])
+def test_openrlhf_0_8_9_refuses_an_architecture_its_vllm_does_not_list(
+    policy: str, refused: bool
+) -> None:
+    """audit11's e09: gpt-oss exported to OpenRLHF 0.8.9, whose vllm==0.10.0 (setup.py L77 at
+    c250c21a) has no GptOssForCausalLM in its model registry and stops the engine
+    (registry.py L451-L461); 0.11's vLLM 0.27.1 runs it."""
+    data = _scenario({"placement": "colocated", "execution": "sync"}, policy)
+    data["cluster"] = {"accelerator": "h100-sxm-80gb", "nodes": 2, "gpus_per_node": 8}
+    if refused:
+        refusal = re.escape("openrlhf-vllm-0.10.0-lacks-newer-architectures-v0.8")
+        with pytest.raises(NotExpressible, match=refusal):
+            _export_version(data, "openrlhf", C250)
+        assert _export(data, "openrlhf").arguments
+    else:
+        assert _export_version(data, "openrlhf", C250).arguments
+
+
+SGLANG_MOE_REFIT = "slime-sglang-moe-refit-needs-triton-runner"
+
+
+@pytest.mark.parametrize(
+    ("policy", "runner"),
+    [("qwen3-30b-a3b", "triton"), ("glm-4.5-air", "triton"), ("qwen3-8b", None)],
+)
+def test_slime_keeps_sglangs_moe_runner_on_triton_for_a_blackwell_refit(
+    policy: str, runner: str | None, tmp_path: Path
+) -> None:
+    """SGLang 0.5.15.post1 moves a bf16 Qwen3-MoE or GLM-4.5 left at auto to FlashInfer TRT-LLM on
+    compute capability 10.x (arg_groups/overrides.py L835-L894), whose block layout a refit that
+    only calls load_weights cannot copy into (unquant.py L341-L424); slime reruns SGLang's
+    post-load step only for compressed-tensors (update_weight_from_tensor.py L278-L331 at
+    624b824). The export writes --sglang-moe-runner-backend triton on 10.x; review reports the
+    same script without it on B200 and GB200, not on H100 (no TRT-LLM there)."""
+    data = _scenario({"placement": "colocated", "execution": "sync"}, policy)
+    data["cluster"] = {"accelerator": "b200-sxm-180gb", "nodes": 2, "gpus_per_node": 8}
+    done = _export(data, "slime")
+    written = {a.key: a.value for a in done.arguments}
+    assert written.get("sglang-moe-runner-backend") == runner
+    if runner is None:
+        return
+    text = script(done, "test", policy)
+    path = tmp_path / "launch.sh"
+
+    def stops(accelerator: str) -> list[str]:
+        flags = ("--accelerator", accelerator, "--policy", policy)
+        return [c["constraint"] for c in review_json(path, *flags)["startup"]]
+
+    path.write_text(text)
+    assert stops("b200-sxm-180gb") == []
+    path.write_text("\n".join(line for line in text.splitlines() if "moe-runner" not in line))
+    assert stops("b200-sxm-180gb") == [SGLANG_MOE_REFIT]
+    assert stops("gb200-186gb") == [SGLANG_MOE_REFIT]
+    assert stops("h100-sxm-80gb") == []
+    # elsewhere SGLang keeps its own choice (a bf16 NemotronH runs FlashInfer CUTLASS on Hopper)
+    data["cluster"]["accelerator"] = "h100-sxm-80gb"
+    assert "sglang-moe-runner-backend" not in {a.key for a in _export(data, "slime").arguments}
+
+
+def test_verl_0_8_keeps_sglangs_moe_runner_on_triton_for_a_blackwell_refit(tmp_path: Path) -> None:
+    """verl 0.8's SGLang image (v0.5.12) runs a bf16 Qwen3-MoE's experts in FlashInfer TRT-LLM on
+    10.x (server_args.py L2286-L2311) and verl refits it with load_weights alone
+    (sglang_rollout.py L295-L359 at 7aed6b23). The export's Qwen3-30B-A3B launch on B200, moved
+    to SGLang by hand, passes with engine_kwargs.sglang.moe_runner_backend=triton (the key verl's
+    export writes on SGLang) and is reported without it; Hopper keeps Triton by itself."""
+    moe = _scenario({"placement": "colocated", "execution": "sync"}, "qwen3-30b-a3b")
+    moe["cluster"] = {"accelerator": "b200-sxm-180gb", "nodes": 1, "gpus_per_node": 8}
+    text = script(_export(moe, "verl", V08), "test", "qwen3-30b-a3b")
+    runner = "+actor_rollout_ref.rollout.engine_kwargs.sglang.moe_runner_backend=triton"
+    text = text.replace("rollout.name=vllm", "rollout.name=sglang").replace(
+        "+actor_rollout_ref.rollout.engine_kwargs.vllm.moe_backend=triton", runner
+    )
+    path = tmp_path / "launch.sh"
+    flags = ("--accelerator", "b200-sxm-180gb", "--policy", "qwen3-30b-a3b")
+    path.write_text(text)
+    reviewed = review_json(path, *flags)
+    assert reviewed["rollout_engine"] == "sglang"
+    assert reviewed["startup"] == []
+    path.write_text("\n".join(line for line in text.splitlines() if "moe_runner" not in line))
+    stops = [c["constraint"] for c in review_json(path, *flags)["startup"]]
+    assert stops == ["verl-sglang-moe-refit-needs-triton-runner-v0.8"]
+    check = _check("verl-sglang-moe-refit-needs-triton-runner-v0.8")
+    facts = {"model.type": "qwen3_moe", "launch.sglang_moe_runner_backend": "auto"}
+    assert tripped([check], {**facts, "cluster.compute_capability": 10.0})
+    assert not tripped([check], {**facts, "cluster.compute_capability": 9.0})
+    glm = {**facts, "model.type": "glm4_moe", "cluster.compute_capability": 10.0}
+    assert not tripped([check], glm)  # 0.5.12 moves GLM-4.5 only for modelopt_fp4
+
+
+@pytest.mark.parametrize(
+    ("model_type", "capability", "refused"),
+    [
+        ("qwen3_moe", 10.0, True),
+        ("qwen3_moe", 10.3, True),
+        ("qwen3_5_moe", 10.0, True),
+        ("qwen3_moe", 9.0, False),
+        ("qwen3_moe", 8.0, False),
+        # SGLang 0.5.10.post1 moves GLM-4.5 to TRT-LLM only for modelopt_fp4 (server_args.py
+        # L2007-L2025), NemotronH's quantized checkpoints to CUTLASS (L1919-L1940)
+        ("glm4_moe", 10.0, False),
+        ("nemotron_h", 10.0, False),
+    ],
+)
+def test_areal_sglang_refit_check_follows_sglangs_blackwell_override(
+    model_type: str, capability: float, refused: bool
+) -> None:
+    """AReaL's SGLang (0.5.10.post1) runs a bf16 Qwen3-MoE family policy's experts in FlashInfer
+    TRT-LLM on 10.x (server_args.py L1952-L1975) and its SGLangConfig has no field to move them
+    back (cli_args.py L1924-L2074 at fee938ea): the refit's copy fails there and only there."""
+    from rlmguide.rules.expr import Condition
+    from rlmguide.rules.facts import FACTS
+
+    record = catalogs()[0].of("constraint")["areal-sglang-moe-refit-not-on-blackwell"]
+    facts = {"model.type": model_type, "cluster.compute_capability": capability}
+    assert bool(Condition(record.condition, FACTS).evaluate(facts)) is not refused
+
+
+@pytest.mark.parametrize("version", [None, "areal-1.0.4-17-g4aef98d8d"])
+def test_areal_runs_a_blackwell_moe_refit_on_vllm(version: str | None) -> None:
+    """With SGLang refused for Qwen3-30B-A3B on B200, AReaL's export takes its vLLM (0.19.1,
+    whose oracle keeps Triton unless VLLM_USE_FLASHINFER_MOE_FP16 is set: oracle/unquantized.py
+    L103-L110, L143-L176), which AReaL runs disaggregated only; on H100 and for a dense policy
+    on B200 it still chooses SGLang. A colocated plan is refused naming the record."""
+    plan: dict[str, Any] = {}
+    moe = _scenario(plan, "qwen3-30b-a3b", prompts_per_step=64, samples_per_prompt=8)
+    moe["cluster"] = {"accelerator": "b200-sxm-180gb", "nodes": 1, "gpus_per_node": 8}
+    assert _export(moe, "areal", version).engine == "vllm"
+    dense = _scenario(plan, "qwen3-8b", prompts_per_step=64, samples_per_prompt=8)
+    dense["cluster"] = moe["cluster"]
+    assert _export(dense, "areal", version).engine == "sglang"
+    colocated = {**moe, "plan": {"placement": "colocated"}}
+    with pytest.raises(NotExpressible, match="constraint areal-sglang-moe-refit-not-on-blackwell"):
+        _export(colocated, "areal", version)
+    moe["cluster"] = {**moe["cluster"], "accelerator": "h100-sxm-80gb"}
+    assert _export(moe, "areal", version).engine == "sglang"
+
+
 @pytest.mark.parametrize("version", [C250, "openrlhf-0.11.0"])
 def test_review_costs_an_openrlhf_lora_launch_as_lora(version: str, tmp_path: Path) -> None:
     """audit10's d06: review read --ds.lora.rank 64 into plan.train.lora_rank but built the plan

@@ -230,6 +230,12 @@ LAUNCH_FACTS = {
             "the kernel vLLM runs a MoE's unquantized experts in (its moe_backend: auto, triton, "
             "flashinfer_trtllm, flashinfer_cutlass, aiter); auto lets vLLM pick by the GPU",
         ),
+        Fact(
+            "launch.sglang_moe_runner_backend",
+            "text",
+            "the kernel SGLang runs a MoE's experts in (its moe_runner_backend: auto, triton, "
+            "flashinfer_trtllm, ...); auto lets SGLang pick by the GPU and the architecture",
+        ),
         Fact("launch.actor_strategy", "text", "the actor's training strategy key (verl)"),
         Fact("launch.critic_strategy", "text", "the critic's training strategy key (verl)"),
         Fact("launch.bf16", "bool", "training runs in bf16 (OpenRLHF's --bf16 before 0.10)"),
@@ -290,6 +296,9 @@ ABSENT = {
     # vLLM's KernelConfig.moe_backend default (vllm/config/kernel.py L136 at 0.20.2, L181 at
     # 0.25.1): the kernel is chosen by the GPU
     "launch.vllm_moe_backend": "auto",
+    # SGLang's ServerArgs.moe_runner_backend default (python/sglang/srt/server_args.py L1790-L1797
+    # at 0.5.15.post1, L522 at 0.5.10.post1)
+    "launch.sglang_moe_runner_backend": "auto",
 }
 """What a launch that writes no key for a launch fact runs with (a mapping's `reads` and
 `config_defaults` give the framework's own default where it differs)."""
