@@ -547,6 +547,7 @@ def review(
     from rlmguide.review import Hardware, NotCostable, ReviewError
     from rlmguide.review import review as run_review
     from rlmguide.rules.recommend import NoFeasiblePlan
+    from rlmguide.rules.scenario import InputError
 
     for name, value in (("nodes", nodes), ("gpus-per-node", gpus_per_node),
                         ("prompt-tokens", prompt_tokens)):  # fmt: skip
@@ -555,7 +556,8 @@ def review(
     hardware = Hardware(accelerator, nodes, gpus_per_node, prompt_tokens)
     try:
         result = run_review(Path(path), framework, policy, hardware)
-    except ReviewError as exc:
+    except (ReviewError, InputError) as exc:
+        # InputError: a value the launch sets that no scenario accepts, named by its field
         raise BadInput(str(exc)) from None
     except NoFeasiblePlan as exc:
         raise RequestFailed(f"no feasible plan: {exc}") from None

@@ -197,7 +197,17 @@ def review(
         # The plan as the search would size its memory, then as the launch sizes it (its
         # engine's share, cap on sequences and micro-batch, read as plan fields).
         needs = estimate(without_launch_settings(data), keep=True)
-        share = sglang_share(reading, needs, float(facts["cluster.memory_gib"]))
+        hbm = float(facts["cluster.memory_gib"])
+        share = sglang_share(reading, needs, hbm)
+        if share is not None and share <= 0:
+            beside = needs["memory_breakdown_gib"]["rollout"].get("trainer_state", 0.0)
+            raise NotCostable(
+                f"{path}: SGLang's static memory fraction is a share of the memory free when it "
+                f"starts, and on this accelerator ({hbm:.1f} GiB a GPU) the trainer's state "
+                f"resident beside the engine ({beside:.1f} GiB) leaves it none: the engine "
+                "cannot start; the launch needs GPUs with more memory or less state resident "
+                "beside the engine (offload, more sharding)"
+            )
         if share is not None:
             data["plan"]["rollout"]["memory_fraction"] = round(share, 4)
         reviewed = estimate(data, keep=True)
