@@ -119,6 +119,7 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
                 "etp": 1,
                 "zero": 1,
                 "recompute": "full",
+                "last_stage_layers": 6,  # LAST_LAYER=6, the rest split by Megatron
             },
             {"phase": True, "optimizer": 1.0, "params": False, "frozen": True},
             w("dapo", 96, 8, 2048, 9632, 3),
@@ -436,6 +437,7 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
                 "etp": 1,
                 "zero": 1,
                 "recompute": "full",
+                "last_stage_layers": 22,  # --decoder-last-pipeline-num-layers 22
             },
             {**OFF, "optimizer": 1.0},
             w("gspo", 8, 8, 2048, 8192, 1),
@@ -461,6 +463,7 @@ READINGS: dict[str, tuple[str, dict[str, Any]]] = {
                 "etp": 1,
                 "zero": 1,
                 "recompute": "full",
+                "last_stage_layers": 13,  # --decoder-last-pipeline-num-layers 13
             },
             {**OFF, "phase": True, "optimizer": 1.0, "frozen": True},
             w("grpo", 128, 8, 2048, 32768, 4),
