@@ -279,6 +279,11 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
     algorithm: Algorithm = _lookup(
         catalog["algorithm"], workload.algorithm, "workload.algorithm", "algorithm"
     )  # type: ignore[assignment]
+    if workload.no_reference and algorithm.needs_reference:
+        # the launch's KL switches are off: the framework loads no reference to cost
+        algorithm = algorithm.model_copy(
+            update={"needs_reference": False, "kl_placement": None, "kl_estimator": None}
+        )
     critic = None
     if not algorithm.online:
         _check_offline(scenario, algorithm)

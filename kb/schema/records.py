@@ -1063,7 +1063,8 @@ class Mapping(Record):
     reads: dict[Text, Text] = {}
     """`launch.*` fact -> the config key the start-up checks read it from, for settings no
     entry computes from a fact (sequence packing): export and review take the launch's value,
-    else `config_defaults`."""
+    else `config_defaults`. A key written with Hydra's `+` is one the framework's config file
+    lacks and a launch adds (verl's rollout.moe_tensor_parallel_size): no entry has it."""
     absent: dict[Text, Text] = {}
     """Fact -> why the framework has no key for it at `commit` (where the value lives
     instead): the reason export gives when a plan needs that fact and no entry writes it."""

@@ -413,6 +413,11 @@ class Workload(Strict):
     OpenRLHF by default); false trusts the rollout engine's log-probs (verl's
     use_rollout_log_probs), which saves a forward pass but keeps the engine's numerical
     mismatch with the trainer in the importance ratio."""
+    no_reference: bool = False
+    """The launch switches off every KL to the reference that the algorithm's record keeps,
+    so the framework builds no reference (verl with algorithm.use_kl_in_reward and
+    actor.use_kl_loss both false: verl/trainer/ppo/utils.py L72-L76 at b178a3cd). The run is
+    costed without the reference and without a KL; an algorithm that has none is unchanged."""
     agent: Agent | None = None
     """A multi-turn agentic episode (turns, observations, environment time); unset, one prompt
     and one response."""

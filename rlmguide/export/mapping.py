@@ -110,7 +110,8 @@ def compile_mapping(record: MappingRecord) -> list[CompiledEntry]:
     for fact, key in record.reads.items():
         if fact not in LAUNCH_FACTS:
             raise MappingError(f"reads.{fact}", "not a launch fact")
-        if key not in readable:
+        # a key written with Hydra's `+` is one the config file lacks: no entry can write it
+        if key not in readable and not key.startswith("+"):
             raise MappingError(f"reads.{fact}", f"no entry has the key {key!r}")
     if record.rollout_log_probs is not None:
         try:

@@ -272,6 +272,18 @@ LAUNCH_FACTS = {
             "step's mini-batches over it are the updates between two pushes",
         ),
         Fact(
+            "launch.rollout_moe_tp",
+            "number",
+            "tensor ranks a rollout engine splits each MoE expert over (verl's "
+            "rollout.moe_tensor_parallel_size, TensorRT-LLM's); 0: not set",
+        ),
+        Fact(
+            "launch.etp",
+            "number",
+            "the trainer's expert tensor-parallel degree as the launch gives it (verl's "
+            "actor.megatron.expert_tensor_parallel_size); 0: unset, which Megatron takes as tp",
+        ),
+        Fact(
             "launch.rollout_micro_batch",
             "number",
             "samples per rollout micro-batch (OpenRLHF's micro_rollout_batch_size): the step's "
@@ -293,6 +305,8 @@ ABSENT = {
     "launch.ref_micro_batch": 0,
     "launch.log_prob_micro_batch": 0,
     "launch.rollout_sleep": False,
+    "launch.rollout_moe_tp": 0,
+    "launch.etp": 0,
     # vLLM's KernelConfig.moe_backend default (vllm/config/kernel.py L136 at 0.20.2, L181 at
     # 0.25.1): the kernel is chosen by the GPU
     "launch.vllm_moe_backend": "auto",
@@ -579,7 +593,7 @@ def read(mapping: MappingRecord, config: Mapping[str, Any]) -> dict[str, Any]:
     else the framework's default for it."""
     out = {}
     for fact, key in mapping.reads.items():
-        value = config.get(key, mapping.config_defaults.get(key))
+        value = config.get(key.lstrip("+"), mapping.config_defaults.get(key))
         if value is not None:
             out[fact] = _truth(value) if LAUNCH_FACTS[fact].type == "bool" else value
     return out

@@ -733,13 +733,29 @@ def scenario_of(
         | ({"response_tokens_from": "prior"} if prior else {})
         | ({"prompt_tokens_from": "cap"} if at_cap else {})
         | ({"reasoning_budget": budget} if budget else {})
-        | ({"agent": agent} if agent else {}),
+        | ({"agent": agent} if agent else {})
+        | ({"no_reference": True} if reference_switched_off(reading) else {}),
         "plan": plan,
     }
     counts = ("prompts_per_step", "samples_per_prompt", "minibatches_per_step", "epochs")
     for name in ("algorithm", *counts):
         assumed += edited(f"workload.{name}", scenario["workload"][name], header)
     return scenario, assumed
+
+
+def reference_switched_off(reading: Reading) -> bool:
+    """Whether the launch itself turns off every switch its mapping reads the reference
+    from (verl's use_kl_in_reward and use_kl_loss both False): the framework then builds
+    none. A switch left out, or one read at its default, keeps the algorithm's record."""
+    switches = {
+        e.key.lstrip("+") for e in reading.mapping.entries if e.fact == "workload.needs_reference"
+    }
+    said = {
+        u.key: u.fact_value
+        for u in reading.uses
+        if u.fact == "workload.needs_reference" and not u.default
+    }
+    return bool(switches) and switches <= said.keys() and not any(said.values())
 
 
 def _budgeted_lengths(
