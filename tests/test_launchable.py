@@ -197,11 +197,15 @@ def test_research_systems_plans_are_what_ifs_unless_asked_for() -> None:
         assert {s["availability"] for s in w["shown_by"]} <= {"partial-code", "paper-only",
                                                                "closed"}  # fmt: skip
     assert any(s["framework"] == "rlhfuse" for w in research for s in w["shown_by"])
-    ranked = search(parsed(PPO_7B), top=1, research=True)["plans"][0]
-    # Ranked with them, a research plan comes first; the simplest within the tie of the fastest.
+    plans = search(parsed(PPO_7B), top=3, research=True)["plans"]
+    # Ranked with them, the first is the simplest plan within the tie of the fastest, which
+    # may be a launchable one (444.8 s within 20% of RLHFuse's 379.2 s); RLHFuse's own plan is
+    # ranked beside it, runnable by no released framework.
     fastest = min(w["step_seconds"] for w in research)
-    assert fastest - 0.01 <= ranked["step_seconds"] <= fastest * (1 + TIE_FRACTION)
-    assert not ranked["launchable_by"] and "rlhfuse" in ranked["also_claimed_by"]
+    assert fastest - 0.01 <= plans[0]["step_seconds"] <= fastest * (1 + TIE_FRACTION)
+    fused = [p for p in plans if p["fusion"] != "none"]
+    assert fused and fused[0]["step_seconds"] == pytest.approx(fastest, abs=0.01)
+    assert not fused[0]["launchable_by"] and "rlhfuse" in fused[0]["also_claimed_by"]
 
 
 def test_include_research_on_the_command_line() -> None:
