@@ -190,7 +190,10 @@ def test_a_smaller_budget_never_costs_more(scenario: tuple, x: float, y: float) 
 
     (lo, lo_tokens), (hi, hi_tokens) = cost(small), cost(large)
     slack = 1 + 1e-9
-    assert np.all(lo.step_seconds <= hi.step_seconds * slack)
+    # A pipelined plan's default micro-batch is its longest sequence (what its launch packs),
+    # which a smaller budget shortens: fewer sequences a micro-batch, so its step may lengthen.
+    flat = plans.train_pp <= 1
+    assert np.all((lo.step_seconds <= hi.step_seconds * slack) | ~flat)
     assert np.all(lo.memory_train_gib <= hi.memory_train_gib * slack)
     assert np.all(lo.feasible | ~hi.feasible)
     one_sequence = arch.kv_bytes_per_token * (wl.prompt_tokens + large) / 2**30
