@@ -159,11 +159,6 @@ def review(
         # FSDP has neither tensor nor pipeline degree (the constraints *-fsdp-no-model-
         # parallelism), which the group's check against gpus / (tp x pp) needs stated
         data["plan"]["train"] |= {"tp": 1, "pp": 1, "shard_group": sharding["value"]}
-    if int(data["plan"]["train"].get("pp") or 1) <= 1:
-        # a stage count without a pipeline splits nothing (SkyRL's moonlight example sets
-        # num_layers_in_last_pipeline_stage with pp 1), as before one count alone was read
-        for key in ("first_stage_layers", "last_stage_layers"):
-            data["plan"]["train"].pop(key, None)
     try:
         read = resolve(parse_scenario(data, str(path)), catalog.records)
     except ValueError as exc:
@@ -172,14 +167,8 @@ def review(
     experts = expert_replication(
         reading.mapping.id, reading.config, train, ModelFigures.of(read.policy).expert_params
     )
-    stages = int(train.get("pp") or 1)
-    split = account_for_split(reading.config, read.policy.layers, stages)
-    # a stage split exists only on a pipeline (SkyRL's moonlight launch sets pp 1)
-    if (
-        split
-        and stages > 1
-        and not (train.get("first_stage_layers") or train.get("last_stage_layers"))
-    ):
+    split = account_for_split(reading.config, read.policy.layers, int(train.get("pp") or 1))
+    if split and not (train.get("first_stage_layers") or train.get("last_stage_layers")):
         # the stages Megatron builds under the switches, for the plan and the start-up checks
         train["first_stage_layers"], train["last_stage_layers"] = split
         reading.facts["launch.pp_first_layers"], reading.facts["launch.pp_last_layers"] = split

@@ -1188,9 +1188,12 @@ def training_settings(reading: Reading, longest: int) -> dict[str, Any]:
         out["micro_batch_tokens"] = tokens
     if (sequences := forward_batch_read(reading)) is not None:
         out["forward_micro_batch_tokens"] = sequences * longest
+    # without a pipeline a stage count splits nothing (SkyRL's moonlight example gives one
+    # with pp 1)
+    pipelined = int(reading.facts.get("plan.train.pp") or 1) > 1
     for end in ("first", "last"):
         layers = launch.get(f"launch.pp_{end}_layers")
-        if layers is not None and layers >= 1:
+        if pipelined and layers is not None and layers >= 1:
             # a stage count the launch gives Megatron: costed as it splits the layers
             out[f"{end}_stage_layers"] = int(layers)
     return out
