@@ -5,6 +5,7 @@ the rules read and the law that a smaller budget never costs more."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -191,7 +192,8 @@ def test_a_smaller_budget_never_costs_more(scenario: tuple, x: float, y: float) 
     (lo, lo_tokens), (hi, hi_tokens) = cost(small), cost(large)
     slack = 1 + 1e-9
     # A pipelined plan's default micro-batch is its longest sequence (what its launch packs),
-    # which a smaller budget shortens: fewer sequences a micro-batch, so its step may lengthen.
+    # which a smaller budget shortens: fewer sequences a micro-batch, so its step may lengthen
+    # (held, the law holds for it too: the next test).
     flat = plans.train_pp <= 1
     assert np.all((lo.step_seconds <= hi.step_seconds * slack) | ~flat)
     assert np.all(lo.memory_train_gib <= hi.memory_train_gib * slack)
@@ -199,6 +201,30 @@ def test_a_smaller_budget_never_costs_more(scenario: tuple, x: float, y: float) 
     one_sequence = arch.kv_bytes_per_token * (wl.prompt_tokens + large) / 2**30
     assert np.all(lo.memory_rollout_gib <= hi.memory_rollout_gib * slack + one_sequence)
     assert lo_tokens <= hi_tokens * slack
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(scenarios(), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+def test_a_smaller_budget_never_lengthens_a_step_whose_micro_batch_is_held(
+    scenario: tuple,  # type: ignore[type-arg]
+    x: float,
+    y: float,
+) -> None:
+    """The law above for every plan, pipelined ones included, once the training micro-batch
+    is held: a pipelined plan packed to the larger budget's longest sequence (its default
+    there) and given the same budget under the smaller one never runs a longer step."""
+    accelerator, arch, wl, needs, plans = scenario
+    longest = wl.max_response_tokens
+    small, large = sorted(max(1, round(f * longest)) for f in (x, y))
+    held = Batch.of(wl.model_copy(update={"reasoning_budget": large}), needs)
+    micro = np.where(plans.train_pp > 1, round(held.longest_sequence_tokens), 0)
+    plans = dataclasses.replace(plans, train_micro_tokens=micro.astype(np.int64))
+
+    def step(budget: int) -> np.ndarray:
+        workload = wl.model_copy(update={"reasoning_budget": budget})
+        return evaluate(accelerator, arch, workload, plans, needs=needs).step_seconds
+
+    assert np.all(step(small) <= step(large) * (1 + 1e-9))
 
 
 def test_the_context_holds_what_the_budget_leaves() -> None:
