@@ -123,3 +123,29 @@ def test_a_mapping_without_the_key_refuses_the_group(tmp_path: Path) -> None:
     out = CliRunner().invoke(cli, ["export", str(scenario), "--framework", "roll"])
     assert out.exit_code != 0
     assert "no key for plan.train.shard_group = 2" in out.output
+
+
+NO_GPU_COUNT = Path(__file__).parent / "fixtures" / "review" / "user" / "verl-grpo-no-gpu-count.sh"
+
+
+@pytest.mark.parametrize("fsdp_size", [None, 4])
+def test_a_launch_that_leaves_the_gpu_count_to_the_framework_is_read_on_the_clusters(
+    tmp_path: Path, fsdp_size: int | None
+) -> None:
+    """A colocated verl launch with no trainer.n_gpus_per_node or nnodes (verl's rollout
+    correction examples at 1dda039b) trains on verl's default single node of 8: the shard
+    group check reads that pool, where it once read a GPU count the launch never gave
+    (KeyError: 'gpus', an internal error)."""
+    text = NO_GPU_COUNT.read_text()
+    if fsdp_size is None:
+        text = "\n".join(line for line in text.splitlines() if "fsdp_size" not in line)
+    script = tmp_path / "run.sh"
+    script.write_text(text + "\n")
+    got = review(script, hardware=Hardware("h100-sxm-80gb"))
+    train = got["scenario"]["plan"]["train"]
+    assert got["scenario"]["cluster"]["nodes"] * got["scenario"]["cluster"]["gpus_per_node"] == 8
+    if fsdp_size is None:
+        assert got["sharding"] is None
+    else:
+        assert (train["gpus"], train["shard_group"]) == (8, 4)
+        assert "fsdp_size=4" in got["sharding"]["text"]

@@ -132,6 +132,19 @@ def tie_verdict(reviewed: dict[str, Any], top: dict[str, Any]) -> str | None:
     return f"no change advised: {said}"
 
 
+def trained_pool(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The training pool's degrees with its GPU count: the launch's, or, where it gives none
+    and the pools share the GPUs, the cluster's; None where it is not known (a disaggregated
+    trainer of unstated size), so the checks that need the trainer's world do not run."""
+    plan, cluster = data["plan"], data["cluster"]
+    train = plan["train"]
+    if train.get("gpus"):
+        return train
+    if plan.get("placement") != "colocated" or not cluster.get("nodes"):
+        return None
+    return {**train, "gpus": int(cluster["nodes"]) * int(cluster["gpus_per_node"])}
+
+
 def review(
     path: Path,
     framework: str | None = None,
@@ -154,18 +167,25 @@ def review(
     catalog = load_catalog(roots, RECOMMEND_KINDS)
     deployments = load_catalog(roots, ("deployment",)).of("deployment")
     data, assumed = scenario_of(reading, catalog, hardware, policy, deployments)
-    sharding = hybrid_sharding(reading.mapping.id, reading.config, data["plan"]["train"])
+    pool = trained_pool(data)
+    sharding = pool and hybrid_sharding(reading.mapping.id, reading.config, pool)
     if sharding:
         # FSDP has neither tensor nor pipeline degree (the constraints *-fsdp-no-model-
         # parallelism), which the group's check against gpus / (tp x pp) needs stated
-        data["plan"]["train"] |= {"tp": 1, "pp": 1, "shard_group": sharding["value"]}
+        # stated too, and the GPUs the group divides (the cluster's, where the pools share it)
+        data["plan"]["train"] |= {
+            "gpus": pool["gpus"],
+            "tp": 1,
+            "pp": 1,
+            "shard_group": sharding["value"],
+        }
     try:
         read = resolve(parse_scenario(data, str(path)), catalog.records)
     except ValueError as exc:
         raise ReviewError(f"the scenario read from {path} is not valid: {exc}") from None
     train = data["plan"]["train"]
-    experts = expert_replication(
-        reading.mapping.id, reading.config, train, ModelFigures.of(read.policy).expert_params
+    experts = pool and expert_replication(
+        reading.mapping.id, reading.config, pool, ModelFigures.of(read.policy).expert_params
     )
     split = account_for_split(reading.config, read.policy.layers, int(train.get("pp") or 1))
     if split and not (train.get("first_stage_layers") or train.get("last_stage_layers")):
