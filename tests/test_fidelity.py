@@ -112,6 +112,27 @@ def test_verl_0_3_generates_eagerly() -> None:
     assert eager["rollout"] - fast["rollout"] == pytest.approx(512 * 28 * 0.34e-3, rel=1e-3)
 
 
+def test_verl_0_3_engines_hold_vllm_0_6_3_default_sequences() -> None:
+    # verl 0.3.0.post0 passes no max_num_seqs to vLLM's LLM, and vLLM 0.6.3 (the blog's
+    # Dockerfile, verl's install page image) defaults to 256 on every GPU: the rows state it
+    # rather than the cost core's newer-vLLM default of 1024 on 80 GiB GPUs. On the Qwen2-7B
+    # GRPO H100 row 1,024 prompts x 5 samples over 4 replicas (tp 2 on 8 GPUs) are 1,280
+    # sequences a replica, so the cap binds and the rollout runs longer than under 1,024.
+    rows = [c for c in COMPARISONS if c.result.id.startswith("rocm-verl-0.3-")]
+    assert len(rows) == 8
+    for row in rows:
+        rollout = row.result.scenario.plan.rollout  # type: ignore[union-attr]
+        assert rollout is not None and rollout.max_seqs == 256, row.result.id
+    case = BY_ID["rocm-verl-0.3-qwen2-7b-grpo-8xh100"].result
+    plan = case.scenario.plan
+    assert plan is not None and plan.rollout is not None
+    newer = plan.model_copy(update={"rollout": plan.rollout.model_copy(update={"max_seqs": 1024})})
+    lifted = replace(case, scenario=case.scenario.model_copy(update={"plan": newer}))
+    catalog = load_catalog([*DEFAULT_ROOTS, RULES_ROOT]).records
+    capped, free = dict(predict(case, catalog).stages), dict(predict(lifted, catalog).stages)
+    assert capped["rollout"] > 1.5 * free["rollout"]
+
+
 def test_verl_0_6_fixed_micro_batches_leave_the_step_alone() -> None:
     # AMD's verl 0.6/0.7 launches fix their micro-batches in sequences with dynamic batching
     # off (16 per GPU for the PPO actor), and their rows record no micro_batch_tokens because
