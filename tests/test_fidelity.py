@@ -60,8 +60,8 @@ def test_calibration_at_the_default_constants() -> None:
     # AMD's ROCm verl blogs, added unfitted on 2026-12-06 as unseen cases: verl 0.7.1's fully
     # asynchronous DAPO on 4+4 MI355X (0.32x: the trainer, busy 91% of the wall time by the
     # blog's idle ratio, is about 3x slower than costed). verl 0.3.0.post0's DeepSeek-LLM-7B PPO
-    # rows were 3.06x and 3.13x until they stated the eager decoding their launch runs (2.41x
-    # and 2.34x since).
+    # rows were 3.06x and 3.13x until they stated the eager decoding their launch runs, 2.41x
+    # and 2.34x until they stated vLLM 0.6.3's 256-sequence engine (2.12x and 2.02x since).
     assert beyond == {
         "trl-async-grpo-lora-hfjobs-step-reference",
         "rocm-verl-0.7-fully-async-qwen2.5-math-7b-dapo-4-4-mi355x",
