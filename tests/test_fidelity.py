@@ -60,8 +60,8 @@ def test_calibration_at_the_default_constants() -> None:
     # AMD's ROCm verl blogs, added unfitted on 2026-12-06 as unseen cases: verl 0.7.1's fully
     # asynchronous DAPO on 4+4 MI355X (0.32x: the trainer, busy 91% of the wall time by the
     # blog's idle ratio, is about 3x slower than costed). verl 0.3.0.post0's DeepSeek-LLM-7B PPO
-    # rows were 3.06x and 3.13x until they stated the eager decoding their launch runs (2.41x
-    # and 2.34x since).
+    # rows were 3.06x and 3.13x until they stated the eager decoding their launch runs, 2.41x
+    # and 2.34x until they stated vLLM 0.6.3's 256-sequence engine (2.12x and 2.02x since).
     assert beyond == {
         "trl-async-grpo-lora-hfjobs-step-reference",
         "rocm-verl-0.7-fully-async-qwen2.5-math-7b-dapo-4-4-mi355x",
@@ -110,6 +110,27 @@ def test_verl_0_3_generates_eagerly() -> None:
     catalog = load_catalog([*DEFAULT_ROOTS, RULES_ROOT]).records
     eager, fast = dict(predict(case, catalog).stages), dict(predict(replayed, catalog).stages)
     assert eager["rollout"] - fast["rollout"] == pytest.approx(512 * 28 * 0.34e-3, rel=1e-3)
+
+
+def test_verl_0_3_engines_hold_vllm_0_6_3_default_sequences() -> None:
+    # verl 0.3.0.post0 passes no max_num_seqs to vLLM's LLM, and vLLM 0.6.3 (the blog's
+    # Dockerfile, verl's install page image) defaults to 256 on every GPU: the rows state it
+    # rather than the cost core's newer-vLLM default of 1024 on 80 GiB GPUs. On the Qwen2-7B
+    # GRPO H100 row 1,024 prompts x 5 samples over 4 replicas (tp 2 on 8 GPUs) are 1,280
+    # sequences a replica, so the cap binds and the rollout runs longer than under 1,024.
+    rows = [c for c in COMPARISONS if c.result.id.startswith("rocm-verl-0.3-")]
+    assert len(rows) == 8
+    for row in rows:
+        rollout = row.result.scenario.plan.rollout  # type: ignore[union-attr]
+        assert rollout is not None and rollout.max_seqs == 256, row.result.id
+    case = BY_ID["rocm-verl-0.3-qwen2-7b-grpo-8xh100"].result
+    plan = case.scenario.plan
+    assert plan is not None and plan.rollout is not None
+    newer = plan.model_copy(update={"rollout": plan.rollout.model_copy(update={"max_seqs": 1024})})
+    lifted = replace(case, scenario=case.scenario.model_copy(update={"plan": newer}))
+    catalog = load_catalog([*DEFAULT_ROOTS, RULES_ROOT]).records
+    capped, free = dict(predict(case, catalog).stages), dict(predict(lifted, catalog).stages)
+    assert capped["rollout"] > 1.5 * free["rollout"]
 
 
 def test_verl_0_6_fixed_micro_batches_leave_the_step_alone() -> None:
