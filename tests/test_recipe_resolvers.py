@@ -7,9 +7,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from launch_support import review_json
 
-from rlmguide.review.recipe import resolve
+from rlmguide.review.recipe import RecipeError, resolve
 
 FIXTURE = Path(__file__).parent / "fixtures" / "review" / "wild" / "nemo-rl-7ea279a"
 
@@ -55,3 +56,29 @@ def test_review_costs_the_packed_micro_batch_the_base_config_computes(tmp_path: 
     assert keys["policy.sequence_packing.train_mb_tokens"] == 4096
     assert keys["policy.sequence_packing.logprob_mb_tokens"] == 8192
     assert found["estimate"]["train"]["micro_batch_tokens"] == 4096
+
+
+def test_relative_interpolations_resolve_as_omegaconf_resolves_them() -> None:
+    """OmegaConf's `${.x}` names a sibling and each further dot climbs a level: NeMo-RL's
+    distillation configs at 7ea279ab set policy.generation.max_new_tokens to
+    `${..max_total_sequence_length}` and size micro-batches with `${mul:${..a}, ${..b}}`.
+    Review once read them as text and refused the recipe ("not a number"); the figures below
+    are OmegaConf 2.3's own resolution of the same tree."""
+    flat = {
+        "policy.max_total_sequence_length": 4096,
+        "policy.train_micro_batch_size": 2,
+        "policy.generation.temperature": 0.7,
+        "policy.generation.max_new_tokens": "${..max_total_sequence_length}",
+        "policy.generation.val_temperature": "${.temperature}",
+        "policy.dtensor.train_mb_tokens": "${mul:${..max_total_sequence_length}, "
+        "${..train_micro_batch_size}}",
+    }
+    got = resolve(flat)
+    assert got["policy.generation.max_new_tokens"] == 4096
+    assert got["policy.generation.val_temperature"] == 0.7
+    assert got["policy.dtensor.train_mb_tokens"] == 8192
+
+
+def test_an_interpolation_above_the_root_is_refused() -> None:
+    with pytest.raises(RecipeError, match="climbs above"):
+        resolve({"a.b": "${...c}"})

@@ -26,7 +26,7 @@ from rlmguide.kb.load import parse_yaml, yaml_problem
 from rlmguide.review.budget import Budget
 from rlmguide.review.config import scalar
 
-REFERENCE = re.compile(r"\$\{([A-Za-z_][\w.]*)\}")
+REFERENCE = re.compile(r"\$\{(\.*[A-Za-z_][\w.]*)\}")
 ENV_DEFAULT = re.compile(r"\$\{oc\.env:[A-Za-z_]\w*,\s*(?:'([^']*)'|\"([^\"]*)\"|([^}'\"]*))\}")
 ARITHMETIC = re.compile(r"\$\{(add|mul|div|max):\s*([^,{}]+?)\s*,\s*([^,{}]+?)\s*\}")
 OPERATIONS = {
@@ -136,6 +136,19 @@ def flatten(tree: dict[str, Any], prefix: str = "", budget: Budget | None = None
     return out
 
 
+def absolute(target: str, key: str) -> str:
+    """The key an interpolation in `key` names: OmegaConf's relative `${.x}` is a sibling of
+    `key`, each further leading dot one level up (`${..x}` beside `key`'s parent)."""
+    dots = len(target) - len(target.lstrip("."))
+    if not dots:
+        return target
+    parents = key.split(".")[:-1]
+    up = len(parents) - (dots - 1)
+    if up < 0:
+        raise RecipeError(f"{key}: the interpolation ${{{target}}} climbs above the config's root")
+    return ".".join([*parents[:up], target[dots:]])
+
+
 def resolve(flat: dict[str, Any], budget: Budget | None = None) -> dict[str, Any]:
     """Interpolations replaced: a value that is one `${a.b}` takes the target's value (and
     type); one embedded in text is substituted as text."""
@@ -155,9 +168,11 @@ def resolve(flat: dict[str, Any], budget: Budget | None = None) -> dict[str, Any
             return value
         whole = REFERENCE.fullmatch(value)
         if whole:
-            got = value_of(whole.group(1), (*trail, key))
+            got = value_of(absolute(whole.group(1), key), (*trail, key))
         else:
-            got = REFERENCE.sub(lambda m: str(value_of(m.group(1), (*trail, key))), value)
+            got = REFERENCE.sub(
+                lambda m: str(value_of(absolute(m.group(1), key), (*trail, key))), value
+            )
             budget.value(len(got), f"the interpolation of {key}")
             got = _arithmetic(got)
         resolved[key] = got
