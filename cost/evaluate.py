@@ -545,6 +545,20 @@ def _own_pool(
     return own, TrainLinks.of(fabric, own), apart
 
 
+def fullest_node(pools: list[tuple[FloatArray, IntArray]], node_gpus: int) -> FloatArray:
+    """Host bytes of the fullest node: its GPUs taken from the pools that park the most state
+    a GPU first, each up to its own GPU count (pools: per-GPU host bytes and GPUs, per plan).
+    A pool of a node or more fills a node alone; pools smaller than a node may share one
+    (NeMo-RL's 4 + 4 split of one node), and whatever packing the framework chooses, no
+    node holds more than this."""
+    host = np.stack([h for h, _ in pools])
+    gpus = np.stack([g for _, g in pools]).astype(float)
+    order = np.argsort(-host, axis=0, kind="stable")
+    host, gpus = np.take_along_axis(host, order, 0), np.take_along_axis(gpus, order, 0)
+    before = np.cumsum(gpus, axis=0) - gpus
+    return np.sum(host * np.clip(node_gpus - before, 0.0, gpus), axis=0)
+
+
 def evaluate(
     accelerator: AcceleratorFigures,
     policy: Architecture,
@@ -696,8 +710,9 @@ def evaluate(
     overflows = {
         pool: peak - (usable if pool == "rollout" else trainable) for pool, peak in peaks.items()
     }
-    # Each pool fills its own nodes: the fullest pool's GPUs set a node's host memory.
-    host_node = np.max([m.host for m in (train_mem, *own_memory.values())], axis=0) * hw.node_gpus
+    hosts = [(train_mem.host, plans.train_gpus)]
+    hosts += [(m.host, getattr(plans, f"{role}_gpus")) for role, m in own_memory.items()]
+    host_node = fullest_node(hosts, hw.node_gpus)
     host_room = hw.host_memory_bytes * overheads.host_memory_usable_fraction
     overflows["host"] = host_node - host_room
     terms["host"] = {"offloaded_state_per_node": host_node}

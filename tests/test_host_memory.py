@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from functools import cache
 
+import numpy as np
 import pytest
-from rlmguide.cost.evaluate import evaluate
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rlmguide.cost.evaluate import evaluate, fullest_node
 from rlmguide.cost.hardware import Hardware
 from rlmguide.cost.overheads import DEFAULT_OVERHEADS
 from rlmguide.cost.units import GIB
@@ -98,3 +101,42 @@ def test_a_search_the_host_binds_says_so_and_that_the_figure_is_assumed() -> Non
     assert "overflows the host pool by 1486.3 GiB per node" in said
     assert "(usable 1,638.4 GiB a node)" in said
     assert said.endswith("(host memory assumed, 2 TB per 8 GPUs: the h20-96gb record gives none)")
+
+
+def test_pools_smaller_than_a_node_share_its_host_memory_by_hand() -> None:
+    # Qwen2.5-7B streamed as above (18 bytes a parameter over the trainer's GPUs), trained on 4
+    # GPUs of one 8-GPU node while the other 4 generate (NeMo-RL's one-node 4 + 4 split): the
+    # node holds the 4 training GPUs' share, 18 P in all, the same as when 8 GPUs train it.
+    # It was counted as if the node held 8 training GPUs (2 x 18 P), which a node of 200 GiB
+    # then refused.
+    split = one_plan(
+        placement="disaggregated", execution="one-step-off", rollout_gpus=4, train_gpus=4,
+        train_zero=3, offload_params=True,
+    )  # fmt: skip
+    room = DEFAULT_OVERHEADS.host_memory_usable_fraction * 200 * GIB
+    r = evaluate(H100, QWEN25_7B, workload(), split, host_memory_gib_per_node=200)
+    assert r.pool_overflow_gib["host"][0] * GIB == pytest.approx(18 * QWEN7B_PARAMS - room)
+    assert r.pool_overflow_gib["host"][0] < 0
+    # a trainer of 16 GPUs fills two nodes alone: 8 of its GPUs (9 P) on each
+    wide = one_plan(
+        placement="disaggregated", execution="one-step-off", rollout_gpus=8, train_gpus=16,
+        train_zero=3, offload_params=True,
+    )  # fmt: skip
+    r = evaluate(H100, QWEN25_7B, workload(), wide, host_memory_gib_per_node=200)
+    assert r.pool_overflow_gib["host"][0] * GIB == pytest.approx(9 * QWEN7B_PARAMS - room)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(
+    st.lists(st.tuples(st.floats(0, 1e12), st.integers(0, 64)), min_size=1, max_size=4),
+    st.sampled_from([1, 2, 4, 8, 16]),
+)
+def test_the_fullest_node_lies_between_its_bounds(pools: list, node: int) -> None:  # type: ignore[type-arg]
+    """No node holds more than node_gpus GPUs of the pool that parks the most a GPU, nor less
+    than any one pool's GPUs on a node; a larger node never holds less."""
+    arrays = [(np.array([h]), np.array([g])) for h, g in pools]
+    got = fullest_node(arrays, node)[0]
+    slack = 1e-9 * max(h for h, _ in pools) * node + 1e-6
+    assert got <= max(h for h, _ in pools) * node + slack
+    assert got >= max(h * min(g, node) for h, g in pools) - slack
+    assert fullest_node(arrays, 2 * node)[0] >= got - slack
