@@ -115,7 +115,7 @@ survey's plain DP, §3.1.1) up to a node's NVLink group; those that divide the p
 model and fit survive."""
 
 
-DEFAULT_FIELDS = ("default_rollout_tp", "model_parallel_above_params_b")
+DEFAULT_FIELDS = ("default_rollout_tp", "model_parallel_above_params_b", "moe_model_parallel")
 """The framework defaults the ranking breaks ties with (rules.ranking.complexity)."""
 
 
@@ -123,7 +123,7 @@ DEFAULT_FIELDS = ("default_rollout_tp", "model_parallel_above_params_b")
 class TieDefault:
     """A default the ranking's tie-breaks use (`Recommender.tie_defaults`)."""
 
-    value: int
+    value: int | bool
     frameworks: tuple[str, ...]
     """The frameworks whose records give it: the searched one, or the others of the field."""
     own: bool
@@ -133,6 +133,8 @@ class TieDefault:
         what = {
             "default_rollout_tp": f"rollout TP {self.value}",
             "model_parallel_above_params_b": f"model-parallel above {self.value}B parameters",
+            "moe_model_parallel": ("model-parallel" if self.value else "data-parallel sharded")
+            + " for a mixture of experts",
         }[name]
         whose = "its own record" if self.own else "the median of " + ", ".join(self.frameworks)
         return f"{what} ({whose})"
@@ -1763,11 +1765,22 @@ class Recommender:
                 found[name] = TieDefault(value, tuple(f for _, f in recorded), False)
         return found
 
-    def framework_defaults(self) -> tuple[int | None, bool | None]:
-        """What the one framework searched for does by default (`tie_defaults`): its rollout
-        TP, and whether it trains this model model-parallel."""
+    def deciding_defaults(self) -> dict[str, TieDefault]:
+        """The `tie_defaults` this policy's ties lean on: the rollout TP, and for the training
+        family, for a mixture of experts the MoE rule where one is known (it names the case,
+        the size threshold does not), else the size threshold."""
         found = self.tie_defaults()
+        moe = self.resolved.policy.moe is not None and "moe_model_parallel" in found
+        family = "moe_model_parallel" if moe else "model_parallel_above_params_b"
+        return {n: d for n, d in found.items() if n in ("default_rollout_tp", family)}
+
+    def framework_defaults(self) -> tuple[int | None, bool | None]:
+        """What the one framework searched for does by default (`deciding_defaults`): its
+        rollout TP, and whether it trains this model model-parallel."""
+        found = self.deciding_defaults()
         tp = found.get("default_rollout_tp")
+        if moe := found.get("moe_model_parallel"):
+            return (tp.value if tp else None), bool(moe.value)
         above = found.get("model_parallel_above_params_b")
         params_b = self.resolved.policy.params_total / 1e9
         return (tp.value if tp else None), (params_b > above.value if above else None)
@@ -2310,7 +2323,7 @@ def recommend(
         passed = {"passed_over": skipped, "passed_over_count": count}
     recommender.ranked_rows = list(ranked.rows)
     defaults = recommender.tie_defaults()
-    broken_by = "; ".join(d.described(name) for name, d in defaults.items())
+    broken_by = "; ".join(d.described(name) for name, d in recommender.deciding_defaults().items())
     by_id = {r.id: r for r in recommender.rules}
     shown = {place.row: position for position, place in enumerate(ranked.places, start=start)}
     plans = []

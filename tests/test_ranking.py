@@ -516,12 +516,45 @@ def test_a_held_out_or_unrecorded_default_is_the_median_of_the_other_released_fr
     family = held["model_parallel_above_params_b"]
     assert (family.value, family.frameworks, family.own) == (100, ("nemo-rl",), False)
     # NeMo RL held out: verl's 2 and five 1s give TP 1 (the lower middle of six), and no
-    # other framework records a family threshold, so the family tie-break is generic
+    # other framework records a family threshold; Qwen3-235B-A22B is a mixture of experts,
+    # for which AReaL, SkyRL and verl state the rule NeMo RL does not (Megatron): it decides
     nemo = recommender_for(resolved, CATALOG, only="nemo-rl", held_out="nemo-rl")
     assert nemo.tie_defaults()["default_rollout_tp"].frameworks[-1] == "verl"
-    assert nemo.framework_defaults() == (1, None)
+    assert "model_parallel_above_params_b" not in nemo.tie_defaults()
+    moe = nemo.tie_defaults()["moe_model_parallel"]
+    assert (moe.value, moe.frameworks, moe.own) == (True, ("areal", "skyrl", "verl"), False)
+    assert nemo.framework_defaults() == (1, True)
     # a search over every framework has no one framework's defaults
     assert recommender_for(resolved, CATALOG).tie_defaults() == {}
+
+
+def test_a_mixture_of_experts_leans_to_the_family_the_frameworks_state_for_moe() -> None:
+    # Qwen3-30B-A3B is below NeMo RL's 100B threshold (the only one recorded), which alone
+    # would lean to data-parallel sharding; verl states Megatron for MoE (its model-engine
+    # matrix: FSDP's scalability "MoE is bad"), and held out, AReaL's and SkyRL's statements
+    # say the same: the MoE rule names the case and decides, the size threshold does not.
+    moe = CATALOG.of("deployment")["verl-qwen3-30b-a3b-dapo-megatron-ep8-8xh20"].scenario  # type: ignore[attr-defined]
+    resolved = resolve(moe.model_copy(update={"plan": type(moe.plan)()}), CATALOG.records)
+    assert resolved.policy.moe is not None and resolved.policy.params_total < 100e9
+    own = recommender_for(resolved, CATALOG, only="verl")
+    rule = own.tie_defaults()["moe_model_parallel"]
+    assert (rule.value, rule.frameworks, rule.own) == (True, ("verl",), True)
+    assert own.framework_defaults() == (2, True)
+    held = recommender_for(resolved, CATALOG, only="verl", held_out="verl")
+    rule = held.tie_defaults()["moe_model_parallel"]
+    assert (rule.value, rule.frameworks, rule.own) == (True, ("areal", "skyrl"), False)
+    assert held.framework_defaults() == (1, True)
+    assert set(held.deciding_defaults()) == {"default_rollout_tp", "moe_model_parallel"}
+    why = recommend(held, 1)["plans"][0]["tie"]["why"]
+    assert "model-parallel for a mixture of experts (the median of areal, skyrl)" in why
+    assert "100B" not in why
+    # A dense model of the same framework: the MoE rule does not apply, the threshold decides.
+    dense = CATALOG.of("deployment")["verl-qwen2.5-32b-ppo-critic-fsdp-32xa100"].scenario  # type: ignore[attr-defined]
+    resolved = resolve(dense.model_copy(update={"plan": type(dense.plan)()}), CATALOG.records)
+    held = recommender_for(resolved, CATALOG, only="verl", held_out="verl")
+    assert "moe_model_parallel" in held.tie_defaults()
+    assert set(held.deciding_defaults()) == {"default_rollout_tp", "model_parallel_above_params_b"}
+    assert held.framework_defaults() == (1, False)
 
 
 def test_a_tie_names_the_defaults_that_broke_it() -> None:
@@ -534,6 +567,7 @@ def test_a_tie_names_the_defaults_that_broke_it() -> None:
     said = "for openrlhf, ties lean to the defaults rollout TP 1 (the median of nemo-rl, prime-rl"
     assert said in why
     assert "model-parallel above 100B parameters (the median of nemo-rl)" in why
+    assert "mixture of experts" not in why  # Llama 3 8B is dense: the MoE rule is not used
 
 
 def test_one_framework_is_costed_with_the_constants_it_sets_for_itself() -> None:

@@ -7,7 +7,7 @@ into a YAML file (`extra="forbid"` rejects them).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 import yaml
 from pydantic import (
@@ -329,11 +329,15 @@ class Release(Strict):
     """Where the release is listed (the repository source record, for its tags)."""
 
 
-class FrameworkDefault(Strict):
+DefaultValue = TypeVar("DefaultValue")
+"""What a default holds: a number (a size, a threshold) or a yes/no (a rule that applies)."""
+
+
+class FrameworkDefault(Strict, Generic[DefaultValue]):
     """A value the framework uses when a launch does not set it: read where its code sets it
     (file and commit) or where its documentation of a release says it (version)."""
 
-    value: PositiveInt
+    value: DefaultValue
     source: Slug
     file: Text | None = None
     lines: Text | None = None
@@ -345,7 +349,7 @@ class FrameworkDefault(Strict):
     """The commit's or the release's date."""
 
     @model_validator(mode="after")
-    def _pinned(self) -> FrameworkDefault:
+    def _pinned(self) -> FrameworkDefault[DefaultValue]:
         if (self.commit is None) == (self.version is None):
             raise ValueError("a default pins its evidence with a commit (code) or a version (docs)")
         if self.commit is not None and self.file is None:
@@ -367,16 +371,22 @@ class Framework(Record, Cited):
     latest_release: Release | None = None
     """The newest release known, read from the repository's tags or release page: a claim
     whose evidence is more than a year older than it is stale."""
-    default_rollout_tp: FrameworkDefault | None = None
+    default_rollout_tp: FrameworkDefault[PositiveInt] | None = None
     """The rollout engine's tensor-parallel size when a launch sets none: when the search runs
     for this framework alone, plans that tie break toward an engine of this size; for a
     framework that records none (or is held out), toward the median of the other released
     frameworks' values."""
-    model_parallel_above_params_b: FrameworkDefault | None = None
+    model_parallel_above_params_b: FrameworkDefault[PositiveInt] | None = None
     """Above this many billion parameters the framework directs training to its model-parallel
     backend (Megatron); at or below, its default backend shards data-parallel (FSDP): when the
     search runs for this framework alone, plans that tie break toward that family (the median
     of the other released frameworks' thresholds, for one that records none)."""
+    moe_model_parallel: FrameworkDefault[bool] | None = None
+    """Whether the framework directs a mixture-of-experts model to its model-parallel backend
+    (Megatron, with expert parallelism) whatever its size: where known (the median, that is the
+    majority, ties to no, of the other released frameworks' statements, for one that records
+    none), it decides the family a mixture of experts' ties break toward, in place of
+    `model_parallel_above_params_b`."""
     survey_class: (
         Literal["library-centric", "orchestrator-centric", "scheduling-centric"] | None
     ) = None
@@ -397,7 +407,11 @@ class Framework(Record, Cited):
         extra.append(self.availability.source)
         if self.latest_release:
             extra.append(self.latest_release.source)
-        for default in (self.default_rollout_tp, self.model_parallel_above_params_b):
+        for default in (
+            self.default_rollout_tp,
+            self.model_parallel_above_params_b,
+            self.moe_model_parallel,
+        ):
             if default:
                 extra.append(default.source)
         return [*self.sources, *extra]
