@@ -7,9 +7,11 @@ whose inner axis shards the weights, gradients and Adam states and whose outer a
 replicas. Costed as full sharding, such a launch would be credited world / group times too
 little state per GPU; review costs the group and names the key and the line that builds it.
 
-ROLL's FSDP2 also lays a mixture's experts out on a mesh of their own (ep x efsdp ranks,
-replicated across the rest), which the plan cannot state: review names it and gives no
-memory verdict for such a launch rather than one that credits each GPU too few experts.
+ROLL's FSDP2 also lays a mixture's experts out on a mesh of their own: split over ep ranks
+(plan.train.ep, which the mapping reads), sharded over efsdp and replicated across the rest.
+The plan shards each split over the other world / ep ranks, so a launch whose efsdp x ep is
+below the world (replicated experts) is one the plan cannot state: review names it and gives
+no memory verdict rather than one that credits each GPU too few experts.
 """
 
 from __future__ import annotations
@@ -129,9 +131,10 @@ ROLL = "https://github.com/alibaba/ROLL/blob/8eb27cc2dc34c4d1310b169d9b86d339004
 # over eddp = world / (efsdp x ep).
 EXPERT_KEYS: dict[str, ExpertKeys] = {
     "roll-0.3.0-9-g8eb27cc2": ExpertKeys(
-        # the actor only: a critic or reference may sit on a pool of its own, whose world
-        # the plan's train pool does not give
-        ("actor_train",),
+        # the actor and the reference, whose fsdp2_infer strategy builds the same meshes from
+        # its own keys; the mapping reads the reference's device_mapping as the actor's pool,
+        # so the train pool's world is its world too (ROLL's critic is not mapped)
+        ("actor_train", "reference"),
         "strategy_args.strategy_config.ep_size",
         "strategy_args.strategy_config.efsdp_size",
         ROLL + "roll/distributed/strategy/fsdp2_strategy.py#L103-L143 (mesh), #L836-L857 "
@@ -153,8 +156,8 @@ def expert_replication(
 ) -> dict[str, Any] | None:
     """The first trained model whose experts the launch shards over fewer ranks than the trainer's
     world (ep x efsdp below it: the rest hold copies), which the plan cannot express (it
-    shards a FSDP plan's experts over every rank, so it would credit each GPU world /
-    (ep x efsdp) times too little expert state); None where there is none."""
+    shards each of a FSDP plan's ep splits over the other world / ep ranks, so it would credit
+    each GPU world / (ep x efsdp) times too little expert state); None where there is none."""
     known = EXPERT_KEYS.get(mapping)
     if known is None or expert_params <= 0:
         return None
@@ -173,7 +176,8 @@ def expert_replication(
             f"memory not costed: {ep_key}={ep} with {efsdp_key}={efsdp} splits the experts "
             f"over {ep} ranks, shards each split over {efsdp} and replicates it "
             f"{world}/({ep}x{efsdp}) = {replicas}x across the {world} ranks ({known.where}); "
-            f"the plan shards them over all {world}: {expert_params / group / 1e9:.3f}e9 "
+            f"the plan shards each split over the other {world}/{ep} ranks: "
+            f"{expert_params / group / 1e9:.3f}e9 "
             f"expert parameters a GPU, not {expert_params / world / 1e9:.3f}e9, so no memory "
             "verdict is given"
         )
