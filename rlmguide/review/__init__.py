@@ -32,7 +32,7 @@ from rlmguide.review.review import (
     unknown_keys,
     without_launch_settings,
 )
-from rlmguide.review.sharding import expert_replication, hybrid_sharding
+from rlmguide.review.sharding import expert_replication, frozen_sharding, hybrid_sharding
 from rlmguide.rules import RECOMMEND_KINDS
 from rlmguide.rules.ranking import NEAR_FRACTION, TIE_FRACTION, within_tie
 
@@ -159,6 +159,9 @@ def review(
         # FSDP has neither tensor nor pipeline degree (the constraints *-fsdp-no-model-
         # parallelism), which the group's check against gpus / (tp x pp) needs stated
         data["plan"]["train"] |= {"tp": 1, "pp": 1, "shard_group": sharding["value"]}
+    frozen = frozen_sharding(reading.mapping.id, reading.config, data["plan"]["train"])
+    if frozen:
+        data["plan"]["train"] |= {"tp": 1, "pp": 1, "frozen_shard_group": frozen["group"]}
     try:
         read = resolve(parse_scenario(data, str(path)), catalog.records)
     except ValueError as exc:
@@ -268,6 +271,8 @@ def review(
         "memory_keys": memory_keys(reading, needs, facts),
         # the shard group a launch sets below its trainer's ranks, costed
         "sharding": sharding,
+        # the reference's own shard group where it is not the trained models', costed
+        "frozen_sharding": frozen,
         # experts sharded over fewer ranks than the plan can say: no memory verdict
         "expert_sharding": experts,
         "algorithm_keys": algorithm_keys(reading, facts),

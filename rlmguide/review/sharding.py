@@ -30,6 +30,10 @@ class ShardKeys:
     """A value at or below this shards over the whole world (as does one at or above it)."""
     where: str
     """The lines that build the mesh from the value, at the mapping's commit."""
+    frozen: str | None = None
+    """The key the reference's FSDP mesh is built from where it has one of its own (read as
+    `keys` are, the framework's default sharding over every rank); None: it shares the
+    actor's group."""
 
 
 VERL = "https://github.com/volcengine/verl/blob/"
@@ -60,6 +64,9 @@ SHARD_KEYS: dict[str, ShardKeys] = {
         -1,
         "https://github.com/NovaSky-AI/SkyRL/blob/a9564572eb8e91076be43c1bd5e4615e3de17265/"
         "skyrl/backends/skyrl_train/distributed/fsdp_utils.py#L254-L261",
+        # the reference's FSDPStrategy takes ref.fsdp_config (fsdp_worker.py L416-L424), whose
+        # fsdp_size defaults to -1, every rank (config.py L233)
+        frozen="trainer.ref.fsdp_config.fsdp_size",
     ),
     "roll-0.3.0-9-g8eb27cc2": ShardKeys(
         (
@@ -69,6 +76,8 @@ SHARD_KEYS: dict[str, ShardKeys] = {
         1,
         "https://github.com/alibaba/ROLL/blob/8eb27cc2dc34c4d1310b169d9b86d339004d811a/"
         "roll/distributed/strategy/fsdp2_strategy.py#L103-L119",
+        # the reference's fsdp2_infer strategy reads its own worker config's fsdp_size (L832)
+        frozen="reference.strategy_args.strategy_config.fsdp_size",
     ),
 }
 
@@ -107,6 +116,39 @@ def hybrid_sharding(
             "text": text,
         }
     return None
+
+
+def frozen_sharding(
+    mapping: str, config: dict[str, Any], train: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The group the launch's frozen models (the reference) shard over where their framework
+    builds their FSDP mesh from a key of their own and it differs from the trained models'
+    group (plan.train.shard_group, else every rank): SkyRL's reference left at its default
+    shards over every rank beside an actor in groups, so costing it in the actor's groups
+    would overstate it world / group times. None where they share the trained models' group,
+    or the launch is no ZeRO-3 (frozen weights are sharded only there)."""
+    known = SHARD_KEYS.get(mapping)
+    if known is None or known.frozen is None or int(train.get("zero") or 0) < 3:
+        return None
+    world = int(train["gpus"]) // (int(train.get("tp") or 1) * int(train.get("pp") or 1))
+    value = config.get(known.frozen, known.whole_at_most)
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    if value == 1 and known.whole_at_most < 1:
+        return None  # replicas of the whole model: the frozen models' own layout (assessment)
+    whole = value < 1 or value <= known.whole_at_most or value >= world
+    group = world if whole else value
+    trained = int(train.get("shard_group") or world)
+    if group == trained or world % group:
+        return None
+    given = known.frozen in config
+    text = (
+        f"{known.frozen}={value}{'' if given else ' (the default)'} shards the reference over "
+        f"{'every one' if whole else 'groups'} of {group} of the {world} ranks ({known.where}), "
+        f"not the trained models' groups of {trained}: its weights per GPU are costed at "
+        f"1/{group}, not 1/{trained}"
+    )
+    return {"key": known.frozen, "value": value, "group": group, "world": world, "text": text}
 
 
 @dataclass(frozen=True)

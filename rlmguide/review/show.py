@@ -140,6 +140,13 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
             fmt,
             title="Hybrid sharding (plan.train.shard_group)",
         )
+    if frozen := result.get("frozen_sharding"):
+        print_rows(
+            ["config key", "launch", "trainer ranks", "verdict"],
+            [(frozen["key"], frozen["value"], frozen["world"], frozen["text"])],
+            fmt,
+            title="The reference's shard group (plan.train.frozen_shard_group)",
+        )
     experts = result.get("expert_sharding")
     if experts:
         print_rows(
