@@ -235,3 +235,102 @@ def expert_replication(
             "text": text,
         }
     return None
+
+
+@dataclass(frozen=True)
+class FrozenMegatronKeys:
+    """Where a mapping's framework reads the reference's own Megatron layout: a worker of its
+    own that initialises Megatron's parallel state from its own keys, so its tensor, pipeline
+    and expert degrees may differ from the actor's (the mapping reads them as the actor's)."""
+
+    prefix: str
+    """The reference's strategy keys, each a Megatron degree name after it."""
+    where: str
+    """The lines that build the reference's parallel state from its keys."""
+
+
+MEGATRON_GRID = (
+    "megatron/core/parallel_state.py L738-L741 (tp x pp x cp) and L792-L795 (etp x ep x pp) "
+    "at core_v0.16.1"
+)
+"""Where Megatron stops a world the reference's degrees do not divide (cost.plans)."""
+
+FROZEN_MEGATRON: dict[str, FrozenMegatronKeys] = {
+    # Checked 2026-12-07: the reference's megatron_infer cluster builds mcore_adapter's
+    # TrainingArguments from its own strategy_config (megatron_strategy.py L106-L113) and
+    # initialises the parallel state from them (mcore_adapter initialize.py L58-L70), each
+    # degree None (Megatron's 1; expert TP then the tensor degree) where left out
+    "roll-0.3.0-9-g8eb27cc2": FrozenMegatronKeys(
+        "reference.strategy_args.strategy_config.",
+        ROLL + "roll/distributed/strategy/megatron_strategy.py#L106-L113",
+    ),
+    # the reference worker's MegatronStrategy takes ref.megatron_config (megatron_worker.py
+    # L1612-L1633, megatron_strategy.py L205-L213), TP, PP, CP and EP 1 by default
+    # (config.py L449-L455), expert TP None (Megatron's: the tensor degree)
+    "skyrl-0.4.0-516-ga9564572e": FrozenMegatronKeys(
+        "trainer.ref.megatron_config.",
+        "https://github.com/NovaSky-AI/SkyRL/blob/a9564572eb8e91076be43c1bd5e4615e3de17265/"
+        "skyrl/backends/skyrl_train/workers/megatron/megatron_worker.py#L1612-L1633",
+    ),
+}
+
+
+def _degree(config: dict[str, Any], key: str) -> int | None:
+    value = config.get(key)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    return None
+
+
+def frozen_expert_layout(
+    mapping: str, config: dict[str, Any], train: dict[str, Any], expert_params: float
+) -> dict[str, Any] | None:
+    """The reference's own Megatron layout where its expert split differs from the actor's
+    (`train`, the plan read from the actor's keys), which the mapping reads as the actor's:
+    `assessment` is the plan.assessment that costs it where the plan can state it (experts
+    over the tensor ranks only: ep 1, expert TP = TP), `costed` False where it cannot (the
+    memory verdict is then withheld), `stops` where Megatron refuses the reference's world.
+    None where the launch lays the reference's experts out as the actor's."""
+    known = FROZEN_MEGATRON.get(mapping)
+    if known is None or expert_params <= 0 or int(train.get("zero") or 0) >= 3:
+        return None
+    names = ("tensor", "pipeline", "context", "expert", "expert_tensor")
+    given = {n: _degree(config, f"{known.prefix}{n}_model_parallel_size") for n in names[:4]}
+    given["expert_tensor"] = _degree(config, f"{known.prefix}expert_tensor_parallel_size")
+    if not any(given.values()):
+        return None  # no key of the reference's own: not a Megatron reference
+    tp, pp, cp, ep = (given[n] or 1 for n in names[:4])
+    etp = given["expert_tensor"] or tp
+    actor = {d: int(train.get(d) or 1) for d in ("tp", "pp", "ep")}
+    actor_etp = int(train.get("etp") or actor["tp"])
+    if (ep, etp) == (actor["ep"], actor_etp):
+        return None
+    world = int(train["gpus"])
+    stops = world % (tp * pp * cp) > 0 or world % (etp * ep * pp) > 0
+    launch, costed_at = expert_params / (ep * etp), expert_params / (actor["ep"] * actor_etp)
+    layout = f"TP {tp}, PP {pp}, EP {ep}, expert TP {etp}"
+    text = (
+        f"the reference's own keys ({known.prefix}*, {known.where}) lay it out at {layout}, "
+        f"the actor at EP {actor['ep']}, expert TP {actor_etp}: "
+        f"{launch / 1e9:.3f}e9 expert parameters a GPU, not the actor's {costed_at / 1e9:.3f}e9"
+    )
+    assessment = {"tp": tp, "pp": pp} if ep == 1 and etp == tp and cp == 1 else None
+    if stops:
+        text += (
+            f"; Megatron stops at start-up: the reference's {world} GPUs are not a multiple of "
+            f"TP x PP x CP {tp * pp * cp} and ETP x EP x PP {etp * ep * pp} ({MEGATRON_GRID})"
+        )
+    elif assessment:
+        text += f"; costed as its own layout, plan.assessment tp {tp} pp {pp}"
+    else:
+        text += "; the plan cannot lay the reference's experts out so: no memory verdict"
+    return {
+        "layout": {"tp": tp, "pp": pp, "cp": cp, "ep": ep, "etp": etp},
+        "assessment": assessment if not stops else None,
+        "costed": bool(assessment) and not stops,
+        "stops": stops,
+        "expert_params_per_gpu": launch,
+        "costed_expert_params_per_gpu": costed_at,
+        "source": known.where,
+        "text": text,
+    }
