@@ -266,7 +266,7 @@ FROZEN_MEGATRON: dict[str, FrozenMegatronKeys] = {
     ),
     # the reference worker's MegatronStrategy takes ref.megatron_config (megatron_worker.py
     # L1612-L1633, megatron_strategy.py L205-L213), TP, PP, CP and EP 1 by default
-    # (config.py L449-L455), expert TP None (Megatron's: the tensor degree)
+    # (config.py L449-L457), expert TP None (L459: Megatron's, the tensor degree)
     "skyrl-0.4.0-516-ga9564572e": FrozenMegatronKeys(
         "trainer.ref.megatron_config.",
         "https://github.com/NovaSky-AI/SkyRL/blob/a9564572eb8e91076be43c1bd5e4615e3de17265/"
