@@ -73,7 +73,11 @@ def test_a_reference_with_whole_experts_on_each_gpu_gets_no_memory_verdict(
     assert ref["expert_params_per_gpu"] == EXPERTS
     assert ref["costed_expert_params_per_gpu"] == EXPERTS / 8
     assert (ref["costed"], ref["stops"]) == (False, False)
-    assert "28.991e9 expert parameters a GPU, not the actor's 3.624e9" in ref["text"]
+    assert (
+        "28.991e9 expert parameters a GPU, where the plan costs it at the actor's EP 8, "
+        in (ref["text"])
+    )
+    assert "expert TP 1, PP 1, 3.624e9" in ref["text"]
     assert got["estimate"]["feasible"] is None
 
 

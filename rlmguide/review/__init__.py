@@ -181,8 +181,14 @@ def review(
     experts = expert_replication(reading.mapping.id, reading.config, train, expert_params)
     ref_experts = None
     if any(role == "reference" for role, _ in frozen_roles(read)):
-        ref_experts = frozen_expert_layout(reading.mapping.id, reading.config, train, expert_params)
-    if ref_experts and ref_experts["assessment"] and "assessment" not in data["plan"]:
+        ref_experts = frozen_expert_layout(
+            reading.mapping.id,
+            reading.config,
+            train,
+            expert_params,
+            data["plan"].get("assessment"),
+        )
+    if ref_experts and ref_experts["assessment"]:
         try:
             # the reference's own layout, where the plan can state it
             resolve(

@@ -283,14 +283,20 @@ def _degree(config: dict[str, Any], key: str) -> int | None:
 
 
 def frozen_expert_layout(
-    mapping: str, config: dict[str, Any], train: dict[str, Any], expert_params: float
+    mapping: str,
+    config: dict[str, Any],
+    train: dict[str, Any],
+    expert_params: float,
+    assessment: dict[str, int] | None = None,
 ) -> dict[str, Any] | None:
-    """The reference's own Megatron layout where its expert split differs from the actor's
-    (`train`, the plan read from the actor's keys), which the mapping reads as the actor's:
-    `assessment` is the plan.assessment that costs it where the plan can state it (experts
-    over the tensor ranks only: ep 1, expert TP = TP), `costed` False where it cannot (the
-    memory verdict is then withheld), `stops` where Megatron refuses the reference's world.
-    None where the launch lays the reference's experts out as the actor's."""
+    """The reference's own Megatron layout where its expert split differs from the one the
+    plan costs it at: the actor's (`train`, read from the actor's keys, which the mapping
+    reads for both), or the experts over the tensor ranks of the frozen models' own layout
+    (`assessment`, plan.assessment, which has no expert degree). `assessment` in the result
+    is the plan.assessment that costs it where the plan can state it (experts over the tensor
+    ranks only: EP 1, expert TP = TP), `costed` False where it cannot (the memory verdict is
+    then withheld), `stops` where Megatron refuses the reference's world. None where the plan
+    costs the reference's experts as the launch lays them out."""
     known = FROZEN_MEGATRON.get(mapping)
     if known is None or expert_params <= 0 or int(train.get("zero") or 0) >= 3:
         return None
@@ -301,36 +307,45 @@ def frozen_expert_layout(
         return None  # no key of the reference's own: not a Megatron reference
     tp, pp, cp, ep = (given[n] or 1 for n in names[:4])
     etp = given["expert_tensor"] or tp
-    actor = {d: int(train.get(d) or 1) for d in ("tp", "pp", "ep")}
-    actor_etp = int(train.get("etp") or actor["tp"])
-    if (ep, etp) == (actor["ep"], actor_etp):
+    if assessment:
+        at = (1, assessment["tp"], assessment["pp"])
+        costed_as = f"plan.assessment's EP 1, expert TP {assessment['tp']}, PP {assessment['pp']}"
+    else:
+        actor_tp = int(train.get("tp") or 1)
+        at = (
+            int(train.get("ep") or 1),
+            int(train.get("etp") or actor_tp),
+            int(train.get("pp") or 1),
+        )
+        costed_as = f"the actor's EP {at[0]}, expert TP {at[1]}, PP {at[2]}"
+    if (ep, etp, pp) == at:
         return None
     world = int(train["gpus"])
     stops = world % (tp * pp * cp) > 0 or world % (etp * ep * pp) > 0
-    launch, costed_at = expert_params / (ep * etp), expert_params / (actor["ep"] * actor_etp)
-    layout = f"TP {tp}, PP {pp}, EP {ep}, expert TP {etp}"
+    # a GPU's share of the routed experts: its expert split of its pipeline stage's layers
+    launch, costed = expert_params / (ep * etp * pp), expert_params / (at[0] * at[1] * at[2])
+    own = {"tp": tp, "pp": pp} if ep == 1 and etp == tp and cp == 1 else None
     text = (
-        f"the reference's own keys ({known.prefix}*, {known.where}) lay it out at {layout}, "
-        f"the actor at EP {actor['ep']}, expert TP {actor_etp}: "
-        f"{launch / 1e9:.3f}e9 expert parameters a GPU, not the actor's {costed_at / 1e9:.3f}e9"
+        f"the reference's own keys ({known.prefix}*, {known.where}) lay it out at TP {tp}, "
+        f"PP {pp}, CP {cp}, EP {ep}, expert TP {etp}: {launch / 1e9:.3f}e9 expert parameters "
+        f"a GPU, where the plan costs it at {costed_as}, {costed / 1e9:.3f}e9"
     )
-    assessment = {"tp": tp, "pp": pp} if ep == 1 and etp == tp and cp == 1 else None
     if stops:
         text += (
             f"; Megatron stops at start-up: the reference's {world} GPUs are not a multiple of "
             f"TP x PP x CP {tp * pp * cp} and ETP x EP x PP {etp * ep * pp} ({MEGATRON_GRID})"
         )
-    elif assessment:
+    elif own:
         text += f"; costed as its own layout, plan.assessment tp {tp} pp {pp}"
     else:
         text += "; the plan cannot lay the reference's experts out so: no memory verdict"
     return {
         "layout": {"tp": tp, "pp": pp, "cp": cp, "ep": ep, "etp": etp},
-        "assessment": assessment if not stops else None,
-        "costed": bool(assessment) and not stops,
+        "assessment": None if stops else own,
+        "costed": bool(own) and not stops,
         "stops": stops,
         "expert_params_per_gpu": launch,
-        "costed_expert_params_per_gpu": costed_at,
+        "costed_expert_params_per_gpu": costed,
         "source": known.where,
         "text": text,
     }
