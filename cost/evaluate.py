@@ -329,7 +329,8 @@ class CostTable:
 
 TRAIN_COLUMNS = (
     "train_gpus", "train_tp", "train_pp", "train_cp", "train_ep", "train_etp", "train_zero",
-    "train_shard_group", "train_ep_isolated", "train_recompute", "train_fp8", "train_lora_rank",
+    "train_shard_group", "train_frozen_shard_group", "train_ep_isolated", "train_recompute",
+    "train_fp8", "train_lora_rank",
     "offload_phase",
     "offload_optimizer",
     "offload_params", "offload_frozen", "critic_gpus", "reference_gpus", "reward_gpus",

@@ -87,6 +87,8 @@ class TrainLayout:
     hybrid_group: FloatArray
     """The plan's shard group (plan.train.shard_group) where it shards in groups; 0 = every
     dp x cp rank is one group."""
+    frozen_group: FloatArray
+    """The frozen models' own shard group (plan.train.frozen_shard_group); 0 = hybrid_group's."""
     recompute: IntArray
     fp8: BoolArray
     lora_rank: FloatArray
@@ -128,6 +130,7 @@ class TrainLayout:
             dp=floats(table.train_dp),
             zero=table.train_zero,
             hybrid_group=floats(table.train_shard_group),
+            frozen_group=floats(table.train_frozen_shard_group),
             recompute=table.train_recompute,
             fp8=table.train_fp8,
             lora_rank=floats(table.train_lora_rank),
@@ -212,6 +215,16 @@ class TrainLayout:
         `with_gpus` is one group)."""
         whole = self.dp * self.cp
         return np.where(self.hybrid_group > 0, np.minimum(self.hybrid_group, whole), whole)
+
+    def frozen_sharding(self) -> TrainLayout:
+        """This layout as ZeRO-3 shards the frozen models: in their own group where the plan
+        gives them one (a framework whose reference builds its FSDP mesh from its own key,
+        plan.train.frozen_shard_group), else in the trained models' group."""
+        if not (self.frozen_group > 0).any():
+            return self
+        return replace(
+            self, hybrid_group=np.where(self.frozen_group > 0, self.frozen_group, self.hybrid_group)
+        )
 
     @property
     def replicas(self) -> FloatArray:

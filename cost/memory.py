@@ -134,9 +134,10 @@ def frozen_weight_bytes(
     fig: ModelFigures, layout: TrainLayout, weight_bytes: float = WEIGHT_BYTES, stage: Stage = None
 ) -> FloatArray:
     """Weights of a model that is only run forward (reference, reward model), bf16 unless
-    quantised; sharded like the actor's weights when ZeRO-3 (FSDP) shards those."""
+    quantised; sharded like the actor's weights when ZeRO-3 (FSDP) shards those, over the
+    frozen models' own group where the plan gives them one (TrainLayout.frozen_sharding)."""
     dense, expert = model_parallel_params(fig, layout, stage)
-    return weight_bytes * _sharded(dense, expert, layout, 3)
+    return weight_bytes * _sharded(dense, expert, layout.frozen_sharding(), 3)
 
 
 ZERO3_LIVE_LAYERS = 2
@@ -593,7 +594,14 @@ def training_memory(
     passes = [(f, m, layout) for f, m in trained] + [(f, m, assessed) for f, m, _ in frozen]
     # the trained models' passes (old log-probs, values) may copy their logits for the entropy
     copies = [overheads.entropy_copy_bytes_per_logit] * len(trained) + [0.0] * len(frozen)
-    gathered_forward = _largest([zero3_gather_bytes(f, lay, False) * m for f, m, lay in passes], n)
+    # the frozen models gather their layers from their own shards (frozen_sharding)
+    gathered_forward = _largest(
+        [
+            zero3_gather_bytes(f, lay if i < len(trained) else lay.frozen_sharding(), False) * m
+            for i, (f, m, lay) in enumerate(passes)
+        ],
+        n,
+    )
     phase = layout.offload_phase
     away = phase | layout.offload_frozen
 

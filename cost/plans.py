@@ -33,7 +33,7 @@ ZERO_MEANS_OFF = frozenset(
         "train.lora_rank", "pools.critic", "pools.reference", "pools.reward", "rollout.max_seqs",
         "train.micro_batch_tokens", "assessment.tp", "assessment.pp", "fusion_chunk",
         "train.first_stage_layers", "train.last_stage_layers", "train.forward_micro_batch_tokens",
-        "train.shard_group",
+        "train.shard_group", "train.frozen_shard_group",
     }
 )  # fmt: skip
 FUSION_HANDOFFS = (4, 16, 64, 256)
@@ -133,6 +133,9 @@ class PlanTable:
     train_shard_group: IntArray
     """Ranks of one ZeRO/FSDP shard group, replicated across the rest of the dp x cp ranks
     (hybrid sharding: verl's, SkyRL's and ROLL's fsdp_size); 0 = all of them."""
+    train_frozen_shard_group: IntArray
+    """Ranks ZeRO-3 shards the frozen models over where they have an FSDP group of their own
+    (plan.train.frozen_shard_group); 0 = the trained models' group."""
     train_recompute: IntArray
     rollout_attention_dp: IntArray
     """Data-parallel attention groups inside one engine (SGLang DP attention); 1 = none."""
@@ -206,6 +209,7 @@ class PlanTable:
         train_zero: npt.ArrayLike,
         train_recompute: npt.ArrayLike,
         train_shard_group: npt.ArrayLike = 0,
+        train_frozen_shard_group: npt.ArrayLike = 0,
         rollout_pp: npt.ArrayLike = 1,
         rollout_ep: npt.ArrayLike = 1,
         train_pp: npt.ArrayLike = 1,
@@ -253,6 +257,7 @@ class PlanTable:
             "train.cp": train_cp, "train.ep": train_ep,
             "train.etp": train_tp if train_etp is None else train_etp, "train.zero": train_zero,
             "train.shard_group": train_shard_group, "train.expert_layout": train_ep_isolated,
+            "train.frozen_shard_group": train_frozen_shard_group,
             "train.recompute": train_recompute, "max_staleness": staleness,
             "prefix_caching": prefix_caching, "rollout.attention_dp": rollout_attention_dp,
             "rollout.cp": rollout_cp, "rollout.precision": rollout_fp8,
@@ -292,7 +297,7 @@ class PlanTable:
                      "train.micro_batch_tokens", "train.virtual_stages", "assessment.tp",
                      "assessment.pp", "fusion_chunk", "train.first_stage_layers",
                      "train.last_stage_layers", "train.forward_micro_batch_tokens",
-                     "train.shard_group"):  # fmt: skip
+                     "train.shard_group", "train.frozen_shard_group"):  # fmt: skip
             array = column(counts[name])
             if array.dtype.kind == "f":
                 fractional = np.flatnonzero(array != np.floor(array))
@@ -355,6 +360,10 @@ class PlanTable:
         bad = np.flatnonzero((group > 0) & ((t_gpus // (t_tp * t_pp)) % np.maximum(group, 1) > 0))
         if bad.size:
             raise PlanError("train.shard_group", "must divide the dp x cp ranks", bad)
+        frozen = ints["train.frozen_shard_group"]
+        bad = np.flatnonzero((frozen > 0) & ((t_gpus // (t_tp * t_pp)) % np.maximum(frozen, 1) > 0))
+        if bad.size:
+            raise PlanError("train.frozen_shard_group", "must divide the dp x cp ranks", bad)
         bad = np.flatnonzero(t_tp % ints["train.etp"])
         if bad.size:
             raise PlanError("train.etp", "expert tensor parallelism must divide tp", bad)
@@ -392,6 +401,7 @@ class PlanTable:
             train_dp=t_gpus // (t_tp * t_pp * t_cp),
             train_zero=zero,
             train_shard_group=group,
+            train_frozen_shard_group=frozen,
             train_recompute=recompute,
             rollout_attention_dp=ints["rollout.attention_dp"],
             rollout_cp=ints["rollout.cp"],
@@ -472,6 +482,7 @@ class PlanTable:
                 "train_ep_isolated": t.expert_layout == "isolated",
                 "train_zero": t.zero,
                 "train_shard_group": t.shard_group or 0,
+                "train_frozen_shard_group": t.frozen_shard_group or 0,
                 "train_recompute": t.recompute,
                 "rollout_attention_dp": r.attention_dp or 1,
                 "rollout_cp": r.cp or 1,
@@ -559,6 +570,11 @@ class PlanTable:
                 **(
                     {"shard_group": int(self.train_shard_group[i])}
                     if self.train_shard_group[i]
+                    else {}
+                ),
+                **(
+                    {"frozen_shard_group": int(self.train_frozen_shard_group[i])}
+                    if self.train_frozen_shard_group[i]
                     else {}
                 ),
                 **(

@@ -432,6 +432,7 @@ def estimate(
             f"estimate needs a fixed plan; missing: {', '.join(missing)} "
             "(or use `rlmguide recommend` to search)"
         )
+    unset = plan.train.offload is None
     resolved, chosen = fill_plan_defaults(resolved)
     recommender = _recommender(
         resolved, catalog, enforce_memory=False, filter_frameworks=False, costed_as=framework
@@ -439,6 +440,8 @@ def estimate(
     with _failures():
         result = _finite(run(recommender, 1))
     result["chosen"] = chosen
+    if framework is None and unset:
+        result["notes"] += _parked_reference_note(resolved, catalog, result["plans"][0])
     result["costed_as"] = framework
     if survey:
         _add_survey(result, resolved)
@@ -447,6 +450,41 @@ def estimate(
     if not plan_row["feasible"]:
         found._shortfall = memory_shortfall(plan_row)
     return found
+
+
+def _parked_reference_note(resolved: Any, catalog: Any, costed: dict[str, Any]) -> list[str]:
+    """Why an estimate whose scenario leaves plan.train.offload out keeps the frozen models
+    on the training GPUs while the planner does not always: the search also costs each plan
+    with them parked on the host outside their passes (its parked twin, the only way NeMo-RL, ROLL,
+    SkyRL and slime run it: their mappings imply offload_frozen), so the note gives that
+    plan's memory and step beside this one's, costed alike."""
+    from rlmguide.rules.recommend import frozen_roles, judges_of
+    from rlmguide.rules.recommend import recommend as run
+
+    train = resolved.scenario.plan.train
+    if not frozen_roles(resolved) or resolved.scenario.plan.pools.reference:
+        return []
+    offload = train.offload.model_copy(update={"frozen": True})
+    parked_plan = resolved.scenario.plan.model_copy(
+        update={"train": train.model_copy(update={"offload": offload})}
+    )
+    parked = replace(resolved, scenario=resolved.scenario.model_copy(update={"plan": parked_plan}))
+    recommender = _recommender(parked, catalog, enforce_memory=False, filter_frameworks=False)
+    with _failures():
+        (other,) = _finite(run(recommender, 1))["plans"]
+    on_gpu = costed["memory_breakdown_gib"]["training"].get("frozen_models", 0.0)
+    parkers = sorted(judges_of(catalog).frozen_on_host)
+    peak = costed["memory_gib_per_gpu"]["train"]
+    return [
+        "plan.train.offload is not given: costed with none, the frozen models kept on the "
+        f"training GPUs ({on_gpu:.1f} GiB a GPU at the peak, {peak:.1f} GiB in all, "
+        f"{costed['step_seconds']:.1f} s a step). The planner also costs the plan "
+        "with them parked on the host outside their assessment passes, the only way "
+        f"{', '.join(parkers)} run it (their mappings' implied offload_frozen): "
+        f"{other['memory_gib_per_gpu']['train']:.1f} GiB a training GPU, "
+        f"{other['step_seconds']:.1f} s a step; plan.train.offload.frozen: true or "
+        "--framework estimates that plan"
+    ]
 
 
 def export(

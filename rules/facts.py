@@ -240,6 +240,12 @@ PLAN_FACTS = (
         "ranks of one ZeRO/FSDP shard group under hybrid sharding (0: every dp x cp rank)",
     ),
     Fact(
+        "plan.train.frozen_shard_group",
+        "number",
+        "ranks ZeRO-3 shards the frozen models over in a group of their own (0: the trained "
+        "models' group)",
+    ),
+    Fact(
         "plan.train.virtual_stages",
         "number",
         "layer chunks per pipeline rank of Megatron's interleaved schedule (1: plain 1F1B)",

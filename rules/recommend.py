@@ -354,7 +354,7 @@ def plan_facts(table: PlanTable, costs: CostTable | None = None) -> dict[str, An
     }
     for pool in ("rollout", "train"):
         degrees = ("gpus", "tp", "pp", "ep", "etp", "dp", "cp", "zero", "attention_dp")
-        for degree in (*degrees, "virtual_stages", "shard_group"):
+        for degree in (*degrees, "virtual_stages", "shard_group", "frozen_shard_group"):
             column = getattr(table, f"{pool}_{degree}", None)
             if column is not None:
                 facts[f"plan.{pool}.{degree}"] = column
@@ -427,6 +427,7 @@ def fixed_columns(resolved: Resolved) -> dict[str, Any]:
         "train_sequence_parallel": plan.train.sequence_parallel is not False,
         "train_virtual_stages": plan.train.virtual_stages or 1,
         "train_shard_group": plan.train.shard_group or 0,
+        "train_frozen_shard_group": plan.train.frozen_shard_group or 0,
         # a split the scenario fixes; unset, the search's layouts give it (Recommender.layouts)
         **(
             {

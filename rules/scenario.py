@@ -413,17 +413,22 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
             f"over ep ranks, and the policy {policy_id} is dense (it has no experts); remove "
             "it or use folded"
         )
-    if train.shard_group:
+    for name, group in (
+        ("shard_group", train.shard_group),
+        ("frozen_shard_group", train.frozen_shard_group),
+    ):
+        if not group:
+            continue
         # a launch's setting: the search never varies it, so the layout it divides is given
         if train.gpus is None or train.tp is None or train.pp is None:
             raise InputError(
-                "plan.train.shard_group: set plan.train.gpus, tp and pp with it: the group "
+                f"plan.train.{name}: set plan.train.gpus, tp and pp with it: the group "
                 "must divide the data-parallel x context ranks, gpus / (tp x pp)"
             )
         ranks, rest = divmod(train.gpus, train.tp * train.pp)
-        if rest or ranks % train.shard_group:
+        if rest or ranks % group:
             raise InputError(
-                f"plan.train.shard_group: {train.shard_group} does not divide the {ranks} "
+                f"plan.train.{name}: {group} does not divide the {ranks} "
                 f"data-parallel x context ranks (gpus {train.gpus} / (tp {train.tp} x pp "
                 f"{train.pp}))"
             )

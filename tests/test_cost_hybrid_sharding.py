@@ -19,7 +19,7 @@ from rlmguide.cost.collectives import Fabric
 from rlmguide.cost.efficiency import EfficiencyFactors
 from rlmguide.cost.hardware import Hardware
 from rlmguide.cost.layouts import TrainLayout, TrainLinks
-from rlmguide.cost.memory import trained_state, zero3_gather_bytes
+from rlmguide.cost.memory import frozen_weight_bytes, trained_state, zero3_gather_bytes
 from rlmguide.cost.model_pass import micro_pass, training_counts
 from rlmguide.cost.overheads import DEFAULT_OVERHEADS
 from rlmguide.cost.plans import PlanError
@@ -88,11 +88,40 @@ def test_zero3_traffic_per_micro_batch_by_hand() -> None:
         assert got.link_bytes[0] == pytest.approx(expected, rel=1e-12), group
 
 
+def test_the_frozen_models_shard_over_their_own_group_where_the_plan_gives_one() -> None:
+    """Qwen2.5-7B's reference beside an actor in groups of 2 of 8 ranks: in the actor's
+    groups it holds 2 P / 2 = P bytes a GPU; in a group of its own over all 8 (SkyRL's
+    ref.fsdp_config.fsdp_size left at -1), 2 P / 8 = P / 4, and a gathered layer lacks only
+    the rank's 1/8 of it, not 1/2. The trained models' states keep their groups of 2."""
+    paired = layout(train_shard_group=2)
+    own = layout(train_shard_group=2, train_frozen_shard_group=8)
+    assert frozen_weight_bytes(FIG, paired)[0] == pytest.approx(P, rel=1e-12)
+    assert frozen_weight_bytes(FIG, own)[0] == pytest.approx(P / 4, rel=1e-12)
+    assert trained_state(FIG, own).total[0] == trained_state(FIG, paired).total[0]
+    per_layer = (FIG.dense_params - FIG.embedding_params) / FIG.layers
+    gathered = zero3_gather_bytes(FIG, own.frozen_sharding(), backward=False)[0]
+    assert gathered == pytest.approx(2 * 2 * per_layer * 7 / 8, rel=1e-12)
+    # no group of their own: the very layout, whose frozen models share the trained groups
+    assert paired.frozen_sharding() is paired
+
+
+def test_the_frozen_group_raises_the_pools_memory_only_through_the_reference() -> None:
+    """The training pool's frozen-model term of the whole cost core follows the group: the
+    reference's weights, 1/4 of those in the actor's pairs (the P above less P / 4 is
+    0.75 P bytes), in a GRPO plan that keeps the reference on the GPU."""
+    plans = one_plan(train_shard_group=2, train_frozen_shard_group=[0, 8])
+    cost = evaluate(H100, QWEN25_7B, workload(), plans, needs=Needs(needs_reference=True))
+    frozen = cost.memory_terms_gib["training"]["frozen_models"] * 2**30
+    assert frozen[0] - frozen[1] == pytest.approx(0.75 * P, rel=1e-9)
+
+
 def test_a_group_that_does_not_divide_the_ranks_is_refused() -> None:
     with pytest.raises(PlanError, match=r"plan\.train\.shard_group: must divide"):
         one_plan(train_shard_group=3)
     with pytest.raises(PlanError, match=r"plan\.train\.shard_group: must divide"):
         one_plan(train_cp=2, train_shard_group=16)
+    with pytest.raises(PlanError, match=r"plan\.train\.frozen_shard_group: must divide"):
+        one_plan(train_frozen_shard_group=3)
 
 
 SCENARIO = """

@@ -160,3 +160,26 @@ def test_a_plan_the_framework_refuses_is_costed_and_says_so() -> None:
     assert "nemo-rl-megatron-zero-at-most-1" in why
     # without --framework nothing is costed as NeMo-RL, and nothing is said for it
     assert "nemo-rl" not in api.estimate(_nemo_dtensor(8)).plans[0].launch_refused_by
+
+
+def _offload_notes(found: api.Estimate) -> list[str]:
+    notes = found.model_dump(mode="json")["notes"]
+    return [n for n in notes if n.startswith("plan.train.offload is not given")]
+
+
+def test_an_estimate_that_leaves_offload_out_names_the_parked_plan_the_planner_costs() -> None:
+    # Without --framework an unset offload is none: the reference's 7.1 GiB a GPU (the
+    # policy's TP 8 x EP 8 shard, above) stays on the training GPUs. The planner also costs
+    # the plan with it parked (its parked twin; NeMo-RL, ROLL, SkyRL and slime run no other),
+    # and the note gives that plan's figures, those of an estimate that fixes frozen: true.
+    (note,) = _offload_notes(api.estimate(ROLL_ASYNC))
+    train = {**ROLL_ASYNC["plan"]["train"], "offload": {"frozen": True}}
+    fixed = {**ROLL_ASYNC, "plan": {**ROLL_ASYNC["plan"], "train": train}}
+    (parked,) = api.estimate(fixed).model_dump(mode="json")["plans"]
+    assert "frozen models kept on the training GPUs (7.1 GiB a GPU at the peak" in note
+    memory, step = parked["memory_gib_per_gpu"]["train"], parked["step_seconds"]
+    assert f"{memory:.1f} GiB a training GPU, {step:.1f} s a step" in note
+    assert "the only way nemo-rl, roll, skyrl, slime run it" in note
+    # nothing to say where the scenario fixes the offload or a framework costs the plan
+    assert _offload_notes(api.estimate(fixed)) == []
+    assert _offload_notes(api.estimate(ROLL_ASYNC, framework="roll")) == []

@@ -476,6 +476,11 @@ def test_the_mappings_defaults_are_rolls() -> None:
         "actor_train.strategy_args.strategy_config.pipeline_model_parallel_size": 1,
         "actor_train.strategy_args.strategy_config.context_parallel_size": 1,
         "actor_train.strategy_args.strategy_config.expert_model_parallel_size": 1,
+        # FSDP2's expert mesh, read with .get(key, 1) (fsdp2_strategy.py L836-L837)
+        "actor_train.strategy_args.strategy_config.ep_size": 1,
+        "actor_train.strategy_args.strategy_config.efsdp_size": 1,
+        "reference.strategy_args.strategy_config.ep_size": 1,
+        "reference.strategy_args.strategy_config.efsdp_size": 1,
     }
     megatron = "strategy_config[megatron_train,megatron_infer]."
     for key, value in mapping.config_defaults.items():
@@ -635,6 +640,42 @@ def test_the_reference_splits_its_experts_as_the_actor() -> None:
     without = {k: v for k, v in args.items() if k != ref + "expert_tensor_parallel_size"}
     with pytest.raises(AssertionError, match="reference: 8 GPUs over ETP x EP x PP 64"):
         passes_rolls_checks(without)
+
+
+def test_fsdp2_experts_split_over_ep_are_sharded_over_the_rest_and_read_back(
+    tmp_path: Path,
+) -> None:
+    """A FSDP2 plan with ep 8 on 32 GPUs splits the experts over 8 ranks and shards each split
+    over the other 32 / 8 = 4: ROLL's ep_size 8 with efsdp_size 4 (fsdp2_strategy.py L128-L143,
+    L1056-L1060), for the actor and the reference alike; ROLL's default efsdp_size 1 would hold
+    4 copies. Review reads the launch back as the same split, costed."""
+    scenario = {
+        "cluster": {"accelerator": "h100-sxm-80gb", "nodes": 4, "gpus_per_node": 8},
+        "models": {"policy": "qwen3-30b-a3b", "reward": "verifier"},
+        "workload": {**MOE_TP["workload"], "algorithm": "grpo"},
+        "plan": {
+            "placement": "colocated",
+            "execution": "sync",
+            "rollout": {"gpus": 32, "tp": 2},
+            "train": {**LAYOUT, "gpus": 32, "ep": 8, "zero": 3},
+        },
+    }
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    args = config(export_of(parse_scenario(read_mapping(path), str(path))))
+    for role in ("actor_train", "reference"):
+        key = f"{role}.strategy_args.strategy_config."
+        assert args[f"{role}.strategy_args.strategy_name"].startswith("fsdp2_")
+        assert (args[key + "ep_size"], args[key + "efsdp_size"]) == (8, 4), role
+        assert annotation(key + "efsdp_size", args) == "open"
+    passes_rolls_checks(args)
+    ran = CliRunner().invoke(cli, ["export", str(path), "--framework", "roll"])
+    assert ran.exit_code == 0, ran.output
+    launch = tmp_path / "run.yaml"
+    launch.write_text(ran.output)
+    got = review(launch, "roll", hardware=Hardware("h100-sxm-80gb"))
+    assert (got["estimate"]["train"]["ep"], got["estimate"]["train"]["zero"]) == (8, 3)
+    assert got["expert_sharding"] is None
 
 
 # -- the model types mcore_adapter converts ---------------------------------------------------

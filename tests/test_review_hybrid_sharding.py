@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from rlmguide.cli import cli
 from rlmguide.review import Hardware, review
-from rlmguide.review.sharding import hybrid_sharding
+from rlmguide.review.sharding import frozen_sharding, hybrid_sharding
 
 FIXTURE = Path(__file__).parent / "fixtures" / "review" / "verl-dapo_7b_math_fsdp2_4_12.sh"
 POLICY = "qwen2.5-math-7b"
@@ -149,3 +149,61 @@ def test_a_launch_that_leaves_the_gpu_count_to_the_framework_is_read_on_the_clus
     else:
         assert (train["gpus"], train["shard_group"]) == (8, 4)
         assert "fsdp_size=4" in got["sharding"]["text"]
+
+
+QWEN25_15B_PARAMS = 1_543_714_304
+"""Qwen2.5-1.5B from its record: a tied 151,936 x 1,536 embedding (233,373,696), 28 layers of
+46,797,824 (q 1,536 x 1,536 and k, v 1,536 x 256 with biases, o 1,536 x 1,536, a SwiGLU MLP
+3 x 1,536 x 8,960, two norms) and the final norm (1,536)."""
+
+
+def test_skyrls_reference_shards_over_its_own_group(tmp_path: Path) -> None:
+    """SkyRL's reference builds its FSDP mesh from trainer.ref.fsdp_config (fsdp_worker.py
+    L416-L424 at a956457), -1 by default: every one of the 8 ranks, whatever the policy's
+    fsdp_size. Export writes the plan's group for it too; a launch that leaves it out holds
+    the bf16 reference in 1/8 shards, not the policy's 1/2: 2 x 1,543,714,304 x (1/2 - 1/8)
+    = 1,157,785,728 bytes less a GPU, which SkyRL parks on the host (its mapping's implied
+    offload_frozen), so the host's share falls by that."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(SCENARIO)
+    out = CliRunner().invoke(cli, ["export", str(scenario), "--framework", "skyrl"])
+    assert out.exit_code == 0, out.output
+    assert "trainer.ref.fsdp_config.fsdp_size=2" in out.output
+    exported = tmp_path / "run.sh"
+    exported.write_text(out.output)
+    own = tmp_path / "own.sh"
+    own.write_text(
+        "".join(
+            line
+            for line in out.output.splitlines(keepends=True)
+            if "trainer.ref.fsdp_config.fsdp_size" not in line
+        )
+    )
+    paired, whole = review(exported), review(own)
+    assert paired["frozen_sharding"] is None
+    assert "frozen_shard_group" not in paired["scenario"]["plan"]["train"]
+    frozen = whole["frozen_sharding"]
+    assert (frozen["key"], frozen["value"], frozen["group"]) == (
+        "trainer.ref.fsdp_config.fsdp_size",
+        -1,
+        8,
+    )
+    assert whole["estimate"]["train"]["frozen_shard_group"] == 8
+    assert whole["estimate"]["train"]["shard_group"] == 2  # the policy's groups stay
+    less = paired["estimate"]["offload_gib"] - whole["estimate"]["offload_gib"]
+    assert less == pytest.approx(2 * QWEN25_15B_PARAMS * (1 / 2 - 1 / 8) / 2**30, rel=1e-9)
+
+
+def test_rolls_reference_at_its_default_shards_over_every_rank() -> None:
+    # ROLL's reference strategy reads its own fsdp_size (fsdp2_strategy.py L832), 1 by
+    # default: the whole world (L109), beside an actor in groups of 4 of 16
+    key = "actor_train.strategy_args.strategy_config.fsdp_size"
+    train = {"gpus": 16, "tp": 1, "pp": 1, "zero": 3, "shard_group": 4}
+    got = frozen_sharding("roll-0.3.0-9-g8eb27cc2", {key: 4}, train)
+    assert got is not None and (got["group"], got["world"]) == (16, 16)
+    ref = "reference.strategy_args.strategy_config.fsdp_size"
+    assert frozen_sharding("roll-0.3.0-9-g8eb27cc2", {key: 4, ref: 4}, train) is None
+    # verl 0.7's reference worker shares the actor's mesh: no group of its own
+    assert frozen_sharding("verl-0.7.0-125-gb178a3cd5", {}, train) is None
+    # ZeRO-2 keeps the frozen weights whole: nothing to group
+    assert frozen_sharding("roll-0.3.0-9-g8eb27cc2", {}, {**train, "zero": 2}) is None

@@ -1,7 +1,9 @@
 """ROLL's FSDP2 experts split over ep_size ranks and sharded over efsdp_size (default 1),
 replicated over the world's rest (fsdp2_strategy.py L103-L143, L836-L857, L1056-L1060 at
-8eb27cc2). The plan shards a FSDP plan's experts over every rank, so below the world review
-gives no memory verdict and says why; at efsdp x ep = world it costs the launch as before.
+8eb27cc2). The mapping reads ep_size into plan.train.ep, whose plan shards each split over the
+other world / ep ranks; at efsdp x ep = world that is ROLL's layout and review costs it, below
+the world (replicated experts, the actor's or the reference's) it gives no memory verdict and
+says why.
 
 The launch is ROLL's examples/qwen3-30BA3B-rlvr_fsdp2/rlvr_config_ep.yaml (tests/fixtures/
 review/roll-8eb27cc-ep): ep 8, efsdp 4, 32 GPUs. Its efsdp 1 variant is made by hand here.
@@ -101,3 +103,45 @@ def test_replicas_are_the_world_over_ep_x_efsdp(
 ) -> None:
     got = expert_replication(ROLL, config, {"gpus": 32, "tp": 1, "pp": 1}, 28_991_029_248.0)
     assert (None if got is None else got["replicas"]) == replicas
+
+
+def _without_ep(tmp_path: Path) -> Path:
+    # ep_size 1: no expert mesh, efsdp_size unread (fsdp2_strategy.py L839, L128)
+    launch = tmp_path / "rlvr_config_no_ep.yaml"
+    launch.write_text(FIXTURE.read_text().replace("ep_size: 8\n", "ep_size: 1\n"))
+    return launch
+
+
+def test_ep_size_is_read_and_each_rank_gathers_its_split_only(tmp_path: Path) -> None:
+    """ROLL's example costed with its experts split over 8 ranks. ZeRO-3 holds two layers
+    gathered at once (cost.memory.ZERO3_LIVE_LAYERS), less the rank's own shard. Qwen3-30B-A3B
+    has 28,991,029,248 / 48 = 603,979,776 expert parameters a layer. Read without its ep (as
+    before the mapping read ep_size) a rank gathers all of a layer's experts but its 1/32:
+    2 layers x 2 bytes x 603,979,776 x 31/32 = 2,340,421,632 bytes; split over 8, a rank gathers
+    its 75,497,472 but the 1/4 efsdp shard it holds: 2 x 2 x 75,497,472 x 3/4 = 226,492,416.
+    The phase that binds here is the forward passes' (no whole gradient beside the gather),
+    so the gather term and the train pool's peak fall by 2,113,929,216 bytes = 1.96875 GiB."""
+    split = review(FIXTURE, hardware=Hardware(H100))["estimate"]
+    assert (split["train"]["ep"], split["train"]["zero"]) == (8, 3)
+    whole = review(_without_ep(tmp_path), hardware=Hardware(H100))["estimate"]
+    assert whole["train"]["ep"] == 1
+    gib = 2**30
+    gathered = [e["memory_breakdown_gib"]["training"]["zero3_gather"] for e in (whole, split)]
+    assert gathered[0] - gathered[1] == pytest.approx(2_113_929_216 / gib, abs=1e-9)
+    peaks = [e["memory_gib_per_gpu"]["train"] for e in (whole, split)]
+    assert peaks[0] - peaks[1] == pytest.approx(2_113_929_216 / gib, abs=1e-9)
+
+
+def test_a_reference_with_replicated_experts_gets_no_memory_verdict(tmp_path: Path) -> None:
+    # the actor's efsdp 4 x ep 8 = 32 is costed; the reference's efsdp 1 holds 4 copies
+    text = FIXTURE.read_text()
+    at = text.rindex("efsdp_size: 4\n")
+    launch = tmp_path / "rlvr_config_ep.yaml"
+    launch.write_text(text[:at] + "efsdp_size: 1\n" + text[at + len("efsdp_size: 4\n") :])
+    got = review(launch, hardware=Hardware(H100))
+    experts = got["expert_sharding"]
+    assert experts is not None
+    assert (experts["model"], experts["ep_size"], experts["efsdp_size"]) == ("reference", 8, 1)
+    assert experts["replicas"] == 4
+    assert "reference.strategy_args.strategy_config.ep_size=8" in experts["text"]
+    assert got["estimate"]["feasible"] is None

@@ -87,6 +87,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "plan.train.lora_rank": (1, 65_536),
     "plan.train.virtual_stages": (1, 1_024),
     "plan.train.shard_group": (1, MAX_GPUS),
+    "plan.train.frozen_shard_group": (1, MAX_GPUS),
     "plan.train.first_stage_layers": (1, 1_024),
     "plan.train.last_stage_layers": (1, 1_024),
     "efficiency.*": (1e-3, 1),

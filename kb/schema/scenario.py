@@ -592,6 +592,13 @@ class TrainPlan(Strict):
     the replicas (every micro-batch under ZeRO-3, as FSDP's HYBRID_SHARD runs it; every
     optimizer step under ZeRO-1/2). Must divide dp x cp, so it is given with the training
     layout; unset means one group of every rank. Never searched."""
+    frozen_shard_group: PositiveInt | None = None
+    """The group ZeRO-3 shards the frozen models (reference, reward model) over where the
+    framework builds their FSDP mesh from a key of their own: SkyRL's trainer.ref.fsdp_config
+    .fsdp_size and ROLL's reference fsdp_size, whose defaults shard over every rank whatever
+    the trained models' shard_group. Unset means the trained models' group, as verl 0.7's
+    reference worker builds its mesh from the actor's fsdp_size. Weights per GPU and gathers
+    of the frozen models follow it. Must divide dp x cp. Never searched."""
     recompute: Recompute | None = None
     """Activation checkpointing: none (every activation kept, attention by FlashAttention-style
     kernels that store no score matrix, as every framework runs it), selective (Megatron's
@@ -634,6 +641,11 @@ class TrainPlan(Strict):
     def _shard_group_needs_zero(self) -> TrainPlan:
         if self.shard_group and self.zero == 0:
             raise ValueError("shard_group groups the ranks ZeRO shards over: it needs zero >= 1")
+        if self.frozen_shard_group and self.zero is not None and self.zero < 3:
+            raise ValueError(
+                "frozen_shard_group groups the ranks ZeRO-3 shards the frozen models' weights "
+                "over: it needs zero 3"
+            )
         return self
 
     @model_validator(mode="after")

@@ -266,6 +266,7 @@ NEUTRAL = {
     "plan.train.pp": 1,
     "plan.train.virtual_stages": 1,
     "plan.train.shard_group": 0,
+    "plan.train.frozen_shard_group": 0,
     "plan.train.first_stage_layers": 0,
     "plan.train.last_stage_layers": 0,
     "plan.train.cp": 1,

@@ -32,7 +32,12 @@ from rlmguide.review.review import (
     unknown_keys,
     without_launch_settings,
 )
-from rlmguide.review.sharding import expert_replication, hybrid_sharding
+from rlmguide.review.sharding import (
+    expert_replication,
+    frozen_expert_layout,
+    frozen_sharding,
+    hybrid_sharding,
+)
 from rlmguide.rules import RECOMMEND_KINDS
 from rlmguide.rules.ranking import NEAR_FRACTION, TIE_FRACTION, within_tie
 
@@ -155,7 +160,12 @@ def review(
     from rlmguide.export.mapping import NotExpressible
     from rlmguide.export.search import find_plan
     from rlmguide.export.writer import Writer, for_algorithm
-    from rlmguide.rules.recommend import NoFeasiblePlan, recommend, recommender_for
+    from rlmguide.rules.recommend import (
+        NoFeasiblePlan,
+        frozen_roles,
+        recommend,
+        recommender_for,
+    )
     from rlmguide.rules.scenario import fill_plan_defaults, parse_scenario, resolve
 
     hardware = hardware or Hardware()
@@ -171,22 +181,53 @@ def review(
     sharding = pool and hybrid_sharding(reading.mapping.id, reading.config, pool)
     if sharding:
         # FSDP has neither tensor nor pipeline degree (the constraints *-fsdp-no-model-
-        # parallelism), which the group's check against gpus / (tp x pp) needs stated
-        # stated too, and the GPUs the group divides (the cluster's, where the pools share it)
+        # parallelism), which the group's check against gpus / (tp x pp) needs stated, with
+        # the GPUs the group divides (the cluster's, where the pools share them)
         data["plan"]["train"] |= {
             "gpus": pool["gpus"],
             "tp": 1,
             "pp": 1,
             "shard_group": sharding["value"],
         }
+    frozen = pool and frozen_sharding(reading.mapping.id, reading.config, pool)
+    if frozen:
+        data["plan"]["train"] |= {
+            "gpus": pool["gpus"],
+            "tp": 1,
+            "pp": 1,
+            "frozen_shard_group": frozen["group"],
+        }
     try:
         read = resolve(parse_scenario(data, str(path)), catalog.records)
     except ValueError as exc:
         raise ReviewError(f"the scenario read from {path} is not valid: {exc}") from None
     train = data["plan"]["train"]
-    experts = pool and expert_replication(
-        reading.mapping.id, reading.config, pool, ModelFigures.of(read.policy).expert_params
-    )
+    expert_params = ModelFigures.of(read.policy).expert_params
+    experts = pool and expert_replication(reading.mapping.id, reading.config, pool, expert_params)
+    ref_experts = None
+    if pool and any(role == "reference" for role, _ in frozen_roles(read)):
+        ref_experts = frozen_expert_layout(
+            reading.mapping.id,
+            reading.config,
+            pool,
+            expert_params,
+            data["plan"].get("assessment"),
+        )
+    if ref_experts and ref_experts["assessment"]:
+        try:
+            # the reference's own layout, where the plan can state it
+            resolve(
+                parse_scenario(
+                    data | {"plan": data["plan"] | {"assessment": ref_experts["assessment"]}},
+                    str(path),
+                ),
+                catalog.records,
+            )
+            data["plan"]["assessment"] = ref_experts["assessment"]
+        except ValueError:
+            ref_experts["costed"] = False
+    # no memory verdict where the plan misstates the experts a GPU holds
+    unjudged = bool(experts) or bool(ref_experts and not ref_experts["costed"])
     split = account_for_split(reading.config, read.policy.layers, int(train.get("pp") or 1))
     if split and not (train.get("first_stage_layers") or train.get("last_stage_layers")):
         # the stages Megatron builds under the switches, for the plan and the start-up checks
@@ -283,13 +324,17 @@ def review(
         ),
         "scenario": data,
         # no memory verdict where the plan misstates the experts' states: unknown is null
-        "estimate": {**reviewed, "feasible": None} if experts else reviewed,
+        "estimate": {**reviewed, "feasible": None} if unjudged else reviewed,
         "startup": unknown_keys(reading) + startup_checks(reading, catalog, facts),
         "memory_keys": memory_keys(reading, needs, facts),
         # the shard group a launch sets below its trainer's ranks, costed
         "sharding": sharding,
+        # the reference's own shard group where it is not the trained models', costed
+        "frozen_sharding": frozen,
         # experts sharded over fewer ranks than the plan can say: no memory verdict
         "expert_sharding": experts,
+        # the reference's own expert split, where it is not the actor's
+        "reference_experts": ref_experts,
         "algorithm_keys": algorithm_keys(reading, facts),
         "algorithm_settings": algorithm_settings(reading, facts),
     }

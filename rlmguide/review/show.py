@@ -140,6 +140,13 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
             fmt,
             title="Hybrid sharding (plan.train.shard_group)",
         )
+    if frozen := result.get("frozen_sharding"):
+        print_rows(
+            ["config key", "launch", "trainer ranks", "verdict"],
+            [(frozen["key"], frozen["value"], frozen["world"], frozen["text"])],
+            fmt,
+            title="The reference's shard group (plan.train.frozen_shard_group)",
+        )
     experts = result.get("expert_sharding")
     if experts:
         print_rows(
@@ -156,7 +163,22 @@ def print_review(result: dict[str, Any], fmt: str) -> None:
             fmt,
             title="Expert sharding (not in the plan)",
         )
-    rows = [_plan_row("reviewed", result["estimate"], judged=not experts)]
+    if reference := result.get("reference_experts"):
+        print_rows(
+            ["layout", "costed", "stops at start-up", "verdict"],
+            [
+                (
+                    ", ".join(f"{k} {v}" for k, v in reference["layout"].items()),
+                    "yes" if reference["costed"] else "no",
+                    "yes" if reference["stops"] else "no",
+                    reference["text"],
+                )
+            ],
+            fmt,
+            title="The reference's expert layout",
+        )
+    judged = result["estimate"]["feasible"] is not None
+    rows = [_plan_row("reviewed", result["estimate"], judged=judged)]
     if result["recommendation"] is not None:
         rows.append(_plan_row(f"best on {result['framework']}", result["recommendation"]))
     print_rows(
