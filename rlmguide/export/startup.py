@@ -105,6 +105,14 @@ LAUNCH_FACTS = {
             "framework's dynamic batching (a GPU holds this / cp)",
         ),
         Fact(
+            "launch.critic_micro_batch_tokens",
+            "number",
+            "tokens of one micro-batch of the critic over its context-parallel group, where the "
+            "framework budgets it apart from the actor's (verl's "
+            "critic.ppo_max_token_len_per_gpu): a plan trains its critic on the trainer's GPUs "
+            "at the actor's micro-batch",
+        ),
+        Fact(
             "launch.sequence_length_multiple",
             "number",
             "the multiple every training sequence is padded to (NeMo-RL's "
@@ -487,7 +495,8 @@ def micro_batch(plan: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, 
     """The training micro-batch the plan's activations were costed at, in the units the
     frameworks count: tokens over the CP group, a whole multiple of cp x tp so that every
     framework's per-GPU budget is whole (never below one longest sequence, which verl
-    asserts), and sequences where a framework counts those."""
+    asserts), and sequences where a framework counts those. The critic trains on the same
+    GPUs at the same micro-batch (cost.evaluate: the critic beside the actor in one pool)."""
     train = plan.get("train") or {}
     tokens = train.get("micro_batch_tokens")
     if not tokens:
@@ -500,6 +509,7 @@ def micro_batch(plan: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, 
     sequences = max(1, int(tokens) // longest)
     return {
         "launch.micro_batch_tokens": whole,
+        "launch.critic_micro_batch_tokens": whole,
         "launch.micro_batch_sequences": sequences,
         "launch.forward_micro_batch_sequences": sequences,
         "launch.cp_tp": group,

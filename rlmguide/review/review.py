@@ -1368,7 +1368,8 @@ def memory_keys(
 ) -> list[dict[str, Any]]:
     """The launch's memory settings beside what the plan, with its memory sized by the
     search (`estimate`), needs of them: the engine's memory fraction (in the engine's unit),
-    the sequences it runs at once and the training micro-batch in tokens. The review's own
+    the sequences it runs at once and the training micro-batch in tokens (the critic's too,
+    where the launch budgets it apart). The review's own
     estimate costs the launch's values; a launch below these has a smaller KV cache or fewer
     concurrent sequences (slower), one above the micro-batch may run out of memory."""
     from rlmguide.export.startup import computed, typed
@@ -1382,6 +1383,9 @@ def memory_keys(
         ("launch.engine_memory_fraction", "engine memory fraction", "low"),
         ("launch.engine_max_seqs", "concurrent sequences per engine", "low"),
         ("launch.micro_batch_tokens", "training micro-batch tokens (over CP)", "high"),
+        # the critic trains beside the actor at the plan's micro-batch: a budget of its own
+        # above that (verl's critic.ppo_max_token_len_per_gpu) holds more activations
+        ("launch.critic_micro_batch_tokens", "critic micro-batch tokens (over CP)", "high"),
     ):
         if fact not in launch or fact not in plan:
             continue
