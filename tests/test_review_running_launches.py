@@ -41,3 +41,46 @@ def test_the_critic_s_budget_is_the_critic_s_not_the_actor_s(ppo: dict[str, Any]
     assert critic_row["plan"] == actor_row["plan"] < 98304
     assert critic_row["launch"] == 98304
     assert critic_row["verdict"].startswith("above what the activations were costed at")
+
+
+ROLL_PACKING = FIXTURES / "roll-8eb27cc-packing" / "rlvr_config_sequence_packing.yaml"
+
+
+def test_roll_s_load_balance_packing_cuts_each_pass_at_its_own_budget() -> None:
+    # ROLL's packed Qwen2.5-7B example: load_balance packing on Megatron for the actor and the
+    # reference, 8192 tokens a micro-batch for training and for the forward passes
+    # (sequence_packing.py L162-L190 at 8eb27cc2), not infer_batch_size (4 and 8) sequences
+    # padded to 2048 + 4096 tokens, whose 49152-token logits the GPUs do not hold
+    got = review(ROLL_PACKING, hardware=H100)
+    train = got["scenario"]["plan"]["train"]
+    assert (train["micro_batch_tokens"], train["forward_micro_batch_tokens"]) == (8192, 8192)
+    assert got["estimate"]["feasible"]
+    budgets = {u["key"]: u["field"] for u in got["understood"] if "max_packed" in u["key"]}
+    assert budgets == {
+        "actor_train.sequence_packing_args.max_packed_sequence_length_train": (
+            "launch.micro_batch_tokens"
+        ),
+        "actor_train.sequence_packing_args.max_packed_sequence_length_forward": (
+            "plan.train.forward_micro_batch_tokens"
+        ),
+        "reference.sequence_packing_args.max_packed_sequence_length_forward": (
+            "plan.train.forward_micro_batch_tokens"
+        ),
+    }
+
+
+def test_roll_s_default_packing_caps_no_tokens(tmp_path: Any) -> None:
+    # the default algorithm, none, cuts micro-batches of the role's sequence count
+    # (sequence_packing.py L71-L83): the budgets are not read, the counts are
+    text = ROLL_PACKING.read_text()
+    assert text.count("algorithm: load_balance") == 2
+    path = tmp_path / ROLL_PACKING.name
+    path.write_text(text.replace("algorithm: load_balance", "algorithm: none"))
+    got = review(path, hardware=H100)
+    train = got["scenario"]["plan"]["train"]
+    longest = 2048 + 4096
+    assert (train["micro_batch_tokens"], train["forward_micro_batch_tokens"]) == (
+        1 * longest,
+        8 * longest,
+    )
+    assert not [u for u in got["understood"] if "max_packed" in u["key"]]

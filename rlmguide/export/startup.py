@@ -611,19 +611,30 @@ def read(mapping: MappingRecord, config: Mapping[str, Any]) -> dict[str, Any]:
 
 def by_tokens(mapping: MappingRecord, config: Mapping[str, Any]) -> bool:
     """Whether a launch with `config` cuts its training micro-batches by tokens: one of the
-    mapping's token_batching switches is on (the launch's value, else the framework's
-    default), or a `KEY>0` budget is positive."""
-    for switch in mapping.token_batching:
-        key, positive, _ = switch.partition(">0")
+    mapping's token_batching switches is on (switch_on)."""
+    return any(switch_on(mapping, config, switch) for switch in mapping.token_batching)
+
+
+def switch_on(mapping: MappingRecord, config: Mapping[str, Any], switch: str) -> bool:
+    """Whether every condition of a token_batching switch holds on `config` (the launch's
+    value, else the framework's default): `KEY` a switch that is on, `KEY>0` a positive
+    budget, `KEY=VALUE` a setting of that value (ROLL packs by tokens only with its
+    load_balance algorithm)."""
+    for condition in switch.split(" and "):
+        key, positive, _ = condition.strip().partition(">0")
+        key, equals, wanted = key.partition("=")
         value = config.get(key, mapping.config_defaults.get(key))
         if value is None:
-            continue
+            return False
         if positive:
-            if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-                return True
-        elif _truth(value):
-            return True
-    return False
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                return False
+        elif equals:
+            if str(value) != wanted:
+                return False
+        elif not _truth(value):
+            return False
+    return True
 
 
 def typed(facts: Mapping[str, Any]) -> dict[str, Any]:
