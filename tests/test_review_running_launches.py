@@ -84,3 +84,47 @@ def test_roll_s_default_packing_caps_no_tokens(tmp_path: Any) -> None:
         8 * longest,
     )
     assert not [u for u in got["understood"] if "max_packed" in u["key"]]
+
+
+def test_openrlhf_s_colocate_all_without_engine_sleep_is_colocated_and_keeps_the_engine() -> None:
+    # OpenRLHF's hybrid-engine PPO without --vllm.enable_sleep: --train.colocate_all still
+    # puts the engines in the actor's placement group (train_ppo_ray.py L41-L75 at 3c3be623),
+    # and without the switch they never sleep (samples_generator.py L66-L120): colocated, the
+    # engines' 0.5 of the GPU held while the models train
+    got = review(FIXTURES / "user" / "openrlhf-011-colocate-all-awake.sh", hardware=H100)
+    assert got["scenario"]["plan"]["placement"] == "colocated"
+    assert all(u["key"] != "train.colocate_all" for u in got["unmapped"])
+    (row,) = [r for r in got["memory_keys"] if r["setting"].startswith("GiB the rollout engine")]
+    hbm = 81559 / 1024  # the H100's memory as its driver reports it
+    assert row["launch"] == pytest.approx(0.5 * hbm, abs=0.05)
+    train = got["estimate"]["memory_gib_per_gpu"]["train"]
+    assert row["plan"] == pytest.approx(hbm - train, abs=0.05)
+    # the trainer's peak and the engine's share overflow the GPU
+    assert train + 0.5 * hbm > hbm
+    assert "out of memory when training starts" in row["verdict"]
+
+
+def test_openrlhf_s_sleeping_colocated_launch_keeps_no_engine() -> None:
+    # the example as it ships (--vllm.enable_sleep): the engines sleep while the models train
+    got = review(
+        FIXTURES / "wild" / "openrlhf-3c3be62-train_ppo_ray_hybrid_engine.sh", hardware=H100
+    )
+    assert got["scenario"]["plan"]["placement"] == "colocated"
+    assert not [r for r in got["memory_keys"] if r["setting"].startswith("GiB the rollout engine")]
+
+
+def test_openrlhf_0_8_s_flat_spelling_reads_alike(tmp_path: Any) -> None:
+    # the same reading before the 0.11 regrouping: --colocate_all_models without
+    # --vllm_enable_sleep (train_ppo_ray.py L30-L69 at c250c21a)
+    shipped = FIXTURES / "openrlhf-train_reinforce_llama_ray_hybrid_engine.sh"
+    text = shipped.read_text()
+    assert text.count("   --vllm_enable_sleep \\\n") == 1
+    path = tmp_path / shipped.name
+    path.write_text(text.replace("   --vllm_enable_sleep \\\n", ""))
+    for launch, kept in ((shipped, False), (path, True)):
+        got = review(launch, hardware=H100)
+        assert got["scenario"]["plan"]["placement"] == "colocated"
+        rows = [r for r in got["memory_keys"] if r["setting"].startswith("GiB the rollout engine")]
+        assert bool(rows) is kept
+        if kept:
+            assert rows[0]["launch"] == pytest.approx(0.6 * 81559 / 1024, abs=0.05)

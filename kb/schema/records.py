@@ -955,6 +955,12 @@ class Launch(Strict):
     runs DAPO's dynamic sampling through its recipe trainer); empty: any algorithm."""
     fixed: list[Text] = []
     """Arguments the entry point always needs, as the syntax writes them."""
+    engine_kept: bool = False
+    """The rollout engines keep their memory (weights, workspace, KV cache) on the trainer's
+    GPUs while it trains: a colocated launch that leaves the engine's sleep off (OpenRLHF's
+    colocate_all without vLLM's enable_sleep). Export never writes such a launch (the one of
+    the same mode before it sleeps); review reads a launch as it and reports the memory the
+    engine keeps from training."""
     asserted: Text | None = None
     """Where the entry point's code asserts its fixed options at start-up (file and lines at
     the mapping's commit): `review` names it for a launch of this command that lacks one, as

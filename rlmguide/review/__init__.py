@@ -22,6 +22,7 @@ from rlmguide.review.review import (
     account_for_split,
     algorithm_keys,
     algorithm_settings,
+    kept_engine,
     memory_keys,
     read_file,
     scenario_of,
@@ -265,7 +266,7 @@ def review(
         # no memory verdict where the plan misstates the experts' states: unknown is null
         "estimate": {**reviewed, "feasible": None} if experts else reviewed,
         "startup": unknown_keys(reading) + startup_checks(reading, catalog, facts),
-        "memory_keys": memory_keys(reading, needs, facts),
+        "memory_keys": memory_keys(reading, needs, facts) + kept_engine(reading, reviewed, facts),
         # the shard group a launch sets below its trainer's ranks, costed
         "sharding": sharding,
         # experts sharded over fewer ranks than the plan can say: no memory verdict

@@ -1443,6 +1443,48 @@ def memory_keys(
     return rows
 
 
+def kept_engine(
+    reading: Reading, reviewed: Mapping[str, Any], plan_facts: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """The memory a colocated launch's rollout engines keep while the trainer trains, where
+    its entry point leaves their sleep off (Launch.engine_kept: OpenRLHF's colocate_all
+    without vLLM's enable_sleep), beside what training's peak in the launch's estimate leaves
+    of the GPU. The estimate frees the engine's memory for training as a sleeping engine
+    does, so this row is where the launch's own memory shows: the engine's share of the GPU
+    as the launch sets it (vLLM holds it from start-up), else as the estimate sized it."""
+    if not reading.launch.engine_kept or not plan_facts:
+        return []
+    hbm = float(plan_facts["cluster.memory_gib"])
+    fraction = (reviewed.get("rollout") or {}).get("memory_fraction")
+    terms = reviewed["memory_breakdown_gib"]["rollout"]
+    engine = (
+        float(fraction) * hbm
+        if fraction
+        else sum(terms.get(t, 0.0) for t in ("weights", "kv_cache", "workspace"))
+    )
+    training = float(reviewed["memory_gib_per_gpu"]["train"])
+    left = hbm - training
+    if engine > left:
+        verdict = (
+            f"more than the {left:.1f} GiB training's {training:.1f} GiB peak leaves of the "
+            f"GPU's {hbm:.1f} GiB: out of memory when training starts (the estimate frees the "
+            "engine's memory, as the engine's sleep would)"
+        )
+    else:
+        verdict = (
+            f"fits in the {left:.1f} GiB training's {training:.1f} GiB peak leaves of the "
+            f"GPU's {hbm:.1f} GiB, with {left - engine:.1f} GiB to spare"
+        )
+    return [
+        {
+            "setting": "GiB the rollout engine keeps on each GPU while training (no engine sleep)",
+            "launch": round(engine, 1),
+            "plan": round(left, 1),
+            "verdict": verdict,
+        }
+    ]
+
+
 UNREAD_PLACEMENT = ("device_mapping",)
 """Endings of config keys that put a model on GPUs (ROLL names every worker's GPUs so)."""
 
