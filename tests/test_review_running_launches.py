@@ -128,3 +128,32 @@ def test_openrlhf_0_8_s_flat_spelling_reads_alike(tmp_path: Any) -> None:
         assert bool(rows) is kept
         if kept:
             assert rows[0]["launch"] == pytest.approx(0.6 * 81559 / 1024, abs=0.05)
+
+
+REWARD_LOOP = FIXTURES / "verl-b178a3c-ppo-reward-loop-colocate.sh"
+
+
+def test_verl_0_7_s_reward_engine_memory_is_the_launch_s(tmp_path: Any) -> None:
+    # verl's reward-loop example at b178a3cd serves its reward model on vLLM on the trainer's
+    # GPUs at reward_model.rollout.gpu_memory_utilization 0.8 (_generated_ppo_trainer.yaml
+    # L537-L543): read as the reward engine's share, which it takes again beside the trainer
+    # each time it wakes to score (reward_loop.py L281-L311)
+    got = review(REWARD_LOOP, hardware=H100)
+    (use,) = _uses(got, "reward_model.rollout.gpu_memory_utilization")
+    assert (use["field"], use["field_value"]) == ("launch.reward_engine_memory_fraction", 0.8)
+    assert all(u["key"] != use["key"] for u in got["unmapped"])
+    resident = got["estimate"]["memory_breakdown_gib"]["rollout"]["trainer_state"]
+    hbm = 81559 / 1024
+    wakes = "verl-reward-engine-wakes-beside-the-trainer"
+    # 0.8 of the GPU's 79.6 GiB is 63.7 GiB, beside the trainer's 12.2 GiB resident: it wakes
+    assert 0.8 * hbm <= hbm - resident
+    assert wakes not in {s.get("constraint") for s in got["startup"]}
+    # 0.9 is 71.7 GiB, more than the 67.4 GiB the trainer leaves: the wake-up runs out
+    assert 0.9 * hbm > hbm - resident
+    path = tmp_path / REWARD_LOOP.name
+    text = REWARD_LOOP.read_text()
+    path.write_text(
+        text.replace("rollout.gpu_memory_utilization=0.8", "rollout.gpu_memory_utilization=0.9")
+    )
+    got = review(path, hardware=H100)
+    assert wakes in {s.get("constraint") for s in got["startup"]}

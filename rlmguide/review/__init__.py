@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rlmguide.cost.architecture import ModelFigures
+from rlmguide.export.startup import derived
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import record_roots
 from rlmguide.review.header import FROM_HEADER
@@ -265,7 +266,10 @@ def review(
         "scenario": data,
         # no memory verdict where the plan misstates the experts' states: unknown is null
         "estimate": {**reviewed, "feasible": None} if experts else reviewed,
-        "startup": unknown_keys(reading) + startup_checks(reading, catalog, facts),
+        # the launch's memory facts from its own estimate (the trainer's state resident beside
+        # the engines), which the engines' start-up and wake-up checks weigh its shares against
+        "startup": unknown_keys(reading)
+        + startup_checks(reading, catalog, {**facts, **derived(reviewed)}),
         "memory_keys": memory_keys(reading, needs, facts) + kept_engine(reading, reviewed, facts),
         # the shard group a launch sets below its trainer's ranks, costed
         "sharding": sharding,
