@@ -30,10 +30,11 @@ LINKED = {"sources", "locators", "claims", "examples"}
 JSON_FIELDS = {
     "scenario", "launches", "entries", "config_defaults", "reads", "repositories",
     "specification", "absent", "model_scripts", "departures", "sequence_batching",
-    "token_budgets", "global_batching", "other_pipelines",
+    "token_budgets", "forward_token_budgets", "global_batching", "other_pipelines",
 }  # fmt: skip
 """Fields stored as one JSON column: a scenario, a mapping's launches, entries, config
-defaults, micro-batch keys counted in sequences, token budgets by switch, older global
+defaults, micro-batch keys counted in sequences, token budgets by switch and those of the
+forward passes by their sequence-count key, older global
 micro-batch keys, other repositories, per-model architecture scripts, the other pipelines' config
 keys and departures from the algorithm records, an algorithm's §5 specification (its steps and
 parallelism annotations). Every dict-typed field is one (tests/test_store.py)."""
@@ -137,8 +138,14 @@ def columns(cls: type[BaseModel], prefix: str = "") -> list[tuple[str, str, str]
 def _json(value: BaseModel | list[BaseModel] | dict[str, Any]) -> str:
     if isinstance(value, BaseModel):
         return value.model_dump_json(exclude_unset=True)
-    if isinstance(value, dict):  # a mapping's defaults: config key -> plain value
-        return json.dumps(value, sort_keys=True)
+    if isinstance(value, dict):  # config key -> a plain value, or a record (forward budgets)
+        return json.dumps(
+            {
+                k: v.model_dump(mode="json", exclude_unset=True) if isinstance(v, BaseModel) else v
+                for k, v in value.items()
+            },
+            sort_keys=True,
+        )
     return json.dumps([item.model_dump(mode="json", exclude_unset=True) for item in value])
 
 

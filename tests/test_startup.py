@@ -547,9 +547,11 @@ def test_micro_batch_in_whole_per_gpu_budgets_by_hand() -> None:
 
     facts = {"plan.train.cp": 2, "plan.train.tp": 2, "workload.sequence_tokens": 5120}
     # 14866 down to a multiple of cp x tp = 4: 14864; 14866 // 5120 = 2 whole sequences, a
-    # training micro-batch and a forward-only one (ROLL's infer_batch_size) alike
+    # training micro-batch and a forward-only one (ROLL's infer_batch_size) alike; the critic
+    # trains beside the actor at the same budget
     assert micro_batch(PLAN, facts) == {
         "launch.micro_batch_tokens": 14864,
+        "launch.critic_micro_batch_tokens": 14864,
         "launch.micro_batch_sequences": 2,
         "launch.forward_micro_batch_sequences": 2,
         "launch.cp_tp": 4,

@@ -943,6 +943,18 @@ class MappingEntry(Strict):
         return self
 
 
+class ForwardBudget(Strict):
+    """The token budget that replaces a forward-only pass's count of sequences where the
+    framework packs that pass by tokens (ROLL's load_balance packing)."""
+
+    switch: Text
+    """When the budget applies, written as a token_batching switch (conditions joined by
+    ` and `: `KEY`, `KEY>0`, `KEY=VALUE`)."""
+    key: Text
+    """The key of the budget: tokens of one forward micro-batch over its context-parallel
+    group."""
+
+
 class Launch(Strict):
     """The entry point that runs one execution mode on one placement."""
 
@@ -957,6 +969,12 @@ class Launch(Strict):
     runs DAPO's dynamic sampling through its recipe trainer); empty: any algorithm."""
     fixed: list[Text] = []
     """Arguments the entry point always needs, as the syntax writes them."""
+    engine_kept: bool = False
+    """The rollout engines keep their memory (weights, workspace, KV cache) on the trainer's
+    GPUs while it trains: a colocated launch that leaves the engine's sleep off (OpenRLHF's
+    colocate_all without vLLM's enable_sleep). Export never writes such a launch (the one of
+    the same mode before it sleeps); review reads a launch as it and reports the memory the
+    engine keeps from training."""
     asserted: Text | None = None
     """Where the entry point's code asserts its fixed options at start-up (file and lines at
     the mapping's commit): `review` names it for a launch of this command that lacks one, as
@@ -1005,15 +1023,23 @@ class Mapping(Record):
     fixed: list[Text] = []
     """Arguments every launch needs whatever the plan, as the syntax writes them."""
     token_batching: list[Text] = []
-    """Keys that switch micro-batching by tokens on (any one true, else the framework's
-    default for it; `KEY>0`: on where the key's value is positive, SkyRL's token budget that
-    -1 disables): a launch's token budget sizes its micro-batches only then."""
+    """Switches that turn micro-batching by tokens on (any one on): a key that is true (the
+    launch's value, else the framework's default for it), `KEY>0` one whose value is positive
+    (SkyRL's token budget that -1 disables), `KEY=VALUE` one set to that value, or several
+    such conditions joined by ` and ` (ROLL packs by tokens only on Megatron, with packing on
+    and its load_balance algorithm): a launch's token budget sizes its micro-batches only
+    then."""
     token_budgets: dict[Text, list[Text]] = {}
     """token_batching switch -> the keys of the token budgets it turns on, the training
     micro-batch's first, where no entry writes them (exports never turn the switch on:
     NeMo-RL's dynamic batching, whose train_mb_tokens and logprob_mb_tokens replace the
     packing budgets): review reads the first the launch gives, of the switch that is on, as
     its training micro-batch over any entry's, as it reads entries of one fact."""
+    forward_token_budgets: dict[Text, ForwardBudget] = {}
+    """Key of a forward-only pass's micro-batch in sequences (one an entry reads as
+    launch.forward_micro_batch_sequences) -> the token budget that sizes that pass instead
+    where its switch is on (ROLL's max_packed_sequence_length_forward under load_balance
+    packing): review costs the pass at the budget, not at that many longest sequences."""
     sequence_batching: dict[Text, PositiveInt | None] = {}
     """Key of the training micro-batch counted in sequences per GPU -> the framework's default
     for it at `commit` (None where it has none): the micro-batch the framework runs where no

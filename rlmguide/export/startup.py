@@ -105,6 +105,14 @@ LAUNCH_FACTS = {
             "framework's dynamic batching (a GPU holds this / cp)",
         ),
         Fact(
+            "launch.critic_micro_batch_tokens",
+            "number",
+            "tokens of one micro-batch of the critic over its context-parallel group, where the "
+            "framework budgets it apart from the actor's (verl's "
+            "critic.ppo_max_token_len_per_gpu): a plan trains its critic on the trainer's GPUs "
+            "at the actor's micro-batch",
+        ),
+        Fact(
             "launch.sequence_length_multiple",
             "number",
             "the multiple every training sequence is padded to (NeMo-RL's "
@@ -487,7 +495,8 @@ def micro_batch(plan: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, 
     """The training micro-batch the plan's activations were costed at, in the units the
     frameworks count: tokens over the CP group, a whole multiple of cp x tp so that every
     framework's per-GPU budget is whole (never below one longest sequence, which verl
-    asserts), and sequences where a framework counts those."""
+    asserts), and sequences where a framework counts those. The critic trains on the same
+    GPUs at the same micro-batch (cost.evaluate: the critic beside the actor in one pool)."""
     train = plan.get("train") or {}
     tokens = train.get("micro_batch_tokens")
     if not tokens:
@@ -500,6 +509,7 @@ def micro_batch(plan: Mapping[str, Any], facts: Mapping[str, Any]) -> dict[str, 
     sequences = max(1, int(tokens) // longest)
     return {
         "launch.micro_batch_tokens": whole,
+        "launch.critic_micro_batch_tokens": whole,
         "launch.micro_batch_sequences": sequences,
         "launch.forward_micro_batch_sequences": sequences,
         "launch.cp_tp": group,
@@ -601,19 +611,30 @@ def read(mapping: MappingRecord, config: Mapping[str, Any]) -> dict[str, Any]:
 
 def by_tokens(mapping: MappingRecord, config: Mapping[str, Any]) -> bool:
     """Whether a launch with `config` cuts its training micro-batches by tokens: one of the
-    mapping's token_batching switches is on (the launch's value, else the framework's
-    default), or a `KEY>0` budget is positive."""
-    for switch in mapping.token_batching:
-        key, positive, _ = switch.partition(">0")
+    mapping's token_batching switches is on (switch_on)."""
+    return any(switch_on(mapping, config, switch) for switch in mapping.token_batching)
+
+
+def switch_on(mapping: MappingRecord, config: Mapping[str, Any], switch: str) -> bool:
+    """Whether every condition of a token_batching switch holds on `config` (the launch's
+    value, else the framework's default): `KEY` a switch that is on, `KEY>0` a positive
+    budget, `KEY=VALUE` a setting of that value (ROLL packs by tokens only with its
+    load_balance algorithm)."""
+    for condition in switch.split(" and "):
+        key, positive, _ = condition.strip().partition(">0")
+        key, equals, wanted = key.partition("=")
         value = config.get(key, mapping.config_defaults.get(key))
         if value is None:
-            continue
+            return False
         if positive:
-            if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-                return True
-        elif _truth(value):
-            return True
-    return False
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                return False
+        elif equals:
+            if str(value) != wanted:
+                return False
+        elif not _truth(value):
+            return False
+    return True
 
 
 def typed(facts: Mapping[str, Any]) -> dict[str, Any]:

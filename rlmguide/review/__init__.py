@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rlmguide.cost.architecture import ModelFigures
+from rlmguide.export.startup import derived
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import record_roots
 from rlmguide.review.header import FROM_HEADER
@@ -22,6 +23,7 @@ from rlmguide.review.review import (
     account_for_split,
     algorithm_keys,
     algorithm_settings,
+    kept_engine,
     memory_keys,
     read_file,
     scenario_of,
@@ -325,8 +327,11 @@ def review(
         "scenario": data,
         # no memory verdict where the plan misstates the experts' states: unknown is null
         "estimate": {**reviewed, "feasible": None} if unjudged else reviewed,
-        "startup": unknown_keys(reading) + startup_checks(reading, catalog, facts),
-        "memory_keys": memory_keys(reading, needs, facts),
+        # the launch's memory facts from its own estimate (the trainer's state resident beside
+        # the engines), which the engines' start-up and wake-up checks weigh its shares against
+        "startup": unknown_keys(reading)
+        + startup_checks(reading, catalog, {**facts, **derived(reviewed)}),
+        "memory_keys": memory_keys(reading, needs, facts) + kept_engine(reading, reviewed, facts),
         # the shard group a launch sets below its trainer's ranks, costed
         "sharding": sharding,
         # the reference's own shard group where it is not the trained models', costed

@@ -1075,9 +1075,11 @@ def switched_budget(reading: Reading) -> None:
     their keys (Mapping.token_budgets): the first the launch gives is its
     launch.micro_batch_tokens over any entry's (NeMo-RL's packing budget, which a launch
     batching dynamically does not use); each given is read."""
+    from rlmguide.export.startup import switch_on
+
     mapping = reading.mapping
     for switch, keys in mapping.token_budgets.items():
-        if not truth(reading.config.get(switch, mapping.config_defaults.get(switch))):
+        if not switch_on(mapping, reading.config, switch):
             continue
         given = [key for key in keys if key in reading.config]
         for key in given:
@@ -1151,21 +1153,45 @@ def global_micro_batches(reading: Reading) -> None:
     reading.facts |= read(mapping, reading.config)
 
 
-def forward_batch_read(reading: Reading) -> int | None:
-    """The sequences of the largest forward-only micro-batch the launch runs where it sizes
-    those apart from training's: the most any key read for launch.forward_micro_batch_sequences
-    gives (ROLL's actor_train and reference infer_batch_size, each the launch's or the
-    framework's default), since the assessment's peak is its largest pass. None where the
+def forward_batch_read(reading: Reading, longest: int) -> int | None:
+    """The tokens of the largest forward-only micro-batch the launch runs where it sizes
+    those apart from training's, since the assessment's peak is its largest pass: each key
+    read for launch.forward_micro_batch_sequences (ROLL's actor_train and reference
+    infer_batch_size, each the launch's or the framework's default) at that many sequences of
+    `longest`, or at the token budget that replaces the count where the framework packs that
+    pass by tokens (Mapping.forward_token_budgets: ROLL's load_balance packing cuts it at
+    max_packed_sequence_length_forward, whatever infer_batch_size says). None where the
     mapping has no such key."""
-    counts = [
-        u.fact_value
-        for u in reading.uses
-        if u.fact == "launch.forward_micro_batch_sequences"
-        and isinstance(u.fact_value, int)
-        and not isinstance(u.fact_value, bool)
-        and u.fact_value >= 1
-    ]
-    return max(counts, default=None)
+    from rlmguide.export.startup import switch_on
+
+    mapping = reading.mapping
+    sizes = []
+    for u in list(reading.uses):
+        count = u.fact_value
+        if (
+            u.fact != "launch.forward_micro_batch_sequences"
+            or not isinstance(count, int)
+            or isinstance(count, bool)
+            or count < 1
+        ):
+            continue
+        budget = mapping.forward_token_budgets.get(u.key.lstrip("+"))
+        tokens = reading.config.get(budget.key) if budget is not None else None
+        if (
+            budget is not None
+            and switch_on(mapping, reading.config, budget.switch)
+            and isinstance(tokens, int)
+            and not isinstance(tokens, bool)
+            and tokens >= 1
+        ):
+            reading.unmapped.pop(budget.key, None)
+            reading.uses.append(
+                Use(budget.key, tokens, "plan.train.forward_micro_batch_tokens", tokens)
+            )
+            sizes.append(tokens)
+        else:
+            sizes.append(count * longest)
+    return max(sizes, default=None)
 
 
 def training_settings(reading: Reading, longest: int) -> dict[str, Any]:
@@ -1173,7 +1199,8 @@ def training_settings(reading: Reading, longest: int) -> dict[str, Any]:
     gradient buffers (fp32 as the launch says, else as the framework keeps them by default),
     the micro-batch it runs (micro_batch_read: by tokens or by sequences at `longest`), the
     forward-only passes' micro-batch where the launch sizes it apart (forward_batch_read, in
-    sequences at `longest`, each padded to it as ROLL pads its responses), and the first and
+    sequences at `longest`, each padded to it as ROLL pads its responses, or the token budget
+    of a pass packed by tokens), and the first and
     last pipeline stages' layers where the launch gives Megatron either (one alone: the other
     stages share the rest, get_num_layers_to_build at 103851dc, transformer_block.py
     L102-L143, so slime's Qwen3.5-27B split of 64 layers with a last stage of 30 puts 34 on
@@ -1186,8 +1213,8 @@ def training_settings(reading: Reading, longest: int) -> dict[str, Any]:
     out: dict[str, Any] = {"fp32_gradients": bool(fp32) and not launch.get("launch.bf16_gradients")}
     if (tokens := micro_batch_read(reading, longest)) is not None:
         out["micro_batch_tokens"] = tokens
-    if (sequences := forward_batch_read(reading)) is not None:
-        out["forward_micro_batch_tokens"] = sequences * longest
+    if (tokens := forward_batch_read(reading, longest)) is not None:
+        out["forward_micro_batch_tokens"] = tokens
     # without a pipeline a stage count splits nothing (SkyRL's moonlight example gives one
     # with pp 1)
     pipelined = int(reading.facts.get("plan.train.pp") or 1) > 1
@@ -1368,7 +1395,8 @@ def memory_keys(
 ) -> list[dict[str, Any]]:
     """The launch's memory settings beside what the plan, with its memory sized by the
     search (`estimate`), needs of them: the engine's memory fraction (in the engine's unit),
-    the sequences it runs at once and the training micro-batch in tokens. The review's own
+    the sequences it runs at once and the training micro-batch in tokens (the critic's too,
+    where the launch budgets it apart). The review's own
     estimate costs the launch's values; a launch below these has a smaller KV cache or fewer
     concurrent sequences (slower), one above the micro-batch may run out of memory."""
     from rlmguide.export.startup import computed, typed
@@ -1382,6 +1410,9 @@ def memory_keys(
         ("launch.engine_memory_fraction", "engine memory fraction", "low"),
         ("launch.engine_max_seqs", "concurrent sequences per engine", "low"),
         ("launch.micro_batch_tokens", "training micro-batch tokens (over CP)", "high"),
+        # the critic trains beside the actor at the plan's micro-batch: a budget of its own
+        # above that (verl's critic.ppo_max_token_len_per_gpu) holds more activations
+        ("launch.critic_micro_batch_tokens", "critic micro-batch tokens (over CP)", "high"),
     ):
         if fact not in launch or fact not in plan:
             continue
@@ -1410,6 +1441,48 @@ def memory_keys(
                 }
             )
     return rows
+
+
+def kept_engine(
+    reading: Reading, reviewed: Mapping[str, Any], plan_facts: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """The memory a colocated launch's rollout engines keep while the trainer trains, where
+    its entry point leaves their sleep off (Launch.engine_kept: OpenRLHF's colocate_all
+    without vLLM's enable_sleep), beside what training's peak in the launch's estimate leaves
+    of the GPU. The estimate frees the engine's memory for training as a sleeping engine
+    does, so this row is where the launch's own memory shows: the engine's share of the GPU
+    as the launch sets it (vLLM holds it from start-up), else as the estimate sized it."""
+    if not reading.launch.engine_kept or not plan_facts:
+        return []
+    hbm = float(plan_facts["cluster.memory_gib"])
+    fraction = (reviewed.get("rollout") or {}).get("memory_fraction")
+    terms = reviewed["memory_breakdown_gib"]["rollout"]
+    engine = (
+        float(fraction) * hbm
+        if fraction
+        else sum(terms.get(t, 0.0) for t in ("weights", "kv_cache", "workspace"))
+    )
+    training = float(reviewed["memory_gib_per_gpu"]["train"])
+    left = hbm - training
+    if engine > left:
+        verdict = (
+            f"more than the {left:.1f} GiB training's {training:.1f} GiB peak leaves of the "
+            f"GPU's {hbm:.1f} GiB: out of memory when training starts (the estimate frees the "
+            "engine's memory, as the engine's sleep would)"
+        )
+    else:
+        verdict = (
+            f"fits in the {left:.1f} GiB training's {training:.1f} GiB peak leaves of the "
+            f"GPU's {hbm:.1f} GiB, with {left - engine:.1f} GiB to spare"
+        )
+    return [
+        {
+            "setting": "GiB the rollout engine keeps on each GPU while training (no engine sleep)",
+            "launch": round(engine, 1),
+            "plan": round(left, 1),
+            "verdict": verdict,
+        }
+    ]
 
 
 UNREAD_PLACEMENT = ("device_mapping",)
