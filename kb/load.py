@@ -211,11 +211,27 @@ def load_catalog(roots: Iterable[RecordRoot], kinds: Iterable[str] | None = None
     return catalog
 
 
+def _code_digest() -> bytes:
+    """The source of this loader and of every schema module, as this process imported them:
+    hashed once, at import, so a process that keeps running while the code on disk changes
+    (a `git pull` under a notebook) names its caches by the code it validates with, and a
+    later process with other schema code never reads a catalog the old one parsed."""
+    from rlmguide.kb import schema
+
+    digest = hashlib.blake2b(Path(__file__).read_bytes(), digest_size=16)
+    for module in sorted(Path(schema.__file__).parent.glob("*.py")):
+        digest.update(module.name.encode() + b"\0" + module.read_bytes())
+    return digest.digest()
+
+
+CODE_DIGEST = _code_digest()
+
+
 def _cache_file(roots: list[RecordRoot], kinds: list[str] | None, content: str) -> Path:
     digest = hashlib.blake2b(digest_size=12)
     digest.update(content.encode())
     digest.update(repr((kinds, [(str(r), k) for r, k in roots])).encode())
-    digest.update(Path(__file__).read_bytes())
+    digest.update(CODE_DIGEST)
     digest.update(pydantic.VERSION.encode())
     return cache_dir() / "catalogs" / f"{digest.hexdigest()}.json"
 

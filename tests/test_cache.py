@@ -13,6 +13,8 @@ import pytest
 import rlmguide.kb.db
 import rlmguide.kb.load
 from click.testing import CliRunner
+from rlmguide.kb.cache import write_sealed
+from rlmguide.kb.catalog_cache import to_json
 from rlmguide.kb.db import checksum_file, ensure_database, open_knowledge_base
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import content_hash
@@ -209,3 +211,25 @@ def test_stale_catalogs_and_signatures_are_pruned(fixture_kb: Path, empty_cache:
     load_catalog(roots(fixture_kb))
     assert len(list((empty_cache / "catalogs").iterdir())) == KEEP_CATALOGS + 1
     assert len(list((empty_cache / "signatures").iterdir())) == KEEP_SIGNATURES + 1
+
+
+def test_a_catalog_parsed_by_other_schema_code_is_never_served(
+    fixture_kb: Path, empty_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that keeps old schema code in memory while the records on disk gain a field
+    it does not know (a review sweep running through a merge, as on 2026-12-07) parses them as
+    broken and caches that under the new records' digest. The cache names a catalog by the
+    code that validated it too (kb.load.CODE_DIGEST, taken at import), so a process with the
+    new code parses the records itself instead of serving the old process's verdict."""
+    whole = load_catalog(roots(fixture_kb))
+    kind, by_id = next((k, v) for k, v in whole.records.items() if v)
+    for path in (empty_cache / "catalogs").iterdir():
+        path.unlink()
+    monkeypatch.setattr(rlmguide.kb.load, "CODE_DIGEST", b"the old process's schema")
+    poisoned = load_catalog(roots(fixture_kb))
+    poisoned.records[kind].clear()  # what the old schema would have refused
+    (cached,) = (empty_cache / "catalogs").iterdir()
+    write_sealed(cached, to_json(poisoned))
+    assert load_catalog(roots(fixture_kb)).records[kind] == {}  # the old process's own view
+    monkeypatch.undo()
+    assert load_catalog(roots(fixture_kb)).records[kind] == by_id
