@@ -199,3 +199,26 @@ def test_a_dtensor_ppo_value_model_is_refused_where_automodel_builds_its_causal_
     else:
         assert code == 0, output
         assert "value.dtensor_cfg.enabled=True" in out.read_text()
+
+
+def test_review_reads_the_value_models_packing_budget_as_the_critics(tmp_path: Path) -> None:
+    """NeMo-RL builds the value model's section apart from the policy's (ppo.py L395-L398 at
+    7ea279ab): its value.sequence_packing budgets size the critic's micro-batches, never the
+    actor's. The export writes both at the plan's 17,408 tokens; a launch that doubles the value
+    model's reads back the actor's budget and step as exported, and names the critic's."""
+    text = _export(tmp_path, *MEGATRON_PLAN)
+    assert "value.sequence_packing.train_mb_tokens=17408" in text
+    exported = review_json(tmp_path / "run.sh", "--accelerator", "h100-sxm-80gb")
+    edited = tmp_path / "edited.sh"
+    for budget in ("train_mb_tokens", "logprob_mb_tokens"):
+        key = f"value.sequence_packing.{budget}"
+        text = text.replace(f"{key}=17408", f"{key}=34816")
+    edited.write_text(text)
+    read = review_json(edited, "--accelerator", "h100-sxm-80gb")
+    fields = {u["key"]: u["field"] for u in read["understood"]}
+    assert fields["value.sequence_packing.train_mb_tokens"] == "launch.critic_micro_batch_tokens"
+    assert fields["policy.sequence_packing.train_mb_tokens"] == "launch.micro_batch_tokens"
+    assert read["scenario"]["plan"]["train"]["micro_batch_tokens"] == 17408
+    assert read["estimate"]["step_seconds"] == exported["estimate"]["step_seconds"]
+    (critic,) = [m for m in read["memory_keys"] if m["setting"].startswith("critic micro-batch")]
+    assert (critic["launch"], critic["plan"]) == (34816, 17408)
