@@ -68,8 +68,12 @@ GPT_OSS = {
 def test_a_refusal_names_each_constraint_once(tmp_path: Path) -> None:
     # Before: "(constraint roll-megatron-needs-an-mcore-adapter-template,
     # roll-megatron-needs-an-mcore-adapter-template)", once per component that carries it.
+    # Tensor parallelism keeps the plan on Megatron, which cannot build gpt_oss (FSDP2 now runs
+    # the unfixed scenario: the next test).
     scenario = tmp_path / "s.yaml"
-    scenario.write_text(yaml.safe_dump(GPT_OSS))
+    scenario.write_text(
+        yaml.safe_dump({**GPT_OSS, "plan": {"execution": "async", "train": {"tp": 2}}})
+    )
     out = tmp_path / "run.yaml"
     done = CliRunner().invoke(
         cli, ["export", str(scenario), "--framework", "roll", "--out", str(out)]
@@ -79,6 +83,31 @@ def test_a_refusal_names_each_constraint_once(tmp_path: Path) -> None:
     named = said[said.rindex("(constraint ") :].removeprefix("(constraint ").rstrip(")")
     ids = named.split(", ")
     assert ids and len(ids) == len(set(ids)), said
+
+
+def test_roll_keeps_fsdp2_expert_parallelism_to_its_example_models(tmp_path: Path) -> None:
+    """ROLL's FSDP2 expert parallelism swaps mlp.experts for a module that unpacks (hidden
+    states, expert indices, top-k scores) (fsdp2_strategy.py L1062-L1074, L189-L197 at 8eb27cc2),
+    run by ROLL's examples on qwen3_moe and qwen3_5_moe only: gpt-oss-120b exports on FSDP2
+    without it (ep_size 1), where the newly mapped ep_size let an export write ep_size 2."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(yaml.safe_dump(GPT_OSS))
+    done = CliRunner().invoke(cli, ["export", str(scenario), "--framework", "roll"])
+    assert done.exit_code == 0, done.output
+    assert "Training backend pytorch-fsdp" in done.output
+    sizes = [line.split(":")[1].strip() for line in done.output.splitlines() if "ep_size:" in line]
+    assert sizes and set(sizes) == {"1"}, sizes
+    # asked for, the refusal names the code path; Qwen3-30B-A3B keeps it
+    fixed = {"execution": "async", "train": {"ep": 2, "zero": 3}}
+    scenario.write_text(yaml.safe_dump({**GPT_OSS, "plan": fixed}))
+    done = CliRunner().invoke(cli, ["export", str(scenario), "--framework", "roll"])
+    assert done.exit_code != 0
+    assert "roll-fsdp2-expert-parallel-on-its-example-models" in " ".join(done.output.split())
+    qwen = {**GPT_OSS, "models": {"policy": "qwen3-30b-a3b", "reward": "verifier"}, "plan": fixed}
+    scenario.write_text(yaml.safe_dump(qwen))
+    done = CliRunner().invoke(cli, ["export", str(scenario), "--framework", "roll"])
+    assert done.exit_code == 0, done.output
+    assert "ep_size: 2" in done.output
 
 
 # audit6's a03: GLM-4.5-Air one-step-off GRPO on 16 B200, on verl only
