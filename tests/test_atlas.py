@@ -75,7 +75,9 @@ def test_every_atlas_plan_is_launchable(atlas_rows: list[dict[str, Any]]) -> Non
             assert r["launchable_by"] == [r["ranked_for"]] == r["frameworks"], r
             assert r["ranked_for"] in mapped & released, r
             own.append(r)
-    # every row that fits has a launchable plan but two, which say why: DeepSeek-V3 PPO on 128
+    # every row that fits has a launchable plan but at most two, which say why (since ROLL's
+    # FSDP2 expert parallelism is kept to the models it builds, both fit no plan a released
+    # framework runs on-policy and say so as infeasible rows): DeepSeek-V3 PPO on 128
     # H100s or A100s. NeMo-RL launches PPO (examples/run_ppo.py at 7ea279abf), but its DTensor
     # value model would build Automodel's own causal-LM class for DeepSeek-V3, a vocabulary-wide
     # head (constraint nemo-rl-dtensor-ppo-value-needs-hf-head), and its Megatron path fits no
