@@ -596,10 +596,8 @@ def training_memory(
     copies = [overheads.entropy_copy_bytes_per_logit] * len(trained) + [0.0] * len(frozen)
     # the frozen models gather their layers from their own shards (frozen_sharding)
     gathered_forward = _largest(
-        [
-            zero3_gather_bytes(f, lay if i < len(trained) else lay.frozen_sharding(), False) * m
-            for i, (f, m, lay) in enumerate(passes)
-        ],
+        [zero3_gather_bytes(f, layout, False) * m for f, m in trained]
+        + [zero3_gather_bytes(f, assessed.frozen_sharding(), False) * m for f, m, _ in frozen],
         n,
     )
     phase = layout.offload_phase

@@ -356,14 +356,12 @@ class PlanTable:
         bad = np.flatnonzero(t_gpus % (t_tp * t_pp * t_cp))
         if bad.size:
             raise PlanError("train.gpus", "dp = gpus / (tp * pp * cp) is not a whole number", bad)
-        group = ints["train.shard_group"]
-        bad = np.flatnonzero((group > 0) & ((t_gpus // (t_tp * t_pp)) % np.maximum(group, 1) > 0))
-        if bad.size:
-            raise PlanError("train.shard_group", "must divide the dp x cp ranks", bad)
-        frozen = ints["train.frozen_shard_group"]
-        bad = np.flatnonzero((frozen > 0) & ((t_gpus // (t_tp * t_pp)) % np.maximum(frozen, 1) > 0))
-        if bad.size:
-            raise PlanError("train.frozen_shard_group", "must divide the dp x cp ranks", bad)
+        group, frozen = ints["train.shard_group"], ints["train.frozen_shard_group"]
+        ranks = t_gpus // (t_tp * t_pp)
+        for name, given in (("train.shard_group", group), ("train.frozen_shard_group", frozen)):
+            bad = np.flatnonzero((given > 0) & (ranks % np.maximum(given, 1) > 0))
+            if bad.size:
+                raise PlanError(name, "must divide the dp x cp ranks", bad)
         bad = np.flatnonzero(t_tp % ints["train.etp"])
         if bad.size:
             raise PlanError("train.etp", "expert tensor parallelism must divide tp", bad)
