@@ -191,6 +191,9 @@ def review(
             "pp": 1,
             "shard_group": sharding["value"],
         }
+        pool = trained_pool(data)  # the train pool as now stated, its group included
+    # judged after the trainer's group is stated above: the reference's own group counts
+    # only where it differs from that one
     frozen = pool and frozen_sharding(reading.mapping.id, reading.config, pool)
     if frozen:
         data["plan"]["train"] |= {
