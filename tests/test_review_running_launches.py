@@ -3,6 +3,7 @@ uses it, each placement is the one the code makes, each engine's memory is the l
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -86,12 +87,26 @@ def test_roll_s_default_packing_caps_no_tokens(tmp_path: Any) -> None:
     assert not [u for u in got["understood"] if "max_packed" in u["key"]]
 
 
-def test_openrlhf_s_colocate_all_without_engine_sleep_is_colocated_and_keeps_the_engine() -> None:
-    # OpenRLHF's hybrid-engine PPO without --vllm.enable_sleep: --train.colocate_all still
-    # puts the engines in the actor's placement group (train_ppo_ray.py L41-L75 at 3c3be623),
-    # and without the switch they never sleep (samples_generator.py L66-L120): colocated, the
-    # engines' 0.5 of the GPU held while the models train
-    got = review(FIXTURES / "user" / "openrlhf-011-colocate-all-awake.sh", hardware=H100)
+def _without(launch: Path, flag: str, tmp_path: Path) -> Path:
+    """A copy of `launch` without its one line setting `flag` (a user's edit)."""
+    line = f"   {flag} \\\n"
+    text = launch.read_text()
+    assert text.count(line) == 1, flag
+    edited = tmp_path / launch.name
+    edited.write_text(text.replace(line, ""))
+    return edited
+
+
+def test_openrlhf_s_colocate_all_without_engine_sleep_is_colocated_and_keeps_the_engine(
+    tmp_path: Path,
+) -> None:
+    # OpenRLHF's hybrid-engine PPO without --vllm.enable_sleep (the edit a user makes to the
+    # example): --train.colocate_all still puts the engines in the actor's placement group
+    # (train_ppo_ray.py L41-L75 at 3c3be623), and without the switch they never sleep
+    # (samples_generator.py L66-L120): colocated, the engines' 0.5 of the GPU held while the
+    # models train
+    shipped = FIXTURES / "wild" / "openrlhf-3c3be62-train_ppo_ray_hybrid_engine.sh"
+    got = review(_without(shipped, "--vllm.enable_sleep", tmp_path), hardware=H100)
     assert got["scenario"]["plan"]["placement"] == "colocated"
     assert all(u["key"] != "train.colocate_all" for u in got["unmapped"])
     (row,) = [r for r in got["memory_keys"] if r["setting"].startswith("GiB the rollout engine")]
@@ -113,14 +128,11 @@ def test_openrlhf_s_sleeping_colocated_launch_keeps_no_engine() -> None:
     assert not [r for r in got["memory_keys"] if r["setting"].startswith("GiB the rollout engine")]
 
 
-def test_openrlhf_0_8_s_flat_spelling_reads_alike(tmp_path: Any) -> None:
+def test_openrlhf_0_8_s_flat_spelling_reads_alike(tmp_path: Path) -> None:
     # the same reading before the 0.11 regrouping: --colocate_all_models without
     # --vllm_enable_sleep (train_ppo_ray.py L30-L69 at c250c21a)
     shipped = FIXTURES / "openrlhf-train_reinforce_llama_ray_hybrid_engine.sh"
-    text = shipped.read_text()
-    assert text.count("   --vllm_enable_sleep \\\n") == 1
-    path = tmp_path / shipped.name
-    path.write_text(text.replace("   --vllm_enable_sleep \\\n", ""))
+    path = _without(shipped, "--vllm_enable_sleep", tmp_path)
     for launch, kept in ((shipped, False), (path, True)):
         got = review(launch, hardware=H100)
         assert got["scenario"]["plan"]["placement"] == "colocated"

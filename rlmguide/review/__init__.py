@@ -152,6 +152,14 @@ def trained_pool(data: dict[str, Any]) -> dict[str, Any] | None:
     return {**train, "gpus": int(cluster["nodes"]) * int(cluster["gpus_per_node"])}
 
 
+def _state_group(data: dict[str, Any], pool: dict[str, Any], field: str, group: int) -> None:
+    """States an FSDP shard group (`field` of plan.train) on the scenario read. FSDP has
+    neither tensor nor pipeline degree (the constraints *-fsdp-no-model-parallelism), which the
+    group's check against gpus / (tp x pp) needs stated, with the GPUs the group divides (the
+    cluster's, where the pools share them)."""
+    data["plan"]["train"] |= {"gpus": pool["gpus"], "tp": 1, "pp": 1, field: group}
+
+
 def review(
     path: Path,
     framework: str | None = None,
@@ -182,26 +190,13 @@ def review(
     pool = trained_pool(data)
     sharding = pool and hybrid_sharding(reading.mapping.id, reading.config, pool)
     if sharding:
-        # FSDP has neither tensor nor pipeline degree (the constraints *-fsdp-no-model-
-        # parallelism), which the group's check against gpus / (tp x pp) needs stated, with
-        # the GPUs the group divides (the cluster's, where the pools share them)
-        data["plan"]["train"] |= {
-            "gpus": pool["gpus"],
-            "tp": 1,
-            "pp": 1,
-            "shard_group": sharding["value"],
-        }
+        _state_group(data, pool, "shard_group", sharding["value"])
         pool = trained_pool(data)  # the train pool as now stated, its group included
     # judged after the trainer's group is stated above: the reference's own group counts
     # only where it differs from that one
     frozen = pool and frozen_sharding(reading.mapping.id, reading.config, pool)
     if frozen:
-        data["plan"]["train"] |= {
-            "gpus": pool["gpus"],
-            "tp": 1,
-            "pp": 1,
-            "frozen_shard_group": frozen["group"],
-        }
+        _state_group(data, pool, "frozen_shard_group", frozen["group"])
     try:
         read = resolve(parse_scenario(data, str(path)), catalog.records)
     except ValueError as exc:
