@@ -4,6 +4,7 @@ loaded once, and `rlmguide review --format json` of a launch file through the CL
 from __future__ import annotations
 
 import json
+import subprocess
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -31,3 +32,18 @@ def review_json(path: Path, *args: str) -> dict[str, Any]:
     )
     assert done.exit_code == 0, done.output
     return json.loads(done.output)
+
+
+def bash_words(script: Path, tmp_path: Path) -> list[str]:
+    """The arguments bash passes to `python3 -m m` when it runs `script` (a stub python3 in
+    `tmp_path` prints them)."""
+    stub = tmp_path / "bin" / "python3"
+    if not stub.exists():
+        stub.parent.mkdir()
+        stub.write_text('#!/bin/sh\nprintf "<%s>\\n" "$@"\n')
+        stub.chmod(0o755)
+    ran = subprocess.run(
+        ["bash", str(script)], capture_output=True, text=True, env={"PATH": f"{stub.parent}:/bin"}
+    )
+    assert ran.returncode == 0, ran.stderr
+    return [line[1:-1] for line in ran.stdout.splitlines()][2:]  # past `-m m`

@@ -9,13 +9,12 @@ verl 0.7's mapping, and a 0.7-only start-up check fired on it.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from launch_support import review_json
+from launch_support import bash_words, review_json
 
 from rlmguide.review.shell import command_arguments
 
@@ -36,20 +35,6 @@ STATEMENTS = st.sampled_from(
 START = st.sampled_from(["", 'A=""', "A=s", "unset A"])
 
 
-def _bash_words(script: Path, tmp_path: Path) -> list[str]:
-    """The arguments bash passes to `python3 -m m` (a stub python3 prints them)."""
-    stub = tmp_path / "bin" / "python3"
-    if not stub.exists():
-        stub.parent.mkdir()
-        stub.write_text('#!/bin/sh\nprintf "<%s>\\n" "$@"\n')
-        stub.chmod(0o755)
-    ran = subprocess.run(
-        ["bash", str(script)], capture_output=True, text=True, env={"PATH": f"{stub.parent}:/bin"}
-    )
-    assert ran.returncode == 0, ran.stderr
-    return [line[1:-1] for line in ran.stdout.splitlines()][2:]  # past `-m m`
-
-
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -59,7 +44,7 @@ def test_array_appends_as_bash(tmp_path: Path, start: str, statements: list[str]
     lines = ["B=(x 'y z')", start, *statements, 'python3 -m m "${A[@]}"']
     script.write_text("\n".join(lines) + "\n")
     words, _ = command_arguments(script.read_text(), "m")
-    assert words == _bash_words(script, tmp_path)
+    assert words == bash_words(script, tmp_path)
 
 
 def test_hand_checked_appends() -> None:

@@ -9,31 +9,15 @@ the reader split it into `key=`, `{`, `reasoning_effort:low`, `}` and review sto
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import REPO
-from launch_support import review_json
+from launch_support import bash_words, review_json
 
 from rlmguide.review.shell import command_arguments
 
 GPT_OSS = REPO / "tests" / "fixtures" / "review" / "skyrl-a956457-run_gsm8k_gptoss.sh"
-
-
-def _bash_words(text: str, tmp_path: Path) -> list[str]:
-    """The arguments bash passes to `python3 -m m` (a stub python3 prints them)."""
-    stub = tmp_path / "bin" / "python3"
-    stub.parent.mkdir()
-    stub.write_text('#!/bin/sh\nprintf "<%s>\\n" "$@"\n')
-    stub.chmod(0o755)
-    script = tmp_path / "run.sh"
-    script.write_text(text)
-    ran = subprocess.run(
-        ["bash", str(script)], capture_output=True, text=True, env={"PATH": f"{stub.parent}:/bin"}
-    )
-    assert ran.returncode == 0, ran.stderr
-    return [line[1:-1] for line in ran.stdout.splitlines()][2:]  # past `-m m`
 
 
 @pytest.mark.parametrize(
@@ -45,8 +29,10 @@ def _bash_words(text: str, tmp_path: Path) -> list[str]:
     ],
 )
 def test_braces_read_as_bash(tmp_path: Path, text: str) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text(text)
     words, _ = command_arguments(text, "m")
-    assert words == _bash_words(text, tmp_path)
+    assert words == bash_words(script, tmp_path)
 
 
 def test_skyrl_gpt_oss_example_is_read() -> None:

@@ -183,7 +183,8 @@ def lex_statements(text: str, budget: Budget | None = None) -> list[tuple[list[W
             add("".join(chunk), '"')
             i = j + 1
         elif c == "\\":
-            add(text[i + 1 : i + 2], "'")
+            if i + 1 < len(text):  # bash drops a backslash that ends the script
+                add(text[i + 1], "'")
             i += 2
         elif c == "$":
             end = _dollar(text, i)
