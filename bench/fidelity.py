@@ -7,7 +7,8 @@ publications best (rules.fidelity.leave_group_out), which is the reported figure
 framework instead, the same question for a framework the fit never saw. The benchmark prints
 every case, the figures per source, execution mode, rollout length and framework, every published
 ordering (A faster than B in one source) with whether the prediction keeps it (and, where it
-does not, both sides' predicted stage seconds and overlap), and what the
+does not, both sides' predicted stage seconds and overlap; a pair a record says its source
+cannot support, Result.unordered_with, is listed apart and not scored), and what the
 constants a framework sets for itself (cost.overheads.OWN_FRAMEWORK_CONSTANTS) change, case by
 case.
 
@@ -167,12 +168,22 @@ def rl_steps(comparisons: list[Comparison]) -> list[Comparison]:
 
 
 def report_orderings(comparisons: list[Comparison], label: str) -> None:
-    found = orderings(comparisons, TIE_FRACTION)
+    every = orderings(comparisons, TIE_FRACTION)
+    found = [o for o in every if not o.set_aside]
     kept = [o for o in found if o.reproduced]
+    aside = [o for o in every if o.set_aside]
     print(
         f"\npublished orderings ({label}; A faster than B in one source by more than the "
-        f"{100 * TIE_FRACTION:.0f}% tie): {len(kept)} of {len(found)} reproduced"
+        f"{100 * TIE_FRACTION:.0f}% tie): {len(kept)} of {len(found)} reproduced, "
+        f"{len(aside)} set aside by their records (Result.unordered_with)"
     )
+    for o in aside:
+        a, b = o.faster, o.slower
+        print(
+            f"  set aside: {a.result.id} {a.result.value:g} < {b.result.id} {b.result.value:g}"
+            f"; predicted {a.predicted:.1f} vs {b.predicted:.1f}"
+            f" ({'kept' if o.reproduced else 'not kept'})"
+        )
     for o in found:
         if not o.reproduced:
             a, b = o.faster, o.slower

@@ -164,6 +164,13 @@ def check_results(c: Checker) -> None:
             c.scenario(result, "scenario", result.scenario)
         if result.metric == "speedup" and not result.baseline:
             c.report(result, "baseline", "a speedup needs the baseline it is measured against")
+        for i, other in enumerate(result.unordered_with):
+            path = f"unordered_with[{i}]"
+            c.ref(result, path, "result", other)
+            paired = c.catalog.of("result").get(other)
+            if isinstance(paired, Result) and paired.source != result.source:
+                # Only figures of one source are ever ranked against each other.
+                c.report(result, path, f"{other!r} is from {paired.source}, not {result.source}")
 
 
 def check_deployments(c: Checker) -> None:

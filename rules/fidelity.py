@@ -74,6 +74,8 @@ class Case:
     """The framework that ran it ("none" for plain pre-training measurements)."""
     largest_fitting_batch: bool = False
     """The run used the largest per-GPU batch that fit, up to the scenario's (Result.batch)."""
+    unordered_with: frozenset[str] = frozenset()
+    """Figures of the same source this one is not ranked against (Result.unordered_with)."""
 
     @property
     def group(self) -> str:
@@ -129,6 +131,7 @@ def cases(catalog: dict[str, dict[str, Record]]) -> list[Case]:
             r.source,
             r.framework or "none",
             r.batch == "largest-fitting",
+            frozenset(r.unordered_with),
         )
         for r in catalog["result"].values()
         if isinstance(r, Result) and r.scenario is not None and r.metric in MEASURABLE
@@ -351,6 +354,13 @@ class Ordering:
     @property
     def reproduced(self) -> bool:
         return self.faster.predicted < self.slower.predicted  # type: ignore[operator]
+
+    @property
+    def set_aside(self) -> bool:
+        """Either record says the source cannot support this ordering (Result.unordered_with):
+        it is listed, not scored."""
+        a, b = self.faster.result, self.slower.result
+        return a.id in b.unordered_with or b.id in a.unordered_with
 
 
 def orderings(comparisons: Iterable[Comparison], tie: float) -> list[Ordering]:

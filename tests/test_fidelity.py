@@ -247,6 +247,38 @@ def test_orderings_are_published_pairs_of_one_model_and_source() -> None:
     assert [o.reproduced for o in found] == [False]
 
 
+def test_a_record_sets_aside_the_orderings_it_names() -> None:
+    fast, slow, third = _case("x", "s", 100), _case("y", "s", 150), _case("z", "s", 200)
+    # x names y: their ordering is listed but set aside, from whichever side it is read;
+    # x against z and y against z stay scored.
+    fast = replace(fast, unordered_with=frozenset({"y"}))
+    found = orderings(
+        [Comparison(fast, 160.0), Comparison(slow, 130.0), Comparison(third, 90.0)], 0.25
+    )
+    aside = {(o.faster.result.id, o.slower.result.id): o.set_aside for o in found}
+    assert aside == {("x", "y"): True, ("x", "z"): False, ("y", "z"): False}
+    # The recorded pairs: NeMo RL v0.6's GB200 Qwen3-235B rows (an EP group across two NVLink
+    # domains before topology-aware placement) and verl's fully-async 16:16 row against the
+    # colocated baselines (response lengths the doc does not publish).
+    recorded = {
+        (o.faster.result.id, o.slower.result.id) for o in orderings(SCORED, 0.2) if o.set_aside
+    }
+    assert recorded == {
+        (
+            "nemo-rl-perf-qwen3-235b-grpo-gb200-64gpu-v0.6",
+            "nemo-rl-perf-qwen3-235b-grpo-gb200-128gpu-v0.6",
+        ),
+        (
+            "verl-fully-async-qwen2.5-math-7b-16-16",
+            "verl-fully-async-qwen2.5-math-7b-colocate-64gpu",
+        ),
+        (
+            "verl-fully-async-qwen2.5-math-7b-16-16",
+            "verl-fully-async-qwen2.5-math-7b-colocate-128gpu",
+        ),
+    }
+
+
 def test_mode_pairs_are_sync_against_overlapping_runs_of_one_source() -> None:
     sync = _case("sync", "s", 120.0, execution="sync", nodes=2)
     async_ = _case("async", "s", 80.0, execution="async", nodes=2)

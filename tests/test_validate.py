@@ -180,6 +180,12 @@ CASES = [
         "results/fw-one-step.yaml: baseline: a speedup needs the baseline",
     ),
     (
+        "results/fw-one-step.yaml",
+        "unit: s",
+        "unit: s\nunordered_with: [fw-other-step]",
+        "results/fw-one-step.yaml: unordered_with[0]: unknown result 'fw-other-step'",
+    ),
+    (
         "models/model-7b.yaml",
         "kv_heads: 4",
         "kv_heads: 5",
@@ -265,6 +271,26 @@ def test_each_check_reports_its_problem(
     edit(fixture_kb, name, old, new)
     found = problems(fixture_kb)
     assert any(expected in p for p in found), found
+
+
+def test_an_unordered_pair_is_of_one_source(fixture_kb: Path) -> None:
+    # Only figures of one source are ranked (rules.fidelity.orderings), so setting aside a
+    # pair across sources would excuse nothing: the validator names the other source.
+    step = (fixture_kb / "results/fw-one-step.yaml").read_text()
+    other = step.replace("id: fw-one-step", "id: fw-other-step").replace(
+        "source: paper-a", "source: repo-b"
+    )
+    (fixture_kb / "results/fw-other-step.yaml").write_text(other)
+    assert problems(fixture_kb) == []
+    edit(
+        fixture_kb,
+        "results/fw-one-step.yaml",
+        "unit: s",
+        "unit: s\nunordered_with: [fw-other-step]",
+    )
+    assert problems(fixture_kb) == [
+        "results/fw-one-step.yaml: unordered_with[0]: 'fw-other-step' is from repo-b, not paper-a"
+    ]
 
 
 def test_malformed_yaml_names_file_and_line(fixture_kb: Path) -> None:

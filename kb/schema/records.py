@@ -769,6 +769,11 @@ class Result(Record):
     benchmark rule); the batch each run used is not published, so the prediction finds it."""
     memory: MemorySetting | None = None
     """For the memory metrics: the micro-batch and code path the measurement ran."""
+    unordered_with: list[Slug] = []
+    """Results of the same source whose published ordering against this one the source cannot
+    support: the two runs differ in something the source does not publish or says moves the
+    figure by more than the gap between them (the notes say what). The fidelity benchmark sets
+    such a pair aside instead of scoring it as an ordering (rules.fidelity.Ordering)."""
     notes: Text | None = None
 
     def cited_sources(self) -> list[str]:
