@@ -1,9 +1,10 @@
 """Review reads a script's last line as bash does when it ends in a backslash.
 
-verl-recipe's DAPO launches (dapo/test_dapo_8b_megatron_fp8train.sh, test_dapo_gptoss_20b_megatron.sh
-and test_dapo_qwen3next_80b_megatron.sh at 48ea0a7) end their command with `"${...[@]}" \\` and no
-newline after it: bash drops a backslash that ends the input, and the reader made an empty
-argument of it, so review stopped with "'' is not a key=value override".
+verl-recipe's DAPO launches (dapo/test_dapo_8b_megatron_fp8train.sh,
+test_dapo_gptoss_20b_megatron.sh and test_dapo_qwen3next_80b_megatron.sh at 48ea0a7) end their
+command with `"${...[@]}" \\` and no newline after it: bash drops a backslash that ends the
+input, and the reader made an empty argument of it, so review stopped with "'' is not a
+key=value override".
 """
 
 from __future__ import annotations
