@@ -1,5 +1,7 @@
 """Launches the thirteenth held-out audit found would not run as their plan: an asynchronous
-engine capped at one step's batch where the plan streams more (the stream's concurrency)."""
+engine capped at one step's batch where the plan streams more (the stream's concurrency), and
+an SGLang engine of a hybrid linear-attention model costed at more sequences than its state
+pool admits."""
 
 from __future__ import annotations
 
@@ -8,6 +10,15 @@ from pathlib import Path
 
 import pytest
 from launch_support import review_json
+from rlmguide.cost.architecture import ModelFigures
+from rlmguide.cost.batch import Batch, Needs
+from rlmguide.cost.layouts import RolloutLayout
+from rlmguide.cost.memory import rollout_memory
+from rlmguide.cost.overheads import DEFAULT_OVERHEADS, for_framework
+from rlmguide.cost.units import GIB
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import record_roots
+from test_cost_specs import one_plan, workload
 
 from rlmguide import api
 
@@ -52,3 +63,37 @@ def test_a_batch_engine_is_capped_at_its_batch(tmp_path: Path) -> None:
     path.write_text(ASYNC.replace("execution: async, max_staleness: 2", "execution: sync"))
     plan = api.export(path, "areal").plan.model_dump()
     assert plan["engine_concurrency"] == plan["rollout_concurrency"]
+
+
+def test_sglang_hybrid_engine_runs_what_its_state_pool_admits() -> None:
+    """SGLang keeps a linear layer's recurrent state in float32 (configs/mamba_utils.py
+    L47-L107 at 0.5.15.post1) and, with its radix cache on as slime leaves it, splits the cache
+    memory 0.9 : 1 between a state pool and the KV pool, running at most a fifth of the state
+    slots (model_runner_kv_cache_mixin.py L186-L220, L1239-L1252; 3 + 2 for the extra buffer).
+    The cost model pooled both at bf16, so slime's Qwen3.5-35B-A3B engine (audit13) was costed
+    at 128 sequences where SGLang runs about 77.
+
+    By hand, Qwen3.5-27B on a TP 4 engine (48 Gated DeltaNet layers of 48 heads x 128 x 128
+    and a conv window of 3 x 10,240; 16 full layers of 4 KV heads x 256), per GPU: a state of
+    48 x (786,432 x 4 + 30,720 x 2) / 4 = 38,486,016 bytes; KV 16 x 2 x 256 x 2 = 16,384 bytes
+    a token, 83,886,080 for the 5,120-token mean sequence. With 20 GiB free: pooled at bf16
+    (19,611,648 bytes of state) 207 sequences; SGLang's state pool floor(20 GiB x 0.9 / 1.9 /
+    (5 x 38,486,016)) = 52, its KV pool floor(20 GiB / 1.9 / 83,886,080) = 134: 52."""
+    arch = load_catalog(record_roots(), ("model",)).of("model")["qwen3.5-27b"].architecture
+    fig = ModelFigures.of(arch)
+    layout = RolloutLayout.of(one_plan(rollout_gpus=4, rollout_tp=4, train_gpus=4))
+    batch = Batch.of(workload(), Needs())
+    weights = rollout_memory(fig, layout, batch, 1e12, DEFAULT_OVERHEADS).weights[0]
+    usable = weights + DEFAULT_OVERHEADS.rollout_workspace_bytes + 20 * GIB
+    pooled = rollout_memory(fig, layout, batch, usable, DEFAULT_OVERHEADS)
+    assert pooled.kv_per_sequence[0] == 83_886_080 + 19_611_648
+    assert pooled.capacity[0] == 207
+    slime = for_framework(DEFAULT_OVERHEADS, "slime", 80.0, "H100")
+    apart = rollout_memory(fig, layout, batch, usable, slime)
+    assert apart.kv_per_sequence[0] == 83_886_080 + 38_486_016
+    assert apart.capacity[0] == 52
+    # AReaL turns SGLang's radix cache off: one pool, with the float32 state
+    areal = for_framework(DEFAULT_OVERHEADS, "areal", 80.0, "H100")
+    assert rollout_memory(fig, layout, batch, usable, areal).capacity[0] == (
+        20 * GIB // (83_886_080 + 38_486_016)
+    )
