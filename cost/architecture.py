@@ -217,9 +217,19 @@ class ModelFigures:
             return np.full_like(floats(tp), float(self.mla_latent))
         return 2.0 * np.ceil(self.kv_heads / floats(tp)) * self.head_dim
 
-    def _per_rank_state(self, tp: FloatArray) -> FloatArray:
-        """Linear layers' state elements of one sequence on one tensor rank (heads split)."""
-        return self.mixing.state_elements * self.mixing.linear / floats(tp)
+    def _per_rank_state(self, tp: FloatArray, recurrent_bytes: float = BF16_BYTES) -> FloatArray:
+        """Linear layers' state of one sequence on one tensor rank (heads split), in bf16
+        elements: the recurrent state's held at `recurrent_bytes` an element count
+        recurrent_bytes / 2 each."""
+        m = self.mixing
+        wider = m.recurrent_elements * (recurrent_bytes / BF16_BYTES - 1.0)
+        return (m.state_elements + wider) * m.linear / floats(tp)
+
+    def state_bytes(self, tp: FloatArray, pp: FloatArray, recurrent_bytes: float) -> FloatArray:
+        """Bytes of the linear layers' fixed state one sequence holds on one GPU of a tp x pp
+        replica, its recurrent state at `recurrent_bytes` an element (the part of cache_bytes
+        that does not grow with the sequence's tokens, windows aside)."""
+        return self._per_rank_state(tp, recurrent_bytes) * BF16_BYTES * self.stage_share(pp)
 
     def kv_bytes_per_token(self, tp: FloatArray, pp: FloatArray) -> FloatArray:
         """KV-cache bytes one more token adds on one GPU of a tensor x pipeline parallel
@@ -230,13 +240,20 @@ class ModelFigures:
         per_token = self._kv_per_layer(tp) * (m.full + m.sparse) + m.indexer_elements * m.sparse
         return per_token * BF16_BYTES * self.stage_share(pp)
 
-    def cache_bytes(self, tokens: FloatArray, tp: FloatArray, pp: FloatArray) -> FloatArray:
+    def cache_bytes(
+        self,
+        tokens: FloatArray,
+        tp: FloatArray,
+        pp: FloatArray,
+        recurrent_bytes: float = BF16_BYTES,
+    ) -> FloatArray:
         """Bytes one sequence of `tokens` tokens holds on one GPU of a tp x pp replica: the
         KV of every token in full and sparse layers, of at most the window in sliding ones,
-        and the linear layers' fixed state."""
+        and the linear layers' fixed state (its recurrent part at `recurrent_bytes`)."""
         m = self.mixing
         windowed = self._kv_per_layer(tp) * m.sliding * np.minimum(floats(tokens), m.window)
-        fixed = (windowed + self._per_rank_state(tp)) * BF16_BYTES * self.stage_share(pp)
+        state = self._per_rank_state(tp, recurrent_bytes)
+        fixed = (windowed + state) * BF16_BYTES * self.stage_share(pp)
         return self.kv_bytes_per_token(tp, pp) * tokens + fixed
 
     def cache_read_bytes(self, context: FloatArray, tp: FloatArray, pp: FloatArray) -> FloatArray:

@@ -72,6 +72,9 @@ class AttentionCosts:
     """FLOPs of the indexer scoring one cached key per sparse layer: 2 x heads x head dim."""
     state_elements: int
     """Elements one linear layer keeps per sequence (recurrent state and conv window)."""
+    recurrent_elements: int
+    """Of those, the recurrent state's (heads x key_dim x value_dim); the rest is the conv
+    window, which engines keep in bf16 whatever dtype they give the state."""
     linear_flops: float
     """FLOPs of one linear layer's recurrence per token (its projections are weights)."""
 
@@ -96,6 +99,7 @@ class AttentionCosts:
             score_flops=2.0 * arch.heads * (qk + v),
             indexer_flops=2.0 * sparse.indexer_heads * sparse.indexer_head_dim if sparse else 0.0,
             state_elements=linear.state_elements if linear else 0,
+            recurrent_elements=linear.heads * linear.key_dim * linear.value_dim if linear else 0,
             linear_flops=(
                 2.0 * passes * linear.heads * linear.key_dim * linear.value_dim if linear else 0.0
             ),
@@ -169,5 +173,6 @@ class AttentionCosts:
             score_flops=self.score_flops,
             indexer_flops=0.0,
             state_elements=0,
+            recurrent_elements=0,
             linear_flops=0.0,
         )

@@ -177,6 +177,9 @@ class StepTime:
     hidden_share: FloatArray
     """The overlap as a share of the shorter side (rollout, or assessment plus training and
     switch): 1 is the shorter side wholly hidden behind the longer."""
+    engine_streams: BoolArray
+    """Where the engine runs as a stream (async with a lag, on GPUs of its own): its time is
+    the stream's (`cost.rollout.Stream`), at the stream's concurrency."""
 
 
 def compose_step(
@@ -242,4 +245,5 @@ def compose_step(
         hidden_share=np.where(
             shorter > 0, np.minimum(overlap / np.maximum(shorter, 1e-300), 1.0), 0.0
         ),
+        engine_streams=engine_streams,
     )

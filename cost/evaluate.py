@@ -86,6 +86,10 @@ class CostTable:
     bottleneck: IntArray
     """Index into STAGES of the longest stage."""
     rollout_concurrency: FloatArray
+    engine_concurrency: FloatArray
+    """Most sequences one engine decodes at once as costed: the stream's where the engine
+    streams (`StepTime.engine_streams`), else the batch's; a launch capping its engines'
+    running sequences below this runs slower than the plan."""
     rollout_min_token_seconds: FloatArray
     rollout_idle_seconds: FloatArray
     train_idle_seconds: FloatArray
@@ -251,6 +255,7 @@ class CostTable:
             "overflow_gib": float(self.overflow_gib[i]),
             "offload_gib": float(self.offload_gib[i]),
             "rollout_concurrency": int(self.rollout_concurrency[i]),
+            "engine_concurrency": int(self.engine_concurrency[i]),
             "idle_seconds": {
                 "rollout": float(self.rollout_idle_seconds[i]),
                 "train": float(self.train_idle_seconds[i]),
@@ -546,6 +551,15 @@ def _own_pool(
     return own, TrainLinks.of(fabric, own), apart
 
 
+def engine_concurrency(extras: RolloutExtras, timing: StepTime) -> FloatArray:
+    """Most sequences one engine decodes at once: where it streams, a step's batch and the
+    steps it runs ahead (`cost.rollout`'s steady concurrency, up to its KV capacity) can hold
+    more than the batch alone, and a launch must let the engine run that many; rounded up,
+    since a stream's mean in flight may be fractional and a cap of its floor would trim it."""
+    streamed = np.maximum(extras.stream.concurrency, extras.concurrency)
+    return np.ceil(np.where(timing.engine_streams, streamed, extras.concurrency))
+
+
 def fullest_node(pools: list[tuple[FloatArray, IntArray]], node_gpus: int) -> FloatArray:
     """Host bytes of the fullest node: its GPUs taken from the pools that park the most state
     a GPU first, each up to its own GPU count (pools: per-GPU host bytes and GPUs, per plan).
@@ -743,6 +757,9 @@ def evaluate(
         offload_gib=train_mem.host / GIB,
         bottleneck=bottleneck(stages, colocated, timing),
         rollout_concurrency=generated.extras.concurrency if generated is not None else zero,
+        engine_concurrency=(
+            engine_concurrency(generated.extras, timing) if generated is not None else zero
+        ),
         rollout_min_token_seconds=(
             generated.extras.min_token_seconds if generated is not None else zero
         ),

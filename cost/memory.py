@@ -772,13 +772,20 @@ def rollout_weight_bytes(fig: ModelFigures, layout: RolloutLayout) -> FloatArray
     return layout.weight_bytes * (attention + dense + expert)
 
 
-def rollout_cache_bytes(fig: ModelFigures, layout: RolloutLayout, tokens: FloatArray) -> FloatArray:
+def rollout_cache_bytes(
+    fig: ModelFigures,
+    layout: RolloutLayout,
+    tokens: FloatArray,
+    recurrent_bytes: float = BF16_BYTES,
+) -> FloatArray:
     """Cache bytes per GPU of one of the replica's sequences of `tokens` tokens (KV by layer
-    kind, linear state), averaged over the replica: DP attention keeps each sequence on one
-    attention group of tp / attention_dp ranks, so a replica's cache spreads over its
-    attention_dp groups; decode context parallelism splits a group's heads over tp /
-    (attention_dp x cp) ranks and each head's tokens over cp."""
-    return fig.cache_bytes(tokens, layout.head_tp, layout.pp) / (layout.attention_dp * layout.cp)
+    kind, linear state with its recurrent part at `recurrent_bytes` an element), averaged over
+    the replica: DP attention keeps each sequence on one attention group of tp / attention_dp
+    ranks, so a replica's cache spreads over its attention_dp groups; decode context
+    parallelism splits a group's heads over tp / (attention_dp x cp) ranks and each head's
+    tokens over cp."""
+    held = fig.cache_bytes(tokens, layout.head_tp, layout.pp, recurrent_bytes)
+    return held / (layout.attention_dp * layout.cp)
 
 
 def rollout_cache_read_bytes(
@@ -808,7 +815,8 @@ def rollout_memory(
     weights and workspace, as vLLM sizes its KV cache. The launch's cap on sequences, where it
     sets one, replaces the cost model's."""
     weights = rollout_weight_bytes(fig, layout)
-    kv_sequence = rollout_cache_bytes(fig, layout, batch.sequence_tokens)
+    state_bytes = overheads.recurrent_state_bytes
+    kv_sequence = rollout_cache_bytes(fig, layout, batch.sequence_tokens, state_bytes)
     free = np.where(
         layout.memory_fraction > 0,
         layout.memory_fraction * total_bytes,
@@ -816,9 +824,19 @@ def rollout_memory(
     )
     free = free - weights - overheads.rollout_workspace_bytes
     cap = layout.seq_cap(overheads.max_seqs_per_replica)
-    capacity = np.clip(np.floor(free / kv_sequence), 0.0, cap)
+    fits = np.floor(free / kv_sequence)
+    share = overheads.linear_state_share
+    if share > 0.0 and fig.mixing.linear:
+        # States and KV in pools of their own (Overheads.linear_state_share): the engine runs
+        # what the fuller pool admits, each running sequence holding linear_state_slots states.
+        state = fig.state_bytes(layout.head_tp, layout.pp, state_bytes) / (
+            layout.attention_dp * layout.cp
+        )
+        slots = np.floor(free * share / (state * overheads.linear_state_slots))
+        fits = np.minimum(slots, np.floor(free * (1.0 - share) / (kv_sequence - state)))
+    capacity = np.clip(fits, 0.0, cap)
     # The longest sequence lives on one attention group whole.
     longest = np.asarray(batch.longest_sequence_tokens, dtype=float)
-    longest_kv = rollout_cache_bytes(fig, layout, longest) * layout.attention_dp
+    longest_kv = rollout_cache_bytes(fig, layout, longest, state_bytes) * layout.attention_dp
     minimum = weights + overheads.rollout_workspace_bytes + longest_kv
     return RolloutMemory(weights, kv_sequence, capacity, minimum, overheads.rollout_workspace_bytes)

@@ -105,6 +105,7 @@ def across(
         overflow_gib=overflow,
         bottleneck=bottleneck(stages, colocated, timing),
         rollout_concurrency=rollout_side.rollout_concurrency,
+        engine_concurrency=rollout_side.engine_concurrency,
         rollout_min_token_seconds=rollout_side.rollout_min_token_seconds,
         rollout_idle_seconds=timing.rollout_idle,
         train_idle_seconds=timing.train_idle,

@@ -32,4 +32,11 @@ def offline_step(assessment: StageCost, training: StageCost, switch: StageCost) 
     backward, plus whatever the trainer's offload moves; no pool ever waits for another."""
     step = seq(Span.of(assessment), Span.of(training), Span.of(switch))
     zero = np.zeros_like(step.seconds)
-    return StepTime(step=step, rollout_idle=zero, train_idle=zero, overlap=zero, hidden_share=zero)
+    return StepTime(
+        step=step,
+        rollout_idle=zero,
+        train_idle=zero,
+        overlap=zero,
+        hidden_share=zero,
+        engine_streams=np.zeros(len(zero), dtype=bool),
+    )

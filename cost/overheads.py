@@ -93,6 +93,23 @@ class Overheads:
     """graph_batch_limit for an engine of tensor-parallel degree 1 to 3: vLLM's 512 again;
     SGLang captures fewer graphs there (`_sglang_graph_max_bs`)."""
 
+    recurrent_state_bytes: float = 2.0
+    """Bytes an element of a linear layer's recurrent state takes in the engine's cache (its
+    conv window stays bf16): vLLM keeps it in the model's dtype, bf16; SGLang in float32
+    (`_sglang_fp32_state`)."""
+
+    linear_state_share: float = 0.0
+    """Share of an engine's cache memory (what its weights and workspace leave) held apart for
+    linear layers' recurrent states, the rest for the attention layers' KV, on a model with
+    both; 0 (the default): one pool, each sequence taking its state and its KV from it. Where
+    apart, the engine runs as many sequences as the fuller of the two pools admits
+    (`_sglang_radix_state_share`)."""
+
+    linear_state_slots: float = 1.0
+    """State slots an engine's state pool keeps per running sequence where it is apart
+    (`linear_state_share`): 1 the sequence's own; SGLang's prefix cache keeps more
+    (`_sglang_radix_state_slots`)."""
+
     moe_layer_decode_seconds: float = 29.7e-6
     """GPU time per MoE layer and decode step beyond streaming the touched experts' weights: the
     fused-MoE kernels' fixed part (token sorting and alignment, the small gate/up and down
@@ -461,6 +478,39 @@ def _sglang_graph_max_bs(gpu_gib: float, below_tp4: bool) -> float:
     return 512
 
 
+def _sglang_fp32_state(gpu_gib: float, gpu_name: str) -> float:
+    # Overheads.recurrent_state_bytes: SGLang keeps a linear layer's recurrent (SSM) state in
+    # float32 unless the model's config or SGLANG_MAMBA_SSM_DTYPE says otherwise, and the conv
+    # window in bf16 (mamba2_state_dtype, python/sglang/srt/configs/mamba_utils.py L47-L107 at
+    # 0.5.15.post1, slime's image; github-sgl-project-sglang, the PyPI wheel read 2026-12-07);
+    # neither slime (624b824a) nor AReaL (fee938ea) sets --mamba-ssm-dtype.
+    return 4.0
+
+
+def _sglang_radix_state_share(gpu_gib: float, gpu_name: str) -> float:
+    # Overheads.linear_state_share: with its prefix (radix) cache on and no
+    # --max-mamba-cache-size, SGLang splits the memory left for caches between the state pool
+    # and the KV pool as mamba_full_memory_ratio r : 1, r = 0.9 by default (server_args.py
+    # L1915-L1918; handle_max_mamba_cache, model_executor/model_runner_kv_cache_mixin.py
+    # L186-L220 at 0.5.15.post1). slime leaves the radix cache on (its SGLang arguments name
+    # neither the cache nor the ratio, slime/backends/sglang_utils at 624b824a); AReaL turns
+    # it off (SGLangConfig.disable_radix_cache True, areal/api/cli_args.py L1933 at fee938ea),
+    # and SGLang then sizes the state pool at max_running_requests, which AReaL's exports
+    # write: one pool, as the default costs it.
+    return 0.9 / 1.9
+
+
+def _sglang_radix_state_slots(gpu_gib: float, gpu_name: str) -> float:
+    # Overheads.linear_state_slots: with the radix cache on, SGLang runs at most (state pool
+    # slots) // ratio sequences (_resolve_max_num_reqs, model_runner_kv_cache_mixin.py
+    # L1239-L1252 at 0.5.15.post1), ratio 3 plus 2 for the extra buffer (L74-L77, L293-L312),
+    # which it takes for the hybrid architectures of the KB's linear-attention models
+    # (Qwen3-Next, Qwen3.5's, Nemotron-H: arg_groups/overrides.py L982-L1003) with the overlap
+    # scheduler on (its default, and slime's) and the triton linear-attention backend (the
+    # default, server_args.py L1949-L1955): L1038-L1046.
+    return 5.0
+
+
 def _sglang_graph_limit(gpu_gib: float, gpu_name: str) -> float:
     return _sglang_graph_max_bs(gpu_gib, below_tp4=False)
 
@@ -489,6 +539,9 @@ OWN_FRAMEWORK_CONSTANTS: dict[str, dict[str, Callable[[float, str], float]]] = {
     "entropy_copy_bytes_per_logit": {"verl": _verl_entropy_clone},
     "reference_swap": dict.fromkeys(("nemo-rl", "slime"), _reference_in_policy),
     "graph_batch_limit": dict.fromkeys(SGLANG_FIRST, _sglang_graph_limit),
+    "recurrent_state_bytes": dict.fromkeys(SGLANG_FIRST, _sglang_fp32_state),
+    "linear_state_share": {"slime": _sglang_radix_state_share},
+    "linear_state_slots": {"slime": _sglang_radix_state_slots},
     "graph_batch_limit_below_tp4": dict.fromkeys(SGLANG_FIRST, _sglang_graph_limit_below_tp4),
 }
 """Constants a framework sets for its own launches in place of the default, by constant and

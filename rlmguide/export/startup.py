@@ -590,7 +590,9 @@ def computed(
             out["launch.reward_engine_memory_fraction"] = reward_engine_fraction(
                 plan, facts, fraction, hbm, engine or "", starts_first
             )
-        out["launch.engine_max_seqs"] = max(1, int(plan.get("rollout_concurrency") or 1))
+        # the engine's cap is what it decodes at once as costed: the batch's, or where the
+        # engine streams ahead of the trainer the stream's (cost.evaluate.engine_concurrency)
+        out["launch.engine_max_seqs"] = max(1, int(plan.get("engine_concurrency") or 1))
         out["launch.engine_batched_tokens"] = ENGINE_BATCHED_TOKENS
         out["launch.engine_context_tokens"] = int(facts["workload.sequence_tokens"]) + (
             SGLANG_CONTEXT_MARGIN if engine == "sglang" else 0
