@@ -999,6 +999,26 @@ class Departure(Strict):
     shaping must be in the reward function), with the lines read."""
 
 
+class OtherTraining(Strict):
+    """A pipeline of the framework that no launch of the mapping reads and that review refuses
+    by what it is: one that trains otherwise than RL (SFT, DPO, a reward model), or an RL-shaped
+    loop the plan cannot cost (a teacher's logits), with the code that says so."""
+
+    what: Text
+    """What the launch is, as the refusal names it (`an SFT launch`)."""
+    pipeline: Text
+    """What the entry point builds, with the file and lines read at the mapping's commit."""
+    keys: list[Text] = []
+    """Config keys only this pipeline's config has (ROLL's sft_train, NeMo-RL's top-level sft
+    section): a recipe or command line setting one (or a key under it) is this pipeline's,
+    unless it sets a switch among them off."""
+    commands: list[Text] = []
+    """Entry points that build it (`python examples/start_sft_pipeline.py`): a shell launch
+    running one is this pipeline's."""
+    why: Text = "review reads RL launches"
+    """Why review refuses it: not RL, or what the plan cannot cost in it."""
+
+
 class Mapping(Record):
     """How a framework's launch spells a plan, for a range of its versions: entry points per
     execution mode and placement, and plan or scenario fact -> config key, each key with the
@@ -1116,6 +1136,9 @@ class Mapping(Record):
     """A recipe's top-level config key -> the pipeline of the framework a recipe setting it
     belongs to, which no launch here reads (its entry point and config class): review refuses
     such a recipe by name rather than cost it as the pipeline the launches map."""
+    other_trainings: list[OtherTraining] = []
+    """The framework's pipelines review refuses by what they are (OtherTraining), each with
+    the keys and entry points that mark its launches."""
     departures: list[Departure] = []
     """Where a launch runs otherwise than the algorithm's record or the scenario, or needs more
     than the framework's image, with no key to say it: export writes each whose condition holds

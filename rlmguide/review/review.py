@@ -17,7 +17,14 @@ from rlmguide.export.pools import PoolSpelling, read_allocation
 from rlmguide.export.render import BUDGET_FIELDS, BUDGET_LINE, MAPPING_LINE
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.model_names import match_model
-from rlmguide.kb.schema import Constraint, MappingEntry, Model, Scenario, length_prior
+from rlmguide.kb.schema import (
+    Constraint,
+    MappingEntry,
+    Model,
+    OtherTraining,
+    Scenario,
+    length_prior,
+)
 from rlmguide.kb.schema import Mapping as MappingRecord
 from rlmguide.review.architecture import (
     ArchitectureMissing,
@@ -99,8 +106,31 @@ def parse_launch(
         # Hydra's `+key=` / `++key=` add a key the config lacks: no start-up stop for it
         shell.appended = {w.partition("=")[0].lstrip("+") for w in words if w.startswith("+")}
         return module, config, own, shell
+    refuse_other_entry_point(text, candidates, path, budget)
     known = ", ".join(modules)
     raise ReviewError(f"no launch of a mapped framework in the file (looked for: {known})")
+
+
+def refuse_other_entry_point(
+    text: str, mappings: list[MappingRecord], path: Path | None, budget: Budget | None
+) -> None:
+    """Refuse by what it is a script that runs an entry point of a pipeline review refuses
+    (Mapping.other_trainings: ROLL's start_sft_pipeline.py, NeMo-RL's run_dpo.py), rather
+    than call its command unknown."""
+    for mapping in mappings:
+        for other in mapping.other_trainings:
+            for command in other.commands:
+                try:
+                    command_arguments(text, entry_module(command), path=path, budget=budget)
+                except ShellError:
+                    continue  # not this entry point's command (or not one the shell reads)
+                raise ReviewError(other_training(other, path, f"it runs {command}"))
+
+
+def other_training(other: OtherTraining, path: Path | None, evidence: str) -> str:
+    """The refusal of a launch of `other`, naming what marks it (`evidence`)."""
+    name = f"{path.name}: " if path else ""
+    return f"{name}this is {other.what} ({other.pipeline}; {evidence}); {other.why}"
 
 
 def _keys(mapping: MappingRecord) -> set[str]:
@@ -1007,7 +1037,10 @@ def parse_recipe(
         config, recipe_keys = recipe_config(path, budget)
     except RecipeError as exc:
         raise ReviewError(f"cannot read the recipe: {exc}") from None
-    chosen = pick_version(own, config)
+    # a recipe marked as another pipeline's of a framework is that framework's, whichever
+    # mapped framework's keys it shares more of (ROLL's distillation recipe, AReaL's key names)
+    marked = [m for m in own if any(_sets(config, k) for o in m.other_trainings for k in o.keys)]
+    chosen = pick_version(marked or own, config)
     refuse_other_pipeline(chosen, config, path)
     own = [m for m in own if m.framework == chosen.framework]
     return entry_module(chosen.launches[0].command), config, own, recipe_keys
@@ -1015,13 +1048,20 @@ def parse_recipe(
 
 def refuse_other_pipeline(mapping: MappingRecord, config: dict[str, Any], path: Path) -> None:
     """Refuse by name a launch of a pipeline the mapping's launches do not read (its
-    `other_pipelines`): a key under one of them is set, other than to a switch's off."""
+    `other_pipelines`, and by what it is its `other_trainings`): a key of one of them is set,
+    or a key under it, other than to a switch's off."""
+    for other in mapping.other_trainings:
+        if key := next((k for k in other.keys if _sets(config, k)), None):
+            raise ReviewError(other_training(other, path, f"it sets {key}"))
     for key, pipeline in mapping.other_pipelines.items():
-        if any(
-            (k == key and not _switched_off(v)) or k.startswith(f"{key}.")
-            for k, v in config.items()
-        ):
+        if _sets(config, key):
             raise ReviewError(f"{path.name} sets {key}: a recipe of {pipeline}")
+
+
+def _sets(config: dict[str, Any], key: str) -> bool:
+    return any(
+        (k == key and not _switched_off(v)) or k.startswith(f"{key}.") for k, v in config.items()
+    )
 
 
 def _switched_off(value: Any) -> bool:
