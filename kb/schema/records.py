@@ -983,6 +983,12 @@ class Launch(Strict):
     """Shell lines this entry point's script runs before the command, after the mapping's
     (verl's one-step-off and DAPO trainers start only from a checkout's root: the script
     checks it)."""
+    lag_pool: Text | None = None
+    """The key of the prompt groups per rollout engine that this entry point's asynchronous
+    rollout keeps generating and queued, whatever the plan's lag (slime's fully-async worker:
+    --sglang-server-concurrency x engines groups, each step draining --rollout-batch-size of
+    them oldest first): review reads the versions a trained group lags as that pool over a
+    step's prompts, rounded up, not as the mapping's implied max_staleness."""
     file: Text
 
 

@@ -722,6 +722,15 @@ def scenario_of(
         "train": {k: v for k, v in train.items() if v is not None},
         "pools": {k: v for k, v in pools.items() if v},
     }
+    if (queued := queued_lag(reading, rollout, prompts)) is not None:
+        lag, why = queued
+        if lag > STALENESS_CAP:
+            why += f"; costed at {STALENESS_CAP}, the most a plan may lag"
+            lag = STALENESS_CAP
+        f["plan.max_staleness"] = lag
+        assumed.append(
+            {"field": "plan.max_staleness", "value": lag, "why": why, "source": framework.id}
+        )
     if f["plan.execution"] in ("async", "partial-rollout") and f.get("plan.max_staleness"):
         plan["max_staleness"] = f["plan.max_staleness"]
     if assessment := frozen_layout(f):
@@ -771,6 +780,38 @@ def scenario_of(
     for name in ("algorithm", *counts):
         assumed += edited(f"workload.{name}", scenario["workload"][name], header)
     return scenario, assumed
+
+
+STALENESS_CAP = 16
+"""The most policy versions a scenario's plan may lag (kb.schema.scenario.Plan.max_staleness)."""
+
+
+def queued_lag(
+    reading: Reading, rollout: Mapping[str, Any], prompts: int
+) -> tuple[int, str] | None:
+    """The policy versions a trained group lags where the launch's entry point keeps a pool of
+    groups whatever the plan's lag (Launch.lag_pool: slime's fully-async worker), and why:
+    the pool, its key's groups per engine times the engines, over a step's prompts, rounded
+    up, as the queue fills once generation outpaces training. None for other launches, or
+    where the engines are unknown."""
+    key = reading.launch.lag_pool
+    gpus, tp, pp = rollout.get("gpus"), rollout.get("tp") or 1, rollout.get("pp") or 1
+    if key is None or not gpus:
+        return None
+    given = key in reading.config
+    per_engine = reading.config.get(key, reading.mapping.config_defaults.get(key))
+    if isinstance(per_engine, bool) or not isinstance(per_engine, int) or per_engine < 1:
+        return None
+    engines = max(1, gpus // (tp * pp))
+    pool = per_engine * engines
+    lag = max(1, -(-pool // prompts))
+    said = "" if given else f" (the framework's default, {reading.mapping.commit[:9]})"
+    why = (
+        f"{reading.launch.file} keeps {key} {per_engine}{said} x {engines} engines = {pool} "
+        f"groups generating and queued, and a step drains {prompts} of them, oldest first: "
+        f"a trained group is about {lag} policy versions old (the mapping's departure note)"
+    )
+    return lag, why
 
 
 def reference_switched_off(reading: Reading) -> bool:
@@ -1425,6 +1466,11 @@ def startup_stops(
         if u.fact == "plan.placement" and u.fact_value in PLACEMENTS
     }
     plan = {k: v for k, v in {**plan_facts, **said}.items() if v is not None}
+    loop = reading.mapping.implied_facts().get("plan.max_staleness")
+    if reading.launch.lag_pool is not None and loop is not None:
+        # the queue's lag (queued_lag) is no setting the framework checks: its loop's own lag
+        # is (slime's weight update after every step, constraint slime-async-lags-one-step)
+        plan["plan.max_staleness"] = loop
     facts = {**ABSENT, **plan, **own}
     mine = binding(checks, reading.mapping, reading.backend, reading.engine)
     return tripped(mine, facts)
@@ -1646,9 +1692,40 @@ def algorithm_settings(reading: Reading, plan_facts: Mapping[str, Any]) -> list[
     # judged on what the launch sets too: AReaL's KL departure holds only where its kl_ctl
     # (read from the launch or its base config) is above 0
     said = {k: v for k, v in reading.facts.items() if k.startswith("launch.")}
-    for note in departures(reading.mapping, {**plan_facts, **said}):
+    header = reading.stated_scenario or {}
+    stated = header.get("plan.max_staleness", header.get("workload.max_staleness"))
+    rollout = {d: plan_facts.get(f"plan.rollout.{d}") for d in ("gpus", "tp", "pp")}
+    prompts = plan_facts.get("workload.prompts_per_step")
+    if prompts and (queued := queued_lag(reading, rollout, int(prompts))) is not None:
+        rows.append(_lag_row(queued[0], None if stated is None else int(stated)))
+    # against the lag the scenario asked for, as export judged the launch it wrote (the
+    # reviewed plan's lag is the launch's own, read from its queue)
+    asked = {} if stated is None else {"plan.max_staleness": stated}
+    for note in departures(reading.mapping, {**plan_facts, **said, **asked}):
         rows.append({"setting": "departure", "launch": None, "record": None, "verdict": note})
     return rows
+
+
+def _lag_row(lag: int, stated: int | None) -> dict[str, Any]:
+    """The lag a launch's own queue sets (queued_lag) beside the one its export's header
+    states (plan.max_staleness, else workload.max_staleness)."""
+    if stated is None:
+        verdict = "no scenario states a lag (an export's header does): the launch's is costed"
+        if lag > STALENESS_CAP:
+            verdict += f", at {STALENESS_CAP}, the most a plan may lag"
+    elif lag > stated:
+        verdict = (
+            f"lags more than the scenario's {stated}: the launch's queue of groups, not the "
+            "plan, sets the lag"
+        )
+    else:
+        verdict = f"within the scenario's {stated}"
+    return {
+        "setting": "policy versions a trained group lags",
+        "launch": lag,
+        "record": stated,
+        "verdict": verdict,
+    }
 
 
 def understood(reading: Reading) -> dict[str, Any]:
