@@ -1142,6 +1142,11 @@ class Mapping(Record):
     """A recipe's top-level config key -> the pipeline of the framework a recipe setting it
     belongs to, which no launch here reads (its entry point and config class): review refuses
     such a recipe by name rather than cost it as the pipeline the launches map."""
+    single_sample: dict[Slug, Text] = {}
+    """Grouped algorithm -> where the framework's estimator, given one sample per prompt,
+    takes each response's own score as its advantage (a zero baseline: REINFORCE), with no
+    start-up check refusing it (verl's RLOO and GRPO estimators): review reads such a launch as
+    reinforce, as the framework runs it, instead of refusing a group of one."""
     other_trainings: list[OtherTraining] = []
     """The framework's pipelines review refuses by what they are (OtherTraining), each with
     the keys and entry points that mark its launches."""

@@ -574,6 +574,27 @@ def scenario_of(
                 "source": framework.id,
             }
         )
+    reference_kl = None
+    if samples == 1 and (runs := framework.single_sample.get(f["workload.algorithm"])):
+        # no start-up check refuses a group of one: the estimator runs it as REINFORCE, and a
+        # KL switch the launch keeps on still loads the reference
+        assumed.append(
+            {
+                "field": "workload.algorithm",
+                "value": "reinforce",
+                "why": f"{f['workload.algorithm']} with one sample per prompt: {runs}",
+                "source": framework.id,
+            }
+        )
+        f["workload.algorithm"] = "reinforce"
+        reference_kl = next(
+            (
+                u.fact_value
+                for u in reading.uses
+                if u.fact == "workload.kl_placement" and u.fact_value in ("reward", "loss")
+            ),
+            None,
+        )
     mean, budget, prior = max_response, None, False
     lengths = None if agent else _budgeted_lengths(reading.stated_lengths, max_response, assumed)
     if lengths is not None:
@@ -773,7 +794,8 @@ def scenario_of(
         | ({"prompt_tokens_from": "cap"} if at_cap else {})
         | ({"reasoning_budget": budget} if budget else {})
         | ({"agent": agent} if agent else {})
-        | ({"no_reference": True} if reference_switched_off(reading) else {}),
+        | ({"no_reference": True} if reference_switched_off(reading) else {})
+        | ({"reference_kl": reference_kl} if reference_kl else {}),
         "plan": plan,
     }
     counts = ("prompts_per_step", "samples_per_prompt", "minibatches_per_step", "epochs")
