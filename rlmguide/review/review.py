@@ -1292,6 +1292,10 @@ def forward_batch_read(reading: Reading, longest: int) -> int | None:
                 Use(budget.key, tokens, "plan.train.forward_micro_batch_tokens", tokens)
             )
             sizes.append(tokens)
+            # the packer asserts each budget holds a whole padded sequence (ROLL's
+            # sequence_packing.py L171-L174): the smallest is what a start-up check judges
+            packed = reading.facts.get("launch.forward_packed_tokens") or tokens
+            reading.facts["launch.forward_packed_tokens"] = min(packed, tokens)
         else:
             sizes.append(count * longest)
     return max(sizes, default=None)
