@@ -31,13 +31,16 @@ JSON_FIELDS = {
     "scenario", "launches", "entries", "config_defaults", "reads", "repositories",
     "specification", "absent", "model_scripts", "departures", "sequence_batching",
     "token_budgets", "forward_token_budgets", "global_batching", "other_pipelines",
+    "other_trainings", "single_sample",
 }  # fmt: skip
 """Fields stored as one JSON column: a scenario, a mapping's launches, entries, config
 defaults, micro-batch keys counted in sequences, token budgets by switch and those of the
 forward passes by their sequence-count key, older global
 micro-batch keys, other repositories, per-model architecture scripts, the other pipelines' config
-keys and departures from the algorithm records, an algorithm's §5 specification (its steps and
-parallelism annotations). Every dict-typed field is one (tests/test_store.py)."""
+keys, the pipelines refused by what they are, the grouped estimators run on one sample,
+and departures from the algorithm records, an
+algorithm's §5 specification (its steps and parallelism annotations). Every dict-typed field is
+one (tests/test_store.py)."""
 
 VIEWS = {
     "features": (

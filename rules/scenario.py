@@ -284,6 +284,16 @@ def resolve(scenario: Scenario, catalog: Mapping[str, Mapping[str, Record]]) -> 
         algorithm = algorithm.model_copy(
             update={"needs_reference": False, "kl_placement": None, "kl_estimator": None}
         )
+    if workload.reference_kl is not None and workload.no_reference:
+        raise InputError(
+            "workload.reference_kl and workload.no_reference contradict: a KL to the reference "
+            "loads one; give one of them"
+        )
+    if workload.reference_kl is not None and not algorithm.needs_reference:
+        # a KL the launch keeps beside an algorithm without one: the reference is costed
+        algorithm = algorithm.model_copy(
+            update={"needs_reference": True, "kl_placement": workload.reference_kl}
+        )
     critic = None
     if not algorithm.online:
         _check_offline(scenario, algorithm)

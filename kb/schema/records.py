@@ -988,6 +988,12 @@ class Launch(Strict):
     """Shell lines this entry point's script runs before the command, after the mapping's
     (verl's one-step-off and DAPO trainers start only from a checkout's root: the script
     checks it)."""
+    lag_pool: Text | None = None
+    """The key of the prompt groups per rollout engine that this entry point's asynchronous
+    rollout keeps generating and queued, whatever the plan's lag (slime's fully-async worker:
+    --sglang-server-concurrency x engines groups, each step draining --rollout-batch-size of
+    them oldest first): review reads the versions a trained group lags as that pool over a
+    step's prompts, rounded up, not as the mapping's implied max_staleness."""
     file: Text
 
 
@@ -1002,6 +1008,26 @@ class Departure(Strict):
     note: Text
     """What runs instead and what the user must carry (slime has no overlong-penalty key: DAPO's
     shaping must be in the reward function), with the lines read."""
+
+
+class OtherTraining(Strict):
+    """A pipeline of the framework that no launch of the mapping reads and that review refuses
+    by what it is: one that trains otherwise than RL (SFT, DPO, a reward model), or an RL-shaped
+    loop the plan cannot cost (a teacher's logits), with the code that says so."""
+
+    what: Text
+    """What the launch is, as the refusal names it (`an SFT launch`)."""
+    pipeline: Text
+    """What the entry point builds, with the file and lines read at the mapping's commit."""
+    keys: list[Text] = []
+    """Config keys only this pipeline's config has (ROLL's sft_train, NeMo-RL's top-level sft
+    section): a recipe or command line setting one (or a key under it) is this pipeline's,
+    unless it sets a switch among them off."""
+    commands: list[Text] = []
+    """Entry points that build it (`python examples/start_sft_pipeline.py`): a shell launch
+    running one is this pipeline's."""
+    why: Text = "review reads RL launches"
+    """Why review refuses it: not RL, or what the plan cannot cost in it."""
 
 
 class Mapping(Record):
@@ -1121,6 +1147,14 @@ class Mapping(Record):
     """A recipe's top-level config key -> the pipeline of the framework a recipe setting it
     belongs to, which no launch here reads (its entry point and config class): review refuses
     such a recipe by name rather than cost it as the pipeline the launches map."""
+    single_sample: dict[Slug, Text] = {}
+    """Grouped algorithm -> where the framework's estimator, given one sample per prompt,
+    takes each response's own score as its advantage (a zero baseline: REINFORCE), with no
+    start-up check refusing it (verl's RLOO and GRPO estimators): review reads such a launch as
+    reinforce, as the framework runs it, instead of refusing a group of one."""
+    other_trainings: list[OtherTraining] = []
+    """The framework's pipelines review refuses by what they are (OtherTraining), each with
+    the keys and entry points that mark its launches."""
     departures: list[Departure] = []
     """Where a launch runs otherwise than the algorithm's record or the scenario, or needs more
     than the framework's image, with no key to say it: export writes each whose condition holds

@@ -418,6 +418,11 @@ class Workload(Strict):
     so the framework builds no reference (verl with algorithm.use_kl_in_reward and
     actor.use_kl_loss both false: verl/trainer/ppo/utils.py L72-L76 at b178a3cd). The run is
     costed without the reference and without a KL; an algorithm that has none is unchanged."""
+    reference_kl: Literal["reward", "loss"] | None = None
+    """The launch keeps a KL to the reference, on this side, where the algorithm's record has
+    none (verl's RLOO estimator on groups of one runs REINFORCE, and its use_kl_in_reward
+    still loads the reference: verl/trainer/ppo/utils.py L75-L79 at 7aed6b23): the reference
+    is built and its pass costed. Unset, the record's reference stands."""
     agent: Agent | None = None
     """A multi-turn agentic episode (turns, observations, environment time); unset, one prompt
     and one response."""

@@ -168,6 +168,8 @@ SCENARIO_FIELDS = (
     "workload.max_response_tokens",
     "workload.minibatches_per_step",
     "workload.epochs",
+    "workload.max_staleness",
+    "plan.max_staleness",
 )
 
 

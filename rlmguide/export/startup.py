@@ -292,6 +292,13 @@ LAUNCH_FACTS = {
             "actor.megatron.expert_tensor_parallel_size); 0: unset, which Megatron takes as tp",
         ),
         Fact(
+            "launch.forward_packed_tokens",
+            "number",
+            "the smallest token budget a forward-only pass is packed to, where the framework "
+            "packs that pass by tokens (ROLL's max_packed_sequence_length_forward under "
+            "load_balance packing); 0: none packed so",
+        ),
+        Fact(
             "launch.rollout_micro_batch",
             "number",
             "samples per rollout micro-batch (OpenRLHF's micro_rollout_batch_size): the step's "
@@ -314,6 +321,7 @@ ABSENT = {
     "launch.log_prob_micro_batch": 0,
     "launch.rollout_sleep": False,
     "launch.rollout_moe_tp": 0,
+    "launch.forward_packed_tokens": 0,
     "launch.etp": 0,
     # vLLM's KernelConfig.moe_backend default (vllm/config/kernel.py L136 at 0.20.2, L181 at
     # 0.25.1): the kernel is chosen by the GPU

@@ -20,6 +20,8 @@ LINE = re.compile(
 )
 NAMES = frozenset({"cluster.accelerator", "models.policy", "workload.algorithm"})
 """The header's fields that are ids; the others are counts."""
+ZERO = frozenset({"workload.max_staleness", "plan.max_staleness"})
+"""The header's counts that may be 0 (the on-policy stream's lag); the others are positive."""
 LIMIT = 10**9
 """The largest count the line holds: a longer number is no line export wrote."""
 
@@ -37,7 +39,7 @@ def stated_scenario(text: str) -> dict[str, int | str] | None:
             return None
         if name in NAMES:
             stated[name] = value
-        elif value.isdigit() and 0 < int(value) < LIMIT:
+        elif value.isdigit() and (int(value) > 0 or name in ZERO) and int(value) < LIMIT:
             stated[name] = int(value)
         else:
             return None

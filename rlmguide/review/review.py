@@ -17,7 +17,14 @@ from rlmguide.export.pools import PoolSpelling, read_allocation
 from rlmguide.export.render import BUDGET_FIELDS, BUDGET_LINE, MAPPING_LINE
 from rlmguide.kb.load import Catalog
 from rlmguide.kb.model_names import match_model
-from rlmguide.kb.schema import Constraint, MappingEntry, Model, Scenario, length_prior
+from rlmguide.kb.schema import (
+    Constraint,
+    MappingEntry,
+    Model,
+    OtherTraining,
+    Scenario,
+    length_prior,
+)
 from rlmguide.kb.schema import Mapping as MappingRecord
 from rlmguide.review.architecture import (
     ArchitectureMissing,
@@ -99,8 +106,31 @@ def parse_launch(
         # Hydra's `+key=` / `++key=` add a key the config lacks: no start-up stop for it
         shell.appended = {w.partition("=")[0].lstrip("+") for w in words if w.startswith("+")}
         return module, config, own, shell
+    refuse_other_entry_point(text, candidates, path, budget)
     known = ", ".join(modules)
     raise ReviewError(f"no launch of a mapped framework in the file (looked for: {known})")
+
+
+def refuse_other_entry_point(
+    text: str, mappings: list[MappingRecord], path: Path | None, budget: Budget | None
+) -> None:
+    """Refuse by what it is a script that runs an entry point of a pipeline review refuses
+    (Mapping.other_trainings: ROLL's start_sft_pipeline.py, NeMo-RL's run_dpo.py), rather
+    than call its command unknown."""
+    for mapping in mappings:
+        for other in mapping.other_trainings:
+            for command in other.commands:
+                try:
+                    command_arguments(text, entry_module(command), path=path, budget=budget)
+                except ShellError:
+                    continue  # not this entry point's command (or not one the shell reads)
+                raise ReviewError(other_training(other, path, f"it runs {command}"))
+
+
+def other_training(other: OtherTraining, path: Path | None, evidence: str) -> str:
+    """The refusal of a launch of `other`, naming what marks it (`evidence`)."""
+    name = f"{path.name}: " if path else ""
+    return f"{name}this is {other.what} ({other.pipeline}; {evidence}); {other.why}"
 
 
 def _keys(mapping: MappingRecord) -> set[str]:
@@ -544,6 +574,27 @@ def scenario_of(
                 "source": framework.id,
             }
         )
+    reference_kl = None
+    if samples == 1 and (runs := framework.single_sample.get(f["workload.algorithm"])):
+        # no start-up check refuses a group of one: the estimator runs it as REINFORCE, and a
+        # KL switch the launch keeps on still loads the reference
+        assumed.append(
+            {
+                "field": "workload.algorithm",
+                "value": "reinforce",
+                "why": f"{f['workload.algorithm']} with one sample per prompt: {runs}",
+                "source": framework.id,
+            }
+        )
+        f["workload.algorithm"] = "reinforce"
+        reference_kl = next(
+            (
+                u.fact_value
+                for u in reading.uses
+                if u.fact == "workload.kl_placement" and u.fact_value in ("reward", "loss")
+            ),
+            None,
+        )
     mean, budget, prior = max_response, None, False
     lengths = None if agent else _budgeted_lengths(reading.stated_lengths, max_response, assumed)
     if lengths is not None:
@@ -692,6 +743,15 @@ def scenario_of(
         "train": {k: v for k, v in train.items() if v is not None},
         "pools": {k: v for k, v in pools.items() if v},
     }
+    if (queued := queued_lag(reading, rollout, prompts)) is not None:
+        lag, why = queued
+        if lag > STALENESS_CAP:
+            why += f"; costed at {STALENESS_CAP}, the most a plan may lag"
+            lag = STALENESS_CAP
+        f["plan.max_staleness"] = lag
+        assumed.append(
+            {"field": "plan.max_staleness", "value": lag, "why": why, "source": framework.id}
+        )
     if f["plan.execution"] in ("async", "partial-rollout") and f.get("plan.max_staleness"):
         plan["max_staleness"] = f["plan.max_staleness"]
     if assessment := frozen_layout(f):
@@ -734,13 +794,46 @@ def scenario_of(
         | ({"prompt_tokens_from": "cap"} if at_cap else {})
         | ({"reasoning_budget": budget} if budget else {})
         | ({"agent": agent} if agent else {})
-        | ({"no_reference": True} if reference_switched_off(reading) else {}),
+        | ({"no_reference": True} if reference_switched_off(reading) else {})
+        | ({"reference_kl": reference_kl} if reference_kl else {}),
         "plan": plan,
     }
     counts = ("prompts_per_step", "samples_per_prompt", "minibatches_per_step", "epochs")
     for name in ("algorithm", *counts):
         assumed += edited(f"workload.{name}", scenario["workload"][name], header)
     return scenario, assumed
+
+
+STALENESS_CAP = 16
+"""The most policy versions a scenario's plan may lag (kb.schema.scenario.Plan.max_staleness)."""
+
+
+def queued_lag(
+    reading: Reading, rollout: Mapping[str, Any], prompts: int
+) -> tuple[int, str] | None:
+    """The policy versions a trained group lags where the launch's entry point keeps a pool of
+    groups whatever the plan's lag (Launch.lag_pool: slime's fully-async worker), and why:
+    the pool, its key's groups per engine times the engines, over a step's prompts, rounded
+    up, as the queue fills once generation outpaces training. None for other launches, or
+    where the engines are unknown."""
+    key = reading.launch.lag_pool
+    gpus, tp, pp = rollout.get("gpus"), rollout.get("tp") or 1, rollout.get("pp") or 1
+    if key is None or not gpus:
+        return None
+    given = key in reading.config
+    per_engine = reading.config.get(key, reading.mapping.config_defaults.get(key))
+    if isinstance(per_engine, bool) or not isinstance(per_engine, int) or per_engine < 1:
+        return None
+    engines = max(1, gpus // (tp * pp))
+    pool = per_engine * engines
+    lag = max(1, -(-pool // prompts))
+    said = "" if given else f" (the framework's default, {reading.mapping.commit[:9]})"
+    why = (
+        f"{reading.launch.file} keeps {key} {per_engine}{said} x {engines} engines = {pool} "
+        f"groups generating and queued, and a step drains {prompts} of them, oldest first: "
+        f"a trained group is about {lag} policy versions old (the mapping's departure note)"
+    )
+    return lag, why
 
 
 def reference_switched_off(reading: Reading) -> bool:
@@ -1007,7 +1100,10 @@ def parse_recipe(
         config, recipe_keys = recipe_config(path, budget)
     except RecipeError as exc:
         raise ReviewError(f"cannot read the recipe: {exc}") from None
-    chosen = pick_version(own, config)
+    # a recipe marked as another pipeline's of a framework is that framework's, whichever
+    # mapped framework's keys it shares more of (ROLL's distillation recipe, AReaL's key names)
+    marked = [m for m in own if any(_sets(config, k) for o in m.other_trainings for k in o.keys)]
+    chosen = pick_version(marked or own, config)
     refuse_other_pipeline(chosen, config, path)
     own = [m for m in own if m.framework == chosen.framework]
     return entry_module(chosen.launches[0].command), config, own, recipe_keys
@@ -1015,13 +1111,20 @@ def parse_recipe(
 
 def refuse_other_pipeline(mapping: MappingRecord, config: dict[str, Any], path: Path) -> None:
     """Refuse by name a launch of a pipeline the mapping's launches do not read (its
-    `other_pipelines`): a key under one of them is set, other than to a switch's off."""
+    `other_pipelines`, and by what it is its `other_trainings`): a key of one of them is set,
+    or a key under it, other than to a switch's off."""
+    for other in mapping.other_trainings:
+        if key := next((k for k in other.keys if _sets(config, k)), None):
+            raise ReviewError(other_training(other, path, f"it sets {key}"))
     for key, pipeline in mapping.other_pipelines.items():
-        if any(
-            (k == key and not _switched_off(v)) or k.startswith(f"{key}.")
-            for k, v in config.items()
-        ):
+        if _sets(config, key):
             raise ReviewError(f"{path.name} sets {key}: a recipe of {pipeline}")
+
+
+def _sets(config: dict[str, Any], key: str) -> bool:
+    return any(
+        (k == key and not _switched_off(v)) or k.startswith(f"{key}.") for k, v in config.items()
+    )
 
 
 def _switched_off(value: Any) -> bool:
@@ -1189,6 +1292,10 @@ def forward_batch_read(reading: Reading, longest: int) -> int | None:
                 Use(budget.key, tokens, "plan.train.forward_micro_batch_tokens", tokens)
             )
             sizes.append(tokens)
+            # the packer asserts each budget holds a whole padded sequence (ROLL's
+            # sequence_packing.py L171-L174): the smallest is what a start-up check judges
+            packed = reading.facts.get("launch.forward_packed_tokens") or tokens
+            reading.facts["launch.forward_packed_tokens"] = min(packed, tokens)
         else:
             sizes.append(count * longest)
     return max(sizes, default=None)
@@ -1385,6 +1492,11 @@ def startup_stops(
         if u.fact == "plan.placement" and u.fact_value in PLACEMENTS
     }
     plan = {k: v for k, v in {**plan_facts, **said}.items() if v is not None}
+    loop = reading.mapping.implied_facts().get("plan.max_staleness")
+    if reading.launch.lag_pool is not None and loop is not None:
+        # the queue's lag (queued_lag) is no setting the framework checks: its loop's own lag
+        # is (slime's weight update after every step, constraint slime-async-lags-one-step)
+        plan["plan.max_staleness"] = loop
     facts = {**ABSENT, **plan, **own}
     mine = binding(checks, reading.mapping, reading.backend, reading.engine)
     return tripped(mine, facts)
@@ -1606,9 +1718,40 @@ def algorithm_settings(reading: Reading, plan_facts: Mapping[str, Any]) -> list[
     # judged on what the launch sets too: AReaL's KL departure holds only where its kl_ctl
     # (read from the launch or its base config) is above 0
     said = {k: v for k, v in reading.facts.items() if k.startswith("launch.")}
-    for note in departures(reading.mapping, {**plan_facts, **said}):
+    header = reading.stated_scenario or {}
+    stated = header.get("plan.max_staleness", header.get("workload.max_staleness"))
+    rollout = {d: plan_facts.get(f"plan.rollout.{d}") for d in ("gpus", "tp", "pp")}
+    prompts = plan_facts.get("workload.prompts_per_step")
+    if prompts and (queued := queued_lag(reading, rollout, int(prompts))) is not None:
+        rows.append(_lag_row(queued[0], None if stated is None else int(stated)))
+    # against the lag the scenario asked for, as export judged the launch it wrote (the
+    # reviewed plan's lag is the launch's own, read from its queue)
+    asked = {} if stated is None else {"plan.max_staleness": stated}
+    for note in departures(reading.mapping, {**plan_facts, **said, **asked}):
         rows.append({"setting": "departure", "launch": None, "record": None, "verdict": note})
     return rows
+
+
+def _lag_row(lag: int, stated: int | None) -> dict[str, Any]:
+    """The lag a launch's own queue sets (queued_lag) beside the one its export's header
+    states (plan.max_staleness, else workload.max_staleness)."""
+    if stated is None:
+        verdict = "no scenario states a lag (an export's header does): the launch's is costed"
+        if lag > STALENESS_CAP:
+            verdict += f", at {STALENESS_CAP}, the most a plan may lag"
+    elif lag > stated:
+        verdict = (
+            f"lags more than the scenario's {stated}: the launch's queue of groups, not the "
+            "plan, sets the lag"
+        )
+    else:
+        verdict = f"within the scenario's {stated}"
+    return {
+        "setting": "policy versions a trained group lags",
+        "launch": lag,
+        "record": stated,
+        "verdict": verdict,
+    }
 
 
 def understood(reading: Reading) -> dict[str, Any]:
