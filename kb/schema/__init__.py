@@ -54,6 +54,7 @@ from rlmguide.kb.schema.scenario import (
 from rlmguide.kb.schema.specs import (
     AcceleratorFigures,
     Architecture,
+    FullAttentionShape,
     LinearAttention,
     MixtureOfExperts,
     MultiHeadLatent,
@@ -81,6 +82,7 @@ __all__ = [
     "EnvironmentTime",
     "Framework",
     "FrameworkDefault",
+    "FullAttentionShape",
     "InlineAccelerator",
     "InlineModel",
     "Launch",
