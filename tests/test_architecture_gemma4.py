@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 from rlmguide.cost.architecture import ModelFigures
+from rlmguide.cost.memory import LayerTerms
 from rlmguide.kb.load import load_catalog
 from rlmguide.kb.paths import DEFAULT_ROOTS
 from rlmguide.kb.schema import Architecture
@@ -154,3 +155,15 @@ def test_a_gemma_4_config_json_reads_back_the_record(tmp_path: Path) -> None:
     unshared = Architecture.model_validate(from_hf_config(path, Budget()).spec)
     assert unshared.full_attention is not None
     assert (unshared.full_attention.kv_heads, unshared.full_attention.shared_kv) == (8, False)
+
+
+def test_global_layers_keep_their_attention_activations_at_their_own_shape() -> None:
+    terms = LayerTerms.of(ModelFigures.of(arch("gemma-4-31b")), megatron=True)
+    # q, k, v and the output per token: 32 x 256 + 16 x 2 x 256 + 32 x 256 in the 50 sliding
+    # layers, 32 x 512 + 4 x 2 x 512 + 32 x 512 in the 10 global ones (values kept apart
+    # although projected with the keys), on average per layer, in bf16; fp32 LSE per head
+    elements = (50 * 24_576 + 10 * 36_864) / 60
+    assert terms.attention == 2 * elements + 4 * 32 == 53_376
+    # QK-norm inputs (bf16 under Megatron) and an fp32 statistic per q and k head
+    qk_norm = (50 * 48 * (2 * 256 + 4) + 10 * 36 * (2 * 512 + 4)) / 60
+    assert terms.qk_norm == qk_norm == 26_808
