@@ -23,6 +23,10 @@ class ModelFigures:
     heads: int
     kv_heads: int
     head_dim: int
+    full_kv_heads: int
+    """KV heads of a full-attention layer (its own where the model gives full layers their own
+    head shape, as Gemma 4's global layers)."""
+    full_head_dim: int
     vocab: int
     embedding_params: float
     params_total: float
@@ -51,7 +55,8 @@ class ModelFigures:
     expert_ffn: int
     """Intermediate width of one routed expert (0 without experts)."""
     shared_ffn: int
-    """Intermediate width of the shared experts together (0 without)."""
+    """Intermediate width of the shared experts together, and of a dense MLP beside the
+    experts (0 without): what every token of an expert layer passes through."""
     expert_width: int
     """Width of the tokens routed experts read and write: the hidden size, or a latent MoE's
     narrower projection."""
@@ -87,8 +92,18 @@ class ModelFigures:
             latent = 0
         h, d = arch.hidden, arch.attention_head_dim
         attention_io = (h + arch.heads * qk) + 2 * (h + arch.kv_heads * d) + (arch.heads * v + h)
+        own = arch.full_attention
+        if own:
+            # a full layer with its own head shape: q, k (and v unless shared) and o of its own
+            kv_projections = 1 if own.shared_kv else 2
+            full_io = 2 * (h + arch.heads * own.head_dim) + kv_projections * (
+                h + own.kv_heads * own.head_dim
+            )
+            attention_io += (full_io - attention_io) * arch.layer_count("full") / arch.layers
         mlp_io = 3.0 * (h + (arch.ffn or 0))
         shared_io = 3.0 * (h + moe.expert_ffn) * moe.shared_experts if moe else 0.0
+        if moe and moe.dense_beside:
+            shared_io += mlp_io
         dense_layers = arch.dense_layer_count
         lora_width = arch.layers * attention_io + dense_layers * mlp_io + sparse * shared_io
         checkpoint_tensors, engine_tensors = _tensor_counts(arch)
@@ -98,6 +113,8 @@ class ModelFigures:
             heads=arch.heads,
             kv_heads=arch.kv_heads,
             head_dim=arch.attention_head_dim,
+            full_kv_heads=arch.full_kv_heads,
+            full_head_dim=arch.full_head_dim,
             vocab=arch.vocab,
             embedding_params=float(arch.embedding_params),
             params_total=float(arch.params_total),
@@ -115,7 +132,7 @@ class ModelFigures:
             ffn=arch.ffn or 0,
             gated=arch.ffn_kind == "gated",
             expert_ffn=moe.expert_ffn if moe else 0,
-            shared_ffn=(moe.shared_expert_ffn or moe.expert_ffn) * moe.shared_experts if moe else 0,
+            shared_ffn=_shared_ffn(arch),
             expert_width=(moe.latent or arch.hidden) if moe else arch.hidden,
             dense_layers=dense_layers,
             q_lora_rank=(arch.mla.q_lora_rank or 0) if arch.mla else 0,
@@ -209,12 +226,15 @@ class ModelFigures:
         stages = self.stage_layers(pp, first, last)
         return np.maximum(np.maximum(stages[0], stages[1]), stages[2]) / self.layers
 
-    def _kv_per_layer(self, tp: FloatArray) -> FloatArray:
+    def _kv_per_layer(self, tp: FloatArray, full: bool = False) -> FloatArray:
         """KV elements of one token and attention layer on one tensor rank: MHA/GQA split KV
         heads over tensor parallelism (beyond kv_heads ranks each keeps a replica of one head);
-        MLA's latent (+ RoPE key) is kept whole by every rank."""
+        MLA's latent (+ RoPE key) is kept whole by every rank. `full`: of a full-attention
+        layer, by its own head shape."""
         if self.mla_latent:
             return np.full_like(floats(tp), float(self.mla_latent))
+        if full:
+            return 2.0 * np.ceil(self.full_kv_heads / floats(tp)) * self.full_head_dim
         return 2.0 * np.ceil(self.kv_heads / floats(tp)) * self.head_dim
 
     def _per_rank_state(self, tp: FloatArray, recurrent_bytes: float = BF16_BYTES) -> FloatArray:
@@ -237,7 +257,8 @@ class ModelFigures:
         indexer's key, which every rank keeps whole). Pipeline parallelism splits the layers;
         the fullest stage counts."""
         m = self.mixing
-        per_token = self._kv_per_layer(tp) * (m.full + m.sparse) + m.indexer_elements * m.sparse
+        per_token = self._kv_per_layer(tp, full=True) * m.full + self._kv_per_layer(tp) * m.sparse
+        per_token = per_token + m.indexer_elements * m.sparse
         return per_token * BF16_BYTES * self.stage_share(pp)
 
     def cache_bytes(
@@ -261,7 +282,9 @@ class ModelFigures:
         layer attends to, every indexer key, each linear state read and written back."""
         m = self.mixing
         c = floats(context)
-        kv = self._kv_per_layer(tp) * m.attended(c) + m.indexer_elements * m.sparse * c
+        full, other = m.attended(c)
+        kv = self._kv_per_layer(tp, full=True) * full + self._kv_per_layer(tp) * other
+        kv = kv + m.indexer_elements * m.sparse * c
         state = 2.0 * self._per_rank_state(tp)
         return (kv + state) * BF16_BYTES * self.stage_share(pp)
 
@@ -276,6 +299,16 @@ class ModelFigures:
         if self.experts_per_token >= self.experts:
             return np.ones_like(tokens)
         return -np.expm1(tokens * np.log1p(-self.experts_per_token / self.experts))
+
+
+def _shared_ffn(arch: Architecture) -> int:
+    """Intermediate width every token of an expert layer passes through besides its routed
+    experts: the shared experts together and a dense MLP beside them (0 without experts)."""
+    moe = arch.moe
+    if moe is None:
+        return 0
+    shared = (moe.shared_expert_ffn or moe.expert_ffn) * moe.shared_experts
+    return shared + ((arch.ffn or 0) if moe.dense_beside else 0)
 
 
 def _tensor_counts(arch: Architecture) -> tuple[int, int]:
@@ -299,11 +332,16 @@ def _tensor_counts(arch: Architecture) -> tuple[int, int]:
         fused_attention = 2 + (1 if arch.qkv_bias else 0)
     matrices = 3 if arch.ffn_kind == "gated" else 2
     moe = arch.moe
-    shared = 1 if moe and moe.shared_experts else 0
+    # a dense MLP beside the experts is one more such block in every expert layer
+    shared = (1 if moe and moe.shared_experts else 0) + (1 if moe and moe.dense_beside else 0)
+    # full layers that share K with V have no value projection (the engine's qkv_proj stays)
+    own = arch.full_attention
+    no_value = arch.layer_count("full") if own and own.shared_kv else 0
     routed = moe.experts * matrices + 1 if moe else 0
     ends = 2 + (0 if arch.tied_embeddings else 1)
     checkpoint = (
         mixers * (attention + 2)
+        - no_value
         + arch.dense_layer_count * matrices
         + arch.moe_layer_count * (routed + shared * matrices)
         + ends

@@ -64,10 +64,14 @@ class AttentionCosts:
     top_k: float
     kv_elements: int
     """Elements one attention layer caches per token (K and V, or MLA's latent + RoPE key)."""
+    full_kv_elements: int
+    """The same for a full layer, which may have its own head shape (Gemma 4's global layers)."""
     indexer_elements: int
     """Elements a sparse layer's indexer caches per token (its key)."""
     score_flops: float
     """FLOPs of QK^T and AV per attended key per layer."""
+    full_score_flops: float
+    """The same for a full layer, by its own head dimension."""
     indexer_flops: float
     """FLOPs of the indexer scoring one cached key per sparse layer: 2 x heads x head dim."""
     state_elements: int
@@ -85,7 +89,7 @@ class AttentionCosts:
             v = arch.mla.v_head_dim
         else:
             qk = v = arch.attention_head_dim
-        sparse, linear = arch.sparse, arch.linear
+        sparse, linear, own = arch.sparse, arch.linear, arch.full_attention
         passes = LINEAR_STATE_PASSES[linear.kind] if linear else 0
         return cls(
             full=arch.layer_count("full"),
@@ -95,8 +99,10 @@ class AttentionCosts:
             window=float(arch.sliding_window or 0),
             top_k=float(sparse.top_k if sparse else 0),
             kv_elements=arch.kv_elements_per_layer,
+            full_kv_elements=arch.full_kv_elements_per_layer,
             indexer_elements=sparse.indexer_head_dim if sparse else 0,
             score_flops=2.0 * arch.heads * (qk + v),
+            full_score_flops=2.0 * arch.heads * (qk + v if own is None else 2 * own.head_dim),
             indexer_flops=2.0 * sparse.indexer_heads * sparse.indexer_head_dim if sparse else 0.0,
             state_elements=linear.state_elements if linear else 0,
             recurrent_elements=linear.heads * linear.key_dim * linear.value_dim if linear else 0,
@@ -109,32 +115,34 @@ class AttentionCosts:
         """Bytes one sequence of `context` tokens holds: the KV it caches and the state."""
         c = floats(context)
         growing = (self.kv_elements + self.indexer_elements) * self.sparse
-        growing += self.kv_elements * self.full
+        growing += self.full_kv_elements * self.full
         windowed = self.kv_elements * self.sliding * np.minimum(c, self.window)
         state = self.state_elements * self.linear
         return (growing * c + windowed + state) * BF16_BYTES
 
-    def attended(self, context: npt.ArrayLike) -> FloatArray:
-        """Keys a token at `context` attends to, summed over the layers."""
+    def attended(self, context: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
+        """Keys a token at `context` attends to, summed over the layers: (in full layers, in
+        sliding and sparse ones), as the two may differ in head shape."""
         c = floats(context)
-        return (
-            self.full * c
-            + self.sliding * np.minimum(c, self.window)
-            + self.sparse * np.minimum(c, self.top_k)
+        return self.full * c, self.sliding * np.minimum(c, self.window) + self.sparse * np.minimum(
+            c, self.top_k
         )
 
     def decode_flops(self, context: npt.ArrayLike) -> FloatArray:
         """Mixing FLOPs of one decode token at `context` (its weights' 2 x params aside):
         attention over the attended keys, the indexer over every cached key, the recurrences."""
         c = floats(context)
+        full, other = self.attended(c)
         indexer = self.indexer_flops * self.sparse * c
-        return self.score_flops * self.attended(c) + indexer + self.linear_flops * self.linear
+        scores = self.full_score_flops * full + self.score_flops * other
+        return scores + indexer + self.linear_flops * self.linear
 
     def decode_bytes(self, context: npt.ArrayLike) -> FloatArray:
         """Cache bytes one decode token at `context` reads: the attended keys' KV, every
         indexer key, and each linear state read and written back."""
         c = floats(context)
-        kv = self.kv_elements * self.attended(c)
+        full, other = self.attended(c)
+        kv = self.full_kv_elements * full + self.kv_elements * other
         indexer = self.indexer_elements * self.sparse * c
         state = 2.0 * self.state_elements * self.linear
         return (kv + indexer + state) * BF16_BYTES
@@ -142,20 +150,23 @@ class AttentionCosts:
     def prefill_flops(self, prompt: npt.ArrayLike) -> FloatArray:
         """Mixing FLOPs of a causal pass over `prompt` tokens (weights aside)."""
         p = floats(prompt)
-        attended = self.full * capped_prefix(p, np.inf) + self.sliding * capped_prefix(
-            p, self.window
+        full = self.full * capped_prefix(p, np.inf)
+        other = self.sliding * capped_prefix(p, self.window) + self.sparse * capped_prefix(
+            p, self.top_k
         )
-        attended = attended + self.sparse * capped_prefix(p, self.top_k)
         indexer = self.indexer_flops * self.sparse * capped_prefix(p, np.inf)
-        return self.score_flops * attended + indexer + self.linear_flops * self.linear * p
+        scores = self.full_score_flops * full + self.score_flops * other
+        return scores + indexer + self.linear_flops * self.linear * p
 
     def mean_decode_flops(self, prompt: npt.ArrayLike, end: npt.ArrayLike) -> FloatArray:
         """decode_flops averaged over the steps from context `prompt` to `end`."""
         a, b = floats(prompt), floats(end)
-        attended = self.full * (a + b) / 2.0 + self.sliding * capped_mean(a, b, self.window)
-        attended = attended + self.sparse * capped_mean(a, b, self.top_k)
+        full = self.full * (a + b) / 2.0
+        other = self.sliding * capped_mean(a, b, self.window)
+        other = other + self.sparse * capped_mean(a, b, self.top_k)
         indexer = self.indexer_flops * self.sparse * (a + b) / 2.0
-        return self.score_flops * attended + indexer + self.linear_flops * self.linear
+        scores = self.full_score_flops * full + self.score_flops * other
+        return scores + indexer + self.linear_flops * self.linear
 
     def as_full(self) -> AttentionCosts:
         """The same model costed as if every mixing layer were full attention (what the cost
@@ -169,8 +180,10 @@ class AttentionCosts:
             window=0.0,
             top_k=0.0,
             kv_elements=self.kv_elements,
+            full_kv_elements=self.kv_elements,
             indexer_elements=0,
             score_flops=self.score_flops,
+            full_score_flops=self.score_flops,
             indexer_flops=0.0,
             state_elements=0,
             recurrent_elements=0,

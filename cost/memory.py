@@ -237,10 +237,20 @@ class LayerTerms:
             qk_heads, latents = fig.kv_heads, 0
         qk, v = fig.attention_qk_dim, fig.attention_v_dim
         elements = fig.heads * qk + qk_heads * (qk + v) + fig.heads * v + 2.0 * latents
-        attention = BF16_BYTES * elements + FP32_BYTES * fig.heads
         normed_heads = 0.0 if fig.mla_latent else float(fig.heads + fig.kv_heads)
         per_element = BF16_BYTES if megatron else FP32_BYTES + BF16_BYTES
         qk_norm = normed_heads * (per_element * fig.head_dim + FP32_BYTES)
+        if not fig.mla_latent:
+            # Full layers with their own head shape (Gemma 4's global layers) keep q, k, v and
+            # the output at it (K=V included: the values are a tensor of their own); averaged
+            # over the layers like the other per-kind terms.
+            share = fig.mixing.full / fig.layers
+            d, kv = fig.full_head_dim, fig.full_kv_heads
+            full = fig.heads * d + kv * 2 * d + fig.heads * d
+            elements += share * (full - elements)
+            full_norm = (fig.heads + kv) * (per_element * d + FP32_BYTES)
+            qk_norm += share * (full_norm - qk_norm)
+        attention = BF16_BYTES * elements + FP32_BYTES * fig.heads
         k = float(fig.experts_per_token) if fig.sparse_layers else 0.0
         expert_mlp = k * _mlp_bytes(fig.expert_ffn, fig.gated, megatron)
         expert_mlp += _mlp_bytes(fig.shared_ffn, fig.gated, megatron)

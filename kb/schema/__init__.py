@@ -55,6 +55,7 @@ from rlmguide.kb.schema.scenario import (
 from rlmguide.kb.schema.specs import (
     AcceleratorFigures,
     Architecture,
+    FullAttentionShape,
     LinearAttention,
     MixtureOfExperts,
     MultiHeadLatent,
@@ -82,6 +83,7 @@ __all__ = [
     "EnvironmentTime",
     "Framework",
     "FrameworkDefault",
+    "FullAttentionShape",
     "InlineAccelerator",
     "InlineModel",
     "Launch",

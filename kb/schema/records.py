@@ -34,6 +34,7 @@ from rlmguide.kb.schema.scenario import Currency, Execution, Placement, Scenario
 from rlmguide.kb.schema.specs import (
     AcceleratorFigures,
     Architecture,
+    FullAttentionShape,
     LayerKind,
     LinearAttention,
     MixtureOfExperts,
@@ -559,6 +560,7 @@ class Model(Record, Cited):
     sliding_window: PositiveInt | None = None
     linear: LinearAttention | None = None
     sparse: SparseAttention | None = None
+    full_attention: FullAttentionShape | None = None
     attention_output_gate: bool = False
     qk_norm: bool | None = None
     mtp_layers: NonNegativeInt = 0

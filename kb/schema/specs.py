@@ -109,6 +109,10 @@ class MixtureOfExperts(Strict):
     latent: PositiveInt | None = None
     """Width routed experts read and write where it is not the hidden size (Nemotron 3
     Super's latent MoE: one projection down before the experts, one up after them)."""
+    dense_beside: bool = False
+    """Each expert layer also runs the dense feed-forward network of width `ffn` on every
+    token, beside its experts, and adds the two outputs (Gemma 4 26B-A4B: enable_moe_block
+    adds the router and experts to a layer that keeps its MLP)."""
     dense_layers: NonNegativeInt = 0
 
     @model_validator(mode="after")
@@ -173,6 +177,19 @@ class LinearAttention(Strict):
         return projection + conv + per_head + norm + inner * hidden
 
 
+class FullAttentionShape(Strict):
+    """The head shape of the full-attention layers where it is not the other layers' (Gemma 4's
+    global layers: global_head_dim and num_global_key_value_heads); the query heads are the
+    model's `heads`."""
+
+    head_dim: PositiveInt
+    kv_heads: PositiveInt
+    shared_kv: bool = False
+    """One projection gives the keys and the values (attention_k_eq_v): the layer has no value
+    projection. Its cache still holds both, as they differ after it: the keys are normalised
+    and rotated, the values only normalised (transformers' modeling_gemma4.py)."""
+
+
 class SparseAttention(Strict):
     """DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): a lightning indexer scores every cached
     key of a query with `indexer_heads` heads of `indexer_head_dim`, and attention reads only
@@ -227,6 +244,9 @@ class Architecture(Strict):
     """Tokens a `sliding` layer attends to (itself included)."""
     linear: LinearAttention | None = None
     sparse: SparseAttention | None = None
+    full_attention: FullAttentionShape | None = None
+    """The head shape of the `full` layers where it is not the one `kv_heads` and `head_dim`
+    give the other attention layers."""
     attention_output_gate: bool = False
     """A sigmoid gate on the attention output, its weights a second query-sized projection
     (Qwen3-Next, Qwen3.5: `attn_output_gate`)."""
@@ -247,8 +267,16 @@ class Architecture(Strict):
             )
         if self.moe and self.moe.dense_layers > self.ffn_layer_count:
             raise ValueError("moe.dense_layers exceeds the layers with a feed-forward network")
-        if self.ffn is None and self.dense_layer_count:
+        if self.ffn is None and (self.dense_layer_count or (self.moe and self.moe.dense_beside)):
             raise ValueError("ffn is required: some layers have a dense feed-forward network")
+        if self.full_attention is not None:
+            if "full" not in self.layer_kinds:
+                raise ValueError("full_attention is given but no layer is full attention")
+            if self.heads % self.full_attention.kv_heads:
+                raise ValueError(
+                    f"heads ({self.heads}) is not a multiple of full_attention.kv_heads "
+                    f"({self.full_attention.kv_heads})"
+                )
         pattern = self.layer_pattern or []
         if len(pattern) > self.layers:
             raise ValueError(f"layer_pattern is longer than the {self.layers} layers")
@@ -313,9 +341,20 @@ class Architecture(Strict):
         return self.head_dim or self.hidden // self.heads
 
     @property
-    def attention_params(self) -> int:
-        """Weights of one attention block (projections and biases)."""
-        h, d = self.hidden, self.attention_head_dim
+    def full_head_dim(self) -> int:
+        """Head dimension of the full-attention layers."""
+        return self.full_attention.head_dim if self.full_attention else self.attention_head_dim
+
+    @property
+    def full_kv_heads(self) -> int:
+        """KV heads of the full-attention layers."""
+        return self.full_attention.kv_heads if self.full_attention else self.kv_heads
+
+    def attention_params(self, kind: str) -> int:
+        """Weights of one attention block of a kind (projections and biases): a `full` layer
+        has its own head shape where `full_attention` gives one, and no value projection where
+        it shares K with V."""
+        h = self.hidden
         if self.mla:
             m = self.mla
             qk = m.qk_nope_head_dim + m.qk_rope_head_dim
@@ -326,7 +365,10 @@ class Architecture(Strict):
             kv = h * (m.kv_lora_rank + m.qk_rope_head_dim)
             kv += m.kv_lora_rank * self.heads * (m.qk_nope_head_dim + m.v_head_dim)
             return q + kv + self.heads * m.v_head_dim * h
-        width = d * (self.heads + 2 * self.kv_heads)
+        own = self.full_attention if kind == "full" else None
+        d = own.head_dim if own else self.attention_head_dim
+        kv_heads = own.kv_heads if own else self.kv_heads
+        width = d * (self.heads + (1 if own and own.shared_kv else 2) * kv_heads)
         bias = width if self.qkv_bias else 0
         gate = h * self.heads * d if self.attention_output_gate else 0
         return h * width + bias + self.heads * d * h + gate
@@ -352,7 +394,7 @@ class Architecture(Strict):
             return self.linear.params(self.hidden)
         if kind == "ffn":
             return 0
-        return self.attention_params + (self.indexer_params if kind == "sparse" else 0)
+        return self.attention_params(kind) + (self.indexer_params if kind == "sparse" else 0)
 
     def ffn_params(self, width: int, model_width: int | None = None) -> int:
         return (3 if self.ffn_kind == "gated" else 2) * (model_width or self.hidden) * width
@@ -363,6 +405,16 @@ class Architecture(Strict):
         if self.moe is None:
             return 0
         return self.ffn_params(self.moe.expert_ffn, self.moe.latent)
+
+    @property
+    def moe_dense_params(self) -> int:
+        """Weights every token of an expert layer passes through besides its routed experts:
+        the shared experts and a dense MLP beside them (0 without experts)."""
+        if self.moe is None:
+            return 0
+        moe = self.moe
+        shared = moe.shared_experts * self.ffn_params(moe.shared_expert_ffn or moe.expert_ffn)
+        return shared + (self.ffn_params(self.ffn) if moe.dense_beside and self.ffn else 0)
 
     @property
     def dense_layer_count(self) -> int:
@@ -387,10 +439,10 @@ class Architecture(Strict):
         if self.moe:
             moe = self.moe
             routed = moe.experts if routed_experts is None else routed_experts
-            shared = moe.shared_experts * self.ffn_params(moe.shared_expert_ffn or moe.expert_ffn)
             router = self.hidden * moe.experts
             latent = 2 * self.hidden * moe.latent if moe.latent else 0
-            per_layer = routed * self.routed_expert_params + shared + router + latent
+            per_layer = routed * self.routed_expert_params + self.moe_dense_params + router
+            per_layer += latent
             total += self.moe_layer_count * per_layer
         return total + self.embedding_params + self.hidden
 
@@ -412,10 +464,19 @@ class Architecture(Strict):
 
     @property
     def kv_elements_per_layer(self) -> int:
-        """Elements an attention layer caches per token (MLA: the latent and the RoPE key)."""
+        """Elements an attention layer caches per token (MLA: the latent and the RoPE key);
+        a full layer with its own head shape: `full_kv_elements_per_layer`."""
         if self.mla:
             return self.mla.kv_lora_rank + self.mla.qk_rope_head_dim
         return 2 * self.kv_heads * self.attention_head_dim
+
+    @property
+    def full_kv_elements_per_layer(self) -> int:
+        """Elements a full-attention layer caches per token: keys and values of its own head
+        shape where it has one (shared K=V included: both are cached)."""
+        if self.full_attention is None:
+            return self.kv_elements_per_layer
+        return 2 * self.full_attention.kv_heads * self.full_attention.head_dim
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -424,7 +485,8 @@ class Architecture(Strict):
         sparse attention (with the indexer's key); MLA caches the latent + RoPE key."""
         indexer = self.sparse.indexer_head_dim if self.sparse else 0
         full, sparse = self.layer_count("full"), self.layer_count("sparse")
-        per_token = self.kv_elements_per_layer * (full + sparse) + indexer * sparse
+        per_token = self.full_kv_elements_per_layer * full + self.kv_elements_per_layer * sparse
+        per_token += indexer * sparse
         return per_token * BYTES_BF16
 
     @computed_field  # type: ignore[prop-decorator]

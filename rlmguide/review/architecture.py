@@ -254,9 +254,12 @@ def from_hf_config(path: Path, budget: Budget) -> Read:
         width = c.get("moe_intermediate_size")
         moe: dict[str, Any] = {
             "experts": experts,
-            "experts_per_token": c.get("num_experts_per_tok"),
+            # Gemma 4 names the top-k top_k_experts
+            "experts_per_token": c.get("num_experts_per_tok") or c.get("top_k_experts"),
             "expert_ffn": width or c.get("intermediate_size"),
             "dense_layers": c.get("first_k_dense_replace", 0),
+            # Gemma 4 keeps each layer's MLP and adds the experts beside it
+            "dense_beside": bool(c.get("enable_moe_block", False)),
         }
         if width is None:
             spec["ffn"] = None  # Mixtral: intermediate_size is the experts' width
@@ -288,6 +291,16 @@ def from_hf_config(path: Path, budget: Budget) -> Read:
         }
     if "sliding" in spec.get("layer_pattern", []):
         spec["sliding_window"] = c.get("sliding_window")
+    if c.get("global_head_dim") and "full" in spec.get("layer_pattern", []):
+        # Gemma 4's full (global) layers: their own head dimension, and their own KV heads
+        # where K is V (transformers 5.25.0 configuration_gemma4.py L205-L218)
+        shared = bool(c.get("attention_k_eq_v", False))
+        global_kv = c.get("num_global_key_value_heads") if shared else None
+        spec["full_attention"] = {
+            "head_dim": c["global_head_dim"],
+            "kv_heads": global_kv or spec["kv_heads"],
+            "shared_kv": shared,
+        }
     if c.get("index_topk"):
         raise ArchitectureMissing(
             f"{path}: a sparse-attention indexer (index_topk) this reader does not take"

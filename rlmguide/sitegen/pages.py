@@ -1013,6 +1013,7 @@ def model_extras(model: Architecture) -> list[str]:
             ("Experts per token", cell(moe.experts_per_token)),
             ("Shared experts", cell(moe.shared_experts)),
             ("Expert FFN width", cell(moe.expert_ffn)),
+            ("Dense MLP beside the experts", cell(moe.dense_beside)),
             ("Leading dense layers", cell(moe.dense_layers)),
         ]
         blocks += ["## Mixture of experts", fields(rows)]
@@ -1045,6 +1046,14 @@ def model_extras(model: Architecture) -> list[str]:
             ("Indexer head dim", cell(sp.indexer_head_dim)),
         ]
         blocks += ["## Sparse attention", fields(rows)]
+    if model.full_attention:
+        own = model.full_attention
+        rows = [
+            ("Head dimension", cell(own.head_dim)),
+            ("KV heads", cell(own.kv_heads)),
+            ("K shared with V", cell(own.shared_kv)),
+        ]
+        blocks += ["## Full-attention layers' own head shape", fields(rows)]
     return blocks
 
 
