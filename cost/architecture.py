@@ -101,7 +101,11 @@ class ModelFigures:
             )
             attention_io += (full_io - attention_io) * arch.layer_count("full") / arch.layers
         mlp_io = 3.0 * (h + (arch.ffn or 0))
-        shared_io = 3.0 * (h + moe.expert_ffn) * moe.shared_experts if moe else 0.0
+        shared_io = (
+            3.0 * (h + (moe.shared_expert_ffn or moe.expert_ffn)) * moe.shared_experts
+            if moe
+            else 0.0
+        )
         if moe and moe.dense_beside:
             shared_io += mlp_io
         dense_layers = arch.dense_layer_count

@@ -30,6 +30,8 @@ from rlmguide.cost.memory import (
 from rlmguide.cost.overheads import DEFAULT_OVERHEADS, for_framework
 from rlmguide.cost.plans import PlanTable
 from rlmguide.cost.units import GIB
+from rlmguide.kb.load import load_catalog
+from rlmguide.kb.paths import DEFAULT_ROOTS
 from rlmguide.kb.schema import Workload
 from rlmguide.rules.search import stage_split
 from test_cost_specs import (
@@ -501,6 +503,16 @@ def test_lora_trains_adapters_only() -> None:
     assert state.weights[0] == pytest.approx(2 * (P + adapters))
     assert state.gradients[0] == pytest.approx(2 * adapters)
     assert state.optimizer[0] == pytest.approx(12 * adapters)
+
+
+def test_lora_adapts_a_shared_expert_at_its_own_width() -> None:
+    # Qwen1.5-MoE-A2.7B: its shared expert is 5,632 wide, its routed experts 1,408. Per layer
+    # the attention's (2048 + 2048) + 2 (2048 + 2048) + (2048 + 2048) = 16,384 widths and the
+    # shared expert's gated MLP 3 (2048 + 5632) = 23,040; no dense layers; x 24 layers.
+    # (Read at the routed width, the shared expert gave 3 (2048 + 1408) = 10,368.)
+    model = load_catalog(DEFAULT_ROOTS, ["model"]).of("model")["qwen1.5-moe-a2.7b"]
+    assert model.architecture is not None
+    assert ModelFigures.of(model.architecture).lora_width == 24 * (16_384 + 23_040)
 
 
 def test_micro_batches_shrink_to_fit_with_the_fragmentation_reserve() -> None:
