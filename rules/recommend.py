@@ -174,6 +174,10 @@ class Judges:
     rollout_log_probs: Mapping[str, str] = field(default_factory=dict)
     """Per framework, where its newest mapping's launch runs no old-log-prob pass (the
     mapping's rollout_log_probs condition)."""
+    phase_offload: Mapping[str, str] = field(default_factory=dict)
+    """Per framework, where its newest mapping's launch parks the trained state between
+    phases whatever the plan says (the mapping's phase_offload condition: SkyRL's swap of the
+    policy around a reference on its GPUs)."""
     no_sequence_parallel: frozenset[str] = frozenset()
     """Frameworks whose tensor-parallel training keeps every token on each rank (their
     mapping's sequence_parallel false: OpenRLHF's DeepSpeed AutoTP)."""
@@ -215,6 +219,7 @@ def judges_of(catalog: Catalog) -> Judges:
         ),
         frozenset(f for f, m in newest.items() if m.colocated_phase_offload),  # type: ignore[attr-defined]
         {f: m.rollout_log_probs for f, m in newest.items() if m.rollout_log_probs},  # type: ignore[attr-defined]
+        {f: m.phase_offload for f, m in newest.items() if m.phase_offload},  # type: ignore[attr-defined]
         frozenset(f for f, m in newest.items() if not m.sequence_parallel),  # type: ignore[attr-defined]
         {f: m.id for f, m in newest.items()},
     )
@@ -249,6 +254,7 @@ def recommender_for(
         options.setdefault("frozen_on_host", runs_as in j.frozen_on_host)
         options.setdefault("phase_on_colocation", runs_as in j.phase_on_colocation)
         options.setdefault("rollout_log_probs", j.rollout_log_probs.get(runs_as))
+        options.setdefault("phase_offload", j.phase_offload.get(runs_as))
         options.setdefault("sequence_parallel", runs_as not in j.no_sequence_parallel)
     recommender = (factory or Recommender)(
         resolved,
@@ -508,6 +514,7 @@ class Recommender:
         versions: Mapping[str, str] | None = None,
         launch_check: LaunchCheck | None = None,
         rollout_log_probs: str | None = None,
+        phase_offload: str | None = None,
         sequence_parallel: bool = True,
     ) -> None:
         """`frameworks` with their `constraints` decide which plans can run (none given: every
@@ -535,7 +542,10 @@ class Recommender:
         whose version its constraint records are judged at (rules.frameworks.supports).
         `rollout_log_probs` is a condition over the facts where the framework's launch trains
         on the rollout engine's log-probs and skips the old-log-prob pass (SkyRL's fully
-        asynchronous trainer): those plans cost no such pass. Without `sequence_parallel`
+        asynchronous trainer): those plans cost no such pass. `phase_offload` is a condition
+        over the facts where the framework's launch parks the trained state between phases
+        whatever the plan says (SkyRL's policy swapped out around a reference on its GPUs):
+        those plans are costed, and shown, with phase offload. Without `sequence_parallel`
         a tensor-parallel rank holds every token of its micro-batch where the scenario does
         not say (a framework whose tensor parallelism has no sequence split).
         `launch_check` says why a framework's export mapping cannot launch a costed row
@@ -549,6 +559,7 @@ class Recommender:
         self.rollout_log_probs = (
             Condition(rollout_log_probs, FACTS) if rollout_log_probs is not None else None
         )
+        self.phase_offload = Condition(phase_offload, FACTS) if phase_offload is not None else None
         self.narrowed: Callable[[str], Recommender] | None = None
         """A recommender of the same scenario for one framework alone (`recommender_for`
         sets it where a launch check is given): `recommend` asks the mapped frameworks'
@@ -788,8 +799,14 @@ class Recommender:
 
     def cost(self, resolved: Resolved, table: PlanTable) -> CostTable:
         """Cost `table` for `resolved` (the scenario, or it at another response length);
-        the plans whose launch skips the old-log-prob pass (`rollout_log_probs`) without it."""
+        the plans whose launch skips the old-log-prob pass (`rollout_log_probs`) without it,
+        and those whose launch parks the trained state (`phase_offload`) with phase offload,
+        which the costed table's plans then show."""
         options = resolved.cost_options()
+        if self.phase_offload is not None:
+            env = {**scenario_facts(resolved), **plan_facts(table)}
+            parked = np.broadcast_to(self.phase_offload.evaluate(env), (len(table),))
+            table = replace(table, offload_phase=table.offload_phase | parked)
         if self.rollout_log_probs is not None and options["old_log_probs"]:
             env = {**scenario_facts(resolved), **plan_facts(table)}
             skipped = np.broadcast_to(self.rollout_log_probs.evaluate(env), (len(table),))

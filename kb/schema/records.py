@@ -1145,6 +1145,12 @@ class Mapping(Record):
     """A condition over the facts where the launch trains on the rollout engine's log-probs
     and its trainer skips the old-log-prob forward pass (SkyRL's fully asynchronous launches):
     export and review cost those plans without it."""
+    phase_offload: Text | None = None
+    """A condition over the facts where the launch parks the trained state on the host
+    between phases whatever the plan says (SkyRL's colocate_policy_ref, which export writes for
+    a reference on the policy's GPUs, swaps the policy's weights and optimizer out before every
+    reference forward and back to train): plans searched for it, and its launches estimated,
+    are costed with phase offload where it holds, as review reads the launch back."""
     other_pipelines: dict[Text, Text] = {}
     """A recipe's top-level config key -> the pipeline of the framework a recipe setting it
     belongs to, which no launch here reads (its entry point and config class): review refuses
@@ -1178,8 +1184,8 @@ class Mapping(Record):
     def costing(self) -> dict[str, Any]:
         """The options (rules.recommend.recommender_for) that cost a plan as this mapping's
         launch runs it: its engines' default concurrency, its gradient buffers, where it
-        keeps the frozen models, whether it parks a colocated trainer's state and whether its
-        tensor parallelism splits the sequence. Export
+        keeps the frozen models, whether it parks a colocated trainer's state, where else it
+        parks it, and whether its tensor parallelism splits the sequence. Export
         and review cost one launch alike through these."""
         return {
             "engine_max_seqs": self.engine_max_seqs,
@@ -1187,6 +1193,7 @@ class Mapping(Record):
             "frozen_on_host": "plan.train.offload_frozen" in self.implied_facts(),
             "phase_on_colocation": self.colocated_phase_offload,
             "rollout_log_probs": self.rollout_log_probs,
+            "phase_offload": self.phase_offload,
             "sequence_parallel": self.sequence_parallel,
         }
 

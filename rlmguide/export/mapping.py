@@ -113,12 +113,16 @@ def compile_mapping(record: MappingRecord) -> list[CompiledEntry]:
         # a key written with Hydra's `+` is one the config file lacks: no entry can write it
         if key not in readable and not key.startswith("+"):
             raise MappingError(f"reads.{fact}", f"no entry has the key {key!r}")
-    if record.rollout_log_probs is not None:
-        try:
-            # the recommender judges it over the scenario's and the plans' facts
-            Condition(record.rollout_log_probs, FACTS)
-        except ConditionError as exc:
-            raise MappingError("rollout_log_probs", str(exc)) from None
+    # the recommender judges these over the scenario's and the plans' facts
+    for name, condition in (
+        ("rollout_log_probs", record.rollout_log_probs),
+        ("phase_offload", record.phase_offload),
+    ):
+        if condition is not None:
+            try:
+                Condition(condition, FACTS)
+            except ConditionError as exc:
+                raise MappingError(name, str(exc)) from None
     for i, departure in enumerate(record.departures):
         try:
             Condition(departure.when, EXPORT_FACTS)
