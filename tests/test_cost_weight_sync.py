@@ -102,10 +102,15 @@ def test_a_framework_sets_its_own_broadcast_bucket() -> None:
                      "weight_broadcast_buffers"):  # fmt: skip
             assert getattr(own, name) == getattr(DEFAULT_OVERHEADS, name)
     assert for_framework(DEFAULT_OVERHEADS, "none", 80.0, "any") == DEFAULT_OVERHEADS
-    # slime's own constants are SGLang's CUDA-graph capture limits, a decode figure, and its
-    # reference run in the actor's parameters, a memory and host-traffic figure.
+    # slime's own constants are SGLang's CUDA-graph capture limits, a decode figure, its
+    # reference run in the actor's parameters, a memory and host-traffic figure, and SGLang's
+    # pools for a linear-attention layer's state (float32, a pool of its own beside the KV's).
     slime = for_framework(DEFAULT_OVERHEADS, "slime", 80.0, "any")
     limits = {"graph_batch_limit": 512, "graph_batch_limit_below_tp4": 512, "reference_swap": 0.0}
+    limits |= {
+        name: getattr(DEFAULT_OVERHEADS, name)
+        for name in ("recurrent_state_bytes", "linear_state_share", "linear_state_slots")
+    }
     assert dataclasses.replace(slime, **limits) == DEFAULT_OVERHEADS
 
 
